@@ -1,0 +1,98 @@
+import swagger from '@fastify/swagger';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import type { Deps } from '../domain/usecases/context.ts';
+import { TokenAuthenticator } from './plugins/auth.ts';
+import { registerErrorHandling } from './plugins/errors.ts';
+import { registerRateLimit } from './plugins/rate-limit.ts';
+import { requestIdFor } from './plugins/request-id.ts';
+import { loadScope } from './plugins/scope.ts';
+import { adminRoutes } from './routes/admin.ts';
+import { auditRoutes } from './routes/audit.ts';
+import { comingSoonRoutes } from './routes/coming-soon.ts';
+import { deploymentRoutes } from './routes/deployments.ts';
+import { environmentRoutes } from './routes/environments.ts';
+import { healthRoutes } from './routes/health.ts';
+import { secretRoutes } from './routes/secrets.ts';
+import { serviceRoutes } from './routes/services.ts';
+import { ErrorBody } from './schemas/common.ts';
+import { validatorCompiler } from './validation.ts';
+
+export type App = FastifyInstance;
+
+export interface AppOptions {
+  /** Bearer token of /admin/v1. */
+  adminToken: string;
+}
+
+/** The HTTP application, without listening: the process entry, the tests and the benchmark build the same one. */
+export async function buildApp(deps: Deps, options: AppOptions) {
+  const app = Fastify({
+    loggerInstance: deps.logger as FastifyBaseLogger,
+    genReqId: requestIdFor,
+    requestIdHeader: false,
+    // Bodies hold at most two 256 KiB documents (ops_json, helm_values_yml) and a few fields.
+    bodyLimit: 1024 * 1024,
+    ajv: { customOptions: { strict: false } },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  app.setValidatorCompiler(validatorCompiler);
+  app.addSchema(ErrorBody);
+  registerErrorHandling(app);
+  app.addHook('onSend', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+  app.decorateRequest('auth', undefined);
+  app.decorateRequest('scope', undefined as never);
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Environment and Service Management API (Berth)',
+        version: '1.0.0',
+        description:
+          'Served by Berth. docs/api.md explains the decisions behind every "not shown" of the spec.',
+      },
+      components: {
+        securitySchemes: {
+          bearer: { type: 'http', scheme: 'bearer', description: 'The account API token (a UUID)' },
+        },
+      },
+      security: [{ bearer: [] }],
+    },
+    refResolver: { buildLocalReference: (json, _base, _fragment, i) => String(json.$id ?? `def-${i}`) },
+  });
+
+  await app.register(healthRoutes, { deps });
+
+  const authenticator = new TokenAuthenticator(deps.store.db);
+  await app.register(
+    async (v1) => {
+      v1.addHook('onRequest', async (request) => {
+        request.auth = await authenticator.authenticate(request.headers.authorization);
+      });
+      await registerRateLimit(v1, deps.config.rateLimitPerMin);
+      v1.addHook('preParsing', async (request) => {
+        request.scope = await loadScope(deps.store.db, request);
+      });
+      await v1.register(environmentRoutes, { deps });
+      await v1.register(serviceRoutes, { deps });
+      await v1.register(deploymentRoutes, { deps });
+      await v1.register(secretRoutes, { deps });
+      await v1.register(auditRoutes, { deps });
+      await v1.register(comingSoonRoutes);
+    },
+    { prefix: '/v1' },
+  );
+  await app.register(adminRoutes, {
+    prefix: '/admin/v1',
+    deps,
+    adminToken: options.adminToken,
+    authenticator,
+  });
+
+  // Served without auth, from the very schemas that validate and serialize.
+  app.get('/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  return app;
+}

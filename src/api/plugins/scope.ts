@@ -1,0 +1,60 @@
+import type { FastifyRequest } from 'fastify';
+import { isUuid } from '../../domain/api-token.ts';
+import { NotFoundError } from '../../domain/errors.ts';
+import type { Db } from '../../store/database.ts';
+import { findDeployment } from '../../store/repositories/deployments.ts';
+import { findEnvironment } from '../../store/repositories/environments.ts';
+import { findServiceInScope } from '../../store/repositories/scope.ts';
+import type { DeploymentRow, EnvironmentRow, ServiceRow } from '../../store/schema.ts';
+
+/**
+ * Loads the resources a path names, scoped to the caller's account, before the body is read: the
+ * contract's order is token (401), plan (403), resource (404), body (422). An id that is not a UUID
+ * cannot exist, so it is a 404 too.
+ */
+export interface Scope {
+  environment?: EnvironmentRow;
+  service?: ServiceRow;
+  latestDeployment?: DeploymentRow | null;
+  deployment?: DeploymentRow;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    scope: Scope;
+  }
+}
+
+export const RESOURCE_OF_PARAM: Record<string, string> = {
+  envId: 'Environment',
+  serviceId: 'Service',
+  deploymentId: 'Deployment',
+  customDomainId: 'Custom domain',
+};
+
+export async function loadScope(db: Db, request: FastifyRequest): Promise<Scope> {
+  const params = request.params as Record<string, string | undefined>;
+  const accountId = request.auth?.accountId as string;
+  for (const [param, resource] of Object.entries(RESOURCE_OF_PARAM)) {
+    const value = params[param];
+    if (value !== undefined && !isUuid(value)) throw new NotFoundError(resource);
+  }
+  const scope: Scope = {};
+  if (params.envId && params.serviceId) {
+    const found = await findServiceInScope(db, accountId, params.envId, params.serviceId);
+    if (!found) {
+      // Tell a missing environment from a missing service, still without crossing accounts.
+      if (!(await findEnvironment(db, accountId, params.envId))) throw new NotFoundError('Environment');
+      throw new NotFoundError('Service');
+    }
+    Object.assign(scope, found);
+  } else if (params.envId) {
+    scope.environment = await findEnvironment(db, accountId, params.envId);
+    if (!scope.environment) throw new NotFoundError('Environment');
+  }
+  if (params.deploymentId) {
+    scope.deployment = await findDeployment(db, accountId, params.deploymentId);
+    if (!scope.deployment) throw new NotFoundError('Deployment');
+  }
+  return scope;
+}

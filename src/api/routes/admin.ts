@@ -1,0 +1,173 @@
+import { timingSafeEqual } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import { Type } from 'typebox';
+import { isUuid } from '../../domain/api-token.ts';
+import { NotFoundError, UnauthorizedError } from '../../domain/errors.ts';
+import { PLANS } from '../../domain/plans.ts';
+import {
+  changeAccount,
+  createAccount,
+  issueApiToken,
+  revokeApiToken,
+} from '../../domain/usecases/accounts.ts';
+import type { Deps } from '../../domain/usecases/context.ts';
+import { createEnvironment } from '../../domain/usecases/environments.ts';
+import { listAccounts } from '../../store/repositories/accounts.ts';
+import type { AccountRow } from '../../store/schema.ts';
+import type { TokenAuthenticator } from '../plugins/auth.ts';
+import { Account, Features } from '../schemas/admin.ts';
+import { Envelope, errorResponses, StringEnum, Uuid } from '../schemas/common.ts';
+import { CLOUDS, Environment } from '../schemas/environments.ts';
+import { environmentView } from '../views.ts';
+
+const accountView = (a: AccountRow) => ({
+  id: a.id,
+  name: a.name,
+  plan: a.plan,
+  features: a.features,
+  created_at: a.created_at.toISOString(),
+  updated_at: a.updated_at.toISOString(),
+});
+
+const AccountParams = Type.Object({ id: Uuid });
+const ADMIN_ERRORS = errorResponses(401, 404, 422, 500);
+
+function assertUuid(id: string, resource: string): void {
+  if (!isUuid(id)) throw new NotFoundError(resource);
+}
+
+/** The operator's API: accounts, plans, API tokens, environments. Bearer BERTH_ADMIN_TOKEN. */
+export async function adminRoutes(
+  app: FastifyInstance,
+  { deps, adminToken, authenticator }: { deps: Deps; adminToken: string; authenticator: TokenAuthenticator },
+) {
+  const expected = Buffer.from(`Bearer ${adminToken}`);
+  app.addHook('onRequest', async (request) => {
+    const given = Buffer.from(request.headers.authorization ?? '');
+    if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw new UnauthorizedError();
+  });
+
+  app.get(
+    '/accounts',
+    {
+      schema: {
+        summary: 'List accounts',
+        response: { 200: Envelope(Type.Object({ accounts: Type.Array(Account) })), ...ADMIN_ERRORS },
+      },
+    },
+    async () => ({
+      message: 'success',
+      data: { accounts: (await listAccounts(deps.store.db)).map(accountView) },
+    }),
+  );
+
+  app.post(
+    '/accounts',
+    {
+      schema: {
+        summary: 'Create an account',
+        body: Type.Object({
+          name: Type.String({ minLength: 1, maxLength: 100 }),
+          plan: Type.Optional(StringEnum(PLANS, { description: 'default starter' })),
+          features: Type.Optional(Features),
+        }),
+        response: { 200: Envelope(Type.Object({ account: Account })), ...ADMIN_ERRORS },
+      },
+    },
+    async (request) => {
+      const account = await createAccount(
+        deps,
+        String(request.id),
+        request.body as Parameters<typeof createAccount>[2],
+      );
+      return { message: 'success', data: { account: accountView(account) } };
+    },
+  );
+
+  app.patch(
+    '/accounts/:id',
+    {
+      schema: {
+        summary: "Change an account's plan or features",
+        params: AccountParams,
+        body: Type.Object({ plan: Type.Optional(StringEnum(PLANS)), features: Type.Optional(Features) }),
+        response: { 200: Envelope(Type.Object({ account: Account })), ...ADMIN_ERRORS },
+      },
+      preValidation: async (request) => assertUuid((request.params as { id: string }).id, 'Account'),
+    },
+    async (request) => {
+      const { id } = request.params as { id: string };
+      const account = await changeAccount(
+        deps,
+        String(request.id),
+        id,
+        request.body as Parameters<typeof changeAccount>[3],
+      );
+      authenticator.forget();
+      return { message: 'success', data: { account: accountView(account) } };
+    },
+  );
+
+  app.post(
+    '/accounts/:id/api-tokens',
+    {
+      schema: {
+        summary: 'Issue an API token (shown only in this response)',
+        params: AccountParams,
+        response: { 200: Envelope(Type.Object({ api_token: Uuid, token_id: Uuid })), ...ADMIN_ERRORS },
+      },
+      preValidation: async (request) => assertUuid((request.params as { id: string }).id, 'Account'),
+    },
+    async (request) => {
+      const { id } = request.params as { id: string };
+      return { message: 'success', data: await issueApiToken(deps, String(request.id), id) };
+    },
+  );
+
+  app.delete(
+    '/api-tokens/:tokenId',
+    {
+      schema: {
+        summary: 'Revoke an API token',
+        params: Type.Object({ tokenId: Uuid }),
+        response: { 200: Envelope(Type.Object({ revoked: Type.Boolean() })), ...ADMIN_ERRORS },
+      },
+      preValidation: async (request) =>
+        assertUuid((request.params as { tokenId: string }).tokenId, 'API token'),
+    },
+    async (request) => {
+      await revokeApiToken(deps, String(request.id), (request.params as { tokenId: string }).tokenId);
+      authenticator.forget();
+      return { message: 'success', data: { revoked: true } };
+    },
+  );
+
+  app.post(
+    '/accounts/:id/environments',
+    {
+      schema: {
+        summary:
+          'Create an environment (starts provisioning; poll GET /v1/environments/{id} until available)',
+        params: AccountParams,
+        body: Type.Object({
+          name: Type.String({ minLength: 1, maxLength: 100 }),
+          cloud: Type.Optional(StringEnum(CLOUDS, { description: 'default aws' })),
+          region: Type.Optional(
+            Type.String({ pattern: '^[a-z]+(-[a-z0-9]+)+$', maxLength: 50, description: 'e.g. us-east-1' }),
+          ),
+        }),
+        response: { 200: Envelope(Type.Object({ environment: Environment })), ...ADMIN_ERRORS },
+      },
+      preValidation: async (request) => assertUuid((request.params as { id: string }).id, 'Account'),
+    },
+    async (request) => {
+      const { id } = request.params as { id: string };
+      const env = await createEnvironment(
+        deps,
+        { accountId: id, tokenId: null, requestId: String(request.id) },
+        request.body as Parameters<typeof createEnvironment>[2],
+      );
+      return { message: 'success', data: { environment: environmentView(env) } };
+    },
+  );
+}

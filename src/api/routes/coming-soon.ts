@@ -1,0 +1,32 @@
+import type { FastifyInstance } from 'fastify';
+import { NotFoundError } from '../../domain/errors.ts';
+
+/**
+ * Published but not live (spec: "coming soon"): each answers 404 `notfound` today, after the usual
+ * token check, like any unknown resource.
+ */
+const COMING_SOON: [method: 'POST' | 'DELETE' | 'GET', path: string, what: string][] = [
+  ['POST', '/environments', 'Create environment'],
+  ['DELETE', '/environments/:envId', 'Delete environment'],
+  [
+    'DELETE',
+    '/environments/:envId/services/:serviceId/custom-domains/:customDomainId',
+    'Delete custom domain',
+  ],
+  ['POST', '/deployments/:deploymentId/cancel', 'Cancel deployment'],
+  ['GET', '/deployments/:deploymentId/operations', 'Per-operation status'],
+  ['GET', '/deployments/:deploymentId/logs', 'Deployment logs'],
+];
+
+export async function comingSoonRoutes(app: FastifyInstance) {
+  for (const [method, url, what] of COMING_SOON) {
+    app.route({
+      method,
+      url,
+      schema: { summary: `${what} (coming soon: 404 today)`, deprecated: false },
+      handler: async () => {
+        throw new NotFoundError('Route');
+      },
+    });
+  }
+}

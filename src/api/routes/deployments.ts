@@ -1,0 +1,151 @@
+import type { FastifyInstance } from 'fastify';
+import { Type } from 'typebox';
+import type { Deps } from '../../domain/usecases/context.ts';
+import { type DeployBody, deploy } from '../../domain/usecases/deployments.ts';
+import { liveIdentity } from '../../domain/usecases/environments.ts';
+import { deployPreview, type PreviewBody } from '../../domain/usecases/previews.ts';
+import { listDeployments } from '../../store/repositories/deployments.ts';
+import type { DeploymentRow, EnvironmentRow, ServiceRow } from '../../store/schema.ts';
+import { actorOf, requireFeature } from '../plugins/auth.ts';
+import {
+  AUTH_ERRORS,
+  Envelope,
+  errorResponses,
+  Nullable,
+  PageQuery,
+  ServiceParams,
+  Uuid,
+} from '../schemas/common.ts';
+import { Deployment } from '../schemas/deployments.ts';
+import { deploymentView } from '../views.ts';
+
+const DeployRequestBody = Type.Object(
+  {
+    commit_id: Type.Optional(
+      Type.String({ maxLength: 100, description: 'git sources: the commit to deploy' }),
+    ),
+    docker_image_tag: Type.Optional(
+      Type.String({ maxLength: 128, description: 'docker_image: the tag (default latest)' }),
+    ),
+    helm_chart_version: Type.Optional(
+      Type.String({ maxLength: 100, description: 'helm_chart: the chart version' }),
+    ),
+    note: Type.Optional(Type.String({ maxLength: 300 })),
+    preview: Type.Optional(
+      Type.Boolean({ description: 'preview mode: needs commit_id, branch and pr_number' }),
+    ),
+    branch: Type.Optional(
+      Type.String({ maxLength: 100, description: 'preview mode: the pull request branch' }),
+    ),
+    pr_number: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: 2_147_483_647, description: 'preview mode' }),
+    ),
+  },
+  {
+    description:
+      'At most one target, fitting the source. `{}` deploys the branch head, the tag latest, or the latest chart.',
+  },
+);
+
+const DeployResponse = Envelope(
+  Type.Union([
+    Type.Object({ deployment_id: Uuid }),
+    Type.Object({
+      service_id: Uuid,
+      service_name: Type.String({ maxLength: 200 }),
+      origin: Type.String({ maxLength: 400 }),
+      pr_number: Type.Integer(),
+      is_new: Type.Boolean(),
+    }),
+  ]),
+);
+
+export async function deploymentRoutes(app: FastifyInstance, { deps }: { deps: Deps }) {
+  app.post(
+    '/environments/:envId/services/:serviceId/deploy',
+    {
+      schema: {
+        summary: 'Deploy Service',
+        description:
+          'Returns the deployment id at once (the row exists before the answer). Poll GET /v1/deployments/{id}. ' +
+          'Deployments of one service run one at a time, in the order they were accepted. Preview mode ' +
+          '({preview: true, commit_id, branch, pr_number}) needs the previews feature and returns the preview service.',
+        params: ServiceParams,
+        body: DeployRequestBody,
+        response: { 200: DeployResponse, ...errorResponses(...AUTH_ERRORS, 422) },
+      },
+    },
+    async (request) => {
+      const service = request.scope.service as ServiceRow;
+      const body = request.body as DeployBody & { preview?: boolean };
+      if (body.preview === true) {
+        requireFeature(request, 'previews');
+        const { preview, isNew } = await deployPreview(deps, actorOf(request), service, body as PreviewBody);
+        const identity = await liveIdentity(deps, request.scope.environment as EnvironmentRow);
+        return {
+          message: 'success',
+          data: {
+            service_id: preview.id,
+            service_name: preview.name,
+            origin: `https://${preview.subdomain}.${identity.ingress_host}`,
+            pr_number: preview.pr_number as number,
+            is_new: isNew,
+          },
+        };
+      }
+      const deployment = await deploy(deps, actorOf(request), service, body);
+      return { message: 'success', data: { deployment_id: deployment.id } };
+    },
+  );
+
+  app.get(
+    '/deployments/:deploymentId',
+    {
+      schema: {
+        summary: 'Get Deployment',
+        description:
+          'Poll until state is success or failed (both terminal). op_ids and ops are always empty here.',
+        params: Type.Object({ deploymentId: Uuid }),
+        response: {
+          200: Envelope(Type.Object({ deployment: Deployment })),
+          ...errorResponses(...AUTH_ERRORS),
+        },
+      },
+    },
+    async (request) => ({
+      message: 'success',
+      data: { deployment: deploymentView(request.scope.deployment as DeploymentRow) },
+    }),
+  );
+
+  app.get(
+    '/environments/:envId/services/:serviceId/deployments',
+    {
+      schema: {
+        summary: "A service's deployments, newest first",
+        params: ServiceParams,
+        querystring: PageQuery,
+        response: {
+          200: Envelope(
+            Type.Object({
+              deployments: Type.Array(Deployment),
+              next_cursor: Nullable(Type.String({ maxLength: 200 })),
+            }),
+          ),
+          ...errorResponses(...AUTH_ERRORS, 422),
+        },
+      },
+    },
+    async (request) => {
+      const { limit = 50, cursor } = request.query as { limit?: number; cursor?: string };
+      const page = await listDeployments(deps.store.db, (request.scope.service as ServiceRow).id, {
+        limit,
+        cursor,
+      });
+      return {
+        message: 'success',
+        data: { deployments: page.items.map(deploymentView), next_cursor: page.next_cursor },
+      };
+    },
+  );
+}

@@ -1,0 +1,60 @@
+import type { FastifyInstance } from 'fastify';
+import { Type } from 'typebox';
+import type { Deps } from '../../domain/usecases/context.ts';
+import { liveIdentity } from '../../domain/usecases/environments.ts';
+import { listEnvironments } from '../../store/repositories/environments.ts';
+import type { EnvironmentRow } from '../../store/schema.ts';
+import { AUTH_ERRORS, Envelope, EnvIdParams, errorResponses } from '../schemas/common.ts';
+import { Environment, LiveEnvironment } from '../schemas/environments.ts';
+import { environmentView } from '../views.ts';
+
+export async function environmentRoutes(app: FastifyInstance, { deps }: { deps: Deps }) {
+  app.get(
+    '/environments',
+    {
+      schema: {
+        summary: 'List environments, oldest first',
+        response: {
+          200: Envelope(Type.Object({ environments: Type.Array(Environment) })),
+          ...errorResponses(...AUTH_ERRORS),
+        },
+      },
+    },
+    async (request) => {
+      const rows = await listEnvironments(deps.store.db, request.auth?.accountId as string);
+      return { message: 'success', data: { environments: rows.map(environmentView) } };
+    },
+  );
+
+  app.get(
+    '/environments/:envId',
+    {
+      schema: {
+        summary: 'Get an environment with its live network identity',
+        description:
+          'ingress_host, public_nat_ips and svc_role_arn are read from the provider at request time (cached 3 s at most); ' +
+          'they appear both inside `environment` and at the top of `data`. If the provider cannot be reached: 500.',
+        params: EnvIdParams,
+        response: {
+          200: Envelope(
+            Type.Object({
+              environment: LiveEnvironment,
+              ingress_host: LiveEnvironment.properties.ingress_host,
+              public_nat_ips: LiveEnvironment.properties.public_nat_ips,
+              svc_role_arn: LiveEnvironment.properties.svc_role_arn,
+            }),
+          ),
+          ...errorResponses(...AUTH_ERRORS),
+        },
+      },
+    },
+    async (request) => {
+      const env = request.scope.environment as EnvironmentRow;
+      const identity = await liveIdentity(deps, env);
+      return {
+        message: 'success',
+        data: { environment: { ...environmentView(env), ...identity }, ...identity },
+      };
+    },
+  );
+}

@@ -1,0 +1,95 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Deps } from '../../domain/usecases/context.ts';
+import { assertNotDeleting } from '../../domain/usecases/deployments.ts';
+import { getSecrets, putSecrets, type SecretScope } from '../../domain/usecases/secrets.ts';
+import type { EnvironmentRow, ServiceRow } from '../../store/schema.ts';
+import { actorOf } from '../plugins/auth.ts';
+import { AUTH_ERRORS, Envelope, EnvIdParams, errorResponses, ServiceParams } from '../schemas/common.ts';
+import { SecretsBody, SecretsData } from '../schemas/secrets.ts';
+import { secretView } from '../views.ts';
+
+const PUT_DESCRIPTION =
+  'A full replace, not a merge: keys left out are removed. Everything is validated before anything is written. ' +
+  'Sensitive values are write-only: reads leave them out, and an entry for a stored sensitive key without `value` ' +
+  'keeps the stored value. Stored at once; written to the provider asynchronously; rolled out by the next deployment.';
+
+function serviceScope(request: FastifyRequest): SecretScope {
+  const service = request.scope.service as ServiceRow;
+  return { scope: 'service', id: service.id, environmentId: service.environment_id };
+}
+
+function environmentScope(request: FastifyRequest): SecretScope {
+  const env = request.scope.environment as EnvironmentRow;
+  return { scope: 'environment', id: env.id, environmentId: env.id };
+}
+
+export async function secretRoutes(app: FastifyInstance, { deps }: { deps: Deps }) {
+  const read = (scopeOf: (r: FastifyRequest) => SecretScope) => async (request: FastifyRequest) => {
+    const secrets = await getSecrets(deps, scopeOf(request));
+    return { message: 'success' as const, data: { secrets: secrets.map(secretView) } };
+  };
+
+  app.get(
+    '/environments/:envId/services/:serviceId/secrets',
+    {
+      schema: {
+        summary: "Read a service's secrets, sorted by key",
+        params: ServiceParams,
+        response: { 200: Envelope(SecretsData), ...errorResponses(...AUTH_ERRORS) },
+      },
+    },
+    read(serviceScope),
+  );
+
+  app.put(
+    '/environments/:envId/services/:serviceId/secrets',
+    {
+      schema: {
+        summary: 'Replace Service Secrets',
+        description: PUT_DESCRIPTION,
+        params: ServiceParams,
+        body: SecretsBody,
+        response: { 200: Envelope(SecretsData), ...errorResponses(...AUTH_ERRORS, 422) },
+      },
+    },
+    async (request) => {
+      const body = request.body as { secrets: Parameters<typeof putSecrets>[3] };
+      const target = serviceScope(request);
+      // Shape and key rules first (422), then the service's state (403).
+      const stored = await putSecrets(deps, actorOf(request), target, body.secrets, () =>
+        assertNotDeleting(request.scope.service as ServiceRow),
+      );
+      return { message: 'success', data: { secrets: stored.map(secretView) } };
+    },
+  );
+
+  app.get(
+    '/environments/:envId/secrets',
+    {
+      schema: {
+        summary: "Read an environment's secrets (shared by all its services), sorted by key",
+        params: EnvIdParams,
+        response: { 200: Envelope(SecretsData), ...errorResponses(...AUTH_ERRORS) },
+      },
+    },
+    read(environmentScope),
+  );
+
+  app.put(
+    '/environments/:envId/secrets',
+    {
+      schema: {
+        summary: 'Replace Environment Secrets',
+        description: `${PUT_DESCRIPTION} A service's own key wins over the environment's.`,
+        params: EnvIdParams,
+        body: SecretsBody,
+        response: { 200: Envelope(SecretsData), ...errorResponses(...AUTH_ERRORS, 422) },
+      },
+    },
+    async (request) => {
+      const body = request.body as { secrets: Parameters<typeof putSecrets>[3] };
+      const stored = await putSecrets(deps, actorOf(request), environmentScope(request), body.secrets);
+      return { message: 'success', data: { secrets: stored.map(secretView) } };
+    },
+  );
+}

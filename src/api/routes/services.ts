@@ -1,0 +1,197 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
+import type { SpecInput } from '../../domain/service-rules.ts';
+import type { Deps } from '../../domain/usecases/context.ts';
+import { liveIdentity } from '../../domain/usecases/environments.ts';
+import {
+  type CreateServiceBody,
+  createService,
+  deleteService,
+  patchService,
+} from '../../domain/usecases/services.ts';
+import { findDeploymentsByIds } from '../../store/repositories/deployments.ts';
+import { listServices } from '../../store/repositories/services.ts';
+import type { EnvironmentRow, ServiceRow } from '../../store/schema.ts';
+import { actorOf } from '../plugins/auth.ts';
+import {
+  AUTH_ERRORS,
+  Envelope,
+  EnvIdParams,
+  errorResponses,
+  Nullable,
+  PageQuery,
+  ServiceParams,
+} from '../schemas/common.ts';
+import { CreateServiceBody as CreateBodySchema, PatchServiceBody, Service } from '../schemas/services.ts';
+import { serviceView } from '../views.ts';
+
+const ServiceData = Envelope(Type.Object({ service: Service }));
+
+function scoped(request: FastifyRequest) {
+  return {
+    environment: request.scope.environment as EnvironmentRow,
+    service: request.scope.service as ServiceRow,
+  };
+}
+
+export async function serviceRoutes(app: FastifyInstance, { deps }: { deps: Deps }) {
+  app.post(
+    '/environments/:envId/services',
+    {
+      schema: {
+        summary: 'Create Service',
+        description:
+          "Rules: see the spec's Create Service table. Conditional requirements answer 422 with field errors; " +
+          '`ops_json` with a source other than docker_image answers 500 `validation`; an environment that is not ' +
+          '`available` answers 409. With `deploy_now` a first deployment is accepted in the same transaction ' +
+          '(no deployment id is returned); if the provider refuses it at once the service is kept and the answer is ' +
+          '500 `Service created successfully, but failed to deploy the service`.',
+        params: EnvIdParams,
+        body: CreateBodySchema,
+        response: { 200: ServiceData, ...errorResponses(...AUTH_ERRORS, 409, 422) },
+      },
+    },
+    async (request) => {
+      const { environment } = scoped(request);
+      const row = await createService(deps, actorOf(request), environment, request.body as CreateServiceBody);
+      const identity = await liveIdentity(deps, environment);
+      return {
+        message: 'success',
+        data: { service: serviceView(row, { identity, latestDeployment: null }) },
+      };
+    },
+  );
+
+  app.get(
+    '/environments/:envId/services',
+    {
+      schema: {
+        summary: 'List services, newest first (deleted ones left out)',
+        params: EnvIdParams,
+        querystring: PageQuery,
+        response: {
+          200: Envelope(
+            Type.Object({
+              services: Type.Array(Service),
+              next_cursor: Nullable(Type.String({ maxLength: 200 })),
+            }),
+          ),
+          ...errorResponses(...AUTH_ERRORS, 422),
+        },
+      },
+    },
+    async (request) => {
+      const { environment } = scoped(request);
+      const { limit = 50, cursor } = request.query as { limit?: number; cursor?: string };
+      const page = await listServices(deps.store.db, environment.id, { limit, cursor });
+      const [identity, latest] = await Promise.all([
+        liveIdentity(deps, environment),
+        findDeploymentsByIds(
+          deps.store.db,
+          page.items.flatMap((s) => (s.latest_deployment_id ? [s.latest_deployment_id] : [])),
+        ),
+      ]);
+      const byId = new Map(latest.map((d) => [d.id, d]));
+      const services = page.items.map((s) =>
+        serviceView(s, { identity, latestDeployment: byId.get(s.latest_deployment_id ?? '') ?? null }),
+      );
+      return { message: 'success', data: { services, next_cursor: page.next_cursor } };
+    },
+  );
+
+  app.get(
+    '/environments/:envId/services/:serviceId',
+    {
+      schema: {
+        summary: 'Get Service, hydrated',
+        description:
+          '`data.service` carries the hydrated fields and live run_status / ready_count from the provider. For ' +
+          'pollers of the hosted API, `data` also carries state, run_status, ready_count and svc_alias ' +
+          '(= kube_svc_alias, empty until provisioned). Deleted services stay readable.',
+        params: ServiceParams,
+        response: {
+          200: Envelope(
+            Type.Object({
+              service: Service,
+              state: Type.String({ maxLength: 30 }),
+              run_status: Type.String({ maxLength: 30 }),
+              ready_count: Type.Integer(),
+              svc_alias: Type.String({ maxLength: 300 }),
+            }),
+          ),
+          ...errorResponses(...AUTH_ERRORS),
+        },
+      },
+    },
+    async (request) => {
+      const { environment, service } = scoped(request);
+      const [identity, live] = await Promise.all([
+        liveIdentity(deps, environment),
+        deps.provider.status(service),
+      ]);
+      const view = serviceView(service, {
+        identity,
+        latestDeployment: request.scope.latestDeployment ?? null,
+        live,
+      });
+      return {
+        message: 'success',
+        data: {
+          service: view,
+          state: service.state,
+          run_status: live.run_status,
+          ready_count: live.ready_count,
+          svc_alias: service.kube_svc_alias ?? '',
+        },
+      };
+    },
+  );
+
+  app.patch(
+    '/environments/:envId/services/:serviceId',
+    {
+      schema: {
+        summary: 'Update Service',
+        description:
+          'Any subset of the create fields except deploy_now and secrets; the merged result must pass the create rules ' +
+          "(names may also hold hyphens). Changing `source` clears the old source's fields and requires the new " +
+          "source's fields in the same request. Takes effect on the next deployment.",
+        params: ServiceParams,
+        body: PatchServiceBody,
+        response: { 200: ServiceData, ...errorResponses(...AUTH_ERRORS, 422) },
+      },
+    },
+    async (request) => {
+      const { environment, service } = scoped(request);
+      const row = await patchService(deps, actorOf(request), service, request.body as SpecInput);
+      const identity = await liveIdentity(deps, environment);
+      return {
+        message: 'success',
+        data: {
+          service: serviceView(row, { identity, latestDeployment: request.scope.latestDeployment ?? null }),
+        },
+      };
+    },
+  );
+
+  app.delete(
+    '/environments/:envId/services/:serviceId',
+    {
+      schema: {
+        summary: 'Delete Service (asynchronous; no envelope)',
+        description:
+          'Answers 202 {"message":"accepted"}. States: delete_pending -> delete_queued -> deleting -> deleted (or ' +
+          'delete_failed). A protected service: 409. A service already being deleted: 403.',
+        params: ServiceParams,
+        response: {
+          202: Type.Object({ message: Type.Literal('accepted') }),
+          ...errorResponses(...AUTH_ERRORS, 409),
+        },
+      },
+    },
+    async (request, reply) => {
+      await deleteService(deps, actorOf(request), scoped(request).service);
+      return reply.status(202).send({ message: 'accepted' });
+    },
+  );
+}

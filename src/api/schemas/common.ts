@@ -1,0 +1,60 @@
+import { type Static, type TSchema, Type } from 'typebox';
+
+/** Shared schema pieces. Every string has a maximum length; every response is a deliberate projection. */
+export const Uuid = Type.String({ format: 'uuid', maxLength: 36 });
+export const DateTime = Type.String({ format: 'date-time', maxLength: 40 });
+export const ZERO_UUID = '00000000-0000-0000-0000-000000000000';
+
+/** A JSON Schema type that also admits null (OpenAPI 3.1 style `type: [T, "null"]`). */
+export function Nullable<T extends TSchema>(schema: T) {
+  const { type, ...rest } = schema as unknown as { type: string } & Record<string, unknown>;
+  return Type.Unsafe<Static<T> | null>({ ...rest, type: [type, 'null'] });
+}
+
+/** A string enum with a `type`, so that it can be made nullable and reads well in OpenAPI. */
+export function StringEnum<const T extends readonly string[]>(
+  values: T,
+  options: Record<string, unknown> = {},
+) {
+  return Type.Unsafe<T[number]>({ type: 'string', enum: [...values], ...options });
+}
+
+export function Envelope<T extends TSchema>(data: T) {
+  return Type.Object({ message: Type.Literal('success'), data });
+}
+
+export const FieldErrorSchema = Type.Object({
+  field: Type.String({ maxLength: 300 }),
+  error: Type.String({ maxLength: 1000 }),
+});
+
+export const ErrorBody = Type.Object(
+  {
+    error_code: Type.String({
+      maxLength: 40,
+      description:
+        'unauthorized, forbidden, notfound, conflict, validation, rate_limited, unknown or DOMAIN_VERIFICATION_FAILED',
+    }),
+    message: Type.String({ maxLength: 1000 }),
+    errors: Nullable(Type.Array(FieldErrorSchema, { maxItems: 200 })),
+  },
+  { $id: 'ErrorBody' },
+);
+
+const errorRef = Type.Ref('ErrorBody');
+
+/** Error responses, referenced so that OpenAPI lists them and serialization keeps their shape. */
+export function errorResponses(...statuses: number[]): Record<number, TSchema> {
+  return Object.fromEntries(statuses.map((s) => [s, errorRef]));
+}
+
+/** The responses every authenticated /v1 route can give besides its own. */
+export const AUTH_ERRORS = [401, 403, 404, 429, 500] as const;
+
+export const EnvIdParams = Type.Object({ envId: Uuid });
+export const ServiceParams = Type.Object({ envId: Uuid, serviceId: Uuid });
+
+export const PageQuery = Type.Object({
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 50 })),
+  cursor: Type.Optional(Type.String({ maxLength: 200, description: 'next_cursor of the previous page' })),
+});

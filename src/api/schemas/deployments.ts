@@ -1,0 +1,38 @@
+import { Type } from 'typebox';
+import { DateTime, Uuid } from './common.ts';
+
+export const DEPLOYMENT_STATES = ['queued', 'in_progress', 'success', 'failed'] as const;
+
+export const Deployment = Type.Object({
+  id: Uuid,
+  type: Type.String({
+    maxLength: 30,
+    description: 'service_update for API deploys; restore is reserved for rollbacks',
+  }),
+  state: Type.String({
+    maxLength: 20,
+    description: 'queued, in_progress, success or failed (the last two are terminal)',
+  }),
+  service_id: Uuid,
+  private_instance_id: Uuid,
+  cloud_connection_id: Uuid,
+  account_id: Uuid,
+  prev_deployment_id: Uuid,
+  prov_deployment_id: Type.String({ maxLength: 200 }),
+  op_ids: Type.Array(Type.String({ maxLength: 100 }), { maxItems: 0 }),
+  ops: Type.Object({}, { additionalProperties: false }),
+  git_commit_ref: Type.String({ maxLength: 200 }),
+  git_commit_author: Type.String({ maxLength: 200 }),
+  git_commit_message: Type.String({ maxLength: 2000 }),
+  docker_image_tag: Type.String({ maxLength: 128 }),
+  helm_chart_version: Type.String({ maxLength: 100 }),
+  helm_values_yml: Type.String({ maxLength: 262_144 }),
+  note: Type.String({ maxLength: 300 }),
+  failure_reason: Type.String({
+    maxLength: 2000,
+    description: 'why a failed deployment failed; empty otherwise',
+  }),
+  created_by_id: Uuid,
+  created_at: DateTime,
+  updated_at: DateTime,
+});

@@ -1,0 +1,146 @@
+import { Type } from 'typebox';
+import { SERVICE_TYPES, SOURCES } from '../../domain/service-rules.ts';
+import { DateTime, Nullable, StringEnum, Uuid } from './common.ts';
+import { CustomDomainSummary } from './custom-domains.ts';
+import { Deployment } from './deployments.ts';
+import { SecretInput } from './secrets.ts';
+
+const ShortText = (description: string) => Type.String({ maxLength: 100, description });
+const LongText = (description: string) => Type.String({ maxLength: 262_144, description });
+
+/** The fields shared by create and patch, with their shape rules; conditional rules are in domain/service-rules.ts. */
+const specFields = {
+  name: Type.String({
+    maxLength: 50,
+    description: '3 to 50 characters; letters and spaces only (patch: hyphens too)',
+  }),
+  type: Nullable(StringEnum(SERVICE_TYPES, { description: 'drives which other fields are required' })),
+  source: StringEnum(SOURCES),
+  port: Nullable(
+    Type.Integer({ minimum: 1, maximum: 65535, description: 'required when type is web or internal' }),
+  ),
+  cron_schedule: Nullable(Type.String({ maxLength: 100, description: 'required when type is cron' })),
+  replica_count: Nullable(
+    Type.Integer({ minimum: 0, maximum: 1000, description: 'required unless source is helm_chart' }),
+  ),
+  cpu_count_min: Nullable(
+    Type.Number({ exclusiveMinimum: 0, maximum: 512, description: 'required unless source is helm_chart' }),
+  ),
+  cpu_count_max: Nullable(Type.Number({ exclusiveMinimum: 0, maximum: 512 })),
+  memory_mb_min: Nullable(
+    Type.Integer({ minimum: 1, maximum: 4_194_304, description: 'required unless source is helm_chart' }),
+  ),
+  memory_mb_max: Nullable(Type.Integer({ minimum: 1, maximum: 4_194_304 })),
+  prov_node_group_id: Nullable(Uuid),
+  is_protected: Type.Boolean({
+    description: 'when true the service cannot be deleted until protection is removed',
+  }),
+  installation_id: Nullable(Uuid),
+  git_repo_full_name: Nullable(
+    Type.String({ maxLength: 200, description: 'required for github and gitlab; org/repo' }),
+  ),
+  git_repo_branch: Nullable(ShortText('required for github and gitlab')),
+  auto_deploy: Nullable(Type.Boolean({ description: 'git sources only; not with type job' })),
+  dockerfile_path: Nullable(ShortText('git sources only; trimmed')),
+  build_context: Nullable(ShortText('git sources only; trimmed; blank is unset')),
+  run_command: Nullable(ShortText('git and docker_image sources')),
+  ops_json_path: Nullable(ShortText('git sources only; trimmed')),
+  ops_json: Nullable(LongText('inline ops.json; docker_image source only')),
+  enable_previews: Type.Boolean({ description: 'github only; type web only' }),
+  enable_code_review: Type.Boolean({ description: 'github only' }),
+  docker_registry: Nullable(ShortText('docker_image source')),
+  docker_image: Nullable(ShortText('required for docker_image')),
+  helm_chart_repo: Nullable(ShortText('required for helm_chart')),
+  helm_chart_name: Nullable(ShortText('required for helm_chart')),
+  helm_values_yml: Nullable(LongText('contents of values.yaml')),
+};
+
+const optionalSpec = Object.fromEntries(
+  Object.entries(specFields).map(([k, v]) => [k, Type.Optional(v)]),
+) as {
+  [K in keyof typeof specFields]: ReturnType<typeof Type.Optional<(typeof specFields)[K]>>;
+};
+
+export const CreateServiceBody = Type.Object(
+  {
+    ...optionalSpec,
+    name: specFields.name,
+    source: specFields.source,
+    deploy_now: Type.Optional(
+      Type.Boolean({ description: 'trigger a first deployment right after creation' }),
+    ),
+    secrets: Type.Optional(Type.Array(SecretInput, { maxItems: 500 })),
+  },
+  { description: 'Unknown fields are ignored, except subdomain, which is never accepted.' },
+);
+
+export const PatchServiceBody = Type.Object(optionalSpec, {
+  description:
+    'Any subset of the create fields except deploy_now and secrets; takes effect on the next deployment.',
+});
+
+export const OpsDependency = Type.Object({
+  id: Type.String({ maxLength: 100 }),
+  kind: Type.String({ maxLength: 100, description: 'an open set: s3, rds, gcp:cloudsql, ...' }),
+  exports: Type.Record(Type.String({ maxLength: 200 }), Type.String({ maxLength: 200 })),
+});
+
+const opt = <T extends Parameters<typeof Type.Optional>[0]>(s: T) => Type.Optional(s);
+
+export const Service = Type.Object({
+  id: Uuid,
+  name: Type.String({ maxLength: 100 }),
+  type: Nullable(Type.String({ maxLength: 20 })),
+  state: Type.String({ maxLength: 30 }),
+  run_status: opt(Type.String({ maxLength: 30, description: 'live; only on the get-service response' })),
+  ready_count: opt(Type.Integer({ description: 'live; only on the get-service response' })),
+  replica_count: Nullable(Type.Integer()),
+  cpu_count_min: opt(Type.Number()),
+  cpu_count_max: opt(Type.Number()),
+  memory_mb_min: opt(Type.Integer()),
+  memory_mb_max: opt(Type.Integer()),
+  source: Type.String({ maxLength: 20 }),
+  port: Nullable(Type.Integer()),
+  cron_schedule: Nullable(Type.String({ maxLength: 100 })),
+  auto_deploy: opt(Type.Boolean()),
+  gitlab_connection_id: opt(Uuid),
+  git_repo_full_name: opt(Type.String({ maxLength: 200 })),
+  git_repo_branch: opt(Type.String({ maxLength: 100 })),
+  dockerfile_path: opt(Type.String({ maxLength: 100 })),
+  build_context: opt(Type.String({ maxLength: 100 })),
+  run_command: opt(Type.String({ maxLength: 100 })),
+  ops_json_path: opt(Type.String({ maxLength: 100 })),
+  ops_json: opt(Type.String({ maxLength: 262_144 })),
+  docker_registry: opt(Type.String({ maxLength: 100 })),
+  docker_image: opt(Type.String({ maxLength: 100 })),
+  helm_chart_repo: opt(Type.String({ maxLength: 100 })),
+  helm_chart_name: opt(Type.String({ maxLength: 100 })),
+  helm_values_yml: opt(Type.String({ maxLength: 262_144 })),
+  prov_node_group_id: Nullable(Uuid),
+  account_id: Uuid,
+  private_instance_id: Uuid,
+  subdomain: Type.String({ maxLength: 100 }),
+  is_protected: Type.Boolean(),
+  is_deleted: Type.Boolean(),
+  latest_deployment: Nullable(Deployment),
+  created_at: DateTime,
+  updated_at: DateTime,
+  kube_svc_alias: opt(Type.String({ maxLength: 300, description: 'only on the get-service response' })),
+  namespace_name: opt(Type.String({ maxLength: 100, description: 'only on get-service, once provisioned' })),
+  ip_whitelist: opt(
+    Type.Array(Type.String({ maxLength: 50 }), { description: 'only on get-service, when restricted' }),
+  ),
+  ops_dependencies: opt(Type.Array(OpsDependency, { description: 'only on the get-service response' })),
+  kube_secret: Type.String({ maxLength: 200 }),
+  kube_dep_secret: Type.String({ maxLength: 200 }),
+  kube_preview_dep_secret: Type.String({ maxLength: 200 }),
+  custom_domain_id: Uuid,
+  custom_domain: Nullable(CustomDomainSummary),
+  origin: Type.String({ maxLength: 400 }),
+  parent_service_id: Nullable(Uuid),
+  enable_previews: Type.Boolean(),
+  enable_code_review: Type.Boolean(),
+  is_preview: Type.Boolean(),
+  pr_number: Nullable(Type.Integer()),
+  pr_comment_id: Nullable(Type.Integer()),
+});

@@ -1,0 +1,157 @@
+import { DEFAULT_OPS_CONFIG, type OpsConfig, parseOpsJson } from '../domain/ops-json.ts';
+import type { StoredSecret } from '../domain/secret-rules.ts';
+import type { EnvironmentIdentity, RuntimeStatus } from '../providers/provider.ts';
+import type { AuditLogRow, DeploymentRow, EnvironmentRow, ServiceRow } from '../store/schema.ts';
+import { ZERO_UUID } from './schemas/common.ts';
+
+/**
+ * Projections from rows to the API's shapes. Each names the fields it shows; the route's response
+ * schema then serializes exactly those, so a column added later cannot leak.
+ */
+const iso = (d: Date) => d.toISOString();
+const unset = <T>(v: T | null | undefined): T | undefined => (v === null ? undefined : v);
+
+export function environmentView(env: EnvironmentRow) {
+  return {
+    id: env.id,
+    name: env.name,
+    account_id: env.account_id,
+    cloud: env.cloud,
+    region: env.region,
+    state: env.state,
+    created_at: iso(env.created_at),
+    updated_at: iso(env.updated_at),
+  };
+}
+
+export function deploymentView(d: DeploymentRow) {
+  return {
+    id: d.id,
+    type: d.type,
+    state: d.state,
+    service_id: d.service_id,
+    private_instance_id: d.environment_id,
+    // Environments here are not tied to separate cloud connection records.
+    cloud_connection_id: ZERO_UUID,
+    account_id: d.account_id,
+    prev_deployment_id: d.prev_deployment_id ?? ZERO_UUID,
+    prov_deployment_id: d.prov_deployment_id,
+    op_ids: [],
+    ops: {},
+    git_commit_ref: d.git_commit_ref,
+    git_commit_author: d.git_commit_author,
+    git_commit_message: d.git_commit_message,
+    docker_image_tag: d.docker_image_tag,
+    helm_chart_version: d.helm_chart_version,
+    helm_values_yml: d.helm_values_yml,
+    note: d.note,
+    failure_reason: d.failure_reason,
+    created_by_id: ZERO_UUID,
+    created_at: iso(d.created_at),
+    updated_at: iso(d.updated_at),
+  };
+}
+
+/** The ops.json a service declares inline; a repository's file is read by the provider at deploy time. */
+export function opsConfigOf(service: ServiceRow): OpsConfig {
+  return service.ops_json ? parseOpsJson(service.ops_json, 'ops_json').config : DEFAULT_OPS_CONFIG;
+}
+
+export interface ServiceViewOptions {
+  identity: EnvironmentIdentity;
+  latestDeployment: DeploymentRow | null;
+  /** Only the get-service endpoint hydrates live state and the provisioning fields. */
+  live?: RuntimeStatus;
+}
+
+export function serviceView(s: ServiceRow, options: ServiceViewOptions) {
+  const base = {
+    id: s.id,
+    name: s.name,
+    type: s.type,
+    state: s.state,
+    replica_count: s.replica_count,
+    cpu_count_min: unset(s.cpu_count_min),
+    cpu_count_max: unset(s.cpu_count_max),
+    memory_mb_min: unset(s.memory_mb_min),
+    memory_mb_max: unset(s.memory_mb_max),
+    source: s.source,
+    port: s.port,
+    cron_schedule: s.cron_schedule,
+    auto_deploy: unset(s.auto_deploy),
+    gitlab_connection_id: unset(s.gitlab_connection_id),
+    git_repo_full_name: unset(s.git_repo_full_name),
+    git_repo_branch: unset(s.git_repo_branch),
+    dockerfile_path: unset(s.dockerfile_path),
+    build_context: unset(s.build_context),
+    run_command: unset(s.run_command),
+    ops_json_path: unset(s.ops_json_path),
+    ops_json: unset(s.ops_json),
+    docker_registry: unset(s.docker_registry),
+    docker_image: unset(s.docker_image),
+    helm_chart_repo: unset(s.helm_chart_repo),
+    helm_chart_name: unset(s.helm_chart_name),
+    helm_values_yml: unset(s.helm_values_yml),
+    prov_node_group_id: s.prov_node_group_id,
+    account_id: s.account_id,
+    private_instance_id: s.environment_id,
+    subdomain: s.subdomain,
+    is_protected: s.is_protected,
+    is_deleted: s.is_deleted,
+    latest_deployment: options.latestDeployment ? deploymentView(options.latestDeployment) : null,
+    created_at: iso(s.created_at),
+    updated_at: iso(s.updated_at),
+    kube_secret: s.kube_secret,
+    kube_dep_secret: s.kube_dep_secret,
+    kube_preview_dep_secret: s.kube_preview_dep_secret,
+    custom_domain_id: s.custom_domain_id ?? ZERO_UUID,
+    custom_domain: null,
+    origin: `https://${s.subdomain}.${options.identity.ingress_host}`,
+    parent_service_id: s.parent_service_id,
+    enable_previews: s.enable_previews,
+    enable_code_review: s.enable_code_review,
+    is_preview: s.is_preview,
+    pr_number: s.pr_number,
+    pr_comment_id: s.pr_comment_id,
+  };
+  if (!options.live) return base;
+  const ops = opsConfigOf(s);
+  return {
+    ...base,
+    run_status: options.live.run_status,
+    ready_count: options.live.ready_count,
+    kube_svc_alias: s.kube_svc_alias ?? '',
+    namespace_name: unset(s.namespace_name),
+    ip_whitelist: ops.ip_whitelist.length > 0 ? ops.ip_whitelist : undefined,
+    ops_dependencies: ops.dependencies,
+  };
+}
+
+export function secretView(s: StoredSecret) {
+  return {
+    key: s.key,
+    value: s.is_sensitive ? undefined : s.value,
+    description: s.description,
+    use_preview: s.use_preview,
+    is_sensitive: s.is_sensitive,
+    expose_to_chart: s.expose_to_chart,
+    chart_default_val: s.chart_default_val,
+    dep_export: s.dep_export,
+    updated_at: iso(s.updated_at),
+  };
+}
+
+export function auditView(a: AuditLogRow) {
+  return {
+    id: a.id,
+    account_id: a.account_id,
+    actor: a.actor,
+    token_id: a.token_id,
+    action: a.action,
+    resource_type: a.resource_type,
+    resource_id: a.resource_id,
+    environment_id: a.environment_id,
+    request_id: a.request_id,
+    created_at: iso(a.created_at),
+  };
+}

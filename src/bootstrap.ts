@@ -1,0 +1,62 @@
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { sql } from 'kysely';
+import { hashApiToken, newApiToken } from './domain/api-token.ts';
+import type { Deps } from './domain/usecases/context.ts';
+import { enqueue } from './jobs/queue.ts';
+import { countAccounts, insertAccount, insertApiToken } from './store/repositories/accounts.ts';
+import { insertEnvironment } from './store/repositories/environments.ts';
+
+export interface FirstStart {
+  accountId: string;
+  environmentId: string;
+  apiToken: string;
+}
+
+/**
+ * On an empty database: a `default` account on the `pro` plan, one environment and one API token, so a
+ * newcomer can curl at once. An advisory lock keeps two servers starting together from both doing it.
+ */
+export async function firstStart(deps: Deps): Promise<FirstStart | null> {
+  return deps.store.db.transaction().execute(async (trx) => {
+    await sql`SELECT pg_advisory_xact_lock(7342001)`.execute(trx);
+    if ((await countAccounts(trx)) > 0) return null;
+    const account = await insertAccount(trx, {
+      id: randomUUID(),
+      name: 'default',
+      plan: 'pro',
+      features: [],
+    });
+    const env = await insertEnvironment(trx, {
+      id: randomUUID(),
+      account_id: account.id,
+      name: 'default',
+      cloud: 'aws',
+      region: 'us-east-1',
+      state: 'provisioning',
+    });
+    await enqueue(trx, { kind: 'provision_environment', subjectId: env.id });
+    const apiToken = newApiToken();
+    await insertApiToken(trx, {
+      id: randomUUID(),
+      account_id: account.id,
+      token_hash: hashApiToken(apiToken),
+    });
+    return { accountId: account.id, environmentId: env.id, apiToken };
+  });
+}
+
+/** BERTH_ADMIN_TOKEN, or the token generated into the data directory (mode 0600) on first start. */
+export function adminTokenFor(
+  configured: string | undefined,
+  dataDir: string,
+): { token: string; generated: boolean } {
+  if (configured) return { token: configured, generated: false };
+  const file = path.join(dataDir, 'admin-token');
+  if (fs.existsSync(file)) return { token: fs.readFileSync(file, 'utf8').trim(), generated: false };
+  const token = randomUUID();
+  fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  fs.writeFileSync(file, `${token}\n`, { mode: 0o600 });
+  return { token, generated: true };
+}

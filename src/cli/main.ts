@@ -1,0 +1,58 @@
+import { Command, InvalidArgumentError } from 'commander';
+import { ConfigError, loadConfig } from '../config.ts';
+import { FEATURES, PLANS } from '../domain/plans.ts';
+import { ProviderUnavailableError } from '../providers/registry.ts';
+import { DataDirLockedError } from '../store/data-dir-lock.ts';
+import { MigrationError } from '../store/migrate.ts';
+import { adminCommand } from './admin.ts';
+import { migrateCommand, serveCommand, workerCommand } from './processes.ts';
+
+/** Errors a user can cause or fix: printed as one clear line, never a stack trace. */
+const USER_ERRORS = [ConfigError, DataDirLockedError, MigrationError, ProviderUnavailableError];
+
+function positiveInt(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('expected a whole number of at least 1');
+  return n;
+}
+
+export function buildCli(): Command {
+  const program = new Command('berth')
+    .description('Berth: a self-hostable control plane for the Environment and Service Management API')
+    .showHelpAfterError();
+
+  program
+    .command('serve')
+    .description('run the API (and, by default, the job workers) on BERTH_HOST:BERTH_PORT')
+    .option(
+      '--no-workers',
+      'do not run job workers in this process (run berth worker instead; Postgres only)',
+    )
+    .action((options: { workers: boolean }) => serveCommand(loadConfig(), options));
+
+  program
+    .command('worker')
+    .description('run job workers only, sharing the work with other processes (needs BERTH_DATABASE_URL)')
+    .option('--concurrency <n>', 'jobs run at once by this process', positiveInt, 8)
+    .action((options: { concurrency: number }) => workerCommand(loadConfig(), options));
+
+  program
+    .command('migrate')
+    .description('bring the database schema up to date and exit')
+    .action(() => migrateCommand(loadConfig()));
+
+  program.addCommand(adminCommand(PLANS, FEATURES));
+  return program;
+}
+
+export async function main(argv: string[]): Promise<void> {
+  try {
+    await buildCli().parseAsync(argv);
+  } catch (error) {
+    if (USER_ERRORS.some((E) => error instanceof E) || (error as { isUserError?: boolean }).isUserError) {
+      process.stderr.write(`berth: ${(error as Error).message}\n`);
+      process.exit(2);
+    }
+    throw error;
+  }
+}

@@ -1,0 +1,73 @@
+import type { Config } from '../config.ts';
+import { ConfigError } from '../config.ts';
+import { makeLogger, openRuntime, startServer, startWorker } from '../runtime.ts';
+import { openStore } from '../store/database.ts';
+
+function onShutdown(close: () => Promise<void>): void {
+  let closing = false;
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.on(signal, () => {
+      if (closing) process.exit(1);
+      closing = true;
+      close().then(
+        () => process.exit(0),
+        () => process.exit(1),
+      );
+    });
+  }
+}
+
+export async function serveCommand(config: Config, options: { workers: boolean }): Promise<void> {
+  if (!options.workers && !config.databaseUrl) {
+    throw new ConfigError(
+      '--no-workers needs BERTH_DATABASE_URL: with the embedded database only berth serve can run jobs',
+    );
+  }
+  const server = await startServer(config, { workers: options.workers });
+  const lines = [
+    `Berth is listening on ${server.url} (provider ${config.provider}, ${server.runtime.deps.store.kind} database)`,
+  ];
+  if (server.adminTokenGenerated) {
+    lines.push(
+      `Admin token (for /admin/v1 and berth admin): ${server.adminToken}`,
+      `  saved in ${config.dataDir}/admin-token (mode 0600)`,
+    );
+  }
+  if (server.firstStart) {
+    const { apiToken, accountId, environmentId } = server.firstStart;
+    lines.push(
+      '',
+      'First start: created the account "default" (plan pro), the environment "default" and an API token.',
+      `  account:     ${accountId}`,
+      `  environment: ${environmentId}`,
+      `  API token:   ${apiToken}   (shown only now; Berth keeps only its hash)`,
+      '',
+      'Try it:',
+      `  curl -H "Authorization: Bearer ${apiToken}" ${server.url}/v1/environments`,
+    );
+  }
+  process.stdout.write(`${lines.join('\n')}\n`);
+  onShutdown(server.close);
+}
+
+export async function workerCommand(config: Config, options: { concurrency: number }): Promise<void> {
+  if (!config.databaseUrl) {
+    throw new ConfigError(
+      'berth worker needs BERTH_DATABASE_URL (Postgres): the embedded database belongs to the one berth serve process, which runs its own workers',
+    );
+  }
+  const runtime = await openRuntime(config);
+  const worker = startWorker(runtime.deps, { concurrency: options.concurrency });
+  await worker.start();
+  runtime.deps.logger.info({ worker: worker.id }, 'worker started');
+  onShutdown(async () => {
+    await worker.stop();
+    await runtime.close();
+  });
+}
+
+export async function migrateCommand(config: Config): Promise<void> {
+  const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+  await store.close();
+  makeLogger(config).info('database schema is up to date');
+}

@@ -1,0 +1,85 @@
+import type { Static } from 'typebox';
+import type { Account } from '../api/schemas/admin.ts';
+import type { Environment } from '../api/schemas/environments.ts';
+
+/** A typed client of Berth's HTTP APIs; its types come from the same schemas the server validates with. */
+export class ApiCallError extends Error {
+  readonly status: number;
+  readonly body: {
+    error_code?: string;
+    message?: string;
+    errors?: { field: string; error: string }[] | null;
+  };
+  constructor(status: number, body: ApiCallError['body']) {
+    super(body.message ?? `HTTP ${status}`);
+    this.status = status;
+    this.body = body;
+  }
+}
+
+export class HttpClient {
+  private readonly baseUrl: string;
+  private readonly token: string;
+  constructor(baseUrl: string, token: string) {
+    this.baseUrl = baseUrl.replace(/\/$/, '');
+    this.token = token;
+  }
+
+  async call<T>(method: string, path: string, body?: unknown): Promise<T> {
+    let response: Response;
+    try {
+      response = await fetch(`${this.baseUrl}${path}`, {
+        method,
+        headers: {
+          authorization: `Bearer ${this.token}`,
+          ...(body !== undefined && { 'content-type': 'application/json' }),
+        },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+    } catch (error) {
+      throw new Error(
+        `Cannot reach Berth at ${this.baseUrl} (${(error as Error).message}). Is berth serve running?`,
+      );
+    }
+    const text = await response.text();
+    const parsed = text ? JSON.parse(text) : {};
+    if (!response.ok) throw new ApiCallError(response.status, parsed);
+    return (parsed.data ?? parsed) as T;
+  }
+}
+
+type AccountT = Static<typeof Account>;
+type EnvironmentT = Static<typeof Environment>;
+
+/** The operator's calls (/admin/v1). */
+export class AdminClient {
+  private readonly http: HttpClient;
+  constructor(baseUrl: string, adminToken: string) {
+    this.http = new HttpClient(`${baseUrl.replace(/\/$/, '')}/admin/v1`, adminToken);
+  }
+  listAccounts() {
+    return this.http.call<{ accounts: AccountT[] }>('GET', '/accounts');
+  }
+  createAccount(body: { name: string; plan?: AccountT['plan']; features?: AccountT['features'] }) {
+    return this.http.call<{ account: AccountT }>('POST', '/accounts', body);
+  }
+  updateAccount(id: string, body: { plan?: AccountT['plan']; features?: AccountT['features'] }) {
+    return this.http.call<{ account: AccountT }>('PATCH', `/accounts/${id}`, body);
+  }
+  issueToken(accountId: string) {
+    return this.http.call<{ api_token: string; token_id: string }>(
+      'POST',
+      `/accounts/${accountId}/api-tokens`,
+      {},
+    );
+  }
+  revokeToken(tokenId: string) {
+    return this.http.call<{ revoked: boolean }>('DELETE', `/api-tokens/${tokenId}`);
+  }
+  createEnvironment(
+    accountId: string,
+    body: { name: string; cloud?: EnvironmentT['cloud']; region?: string },
+  ) {
+    return this.http.call<{ environment: EnvironmentT }>('POST', `/accounts/${accountId}/environments`, body);
+  }
+}

@@ -1,0 +1,68 @@
+import path from 'node:path';
+
+export type ProviderName = 'sim' | 'docker' | 'kubernetes';
+
+/** Every setting Berth reads, with its default. The table in README.md mirrors this file. */
+export interface Config {
+  host: string;
+  port: number;
+  databaseUrl: string | undefined;
+  dataDir: string;
+  adminToken: string | undefined;
+  masterKey: string | undefined;
+  provider: ProviderName;
+  simStepMs: number;
+  dnsServers: string[];
+  ingressHost: string;
+  ingressPort: number;
+  gitBaseUrl: string;
+  rateLimitPerMin: number;
+  jobLeaseMs: number;
+  logLevel: string;
+}
+
+export class ConfigError extends Error {}
+
+function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new ConfigError(`${name} must be a whole number from ${min} to ${max}, got "${raw}"`);
+  }
+  return value;
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const provider = env.BERTH_PROVIDER || 'sim';
+  if (provider !== 'sim' && provider !== 'docker' && provider !== 'kubernetes') {
+    throw new ConfigError(`BERTH_PROVIDER must be one of sim, docker, kubernetes, got "${provider}"`);
+  }
+  const databaseUrl = env.BERTH_DATABASE_URL || undefined;
+  if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
+    throw new ConfigError(
+      'BERTH_DATABASE_URL must start with postgres:// (leave it unset for the embedded database)',
+    );
+  }
+  return {
+    host: env.BERTH_HOST || '127.0.0.1',
+    port: int(env, 'BERTH_PORT', 8080, 0, 65535),
+    databaseUrl,
+    dataDir: path.resolve(env.BERTH_DATA_DIR || '.berth'),
+    adminToken: env.BERTH_ADMIN_TOKEN || undefined,
+    masterKey: env.BERTH_MASTER_KEY || undefined,
+    provider,
+    simStepMs: int(env, 'BERTH_SIM_STEP_MS', 500, 0, 600_000),
+    dnsServers: (env.BERTH_DNS_SERVERS || '')
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean),
+    ingressHost: env.BERTH_INGRESS_HOST || 'localhost',
+    ingressPort: int(env, 'BERTH_INGRESS_PORT', 8088, 1, 65535),
+    gitBaseUrl: env.BERTH_GIT_BASE_URL || 'https://github.com/',
+    rateLimitPerMin: int(env, 'BERTH_RATE_LIMIT_PER_MIN', 1200, 1, 10_000_000),
+    // A worker renews its lease every third of this; a job whose lease lapses is run again.
+    jobLeaseMs: int(env, 'BERTH_JOB_LEASE_MS', 15_000, 1_000, 3_600_000),
+    logLevel: env.BERTH_LOG_LEVEL || 'info',
+  };
+}

@@ -1,0 +1,24 @@
+import { createHash, randomUUID } from 'node:crypto';
+
+/** API tokens are UUIDs (v4) shown once; only their SHA-256 is stored. */
+export function newApiToken(): string {
+  return randomUUID();
+}
+
+export function hashApiToken(token: string): string {
+  return createHash('sha256').update(token.toLowerCase()).digest('hex');
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export function isUuid(value: string): boolean {
+  return UUID.test(value);
+}
+
+/** The token from an `Authorization: Bearer <uuid>` header, or null when the header is malformed. */
+export function bearerToken(header: string | undefined): string | null {
+  if (!header) return null;
+  const match = /^Bearer[ ]+(\S+)\s*$/i.exec(header);
+  const token = match?.[1];
+  return token && isUuid(token) ? token : null;
+}

@@ -1,0 +1,71 @@
+import type { FieldError } from './errors.ts';
+
+/** A secret entry as sent by a caller (shape already checked). */
+export interface SecretEntry {
+  key: string;
+  value?: string;
+  description?: string;
+  use_preview?: boolean;
+  is_sensitive?: boolean;
+  expose_to_chart?: boolean | null;
+  chart_default_val?: string | null;
+  dep_export?: boolean | null;
+}
+
+/** Field errors of a secrets array, and the first repeated key (reported as `Duplicate secret key: <key>`). */
+export function checkSecrets(
+  entries: SecretEntry[],
+  field: string,
+): { errors: FieldError[]; duplicate: string | null } {
+  const errors: FieldError[] = [];
+  const seen = new Set<string>();
+  let duplicate: string | null = null;
+  entries.forEach((entry, i) => {
+    const key = entry.key.trim();
+    if (!key) errors.push({ field: `${field}[${i}].key`, error: `${field}[${i}].key must not be empty` });
+    else if (seen.has(key)) duplicate ??= key;
+    seen.add(key);
+  });
+  return { errors, duplicate };
+}
+
+export interface StoredSecret {
+  key: string;
+  value: string;
+  is_sensitive: boolean;
+  description: string;
+  use_preview: boolean;
+  expose_to_chart: boolean | null;
+  chart_default_val: string | null;
+  dep_export: boolean | null;
+  updated_at: Date;
+}
+
+/**
+ * The full replace: the new set is exactly the entries sent. An entry without `value` for a key that is
+ * stored as sensitive keeps the stored value, and stays sensitive (so nobody can reveal a value they
+ * never knew by flipping the flag). An entry that changes nothing keeps its updated_at.
+ */
+export function mergeSecrets(current: StoredSecret[], entries: SecretEntry[], now: Date): StoredSecret[] {
+  const byKey = new Map(current.map((s) => [s.key, s]));
+  return entries.map((entry) => {
+    const key = entry.key.trim();
+    const old = byKey.get(key);
+    const keep = entry.value === undefined && old?.is_sensitive === true;
+    const next: StoredSecret = {
+      key,
+      value: keep ? (old as StoredSecret).value : (entry.value ?? ''),
+      is_sensitive: keep ? true : (entry.is_sensitive ?? false),
+      description: entry.description ?? '',
+      use_preview: entry.use_preview ?? false,
+      expose_to_chart: entry.expose_to_chart ?? null,
+      chart_default_val: entry.chart_default_val ?? null,
+      dep_export: entry.dep_export ?? null,
+      updated_at: now,
+    };
+    const unchanged =
+      old &&
+      (Object.keys(next) as (keyof StoredSecret)[]).every((k) => k === 'updated_at' || next[k] === old[k]);
+    return unchanged ? { ...next, updated_at: old.updated_at } : next;
+  });
+}

@@ -1,0 +1,338 @@
+import { Cron } from 'croner';
+import type { FieldError } from './errors.ts';
+import { parseOpsJson } from './ops-json.ts';
+
+/**
+ * The rules of Create Service (spec table and numbered rules) and of the contract's PATCH, as plain
+ * functions over already shape-checked input (types, enums, lengths and ranges are checked by the route
+ * schema). Both return field errors in the order of the spec's table.
+ */
+export const SERVICE_TYPES = ['web', 'internal', 'worker', 'cron', 'job'] as const;
+export const SOURCES = ['github', 'gitlab', 'docker_image', 'helm_chart'] as const;
+export type ServiceType = (typeof SERVICE_TYPES)[number];
+export type Source = (typeof SOURCES)[number];
+
+/** The configurable fields of a service, as stored. Unset is null. */
+export interface ServiceSpec {
+  name: string;
+  type: ServiceType | null;
+  source: Source;
+  port: number | null;
+  cron_schedule: string | null;
+  replica_count: number | null;
+  cpu_count_min: number | null;
+  cpu_count_max: number | null;
+  memory_mb_min: number | null;
+  memory_mb_max: number | null;
+  prov_node_group_id: string | null;
+  is_protected: boolean;
+  installation_id: string | null;
+  git_repo_full_name: string | null;
+  git_repo_branch: string | null;
+  auto_deploy: boolean | null;
+  dockerfile_path: string | null;
+  build_context: string | null;
+  run_command: string | null;
+  ops_json_path: string | null;
+  ops_json: string | null;
+  enable_previews: boolean;
+  enable_code_review: boolean;
+  docker_registry: string | null;
+  docker_image: string | null;
+  helm_chart_repo: string | null;
+  helm_chart_name: string | null;
+  helm_values_yml: string | null;
+}
+
+export type SpecField = keyof ServiceSpec;
+export type SpecInput = { [K in SpecField]?: ServiceSpec[K] | null | undefined };
+
+export const SPEC_FIELDS: readonly SpecField[] = [
+  'name',
+  'type',
+  'source',
+  'port',
+  'cron_schedule',
+  'replica_count',
+  'cpu_count_min',
+  'cpu_count_max',
+  'memory_mb_min',
+  'memory_mb_max',
+  'prov_node_group_id',
+  'is_protected',
+  'installation_id',
+  'git_repo_full_name',
+  'git_repo_branch',
+  'auto_deploy',
+  'dockerfile_path',
+  'build_context',
+  'run_command',
+  'ops_json_path',
+  'ops_json',
+  'enable_previews',
+  'enable_code_review',
+  'docker_registry',
+  'docker_image',
+  'helm_chart_repo',
+  'helm_chart_name',
+  'helm_values_yml',
+];
+
+const EMPTY_SPEC: Omit<ServiceSpec, 'name' | 'source'> = {
+  type: null,
+  port: null,
+  cron_schedule: null,
+  replica_count: null,
+  cpu_count_min: null,
+  cpu_count_max: null,
+  memory_mb_min: null,
+  memory_mb_max: null,
+  prov_node_group_id: null,
+  is_protected: false,
+  installation_id: null,
+  git_repo_full_name: null,
+  git_repo_branch: null,
+  auto_deploy: null,
+  dockerfile_path: null,
+  build_context: null,
+  run_command: null,
+  ops_json_path: null,
+  ops_json: null,
+  enable_previews: false,
+  enable_code_review: false,
+  docker_registry: null,
+  docker_image: null,
+  helm_chart_repo: null,
+  helm_chart_name: null,
+  helm_values_yml: null,
+};
+
+const GIT_SOURCES: readonly Source[] = ['github', 'gitlab'];
+
+/** Which sources each source-bound field belongs to; a field set for another source is an error. */
+const FIELD_SOURCES: Partial<Record<SpecField, readonly Source[]>> = {
+  installation_id: GIT_SOURCES,
+  git_repo_full_name: GIT_SOURCES,
+  git_repo_branch: GIT_SOURCES,
+  auto_deploy: GIT_SOURCES,
+  dockerfile_path: GIT_SOURCES,
+  build_context: GIT_SOURCES,
+  run_command: ['github', 'gitlab', 'docker_image'],
+  ops_json_path: GIT_SOURCES,
+  enable_previews: ['github'],
+  enable_code_review: ['github'],
+  docker_registry: ['docker_image'],
+  docker_image: ['docker_image'],
+  helm_chart_repo: ['helm_chart'],
+  helm_chart_name: ['helm_chart'],
+  helm_values_yml: ['helm_chart'],
+};
+
+/** Fields each source requires (beyond name and source). */
+function requiredFor(source: Source): SpecField[] {
+  const resources: SpecField[] =
+    source === 'helm_chart' ? [] : ['replica_count', 'cpu_count_min', 'memory_mb_min'];
+  switch (source) {
+    case 'github':
+    case 'gitlab':
+      return [...resources, 'git_repo_full_name', 'git_repo_branch'];
+    case 'docker_image':
+      return [...resources, 'docker_image'];
+    case 'helm_chart':
+      return ['helm_chart_repo', 'helm_chart_name'];
+  }
+}
+
+const isSet = (value: unknown) => value !== null && value !== undefined && value !== false && value !== '';
+
+/** Trims the fields the spec says are trimmed server side; blank `build_context` is unset. */
+function normalize(input: SpecInput): SpecInput {
+  const out: SpecInput = { ...input };
+  if (typeof out.name === 'string') out.name = out.name.trim();
+  for (const field of ['dockerfile_path', 'ops_json_path', 'build_context'] as const) {
+    const value = out[field];
+    if (typeof value === 'string')
+      out[field] = value.trim() || (field === 'build_context' ? null : value.trim());
+  }
+  return out;
+}
+
+const NAME_CREATE = /^[A-Za-z ]+$/;
+const NAME_PATCH = /^[A-Za-z -]+$/;
+const REPO_FULL_NAME = /^[A-Za-z0-9_.-]+(\/[A-Za-z0-9_.-]+)+$/;
+const IMAGE_REPOSITORY = /^[a-z0-9]+(?:[._-]+[a-z0-9]+)*(?:\/[a-z0-9]+(?:[._-]+[a-z0-9]+)*)*$/;
+const REGISTRY = /^[A-Za-z0-9.-]+(:\d{1,5})?(\/[a-z0-9._-]+)*$/;
+
+function checkName(name: string, mode: 'create' | 'patch'): string | null {
+  if (name.length < 3) return 'name must be at least 3 characters';
+  if (name.length > 50) return 'name must be at most 50 characters';
+  if (mode === 'create' && !NAME_CREATE.test(name)) return 'name may contain only letters and spaces';
+  if (mode === 'patch' && !NAME_PATCH.test(name)) return 'name may contain only letters, spaces and hyphens';
+  return null;
+}
+
+function sourceList(sources: readonly Source[]): string {
+  const names = sources.map((s) => (s === 'docker_image' ? 'docker_image' : s));
+  return names.length === 1
+    ? `the ${names[0]} source`
+    : `${names.slice(0, -1).join(', ')} and ${names.at(-1)} sources`;
+}
+
+/** Checks a complete spec. `mustBeInRequest` lists required fields that must come in this request. */
+function checkSpec(
+  spec: ServiceSpec,
+  mode: 'create' | 'patch',
+  request: SpecInput,
+  mustBeInRequest: ReadonlySet<SpecField>,
+): FieldError[] {
+  const errors: FieldError[] = [];
+  const add = (field: string, error: string) => errors.push({ field, error });
+  const required = new Set(requiredFor(spec.source));
+  if (spec.type === 'web' || spec.type === 'internal') required.add('port');
+  if (spec.type === 'cron') required.add('cron_schedule');
+
+  for (const field of SPEC_FIELDS) {
+    const value = spec[field];
+    if (required.has(field)) {
+      const missing = mustBeInRequest.has(field)
+        ? !isSet(request[field]) && request[field] !== 0
+        : !isSet(value) && value !== 0;
+      if (missing) {
+        add(field, `${field} is a required field`);
+        continue;
+      }
+    }
+    const sources = FIELD_SOURCES[field];
+    if (sources && isSet(value) && !sources.includes(spec.source)) {
+      // Rule 5 of the spec answers ops_json for another source with a 500; see businessRuleViolation.
+      add(field, `${field} is only allowed for ${sourceList(sources)}`);
+      continue;
+    }
+    switch (field) {
+      case 'name': {
+        const error = checkName(spec.name, mode);
+        if (error) add('name', error);
+        break;
+      }
+      case 'cron_schedule':
+        if (spec.cron_schedule && !validCron(spec.cron_schedule)) {
+          add(field, 'cron_schedule must be a cron expression such as "*/5 * * * *"');
+        }
+        break;
+      case 'cpu_count_max':
+        if (
+          spec.cpu_count_max !== null &&
+          spec.cpu_count_min !== null &&
+          spec.cpu_count_max < spec.cpu_count_min
+        ) {
+          add(field, 'cpu_count_max must be at least cpu_count_min');
+        }
+        break;
+      case 'memory_mb_max':
+        if (
+          spec.memory_mb_max !== null &&
+          spec.memory_mb_min !== null &&
+          spec.memory_mb_max < spec.memory_mb_min
+        ) {
+          add(field, 'memory_mb_max must be at least memory_mb_min');
+        }
+        break;
+      case 'git_repo_full_name':
+        if (spec.git_repo_full_name && !REPO_FULL_NAME.test(spec.git_repo_full_name)) {
+          add(field, 'git_repo_full_name must have the form org/repo');
+        }
+        break;
+      case 'auto_deploy':
+        if (spec.auto_deploy === true && spec.type === 'job')
+          add(field, 'auto_deploy cannot be set when type is job');
+        break;
+      case 'enable_previews':
+        if (spec.enable_previews && spec.type !== 'web')
+          add(field, 'enable_previews is only allowed when type is web');
+        break;
+      case 'ops_json':
+        if (spec.ops_json !== null && spec.source === 'docker_image') {
+          for (const e of parseOpsJson(spec.ops_json, 'ops_json').errors) add(e.field, e.error);
+        }
+        break;
+      case 'docker_registry':
+        if (spec.docker_registry && !REGISTRY.test(spec.docker_registry)) {
+          add(
+            field,
+            'docker_registry must be a registry host such as registry.example.com or localhost:5000',
+          );
+        }
+        break;
+      case 'docker_image':
+        if (spec.docker_image && !IMAGE_REPOSITORY.test(spec.docker_image)) {
+          add(
+            field,
+            'docker_image must be an image repository such as org/app, without a tag (a deploy names the tag)',
+          );
+        }
+        break;
+    }
+  }
+  return errors;
+}
+
+function validCron(expression: string): boolean {
+  try {
+    new Cron(expression, { paused: true }).stop();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function pick(input: SpecInput): Partial<ServiceSpec> {
+  const out: Record<string, unknown> = {};
+  for (const field of SPEC_FIELDS) if (input[field] !== undefined) out[field] = input[field];
+  return out as Partial<ServiceSpec>;
+}
+
+/** Create: the spec's table. Returns the spec to store, or the field errors. */
+export function checkCreate(input: SpecInput): { spec: ServiceSpec; errors: FieldError[] } {
+  const request = normalize(input);
+  const spec = { ...EMPTY_SPEC, ...pick(request) } as ServiceSpec;
+  spec.is_protected = spec.is_protected ?? false;
+  spec.enable_previews = spec.enable_previews ?? false;
+  spec.enable_code_review = spec.enable_code_review ?? false;
+  return { spec, errors: checkSpec(spec, 'create', request, new Set()) };
+}
+
+/**
+ * PATCH: the merged result must pass the create rules (names may also hold hyphens). A change of source
+ * clears the fields that belong only to the old source and requires the new source's fields in the
+ * same request.
+ */
+export function checkPatch(
+  current: ServiceSpec,
+  input: SpecInput,
+): { spec: ServiceSpec; errors: FieldError[] } {
+  const request = normalize(input);
+  const merged = { ...current } as ServiceSpec;
+  const sourceChanged = request.source !== undefined && request.source !== current.source;
+  if (sourceChanged) {
+    for (const [field, sources] of Object.entries(FIELD_SOURCES) as [SpecField, Source[]][]) {
+      if (!sources.includes(request.source as Source))
+        (merged as unknown as Record<string, unknown>)[field] = EMPTY_SPEC[field as keyof typeof EMPTY_SPEC];
+    }
+  }
+  // ops_json belongs to docker_image only; rule 5 would otherwise fire on a field the caller did not send.
+  if (sourceChanged && request.source !== 'docker_image' && request.ops_json === undefined)
+    merged.ops_json = null;
+  Object.assign(merged, pick(request));
+  for (const flag of ['is_protected', 'enable_previews', 'enable_code_review'] as const)
+    merged[flag] = merged[flag] ?? false;
+  const mustBeInRequest = new Set(sourceChanged ? requiredFor(merged.source) : []);
+  return { spec: merged, errors: checkSpec(merged, 'patch', request, mustBeInRequest) };
+}
+
+/** Rule 5 of Create Service: ops_json with a source other than docker_image is a 500 `validation`. */
+export function businessRuleViolation(spec: ServiceSpec): string | null {
+  if (spec.ops_json !== null && spec.source !== 'docker_image') {
+    return 'Ops Json is only supported for docker image source';
+  }
+  return null;
+}

@@ -1,0 +1,88 @@
+import { randomUUID } from 'node:crypto';
+import {
+  findAccount,
+  insertAccount,
+  insertApiToken,
+  revokeToken,
+  updateAccount,
+} from '../../store/repositories/accounts.ts';
+import type { AccountRow } from '../../store/schema.ts';
+import { hashApiToken, newApiToken } from '../api-token.ts';
+import { NotFoundError } from '../errors.ts';
+import type { Plan } from '../plans.ts';
+import { recordAudit } from './audit.ts';
+import type { Deps } from './context.ts';
+
+/** Operator actions behind /admin/v1. Each is audited on the account it touches, actor `Operator`. */
+const operator = (accountId: string, requestId: string) => ({ accountId, tokenId: null, requestId });
+
+export async function createAccount(
+  deps: Deps,
+  requestId: string,
+  input: { name: string; plan?: Plan; features?: string[] },
+): Promise<AccountRow> {
+  return deps.store.db.transaction().execute(async (trx) => {
+    const account = await insertAccount(trx, {
+      id: randomUUID(),
+      name: input.name,
+      plan: input.plan ?? 'starter',
+      features: input.features ?? [],
+    });
+    await recordAudit(trx, operator(account.id, requestId), {
+      action: 'account.create',
+      resourceType: 'account',
+      resourceId: account.id,
+      environmentId: null,
+    });
+    return account;
+  });
+}
+
+export async function changeAccount(
+  deps: Deps,
+  requestId: string,
+  id: string,
+  patch: { plan?: Plan; features?: string[] },
+): Promise<AccountRow> {
+  return deps.store.db.transaction().execute(async (trx) => {
+    const account = await updateAccount(trx, id, patch);
+    if (!account) throw new NotFoundError('Account');
+    await recordAudit(trx, operator(id, requestId), {
+      action: 'account.update',
+      resourceType: 'account',
+      resourceId: id,
+      environmentId: null,
+    });
+    return account;
+  });
+}
+
+/** Issues an API token. The token itself is returned here and never again; only its hash is stored. */
+export async function issueApiToken(deps: Deps, requestId: string, accountId: string) {
+  return deps.store.db.transaction().execute(async (trx) => {
+    if (!(await findAccount(trx, accountId))) throw new NotFoundError('Account');
+    const token = newApiToken();
+    const tokenId = randomUUID();
+    await insertApiToken(trx, { id: tokenId, account_id: accountId, token_hash: hashApiToken(token) });
+    await recordAudit(trx, operator(accountId, requestId), {
+      action: 'api_token.create',
+      resourceType: 'api_token',
+      resourceId: tokenId,
+      environmentId: null,
+    });
+    return { api_token: token, token_id: tokenId };
+  });
+}
+
+export async function revokeApiToken(deps: Deps, requestId: string, tokenId: string): Promise<void> {
+  await deps.store.db.transaction().execute(async (trx) => {
+    const token = await revokeToken(trx, tokenId);
+    if (!token) throw new NotFoundError('API token');
+    await recordAudit(trx, operator(token.account_id, requestId), {
+      action: 'api_token.revoke',
+      resourceType: 'api_token',
+      resourceId: tokenId,
+      environmentId: null,
+    });
+  });
+}

@@ -1,0 +1,101 @@
+import { randomUUID } from 'node:crypto';
+import { enqueue } from '../../jobs/queue.ts';
+import type { Db } from '../../store/database.ts';
+import { insertDeployment } from '../../store/repositories/deployments.ts';
+import { findServiceById, updateService } from '../../store/repositories/services.ts';
+import type { DeploymentRow, ServiceRow } from '../../store/schema.ts';
+import { type FieldError, ForbiddenError, ValidationError } from '../errors.ts';
+import type { Source } from '../service-rules.ts';
+import { recordAudit } from './audit.ts';
+import type { Actor, Deps } from './context.ts';
+
+export interface DeployBody {
+  commit_id?: string;
+  docker_image_tag?: string;
+  helm_chart_version?: string;
+  note?: string;
+}
+
+const TARGET_SOURCES: Record<'commit_id' | 'docker_image_tag' | 'helm_chart_version', readonly Source[]> = {
+  commit_id: ['github', 'gitlab'],
+  docker_image_tag: ['docker_image'],
+  helm_chart_version: ['helm_chart'],
+};
+
+const DELETE_STATES = new Set(['delete_pending', 'delete_queued', 'deleting', 'deleted', 'delete_failed']);
+
+/** Every mutation of a service in a delete state is refused with 403. */
+export function assertNotDeleting(service: ServiceRow): void {
+  if (DELETE_STATES.has(service.state)) throw new ForbiddenError('Service is being deleted');
+}
+
+/** At most one target, and it must fit the service's source. */
+export function checkDeployTarget(body: DeployBody, source: string): FieldError[] {
+  const errors: FieldError[] = [];
+  const given = (Object.keys(TARGET_SOURCES) as (keyof typeof TARGET_SOURCES)[]).filter(
+    (k) => body[k] !== undefined,
+  );
+  for (const field of given) {
+    if (!TARGET_SOURCES[field].includes(source as Source)) {
+      errors.push({ field, error: `${field} does not fit a service whose source is ${source}` });
+    } else if (!/^\S+$/.test(body[field] as string)) {
+      errors.push({ field, error: `${field} must be a non-empty value without spaces` });
+    }
+  }
+  if (given.length > 1 && errors.length === 0) {
+    errors.push({
+      field: given[1] as string,
+      error: 'give at most one of commit_id, docker_image_tag and helm_chart_version',
+    });
+  }
+  return errors;
+}
+
+/**
+ * Accepts a deployment inside `trx`: the service row is locked first, so deployments of one service get
+ * their creation times, their jobs and their prev_deployment_id in the order they were accepted. The
+ * caller writes the call's one audit entry.
+ */
+export async function acceptDeployment(trx: Db, serviceId: string, body: DeployBody): Promise<DeploymentRow> {
+  const service = (await findServiceById(trx, serviceId, { forUpdate: true })) as ServiceRow;
+  const deployment = await insertDeployment(trx, {
+    id: randomUUID(),
+    account_id: service.account_id,
+    environment_id: service.environment_id,
+    service_id: service.id,
+    type: 'service_update',
+    state: 'queued',
+    prev_deployment_id: service.latest_deployment_id,
+    git_commit_ref: body.commit_id ?? '',
+    docker_image_tag: service.source === 'docker_image' ? (body.docker_image_tag ?? 'latest') : '',
+    helm_chart_version: body.helm_chart_version ?? '',
+    helm_values_yml: service.source === 'helm_chart' ? (service.helm_values_yml ?? '') : '',
+    note: body.note ?? '',
+  });
+  await updateService(trx, service.id, { state: 'deploy_queued', latest_deployment_id: deployment.id });
+  await enqueue(trx, { kind: 'deploy', subjectId: deployment.id, queueKey: service.id });
+  return deployment;
+}
+
+export async function deploy(
+  deps: Deps,
+  actor: Actor,
+  service: ServiceRow,
+  body: DeployBody,
+): Promise<DeploymentRow> {
+  const errors = checkDeployTarget(body, service.source);
+  if (errors.length > 0) throw ValidationError.fields(errors);
+  assertNotDeleting(service);
+  return deps.store.db.transaction().execute(async (trx) => {
+    const locked = (await findServiceById(trx, service.id, { forUpdate: true })) as ServiceRow;
+    assertNotDeleting(locked);
+    const deployment = await acceptDeployment(trx, service.id, body);
+    await recordAudit(trx, actor, {
+      action: 'deployment.create',
+      resourceType: 'deployment',
+      resourceId: deployment.id,
+      environmentId: service.environment_id,
+    });
+    return deployment;
+  });
+}

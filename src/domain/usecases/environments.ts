@@ -1,0 +1,54 @@
+import { randomUUID } from 'node:crypto';
+import { enqueue } from '../../jobs/queue.ts';
+import type { EnvironmentIdentity } from '../../providers/provider.ts';
+import { findAccount } from '../../store/repositories/accounts.ts';
+import { insertEnvironment } from '../../store/repositories/environments.ts';
+import type { EnvironmentRow } from '../../store/schema.ts';
+import { NotFoundError } from '../errors.ts';
+import { recordAudit } from './audit.ts';
+import type { Actor, Deps } from './context.ts';
+
+/** Live identity is read from the provider, cached this long so a burst of polls costs one read. */
+const IDENTITY_TTL_MS = 3000;
+const identityCache = new Map<string, { at: number; identity: EnvironmentIdentity }>();
+
+export async function liveIdentity(deps: Deps, env: EnvironmentRow): Promise<EnvironmentIdentity> {
+  const cached = identityCache.get(env.id);
+  if (cached && Date.now() - cached.at < IDENTITY_TTL_MS) return cached.identity;
+  const identity = await deps.provider.environmentIdentity(env);
+  identityCache.set(env.id, { at: Date.now(), identity });
+  return identity;
+}
+
+export interface NewEnvironment {
+  name: string;
+  cloud?: 'aws' | 'gcp';
+  region?: string;
+}
+
+/** Operator action: the environment starts `provisioning`; a job makes it `available` through the provider. */
+export async function createEnvironment(
+  deps: Deps,
+  actor: Actor,
+  input: NewEnvironment,
+): Promise<EnvironmentRow> {
+  return deps.store.db.transaction().execute(async (trx) => {
+    if (!(await findAccount(trx, actor.accountId))) throw new NotFoundError('Account');
+    const env = await insertEnvironment(trx, {
+      id: randomUUID(),
+      account_id: actor.accountId,
+      name: input.name,
+      cloud: input.cloud ?? 'aws',
+      region: input.region ?? (input.cloud === 'gcp' ? 'us-central1' : 'us-east-1'),
+      state: 'provisioning',
+    });
+    await enqueue(trx, { kind: 'provision_environment', subjectId: env.id });
+    await recordAudit(trx, actor, {
+      action: 'environment.create',
+      resourceType: 'environment',
+      resourceId: env.id,
+      environmentId: env.id,
+    });
+    return env;
+  });
+}

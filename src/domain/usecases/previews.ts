@@ -1,0 +1,106 @@
+import { randomUUID } from 'node:crypto';
+import type { Db } from '../../store/database.ts';
+import { findPreview, findServiceById, insertService } from '../../store/repositories/services.ts';
+import type { ServiceRow } from '../../store/schema.ts';
+import { type FieldError, ValidationError } from '../errors.ts';
+import { kubeSecretNames } from '../subdomain.ts';
+import { recordAudit } from './audit.ts';
+import type { Actor, Deps } from './context.ts';
+import { acceptDeployment, assertNotDeleting } from './deployments.ts';
+import { readSecrets, storeSecrets } from './secrets.ts';
+
+export interface PreviewBody {
+  preview: true;
+  commit_id?: string;
+  branch?: string;
+  pr_number?: number;
+  note?: string;
+  docker_image_tag?: string;
+  helm_chart_version?: string;
+}
+
+function checkPreview(parent: ServiceRow, body: PreviewBody): FieldError[] {
+  const errors: FieldError[] = [];
+  for (const field of ['commit_id', 'branch', 'pr_number'] as const) {
+    if (body[field] === undefined || body[field] === '')
+      errors.push({ field, error: `${field} is a required field` });
+  }
+  for (const field of ['docker_image_tag', 'helm_chart_version'] as const) {
+    if (body[field] !== undefined)
+      errors.push({ field, error: `${field} cannot be given for a preview deployment` });
+  }
+  const parentRules: [boolean, string][] = [
+    [parent.source === 'github', 'previews need a service whose source is github'],
+    [parent.type === 'web', 'previews need a service whose type is web'],
+    [parent.enable_previews, 'previews are not enabled on this service (set enable_previews)'],
+    [!parent.is_preview, 'a preview service cannot have previews of its own'],
+  ];
+  for (const [ok, error] of parentRules) if (!ok) errors.push({ field: 'preview', error });
+  return errors;
+}
+
+async function createPreviewService(
+  trx: Db,
+  deps: Deps,
+  parent: ServiceRow,
+  body: PreviewBody,
+): Promise<ServiceRow> {
+  const id = randomUUID();
+  const subdomain = `pr-${body.pr_number}-${parent.subdomain}`;
+  const preview = await insertService(trx, {
+    ...parent,
+    id,
+    name: `${parent.name} (PR#${body.pr_number})`,
+    state: 'deploy_pending',
+    git_repo_branch: body.branch as string,
+    auto_deploy: true,
+    is_protected: false,
+    enable_previews: false,
+    enable_code_review: false,
+    is_deleted: false,
+    is_preview: true,
+    parent_service_id: parent.id,
+    pr_number: body.pr_number as number,
+    pr_comment_id: null,
+    subdomain,
+    ...kubeSecretNames(subdomain),
+    namespace_name: null,
+    kube_svc_alias: null,
+    custom_domain_id: null,
+    latest_deployment_id: null,
+    created_at: new Date(),
+    updated_at: new Date(),
+  });
+  const inherited = (await readSecrets(trx, deps.secretBox, parent.id)).filter((s) => s.use_preview);
+  if (inherited.length > 0) {
+    await storeSecrets(
+      trx,
+      deps.secretBox,
+      { scope: 'service', id, environmentId: parent.environment_id },
+      inherited,
+    );
+  }
+  return preview;
+}
+
+/** Creates (first time) or reuses the preview service of a pull request and deploys the commit on it. */
+export async function deployPreview(deps: Deps, actor: Actor, parent: ServiceRow, body: PreviewBody) {
+  const errors = checkPreview(parent, body);
+  if (errors.length > 0) throw ValidationError.fields(errors);
+  assertNotDeleting(parent);
+  return deps.store.db.transaction().execute(async (trx) => {
+    // The parent's lock serializes two first deploys of the same pull request.
+    await findServiceById(trx, parent.id, { forUpdate: true });
+    const existing = await findPreview(trx, parent.id, body.pr_number as number);
+    const preview = existing ?? (await createPreviewService(trx, deps, parent, body));
+    if (existing) assertNotDeleting(existing);
+    await acceptDeployment(trx, preview.id, { commit_id: body.commit_id, note: body.note });
+    await recordAudit(trx, actor, {
+      action: existing ? 'deployment.preview' : 'deployment.preview.create',
+      resourceType: 'service',
+      resourceId: preview.id,
+      environmentId: parent.environment_id,
+    });
+    return { preview, isNew: !existing };
+  });
+}

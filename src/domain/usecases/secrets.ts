@@ -1,0 +1,95 @@
+import { enqueue } from '../../jobs/queue.ts';
+import type { Db } from '../../store/database.ts';
+import { listSecrets, replaceSecrets } from '../../store/repositories/secrets.ts';
+import type { SecretBox } from '../../store/secret-box.ts';
+import { ValidationError } from '../errors.ts';
+import { checkSecrets, mergeSecrets, type SecretEntry, type StoredSecret } from '../secret-rules.ts';
+import { recordAudit } from './audit.ts';
+import type { Actor, Deps } from './context.ts';
+
+export interface SecretScope {
+  scope: 'service' | 'environment';
+  id: string;
+  environmentId: string;
+}
+
+/** Validates everything first: one bad entry and nothing is written. */
+export function assertValidSecrets(entries: SecretEntry[], field: string): void {
+  const { errors, duplicate } = checkSecrets(entries, field);
+  if (errors.length > 0) throw ValidationError.fields(errors);
+  if (duplicate !== null) {
+    const index = entries.findIndex((e, i) => entries.findIndex((o) => o.key.trim() === e.key.trim()) !== i);
+    throw new ValidationError(`Duplicate secret key: ${duplicate}`, [
+      { field: `${field}[${index}].key`, error: `Duplicate secret key: ${duplicate}` },
+    ]);
+  }
+}
+
+export async function readSecrets(db: Db, box: SecretBox, scopeId: string): Promise<StoredSecret[]> {
+  const rows = await listSecrets(db, scopeId);
+  return rows.map(({ value_sealed, scope: _scope, scope_id: _id, ...rest }) => ({
+    ...rest,
+    value: box.open(value_sealed),
+  }));
+}
+
+/** Replaces a scope's secrets inside `trx` and queues their write to the provider. */
+export async function storeSecrets(
+  trx: Db,
+  box: SecretBox,
+  target: SecretScope,
+  entries: SecretEntry[],
+): Promise<StoredSecret[]> {
+  const current = await readSecrets(trx, box, target.id);
+  const next = mergeSecrets(current, entries, new Date()).sort((a, b) =>
+    a.key < b.key ? -1 : a.key > b.key ? 1 : 0,
+  );
+  await replaceSecrets(
+    trx,
+    target.id,
+    next.map(({ value, ...rest }) => ({
+      ...rest,
+      scope: target.scope,
+      scope_id: target.id,
+      value_sealed: box.seal(value),
+    })),
+  );
+  await enqueue(trx, { kind: 'write_secrets', subjectId: target.id, queueKey: target.id });
+  return next;
+}
+
+export async function getSecrets(deps: Deps, target: SecretScope): Promise<StoredSecret[]> {
+  return readSecrets(deps.store.db, deps.secretBox, target.id);
+}
+
+export async function putSecrets(
+  deps: Deps,
+  actor: Actor,
+  target: SecretScope,
+  entries: SecretEntry[],
+  assertAllowed: () => void = () => undefined,
+): Promise<StoredSecret[]> {
+  assertValidSecrets(entries, 'secrets');
+  assertAllowed();
+  return deps.store.db.transaction().execute(async (trx) => {
+    const stored = await storeSecrets(trx, deps.secretBox, target, entries);
+    await recordAudit(trx, actor, {
+      action: `${target.scope}.secrets.replace`,
+      resourceType: target.scope,
+      resourceId: target.id,
+      environmentId: target.environmentId,
+    });
+    return stored;
+  });
+}
+
+/** The variables a service runs with: the environment's secrets overlaid by the service's own. */
+export async function effectiveSecrets(db: Db, box: SecretBox, environmentId: string, serviceId: string) {
+  const [envSecrets, serviceSecrets] = await Promise.all([
+    readSecrets(db, box, environmentId),
+    readSecrets(db, box, serviceId),
+  ]);
+  const out: Record<string, string> = {};
+  for (const s of [...envSecrets, ...serviceSecrets]) out[s.key] = s.value;
+  return out;
+}

@@ -1,0 +1,170 @@
+import { randomUUID } from 'node:crypto';
+import { dropJobs, enqueue } from '../../jobs/queue.ts';
+import type { Db } from '../../store/database.ts';
+import { transitionDeployment, unfinishedDeployments } from '../../store/repositories/deployments.ts';
+import {
+  findServiceById,
+  insertService,
+  subdomainTaken,
+  updateService,
+} from '../../store/repositories/services.ts';
+import type { EnvironmentRow, ServiceRow } from '../../store/schema.ts';
+import {
+  BusinessRuleError,
+  ConflictError,
+  type FieldError,
+  PartialFailureError,
+  ValidationError,
+} from '../errors.ts';
+import type { SecretEntry } from '../secret-rules.ts';
+import { checkSecrets } from '../secret-rules.ts';
+import {
+  businessRuleViolation,
+  checkCreate,
+  checkPatch,
+  type ServiceSpec,
+  type SpecInput,
+} from '../service-rules.ts';
+import { generateSubdomain, kubeSecretNames } from '../subdomain.ts';
+import { recordAudit } from './audit.ts';
+import type { Actor, Deps } from './context.ts';
+import { acceptDeployment, assertNotDeleting } from './deployments.ts';
+import { assertValidSecrets, storeSecrets } from './secrets.ts';
+
+export type CreateServiceBody = SpecInput & {
+  deploy_now?: boolean;
+  secrets?: SecretEntry[];
+  subdomain?: unknown;
+};
+
+export const DEPLOY_FAILED_MESSAGE = 'Service created successfully, but failed to deploy the service';
+
+function specOf(row: ServiceRow): ServiceSpec {
+  return row as unknown as ServiceSpec;
+}
+
+async function uniqueSubdomain(db: Db, environmentId: string, name: string): Promise<string> {
+  // 36^8 ids per prefix: a repeat is rare, ten in a row is not going to happen.
+  for (let i = 0; i < 10; i++) {
+    const candidate = generateSubdomain(name);
+    if (!(await subdomainTaken(db, environmentId, candidate))) return candidate;
+  }
+  throw new Error('could not find a free subdomain');
+}
+
+/**
+ * Create Service. Shape errors were answered by the route; here: the spec's conditional rules (422),
+ * then its business rules (500 `validation`), then the environment's state (409). A first deployment
+ * (deploy_now) is accepted in the same transaction as the service, so neither exists without the other;
+ * when the provider refuses it at once the service alone is kept and the call answers 500 (rule 4).
+ */
+export async function createService(deps: Deps, actor: Actor, env: EnvironmentRow, body: CreateServiceBody) {
+  const { spec, errors } = checkCreate(body);
+  const secrets = body.secrets ?? [];
+  const secretErrors: FieldError[] = checkSecrets(secrets, 'secrets').errors;
+  const all = [...errors, ...secretErrors];
+  if (body.subdomain !== undefined) all.push({ field: 'subdomain', error: 'subdomain cannot be supplied' });
+  if (all.length > 0) throw ValidationError.fields(all);
+  assertValidSecrets(secrets, 'secrets');
+  const violation = businessRuleViolation(spec);
+  if (violation) throw new BusinessRuleError(violation);
+  if (env.state !== 'available') {
+    throw new ConflictError(
+      `Environment is not available (its state is ${env.state}); create services once it is`,
+    );
+  }
+
+  const id = randomUUID();
+  const draft = { ...spec, id, account_id: env.account_id, environment_id: env.id } as ServiceRow;
+  const refusal = body.deploy_now ? deps.provider.refuseDeploy(draft) : null;
+  const service = await deps.store.db.transaction().execute(async (trx) => {
+    const subdomain = await uniqueSubdomain(trx, env.id, spec.name);
+    await insertService(trx, {
+      ...spec,
+      id,
+      account_id: env.account_id,
+      environment_id: env.id,
+      gitlab_connection_id: spec.source === 'gitlab' ? spec.installation_id : null,
+      state: 'deploy_pending',
+      is_deleted: false,
+      is_preview: false,
+      subdomain,
+      ...kubeSecretNames(subdomain),
+    });
+    if (secrets.length > 0) {
+      await storeSecrets(trx, deps.secretBox, { scope: 'service', id, environmentId: env.id }, secrets);
+    }
+    await recordAudit(trx, actor, {
+      action: 'service.create',
+      resourceType: 'service',
+      resourceId: id,
+      environmentId: env.id,
+    });
+    if (body.deploy_now && !refusal) await acceptDeployment(trx, id, {});
+    return (await findServiceById(trx, id)) as ServiceRow;
+  });
+  if (refusal) {
+    deps.logger.warn({ service: id, reason: refusal }, 'deploy_now refused by the provider');
+    throw new PartialFailureError(DEPLOY_FAILED_MESSAGE);
+  }
+  return service;
+}
+
+export async function patchService(deps: Deps, actor: Actor, service: ServiceRow, body: SpecInput) {
+  const { spec, errors } = checkPatch(specOf(service), body);
+  if (errors.length > 0) throw ValidationError.fields(errors);
+  assertNotDeleting(service);
+  const violation = businessRuleViolation(spec);
+  if (violation) throw new BusinessRuleError(violation);
+  return deps.store.db.transaction().execute(async (trx) => {
+    const locked = (await findServiceById(trx, service.id, { forUpdate: true })) as ServiceRow;
+    assertNotDeleting(locked);
+    const updated = await updateService(trx, service.id, {
+      ...spec,
+      gitlab_connection_id: spec.source === 'gitlab' ? spec.installation_id : null,
+    });
+    await recordAudit(trx, actor, {
+      action: 'service.update',
+      resourceType: 'service',
+      resourceId: service.id,
+      environmentId: service.environment_id,
+    });
+    return updated;
+  });
+}
+
+/**
+ * Delete: 409 for a protected service, 403 when a delete is already under way. Deployments not yet
+ * started are cancelled (failed, with the reason); one in progress finishes first, then the teardown
+ * job runs, since jobs of one service run in order.
+ */
+export async function deleteService(deps: Deps, actor: Actor, service: ServiceRow): Promise<void> {
+  assertNotDeleting(service);
+  if (service.is_protected)
+    throw new ConflictError('Cannot delete a protected service. Remove protection first.');
+  await deps.store.db.transaction().execute(async (trx) => {
+    const locked = (await findServiceById(trx, service.id, { forUpdate: true })) as ServiceRow;
+    assertNotDeleting(locked);
+    if (locked.is_protected)
+      throw new ConflictError('Cannot delete a protected service. Remove protection first.');
+    const queued = await unfinishedDeployments(trx, service.id, ['queued']);
+    for (const d of queued) {
+      await transitionDeployment(trx, d.id, ['queued'], 'failed', {
+        failure_reason: 'Cancelled: the service was deleted before this deployment started',
+      });
+    }
+    await dropJobs(
+      trx,
+      'deploy',
+      queued.map((d) => d.id),
+    );
+    await updateService(trx, service.id, { state: 'delete_pending' });
+    await enqueue(trx, { kind: 'delete_service', subjectId: service.id, queueKey: service.id });
+    await recordAudit(trx, actor, {
+      action: 'service.delete',
+      resourceType: 'service',
+      resourceId: service.id,
+      environmentId: service.environment_id,
+    });
+  });
+}

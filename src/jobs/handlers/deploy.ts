@@ -1,0 +1,86 @@
+import { opsConfigOf } from '../../api/views.ts';
+import type { Deps } from '../../domain/usecases/context.ts';
+import { effectiveSecrets } from '../../domain/usecases/secrets.ts';
+import type { Db } from '../../store/database.ts';
+import { findDeploymentById, transitionDeployment } from '../../store/repositories/deployments.ts';
+import { findEnvironmentById } from '../../store/repositories/environments.ts';
+import { findServiceById } from '../../store/repositories/services.ts';
+import type { EnvironmentRow, JobRow, ServiceRow, ServiceUpdate } from '../../store/schema.ts';
+import type { JobHandler } from '../worker.ts';
+
+const DELETE_STATES = ['delete_pending', 'delete_queued', 'deleting', 'deleted', 'delete_failed'];
+
+/** Service state follows its deployments, but never overwrites a delete under way. */
+async function setServiceState(db: Db, serviceId: string, patch: ServiceUpdate): Promise<void> {
+  await db
+    .updateTable('services')
+    .set({ ...patch, updated_at: new Date() })
+    .where('id', '=', serviceId)
+    .where('state', 'not in', DELETE_STATES)
+    .execute();
+}
+
+/**
+ * Carries one deployment out. Re-entrant: it re-reads the deployment, skips one already terminal, and
+ * the provider reports a deployment it already finished instead of running it again.
+ */
+export function deployHandler(deps: Deps): JobHandler {
+  const { db } = deps.store;
+  return {
+    async run(job: JobRow) {
+      const deployment = await findDeploymentById(db, job.subject_id);
+      if (!deployment || deployment.state === 'success' || deployment.state === 'failed') return;
+      const service = (await findServiceById(db, deployment.service_id)) as ServiceRow;
+      const environment = (await findEnvironmentById(db, deployment.environment_id)) as EnvironmentRow;
+      if (deployment.state === 'queued') {
+        await db.transaction().execute(async (trx) => {
+          if (await transitionDeployment(trx, deployment.id, ['queued'], 'in_progress')) {
+            await setServiceState(trx, service.id, { state: 'deploying' });
+          }
+        });
+      }
+      const result = await deps.provider.deploy({
+        deploymentId: deployment.id,
+        service,
+        environment,
+        target: {
+          commit_id: deployment.git_commit_ref,
+          docker_image_tag: deployment.docker_image_tag,
+          helm_chart_version: deployment.helm_chart_version,
+        },
+        ops: opsConfigOf(service),
+        variables: await effectiveSecrets(db, deps.secretBox, environment.id, service.id),
+      });
+      await db.transaction().execute(async (trx) => {
+        if (result.ok) {
+          const moved = await transitionDeployment(trx, deployment.id, ['in_progress'], 'success', {
+            prov_deployment_id: result.provDeploymentId,
+          });
+          if (moved) {
+            await setServiceState(trx, service.id, {
+              state: 'running',
+              namespace_name: result.namespaceName,
+              kube_svc_alias: result.svcAlias,
+            });
+          }
+        } else {
+          const moved = await transitionDeployment(trx, deployment.id, ['in_progress'], 'failed', {
+            prov_deployment_id: result.provDeploymentId,
+            failure_reason: result.reason,
+          });
+          if (moved) await setServiceState(trx, service.id, { state: 'deploy_failed' });
+        }
+      });
+    },
+    async fail(job: JobRow, reason: string) {
+      await db.transaction().execute(async (trx) => {
+        const deployment = await findDeploymentById(trx, job.subject_id);
+        if (!deployment) return;
+        const moved = await transitionDeployment(trx, deployment.id, ['queued', 'in_progress'], 'failed', {
+          failure_reason: `The provider kept failing: ${reason}`.slice(0, 2000),
+        });
+        if (moved) await setServiceState(trx, deployment.service_id, { state: 'deploy_failed' });
+      });
+    },
+  };
+}

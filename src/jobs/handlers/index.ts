@@ -1,0 +1,15 @@
+import type { Deps } from '../../domain/usecases/context.ts';
+import type { JobHandlers } from '../worker.ts';
+import { deleteServiceHandler } from './delete-service.ts';
+import { deployHandler } from './deploy.ts';
+import { provisionEnvironmentHandler } from './provision-environment.ts';
+import { writeSecretsHandler } from './write-secrets.ts';
+
+export function jobHandlers(deps: Deps): JobHandlers {
+  return {
+    provision_environment: provisionEnvironmentHandler(deps),
+    deploy: deployHandler(deps),
+    delete_service: deleteServiceHandler(deps),
+    write_secrets: writeSecretsHandler(deps),
+  };
+}

@@ -1,0 +1,114 @@
+import { sql } from 'kysely';
+import type { Db } from '../store/database.ts';
+import type { JobRow } from '../store/schema.ts';
+
+/**
+ * The durable job queue, in the same database as the state it changes.
+ *
+ * Glossary: a *job* names work by kind and subject id (never a payload snapshot: handlers re-read
+ * state). Jobs with the same *queue key* (a service id) run one at a time in the order they were
+ * enqueued; only the oldest job of a queue can be claimed. A worker *claims* a job by taking a *lease*
+ * (locked_by, locked_until) and renews it while it works; a job whose lease lapsed is claimed again.
+ * Attempts are counted at claim time. A finished job is deleted.
+ */
+export type JobKind = 'provision_environment' | 'deploy' | 'delete_service' | 'write_secrets';
+
+export interface NewJob {
+  kind: JobKind;
+  subjectId: string;
+  queueKey?: string | null;
+  maxAttempts?: number;
+}
+
+/** Enqueue inside the caller's transaction, so the job exists exactly when the change does. */
+export async function enqueue(db: Db, job: NewJob): Promise<void> {
+  await db
+    .insertInto('jobs')
+    .values({
+      kind: job.kind,
+      subject_id: job.subjectId,
+      queue_key: job.queueKey ?? null,
+      max_attempts: job.maxAttempts ?? 8,
+    })
+    .execute();
+  await sql`SELECT pg_notify('berth_jobs', '')`.execute(db);
+}
+
+export async function claim(db: Db, workerId: string, leaseMs: number): Promise<JobRow | undefined> {
+  const result = await sql<JobRow>`
+    UPDATE jobs SET locked_by = ${workerId},
+      locked_until = clock_timestamp() + ${`${leaseMs} milliseconds`}::interval,
+      attempts = attempts + 1
+    WHERE seq = (
+      SELECT j.seq FROM jobs j
+      WHERE j.run_after <= clock_timestamp()
+        AND (j.locked_until IS NULL OR j.locked_until < clock_timestamp())
+        AND (j.queue_key IS NULL OR NOT EXISTS (
+          SELECT 1 FROM jobs older WHERE older.queue_key = j.queue_key AND older.seq < j.seq))
+      ORDER BY j.run_after, j.seq
+      LIMIT 1
+      FOR UPDATE SKIP LOCKED)
+    RETURNING *`.execute(db);
+  return result.rows[0];
+}
+
+/** Renews the lease; false when this worker no longer holds the job. */
+export async function renewLease(db: Db, seq: string, workerId: string, leaseMs: number): Promise<boolean> {
+  const result = await db
+    .updateTable('jobs')
+    .set({ locked_until: sql`clock_timestamp() + ${`${leaseMs} milliseconds`}::interval` })
+    .where('seq', '=', seq)
+    .where('locked_by', '=', workerId)
+    .executeTakeFirst();
+  return result.numUpdatedRows > 0n;
+}
+
+export async function complete(db: Db, seq: string): Promise<void> {
+  await db.deleteFrom('jobs').where('seq', '=', seq).execute();
+}
+
+/** Backoff: 1 s, 2 s, 4 s ... capped at one minute. */
+export function backoffMs(attempts: number): number {
+  return Math.min(60_000, 1000 * 2 ** Math.max(0, attempts - 1));
+}
+
+export async function retryLater(db: Db, seq: string, attempts: number, error: string): Promise<void> {
+  await db
+    .updateTable('jobs')
+    .set({
+      locked_by: null,
+      locked_until: null,
+      last_error: error.slice(0, 2000),
+      run_after: sql`clock_timestamp() + ${`${backoffMs(attempts)} milliseconds`}::interval`,
+    })
+    .where('seq', '=', seq)
+    .execute();
+}
+
+/** Removes the not-yet-running jobs of a subject (a deployment cancelled by a delete). */
+export async function dropJobs(db: Db, kind: JobKind, subjectIds: string[]): Promise<void> {
+  if (subjectIds.length === 0) return;
+  await db.deleteFrom('jobs').where('kind', '=', kind).where('subject_id', 'in', subjectIds).execute();
+}
+
+/**
+ * Frees every lease at once. Only for the embedded database: it has one process, so any lease in it
+ * belongs to a process that is gone.
+ */
+export async function releaseAllLeases(db: Db): Promise<void> {
+  await db
+    .updateTable('jobs')
+    .set({ locked_by: null, locked_until: null })
+    .where('locked_by', 'is not', null)
+    .execute();
+}
+
+export async function nextRunAfter(db: Db): Promise<Date | undefined> {
+  const row = await db
+    .selectFrom('jobs')
+    .select('run_after')
+    .orderBy('run_after')
+    .limit(1)
+    .executeTakeFirst();
+  return row?.run_after;
+}

@@ -1,0 +1,142 @@
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import type { Logger } from 'pino';
+import { ProviderError } from '../providers/provider.ts';
+import type { Store } from '../store/database.ts';
+import type { JobRow } from '../store/schema.ts';
+import { claim, complete, type JobKind, renewLease, retryLater } from './queue.ts';
+
+/** What a job kind does. `run` must be idempotent; `fail` records a final failure on the subject. */
+export interface JobHandler {
+  run(job: JobRow): Promise<void>;
+  fail(job: JobRow, reason: string): Promise<void>;
+}
+
+export type JobHandlers = Record<JobKind, JobHandler>;
+
+export interface WorkerOptions {
+  store: Store;
+  handlers: JobHandlers;
+  logger: Logger;
+  leaseMs: number;
+  /** Jobs run at once by this process; jobs of one service never run together whatever this is. */
+  concurrency?: number;
+  /** Fallback poll when no notification arrives (a notification lost with a dropped connection). */
+  pollMs?: number;
+}
+
+export class Worker {
+  readonly id = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
+  private running = false;
+  private loops: Promise<void>[] = [];
+  private waiters = new Set<() => void>();
+  private unlisten: (() => Promise<void>) | undefined;
+  private readonly concurrency: number;
+  private readonly pollMs: number;
+
+  private readonly options: WorkerOptions;
+
+  constructor(options: WorkerOptions) {
+    this.options = options;
+    this.concurrency = options.concurrency ?? 8;
+    this.pollMs = options.pollMs ?? 1000;
+  }
+
+  async start(): Promise<void> {
+    this.running = true;
+    this.unlisten = await this.options.store.listen('berth_jobs', () => this.wakeAll());
+    for (let i = 0; i < this.concurrency; i++) this.loops.push(this.loop());
+  }
+
+  /** Stops claiming and waits for the jobs in hand; an unfinished job's lease lets another worker take it. */
+  async stop(graceMs = 10_000): Promise<void> {
+    this.running = false;
+    this.wakeAll();
+    let timer: NodeJS.Timeout | undefined;
+    const grace = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, graceMs);
+    });
+    await Promise.race([Promise.all(this.loops), grace]);
+    clearTimeout(timer);
+    this.loops = [];
+    await this.unlisten?.();
+  }
+
+  private wakeAll(): void {
+    for (const wake of this.waiters) wake();
+    this.waiters.clear();
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, ms);
+      function done() {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.waiters.add(done);
+    });
+  }
+
+  private async loop(): Promise<void> {
+    const { store, logger, leaseMs } = this.options;
+    while (this.running) {
+      let job: JobRow | undefined;
+      try {
+        job = await claim(store.db, this.id, leaseMs);
+      } catch (error) {
+        if (!this.running) return;
+        logger.error({ err: error }, 'claiming a job failed');
+      }
+      if (!job) {
+        await this.sleep(this.pollMs);
+        continue;
+      }
+      // Another loop may find work too: a claimed job often makes the next one in its queue due later.
+      this.wakeAll();
+      await this.execute(job);
+    }
+  }
+
+  private async execute(job: JobRow): Promise<void> {
+    const { store, logger, leaseMs, handlers } = this.options;
+    const log = logger.child({
+      job: job.seq,
+      kind: job.kind,
+      subject: job.subject_id,
+      attempt: job.attempts,
+    });
+    const heartbeat = setInterval(
+      () => {
+        renewLease(store.db, job.seq, this.id, leaseMs).catch((err) =>
+          log.warn({ err }, 'lease renewal failed'),
+        );
+      },
+      Math.max(250, Math.floor(leaseMs / 3)),
+    );
+    const handler = handlers[job.kind as JobKind];
+    try {
+      await handler.run(job);
+      await complete(store.db, job.seq);
+      log.debug('job done');
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      const retryable = !(error instanceof ProviderError) || error.retryable;
+      try {
+        if (retryable && job.attempts < job.max_attempts) {
+          log.warn({ err: error }, 'job failed; it will be retried');
+          await retryLater(store.db, job.seq, job.attempts, message);
+        } else {
+          log.error({ err: error }, 'job failed for good');
+          await handler.fail(job, message);
+          await complete(store.db, job.seq);
+        }
+      } catch (inner) {
+        // The lease will lapse and the job run again: handlers are idempotent.
+        log.error({ err: inner }, 'recording a job failure failed');
+      }
+    } finally {
+      clearInterval(heartbeat);
+    }
+  }
+}

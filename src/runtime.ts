@@ -1,0 +1,101 @@
+import pino, { type Logger } from 'pino';
+import { buildApp } from './api/app.ts';
+import { adminTokenFor, type FirstStart, firstStart } from './bootstrap.ts';
+import type { Config } from './config.ts';
+import type { Deps } from './domain/usecases/context.ts';
+import { jobHandlers } from './jobs/handlers/index.ts';
+import { releaseAllLeases } from './jobs/queue.ts';
+import { Worker } from './jobs/worker.ts';
+import { createProvider } from './providers/registry.ts';
+import { openStore } from './store/database.ts';
+import { loadMasterKeys, SecretBox } from './store/secret-box.ts';
+
+/** Everything a Berth process holds, and how to let go of it. */
+export interface Runtime {
+  deps: Deps;
+  close(): Promise<void>;
+}
+
+export function makeLogger(config: Config): Logger {
+  return pino({ level: config.logLevel, base: { pid: process.pid } });
+}
+
+export async function openRuntime(
+  config: Config,
+  logger: Logger = makeLogger(config),
+  options: { onQuery?: (sql: string) => void } = {},
+): Promise<Runtime> {
+  const store = await openStore({
+    databaseUrl: config.databaseUrl,
+    dataDir: config.dataDir,
+    onQuery: options.onQuery,
+  });
+  try {
+    const provider = createProvider(config, store.db);
+    const secretBox = new SecretBox(loadMasterKeys(config.masterKey, config.dataDir));
+    const deps: Deps = { store, provider, secretBox, config, logger };
+    return {
+      deps,
+      close: async () => {
+        await provider.close();
+        await store.close();
+      },
+    };
+  } catch (error) {
+    await store.close();
+    throw error;
+  }
+}
+
+export function startWorker(deps: Deps, options: { concurrency?: number; pollMs?: number } = {}): Worker {
+  return new Worker({
+    store: deps.store,
+    handlers: jobHandlers(deps),
+    logger: deps.logger.child({ component: 'worker' }),
+    leaseMs: deps.config.jobLeaseMs,
+    ...options,
+  });
+}
+
+export interface Server {
+  url: string;
+  adminToken: string;
+  adminTokenGenerated: boolean;
+  firstStart: FirstStart | null;
+  runtime: Runtime;
+  close(): Promise<void>;
+}
+
+/** `berth serve`: the API and, unless told otherwise, the workers, in one process. */
+export async function startServer(
+  config: Config,
+  options: { workers?: boolean; logger?: Logger } = {},
+): Promise<Server> {
+  const runtime = await openRuntime(config, options.logger);
+  const { deps } = runtime;
+  try {
+    // The embedded database has one process, so a lease left in it belongs to a process that is gone.
+    if (deps.store.kind === 'embedded') await releaseAllLeases(deps.store.db);
+    const admin = adminTokenFor(config.adminToken, config.dataDir);
+    const first = await firstStart(deps);
+    const app = await buildApp(deps, { adminToken: admin.token });
+    const worker = options.workers === false ? null : startWorker(deps);
+    await worker?.start();
+    const address = await app.listen({ host: config.host, port: config.port });
+    return {
+      url: address,
+      adminToken: admin.token,
+      adminTokenGenerated: admin.generated,
+      firstStart: first,
+      runtime,
+      close: async () => {
+        await app.close();
+        await worker?.stop();
+        await runtime.close();
+      },
+    };
+  } catch (error) {
+    await runtime.close();
+    throw error;
+  }
+}

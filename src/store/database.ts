@@ -1,0 +1,94 @@
+import path from 'node:path';
+import { PGlite } from '@electric-sql/pglite';
+import { Kysely, type KyselyConfig, PGliteDialect, PostgresDialect } from 'kysely';
+import pg from 'pg';
+import { lockDataDir } from './data-dir-lock.ts';
+import { migrateToLatest } from './migrate.ts';
+import type { Database } from './schema.ts';
+
+export type Db = Kysely<Database>;
+
+export interface Store {
+  db: Db;
+  /** `embedded` is PGlite: one connection, one process, the data directory locked. */
+  kind: 'embedded' | 'postgres';
+  /** Calls `onNotify` for each NOTIFY on `channel` (delivered when the notifying transaction commits). */
+  listen(channel: string, onNotify: () => void): Promise<() => Promise<void>>;
+  close(): Promise<void>;
+}
+
+export interface OpenStoreOptions {
+  databaseUrl: string | undefined;
+  dataDir: string;
+  migrate?: boolean;
+  /** Sees every query Kysely runs (tests count queries per request with it). */
+  onQuery?: (sql: string) => void;
+}
+
+async function openEmbedded(
+  dataDir: string,
+  log: KyselyConfig['log'],
+): Promise<Omit<Store, 'close'> & { close(): Promise<void> }> {
+  // The lock comes first: a second process must not open a single database file.
+  const lock = await lockDataDir(dataDir);
+  try {
+    const pglite = await PGlite.create(path.join(dataDir, 'pgdata'));
+    const db = new Kysely<Database>({ dialect: new PGliteDialect({ pglite }), log });
+    return {
+      db,
+      kind: 'embedded',
+      listen: async (channel, onNotify) => pglite.listen(channel, onNotify),
+      close: async () => {
+        await db.destroy();
+        await lock.release();
+      },
+    };
+  } catch (error) {
+    await lock.release();
+    throw error;
+  }
+}
+
+function openPostgres(databaseUrl: string, log: KyselyConfig['log']): Store {
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: 10 });
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), log });
+  const listeners = new Set<pg.Client>();
+  return {
+    db,
+    kind: 'postgres',
+    listen: async (channel, onNotify) => {
+      // LISTEN needs a connection of its own, outside the pool.
+      const client = new pg.Client({ connectionString: databaseUrl });
+      client.on('error', () => undefined);
+      await client.connect();
+      client.on('notification', (message) => message.channel === channel && onNotify());
+      await client.query(`LISTEN ${client.escapeIdentifier(channel)}`);
+      listeners.add(client);
+      return async () => {
+        listeners.delete(client);
+        await client.end().catch(() => undefined);
+      };
+    },
+    close: async () => {
+      await Promise.all([...listeners].map((c) => c.end().catch(() => undefined)));
+      await db.destroy();
+    },
+  };
+}
+
+export async function openStore(options: OpenStoreOptions): Promise<Store> {
+  const onQuery = options.onQuery;
+  const log: KyselyConfig['log'] = onQuery ? (event) => onQuery(event.query.sql) : undefined;
+  const store = options.databaseUrl
+    ? openPostgres(options.databaseUrl, log)
+    : await openEmbedded(options.dataDir, log);
+  if (options.migrate !== false) {
+    try {
+      await migrateToLatest(store.db);
+    } catch (error) {
+      await store.close();
+      throw error;
+    }
+  }
+  return store;
+}

@@ -1,0 +1,32 @@
+import { sql } from 'kysely';
+import { type Migration, Migrator } from 'kysely/migration';
+import type { Db } from './database.ts';
+import * as spine from './migrations/0001-spine.ts';
+import * as lifecycle from './migrations/0002-lifecycle.ts';
+
+/** Every migration, in order. Listed here rather than read from disk so the build carries them. */
+const migrations: Record<string, Migration> = {
+  '0001-spine': spine,
+  '0002-lifecycle': lifecycle,
+};
+
+export class MigrationError extends Error {}
+
+export async function migrateToLatest(db: Db): Promise<void> {
+  const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations } });
+  const { error, results } = await migrator.migrateToLatest();
+  if (error) {
+    const failed = results?.find((r) => r.status === 'Error')?.migrationName ?? 'unknown';
+    throw new MigrationError(`Database migration ${failed} failed: ${(error as Error).message}`);
+  }
+}
+
+/** True when the database answers; /health uses it. */
+export async function ping(db: Db): Promise<boolean> {
+  try {
+    await sql`SELECT 1`.execute(db);
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,68 @@
+import type { Insertable } from 'kysely';
+import type { Db } from '../database.ts';
+import type { DeploymentRow, DeploymentsTable } from '../schema.ts';
+import { type Page, pageAfter } from './paging.ts';
+
+export async function insertDeployment(db: Db, row: Insertable<DeploymentsTable>): Promise<DeploymentRow> {
+  return db.insertInto('deployments').values(row).returningAll().executeTakeFirstOrThrow();
+}
+
+/** Scoped to the account: one lookup by primary key. */
+export async function findDeployment(
+  db: Db,
+  accountId: string,
+  id: string,
+): Promise<DeploymentRow | undefined> {
+  return db
+    .selectFrom('deployments')
+    .selectAll()
+    .where('id', '=', id)
+    .where('account_id', '=', accountId)
+    .executeTakeFirst();
+}
+
+export async function findDeploymentById(db: Db, id: string): Promise<DeploymentRow | undefined> {
+  return db.selectFrom('deployments').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+export async function findDeploymentsByIds(db: Db, ids: string[]): Promise<DeploymentRow[]> {
+  if (ids.length === 0) return [];
+  return db.selectFrom('deployments').selectAll().where('id', 'in', ids).execute();
+}
+
+/**
+ * Moves a deployment from one of `from` to `to`; false when it was not in one of them. Every state
+ * change goes through here, so a terminal state is entered once and never left.
+ */
+export async function transitionDeployment(
+  db: Db,
+  id: string,
+  from: DeploymentRow['state'][],
+  to: DeploymentRow['state'],
+  extra: { prov_deployment_id?: string; failure_reason?: string } = {},
+): Promise<boolean> {
+  const result = await db
+    .updateTable('deployments')
+    .set({ state: to, ...extra, updated_at: new Date() })
+    .where('id', '=', id)
+    .where('state', 'in', from)
+    .executeTakeFirst();
+  return result.numUpdatedRows > 0n;
+}
+
+export async function unfinishedDeployments(db: Db, serviceId: string, states: DeploymentRow['state'][]) {
+  return db
+    .selectFrom('deployments')
+    .selectAll()
+    .where('service_id', '=', serviceId)
+    .where('state', 'in', states)
+    .execute();
+}
+
+export async function listDeployments(db: Db, serviceId: string, page: Page) {
+  return pageAfter(
+    db.selectFrom('deployments').selectAll().where('service_id', '=', serviceId),
+    'deployments',
+    page,
+  );
+}

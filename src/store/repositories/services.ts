@@ -1,0 +1,71 @@
+import type { Db } from '../database.ts';
+import type { NewService, ServiceRow, ServiceUpdate } from '../schema.ts';
+import { type Page, pageAfter } from './paging.ts';
+
+export async function insertService(db: Db, row: NewService): Promise<ServiceRow> {
+  return db.insertInto('services').values(row).returningAll().executeTakeFirstOrThrow();
+}
+
+export async function subdomainTaken(db: Db, environmentId: string, subdomain: string): Promise<boolean> {
+  const row = await db
+    .selectFrom('services')
+    .select('id')
+    .where('environment_id', '=', environmentId)
+    .where('subdomain', '=', subdomain)
+    .where('is_deleted', '=', false)
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
+/** Scoped to account and environment: one indexed lookup by primary key. */
+export async function findService(db: Db, accountId: string, environmentId: string, id: string) {
+  return db
+    .selectFrom('services')
+    .selectAll()
+    .where('id', '=', id)
+    .where('account_id', '=', accountId)
+    .where('environment_id', '=', environmentId)
+    .executeTakeFirst();
+}
+
+export async function findServiceById(db: Db, id: string, options: { forUpdate?: boolean } = {}) {
+  let q = db.selectFrom('services').selectAll().where('id', '=', id);
+  if (options.forUpdate) q = q.forUpdate();
+  return q.executeTakeFirst();
+}
+
+export async function updateService(db: Db, id: string, patch: ServiceUpdate): Promise<ServiceRow> {
+  return db
+    .updateTable('services')
+    .set({ ...patch, updated_at: new Date() })
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+export async function listServices(db: Db, environmentId: string, page: Page) {
+  return pageAfter(
+    db
+      .selectFrom('services')
+      .selectAll()
+      .where('environment_id', '=', environmentId)
+      .where('is_deleted', '=', false),
+    'services',
+    page,
+  );
+}
+
+export async function findPreview(
+  db: Db,
+  parentId: string,
+  prNumber: number,
+): Promise<ServiceRow | undefined> {
+  return db
+    .selectFrom('services')
+    .selectAll()
+    .where('parent_service_id', '=', parentId)
+    .where('pr_number', '=', prNumber)
+    .where('is_preview', '=', true)
+    .where('is_deleted', '=', false)
+    .executeTakeFirst();
+}

@@ -1,0 +1,194 @@
+import type { ColumnType, Generated, Insertable, Selectable, Updateable } from 'kysely';
+
+/**
+ * The tables, as Kysely sees them. Columns carry the API's field names wherever the API has one, so
+ * that a projection is a choice of fields, not a translation.
+ */
+type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>;
+type Json<T> = ColumnType<T, string, string>;
+
+export interface AccountsTable {
+  id: string;
+  name: string;
+  plan: 'none' | 'starter' | 'pro';
+  features: Json<string[]>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface ApiTokensTable {
+  id: string;
+  account_id: string;
+  token_hash: string;
+  created_at: Timestamp;
+  revoked_at: Date | null;
+}
+
+export interface EnvironmentsTable {
+  id: string;
+  account_id: string;
+  name: string;
+  cloud: 'aws' | 'gcp';
+  region: string;
+  state: 'provisioning' | 'available' | 'failed' | 'deleting' | 'deleted';
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface ServicesTable {
+  id: string;
+  account_id: string;
+  environment_id: string;
+  name: string;
+  type: string | null;
+  state: string;
+  source: string;
+  port: number | null;
+  cron_schedule: string | null;
+  replica_count: number | null;
+  cpu_count_min: number | null;
+  cpu_count_max: number | null;
+  memory_mb_min: number | null;
+  memory_mb_max: number | null;
+  prov_node_group_id: string | null;
+  is_protected: boolean;
+  is_deleted: boolean;
+  installation_id: string | null;
+  gitlab_connection_id: string | null;
+  git_repo_full_name: string | null;
+  git_repo_branch: string | null;
+  auto_deploy: boolean | null;
+  dockerfile_path: string | null;
+  build_context: string | null;
+  run_command: string | null;
+  ops_json_path: string | null;
+  ops_json: string | null;
+  enable_previews: boolean;
+  enable_code_review: boolean;
+  docker_registry: string | null;
+  docker_image: string | null;
+  helm_chart_repo: string | null;
+  helm_chart_name: string | null;
+  helm_values_yml: string | null;
+  subdomain: string;
+  kube_secret: string;
+  kube_dep_secret: string;
+  kube_preview_dep_secret: string;
+  namespace_name: string | null;
+  kube_svc_alias: string | null;
+  custom_domain_id: string | null;
+  parent_service_id: string | null;
+  is_preview: boolean;
+  pr_number: number | null;
+  pr_comment_id: number | null;
+  latest_deployment_id: string | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface AuditLogsTable {
+  id: string;
+  account_id: string;
+  actor: string;
+  token_id: string | null;
+  action: string;
+  resource_type: string;
+  resource_id: string | null;
+  environment_id: string | null;
+  request_id: string;
+  created_at: Timestamp;
+}
+
+export interface DeploymentsTable {
+  id: string;
+  account_id: string;
+  environment_id: string;
+  service_id: string;
+  type: 'service_update' | 'restore';
+  state: 'queued' | 'in_progress' | 'success' | 'failed';
+  prev_deployment_id: string | null;
+  prov_deployment_id: ColumnType<string, string | undefined, string>;
+  git_commit_ref: ColumnType<string, string | undefined, string>;
+  git_commit_author: ColumnType<string, string | undefined, string>;
+  git_commit_message: ColumnType<string, string | undefined, string>;
+  docker_image_tag: ColumnType<string, string | undefined, string>;
+  helm_chart_version: ColumnType<string, string | undefined, string>;
+  helm_values_yml: ColumnType<string, string | undefined, string>;
+  note: ColumnType<string, string | undefined, string>;
+  failure_reason: ColumnType<string, string | undefined, string>;
+  created_at: Generated<Date>;
+  updated_at: Generated<Date>;
+}
+
+export interface SecretsTable {
+  scope: 'service' | 'environment';
+  scope_id: string;
+  key: string;
+  value_sealed: string;
+  description: string;
+  use_preview: boolean;
+  is_sensitive: boolean;
+  expose_to_chart: boolean | null;
+  chart_default_val: string | null;
+  dep_export: boolean | null;
+  updated_at: Timestamp;
+}
+
+export interface JobsTable {
+  seq: Generated<string>;
+  kind: string;
+  subject_id: string;
+  queue_key: string | null;
+  run_after: Timestamp;
+  attempts: Generated<number>;
+  max_attempts: number;
+  locked_by: string | null;
+  locked_until: Date | null;
+  last_error: string | null;
+  created_at: Timestamp;
+}
+
+export interface SimWorkloadsTable {
+  service_id: string;
+  deployment_id: string;
+  target: string;
+  replicas: number;
+  run_status: string;
+  updated_at: Generated<Date>;
+}
+
+export interface SimCallsTable {
+  id: Generated<string>;
+  operation: string;
+  subject_id: string;
+  service_id: string | null;
+  worker: string;
+  outcome: string | null;
+  started_at: Generated<Date>;
+  finished_at: Date | null;
+}
+
+export interface Database {
+  accounts: AccountsTable;
+  api_tokens: ApiTokensTable;
+  environments: EnvironmentsTable;
+  services: ServicesTable;
+  audit_logs: AuditLogsTable;
+  deployments: DeploymentsTable;
+  secrets: SecretsTable;
+  jobs: JobsTable;
+  sim_workloads: SimWorkloadsTable;
+  sim_calls: SimCallsTable;
+}
+
+export type AccountRow = Selectable<AccountsTable>;
+export type ApiTokenRow = Selectable<ApiTokensTable>;
+export type EnvironmentRow = Selectable<EnvironmentsTable>;
+export type ServiceRow = Selectable<ServicesTable>;
+export type NewService = Insertable<ServicesTable>;
+export type ServiceUpdate = Updateable<ServicesTable>;
+export type AuditLogRow = Selectable<AuditLogsTable>;
+export type NewAuditLog = Insertable<AuditLogsTable>;
+export type DeploymentRow = Selectable<DeploymentsTable>;
+export type SecretRow = Selectable<SecretsTable>;
+export type JobRow = Selectable<JobsTable>;
