@@ -1,0 +1,81 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { pollUntil } from './poll.ts';
+
+export const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+export const BERTH_BIN = path.join(REPO, 'bin/berth.js');
+
+export interface BerthProcess {
+  child: ChildProcess;
+  stdout(): string;
+  stderr(): string;
+  /** Resolves with the exit code (or the signal's name). */
+  exited: Promise<number | string>;
+  waitForOutput(pattern: RegExp, timeoutMs?: number): Promise<RegExpMatchArray>;
+  kill(signal?: NodeJS.Signals): Promise<number | string>;
+}
+
+/** Runs the real CLI as a user would: `node bin/berth.js ...` with the given environment. */
+export function runBerth(args: string[], env: Record<string, string | undefined>): BerthProcess {
+  const child = spawn(process.execPath, [BERTH_BIN, ...args], {
+    cwd: REPO,
+    env: { ...process.env, BERTH_LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  child.stdout?.on('data', (chunk) => {
+    out += chunk;
+  });
+  child.stderr?.on('data', (chunk) => {
+    err += chunk;
+  });
+  const exited = new Promise<number | string>((resolve) => {
+    child.on('exit', (code, signal) => resolve(code ?? signal ?? 'unknown'));
+  });
+  const proc: BerthProcess = {
+    child,
+    stdout: () => out,
+    stderr: () => err,
+    exited,
+    waitForOutput: (pattern, timeoutMs = 30_000) =>
+      pollUntil(
+        `output matching ${pattern}`,
+        async () => {
+          const match = out.match(pattern);
+          if (match) return match;
+          if (child.exitCode !== null) throw new Error(`berth exited (${child.exitCode}): ${err || out}`);
+          return undefined;
+        },
+        { timeoutMs },
+      ),
+    kill: async (signal = 'SIGTERM') => {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      return exited;
+    },
+  };
+  return proc;
+}
+
+/** Starts `berth serve` on a free port and waits until it listens; returns its base URL too. */
+export async function startBerth(
+  env: Record<string, string | undefined>,
+): Promise<BerthProcess & { url: string }> {
+  const proc = runBerth(['serve'], { BERTH_PORT: '0', BERTH_SIM_STEP_MS: '20', ...env });
+  const match = await proc.waitForOutput(/Berth is listening on (http:\/\/\S+)/);
+  return Object.assign(proc, { url: match[1] as string });
+}
+
+export async function api(url: string, token: string, method = 'GET', body?: unknown) {
+  const res = await fetch(url, {
+    method,
+    headers: {
+      authorization: `Bearer ${token}`,
+      ...(body !== undefined && { 'content-type': 'application/json' }),
+    },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  return { status: res.status, body: text ? JSON.parse(text) : undefined };
+}

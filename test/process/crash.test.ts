@@ -1,0 +1,99 @@
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { openStore } from '../../src/store/database.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
+import { pollUntil } from '../helpers/poll.ts';
+import { api, startBerth } from '../helpers/process.ts';
+
+/**
+ * A server SIGKILLed while deployments are in progress: started again on the same database, every
+ * deployment still ends, each exactly once (one finished provider call per deployment).
+ */
+let db: TestDatabase;
+before(async () => {
+  db = await createTestDatabase();
+});
+after(() => db.drop());
+
+const env = () => ({
+  BERTH_DATA_DIR: db.dataDir,
+  BERTH_DATABASE_URL: db.databaseUrl ?? '',
+  BERTH_SIM_STEP_MS: '300',
+  BERTH_JOB_LEASE_MS: '1500',
+  BERTH_RATE_LIMIT_PER_MIN: '100000',
+});
+
+test('SIGKILL during deployments: after a restart every deployment reaches a terminal state exactly once', async () => {
+  const first = await startBerth(env());
+  const token = (await first.waitForOutput(/API token:\s+([0-9a-f-]{36})/))[1] as string;
+  const envId = (await first.waitForOutput(/environment:\s+([0-9a-f-]{36})/))[1] as string;
+  await pollUntil('the environment to be available', async () => {
+    const res = await api(`${first.url}/v1/environments/${envId}`, token);
+    return res.body.data.environment.state === 'available' ? true : undefined;
+  });
+
+  const deploymentIds: string[] = [];
+  for (let s = 0; s < 3; s++) {
+    const created = await api(`${first.url}/v1/environments/${envId}/services`, token, 'POST', {
+      name: `Crash Test ${'abc'[s]}`,
+      source: 'docker_image',
+      type: 'worker',
+      replica_count: 1,
+      cpu_count_min: 0.5,
+      memory_mb_min: 128,
+      docker_image: 'acme/crash',
+    });
+    const serviceId = created.body.data.service.id;
+    for (let d = 0; d < 3; d++) {
+      const res = await api(
+        `${first.url}/v1/environments/${envId}/services/${serviceId}/deploy`,
+        token,
+        'POST',
+        {
+          docker_image_tag: `v${d}`,
+        },
+      );
+      deploymentIds.push(res.body.data.deployment_id);
+    }
+  }
+
+  const stateOf = async (url: string, id: string) =>
+    (await api(`${url}/v1/deployments/${id}`, token)).body.data.deployment.state;
+  await pollUntil('a deployment to be in progress', async () => {
+    for (const id of deploymentIds) if ((await stateOf(first.url, id)) === 'in_progress') return true;
+    return undefined;
+  });
+  assert.equal(await first.kill('SIGKILL'), 'SIGKILL');
+
+  const second = await startBerth(env());
+  for (const id of deploymentIds) {
+    const state = await pollUntil(
+      `deployment ${id} to end`,
+      async () => {
+        const s = await stateOf(second.url, id);
+        return s === 'success' || s === 'failed' ? s : undefined;
+      },
+      { timeoutMs: 60_000 },
+    );
+    assert.equal(state, 'success');
+  }
+  assert.equal(await second.kill('SIGTERM'), 0);
+
+  const store = await openStore({ databaseUrl: db.databaseUrl, dataDir: db.dataDir });
+  try {
+    const calls = await store.db
+      .selectFrom('sim_calls')
+      .select(['subject_id', 'outcome', 'finished_at'])
+      .where('operation', '=', 'deploy')
+      .execute();
+    for (const id of deploymentIds) {
+      const finished = calls.filter((c) => c.subject_id === id && c.finished_at !== null);
+      assert.equal(finished.length, 1, `deployment ${id} finished ${finished.length} times`);
+      assert.equal(finished[0]?.outcome, 'success');
+    }
+    const interrupted = calls.filter((c) => c.finished_at === null);
+    assert.ok(interrupted.length >= 1, 'the kill interrupted at least one provider call');
+  } finally {
+    await store.close();
+  }
+});
