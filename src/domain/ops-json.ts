@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import type { FieldError } from './errors.ts';
 
 /**
@@ -66,11 +67,15 @@ export const DEFAULT_OPS_CONFIG: OpsConfig = {
 type Obj = Record<string, unknown>;
 const isObject = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-const CIDR_V4 = /^(25[0-5]|2[0-4]\d|1?\d?\d)(\.(25[0-5]|2[0-4]\d|1?\d?\d)){3}(\/(3[0-2]|[12]?\d))?$/;
-const CIDR_V6 = /^[0-9a-f:]+(\/(12[0-8]|1[01]\d|[1-9]?\d))?$/i;
-
+/** An IPv4 or IPv6 address, optionally with a prefix length that fits it (a bare address is a /32 or /128). */
 export function isCidr(value: string): boolean {
-  return CIDR_V4.test(value) || (value.includes(':') && CIDR_V6.test(value));
+  const [address = '', prefix, ...rest] = value.split('/');
+  if (rest.length > 0) return false;
+  const version = isIP(address);
+  if (version === 0) return false;
+  if (prefix === undefined) return true;
+  const bits = Number(prefix);
+  return /^\d{1,3}$/.test(prefix) && bits <= (version === 4 ? 32 : 128);
 }
 
 /** Reads ops.json text. `field` is the request field it came from, used as the prefix of error paths. */

@@ -37,7 +37,8 @@ export class SecretBox {
     if (version !== 'v1' || !key || !iv || !tag || ciphertext === undefined) {
       throw new Error(`cannot open a secret sealed with key ${id ?? '?'}: add that key to BERTH_MASTER_KEY`);
     }
-    const decipher = createDecipheriv('aes-256-gcm', key, Buffer.from(iv, 'base64'));
+    // A fixed tag length: a shortened tag would otherwise be accepted with less protection.
+    const decipher = createDecipheriv('aes-256-gcm', key, Buffer.from(iv, 'base64'), { authTagLength: 16 });
     decipher.setAuthTag(Buffer.from(tag, 'base64'));
     return Buffer.concat([decipher.update(Buffer.from(ciphertext, 'base64')), decipher.final()]).toString(
       'utf8',

@@ -1,0 +1,85 @@
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
+import { pollUntil } from '../helpers/poll.ts';
+import { api, runBerth, startBerth } from '../helpers/process.ts';
+
+/** `berth admin ...` drives the running server's admin API, as an operator would. */
+let db: TestDatabase;
+before(async () => {
+  db = await createTestDatabase();
+});
+after(() => db.drop());
+
+async function admin(url: string, dataDir: string, ...args: string[]) {
+  const proc = runBerth(['admin', '--url', url, ...args], { BERTH_DATA_DIR: dataDir, BERTH_ADMIN_TOKEN: '' });
+  const code = await proc.exited;
+  return { code, out: proc.stdout(), err: proc.stderr() };
+}
+
+test('accounts, tokens and environments through berth admin; errors are one clear line', async () => {
+  const server = await startBerth({ BERTH_DATA_DIR: db.dataDir, BERTH_DATABASE_URL: db.databaseUrl ?? '' });
+  try {
+    const account = await admin(server.url, db.dataDir, 'accounts', 'create', 'acme', '--plan', 'starter');
+    assert.equal(account.code, 0, account.err);
+    const accountId = JSON.parse(account.out).account.id as string;
+    assert.equal(JSON.parse(account.out).account.plan, 'starter');
+
+    const issued = await admin(server.url, db.dataDir, 'tokens', 'issue', accountId);
+    assert.equal(issued.code, 0, issued.err);
+    const { api_token: token, token_id: tokenId } = JSON.parse(issued.out);
+
+    const created = await admin(
+      server.url,
+      db.dataDir,
+      'environments',
+      'create',
+      accountId,
+      'staging',
+      '--cloud',
+      'gcp',
+      '--region',
+      'europe-west1',
+    );
+    assert.equal(created.code, 0, created.err);
+    const envId = JSON.parse(created.out).environment.id as string;
+    const live = await pollUntil('the environment to be available', async () => {
+      const res = await api(`${server.url}/v1/environments/${envId}`, token);
+      return res.body.data.environment.state === 'available' ? res.body.data : undefined;
+    });
+    assert.equal(live.environment.cloud, 'gcp');
+    assert.match(live.ingress_host, /^\d+\.\d+\.\d+\.\d+$/, 'GCP ingress is an address for an A record');
+
+    const updated = await admin(server.url, db.dataDir, 'accounts', 'update', accountId, '--plan', 'none');
+    assert.equal(updated.code, 0, updated.err);
+    assert.equal((await api(`${server.url}/v1/environments`, token)).status, 403);
+
+    const revoked = await admin(server.url, db.dataDir, 'tokens', 'revoke', tokenId);
+    assert.equal(revoked.code, 0, revoked.err);
+    assert.equal((await api(`${server.url}/v1/environments`, token)).status, 401);
+
+    const bad = await admin(
+      server.url,
+      db.dataDir,
+      'accounts',
+      'update',
+      '00000000-0000-4000-8000-000000000000',
+      '--plan',
+      'pro',
+    );
+    assert.equal(bad.code, 2);
+    assert.match(bad.err, /^berth: notfound: Account not found\n$/);
+
+    const wrongToken = runBerth(['admin', '--url', server.url, '--token', 'nope', 'accounts', 'list'], {});
+    assert.equal(await wrongToken.exited, 2);
+    assert.match(wrongToken.stderr(), /unauthorized/);
+  } finally {
+    await server.kill('SIGTERM');
+  }
+});
+
+test('berth admin says clearly when no server answers', async () => {
+  const res = await admin('http://127.0.0.1:9', db.dataDir, 'accounts', 'list');
+  assert.equal(res.code, 2);
+  assert.match(res.err, /Cannot reach Berth at http:\/\/127\.0\.0\.1:9/);
+});
