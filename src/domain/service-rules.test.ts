@@ -396,22 +396,26 @@ describe('checkPatch', () => {
     assert.deepEqual(patchFields(current, { auto_deploy: true }), ['auto_deploy']);
   });
 
-  test('changing source requires the new source fields in the same request', () => {
+  test("changing source requires the new source's own fields in the same request; resources carry over", () => {
     const current = created(GITHUB_WEB);
-    assert.deepEqual(patchFields(current, { source: 'docker_image' }), [
-      'replica_count',
-      'cpu_count_min',
-      'memory_mb_min',
-      'docker_image',
-    ]);
+    assert.deepEqual(patchFields(current, { source: 'docker_image' }), ['docker_image']);
+    assert.deepEqual(patchFields(current, { source: 'docker_image', docker_image: 'acme/web' }), []);
     assert.deepEqual(patchFields(current, { source: 'helm_chart' }), ['helm_chart_repo', 'helm_chart_name']);
     // Even a field kept across the change (gitlab is a git source too) must be sent again.
-    assert.deepEqual(patchFields(current, { source: 'gitlab' }), [
+    assert.deepEqual(patchFields(current, { source: 'gitlab' }), ['git_repo_full_name', 'git_repo_branch']);
+  });
+
+  test('changing from helm_chart to a source that needs resources requires them', () => {
+    const current = created({
+      name: 'Chart',
+      source: 'helm_chart',
+      helm_chart_repo: 'https://c',
+      helm_chart_name: 'c',
+    });
+    assert.deepEqual(patchFields(current, { source: 'docker_image', docker_image: 'acme/web' }), [
       'replica_count',
       'cpu_count_min',
       'memory_mb_min',
-      'git_repo_full_name',
-      'git_repo_branch',
     ]);
   });
 

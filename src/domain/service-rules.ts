@@ -128,19 +128,24 @@ const FIELD_SOURCES: Partial<Record<SpecField, readonly Source[]>> = {
   helm_values_yml: ['helm_chart'],
 };
 
-/** Fields each source requires (beyond name and source). */
-function requiredFor(source: Source): SpecField[] {
-  const resources: SpecField[] =
-    source === 'helm_chart' ? [] : ['replica_count', 'cpu_count_min', 'memory_mb_min'];
+/** The fields that say where a source's code comes from; a change of source must bring them along. */
+function sourceFieldsOf(source: Source): SpecField[] {
   switch (source) {
     case 'github':
     case 'gitlab':
-      return [...resources, 'git_repo_full_name', 'git_repo_branch'];
+      return ['git_repo_full_name', 'git_repo_branch'];
     case 'docker_image':
-      return [...resources, 'docker_image'];
+      return ['docker_image'];
     case 'helm_chart':
       return ['helm_chart_repo', 'helm_chart_name'];
   }
+}
+
+/** Fields each source requires (beyond name and source). Charts size themselves; others need resources. */
+function requiredFor(source: Source): SpecField[] {
+  const resources: SpecField[] =
+    source === 'helm_chart' ? [] : ['replica_count', 'cpu_count_min', 'memory_mb_min'];
+  return [...resources, ...sourceFieldsOf(source)];
 }
 
 const isSet = (value: unknown) => value !== null && value !== undefined && value !== false && value !== '';
@@ -303,8 +308,8 @@ export function checkCreate(input: SpecInput): { spec: ServiceSpec; errors: Fiel
 
 /**
  * PATCH: the merged result must pass the create rules (names may also hold hyphens). A change of source
- * clears the fields that belong only to the old source and requires the new source's fields in the
- * same request.
+ * clears the fields that belong only to the old source and requires the new source's own fields (where
+ * the code comes from) in the same request; resources already set carry over.
  */
 export function checkPatch(
   current: ServiceSpec,
@@ -325,7 +330,7 @@ export function checkPatch(
   Object.assign(merged, pick(request));
   for (const flag of ['is_protected', 'enable_previews', 'enable_code_review'] as const)
     merged[flag] = merged[flag] ?? false;
-  const mustBeInRequest = new Set(sourceChanged ? requiredFor(merged.source) : []);
+  const mustBeInRequest = new Set(sourceChanged ? sourceFieldsOf(merged.source) : []);
   return { spec: merged, errors: checkSpec(merged, 'patch', request, mustBeInRequest) };
 }
 

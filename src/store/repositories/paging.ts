@@ -1,4 +1,5 @@
 import { type SelectQueryBuilder, sql } from 'kysely';
+import { isUuid } from '../../domain/api-token.ts';
 import { ValidationError } from '../../domain/errors.ts';
 import type { Database } from '../schema.ts';
 
@@ -17,9 +18,11 @@ function encodeCursor(position: Position): string {
   return Buffer.from(`${position.createdAt}|${position.id}`).toString('base64url');
 }
 
+const ISO_MS = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
+
 function decodeCursor(cursor: string): Position {
   const [createdAt, id] = Buffer.from(cursor, 'base64url').toString('utf8').split('|');
-  if (!createdAt || !id || Number.isNaN(Date.parse(createdAt)) || !/^[0-9a-f-]{36}$/.test(id)) {
+  if (!createdAt || !id || !ISO_MS.test(createdAt) || Number.isNaN(Date.parse(createdAt)) || !isUuid(id)) {
     throw ValidationError.fields([
       { field: 'cursor', error: 'cursor must be a next_cursor returned by this endpoint' },
     ]);

@@ -1,0 +1,92 @@
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { claim } from '../../src/jobs/queue.ts';
+import { type DeployRequest, ProviderError } from '../../src/providers/provider.ts';
+import { type Harness, startHarness, type Tenant, VALID_SERVICE } from '../helpers/harness.ts';
+import { pollUntil } from '../helpers/poll.ts';
+
+/** Provider errors: retried with backoff when retryable, failed for good otherwise; lapsed leases are retaken. */
+let h: Harness;
+let t: Tenant;
+before(async () => {
+  h = await startHarness({ jobLeaseMs: 1000 });
+  t = await h.tenant();
+});
+after(() => h.close());
+
+async function deployOnce(body: Record<string, unknown> = {}) {
+  const created = await h.request('POST', `/v1/environments/${t.envId}/services`, {
+    token: t.token,
+    body: VALID_SERVICE.docker,
+  });
+  const serviceId = created.body.data.service.id;
+  const res = await h.request('POST', `/v1/environments/${t.envId}/services/${serviceId}/deploy`, {
+    token: t.token,
+    body,
+  });
+  return { serviceId, deploymentId: res.body.data.deployment_id as string };
+}
+
+async function ended(id: string) {
+  return pollUntil(`deployment ${id} to end`, async () => {
+    const d = (await h.request('GET', `/v1/deployments/${id}`, { token: t.token })).body.data.deployment;
+    return d.state === 'success' || d.state === 'failed' ? d : undefined;
+  });
+}
+
+test('a job whose worker died (its lease lapsed) is claimed again and completes', async () => {
+  const { deploymentId } = await deployOnce({ docker_image_tag: 'orphan' });
+  // A worker that claims the job and then vanishes: the job stays leased to it until the lease lapses.
+  let orphaned = false;
+  await pollUntil('a ghost worker to claim the job', async () => {
+    const job = await claim(h.deps.store.db, 'ghost-worker', 1000);
+    if (job?.subject_id === deploymentId) orphaned = true;
+    return orphaned ? true : undefined;
+  });
+  await h.startWorker();
+  const end = await ended(deploymentId);
+  assert.equal(end.state, 'success');
+  const calls = await h.deps.store.db
+    .selectFrom('sim_calls')
+    .select('worker')
+    .where('subject_id', '=', deploymentId)
+    .execute();
+  assert.equal(calls.length, 1, 'the real worker ran it once');
+});
+
+test('a retryable provider error is retried and the deployment then succeeds; a terminal one fails it at once', async () => {
+  const provider = h.deps.provider;
+  const realDeploy = provider.deploy.bind(provider);
+  const attempts = new Map<string, number>();
+  provider.deploy = async (request: DeployRequest) => {
+    const n = (attempts.get(request.deploymentId) ?? 0) + 1;
+    attempts.set(request.deploymentId, n);
+    if (request.target.docker_image_tag === 'flaky' && n === 1) {
+      throw new ProviderError('the cloud API timed out', { retryable: true });
+    }
+    if (request.target.docker_image_tag === 'broken') {
+      throw new ProviderError('the image does not exist', { retryable: false });
+    }
+    return realDeploy(request);
+  };
+
+  const flaky = await deployOnce({ docker_image_tag: 'flaky' });
+  const broken = await deployOnce({ docker_image_tag: 'broken' });
+  const [flakyEnd, brokenEnd] = await Promise.all([ended(flaky.deploymentId), ended(broken.deploymentId)]);
+
+  assert.equal(flakyEnd.state, 'success');
+  assert.equal(attempts.get(flaky.deploymentId), 2, 'retried once');
+  assert.equal(brokenEnd.state, 'failed');
+  assert.equal(attempts.get(broken.deploymentId), 1, 'a terminal error is not retried');
+  assert.match(brokenEnd.failure_reason, /the image does not exist/);
+  const service = await h.request('GET', `/v1/environments/${t.envId}/services/${broken.serviceId}`, {
+    token: t.token,
+  });
+  assert.equal(service.body.data.state, 'deploy_failed');
+  const leftover = await h.deps.store.db
+    .selectFrom('jobs')
+    .select('seq')
+    .where('subject_id', 'in', [flaky.deploymentId, broken.deploymentId])
+    .execute();
+  assert.deepEqual(leftover, [], 'finished jobs are removed');
+});
