@@ -1,8 +1,9 @@
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from 'fastify';
 import type { Deps } from '../domain/usecases/context.ts';
 import { TokenAuthenticator } from './plugins/auth.ts';
+import { registerBodyGuards } from './plugins/body-guards.ts';
 import { registerErrorHandling } from './plugins/errors.ts';
 import { registerRateLimit } from './plugins/rate-limit.ts';
 import { requestIdFor } from './plugins/request-id.ts';
@@ -34,11 +35,21 @@ export async function buildApp(deps: Deps, options: AppOptions) {
     // Bodies hold at most two 256 KiB documents (ops_json, helm_values_yml) and a few fields.
     bodyLimit: 1024 * 1024,
     ajv: { customOptions: { strict: false } },
+    // Ids are UUIDs; anything much longer cannot name a resource (answered 404 below).
+    routerOptions: { maxParamLength: 200 },
+    // A path the router cannot even read (bad percent-encoding, an overlong id) names nothing: 404.
+    frameworkErrors: (_error, request, reply) => {
+      (reply as FastifyReply)
+        .code(404)
+        .header('x-request-id', request.id)
+        .send({ error_code: 'notfound', message: 'Route not found', errors: null });
+    },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.setValidatorCompiler(validatorCompiler);
   app.addSchema(ErrorBody);
   registerErrorHandling(app);
+  registerBodyGuards(app);
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });

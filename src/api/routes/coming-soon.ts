@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { NotFoundError } from '../../domain/errors.ts';
+import { errorResponses } from '../schemas/common.ts';
 
 /**
  * Published but not live (spec: "coming soon"): each answers 404 `notfound` today, after the usual
@@ -18,15 +19,19 @@ const COMING_SOON: [method: 'POST' | 'DELETE' | 'GET', path: string, what: strin
   ['GET', '/deployments/:deploymentId/logs', 'Deployment logs'],
 ];
 
+async function notLiveYet(): Promise<never> {
+  throw new NotFoundError('Route');
+}
+
 export async function comingSoonRoutes(app: FastifyInstance) {
   for (const [method, url, what] of COMING_SOON) {
     app.route({
       method,
       url,
-      schema: { summary: `${what} (coming soon: 404 today)`, deprecated: false },
-      handler: async () => {
-        throw new NotFoundError('Route');
-      },
+      schema: { summary: `${what} (coming soon: 404 today)`, response: errorResponses(401, 403, 404, 429) },
+      // Answered before the path's resources are loaded or a body is read.
+      onRequest: notLiveYet,
+      handler: notLiveYet,
     });
   }
 }

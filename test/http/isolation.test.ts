@@ -1,0 +1,285 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, before, describe, test } from 'node:test';
+import { type Harness, type Reply, startHarness, type Tenant, VALID_SERVICE } from '../helpers/harness.ts';
+
+/**
+ * Spec: "Resources are scoped to the caller's account. A resource of another account behaves as if it
+ * did not exist (404)." Account A's token, aimed at account B's environment, service and deployment on
+ * every route that takes an id, must get exactly the answer a never-existing id gets, and change nothing.
+ */
+let h: Harness;
+let a: Tenant;
+let b: Tenant;
+let bServiceId: string;
+let bDeploymentId: string;
+let aServiceId: string;
+// biome-ignore lint/suspicious/noExplicitAny: snapshots of JSON bodies
+let bBefore: Record<string, any>;
+
+type Ids = { envId: string; serviceId: string; deploymentId: string; customDomainId: string };
+
+interface RouteCase {
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+  url: string;
+  /** A valid body: had the scope check failed, this would have changed B's resource. */
+  body?: unknown;
+}
+
+/** Every route with an id in its path. Checked below against the routes the app registers. */
+const ROUTES: RouteCase[] = [
+  { method: 'GET', url: '/v1/environments/:envId' },
+  { method: 'GET', url: '/v1/environments/:envId/secrets' },
+  {
+    method: 'PUT',
+    url: '/v1/environments/:envId/secrets',
+    body: { secrets: [{ key: 'HIJACK', value: 'x' }] },
+  },
+  { method: 'POST', url: '/v1/environments/:envId/services', body: VALID_SERVICE.docker },
+  { method: 'GET', url: '/v1/environments/:envId/services' },
+  { method: 'GET', url: '/v1/environments/:envId/services/:serviceId' },
+  {
+    method: 'PATCH',
+    url: '/v1/environments/:envId/services/:serviceId',
+    body: { name: 'Hijacked', replica_count: 0, is_protected: false },
+  },
+  { method: 'DELETE', url: '/v1/environments/:envId/services/:serviceId' },
+  { method: 'GET', url: '/v1/environments/:envId/services/:serviceId/secrets' },
+  {
+    method: 'PUT',
+    url: '/v1/environments/:envId/services/:serviceId/secrets',
+    body: { secrets: [{ key: 'HIJACK', value: 'x' }] },
+  },
+  { method: 'POST', url: '/v1/environments/:envId/services/:serviceId/deploy', body: {} },
+  { method: 'GET', url: '/v1/environments/:envId/services/:serviceId/deployments' },
+  { method: 'GET', url: '/v1/deployments/:deploymentId' },
+  // Coming soon (404 today), but they name ids too, so they must not tell them apart either.
+  { method: 'DELETE', url: '/v1/environments/:envId' },
+  { method: 'DELETE', url: '/v1/environments/:envId/services/:serviceId/custom-domains/:customDomainId' },
+  { method: 'POST', url: '/v1/deployments/:deploymentId/cancel', body: {} },
+  { method: 'GET', url: '/v1/deployments/:deploymentId/operations' },
+  { method: 'GET', url: '/v1/deployments/:deploymentId/logs' },
+];
+
+const key = (r: { method: string; url: string }) => `${r.method} ${r.url}`;
+const fill = (url: string, ids: Ids) => url.replace(/:(\w+)/g, (_, name: string) => ids[name as keyof Ids]);
+const never = (): Ids => ({
+  envId: randomUUID(),
+  serviceId: randomUUID(),
+  deploymentId: randomUUID(),
+  customDomainId: randomUUID(),
+});
+
+/** Every route the app registers (from Fastify's route tree; see openapi.test.ts), HEAD left out. */
+function registeredRoutes(): { method: string; url: string }[] {
+  const routes: { method: string; url: string }[] = [];
+  const stack: string[] = [];
+  for (const line of h.app.printRoutes({ commonPrefix: false }).split('\n')) {
+    const m = /^([│ ]*)[├└]── (.*?)(?: \(([A-Z, ]+)\))?$/.exec(line);
+    if (!m) continue;
+    const depth = (m[1] as string).length / 4;
+    const url = (stack[depth - 1] ?? '') + (m[2] as string);
+    stack[depth] = url;
+    stack.length = depth + 1;
+    for (const method of m[3]?.split(', ') ?? []) if (method !== 'HEAD') routes.push({ method, url });
+  }
+  for (const r of routes) assert.ok(h.app.hasRoute(r as never), `misread route ${key(r)}`);
+  return routes;
+}
+
+async function call(route: RouteCase, ids: Ids, options: { malformed?: boolean } = {}): Promise<Reply> {
+  const url = fill(route.url, ids);
+  if (options.malformed)
+    return h.request(route.method, url, {
+      token: a.token,
+      rawBody: '{"name": ',
+      headers: { 'content-type': 'application/json' },
+    });
+  return h.request(route.method, url, { token: a.token, body: route.body });
+}
+
+/** What B sees of its own resources, to compare before and after A's attempts. */
+async function bView() {
+  const get = async (url: string) => {
+    const res = await h.request('GET', url, { token: b.token });
+    assert.equal(res.status, 200, `B reads ${url}: ${res.raw}`);
+    return res.body.data;
+  };
+  const env = `/v1/environments/${b.envId}`;
+  const service = `${env}/services/${bServiceId}`;
+  return {
+    environment: await get(env),
+    environmentSecrets: await get(`${env}/secrets`),
+    services: await get(`${env}/services`),
+    service: await get(service),
+    serviceSecrets: await get(`${service}/secrets`),
+    deployments: await get(`${service}/deployments`),
+    deployment: await get(`/v1/deployments/${bDeploymentId}`),
+    audit: await get('/v1/audit-logs'),
+  };
+}
+
+before(async () => {
+  h = await startHarness({ rateLimitPerMin: 10_000 });
+  a = await h.tenant();
+  b = await h.tenant();
+  const created = await h.request('POST', `/v1/environments/${b.envId}/services`, {
+    token: b.token,
+    body: { ...VALID_SERVICE.docker, name: 'Bees Service' },
+  });
+  assert.equal(created.status, 200, created.raw);
+  bServiceId = created.body.data.service.id;
+  const deployed = await h.request('POST', `/v1/environments/${b.envId}/services/${bServiceId}/deploy`, {
+    token: b.token,
+    body: {},
+  });
+  assert.equal(deployed.status, 200, deployed.raw);
+  bDeploymentId = deployed.body.data.deployment_id;
+  for (const url of [
+    `/v1/environments/${b.envId}/secrets`,
+    `/v1/environments/${b.envId}/services/${bServiceId}/secrets`,
+  ]) {
+    const put = await h.request('PUT', url, {
+      token: b.token,
+      body: { secrets: [{ key: 'B_ONLY', value: 'b-secret' }] },
+    });
+    assert.equal(put.status, 200, put.raw);
+  }
+  const own = await h.request('POST', `/v1/environments/${a.envId}/services`, {
+    token: a.token,
+    body: { ...VALID_SERVICE.docker, name: 'Ayes Service' },
+  });
+  assert.equal(own.status, 200, own.raw);
+  aServiceId = own.body.data.service.id;
+  bBefore = await bView();
+});
+after(() => h.close());
+
+describe('the route table', () => {
+  test('covers every registered route with an :envId, :serviceId or :deploymentId parameter, and no other', () => {
+    const registered = registeredRoutes()
+      .filter((r) => /:(envId|serviceId|deploymentId)\b/.test(r.url))
+      .map(key)
+      .sort();
+    assert.ok(registered.length >= 15, `found ${registered.length} routes`);
+    assert.deepEqual(ROUTES.map(key).sort(), registered);
+  });
+});
+
+describe("A's token on B's resources answers exactly as for ids that never existed", () => {
+  for (const route of ROUTES) {
+    test(key(route), async () => {
+      const theirs: Ids = {
+        envId: b.envId,
+        serviceId: bServiceId,
+        deploymentId: bDeploymentId,
+        customDomainId: randomUUID(),
+      };
+      const res = await call(route, theirs);
+      const baseline = await call(route, never());
+      assert.equal(res.status, 404, res.raw);
+      assert.equal(res.body.error_code, 'notfound');
+      assert.equal(baseline.status, 404, baseline.raw);
+      assert.deepEqual(res.body, baseline.body, 'indistinguishable from a never-existing id');
+
+      if (route.body !== undefined) {
+        // A bad body must not turn the 404 into a 422 that would confirm the id exists.
+        const malformed = await call(route, theirs, { malformed: true });
+        const malformedBaseline = await call(route, never(), { malformed: true });
+        assert.equal(malformed.status, 404, malformed.raw);
+        assert.deepEqual(malformed.body, malformedBaseline.body);
+        assert.deepEqual(malformed.body, res.body);
+      }
+    });
+  }
+});
+
+describe("mixed ids: A's own ids combined with B's", () => {
+  const withService = ROUTES.filter((r) => r.url.includes(':serviceId'));
+  assert.ok(withService.length >= 8);
+
+  for (const route of withService) {
+    test(`A's environment with B's service: ${key(route)}`, async () => {
+      const mixed: Ids = { ...never(), envId: a.envId, serviceId: bServiceId };
+      const baseline: Ids = { ...never(), envId: a.envId };
+      const res = await call(route, mixed);
+      const expected = await call(route, baseline);
+      assert.equal(res.status, 404, res.raw);
+      // Coming-soon routes answer before any lookup, so they name the route rather than the service.
+      const message = route.url.includes('custom-domains') ? 'Route not found' : 'Service not found';
+      assert.deepEqual(res.body, { error_code: 'notfound', message, errors: null });
+      assert.deepEqual(res.body, expected.body);
+    });
+
+    test(`B's environment with A's own service: ${key(route)}`, async () => {
+      const mixed: Ids = { ...never(), envId: b.envId, serviceId: aServiceId };
+      const baseline: Ids = { ...never(), serviceId: aServiceId };
+      const res = await call(route, mixed);
+      const expected = await call(route, baseline);
+      assert.equal(res.status, 404, res.raw);
+      assert.equal(res.body.error_code, 'notfound');
+      assert.deepEqual(res.body, expected.body);
+    });
+  }
+
+  test("A's own resources still answer A (the 404s above are not a broken route)", async () => {
+    const service = await h.request('GET', `/v1/environments/${a.envId}/services/${aServiceId}`, {
+      token: a.token,
+    });
+    assert.equal(service.status, 200);
+    assert.equal(service.body.data.service.id, aServiceId);
+    const env = await h.request('GET', `/v1/environments/${a.envId}`, { token: a.token });
+    assert.equal(env.status, 200);
+  });
+});
+
+describe("B's resources are untouched and nothing of B shows in A's lists", () => {
+  test("B sees exactly what it saw before A's attempts (service, secrets, deployments, audit)", async () => {
+    const now = await bView();
+    assert.deepEqual(now, bBefore);
+    assert.equal(now.service.service.name, 'Bees Service');
+    assert.equal(now.service.service.is_deleted, false);
+    assert.equal(now.services.services.length, 1, "A created nothing in B's environment");
+    assert.equal(now.deployments.deployments.length, 1, "A triggered no deployment of B's service");
+    assert.deepEqual(
+      now.serviceSecrets.secrets.map((s: { key: string }) => s.key),
+      ['B_ONLY'],
+    );
+    assert.deepEqual(
+      now.environmentSecrets.secrets.map((s: { key: string }) => s.key),
+      ['B_ONLY'],
+    );
+    for (const entry of now.audit.audit_logs) assert.notEqual(entry.token_id, a.tokenId);
+  });
+
+  test("A's environment list holds A's environment and not B's", async () => {
+    const res = await h.request('GET', '/v1/environments', { token: a.token });
+    assert.equal(res.status, 200);
+    const ids = res.body.data.environments.map((e: { id: string }) => e.id);
+    assert.ok(ids.includes(a.envId));
+    assert.equal(ids.includes(b.envId), false);
+    for (const env of res.body.data.environments) assert.equal(env.account_id, a.accountId);
+  });
+
+  test("A's audit log holds A's entries and none of B's", async () => {
+    const res = await h.request('GET', '/v1/audit-logs?limit=100', { token: a.token });
+    assert.equal(res.status, 200);
+    const entries = res.body.data.audit_logs as Record<string, string | null>[];
+    assert.ok(
+      entries.some((e) => e.action === 'service.create' && e.resource_id === aServiceId),
+      "A's own service creation is there",
+    );
+    const bIds = new Set([b.accountId, b.envId, b.tokenId, bServiceId, bDeploymentId]);
+    for (const entry of entries) {
+      assert.equal(entry.account_id, a.accountId);
+      for (const field of ['resource_id', 'environment_id', 'token_id'])
+        assert.equal(bIds.has(entry[field] as string), false, `A's audit log names B's ${field}`);
+    }
+    assert.equal(res.raw.includes(b.envId), false);
+    assert.equal(res.raw.includes(bServiceId), false);
+
+    // B's own log does have B's entries, so the filter above had something to leave out.
+    const theirs = await h.request('GET', '/v1/audit-logs?limit=100', { token: b.token });
+    assert.ok(theirs.body.data.audit_logs.some((e: { resource_id: string }) => e.resource_id === bServiceId));
+  });
+});
