@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { type Harness, type Reply, startHarness, type Tenant, VALID_SERVICE } from '../helpers/harness.ts';
+import { registeredRoutes as listRoutes } from '../helpers/routes.ts';
 
 /**
  * Spec: "Resources are scoped to the caller's account. A resource of another account behaves as if it
@@ -70,22 +71,7 @@ const never = (): Ids => ({
   customDomainId: randomUUID(),
 });
 
-/** Every route the app registers (from Fastify's route tree; see openapi.test.ts), HEAD left out. */
-function registeredRoutes(): { method: string; url: string }[] {
-  const routes: { method: string; url: string }[] = [];
-  const stack: string[] = [];
-  for (const line of h.app.printRoutes({ commonPrefix: false }).split('\n')) {
-    const m = /^([│ ]*)[├└]── (.*?)(?: \(([A-Z, ]+)\))?$/.exec(line);
-    if (!m) continue;
-    const depth = (m[1] as string).length / 4;
-    const url = (stack[depth - 1] ?? '') + (m[2] as string);
-    stack[depth] = url;
-    stack.length = depth + 1;
-    for (const method of m[3]?.split(', ') ?? []) if (method !== 'HEAD') routes.push({ method, url });
-  }
-  for (const r of routes) assert.ok(h.app.hasRoute(r as never), `misread route ${key(r)}`);
-  return routes;
-}
+const registeredRoutes = () => listRoutes(h.app);
 
 async function call(route: RouteCase, ids: Ids, options: { malformed?: boolean } = {}): Promise<Reply> {
   const url = fill(route.url, ids);

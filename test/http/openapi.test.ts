@@ -19,34 +19,10 @@ before(async () => {
 });
 after(() => h.close());
 
-interface Route {
-  method: string;
-  url: string;
-}
+import type { Route } from '../helpers/routes.ts';
+import { registeredRoutes as listRoutes } from '../helpers/routes.ts';
 
-/**
- * Every route the app registers, read from Fastify's route tree (`printRoutes`): each line is a node,
- * indented four characters per level, whose path continues its parent's (radix nodes may split a word,
- * e.g. `/deploy` then `ments`). HEAD routes that Fastify adds by itself are left out.
- */
-function registeredRoutes(): Route[] {
-  const routes: Route[] = [];
-  const stack: string[] = [];
-  for (const line of h.app.printRoutes({ commonPrefix: false }).split('\n')) {
-    const m = /^([│ ]*)[├└]── (.*?)(?: \(([A-Z, ]+)\))?$/.exec(line);
-    if (!m) continue;
-    const depth = (m[1] as string).length / 4;
-    const url = (stack[depth - 1] ?? '') + (m[2] as string);
-    stack[depth] = url;
-    stack.length = depth + 1;
-    for (const method of m[3]?.split(', ') ?? []) if (method !== 'HEAD') routes.push({ method, url });
-  }
-  // The parse is checked against the router itself, so a misread tree cannot pass unnoticed.
-  for (const r of routes)
-    assert.ok(h.app.hasRoute(r as never), `parsed a route the app does not have: ${r.method} ${r.url}`);
-  assert.ok(routes.length > 20, 'the route tree was read');
-  return routes;
-}
+const registeredRoutes = () => listRoutes(h.app);
 
 const toOpenApiPath = (url: string) => url.replace(/:(\w+)/g, '{$1}');
 const fromOpenApiPath = (path: string) => path.replace(/\{(\w+)\}/g, ':$1');

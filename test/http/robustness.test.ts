@@ -40,27 +40,10 @@ const victimAccountId: string = (await h.admin('POST', '/accounts', { name: 'vic
 // biome-ignore lint/suspicious/noExplicitAny: the OpenAPI document is read as plain JSON
 const doc: any = (await h.request('GET', '/v1/openapi.json')).body;
 
-interface Route {
-  method: string;
-  url: string;
-}
+import type { Route } from '../helpers/routes.ts';
+import { registeredRoutes as listRoutes } from '../helpers/routes.ts';
 
-/** Every route the app registers (Fastify's route tree, as in openapi.test.ts), HEAD left out. */
-function registeredRoutes(): Route[] {
-  const routes: Route[] = [];
-  const stack: string[] = [];
-  for (const line of h.app.printRoutes({ commonPrefix: false }).split('\n')) {
-    const m = /^([│ ]*)[├└]── (.*?)(?: \(([A-Z, ]+)\))?$/.exec(line);
-    if (!m) continue;
-    const depth = (m[1] as string).length / 4;
-    const url = (stack[depth - 1] ?? '') + (m[2] as string);
-    stack[depth] = url;
-    stack.length = depth + 1;
-    for (const method of m[3]?.split(', ') ?? []) if (method !== 'HEAD') routes.push({ method, url });
-  }
-  for (const r of routes) assert.ok(h.app.hasRoute(r as never), `misread route ${r.method} ${r.url}`);
-  return routes;
-}
+const registeredRoutes = () => listRoutes(h.app);
 const ROUTES = registeredRoutes();
 assert.ok(ROUTES.length > 20);
 
