@@ -29,6 +29,8 @@ export async function openRuntime(
     databaseUrl: config.databaseUrl,
     dataDir: config.dataDir,
     onQuery: options.onQuery,
+    onConnectionError: (err) =>
+      logger.warn({ err }, 'an idle database connection failed; the pool replaces it'),
   });
   try {
     const provider = createProvider(config, store.db);

@@ -23,6 +23,8 @@ export interface OpenStoreOptions {
   migrate?: boolean;
   /** Sees every query Kysely runs (tests count queries per request with it). */
   onQuery?: (sql: string) => void;
+  /** A pooled Postgres connection failed while idle (a server restart, say); the pool replaces it. */
+  onConnectionError?: (error: Error) => void;
 }
 
 async function openEmbedded(
@@ -49,8 +51,14 @@ async function openEmbedded(
   }
 }
 
-function openPostgres(databaseUrl: string, log: KyselyConfig['log']): Store {
+function openPostgres(
+  databaseUrl: string,
+  log: KyselyConfig['log'],
+  onConnectionError: (error: Error) => void,
+): Store {
   const pool = new pg.Pool({ connectionString: databaseUrl, max: 10 });
+  // Without a listener an idle connection's error would end the process.
+  pool.on('error', onConnectionError);
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), log });
   const listeners = new Set<pg.Client>();
   return {
@@ -59,7 +67,8 @@ function openPostgres(databaseUrl: string, log: KyselyConfig['log']): Store {
     listen: async (channel, onNotify) => {
       // LISTEN needs a connection of its own, outside the pool.
       const client = new pg.Client({ connectionString: databaseUrl });
-      client.on('error', () => undefined);
+      // A lost LISTEN connection costs only promptness: workers fall back to polling.
+      client.on('error', onConnectionError);
       await client.connect();
       client.on('notification', (message) => message.channel === channel && onNotify());
       await client.query(`LISTEN ${client.escapeIdentifier(channel)}`);
@@ -80,7 +89,7 @@ export async function openStore(options: OpenStoreOptions): Promise<Store> {
   const onQuery = options.onQuery;
   const log: KyselyConfig['log'] = onQuery ? (event) => onQuery(event.query.sql) : undefined;
   const store = options.databaseUrl
-    ? openPostgres(options.databaseUrl, log)
+    ? openPostgres(options.databaseUrl, log, options.onConnectionError ?? (() => undefined))
     : await openEmbedded(options.dataDir, log);
   if (options.migrate !== false) {
     try {

@@ -5,6 +5,7 @@ import { Validator } from '@seriousme/openapi-schema-validator';
 import { sql } from 'kysely';
 import { hashApiToken } from '../../src/domain/api-token.ts';
 import { type Harness, type Reply, startHarness, type Tenant, VALID_SERVICE } from '../helpers/harness.ts';
+import { registeredRoutes as listRoutes } from '../helpers/routes.ts';
 
 let h: Harness;
 let t: Tenant;
@@ -18,9 +19,6 @@ before(async () => {
   doc = res.body;
 });
 after(() => h.close());
-
-import type { Route } from '../helpers/routes.ts';
-import { registeredRoutes as listRoutes } from '../helpers/routes.ts';
 
 const registeredRoutes = () => listRoutes(h.app);
 

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, describe, test } from 'node:test';
 import { ADMIN_TOKEN, type Reply, startHarness, VALID_SERVICE } from '../helpers/harness.ts';
+import { registeredRoutes as listRoutes, type Route } from '../helpers/routes.ts';
 
 /**
  * Done means: "No response, for any input, contains a stack trace or a validator's raw error shape."
@@ -39,9 +40,6 @@ const victimAccountId: string = (await h.admin('POST', '/accounts', { name: 'vic
   .data.account.id;
 // biome-ignore lint/suspicious/noExplicitAny: the OpenAPI document is read as plain JSON
 const doc: any = (await h.request('GET', '/v1/openapi.json')).body;
-
-import type { Route } from '../helpers/routes.ts';
-import { registeredRoutes as listRoutes } from '../helpers/routes.ts';
 
 const registeredRoutes = () => listRoutes(h.app);
 const ROUTES = registeredRoutes();

@@ -13,7 +13,9 @@ function nulFields(value: unknown, path: string, out: FieldError[]): void {
     if (value.includes('\u0000'))
       out.push({ field: path, error: `${path} must not contain a NUL character` });
   } else if (Array.isArray(value)) {
-    value.forEach((item, i) => nulFields(item, `${path}[${i}]`, out));
+    value.forEach((item, i) => {
+      nulFields(item, `${path}[${i}]`, out);
+    });
   } else if (value !== null && typeof value === 'object') {
     for (const [key, item] of Object.entries(value)) nulFields(item, path ? `${path}.${key}` : key, out);
   }
