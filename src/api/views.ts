@@ -1,4 +1,4 @@
-import { DEFAULT_OPS_CONFIG, type OpsConfig, parseOpsJson } from '../domain/ops-json.ts';
+import { opsConfigOf } from '../domain/ops-json.ts';
 import type { StoredSecret } from '../domain/secret-rules.ts';
 import type { EnvironmentIdentity, RuntimeStatus } from '../providers/provider.ts';
 import type { AuditLogRow, DeploymentRow, EnvironmentRow, ServiceRow } from '../store/schema.ts';
@@ -50,11 +50,6 @@ export function deploymentView(d: DeploymentRow) {
     created_at: iso(d.created_at),
     updated_at: iso(d.updated_at),
   };
-}
-
-/** The ops.json a service declares inline; a repository's file is read by the provider at deploy time. */
-export function opsConfigOf(service: ServiceRow): OpsConfig {
-  return service.ops_json ? parseOpsJson(service.ops_json, 'ops_json').config : DEFAULT_OPS_CONFIG;
 }
 
 export interface ServiceViewOptions {

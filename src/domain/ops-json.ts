@@ -272,3 +272,8 @@ function readDependencies(list: unknown[], path: string, errors: FieldError[]): 
   });
   return out;
 }
+
+/** The ops.json a service declares inline (already validated when stored); defaults when it has none. */
+export function opsConfigOf(service: { ops_json: string | null }): OpsConfig {
+  return service.ops_json ? parseOpsJson(service.ops_json, 'ops_json').config : DEFAULT_OPS_CONFIG;
+}

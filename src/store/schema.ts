@@ -1,4 +1,5 @@
 import type { ColumnType, Generated, Insertable, Selectable, Updateable } from 'kysely';
+import type { ServiceState } from '../domain/service-states.ts';
 
 /**
  * The tables, as Kysely sees them. Columns carry the API's field names wherever the API has one, so
@@ -41,7 +42,7 @@ export interface ServicesTable {
   environment_id: string;
   name: string;
   type: string | null;
-  state: string;
+  state: ServiceState;
   source: string;
   port: number | null;
   cron_schedule: string | null;

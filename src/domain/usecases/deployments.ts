@@ -6,6 +6,7 @@ import { findServiceById, updateService } from '../../store/repositories/service
 import type { DeploymentRow, ServiceRow } from '../../store/schema.ts';
 import { type FieldError, ForbiddenError, ValidationError } from '../errors.ts';
 import type { Source } from '../service-rules.ts';
+import { isDeleting } from '../service-states.ts';
 import { recordAudit } from './audit.ts';
 import type { Actor, Deps } from './context.ts';
 
@@ -22,11 +23,9 @@ const TARGET_SOURCES: Record<'commit_id' | 'docker_image_tag' | 'helm_chart_vers
   helm_chart_version: ['helm_chart'],
 };
 
-const DELETE_STATES = new Set(['delete_pending', 'delete_queued', 'deleting', 'deleted', 'delete_failed']);
-
 /** Every mutation of a service in a delete state is refused with 403. */
 export function assertNotDeleting(service: ServiceRow): void {
-  if (DELETE_STATES.has(service.state)) throw new ForbiddenError('Service is being deleted');
+  if (isDeleting(service.state)) throw new ForbiddenError('Service is being deleted');
 }
 
 /** At most one target, and it must fit the service's source. */

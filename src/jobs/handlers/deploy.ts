@@ -1,24 +1,11 @@
-import { opsConfigOf } from '../../api/views.ts';
+import { opsConfigOf } from '../../domain/ops-json.ts';
 import type { Deps } from '../../domain/usecases/context.ts';
 import { effectiveSecrets } from '../../domain/usecases/secrets.ts';
-import type { Db } from '../../store/database.ts';
 import { findDeploymentById, transitionDeployment } from '../../store/repositories/deployments.ts';
 import { findEnvironmentById } from '../../store/repositories/environments.ts';
-import { findServiceById } from '../../store/repositories/services.ts';
-import type { EnvironmentRow, JobRow, ServiceRow, ServiceUpdate } from '../../store/schema.ts';
+import { findServiceById, updateServiceUnlessDeleting } from '../../store/repositories/services.ts';
+import type { EnvironmentRow, JobRow, ServiceRow } from '../../store/schema.ts';
 import type { JobHandler } from '../worker.ts';
-
-const DELETE_STATES = ['delete_pending', 'delete_queued', 'deleting', 'deleted', 'delete_failed'];
-
-/** Service state follows its deployments, but never overwrites a delete under way. */
-async function setServiceState(db: Db, serviceId: string, patch: ServiceUpdate): Promise<void> {
-  await db
-    .updateTable('services')
-    .set({ ...patch, updated_at: new Date() })
-    .where('id', '=', serviceId)
-    .where('state', 'not in', DELETE_STATES)
-    .execute();
-}
 
 /**
  * Carries one deployment out. Re-entrant: it re-reads the deployment, skips one already terminal, and
@@ -35,7 +22,7 @@ export function deployHandler(deps: Deps): JobHandler {
       if (deployment.state === 'queued') {
         await db.transaction().execute(async (trx) => {
           if (await transitionDeployment(trx, deployment.id, ['queued'], 'in_progress')) {
-            await setServiceState(trx, service.id, { state: 'deploying' });
+            await updateServiceUnlessDeleting(trx, service.id, { state: 'deploying' });
           }
         });
       }
@@ -57,7 +44,7 @@ export function deployHandler(deps: Deps): JobHandler {
             prov_deployment_id: result.provDeploymentId,
           });
           if (moved) {
-            await setServiceState(trx, service.id, {
+            await updateServiceUnlessDeleting(trx, service.id, {
               state: 'running',
               namespace_name: result.namespaceName,
               kube_svc_alias: result.svcAlias,
@@ -68,7 +55,7 @@ export function deployHandler(deps: Deps): JobHandler {
             prov_deployment_id: result.provDeploymentId,
             failure_reason: result.reason,
           });
-          if (moved) await setServiceState(trx, service.id, { state: 'deploy_failed' });
+          if (moved) await updateServiceUnlessDeleting(trx, service.id, { state: 'deploy_failed' });
         }
       });
     },
@@ -79,7 +66,7 @@ export function deployHandler(deps: Deps): JobHandler {
         const moved = await transitionDeployment(trx, deployment.id, ['queued', 'in_progress'], 'failed', {
           failure_reason: `The provider kept failing: ${reason}`.slice(0, 2000),
         });
-        if (moved) await setServiceState(trx, deployment.service_id, { state: 'deploy_failed' });
+        if (moved) await updateServiceUnlessDeleting(trx, deployment.service_id, { state: 'deploy_failed' });
       });
     },
   };

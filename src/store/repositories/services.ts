@@ -1,3 +1,4 @@
+import { DELETE_STATES } from '../../domain/service-states.ts';
 import type { Db } from '../database.ts';
 import type { NewService, ServiceRow, ServiceUpdate } from '../schema.ts';
 import { type Page, pageAfter } from './paging.ts';
@@ -68,4 +69,14 @@ export async function findPreview(
     .where('is_preview', '=', true)
     .where('is_deleted', '=', false)
     .executeTakeFirst();
+}
+
+/** A deployment's effect on its service, which never overwrites a delete under way. */
+export async function updateServiceUnlessDeleting(db: Db, id: string, patch: ServiceUpdate): Promise<void> {
+  await db
+    .updateTable('services')
+    .set({ ...patch, updated_at: new Date() })
+    .where('id', '=', id)
+    .where('state', 'not in', DELETE_STATES)
+    .execute();
 }
