@@ -6,6 +6,7 @@ import type { Deps } from './domain/usecases/context.ts';
 import { jobHandlers } from './jobs/handlers/index.ts';
 import { releaseAllLeases } from './jobs/queue.ts';
 import { Worker } from './jobs/worker.ts';
+import { DnsLookup } from './providers/dns.ts';
 import { createProvider } from './providers/registry.ts';
 import { openStore } from './store/database.ts';
 import { loadMasterKeys, SecretBox } from './store/secret-box.ts';
@@ -35,7 +36,7 @@ export async function openRuntime(
   try {
     const provider = createProvider(config, store.db);
     const secretBox = new SecretBox(loadMasterKeys(config.masterKey, config.dataDir));
-    const deps: Deps = { store, provider, secretBox, config, logger };
+    const deps: Deps = { store, provider, dns: new DnsLookup(config.dnsServers), secretBox, config, logger };
     return {
       deps,
       close: async () => {

@@ -11,6 +11,7 @@ import { loadScope } from './plugins/scope.ts';
 import { adminRoutes } from './routes/admin.ts';
 import { auditRoutes } from './routes/audit.ts';
 import { comingSoonRoutes } from './routes/coming-soon.ts';
+import { customDomainRoutes } from './routes/custom-domains.ts';
 import { deploymentRoutes } from './routes/deployments.ts';
 import { environmentRoutes } from './routes/environments.ts';
 import { healthRoutes } from './routes/health.ts';
@@ -91,6 +92,7 @@ export async function buildApp(deps: Deps, options: AppOptions) {
       await v1.register(serviceRoutes, { deps });
       await v1.register(deploymentRoutes, { deps });
       await v1.register(secretRoutes, { deps });
+      await v1.register(customDomainRoutes, { deps });
       await v1.register(auditRoutes, { deps });
       await v1.register(comingSoonRoutes);
     },

@@ -1,7 +1,14 @@
+import type { DnsRecordSpec } from '../domain/custom-domain-rules.ts';
 import { opsConfigOf } from '../domain/ops-json.ts';
 import type { StoredSecret } from '../domain/secret-rules.ts';
 import type { EnvironmentIdentity, RuntimeStatus } from '../providers/provider.ts';
-import type { AuditLogRow, DeploymentRow, EnvironmentRow, ServiceRow } from '../store/schema.ts';
+import type {
+  AuditLogRow,
+  CustomDomainRow,
+  DeploymentRow,
+  EnvironmentRow,
+  ServiceRow,
+} from '../store/schema.ts';
 import { ZERO_UUID } from './schemas/common.ts';
 
 /**
@@ -55,6 +62,8 @@ export function deploymentView(d: DeploymentRow) {
 export interface ServiceViewOptions {
   identity: EnvironmentIdentity;
   latestDeployment: DeploymentRow | null;
+  /** The service's active (deployed) custom domain, if any: it becomes the origin. */
+  activeDomain: CustomDomainRow | null;
   /** Only the get-service endpoint hydrates live state and the provisioning fields. */
   live?: RuntimeStatus;
 }
@@ -99,9 +108,11 @@ export function serviceView(s: ServiceRow, options: ServiceViewOptions) {
     kube_secret: s.kube_secret,
     kube_dep_secret: s.kube_dep_secret,
     kube_preview_dep_secret: s.kube_preview_dep_secret,
-    custom_domain_id: s.custom_domain_id ?? ZERO_UUID,
-    custom_domain: null,
-    origin: `https://${s.subdomain}.${options.identity.ingress_host}`,
+    custom_domain_id: options.activeDomain?.id ?? ZERO_UUID,
+    custom_domain: options.activeDomain ? customDomainSummary(options.activeDomain) : null,
+    origin: options.activeDomain
+      ? `https://${options.activeDomain.domain}`
+      : `https://${s.subdomain}.${options.identity.ingress_host}`,
     parent_service_id: s.parent_service_id,
     enable_previews: s.enable_previews,
     enable_code_review: s.enable_code_review,
@@ -148,5 +159,25 @@ export function auditView(a: AuditLogRow) {
     environment_id: a.environment_id,
     request_id: a.request_id,
     created_at: iso(a.created_at),
+  };
+}
+
+export function customDomainSummary(d: CustomDomainRow) {
+  return { id: d.id, domain: d.domain, origin: `https://${d.domain}`, state: d.state };
+}
+
+export function customDomainView(d: CustomDomainRow, records: DnsRecordSpec[]) {
+  return {
+    id: d.id,
+    account_id: d.account_id,
+    private_instance_id: d.environment_id,
+    service_id: d.service_id,
+    prov_custom_domain_id: d.prov_custom_domain_id,
+    domain: d.domain,
+    origin: `https://${d.domain}`,
+    state: d.state,
+    dns_records: records.map((r) => ({ ...r, created_at: iso(d.created_at) })),
+    created_at: iso(d.created_at),
+    updated_at: iso(d.updated_at),
   };
 }

@@ -11,7 +11,13 @@ import type { JobRow } from '../store/schema.ts';
  * (locked_by, locked_until) and renews it while it works; a job whose lease lapsed is claimed again.
  * Attempts are counted at claim time. A finished job is deleted.
  */
-export type JobKind = 'provision_environment' | 'deploy' | 'delete_service' | 'write_secrets';
+export type JobKind =
+  | 'provision_environment'
+  | 'deploy'
+  | 'delete_service'
+  | 'write_secrets'
+  | 'deploy_custom_domain'
+  | 'retire_custom_domain';
 
 export interface NewJob {
   kind: JobKind;

@@ -66,6 +66,15 @@ export interface Provider {
   status(service: ServiceRow): Promise<RuntimeStatus>;
   /** Tears down everything the service runs. */
   deleteService(service: ServiceRow): Promise<void>;
+  /** The zone that certificate-validation CNAMEs of custom domains point into. */
+  domainValidationZone(env: EnvironmentRef): string;
+  /** Routes a verified custom domain to the service (certificate, ingress rule). */
+  attachDomain(
+    service: ServiceRow,
+    domain: { id: string; domain: string },
+  ): Promise<{ provCustomDomainId: string }>;
+  /** Stops routing a retired custom domain. */
+  detachDomain(service: ServiceRow, domain: { id: string; domain: string }): Promise<void>;
   /** Writes a scope's secrets where the workloads read them. */
   writeSecrets(
     scope: 'service' | 'environment',

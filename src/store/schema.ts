@@ -169,6 +169,33 @@ export interface SimCallsTable {
   finished_at: Date | null;
 }
 
+export type CustomDomainState =
+  | 'unverified'
+  | 'verified'
+  | 'deploy_queued'
+  | 'deploying'
+  | 'deployed'
+  | 'deploy_failed'
+  | 'delete_queued'
+  | 'deleting'
+  | 'deleted'
+  | 'delete_failed';
+
+export interface CustomDomainsTable {
+  id: string;
+  account_id: string;
+  environment_id: string;
+  service_id: string;
+  domain: string;
+  state: CustomDomainState;
+  prov_custom_domain_id: ColumnType<string, string | undefined, string>;
+  verify_token: string;
+  validation_token: string;
+  failure_reason: ColumnType<string, string | undefined, string>;
+  created_at: Generated<Date>;
+  updated_at: Generated<Date>;
+}
+
 export interface Database {
   accounts: AccountsTable;
   api_tokens: ApiTokensTable;
@@ -180,6 +207,7 @@ export interface Database {
   jobs: JobsTable;
   sim_workloads: SimWorkloadsTable;
   sim_calls: SimCallsTable;
+  custom_domains: CustomDomainsTable;
 }
 
 export type AccountRow = Selectable<AccountsTable>;
@@ -193,3 +221,4 @@ export type NewAuditLog = Insertable<AuditLogsTable>;
 export type DeploymentRow = Selectable<DeploymentsTable>;
 export type SecretRow = Selectable<SecretsTable>;
 export type JobRow = Selectable<JobsTable>;
+export type CustomDomainRow = Selectable<CustomDomainsTable>;

@@ -14,6 +14,7 @@ let a: Tenant;
 let b: Tenant;
 let bServiceId: string;
 let bDeploymentId: string;
+let bCustomDomainId: string;
 let aServiceId: string;
 // biome-ignore lint/suspicious/noExplicitAny: snapshots of JSON bodies
 let bBefore: Record<string, any>;
@@ -54,6 +55,13 @@ const ROUTES: RouteCase[] = [
   { method: 'POST', url: '/v1/environments/:envId/services/:serviceId/deploy', body: {} },
   { method: 'GET', url: '/v1/environments/:envId/services/:serviceId/deployments' },
   { method: 'GET', url: '/v1/deployments/:deploymentId' },
+  {
+    method: 'POST',
+    url: '/v1/environments/:envId/services/:serviceId/custom-domains',
+    body: { domain: 'hijack.example.com' },
+  },
+  { method: 'GET', url: '/v1/environments/:envId/services/:serviceId/custom-domains' },
+  { method: 'POST', url: '/v1/environments/:envId/services/:serviceId/custom-domains/:customDomainId/verify', body: {} },
   // Coming soon (404 today), but they name ids too, so they must not tell them apart either.
   { method: 'DELETE', url: '/v1/environments/:envId' },
   { method: 'DELETE', url: '/v1/environments/:envId/services/:serviceId/custom-domains/:customDomainId' },
@@ -101,6 +109,7 @@ async function bView() {
     serviceSecrets: await get(`${service}/secrets`),
     deployments: await get(`${service}/deployments`),
     deployment: await get(`/v1/deployments/${bDeploymentId}`),
+    customDomains: await get(`${service}/custom-domains`),
     audit: await get('/v1/audit-logs'),
   };
 }
@@ -121,6 +130,12 @@ before(async () => {
   });
   assert.equal(deployed.status, 200, deployed.raw);
   bDeploymentId = deployed.body.data.deployment_id;
+  const domain = await h.request('POST', `/v1/environments/${b.envId}/services/${bServiceId}/custom-domains`, {
+    token: b.token,
+    body: { domain: 'bees.example.com' },
+  });
+  assert.equal(domain.status, 200, domain.raw);
+  bCustomDomainId = domain.body.data.custom_domain.id;
   for (const url of [
     `/v1/environments/${b.envId}/secrets`,
     `/v1/environments/${b.envId}/services/${bServiceId}/secrets`,
@@ -159,7 +174,7 @@ describe("A's token on B's resources answers exactly as for ids that never exist
         envId: b.envId,
         serviceId: bServiceId,
         deploymentId: bDeploymentId,
-        customDomainId: randomUUID(),
+        customDomainId: bCustomDomainId,
       };
       const res = await call(route, theirs);
       const baseline = await call(route, never());
@@ -192,7 +207,7 @@ describe("mixed ids: A's own ids combined with B's", () => {
       const expected = await call(route, baseline);
       assert.equal(res.status, 404, res.raw);
       // Coming-soon routes answer before any lookup, so they name the route rather than the service.
-      const message = route.url.includes('custom-domains') ? 'Route not found' : 'Service not found';
+      const message = route.method === 'DELETE' && route.url.includes('custom-domains') ? 'Route not found' : 'Service not found';
       assert.deepEqual(res.body, { error_code: 'notfound', message, errors: null });
       assert.deepEqual(res.body, expected.body);
     });
@@ -255,7 +270,7 @@ describe("B's resources are untouched and nothing of B shows in A's lists", () =
       entries.some((e) => e.action === 'service.create' && e.resource_id === aServiceId),
       "A's own service creation is there",
     );
-    const bIds = new Set([b.accountId, b.envId, b.tokenId, bServiceId, bDeploymentId]);
+    const bIds = new Set([b.accountId, b.envId, b.tokenId, bServiceId, bDeploymentId, bCustomDomainId]);
     for (const entry of entries) {
       assert.equal(entry.account_id, a.accountId);
       for (const field of ['resource_id', 'environment_id', 'token_id'])

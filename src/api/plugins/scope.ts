@@ -2,10 +2,11 @@ import type { FastifyRequest } from 'fastify';
 import { isUuid } from '../../domain/api-token.ts';
 import { NotFoundError } from '../../domain/errors.ts';
 import type { Db } from '../../store/database.ts';
+import { findCustomDomain } from '../../store/repositories/custom-domains.ts';
 import { findDeployment } from '../../store/repositories/deployments.ts';
 import { findEnvironment } from '../../store/repositories/environments.ts';
 import { findServiceInScope } from '../../store/repositories/scope.ts';
-import type { DeploymentRow, EnvironmentRow, ServiceRow } from '../../store/schema.ts';
+import type { CustomDomainRow, DeploymentRow, EnvironmentRow, ServiceRow } from '../../store/schema.ts';
 
 /**
  * Loads the resources a path names, scoped to the caller's account, before the body is read: the
@@ -16,6 +17,8 @@ export interface Scope {
   environment?: EnvironmentRow;
   service?: ServiceRow;
   latestDeployment?: DeploymentRow | null;
+  activeDomain?: CustomDomainRow | null;
+  customDomain?: CustomDomainRow;
   deployment?: DeploymentRow;
 }
 
@@ -51,6 +54,10 @@ export async function loadScope(db: Db, request: FastifyRequest): Promise<Scope>
   } else if (params.envId) {
     scope.environment = await findEnvironment(db, accountId, params.envId);
     if (!scope.environment) throw new NotFoundError('Environment');
+  }
+  if (params.customDomainId && scope.service) {
+    scope.customDomain = await findCustomDomain(db, scope.service.id, params.customDomainId);
+    if (!scope.customDomain) throw new NotFoundError('Custom domain');
   }
   if (params.deploymentId) {
     scope.deployment = await findDeployment(db, accountId, params.deploymentId);

@@ -9,6 +9,7 @@ import {
   deleteService,
   patchService,
 } from '../../domain/usecases/services.ts';
+import { findCustomDomainsByIds } from '../../store/repositories/custom-domains.ts';
 import { findDeploymentsByIds } from '../../store/repositories/deployments.ts';
 import { listServices } from '../../store/repositories/services.ts';
 import type { EnvironmentRow, ServiceRow } from '../../store/schema.ts';
@@ -57,7 +58,7 @@ export async function serviceRoutes(app: FastifyInstance, { deps }: { deps: Deps
       const identity = await liveIdentity(deps, environment);
       return {
         message: 'success',
-        data: { service: serviceView(row, { identity, latestDeployment: null }) },
+        data: { service: serviceView(row, { identity, latestDeployment: null, activeDomain: null }) },
       };
     },
   );
@@ -84,16 +85,26 @@ export async function serviceRoutes(app: FastifyInstance, { deps }: { deps: Deps
       const { environment } = scoped(request);
       const { limit = 50, cursor } = request.query as { limit?: number; cursor?: string };
       const page = await listServices(deps.store.db, environment.id, { limit, cursor });
-      const [identity, latest] = await Promise.all([
+      const ids = (pick: (s: ServiceRow) => string | null) => page.items.flatMap((s) => pick(s) ?? []);
+      const [identity, latest, domains] = await Promise.all([
         liveIdentity(deps, environment),
         findDeploymentsByIds(
           deps.store.db,
-          page.items.flatMap((s) => (s.latest_deployment_id ? [s.latest_deployment_id] : [])),
+          ids((s) => s.latest_deployment_id),
+        ),
+        findCustomDomainsByIds(
+          deps.store.db,
+          ids((s) => s.custom_domain_id),
         ),
       ]);
-      const byId = new Map(latest.map((d) => [d.id, d]));
+      const deployments = new Map(latest.map((d) => [d.id, d]));
+      const active = new Map(domains.filter((d) => d.state === 'deployed').map((d) => [d.id, d]));
       const services = page.items.map((s) =>
-        serviceView(s, { identity, latestDeployment: byId.get(s.latest_deployment_id ?? '') ?? null }),
+        serviceView(s, {
+          identity,
+          latestDeployment: deployments.get(s.latest_deployment_id ?? '') ?? null,
+          activeDomain: active.get(s.custom_domain_id ?? '') ?? null,
+        }),
       );
       return { message: 'success', data: { services, next_cursor: page.next_cursor } };
     },
@@ -132,6 +143,7 @@ export async function serviceRoutes(app: FastifyInstance, { deps }: { deps: Deps
       const view = serviceView(service, {
         identity,
         latestDeployment: request.scope.latestDeployment ?? null,
+        activeDomain: request.scope.activeDomain ?? null,
         live,
       });
       return {
@@ -168,7 +180,11 @@ export async function serviceRoutes(app: FastifyInstance, { deps }: { deps: Deps
       return {
         message: 'success',
         data: {
-          service: serviceView(row, { identity, latestDeployment: request.scope.latestDeployment ?? null }),
+          service: serviceView(row, {
+            identity,
+            latestDeployment: request.scope.latestDeployment ?? null,
+            activeDomain: request.scope.activeDomain ?? null,
+          }),
         },
       };
     },

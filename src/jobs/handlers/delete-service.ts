@@ -1,4 +1,5 @@
 import type { Deps } from '../../domain/usecases/context.ts';
+import { retireAllDomains } from '../../store/repositories/custom-domains.ts';
 import { findServiceById, updateService } from '../../store/repositories/services.ts';
 import type { JobRow } from '../../store/schema.ts';
 import type { JobHandler } from '../worker.ts';
@@ -13,7 +14,11 @@ export function deleteServiceHandler(deps: Deps): JobHandler {
       if (service.state === 'delete_pending') await updateService(db, service.id, { state: 'delete_queued' });
       await updateService(db, service.id, { state: 'deleting' });
       await deps.provider.deleteService(service);
-      await updateService(db, service.id, { state: 'deleted', is_deleted: true });
+      await db.transaction().execute(async (trx) => {
+        await updateService(trx, service.id, { state: 'deleted', is_deleted: true });
+        // The teardown took the service's routes with it; its domain names are free to register again.
+        await retireAllDomains(trx, service.id);
+      });
     },
     async fail(job: JobRow) {
       await updateService(db, job.subject_id, { state: 'delete_failed' });

@@ -1,5 +1,6 @@
 import type { Deps } from '../../domain/usecases/context.ts';
 import type { JobHandlers } from '../worker.ts';
+import { deployCustomDomainHandler, retireCustomDomainHandler } from './custom-domains.ts';
 import { deleteServiceHandler } from './delete-service.ts';
 import { deployHandler } from './deploy.ts';
 import { provisionEnvironmentHandler } from './provision-environment.ts';
@@ -11,5 +12,7 @@ export function jobHandlers(deps: Deps): JobHandlers {
     deploy: deployHandler(deps),
     delete_service: deleteServiceHandler(deps),
     write_secrets: writeSecretsHandler(deps),
+    deploy_custom_domain: deployCustomDomainHandler(deps),
+    retire_custom_domain: retireCustomDomainHandler(deps),
   };
 }

@@ -152,6 +152,24 @@ export class SimProvider implements Provider {
     });
   }
 
+  domainValidationZone(_env: EnvironmentRef): string {
+    return 'acm-validations.berth.test';
+  }
+
+  async attachDomain(service: ServiceRow, domain: { id: string; domain: string }) {
+    return this.record('attach_domain', domain.id, service.id, async () => {
+      await sleep(this.stepMs);
+      return { value: { provCustomDomainId: `sim-cd-${domain.id.slice(0, 8)}` }, outcome: domain.domain };
+    });
+  }
+
+  async detachDomain(service: ServiceRow, domain: { id: string; domain: string }): Promise<void> {
+    await this.record('detach_domain', domain.id, service.id, async () => {
+      await sleep(this.stepMs);
+      return { value: undefined, outcome: domain.domain };
+    });
+  }
+
   async writeSecrets(
     scope: 'service' | 'environment',
     scopeId: string,

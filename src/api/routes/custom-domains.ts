@@ -1,0 +1,118 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
+import type { Deps } from '../../domain/usecases/context.ts';
+import {
+  addCustomDomain,
+  domainPair,
+  recordsOf,
+  verifyCustomDomain,
+} from '../../domain/usecases/custom-domains.ts';
+import type { CustomDomainRow, EnvironmentRow, ServiceRow } from '../../store/schema.ts';
+import { actorOf, requireFeature } from '../plugins/auth.ts';
+import { AUTH_ERRORS, Envelope, errorResponses, Nullable, ServiceParams, Uuid } from '../schemas/common.ts';
+import { CustomDomain } from '../schemas/custom-domains.ts';
+import { customDomainView } from '../views.ts';
+
+const CustomDomainData = Envelope(Type.Object({ custom_domain: CustomDomain }));
+
+/** The plan must include custom domains: checked with the token, before the path's resources (403 before 404). */
+const needsCustomDomains = async (request: FastifyRequest) => requireFeature(request, 'custom_domains');
+
+export async function customDomainRoutes(app: FastifyInstance, { deps }: { deps: Deps }) {
+  const view = async (request: FastifyRequest, domain: CustomDomainRow) =>
+    customDomainView(domain, await recordsOf(deps, request.scope.environment as EnvironmentRow, domain));
+
+  app.post(
+    '/environments/:envId/services/:serviceId/custom-domains',
+    {
+      onRequest: needsCustomDomains,
+      schema: {
+        summary: 'Add Custom Domain',
+        description:
+          'Registers a fully qualified domain (lower-cased) in state `unverified`, with the DNS records to create: a ' +
+          '`verify_acm` CNAME and a `route_app_traffic` record (CNAME to the ingress host on AWS, an A record to the ' +
+          'ingress address on GCP). A domain held by any account: 409. Next: create the records, then call verify.',
+        params: ServiceParams,
+        body: Type.Object({ domain: Type.String({ maxLength: 300, description: 'e.g. app.example.com' }) }),
+        response: { 200: CustomDomainData, ...errorResponses(...AUTH_ERRORS, 409, 422) },
+      },
+    },
+    async (request) => {
+      const domain = await addCustomDomain(
+        deps,
+        actorOf(request),
+        request.scope.service as ServiceRow,
+        request.body as { domain: unknown },
+      );
+      return { message: 'success', data: { custom_domain: await view(request, domain) } };
+    },
+  );
+
+  app.get(
+    '/environments/:envId/services/:serviceId/custom-domains',
+    {
+      onRequest: needsCustomDomains,
+      schema: {
+        summary: "The service's active and pending custom domains",
+        description:
+          '`active_domain` is the domain now serving the service (or null); `pending_domain` the newest one not serving ' +
+          'yet (unverified, verified, being deployed, or failed to deploy), or null.',
+        params: ServiceParams,
+        response: {
+          200: Envelope(
+            Type.Object({
+              custom_domain: Type.Object({
+                is_active: Type.Boolean(),
+                is_pending: Type.Boolean(),
+                active_domain: Nullable(CustomDomain),
+                pending_domain: Nullable(CustomDomain),
+              }),
+            }),
+          ),
+          ...errorResponses(...AUTH_ERRORS),
+        },
+      },
+    },
+    async (request) => {
+      const { active, pending } = await domainPair(deps, request.scope.service as ServiceRow);
+      return {
+        message: 'success',
+        data: {
+          custom_domain: {
+            is_active: active !== null,
+            is_pending: pending !== null,
+            active_domain: active ? await view(request, active) : null,
+            pending_domain: pending ? await view(request, pending) : null,
+          },
+        },
+      };
+    },
+  );
+
+  app.post(
+    '/environments/:envId/services/:serviceId/custom-domains/:customDomainId/verify',
+    {
+      onRequest: needsCustomDomains,
+      schema: {
+        summary: 'Verify Custom Domain',
+        description:
+          'Resolves every record through the configured DNS servers (BERTH_DNS_SERVERS). Any record missing or wrong: ' +
+          '422 `DOMAIN_VERIFICATION_FAILED`, with `errors` naming each failing record_name and what was found. All ' +
+          'good: 200 with the domain `verified`; the cut-over (deploy_queued -> deploying -> deployed) is asynchronous, ' +
+          "after which the domain is the service's origin and the domain it replaces is retired. The body is optional.",
+        params: Type.Object({ envId: Uuid, serviceId: Uuid, customDomainId: Uuid }),
+        response: { 200: CustomDomainData, ...errorResponses(...AUTH_ERRORS, 409, 422) },
+      },
+    },
+    async (request) => {
+      const domain = await verifyCustomDomain(
+        deps,
+        actorOf(request),
+        request.scope.service as ServiceRow,
+        request.scope.environment as EnvironmentRow,
+        request.scope.customDomain as CustomDomainRow,
+      );
+      return { message: 'success', data: { custom_domain: await view(request, domain) } };
+    },
+  );
+}

@@ -1,0 +1,139 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { enqueue } from '../../jobs/queue.ts';
+import { DnsUnavailableError } from '../../providers/dns.ts';
+import {
+  domainTaken,
+  findCustomDomainById,
+  insertCustomDomain,
+  newestDomainIn,
+  transitionCustomDomain,
+} from '../../store/repositories/custom-domains.ts';
+import { findServiceById } from '../../store/repositories/services.ts';
+import type { CustomDomainRow, CustomDomainState, EnvironmentRow, ServiceRow } from '../../store/schema.ts';
+import { checkDomainName, checkRecord, type DnsRecordSpec, dnsRecordsFor } from '../custom-domain-rules.ts';
+import { ConflictError, DomainVerificationError, type FieldError, ValidationError } from '../errors.ts';
+import { recordAudit } from './audit.ts';
+import type { Actor, Deps } from './context.ts';
+import { assertNotDeleting } from './deployments.ts';
+import { liveIdentity } from './environments.ts';
+
+/** States of a domain that is not serving yet and not retired: the "pending" one of a service. */
+export const PENDING_STATES: CustomDomainState[] = [
+  'unverified',
+  'verified',
+  'deploy_queued',
+  'deploying',
+  'deploy_failed',
+];
+const VERIFIABLE: CustomDomainState[] = ['unverified', 'deploy_failed'];
+const RETIRED: CustomDomainState[] = ['delete_queued', 'deleting', 'deleted', 'delete_failed'];
+
+const token = () => randomBytes(16).toString('hex');
+
+/** The records a caller must create for a domain: the same on every read (the tokens are stored). */
+export async function recordsOf(
+  deps: Deps,
+  env: EnvironmentRow,
+  domain: CustomDomainRow,
+): Promise<DnsRecordSpec[]> {
+  const identity = await liveIdentity(deps, env);
+  return dnsRecordsFor({
+    domain: domain.domain,
+    verifyToken: domain.verify_token,
+    validationToken: domain.validation_token,
+    cloud: env.cloud,
+    ingressHost: identity.ingress_host,
+    validationZone: deps.provider.domainValidationZone(env),
+  });
+}
+
+export async function addCustomDomain(
+  deps: Deps,
+  actor: Actor,
+  service: ServiceRow,
+  body: { domain?: unknown },
+): Promise<CustomDomainRow> {
+  const checked = checkDomainName(body.domain);
+  if ('error' in checked) throw ValidationError.fields([checked.error]);
+  assertNotDeleting(service);
+  return deps.store.db.transaction().execute(async (trx) => {
+    assertNotDeleting((await findServiceById(trx, service.id, { forUpdate: true })) as ServiceRow);
+    if (await domainTaken(trx, checked.domain)) {
+      throw new ConflictError(`The domain ${checked.domain} is already registered`);
+    }
+    const row = await insertCustomDomain(trx, {
+      id: randomUUID(),
+      account_id: service.account_id,
+      environment_id: service.environment_id,
+      service_id: service.id,
+      domain: checked.domain,
+      state: 'unverified',
+      verify_token: token(),
+      validation_token: token(),
+    });
+    await recordAudit(trx, actor, {
+      action: 'custom_domain.create',
+      resourceType: 'custom_domain',
+      resourceId: row.id,
+      environmentId: service.environment_id,
+    });
+    return row;
+  });
+}
+
+/** The domain now serving the service (or null) and the newest one not serving yet (or null). */
+export async function domainPair(deps: Deps, service: ServiceRow) {
+  const db = deps.store.db;
+  const active = service.custom_domain_id
+    ? await findCustomDomainById(db, service.custom_domain_id)
+    : undefined;
+  const pending = await newestDomainIn(db, service.id, PENDING_STATES);
+  return { active: active?.state === 'deployed' ? active : null, pending: pending ?? null };
+}
+
+/**
+ * Resolves every record through the configured DNS servers. Any record missing or wrong: 422
+ * DOMAIN_VERIFICATION_FAILED naming each failing record. All good: the domain is `verified` and the
+ * cut-over job is queued. A domain already verified or serving is returned as it is.
+ */
+export async function verifyCustomDomain(
+  deps: Deps,
+  actor: Actor,
+  service: ServiceRow,
+  env: EnvironmentRow,
+  domain: CustomDomainRow,
+): Promise<CustomDomainRow> {
+  assertNotDeleting(service);
+  if (RETIRED.includes(domain.state)) {
+    throw new ConflictError(
+      `The domain ${domain.domain} has been retired (${domain.state}); add it again to use it`,
+    );
+  }
+  if (!VERIFIABLE.includes(domain.state)) return domain;
+
+  const failures: FieldError[] = [];
+  for (const record of await recordsOf(deps, env, domain)) {
+    try {
+      const failure = checkRecord(record, await deps.dns.find(record));
+      if (failure) failures.push(failure);
+    } catch (error) {
+      if (!(error instanceof DnsUnavailableError)) throw error;
+      failures.push({ field: record.record_name, error: `${error.message}; try again later` });
+    }
+  }
+  if (failures.length > 0) throw new DomainVerificationError(failures);
+
+  return deps.store.db.transaction().execute(async (trx) => {
+    assertNotDeleting((await findServiceById(trx, service.id, { forUpdate: true })) as ServiceRow);
+    if (await transitionCustomDomain(trx, domain.id, VERIFIABLE, 'verified', { failure_reason: '' })) {
+      await enqueue(trx, { kind: 'deploy_custom_domain', subjectId: domain.id, queueKey: service.id });
+      await recordAudit(trx, actor, {
+        action: 'custom_domain.verify',
+        resourceType: 'custom_domain',
+        resourceId: domain.id,
+        environmentId: service.environment_id,
+      });
+    }
+    return (await findCustomDomainById(trx, domain.id)) as CustomDomainRow;
+  });
+}

@@ -1,0 +1,83 @@
+import type { Insertable } from 'kysely';
+import type { Db } from '../database.ts';
+import type { CustomDomainRow, CustomDomainState, CustomDomainsTable } from '../schema.ts';
+
+export async function insertCustomDomain(
+  db: Db,
+  row: Insertable<CustomDomainsTable>,
+): Promise<CustomDomainRow> {
+  return db.insertInto('custom_domains').values(row).returningAll().executeTakeFirstOrThrow();
+}
+
+/** Held by any account, in any state but deleted. */
+export async function domainTaken(db: Db, domain: string): Promise<boolean> {
+  const row = await db
+    .selectFrom('custom_domains')
+    .select('id')
+    .where('domain', '=', domain)
+    .where('state', '!=', 'deleted')
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
+/** Scoped to the service (itself already scoped to the account). */
+export async function findCustomDomain(
+  db: Db,
+  serviceId: string,
+  id: string,
+): Promise<CustomDomainRow | undefined> {
+  return db
+    .selectFrom('custom_domains')
+    .selectAll()
+    .where('id', '=', id)
+    .where('service_id', '=', serviceId)
+    .executeTakeFirst();
+}
+
+export async function findCustomDomainById(db: Db, id: string): Promise<CustomDomainRow | undefined> {
+  return db.selectFrom('custom_domains').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+export async function findCustomDomainsByIds(db: Db, ids: string[]): Promise<CustomDomainRow[]> {
+  if (ids.length === 0) return [];
+  return db.selectFrom('custom_domains').selectAll().where('id', 'in', ids).execute();
+}
+
+/** The newest domain of a service in one of `states`. */
+export async function newestDomainIn(db: Db, serviceId: string, states: CustomDomainState[]) {
+  return db
+    .selectFrom('custom_domains')
+    .selectAll()
+    .where('service_id', '=', serviceId)
+    .where('state', 'in', states)
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+}
+
+/** Every state change goes through here: from one of `from` to `to`; false when it was elsewhere. */
+export async function transitionCustomDomain(
+  db: Db,
+  id: string,
+  from: CustomDomainState[],
+  to: CustomDomainState,
+  extra: { prov_custom_domain_id?: string; failure_reason?: string } = {},
+): Promise<boolean> {
+  const result = await db
+    .updateTable('custom_domains')
+    .set({ state: to, ...extra, updated_at: new Date() })
+    .where('id', '=', id)
+    .where('state', 'in', from)
+    .executeTakeFirst();
+  return result.numUpdatedRows > 0n;
+}
+
+export async function retireAllDomains(db: Db, serviceId: string): Promise<void> {
+  await db
+    .updateTable('custom_domains')
+    .set({ state: 'deleted', updated_at: new Date() })
+    .where('service_id', '=', serviceId)
+    .where('state', '!=', 'deleted')
+    .execute();
+}
