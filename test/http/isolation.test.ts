@@ -61,7 +61,11 @@ const ROUTES: RouteCase[] = [
     body: { domain: 'hijack.example.com' },
   },
   { method: 'GET', url: '/v1/environments/:envId/services/:serviceId/custom-domains' },
-  { method: 'POST', url: '/v1/environments/:envId/services/:serviceId/custom-domains/:customDomainId/verify', body: {} },
+  {
+    method: 'POST',
+    url: '/v1/environments/:envId/services/:serviceId/custom-domains/:customDomainId/verify',
+    body: {},
+  },
   // Coming soon (404 today), but they name ids too, so they must not tell them apart either.
   { method: 'DELETE', url: '/v1/environments/:envId' },
   { method: 'DELETE', url: '/v1/environments/:envId/services/:serviceId/custom-domains/:customDomainId' },
@@ -130,10 +134,14 @@ before(async () => {
   });
   assert.equal(deployed.status, 200, deployed.raw);
   bDeploymentId = deployed.body.data.deployment_id;
-  const domain = await h.request('POST', `/v1/environments/${b.envId}/services/${bServiceId}/custom-domains`, {
-    token: b.token,
-    body: { domain: 'bees.example.com' },
-  });
+  const domain = await h.request(
+    'POST',
+    `/v1/environments/${b.envId}/services/${bServiceId}/custom-domains`,
+    {
+      token: b.token,
+      body: { domain: 'bees.example.com' },
+    },
+  );
   assert.equal(domain.status, 200, domain.raw);
   bCustomDomainId = domain.body.data.custom_domain.id;
   for (const url of [
@@ -207,7 +215,10 @@ describe("mixed ids: A's own ids combined with B's", () => {
       const expected = await call(route, baseline);
       assert.equal(res.status, 404, res.raw);
       // Coming-soon routes answer before any lookup, so they name the route rather than the service.
-      const message = route.method === 'DELETE' && route.url.includes('custom-domains') ? 'Route not found' : 'Service not found';
+      const message =
+        route.method === 'DELETE' && route.url.includes('custom-domains')
+          ? 'Route not found'
+          : 'Service not found';
       assert.deepEqual(res.body, { error_code: 'notfound', message, errors: null });
       assert.deepEqual(res.body, expected.body);
     });
