@@ -34,7 +34,7 @@ export async function openRuntime(
       logger.warn({ err }, 'an idle database connection failed; the pool replaces it'),
   });
   try {
-    const provider = createProvider(config, store.db);
+    const provider = createProvider(config, store.db, logger);
     const secretBox = new SecretBox(loadMasterKeys(config.masterKey, config.dataDir));
     const deps: Deps = { store, provider, dns: new DnsLookup(config.dnsServers), secretBox, config, logger };
     return {
@@ -84,6 +84,7 @@ export async function startServer(
     const app = await buildApp(deps, { adminToken: admin.token });
     const worker = options.workers === false ? null : startWorker(deps);
     await worker?.start();
+    await deps.provider.startServing();
     const address = await app.listen({ host: config.host, port: config.port });
     return {
       url: address,

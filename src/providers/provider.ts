@@ -75,6 +75,8 @@ export interface Provider {
   ): Promise<{ provCustomDomainId: string }>;
   /** Stops routing a retired custom domain. */
   detachDomain(service: ServiceRow, domain: { id: string; domain: string }): Promise<void>;
+  /** Starts what runs beside the API in `berth serve` (the docker provider's ingress and cron scheduler). */
+  startServing(): Promise<void>;
   /** Writes a scope's secrets where the workloads read them. */
   writeSecrets(
     scope: 'service' | 'environment',

@@ -4,12 +4,14 @@ import type { Db } from './database.ts';
 import * as spine from './migrations/0001-spine.ts';
 import * as lifecycle from './migrations/0002-lifecycle.ts';
 import * as customDomains from './migrations/0003-custom-domains.ts';
+import * as docker from './migrations/0004-docker.ts';
 
 /** Every migration, in order. Listed here rather than read from disk so the build carries them. */
 const migrations: Record<string, Migration> = {
   '0001-spine': spine,
   '0002-lifecycle': lifecycle,
   '0003-custom-domains': customDomains,
+  '0004-docker': docker,
 };
 
 export class MigrationError extends Error {}

@@ -196,6 +196,13 @@ export interface CustomDomainsTable {
   updated_at: Generated<Date>;
 }
 
+export interface DockerRoutesTable {
+  service_id: string;
+  deployment_id: string;
+  port: number | null;
+  updated_at: Generated<Date>;
+}
+
 export interface Database {
   accounts: AccountsTable;
   api_tokens: ApiTokensTable;
@@ -208,6 +215,7 @@ export interface Database {
   sim_workloads: SimWorkloadsTable;
   sim_calls: SimCallsTable;
   custom_domains: CustomDomainsTable;
+  docker_routes: DockerRoutesTable;
 }
 
 export type AccountRow = Selectable<AccountsTable>;

@@ -182,5 +182,8 @@ export class SimProvider implements Provider {
     }));
   }
 
+  // The simulated cloud has nothing to run beside the API.
+  async startServing(): Promise<void> {}
+
   async close(): Promise<void> {}
 }

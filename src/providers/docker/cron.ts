@@ -1,0 +1,93 @@
+import { Cron } from 'croner';
+import type Docker from 'dockerode';
+import type { Logger } from 'pino';
+import { LABEL, labelFilter } from './labels.ts';
+
+/**
+ * Runs cron services: a deployment leaves a created-but-never-started *template* container labelled
+ * with its schedule; each tick starts a copy of it (role cron-run). The schedules are rebuilt from the
+ * templates Docker holds, at start and every few seconds, so a restart or a deploy made by another
+ * process is picked up. It runs in `berth serve` only (one scheduler per Docker engine).
+ */
+const RESCAN_MS = 5000;
+const RUNS_KEPT = 3;
+
+export class CronScheduler {
+  private readonly schedules = new Map<string, { cron: Cron; schedule: string }>();
+  private timer: NodeJS.Timeout | undefined;
+  private readonly docker: Docker;
+  private readonly logger: Logger;
+
+  constructor(docker: Docker, logger: Logger) {
+    this.docker = docker;
+    this.logger = logger;
+  }
+
+  async start(): Promise<void> {
+    await this.rescan();
+    this.timer = setInterval(() => {
+      this.rescan().catch((err) => this.logger.warn({ err }, 'cron rescan failed'));
+    }, RESCAN_MS);
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+    for (const { cron } of this.schedules.values()) cron.stop();
+    this.schedules.clear();
+  }
+
+  async rescan(): Promise<void> {
+    const templates = await this.docker.listContainers({
+      all: true,
+      filters: labelFilter({ [LABEL.managed]: 'true', [LABEL.role]: 'cron-template' }),
+    });
+    const seen = new Set<string>();
+    for (const template of templates) {
+      const schedule = template.Labels[LABEL.cronSchedule];
+      if (!schedule) continue;
+      seen.add(template.Id);
+      if (this.schedules.get(template.Id)?.schedule === schedule) continue;
+      this.schedules.get(template.Id)?.cron.stop();
+      const cron = new Cron(schedule, { protect: true }, () => {
+        this.tick(template.Id).catch((err) =>
+          this.logger.warn({ err, template: template.Id }, 'cron run failed to start'),
+        );
+      });
+      this.schedules.set(template.Id, { cron, schedule });
+    }
+    for (const [id, { cron }] of this.schedules) {
+      if (!seen.has(id)) {
+        cron.stop();
+        this.schedules.delete(id);
+      }
+    }
+  }
+
+  /** One run: a copy of the template, started; the oldest finished runs beyond a few are removed. */
+  private async tick(templateId: string): Promise<void> {
+    const template = await this.docker.getContainer(templateId).inspect();
+    const labels: Record<string, string> = { ...template.Config.Labels, [LABEL.role]: 'cron-run' };
+    const network = template.HostConfig.NetworkMode ?? 'bridge';
+    const run = await this.docker.createContainer({
+      Image: template.Config.Image,
+      Cmd: template.Config.Cmd ?? undefined,
+      Entrypoint: template.Config.Entrypoint ?? undefined,
+      Env: template.Config.Env ?? undefined,
+      Labels: labels,
+      HostConfig: {
+        NetworkMode: network,
+        NanoCpus: template.HostConfig.NanoCpus,
+        Memory: template.HostConfig.Memory,
+      },
+    });
+    await run.start();
+    const service = labels[LABEL.service] as string;
+    const runs = await this.docker.listContainers({
+      all: true,
+      filters: labelFilter({ [LABEL.service]: service, [LABEL.role]: 'cron-run' }),
+    });
+    const finished = runs.filter((c) => c.State === 'exited').sort((a, b) => b.Created - a.Created);
+    for (const old of finished.slice(RUNS_KEPT))
+      await this.docker.getContainer(old.Id).remove({ force: true });
+  }
+}

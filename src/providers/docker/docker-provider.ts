@@ -1,0 +1,382 @@
+import { readFile } from 'node:fs/promises';
+import os from 'node:os';
+import Docker from 'dockerode';
+import type { Logger } from 'pino';
+import { type OpsConfig, parseOpsJson } from '../../domain/ops-json.ts';
+import type { Db } from '../../store/database.ts';
+import type { ServiceRow } from '../../store/schema.ts';
+import type {
+  DeployRequest,
+  DeployResult,
+  EnvironmentIdentity,
+  EnvironmentRef,
+  Provider,
+  RuntimeStatus,
+} from '../provider.ts';
+import { ProviderError } from '../provider.ts';
+import { CronScheduler } from './cron.ts';
+import { checkout, inside } from './git-source.ts';
+import { type Target, waitReady } from './health.ts';
+import { buildImage, imageReference, pullImage } from './images.ts';
+import { type Ingress, startIngress } from './ingress.ts';
+import { LABEL, labelFilter, networkName, type Role } from './labels.ts';
+
+export interface DockerProviderOptions {
+  db: Db;
+  logger: Logger;
+  /** Host name services live under: `{subdomain}.{ingressHost}`. */
+  ingressHost: string;
+  ingressPort: number;
+  /** Address the ingress listens on. */
+  listenHost: string;
+  gitBaseUrl: string;
+}
+
+/**
+ * Real containers on the Docker Engine, through its API (dockerode). One network per environment;
+ * every container and built image labelled with its account, environment, service and deployment.
+ * Web services are reached through the ingress (ingress.ts); the rollout starts the new version, waits
+ * for it to be healthy, moves traffic (docker_routes), then stops the old one.
+ */
+export class DockerProvider implements Provider {
+  readonly name = 'docker';
+  private readonly docker = new Docker();
+  private readonly options: DockerProviderOptions;
+  private readonly cron: CronScheduler;
+  private ingress: Ingress | undefined;
+
+  constructor(options: DockerProviderOptions) {
+    this.options = options;
+    this.cron = new CronScheduler(this.docker, options.logger);
+  }
+
+  refuseDeploy(): string | null {
+    return null;
+  }
+
+  async startServing(): Promise<void> {
+    this.ingress = await startIngress({
+      db: this.options.db,
+      docker: this.docker,
+      logger: this.options.logger,
+      host: this.options.listenHost,
+      port: this.options.ingressPort,
+      ingressHost: this.options.ingressHost,
+    });
+    await this.cron.start();
+  }
+
+  async close(): Promise<void> {
+    this.cron.stop();
+    await this.ingress?.close();
+  }
+
+  private async ensureNetwork(env: EnvironmentRef): Promise<string> {
+    const name = networkName(env.id);
+    const existing = await this.docker.listNetworks({ filters: { name: [name] } });
+    if (!existing.some((n) => n.Name === name)) {
+      try {
+        await this.docker.createNetwork({
+          Name: name,
+          Driver: 'bridge',
+          Labels: { [LABEL.managed]: 'true', [LABEL.account]: env.account_id, [LABEL.environment]: env.id },
+        });
+      } catch (error) {
+        // Another worker created it between our look and our create.
+        if ((error as { statusCode?: number }).statusCode !== 409) throw error;
+      }
+    }
+    return name;
+  }
+
+  async provisionEnvironment(env: EnvironmentRef): Promise<void> {
+    await this.ensureNetwork(env);
+  }
+
+  async environmentIdentity(): Promise<EnvironmentIdentity> {
+    const addresses = Object.values(os.networkInterfaces())
+      .flat()
+      .filter((a) => a && a.family === 'IPv4' && !a.internal)
+      .map((a) => (a as os.NetworkInterfaceInfo).address);
+    return { ingress_host: this.options.ingressHost, public_nat_ips: addresses, svc_role_arn: '' };
+  }
+
+  domainValidationZone(): string {
+    return 'acm-validations.berth.local';
+  }
+
+  // The ingress reads active custom domains from the database: attaching and detaching is bookkeeping.
+  async attachDomain(_service: ServiceRow, domain: { id: string }) {
+    return { provCustomDomainId: `docker-cd-${domain.id.slice(0, 8)}` };
+  }
+
+  async detachDomain(): Promise<void> {}
+
+  // Containers read their variables when they start: the next deployment carries new secrets.
+  async writeSecrets(): Promise<void> {}
+
+  private async containersOf(labels: Record<string, string>) {
+    return this.docker.listContainers({
+      all: true,
+      filters: labelFilter({ [LABEL.managed]: 'true', ...labels }),
+    });
+  }
+
+  private async removeContainers(
+    labels: Record<string, string>,
+    keep?: (labels: Record<string, string>) => boolean,
+  ) {
+    for (const c of await this.containersOf(labels)) {
+      if (keep?.(c.Labels)) continue;
+      await this.docker
+        .getContainer(c.Id)
+        .remove({ force: true })
+        .catch((error: { statusCode?: number }) => {
+          if (error.statusCode !== 404) throw error;
+        });
+    }
+  }
+
+  async deploy(request: DeployRequest): Promise<DeployResult> {
+    const { service, deploymentId, environment } = request;
+    const provDeploymentId = `docker-${deploymentId.slice(0, 8)}`;
+    const namespaceName = `env-${environment.id.slice(0, 8)}`;
+    const svcAlias = `${service.subdomain}.${namespaceName}.svc.cluster.local`;
+    const fail = (reason: string): DeployResult => ({ ok: false, provDeploymentId, reason });
+    if (service.source === 'helm_chart') {
+      return fail(
+        'the docker provider cannot run Helm charts: use the kubernetes provider for helm_chart services',
+      );
+    }
+    // A rerun after a crash starts this deployment afresh.
+    await this.removeContainers({ [LABEL.deployment]: deploymentId });
+    const route = await this.options.db
+      .selectFrom('docker_routes')
+      .select('deployment_id')
+      .where('service_id', '=', service.id)
+      .executeTakeFirst();
+    const network = await this.ensureNetwork(environment);
+
+    let image: string;
+    let ops = request.ops;
+    try {
+      ({ image, ops } = await this.prepareImage(request));
+    } catch (error) {
+      if (error instanceof ProviderError && !error.retryable) return fail(error.message);
+      throw error;
+    }
+
+    const labels = (role: Role): Record<string, string> => ({
+      [LABEL.managed]: 'true',
+      [LABEL.account]: service.account_id,
+      [LABEL.environment]: environment.id,
+      [LABEL.service]: service.id,
+      [LABEL.deployment]: deploymentId,
+      [LABEL.role]: role,
+    });
+    const exportsAsVariables = Object.fromEntries(ops.dependencies.flatMap((d) => Object.entries(d.exports)));
+    const variables = {
+      ...exportsAsVariables,
+      ...request.variables,
+      ...(service.port ? { PORT: String(service.port) } : {}),
+    };
+    const spec = (role: Role, name: string): Docker.ContainerCreateOptions => ({
+      name,
+      Image: image,
+      Env: Object.entries(variables).map(([k, v]) => `${k}=${v}`),
+      Cmd: service.run_command ? ['/bin/sh', '-c', service.run_command] : undefined,
+      Labels: labels(role),
+      HostConfig: {
+        NetworkMode: network,
+        NanoCpus: service.cpu_count_max ? Math.round(service.cpu_count_max * 1e9) : undefined,
+        Memory: service.memory_mb_max ? service.memory_mb_max * 1024 * 1024 : undefined,
+        RestartPolicy: role === 'replica' ? { Name: 'unless-stopped' } : undefined,
+      },
+      NetworkingConfig: { EndpointsConfig: { [network]: { Aliases: [service.subdomain, svcAlias] } } },
+    });
+    const deadline = Date.now() + ops.deploy_timeout * 60_000;
+    const short = `${service.subdomain}-${deploymentId.slice(0, 8)}`;
+    const success: DeployResult = { ok: true, provDeploymentId, namespaceName, svcAlias };
+
+    if (service.type === 'job') {
+      await this.removeContainers({ [LABEL.service]: service.id, [LABEL.role]: 'job' });
+      const container = await this.docker.createContainer(spec('job', `berth-${short}-job`));
+      await container.start();
+      const exit = await Promise.race([
+        container.wait() as Promise<{ StatusCode: number }>,
+        new Promise<null>((resolve) =>
+          setTimeout(() => resolve(null), Math.max(0, deadline - Date.now())).unref(),
+        ),
+      ]);
+      if (exit === null) {
+        await container.remove({ force: true });
+        return fail(`the job did not finish within deploy_timeout (${ops.deploy_timeout} min)`);
+      }
+      await this.promote(service.id, deploymentId, null);
+      return exit.StatusCode === 0
+        ? success
+        : fail(`the job exited with code ${exit.StatusCode}${await this.logTail(container)}`);
+    }
+
+    if (service.type === 'cron') {
+      await this.removeContainers({ [LABEL.service]: service.id, [LABEL.role]: 'cron-template' });
+      const template = spec('cron-template', `berth-${short}-cron`);
+      template.Labels = { ...template.Labels, [LABEL.cronSchedule]: service.cron_schedule ?? '' };
+      await this.docker.createContainer(template);
+      await this.promote(service.id, deploymentId, null);
+      await this.cron.rescan();
+      return success;
+    }
+
+    const targets: Target[] = [];
+    for (let i = 0; i < (service.replica_count ?? 1); i++) {
+      const container = await this.docker.createContainer(spec('replica', `berth-${short}-${i}`));
+      await container.start();
+      const info = await container.inspect();
+      targets.push({ container, ip: info.NetworkSettings.Networks[network]?.IPAddress ?? '' });
+    }
+    const ready = await waitReady(targets, ops.health_check, service.port, deadline);
+    if (!ready.ok) {
+      const tail = targets[0] ? await this.logTail(targets[0].container) : '';
+      await this.removeContainers({ [LABEL.deployment]: deploymentId });
+      const serving = route ? ' The previous version keeps serving.' : '';
+      return fail(`the new version did not become healthy: ${ready.reason}.${serving}${tail}`);
+    }
+    await this.promote(service.id, deploymentId, service.port);
+    await this.removeContainers(
+      { [LABEL.service]: service.id, [LABEL.role]: 'replica' },
+      (l) => l[LABEL.deployment] === deploymentId,
+    );
+    return success;
+  }
+
+  /** The image a deployment runs, and the ops.json it follows (a repository's file wins over none). */
+  private async prepareImage(request: DeployRequest): Promise<{ image: string; ops: OpsConfig }> {
+    const { service, target, deploymentId } = request;
+    if (service.source === 'docker_image') {
+      const image = imageReference(
+        service.docker_registry,
+        service.docker_image ?? '',
+        target.docker_image_tag,
+      );
+      const local = service.docker_registry
+        ? null
+        : await this.docker
+            .getImage(image)
+            .inspect()
+            .catch(() => null);
+      if (!local) await pullImage(this.docker, image);
+      return { image, ops: request.ops };
+    }
+    const source = await checkout(
+      this.options.gitBaseUrl,
+      service.git_repo_full_name ?? '',
+      service.git_repo_branch ?? 'main',
+      target.commit_id,
+    );
+    try {
+      let ops = request.ops;
+      if (service.ops_json_path) {
+        const text = await readFile(inside(source.dir, service.ops_json_path, 'ops_json_path'), 'utf8').catch(
+          () => null,
+        );
+        if (text === null)
+          throw new ProviderError(`no ops.json at ${service.ops_json_path}`, { retryable: false });
+        const parsed = parseOpsJson(text, service.ops_json_path);
+        if (parsed.errors.length > 0) {
+          throw new ProviderError(parsed.errors.map((e) => e.error).join('; '), { retryable: false });
+        }
+        ops = parsed.config;
+      }
+      const image = `berth-${service.id}:${deploymentId}`;
+      await buildImage(this.docker, {
+        repoDir: source.dir,
+        buildContext: service.build_context,
+        dockerfilePath: service.dockerfile_path,
+        tag: image,
+        labels: { [LABEL.managed]: 'true', [LABEL.service]: service.id, [LABEL.deployment]: deploymentId },
+      });
+      return { image, ops };
+    } finally {
+      source.remove();
+    }
+  }
+
+  private async promote(serviceId: string, deploymentId: string, port: number | null): Promise<void> {
+    await this.options.db
+      .insertInto('docker_routes')
+      .values({ service_id: serviceId, deployment_id: deploymentId, port })
+      .onConflict((oc) => oc.column('service_id').doUpdateSet({ deployment_id: deploymentId, port }))
+      .execute();
+  }
+
+  private async logTail(container: Docker.Container): Promise<string> {
+    try {
+      const buffer = (await container.logs({ stdout: true, stderr: true, tail: 5 })) as unknown as Buffer;
+      const text = demultiplex(buffer).trim();
+      return text ? ` Last output: ${text.slice(-500)}` : '';
+    } catch {
+      return '';
+    }
+  }
+
+  async status(service: ServiceRow): Promise<RuntimeStatus> {
+    const all = await this.containersOf({ [LABEL.service]: service.id });
+    if (all.length === 0)
+      return { run_status: service.is_deleted ? 'deleted' : 'not_deployed', ready_count: 0 };
+    if (service.type === 'cron') {
+      return {
+        run_status: all.some((c) => c.Labels[LABEL.role] === 'cron-template') ? 'scheduled' : 'not_deployed',
+        ready_count: 0,
+      };
+    }
+    if (service.type === 'job') {
+      const job = all.find((c) => c.Labels[LABEL.role] === 'job');
+      const exited = job?.State === 'exited';
+      const code = job ? /Exited \((\d+)\)/.exec(job.Status)?.[1] : undefined;
+      return {
+        run_status: !job ? 'not_deployed' : exited ? (code === '0' ? 'completed' : 'failed') : 'running',
+        ready_count: 0,
+      };
+    }
+    const route = await this.options.db
+      .selectFrom('docker_routes')
+      .select('deployment_id')
+      .where('service_id', '=', service.id)
+      .executeTakeFirst();
+    const serving = all.filter(
+      (c) => c.Labels[LABEL.role] === 'replica' && c.Labels[LABEL.deployment] === route?.deployment_id,
+    );
+    const ready = serving.filter((c) => c.State === 'running').length;
+    return {
+      run_status: ready > 0 ? 'running' : serving.length > 0 ? 'stopped' : 'not_deployed',
+      ready_count: ready,
+    };
+  }
+
+  async deleteService(service: ServiceRow): Promise<void> {
+    await this.removeContainers({ [LABEL.service]: service.id });
+    await this.cron.rescan();
+    const images = await this.docker.listImages({ filters: labelFilter({ [LABEL.service]: service.id }) });
+    for (const image of images) {
+      await this.docker
+        .getImage(image.Id)
+        .remove({ force: true })
+        .catch((error: { statusCode?: number }) => {
+          if (error.statusCode !== 404) throw error;
+        });
+    }
+    await this.options.db.deleteFrom('docker_routes').where('service_id', '=', service.id).execute();
+  }
+}
+
+/** Docker frames a non-TTY container's output: 8 bytes (stream, 0, 0, 0, size) before each chunk. */
+function demultiplex(buffer: Buffer): string {
+  const chunks: Buffer[] = [];
+  for (let at = 0; at + 8 <= buffer.length; ) {
+    const size = buffer.readUInt32BE(at + 4);
+    chunks.push(buffer.subarray(at + 8, at + 8 + size));
+    at += 8 + size;
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}

@@ -1,0 +1,73 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import type Docker from 'dockerode';
+import { ProviderError } from '../provider.ts';
+import { contextFiles, inside } from './git-source.ts';
+
+/** Docker streams progress as JSON lines; a failure is a line with `error`. */
+async function finish(docker: Docker, stream: NodeJS.ReadableStream, what: string): Promise<void> {
+  const output = await new Promise<{ error?: string; errorDetail?: { message?: string } }[]>(
+    (resolve, reject) =>
+      docker.modem.followProgress(stream, (error, result) => (error ? reject(error) : resolve(result))),
+  );
+  const failed = output.find((line) => line.error || line.errorDetail);
+  if (failed) {
+    throw new ProviderError(`${what}: ${failed.errorDetail?.message ?? failed.error}`, { retryable: false });
+  }
+}
+
+/** `registry/image:tag`, the reference a docker_image service runs. */
+export function imageReference(registry: string | null, image: string, tag: string): string {
+  return `${registry ? `${registry.replace(/\/$/, '')}/` : ''}${image}:${tag || 'latest'}`;
+}
+
+export async function pullImage(docker: Docker, reference: string): Promise<void> {
+  let stream: NodeJS.ReadableStream;
+  try {
+    stream = await docker.pull(reference);
+  } catch (error) {
+    const status = (error as { statusCode?: number }).statusCode;
+    // 404: no such image or tag, a caller's mistake. Anything else (registry down) may pass.
+    throw new ProviderError(`could not pull ${reference}: ${(error as Error).message.trim()}`, {
+      retryable: status !== 404,
+    });
+  }
+  await finish(docker, stream, `could not pull ${reference}`);
+}
+
+export interface BuildRequest {
+  repoDir: string;
+  buildContext: string | null;
+  dockerfilePath: string | null;
+  tag: string;
+  labels: Record<string, string>;
+}
+
+/**
+ * Builds the image of a git deployment. The build context is `build_context` (default the repository
+ * root). The Dockerfile is `dockerfile_path` read from the repository root, or else from the context
+ * (default `Dockerfile` in the context); it must lie inside the context, since that is all Docker gets.
+ */
+export async function buildImage(docker: Docker, request: BuildRequest): Promise<void> {
+  const context = inside(request.repoDir, request.buildContext || '.', 'build_context');
+  const wanted = request.dockerfilePath || 'Dockerfile';
+  const fromRoot = inside(request.repoDir, wanted, 'dockerfile_path');
+  const dockerfile =
+    request.dockerfilePath && fs.existsSync(fromRoot) ? fromRoot : inside(context, wanted, 'dockerfile_path');
+  if (!fs.existsSync(dockerfile)) {
+    throw new ProviderError(`no Dockerfile at ${path.relative(request.repoDir, dockerfile)}`, {
+      retryable: false,
+    });
+  }
+  const relative = path.relative(context, dockerfile);
+  if (relative.startsWith('..')) {
+    throw new ProviderError(`the Dockerfile ${wanted} must be inside the build context`, {
+      retryable: false,
+    });
+  }
+  const stream = await docker.buildImage(
+    { context, src: contextFiles(context) },
+    { t: request.tag, dockerfile: relative, labels: request.labels, rm: true, forcerm: true },
+  );
+  await finish(docker, stream, 'the image build failed');
+}

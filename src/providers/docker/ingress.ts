@@ -1,0 +1,184 @@
+import { Transform } from 'node:stream';
+import replyFrom from '@fastify/reply-from';
+import type Docker from 'dockerode';
+import Fastify from 'fastify';
+import ipaddr from 'ipaddr.js';
+import type { Logger } from 'pino';
+import { Agent, buildConnector } from 'undici';
+import { DEFAULT_OPS_CONFIG, type OpsConfig, opsConfigOf } from '../../domain/ops-json.ts';
+import type { Db } from '../../store/database.ts';
+import { LABEL, labelFilter, networkName } from './labels.ts';
+
+/**
+ * The docker provider's ingress: an HTTP reverse proxy (Fastify + @fastify/reply-from) on
+ * BERTH_INGRESS_PORT that routes by Host — `{subdomain}.{ingress host}` or an active custom domain — to
+ * the containers of the deployment that serves a web service, round robin. It honours the service's
+ * ops.json: ip_whitelist (403), request_body_size (413), read/send timeouts (504) and
+ * connection_timeout (the time to connect to a container).
+ */
+export interface Ingress {
+  url: string;
+  close(): Promise<void>;
+}
+
+interface Upstream {
+  targets: string[];
+  ops: OpsConfig;
+}
+
+const CACHE_MS = 1000;
+
+export async function startIngress(options: {
+  db: Db;
+  docker: Docker;
+  logger: Logger;
+  host: string;
+  port: number;
+  ingressHost: string;
+}): Promise<Ingress> {
+  const { db, docker, ingressHost } = options;
+  const suffix = `.${ingressHost.toLowerCase()}`;
+  const cache = new Map<string, { at: number; upstream: Upstream | null }>();
+  const connectTimeouts = new Map<string, number>();
+  let turn = 0;
+
+  const connectors = new Map<number, buildConnector.connector>();
+  const connectorFor = (timeout: number) => {
+    let connector = connectors.get(timeout);
+    if (!connector) {
+      connector = buildConnector({ timeout });
+      connectors.set(timeout, connector);
+    }
+    return connector;
+  };
+  // Each container's own connection_timeout, chosen when the connection is made.
+  const agent = new Agent({
+    connect: (opts, callback) =>
+      connectorFor(
+        connectTimeouts.get(`${opts.hostname}:${opts.port}`) ??
+          DEFAULT_OPS_CONFIG.ingress.connection_timeout * 1000,
+      )(opts, callback),
+  });
+
+  async function resolve(hostHeader: string): Promise<Upstream | null> {
+    const host = hostHeader.toLowerCase().replace(/:\d+$/, '').replace(/\.$/, '');
+    let service = null;
+    if (host.endsWith(suffix)) {
+      service = await db
+        .selectFrom('services')
+        .select(['id', 'environment_id', 'ops_json', 'type'])
+        .where('subdomain', '=', host.slice(0, -suffix.length))
+        .where('is_deleted', '=', false)
+        .executeTakeFirst();
+    } else {
+      service = await db
+        .selectFrom('custom_domains as c')
+        .innerJoin('services as s', 's.id', 'c.service_id')
+        .select(['s.id', 's.environment_id', 's.ops_json', 's.type'])
+        .where('c.domain', '=', host)
+        .where('c.state', '=', 'deployed')
+        .executeTakeFirst();
+    }
+    if (service?.type !== 'web') return null;
+    const route = await db
+      .selectFrom('docker_routes')
+      .select(['deployment_id', 'port'])
+      .where('service_id', '=', service.id)
+      .executeTakeFirst();
+    if (!route?.port) return { targets: [], ops: opsConfigOf(service) };
+    const containers = await docker.listContainers({
+      filters: labelFilter({
+        [LABEL.service]: service.id,
+        [LABEL.deployment]: route.deployment_id,
+        [LABEL.role]: 'replica',
+      }),
+    });
+    const network = networkName(service.environment_id);
+    const ops = opsConfigOf(service);
+    const targets = containers.flatMap((c) => {
+      const ip = c.NetworkSettings.Networks[network]?.IPAddress;
+      if (!ip) return [];
+      connectTimeouts.set(`${ip}:${route.port}`, ops.ingress.connection_timeout * 1000);
+      return [`http://${ip}:${route.port}`];
+    });
+    return { targets, ops };
+  }
+
+  async function upstreamFor(host: string): Promise<Upstream | null> {
+    const hit = cache.get(host);
+    if (hit && Date.now() - hit.at < CACHE_MS) return hit.upstream;
+    const upstream = await resolve(host);
+    cache.set(host, { at: Date.now(), upstream });
+    return upstream;
+  }
+
+  const allowed = (ip: string, whitelist: string[]) => {
+    if (whitelist.length === 0) return true;
+    const address = ipaddr.process(ip);
+    return whitelist.some((entry) => {
+      const [range, bits] = entry.includes('/')
+        ? ipaddr.parseCIDR(entry)
+        : [ipaddr.parse(entry), entry.includes(':') ? 128 : 32];
+      return address.kind() === range.kind() && address.match(range, bits);
+    });
+  };
+
+  const app = Fastify({ logger: false, bodyLimit: 1024 * 1024 * 1024, requestTimeout: 0 });
+  app.decorateRequest('upstream', null);
+  await app.register(replyFrom, { undici: agent });
+
+  // Resolved before the body is read, so refusals cost no upload.
+  app.addHook('onRequest', async (request, reply) => {
+    const upstream = await upstreamFor(request.headers.host ?? '');
+    const refuse = (code: number, message: string) =>
+      reply.code(code).type('text/plain').send(`${message}\n`);
+    if (!upstream) return refuse(404, `no service at ${request.headers.host ?? '(no Host header)'}`);
+    const { ingress, ip_whitelist: whitelist } = upstream.ops;
+    if (!allowed(request.ip, whitelist)) return refuse(403, 'your address may not reach this service');
+    if (Number(request.headers['content-length'] ?? 0) > ingress.request_body_size * 1024 * 1024) {
+      return refuse(413, `request bodies are limited to ${ingress.request_body_size} MB`);
+    }
+    if (upstream.targets.length === 0) return refuse(503, 'the service has no running replicas');
+    (request as unknown as { upstream: Upstream }).upstream = upstream;
+  });
+
+  // Bodies stream through untouched, cut off at the service's limit when no Content-Length announced them.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', (request, payload, done) => {
+    const limit =
+      (request as unknown as { upstream: Upstream }).upstream.ops.ingress.request_body_size * 1024 * 1024;
+    let seen = 0;
+    const limited = new Transform({
+      transform(chunk: Buffer, _encoding, callback) {
+        seen += chunk.length;
+        callback(seen > limit ? new Error('the request body is over the limit') : null, chunk);
+      },
+    });
+    payload.on('error', (error) => limited.destroy(error));
+    done(null, payload.pipe(limited));
+  });
+
+  app.all('/*', async (request, reply) => {
+    const { targets, ops } = (request as unknown as { upstream: Upstream }).upstream;
+    const target = targets[turn++ % targets.length] as string;
+    return reply.from(`${target}${request.url}`, {
+      timeout: Math.max(ops.ingress.read_timeout, ops.ingress.send_timeout) * 1000,
+      rewriteRequestHeaders: (original, headers) => ({
+        ...headers,
+        host: original.headers.host ?? headers.host,
+        'x-forwarded-for': original.socket.remoteAddress ?? '',
+        'x-forwarded-proto': 'http',
+      }),
+    });
+  });
+
+  const url = await app.listen({ host: options.host, port: options.port });
+  options.logger.info({ url, ingressHost }, 'ingress listening');
+  return {
+    url,
+    close: async () => {
+      await app.close();
+      await agent.close();
+    },
+  };
+}

@@ -1,0 +1,25 @@
+/**
+ * Labels on everything the docker provider creates. They are how state is rebuilt from Docker after a
+ * restart: which account, environment, service and deployment a container or image belongs to, and
+ * what it is for.
+ */
+export const LABEL = {
+  managed: 'berth.managed',
+  account: 'berth.account',
+  environment: 'berth.environment',
+  service: 'berth.service',
+  deployment: 'berth.deployment',
+  role: 'berth.role',
+  cronSchedule: 'berth.cron-schedule',
+} as const;
+
+/** replica: serves traffic or works; job: one run per deployment; cron-template / cron-run: schedules. */
+export type Role = 'replica' | 'job' | 'cron-template' | 'cron-run';
+
+export function networkName(environmentId: string): string {
+  return `berth-env-${environmentId}`;
+}
+
+export function labelFilter(labels: Record<string, string>): { label: string[] } {
+  return { label: Object.entries(labels).map(([k, v]) => `${k}=${v}`) };
+}
