@@ -215,7 +215,7 @@ export class DockerProvider implements Provider {
       await this.promote(service.id, deploymentId, null);
       return exit.StatusCode === 0
         ? success
-        : fail(`the job exited with code ${exit.StatusCode}${await this.logTail(container)}`);
+        : fail(`the job exited with code ${exit.StatusCode}.${await this.logTail(container)}`);
     }
 
     if (service.type === 'cron') {

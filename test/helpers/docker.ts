@@ -1,0 +1,136 @@
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import Docker from 'dockerode';
+import { pollUntil } from './poll.ts';
+
+/**
+ * What the docker-provider suites need: the Docker Engine (started by .ci/run), a local registry
+ * (Debian's docker-registry), images built here from a static busybox (Debian's busybox-static), and
+ * plain HTTP with a Host header to reach services through Berth's ingress.
+ */
+export const docker = new Docker();
+
+export async function requireDocker(): Promise<void> {
+  try {
+    await docker.ping();
+  } catch (error) {
+    throw new Error(
+      `the docker-provider tests need a running Docker Engine (bash .ci/run installs and starts one): ${(error as Error).message}`,
+    );
+  }
+}
+
+export async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+export interface Registry {
+  address: string;
+  stop(): Promise<void>;
+}
+
+export async function startRegistry(): Promise<Registry> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-registry-'));
+  const port = await freePort();
+  const config = path.join(dir, 'config.yml');
+  fs.writeFileSync(
+    config,
+    `version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: ${dir}/data\nhttp:\n  addr: 127.0.0.1:${port}\n`,
+  );
+  const child = spawn('docker-registry', ['serve', config], { stdio: 'ignore' });
+  const address = `127.0.0.1:${port}`;
+  await pollUntil('the registry to answer', async () => {
+    const res = await fetch(`http://${address}/v2/`).catch(() => null);
+    return res?.ok ? true : undefined;
+  });
+  return {
+    address,
+    stop: async () => {
+      child.kill('SIGTERM');
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+async function followBuild(stream: NodeJS.ReadableStream): Promise<void> {
+  const output = await new Promise<{ error?: string }[]>((resolve, reject) =>
+    docker.modem.followProgress(stream, (error, result) => (error ? reject(error) : resolve(result))),
+  );
+  const failed = output.find((line) => line.error);
+  if (failed) throw new Error(failed.error);
+}
+
+/** Builds an image from a Dockerfile text, with the static busybox beside it. */
+export async function buildImage(tag: string, dockerfile: string): Promise<void> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-image-'));
+  try {
+    fs.copyFileSync('/bin/busybox', path.join(dir, 'busybox'));
+    fs.writeFileSync(path.join(dir, 'Dockerfile'), dockerfile);
+    await followBuild(
+      await docker.buildImage({ context: dir, src: ['Dockerfile', 'busybox'] }, { t: tag, rm: true }),
+    );
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** A root filesystem of one static busybox and its applets: `berth-test/busybox:latest`. */
+export const BASE_IMAGE = 'berth-test/busybox:latest';
+export async function buildBaseImage(): Promise<void> {
+  await buildImage(
+    BASE_IMAGE,
+    'FROM scratch\nCOPY busybox /bin/busybox\nRUN ["/bin/busybox", "--install", "-s", "/bin"]\nCMD ["/bin/sh"]\n',
+  );
+}
+
+export async function pushImage(reference: string): Promise<void> {
+  // The Engine wants an X-Registry-Auth header even for an anonymous push.
+  const stream = await docker.getImage(reference).push({ authconfig: {} });
+  await followBuild(stream);
+}
+
+/** GET through the ingress with a chosen Host header (fetch cannot set Host). */
+export function viaIngress(
+  port: number,
+  host: string,
+  urlPath = '/',
+): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.get(
+      { host: '127.0.0.1', port, path: urlPath, headers: { host }, timeout: 10_000 },
+      (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk) => {
+          body += chunk;
+        });
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      },
+    );
+    req.on('timeout', () => req.destroy(new Error('timed out')));
+    req.on('error', reject);
+  });
+}
+
+export async function containersOfService(serviceId: string, all = true) {
+  return docker.listContainers({ all, filters: { label: [`berth.service=${serviceId}`] } });
+}
+
+/** Removes what a test's environment left in Docker: its containers and its network. */
+export async function removeEnvironment(envId: string): Promise<void> {
+  const containers = await docker.listContainers({
+    all: true,
+    filters: { label: [`berth.environment=${envId}`] },
+  });
+  for (const c of containers) await docker.getContainer(c.Id).remove({ force: true });
+  const networks = await docker.listNetworks({ filters: { label: [`berth.environment=${envId}`] } });
+  for (const n of networks) await docker.getNetwork(n.Id).remove();
+}
