@@ -1,4 +1,5 @@
 import type { ColumnType, Generated, Insertable, Selectable, Updateable } from 'kysely';
+import type { OpsConfig } from '../domain/ops-json.ts';
 import type { ServiceState } from '../domain/service-states.ts';
 
 /**
@@ -200,6 +201,7 @@ export interface DockerRoutesTable {
   service_id: string;
   deployment_id: string;
   port: number | null;
+  ops: ColumnType<OpsConfig, string, string>;
   updated_at: Generated<Date>;
 }
 

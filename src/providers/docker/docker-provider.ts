@@ -212,7 +212,7 @@ export class DockerProvider implements Provider {
         await container.remove({ force: true });
         return fail(`the job did not finish within deploy_timeout (${ops.deploy_timeout} min)`);
       }
-      await this.promote(service.id, deploymentId, null);
+      await this.promote(service.id, deploymentId, null, ops);
       return exit.StatusCode === 0
         ? success
         : fail(`the job exited with code ${exit.StatusCode}.${await this.logTail(container)}`);
@@ -223,7 +223,7 @@ export class DockerProvider implements Provider {
       const template = spec('cron-template', `berth-${short}-cron`);
       template.Labels = { ...template.Labels, [LABEL.cronSchedule]: service.cron_schedule ?? '' };
       await this.docker.createContainer(template);
-      await this.promote(service.id, deploymentId, null);
+      await this.promote(service.id, deploymentId, null, ops);
       await this.cron.rescan();
       return success;
     }
@@ -242,7 +242,7 @@ export class DockerProvider implements Provider {
       const serving = route ? ' The previous version keeps serving.' : '';
       return fail(`the new version did not become healthy: ${ready.reason}.${serving}${tail}`);
     }
-    await this.promote(service.id, deploymentId, service.port);
+    await this.promote(service.id, deploymentId, service.port, ops);
     await this.removeContainers(
       { [LABEL.service]: service.id, [LABEL.role]: 'replica' },
       (l) => l[LABEL.deployment] === deploymentId,
@@ -302,11 +302,18 @@ export class DockerProvider implements Provider {
     }
   }
 
-  private async promote(serviceId: string, deploymentId: string, port: number | null): Promise<void> {
+  /** Moves traffic to a deployment: from here on the ingress sends the service's requests to it. */
+  private async promote(
+    serviceId: string,
+    deploymentId: string,
+    port: number | null,
+    ops: OpsConfig,
+  ): Promise<void> {
+    const row = { deployment_id: deploymentId, port, ops: JSON.stringify(ops), updated_at: new Date() };
     await this.options.db
       .insertInto('docker_routes')
-      .values({ service_id: serviceId, deployment_id: deploymentId, port })
-      .onConflict((oc) => oc.column('service_id').doUpdateSet({ deployment_id: deploymentId, port }))
+      .values({ service_id: serviceId, ...row })
+      .onConflict((oc) => oc.column('service_id').doUpdateSet(row))
       .execute();
   }
 

@@ -5,15 +5,15 @@ import Fastify from 'fastify';
 import ipaddr from 'ipaddr.js';
 import type { Logger } from 'pino';
 import { Agent, buildConnector } from 'undici';
-import { DEFAULT_OPS_CONFIG, type OpsConfig, opsConfigOf } from '../../domain/ops-json.ts';
+import { DEFAULT_OPS_CONFIG, type OpsConfig } from '../../domain/ops-json.ts';
 import type { Db } from '../../store/database.ts';
 import { LABEL, labelFilter, networkName } from './labels.ts';
 
 /**
  * The docker provider's ingress: an HTTP reverse proxy (Fastify + @fastify/reply-from) on
  * BERTH_INGRESS_PORT that routes by Host — `{subdomain}.{ingress host}` or an active custom domain — to
- * the containers of the deployment that serves a web service, round robin. It honours the service's
- * ops.json: ip_whitelist (403), request_body_size (413), read/send timeouts (504) and
+ * the containers of the deployment that serves a web service, round robin. It honours the ops.json that
+ * deployment runs with: ip_whitelist (403), request_body_size (413), read/send timeouts (504) and
  * connection_timeout (the time to connect to a container).
  */
 export interface Ingress {
@@ -66,7 +66,7 @@ export async function startIngress(options: {
     if (host.endsWith(suffix)) {
       service = await db
         .selectFrom('services')
-        .select(['id', 'environment_id', 'ops_json', 'type'])
+        .select(['id', 'environment_id', 'type'])
         .where('subdomain', '=', host.slice(0, -suffix.length))
         .where('is_deleted', '=', false)
         .executeTakeFirst();
@@ -74,7 +74,7 @@ export async function startIngress(options: {
       service = await db
         .selectFrom('custom_domains as c')
         .innerJoin('services as s', 's.id', 'c.service_id')
-        .select(['s.id', 's.environment_id', 's.ops_json', 's.type'])
+        .select(['s.id', 's.environment_id', 's.type'])
         .where('c.domain', '=', host)
         .where('c.state', '=', 'deployed')
         .executeTakeFirst();
@@ -82,10 +82,10 @@ export async function startIngress(options: {
     if (service?.type !== 'web') return null;
     const route = await db
       .selectFrom('docker_routes')
-      .select(['deployment_id', 'port'])
+      .select(['deployment_id', 'port', 'ops'])
       .where('service_id', '=', service.id)
       .executeTakeFirst();
-    if (!route?.port) return { targets: [], ops: opsConfigOf(service) };
+    if (!route?.port) return { targets: [], ops: route?.ops ?? DEFAULT_OPS_CONFIG };
     const containers = await docker.listContainers({
       filters: labelFilter({
         [LABEL.service]: service.id,
@@ -94,7 +94,7 @@ export async function startIngress(options: {
       }),
     });
     const network = networkName(service.environment_id);
-    const ops = opsConfigOf(service);
+    const { ops } = route;
     const targets = containers.flatMap((c) => {
       const ip = c.NetworkSettings.Networks[network]?.IPAddress;
       if (!ip) return [];
@@ -161,8 +161,11 @@ export async function startIngress(options: {
   app.all('/*', async (request, reply) => {
     const { targets, ops } = (request as unknown as { upstream: Upstream }).upstream;
     const target = targets[turn++ % targets.length] as string;
+    // send_timeout: how long the client may stall while the answer is written to it.
+    reply.raw.setTimeout(ops.ingress.send_timeout * 1000, () => reply.raw.destroy());
     return reply.from(`${target}${request.url}`, {
-      timeout: Math.max(ops.ingress.read_timeout, ops.ingress.send_timeout) * 1000,
+      // read_timeout: how long the container may take to answer.
+      timeout: ops.ingress.read_timeout * 1000,
       rewriteRequestHeaders: (original, headers) => ({
         ...headers,
         host: original.headers.host ?? headers.host,

@@ -3,12 +3,14 @@ import { runStatements } from './run-statements.ts';
 
 export async function up(db: Kysely<unknown>): Promise<void> {
   await runStatements(db, [
-    // The docker provider's routing table: which deployment's containers serve a service. Containers
-    // carry their ids in labels; this row says which of them take traffic, across restarts and processes.
+    // The docker provider's routing table: which deployment's containers serve a service, and the
+    // ops.json that deployment runs with (the ingress honours it). Containers carry their ids in labels;
+    // this row says which of them take traffic, across restarts and processes.
     `CREATE TABLE docker_routes (
       service_id uuid PRIMARY KEY,
       deployment_id uuid NOT NULL,
       port integer,
+      ops jsonb NOT NULL,
       updated_at timestamptz(3) NOT NULL DEFAULT clock_timestamp()
     )`,
   ]);

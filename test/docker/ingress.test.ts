@@ -1,0 +1,148 @@
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import { after, before, test } from 'node:test';
+import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
+import { startDnsServer, type TestDnsServer } from '../helpers/dns-server.ts';
+import {
+  BASE_IMAGE,
+  buildBaseImage,
+  buildImage,
+  freePort,
+  removeEnvironment,
+  requireDocker,
+  viaIngress,
+} from '../helpers/docker.ts';
+import { pollUntil } from '../helpers/poll.ts';
+import { api, type BerthProcess, startBerth } from '../helpers/process.ts';
+
+/** The ingress honours ops.json (ip_whitelist, request_body_size, read_timeout) and routes active custom domains. */
+let db: TestDatabase;
+let dns: TestDnsServer;
+let berth: BerthProcess & { url: string };
+let token: string;
+let envId: string | undefined;
+let envUrl: string;
+let ingressPort: number;
+
+const IMAGE = 'berth-test/slow:latest';
+
+before(async () => {
+  await requireDocker();
+  db = await createTestDatabase();
+  dns = await startDnsServer();
+  ingressPort = await freePort();
+  await buildBaseImage();
+  // httpd with a CGI script that answers after three seconds.
+  await buildImage(
+    IMAGE,
+    `FROM ${BASE_IMAGE}\nCMD ["/bin/sh", "-c", "mkdir -p /www/cgi-bin && echo fast > /www/index.html && printf '#!/bin/sh\\\\nsleep 3\\\\nprintf \\"Content-Type: text/plain\\\\\\\\r\\\\\\\\n\\\\\\\\r\\\\\\\\nslow\\"\\\\n' > /www/cgi-bin/slow && chmod +x /www/cgi-bin/slow && exec httpd -f -p 8080 -h /www"]\n`,
+  );
+  berth = await startBerth({
+    BERTH_DATA_DIR: db.dataDir,
+    BERTH_DATABASE_URL: db.databaseUrl ?? '',
+    BERTH_PROVIDER: 'docker',
+    BERTH_INGRESS_HOST: 'localhost',
+    BERTH_INGRESS_PORT: String(ingressPort),
+    BERTH_DNS_SERVERS: dns.address,
+  });
+  token = (await berth.waitForOutput(/API token:\s+([0-9a-f-]{36})/))[1] as string;
+  envId = (await berth.waitForOutput(/environment:\s+([0-9a-f-]{36})/))[1] as string;
+  envUrl = `${berth.url}/v1/environments/${envId}`;
+  await pollUntil('the environment to be available', async () =>
+    (await api(envUrl, token)).body.data.environment.state === 'available' ? true : undefined,
+  );
+});
+after(async () => {
+  await berth?.kill('SIGTERM');
+  if (envId) await removeEnvironment(envId);
+  await dns?.close();
+  await db?.drop();
+});
+
+async function webService(name: string, ingress: Record<string, unknown>) {
+  const created = await api(`${envUrl}/services`, token, 'POST', {
+    name,
+    source: 'docker_image',
+    docker_image: 'berth-test/slow',
+    type: 'web',
+    port: 8080,
+    replica_count: 1,
+    cpu_count_min: 0.25,
+    memory_mb_min: 32,
+    ops_json: JSON.stringify({ ingress }),
+  });
+  assert.equal(created.status, 200, JSON.stringify(created.body));
+  const service = created.body.data.service as { id: string; subdomain: string };
+  const res = await api(`${envUrl}/services/${service.id}/deploy`, token, 'POST', {});
+  const deployment = await pollUntil(
+    'the deployment to end',
+    async () => {
+      const d = (await api(`${berth.url}/v1/deployments/${res.body.data.deployment_id}`, token)).body.data
+        .deployment;
+      return d.state === 'success' || d.state === 'failed' ? d : undefined;
+    },
+    { timeoutMs: 90_000, intervalMs: 250 },
+  );
+  assert.equal(deployment.state, 'success', deployment.failure_reason);
+  return service;
+}
+
+function post(host: string, body: Buffer): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      {
+        host: '127.0.0.1',
+        port: ingressPort,
+        path: '/',
+        method: 'POST',
+        headers: { host, 'content-length': body.length },
+      },
+      (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+test('ip_whitelist: an address outside it gets 403', async () => {
+  const closed = await webService('Closed Door', { ip_whitelist: ['203.0.113.0/24'] });
+  const res = await viaIngress(ingressPort, `${closed.subdomain}.localhost`);
+  assert.equal(res.status, 403);
+});
+
+test('request_body_size, read_timeout, and a custom domain that routes once deployed', async () => {
+  const open = await webService('Open Door', {
+    ip_whitelist: ['127.0.0.0/8', '::1'],
+    request_body_size: 1,
+    read_timeout: 1,
+  });
+  const host = `${open.subdomain}.localhost`;
+  assert.deepEqual(await viaIngress(ingressPort, host), { status: 200, body: 'fast\n' });
+  assert.equal(await post(host, Buffer.alloc(2 * 1024 * 1024, 'x')), 413, 'over 1 MB');
+  assert.equal(
+    (await viaIngress(ingressPort, host, '/cgi-bin/slow')).status,
+    504,
+    'slower than read_timeout',
+  );
+
+  const domainUrl = `${envUrl}/services/${open.id}/custom-domains`;
+  const added = await api(domainUrl, token, 'POST', { domain: 'www.open-door.test' });
+  assert.equal(added.status, 200, JSON.stringify(added.body));
+  const domain = added.body.data.custom_domain;
+  assert.equal(
+    (await viaIngress(ingressPort, 'www.open-door.test')).status,
+    404,
+    'not routed before it is deployed',
+  );
+  for (const r of domain.dns_records) dns.set(r.record_name, r.record_type, [r.record_value]);
+  assert.equal((await api(`${domainUrl}/${domain.id}/verify`, token, 'POST')).status, 200);
+  await pollUntil('the domain to route', async () => {
+    const res = await viaIngress(ingressPort, 'www.open-door.test');
+    return res.status === 200 ? res.body : undefined;
+  });
+  const service = (await api(`${envUrl}/services/${open.id}`, token)).body.data.service;
+  assert.equal(service.origin, 'https://www.open-door.test');
+});
