@@ -16,7 +16,7 @@ import {
   viaIngress,
 } from '../helpers/docker.ts';
 import { pollUntil } from '../helpers/poll.ts';
-import { api, startBerth } from '../helpers/process.ts';
+import { api, deploymentEnd, firstStartOf, startBerth } from '../helpers/process.ts';
 
 /**
  * A github service built from a local bare repository (BERTH_GIT_BASE_URL=file://...), its Dockerfile
@@ -83,12 +83,9 @@ test('deploys a given commit built from build_context; a second commit changes t
     BERTH_GIT_BASE_URL: `file://${gitRoot}/`,
   });
   try {
-    const token = (await berth.waitForOutput(/API token:\s+([0-9a-f-]{36})/))[1] as string;
-    envId = (await berth.waitForOutput(/environment:\s+([0-9a-f-]{36})/))[1] as string;
-    await pollUntil('the environment to be available', async () => {
-      const res = await api(`${berth.url}/v1/environments/${envId}`, token);
-      return res.body.data.environment.state === 'available' ? true : undefined;
-    });
+    const started = await firstStartOf(berth);
+    const token = started.token;
+    envId = started.envId;
     const created = await api(`${berth.url}/v1/environments/${envId}/services`, token, 'POST', {
       name: 'Site',
       source: 'github',
@@ -108,15 +105,7 @@ test('deploys a given commit built from build_context; a second commit changes t
 
     const deployCommit = async (commit: string) => {
       const res = await api(`${serviceUrl}/deploy`, token, 'POST', { commit_id: commit });
-      return pollUntil(
-        `deployment of ${commit} to end`,
-        async () => {
-          const d = (await api(`${berth.url}/v1/deployments/${res.body.data.deployment_id}`, token)).body.data
-            .deployment;
-          return d.state === 'success' || d.state === 'failed' ? d : undefined;
-        },
-        { timeoutMs: 120_000, intervalMs: 250 },
-      );
+      return deploymentEnd(berth.url, token, res.body.data.deployment_id, 120_000);
     };
 
     const first = await deployCommit(commits[0] as string);

@@ -13,7 +13,7 @@ import {
   viaIngress,
 } from '../helpers/docker.ts';
 import { pollUntil } from '../helpers/poll.ts';
-import { api, type BerthProcess, startBerth } from '../helpers/process.ts';
+import { api, type BerthProcess, deploymentEnd, firstStartOf, startBerth } from '../helpers/process.ts';
 
 /** The ingress honours ops.json (ip_whitelist, request_body_size, read_timeout) and routes active custom domains. */
 let db: TestDatabase;
@@ -45,12 +45,7 @@ before(async () => {
     BERTH_INGRESS_PORT: String(ingressPort),
     BERTH_DNS_SERVERS: dns.address,
   });
-  token = (await berth.waitForOutput(/API token:\s+([0-9a-f-]{36})/))[1] as string;
-  envId = (await berth.waitForOutput(/environment:\s+([0-9a-f-]{36})/))[1] as string;
-  envUrl = `${berth.url}/v1/environments/${envId}`;
-  await pollUntil('the environment to be available', async () =>
-    (await api(envUrl, token)).body.data.environment.state === 'available' ? true : undefined,
-  );
+  ({ token, envId, envUrl } = await firstStartOf(berth));
 });
 after(async () => {
   await berth?.kill('SIGTERM');
@@ -74,15 +69,7 @@ async function webService(name: string, ingress: Record<string, unknown>) {
   assert.equal(created.status, 200, JSON.stringify(created.body));
   const service = created.body.data.service as { id: string; subdomain: string };
   const res = await api(`${envUrl}/services/${service.id}/deploy`, token, 'POST', {});
-  const deployment = await pollUntil(
-    'the deployment to end',
-    async () => {
-      const d = (await api(`${berth.url}/v1/deployments/${res.body.data.deployment_id}`, token)).body.data
-        .deployment;
-      return d.state === 'success' || d.state === 'failed' ? d : undefined;
-    },
-    { timeoutMs: 90_000, intervalMs: 250 },
-  );
+  const deployment = await deploymentEnd(berth.url, token, res.body.data.deployment_id, 90_000);
   assert.equal(deployment.state, 'success', deployment.failure_reason);
   return service;
 }

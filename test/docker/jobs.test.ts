@@ -10,7 +10,7 @@ import {
   requireDocker,
 } from '../helpers/docker.ts';
 import { pollUntil } from '../helpers/poll.ts';
-import { api, type BerthProcess, startBerth } from '../helpers/process.ts';
+import { api, type BerthProcess, deploymentEnd, firstStartOf, startBerth } from '../helpers/process.ts';
 
 /** Jobs (one run per deployment, success is exit 0), cron services on their schedule, workers, charts. */
 let db: TestDatabase;
@@ -29,12 +29,7 @@ before(async () => {
     BERTH_PROVIDER: 'docker',
     BERTH_INGRESS_PORT: String(await freePort()),
   });
-  token = (await berth.waitForOutput(/API token:\s+([0-9a-f-]{36})/))[1] as string;
-  envId = (await berth.waitForOutput(/environment:\s+([0-9a-f-]{36})/))[1] as string;
-  envUrl = `${berth.url}/v1/environments/${envId}`;
-  await pollUntil('the environment to be available', async () =>
-    (await api(envUrl, token)).body.data.environment.state === 'available' ? true : undefined,
-  );
+  ({ token, envId, envUrl } = await firstStartOf(berth));
 });
 after(async () => {
   await berth?.kill('SIGTERM');
@@ -60,15 +55,7 @@ async function create(body: Record<string, unknown>) {
 async function deployAndWait(serviceId: string, body: Record<string, unknown> = {}) {
   const res = await api(`${envUrl}/services/${serviceId}/deploy`, token, 'POST', body);
   assert.equal(res.status, 200, JSON.stringify(res.body));
-  return pollUntil(
-    'the deployment to end',
-    async () => {
-      const d = (await api(`${berth.url}/v1/deployments/${res.body.data.deployment_id}`, token)).body.data
-        .deployment;
-      return d.state === 'success' || d.state === 'failed' ? d : undefined;
-    },
-    { timeoutMs: 90_000, intervalMs: 250 },
-  );
+  return deploymentEnd(berth.url, token, res.body.data.deployment_id, 90_000);
 }
 
 test('a job deployment succeeds on exit 0 and fails on exit 1, with its output in the reason', async () => {

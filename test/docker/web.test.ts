@@ -16,7 +16,7 @@ import {
   viaIngress,
 } from '../helpers/docker.ts';
 import { pollUntil } from '../helpers/poll.ts';
-import { api, startBerth } from '../helpers/process.ts';
+import { api, deploymentEnd, firstStartOf, startBerth } from '../helpers/process.ts';
 
 /**
  * A web service from a local registry, two replicas and a secret, reached through Berth's ingress; a
@@ -61,12 +61,9 @@ const env = () => ({
 test('web service: deploy from a registry, serve through the ingress, survive a bad rollout and a restart, delete', async () => {
   let berth = await startBerth(env());
   try {
-    const token = (await berth.waitForOutput(/API token:\s+([0-9a-f-]{36})/))[1] as string;
-    envId = (await berth.waitForOutput(/environment:\s+([0-9a-f-]{36})/))[1] as string;
-    await pollUntil('the environment to be available', async () => {
-      const res = await api(`${berth.url}/v1/environments/${envId}`, token);
-      return res.body.data.environment.state === 'available' ? true : undefined;
-    });
+    const started = await firstStartOf(berth);
+    const token = started.token;
+    envId = started.envId;
     const identity = (await api(`${berth.url}/v1/environments/${envId}`, token)).body.data;
     assert.equal(identity.ingress_host, 'localhost');
 
@@ -96,15 +93,7 @@ test('web service: deploy from a registry, serve through the ingress, survive a 
     const deployAndWait = async (tag: string) => {
       const res = await api(`${serviceUrl}/deploy`, token, 'POST', { docker_image_tag: tag });
       assert.equal(res.status, 200, JSON.stringify(res.body));
-      return pollUntil(
-        `deployment of ${tag} to end`,
-        async () => {
-          const d = (await api(`${berth.url}/v1/deployments/${res.body.data.deployment_id}`, token)).body.data
-            .deployment;
-          return d.state === 'success' || d.state === 'failed' ? d : undefined;
-        },
-        { timeoutMs: 150_000, intervalMs: 250 },
-      );
+      return deploymentEnd(berth.url, token, res.body.data.deployment_id, 150_000);
     };
 
     const first = await deployAndWait('v1');

@@ -79,3 +79,31 @@ export async function api(url: string, token: string, method = 'GET', body?: unk
   const text = await res.text();
   return { status: res.status, body: text ? JSON.parse(text) : undefined };
 }
+
+/** The first-start output of a server: its API token and environment, once the environment is available. */
+export async function firstStartOf(server: BerthProcess & { url: string }) {
+  const token = (await server.waitForOutput(/API token:\s+([0-9a-f-]{36})/))[1] as string;
+  const envId = (await server.waitForOutput(/environment:\s+([0-9a-f-]{36})/))[1] as string;
+  const envUrl = `${server.url}/v1/environments/${envId}`;
+  await pollUntil('the environment to be available', async () =>
+    (await api(envUrl, token)).body.data.environment.state === 'available' ? true : undefined,
+  );
+  return { token, envId, envUrl };
+}
+
+/** Polls a deployment until it is success or failed, and returns it. */
+export async function deploymentEnd(
+  baseUrl: string,
+  token: string,
+  deploymentId: string,
+  timeoutMs = 60_000,
+) {
+  return pollUntil(
+    `deployment ${deploymentId} to end`,
+    async () => {
+      const d = (await api(`${baseUrl}/v1/deployments/${deploymentId}`, token)).body.data.deployment;
+      return d.state === 'success' || d.state === 'failed' ? d : undefined;
+    },
+    { timeoutMs, intervalMs: 250 },
+  );
+}

@@ -3,7 +3,7 @@ import { after, before, test } from 'node:test';
 import { openStore } from '../../src/store/database.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
 import { pollUntil } from '../helpers/poll.ts';
-import { api, startBerth } from '../helpers/process.ts';
+import { api, firstStartOf, startBerth } from '../helpers/process.ts';
 
 /**
  * A server SIGKILLed while deployments are in progress: started again on the same database, every
@@ -25,12 +25,7 @@ const env = () => ({
 
 test('SIGKILL during deployments: after a restart every deployment reaches a terminal state exactly once', async () => {
   const first = await startBerth(env());
-  const token = (await first.waitForOutput(/API token:\s+([0-9a-f-]{36})/))[1] as string;
-  const envId = (await first.waitForOutput(/environment:\s+([0-9a-f-]{36})/))[1] as string;
-  await pollUntil('the environment to be available', async () => {
-    const res = await api(`${first.url}/v1/environments/${envId}`, token);
-    return res.body.data.environment.state === 'available' ? true : undefined;
-  });
+  const { token, envId } = await firstStartOf(first);
 
   const deploymentIds: string[] = [];
   for (let s = 0; s < 3; s++) {

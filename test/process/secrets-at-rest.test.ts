@@ -6,7 +6,7 @@ import { sql } from 'kysely';
 import { openStore } from '../../src/store/database.ts';
 import { createTestDatabase, TEST_DATABASE, type TestDatabase } from '../helpers/database.ts';
 import { pollUntil } from '../helpers/poll.ts';
-import { api, startBerth } from '../helpers/process.ts';
+import { api, firstStartOf, startBerth } from '../helpers/process.ts';
 
 /** Secret values are sealed before they reach storage, and never written to a response or a log line. */
 let db: TestDatabase;
@@ -31,12 +31,7 @@ test('values cannot be read from the raw storage; sensitive values appear in no 
     BERTH_DATABASE_URL: db.databaseUrl ?? '',
     BERTH_LOG_LEVEL: 'trace',
   });
-  const token = (await server.waitForOutput(/API token:\s+([0-9a-f-]{36})/))[1] as string;
-  const envId = (await server.waitForOutput(/environment:\s+([0-9a-f-]{36})/))[1] as string;
-  await pollUntil('the environment to be available', async () => {
-    const res = await api(`${server.url}/v1/environments/${envId}`, token);
-    return res.body.data.environment.state === 'available' ? true : undefined;
-  });
+  const { token, envId } = await firstStartOf(server);
   const responses: string[] = [];
   const record = (r: { body: unknown }) => {
     responses.push(JSON.stringify(r.body));
