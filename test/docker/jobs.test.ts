@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
 import {
+  BASE_IMAGE,
   buildBaseImage,
   containersOfService,
   docker,
@@ -102,7 +104,21 @@ test('a worker runs its replicas; a helm chart fails with a note that docker can
   assert.match(refused.failure_reason, /docker provider cannot run Helm charts/);
 });
 
-test('a cron service with a one-minute schedule runs within two minutes', async () => {
+test('a cron service with a one-minute schedule runs within two minutes; a stranger template is left alone', async () => {
+  // A cron template of a service this Berth does not know (another Berth on the same engine), ticking
+  // every second: it must never run here.
+  const stranger = randomUUID();
+  await docker.createContainer({
+    Image: BASE_IMAGE,
+    Cmd: ['/bin/sh', '-c', 'echo stranger'],
+    Labels: {
+      'berth.managed': 'true',
+      'berth.role': 'cron-template',
+      'berth.cron-schedule': '* * * * * *',
+      'berth.service': stranger,
+      'berth.environment': envId,
+    },
+  });
   const cron = await create({
     name: 'Every Minute',
     type: 'cron',
@@ -123,4 +139,8 @@ test('a cron service with a one-minute schedule runs within two minutes', async 
   const inspected = await docker.getContainer(run.Id).inspect();
   assert.equal(inspected.State.ExitCode, 0);
   assert.deepEqual(inspected.Config.Cmd, ['/bin/sh', '-c', 'echo tick']);
+  const strangerRuns = (await containersOfService(stranger)).filter(
+    (c) => c.Labels['berth.role'] === 'cron-run',
+  );
+  assert.deepEqual(strangerRuns, []);
 });

@@ -7,7 +7,8 @@ import { LABEL, labelFilter } from './labels.ts';
  * Runs cron services: a deployment leaves a created-but-never-started *template* container labelled
  * with its schedule; each tick starts a copy of it (role cron-run). The schedules are rebuilt from the
  * templates Docker holds, at start and every few seconds, so a restart or a deploy made by another
- * process is picked up. It runs in `berth serve` only (one scheduler per Docker engine).
+ * process is picked up. It runs in `berth serve` only, and schedules only the templates of services in
+ * its own database: another Berth sharing the Docker engine keeps its own.
  */
 const RESCAN_MS = 5000;
 const RUNS_KEPT = 3;
@@ -17,10 +18,12 @@ export class CronScheduler {
   private timer: NodeJS.Timeout | undefined;
   private readonly docker: Docker;
   private readonly logger: Logger;
+  private readonly ownServices: (ids: string[]) => Promise<Set<string>>;
 
-  constructor(docker: Docker, logger: Logger) {
+  constructor(docker: Docker, logger: Logger, ownServices: (ids: string[]) => Promise<Set<string>>) {
     this.docker = docker;
     this.logger = logger;
+    this.ownServices = ownServices;
   }
 
   async start(): Promise<void> {
@@ -41,8 +44,10 @@ export class CronScheduler {
       all: true,
       filters: labelFilter({ [LABEL.managed]: 'true', [LABEL.role]: 'cron-template' }),
     });
+    const ours = await this.ownServices(templates.map((t) => t.Labels[LABEL.service] ?? ''));
     const seen = new Set<string>();
     for (const template of templates) {
+      if (!ours.has(template.Labels[LABEL.service] ?? '')) continue;
       const schedule = template.Labels[LABEL.cronSchedule];
       if (!schedule) continue;
       seen.add(template.Id);

@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import os from 'node:os';
 import Docker from 'dockerode';
 import type { Logger } from 'pino';
+import { isUuid } from '../../domain/api-token.ts';
 import { type OpsConfig, parseOpsJson } from '../../domain/ops-json.ts';
 import type { Db } from '../../store/database.ts';
 import type { ServiceRow } from '../../store/schema.ts';
@@ -47,7 +48,17 @@ export class DockerProvider implements Provider {
 
   constructor(options: DockerProviderOptions) {
     this.options = options;
-    this.cron = new CronScheduler(this.docker, options.logger);
+    this.cron = new CronScheduler(this.docker, options.logger, async (labelled) => {
+      const ids = labelled.filter(isUuid);
+      if (ids.length === 0) return new Set();
+      const rows = await options.db
+        .selectFrom('services')
+        .select('id')
+        .where('id', 'in', ids)
+        .where('is_deleted', '=', false)
+        .execute();
+      return new Set(rows.map((r) => r.id));
+    });
   }
 
   refuseDeploy(): string | null {
