@@ -1,6 +1,6 @@
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, LogController } from 'fastify';
 import type { Deps } from '../domain/usecases/context.ts';
 import { TokenAuthenticator } from './plugins/auth.ts';
 import { registerBodyGuards } from './plugins/body-guards.ts';
@@ -34,7 +34,7 @@ export async function buildApp(deps: Deps, options: AppOptions) {
     genReqId: requestIdFor,
     requestIdHeader: false,
     // One access-log line per request (below) instead of Fastify's two: pollers make many requests.
-    disableRequestLogging: true,
+    logController: new LogController({ disableRequestLogging: true }),
     // Bodies hold at most two 256 KiB documents (ops_json, helm_values_yml) and a few fields.
     bodyLimit: 1024 * 1024,
     ajv: { customOptions: { strict: false } },
