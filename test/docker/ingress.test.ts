@@ -133,3 +133,41 @@ test('request_body_size, read_timeout, and a custom domain that routes once depl
   const service = (await api(`${envUrl}/services/${open.id}`, token)).body.data.service;
   assert.equal(service.origin, 'https://www.open-door.test');
 });
+
+test('an internal service is reached inside the environment network by kube_svc_alias, never through the ingress', async () => {
+  const created = await api(`${envUrl}/services`, token, 'POST', {
+    name: 'Inner Api',
+    source: 'docker_image',
+    docker_image: 'berth-test/slow',
+    type: 'internal',
+    port: 8080,
+    replica_count: 1,
+    cpu_count_min: 0.25,
+    memory_mb_min: 32,
+  });
+  assert.equal(created.status, 200, JSON.stringify(created.body));
+  const internal = created.body.data.service as { id: string; subdomain: string };
+  const deployed = await api(`${envUrl}/services/${internal.id}/deploy`, token, 'POST', {});
+  assert.equal(
+    (await deploymentEnd(berth.url, token, deployed.body.data.deployment_id, 90_000)).state,
+    'success',
+  );
+  const alias = (await api(`${envUrl}/services/${internal.id}`, token)).body.data.svc_alias as string;
+  assert.match(alias, new RegExp(`^${internal.subdomain}\\.env-[0-9a-f]{8}\\.svc\\.cluster\\.local$`));
+  assert.equal((await viaIngress(ingressPort, `${internal.subdomain}.localhost`)).status, 404);
+
+  // A job in the same environment fetches it by alias: success means the page came back.
+  const job = await api(`${envUrl}/services`, token, 'POST', {
+    name: 'Caller',
+    source: 'docker_image',
+    docker_image: 'berth-test/slow',
+    type: 'job',
+    replica_count: 1,
+    cpu_count_min: 0.25,
+    memory_mb_min: 32,
+    run_command: `wget -q -O- http://${alias}:8080/ | grep -qx fast`,
+  });
+  const run = await api(`${envUrl}/services/${job.body.data.service.id}/deploy`, token, 'POST', {});
+  const end = await deploymentEnd(berth.url, token, run.body.data.deployment_id, 90_000);
+  assert.equal(end.state, 'success', end.failure_reason);
+});
