@@ -9,7 +9,7 @@ import { Worker } from './jobs/worker.ts';
 import { DnsLookup } from './providers/dns.ts';
 import { createProvider } from './providers/registry.ts';
 import { openStore } from './store/database.ts';
-import { loadMasterKeys, SecretBox } from './store/secret-box.ts';
+import { checkMasterKey, loadMasterKeys, SecretBox } from './store/secret-box.ts';
 
 /** Everything a Berth process holds, and how to let go of it. */
 export interface Runtime {
@@ -36,6 +36,7 @@ export async function openRuntime(
   try {
     const provider = createProvider(config, store.db, logger);
     const secretBox = new SecretBox(loadMasterKeys(config.masterKey, config.dataDir));
+    await checkMasterKey(store.db, secretBox);
     const deps: Deps = { store, provider, dns: new DnsLookup(config.dnsServers), secretBox, config, logger };
     return {
       deps,

@@ -4,11 +4,18 @@ import { FEATURES, PLANS } from '../domain/plans.ts';
 import { ProviderUnavailableError } from '../providers/registry.ts';
 import { DataDirLockedError } from '../store/data-dir-lock.ts';
 import { MigrationError } from '../store/migrate.ts';
+import { MasterKeyError } from '../store/secret-box.ts';
 import { adminCommand } from './admin.ts';
 import { migrateCommand, serveCommand, workerCommand } from './processes.ts';
 
 /** Errors a user can cause or fix: printed as one clear line, never a stack trace. */
-const USER_ERRORS = [ConfigError, DataDirLockedError, MigrationError, ProviderUnavailableError];
+const USER_ERRORS = [
+  ConfigError,
+  DataDirLockedError,
+  MasterKeyError,
+  MigrationError,
+  ProviderUnavailableError,
+];
 
 function positiveInt(value: string): number {
   const n = Number(value);

@@ -1,6 +1,6 @@
-import { sql } from 'kysely';
+import { type ExpressionBuilder, sql } from 'kysely';
 import type { Db } from '../store/database.ts';
-import type { JobRow } from '../store/schema.ts';
+import type { Database, JobRow } from '../store/schema.ts';
 
 /**
  * The durable job queue, in the same database as the state it changes.
@@ -58,19 +58,34 @@ export async function claim(db: Db, workerId: string, leaseMs: number): Promise<
   return result.rows[0];
 }
 
+/** A claim: the job, the worker, and the attempt it claimed. A later claim of the same job differs. */
+export interface Fence {
+  seq: string;
+  workerId: string;
+  attempts: number;
+}
+
+const held = (fence: Fence) => (eb: ExpressionBuilder<Database, 'jobs'>) =>
+  eb.and([
+    eb('seq', '=', fence.seq),
+    eb('locked_by', '=', fence.workerId),
+    eb('attempts', '=', fence.attempts),
+  ]);
+
 /** Renews the lease; false when this worker no longer holds the job. */
-export async function renewLease(db: Db, seq: string, workerId: string, leaseMs: number): Promise<boolean> {
+export async function renewLease(db: Db, fence: Fence, leaseMs: number): Promise<boolean> {
   const result = await db
     .updateTable('jobs')
     .set({ locked_until: sql`clock_timestamp() + ${`${leaseMs} milliseconds`}::interval` })
-    .where('seq', '=', seq)
-    .where('locked_by', '=', workerId)
+    .where(held(fence))
     .executeTakeFirst();
   return result.numUpdatedRows > 0n;
 }
 
-export async function complete(db: Db, seq: string): Promise<void> {
-  await db.deleteFrom('jobs').where('seq', '=', seq).execute();
+/** Removes a finished job; false (and nothing done) when the claim is no longer this worker's. */
+export async function complete(db: Db, fence: Fence): Promise<boolean> {
+  const result = await db.deleteFrom('jobs').where(held(fence)).executeTakeFirst();
+  return result.numDeletedRows > 0n;
 }
 
 /** Backoff: 1 s, 2 s, 4 s ... capped at one minute. */
@@ -78,23 +93,33 @@ export function backoffMs(attempts: number): number {
   return Math.min(60_000, 1000 * 2 ** Math.max(0, attempts - 1));
 }
 
-export async function retryLater(db: Db, seq: string, attempts: number, error: string): Promise<void> {
+export async function retryLater(db: Db, fence: Fence, error: string): Promise<void> {
   await db
     .updateTable('jobs')
     .set({
       locked_by: null,
       locked_until: null,
       last_error: error.slice(0, 2000),
-      run_after: sql`clock_timestamp() + ${`${backoffMs(attempts)} milliseconds`}::interval`,
+      run_after: sql`clock_timestamp() + ${`${backoffMs(fence.attempts)} milliseconds`}::interval`,
     })
-    .where('seq', '=', seq)
+    .where(held(fence))
     .execute();
 }
 
-/** Removes the not-yet-running jobs of a subject (a deployment cancelled by a delete). */
+/**
+ * Removes the jobs of subjects that no worker holds (deployments cancelled by a delete). A job a worker
+ * holds stays: its handler re-reads the subject, finds it cancelled, and completes it.
+ */
 export async function dropJobs(db: Db, kind: JobKind, subjectIds: string[]): Promise<void> {
   if (subjectIds.length === 0) return;
-  await db.deleteFrom('jobs').where('kind', '=', kind).where('subject_id', 'in', subjectIds).execute();
+  await db
+    .deleteFrom('jobs')
+    .where('kind', '=', kind)
+    .where('subject_id', 'in', subjectIds)
+    .where((eb) =>
+      eb.or([eb('locked_until', 'is', null), eb('locked_until', '<', sql<Date>`clock_timestamp()`)]),
+    )
+    .execute();
 }
 
 /**

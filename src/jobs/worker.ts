@@ -69,11 +69,12 @@ export class Worker {
 
   private sleep(ms: number): Promise<void> {
     return new Promise((resolve) => {
-      const timer = setTimeout(done, ms);
-      function done() {
+      const done = () => {
         clearTimeout(timer);
+        this.waiters.delete(done);
         resolve();
-      }
+      };
+      const timer = setTimeout(done, ms);
       this.waiters.add(done);
     });
   }
@@ -106,30 +107,49 @@ export class Worker {
       subject: job.subject_id,
       attempt: job.attempts,
     });
+    // The claim this worker holds: every write about the job below is fenced by it, so a worker that
+    // lost its lease (a long pause) cannot finish, release or fail a job another worker took over.
+    const fence = { seq: job.seq, workerId: this.id, attempts: job.attempts };
+    let lost = false;
     const heartbeat = setInterval(
       () => {
-        renewLease(store.db, job.seq, this.id, leaseMs).catch((err) =>
-          log.warn({ err }, 'lease renewal failed'),
+        renewLease(store.db, fence, leaseMs).then(
+          (held) => {
+            if (!held && !lost) {
+              lost = true;
+              log.warn(
+                'lost the lease of this job: another worker may run it; its outcome is not recorded here',
+              );
+            }
+          },
+          (err) => log.warn({ err }, 'lease renewal failed'),
         );
       },
       Math.max(250, Math.floor(leaseMs / 3)),
     );
     const handler = handlers[job.kind as JobKind];
     try {
+      // A job that was claimed more times than it may run (its workers kept dying) fails for good.
+      if (job.attempts > job.max_attempts) {
+        log.error('job abandoned after too many attempts');
+        await handler.fail(job, job.last_error ?? 'its worker stopped every time');
+        await complete(store.db, fence);
+        return;
+      }
       await handler.run(job);
-      await complete(store.db, job.seq);
-      log.debug('job done');
+      if (await complete(store.db, fence)) log.debug('job done');
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
       const retryable = !(error instanceof ProviderError) || error.retryable;
       try {
         if (retryable && job.attempts < job.max_attempts) {
           log.warn({ err: error }, 'job failed; it will be retried');
-          await retryLater(store.db, job.seq, job.attempts, message);
-        } else {
+          await retryLater(store.db, fence, message);
+        } else if (await renewLease(store.db, fence, leaseMs)) {
+          // Recorded first, removed second: a crash in between runs fail again, which is idempotent.
           log.error({ err: error }, 'job failed for good');
           await handler.fail(job, message);
-          await complete(store.db, job.seq);
+          await complete(store.db, fence);
         }
       } catch (inner) {
         // The lease will lapse and the job run again: handlers are idempotent.

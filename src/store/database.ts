@@ -101,3 +101,8 @@ export async function openStore(options: OpenStoreOptions): Promise<Store> {
   }
   return store;
 }
+
+/** PostgreSQL's unique_violation (23505), from node-postgres and PGlite alike. */
+export function isUniqueViolation(error: unknown): boolean {
+  return (error as { code?: string } | null)?.code === '23505';
+}

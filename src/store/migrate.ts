@@ -5,6 +5,7 @@ import * as spine from './migrations/0001-spine.ts';
 import * as lifecycle from './migrations/0002-lifecycle.ts';
 import * as customDomains from './migrations/0003-custom-domains.ts';
 import * as docker from './migrations/0004-docker.ts';
+import * as settings from './migrations/0005-settings.ts';
 
 /** Every migration, in order. Listed here rather than read from disk so the build carries them. */
 const migrations: Record<string, Migration> = {
@@ -12,6 +13,7 @@ const migrations: Record<string, Migration> = {
   '0002-lifecycle': lifecycle,
   '0003-custom-domains': customDomains,
   '0004-docker': docker,
+  '0005-settings': settings,
 };
 
 export class MigrationError extends Error {}

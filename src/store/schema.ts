@@ -205,6 +205,11 @@ export interface DockerRoutesTable {
   updated_at: Generated<Date>;
 }
 
+export interface SettingsTable {
+  key: string;
+  value: string;
+}
+
 export interface Database {
   accounts: AccountsTable;
   api_tokens: ApiTokensTable;
@@ -218,6 +223,7 @@ export interface Database {
   sim_calls: SimCallsTable;
   custom_domains: CustomDomainsTable;
   docker_routes: DockerRoutesTable;
+  settings: SettingsTable;
 }
 
 export type AccountRow = Selectable<AccountsTable>;

@@ -1,6 +1,7 @@
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import type { Db } from './database.ts';
 
 /**
  * Seals secret values with AES-256-GCM. A sealed value names the key that sealed it
@@ -9,12 +10,16 @@ import path from 'node:path';
  */
 export class SecretBox {
   private readonly keys: Map<string, Buffer>;
-  private readonly currentId: string;
+  readonly currentId: string;
 
   constructor(masterKeys: Buffer[]) {
     if (masterKeys.length === 0) throw new Error('at least one master key is needed');
     this.keys = new Map(masterKeys.map((key) => [keyId(key), key]));
     this.currentId = keyId(masterKeys[0] as Buffer);
+  }
+
+  hasKey(id: string): boolean {
+    return this.keys.has(id);
   }
 
   seal(plaintext: string): string {
@@ -81,4 +86,29 @@ export function loadMasterKeys(configured: string | undefined, dataDir: string):
     }
   }
   return [parseKey(fs.readFileSync(file, 'utf8'))];
+}
+
+/**
+ * Every process of one installation must hold the key its secrets are sealed with. The first process
+ * records its key's id in the database; any later one without that key refuses to start, instead of
+ * failing on the first secret it reads (a worker with another data directory would generate its own).
+ */
+export async function checkMasterKey(db: Db, box: SecretBox): Promise<void> {
+  await db
+    .insertInto('settings')
+    .values({ key: 'master_key_id', value: box.currentId })
+    .onConflict((oc) => oc.column('key').doNothing())
+    .execute();
+  const row = await db
+    .selectFrom('settings')
+    .select('value')
+    .where('key', '=', 'master_key_id')
+    .executeTakeFirstOrThrow();
+  if (!box.hasKey(row.value)) {
+    throw new MasterKeyError(
+      `this database's secrets are sealed with the master key ${row.value}, which this process does not have ` +
+        `(it has ${box.currentId}). Give every Berth process the same BERTH_MASTER_KEY ` +
+        '(or the same BERTH_DATA_DIR, where the generated key lives).',
+    );
+  }
 }

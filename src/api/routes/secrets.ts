@@ -1,6 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Deps } from '../../domain/usecases/context.ts';
-import { assertNotDeleting } from '../../domain/usecases/deployments.ts';
 import { getSecrets, putSecrets, type SecretScope } from '../../domain/usecases/secrets.ts';
 import type { EnvironmentRow, ServiceRow } from '../../store/schema.ts';
 import { actorOf } from '../plugins/auth.ts';
@@ -56,9 +55,7 @@ export async function secretRoutes(app: FastifyInstance, { deps }: { deps: Deps 
       const body = request.body as { secrets: Parameters<typeof putSecrets>[3] };
       const target = serviceScope(request);
       // Shape and key rules first (422), then the service's state (403).
-      const stored = await putSecrets(deps, actorOf(request), target, body.secrets, () =>
-        assertNotDeleting(request.scope.service as ServiceRow),
-      );
+      const stored = await putSecrets(deps, actorOf(request), target, body.secrets);
       return { message: 'success', data: { secrets: stored.map(secretView) } };
     },
   );

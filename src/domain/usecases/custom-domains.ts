@@ -1,6 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { enqueue } from '../../jobs/queue.ts';
 import { DnsUnavailableError } from '../../providers/dns.ts';
+import { isUniqueViolation } from '../../store/database.ts';
 import {
   domainTaken,
   findCustomDomainById,
@@ -58,9 +59,9 @@ export async function addCustomDomain(
   assertNotDeleting(service);
   return deps.store.db.transaction().execute(async (trx) => {
     assertNotDeleting((await findServiceById(trx, service.id, { forUpdate: true })) as ServiceRow);
-    if (await domainTaken(trx, checked.domain)) {
-      throw new ConflictError(`The domain ${checked.domain} is already registered`);
-    }
+    const taken = new ConflictError(`The domain ${checked.domain} is already registered`);
+    if (await domainTaken(trx, checked.domain)) throw taken;
+    // Two accounts racing for one name: the unique index decides, and the loser hears 409 too.
     const row = await insertCustomDomain(trx, {
       id: randomUUID(),
       account_id: service.account_id,
@@ -70,6 +71,8 @@ export async function addCustomDomain(
       state: 'unverified',
       verify_token: token(),
       validation_token: token(),
+    }).catch((error: unknown) => {
+      throw isUniqueViolation(error) ? taken : error;
     });
     await recordAudit(trx, actor, {
       action: 'custom_domain.create',

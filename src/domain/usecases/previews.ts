@@ -89,8 +89,8 @@ export async function deployPreview(deps: Deps, actor: Actor, parent: ServiceRow
   if (errors.length > 0) throw ValidationError.fields(errors);
   assertNotDeleting(parent);
   return deps.store.db.transaction().execute(async (trx) => {
-    // The parent's lock serializes two first deploys of the same pull request.
-    await findServiceById(trx, parent.id, { forUpdate: true });
+    // The parent's lock serializes two first deploys of the same pull request, and sees a delete.
+    assertNotDeleting((await findServiceById(trx, parent.id, { forUpdate: true })) as ServiceRow);
     const existing = await findPreview(trx, parent.id, body.pr_number as number);
     const preview = existing ?? (await createPreviewService(trx, deps, parent, body));
     if (existing) assertNotDeleting(existing);

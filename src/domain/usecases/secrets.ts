@@ -1,11 +1,15 @@
 import { enqueue } from '../../jobs/queue.ts';
 import type { Db } from '../../store/database.ts';
+import { lockEnvironment } from '../../store/repositories/environments.ts';
 import { listSecrets, replaceSecrets } from '../../store/repositories/secrets.ts';
+import { findServiceById } from '../../store/repositories/services.ts';
+import type { ServiceRow } from '../../store/schema.ts';
 import type { SecretBox } from '../../store/secret-box.ts';
 import { ValidationError } from '../errors.ts';
 import { checkSecrets, mergeSecrets, type SecretEntry, type StoredSecret } from '../secret-rules.ts';
 import { recordAudit } from './audit.ts';
 import type { Actor, Deps } from './context.ts';
+import { assertNotDeleting } from './deployments.ts';
 
 export interface SecretScope {
   scope: 'service' | 'environment';
@@ -67,11 +71,16 @@ export async function putSecrets(
   actor: Actor,
   target: SecretScope,
   entries: SecretEntry[],
-  assertAllowed: () => void = () => undefined,
 ): Promise<StoredSecret[]> {
   assertValidSecrets(entries, 'secrets');
-  assertAllowed();
   return deps.store.db.transaction().execute(async (trx) => {
+    // The scope's row lock makes concurrent replaces take turns (each one whole), and a service whose
+    // delete was accepted meanwhile refuses.
+    if (target.scope === 'service') {
+      assertNotDeleting((await findServiceById(trx, target.id, { forUpdate: true })) as ServiceRow);
+    } else {
+      await lockEnvironment(trx, target.id);
+    }
     const stored = await storeSecrets(trx, deps.secretBox, target, entries);
     await recordAudit(trx, actor, {
       action: `${target.scope}.secrets.replace`,

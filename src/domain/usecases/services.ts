@@ -43,11 +43,11 @@ function specOf(row: ServiceRow): ServiceSpec {
   return row as unknown as ServiceSpec;
 }
 
-async function uniqueSubdomain(db: Db, environmentId: string, name: string): Promise<string> {
+async function uniqueSubdomain(db: Db, name: string): Promise<string> {
   // 36^8 ids per prefix: a repeat is rare, ten in a row is not going to happen.
   for (let i = 0; i < 10; i++) {
     const candidate = generateSubdomain(name);
-    if (!(await subdomainTaken(db, environmentId, candidate))) return candidate;
+    if (!(await subdomainTaken(db, candidate))) return candidate;
   }
   throw new Error('could not find a free subdomain');
 }
@@ -78,7 +78,7 @@ export async function createService(deps: Deps, actor: Actor, env: EnvironmentRo
   const draft = { ...spec, id, account_id: env.account_id, environment_id: env.id } as ServiceRow;
   const refusal = body.deploy_now ? deps.provider.refuseDeploy(draft) : null;
   const service = await deps.store.db.transaction().execute(async (trx) => {
-    const subdomain = await uniqueSubdomain(trx, env.id, spec.name);
+    const subdomain = await uniqueSubdomain(trx, spec.name);
     await insertService(trx, {
       ...spec,
       id,

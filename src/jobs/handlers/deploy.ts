@@ -20,11 +20,13 @@ export function deployHandler(deps: Deps): JobHandler {
       const service = (await findServiceById(db, deployment.service_id)) as ServiceRow;
       const environment = (await findEnvironmentById(db, deployment.environment_id)) as EnvironmentRow;
       if (deployment.state === 'queued') {
-        await db.transaction().execute(async (trx) => {
-          if (await transitionDeployment(trx, deployment.id, ['queued'], 'in_progress')) {
-            await updateServiceUnlessDeleting(trx, service.id, { state: 'deploying' });
-          }
+        const started = await db.transaction().execute(async (trx) => {
+          const moved = await transitionDeployment(trx, deployment.id, ['queued'], 'in_progress');
+          if (moved) await updateServiceUnlessDeleting(trx, service.id, { state: 'deploying' });
+          return moved;
         });
+        // Cancelled in the meantime (a delete): nothing to roll out.
+        if (!started) return;
       }
       const result = await deps.provider.deploy({
         deploymentId: deployment.id,

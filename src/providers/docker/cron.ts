@@ -16,6 +16,7 @@ const RUNS_KEPT = 3;
 export class CronScheduler {
   private readonly schedules = new Map<string, { cron: Cron; schedule: string }>();
   private timer: NodeJS.Timeout | undefined;
+  private started = false;
   private readonly docker: Docker;
   private readonly logger: Logger;
   private readonly ownServices: (ids: string[]) => Promise<Set<string>>;
@@ -27,6 +28,7 @@ export class CronScheduler {
   }
 
   async start(): Promise<void> {
+    this.started = true;
     await this.rescan();
     this.timer = setInterval(() => {
       this.rescan().catch((err) => this.logger.warn({ err }, 'cron rescan failed'));
@@ -34,12 +36,15 @@ export class CronScheduler {
   }
 
   stop(): void {
+    this.started = false;
     clearInterval(this.timer);
     for (const { cron } of this.schedules.values()) cron.stop();
     this.schedules.clear();
   }
 
+  /** A no-op in processes that do not serve (berth worker): only berth serve runs schedules. */
   async rescan(): Promise<void> {
+    if (!this.started) return;
     const templates = await this.docker.listContainers({
       all: true,
       filters: labelFilter({ [LABEL.managed]: 'true', [LABEL.role]: 'cron-template' }),

@@ -1,5 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import os from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
 import Docker from 'dockerode';
 import type { Logger } from 'pino';
 import { isUuid } from '../../domain/api-token.ts';
@@ -19,7 +20,7 @@ import { CronScheduler } from './cron.ts';
 import { checkout, inside } from './git-source.ts';
 import { type Target, waitReady } from './health.ts';
 import { buildImage, imageReference, pullImage } from './images.ts';
-import { type Ingress, startIngress } from './ingress.ts';
+import { INGRESS_CACHE_MS, type Ingress, startIngress } from './ingress.ts';
 import { LABEL, labelFilter, networkName, type Role } from './labels.ts';
 
 export interface DockerProviderOptions {
@@ -159,13 +160,19 @@ export class DockerProvider implements Provider {
         'the docker provider cannot run Helm charts: use the kubernetes provider for helm_chart services',
       );
     }
-    // A rerun after a crash starts this deployment afresh.
-    await this.removeContainers({ [LABEL.deployment]: deploymentId });
+    const success: DeployResult = { ok: true, provDeploymentId, namespaceName, svcAlias };
     const route = await this.options.db
       .selectFrom('docker_routes')
       .select('deployment_id')
       .where('service_id', '=', service.id)
       .executeTakeFirst();
+    // A rerun (after a crash) of a deployment already promoted: it is what serves; report it as it went.
+    if (route?.deployment_id === deploymentId) {
+      await this.retireAllBut(service.id, deploymentId);
+      return service.type === 'job' ? this.jobOutcome(deploymentId, success, fail) : success;
+    }
+    // A rerun of one never promoted starts afresh.
+    await this.removeContainers({ [LABEL.deployment]: deploymentId });
     const network = await this.ensureNetwork(environment);
 
     let image: string;
@@ -207,10 +214,8 @@ export class DockerProvider implements Provider {
     });
     const deadline = Date.now() + ops.deploy_timeout * 60_000;
     const short = `${service.subdomain}-${deploymentId.slice(0, 8)}`;
-    const success: DeployResult = { ok: true, provDeploymentId, namespaceName, svcAlias };
 
     if (service.type === 'job') {
-      await this.removeContainers({ [LABEL.service]: service.id, [LABEL.role]: 'job' });
       const container = await this.docker.createContainer(spec('job', `berth-${short}-job`));
       await container.start();
       const exit = await Promise.race([
@@ -224,18 +229,16 @@ export class DockerProvider implements Provider {
         return fail(`the job did not finish within deploy_timeout (${ops.deploy_timeout} min)`);
       }
       await this.promote(service.id, deploymentId, null, ops);
-      return exit.StatusCode === 0
-        ? success
-        : fail(`the job exited with code ${exit.StatusCode}.${await this.logTail(container)}`);
+      await this.retireAllBut(service.id, deploymentId);
+      return this.jobOutcome(deploymentId, success, fail);
     }
 
     if (service.type === 'cron') {
-      await this.removeContainers({ [LABEL.service]: service.id, [LABEL.role]: 'cron-template' });
       const template = spec('cron-template', `berth-${short}-cron`);
       template.Labels = { ...template.Labels, [LABEL.cronSchedule]: service.cron_schedule ?? '' };
       await this.docker.createContainer(template);
       await this.promote(service.id, deploymentId, null, ops);
-      await this.cron.rescan();
+      await this.retireAllBut(service.id, deploymentId);
       return success;
     }
 
@@ -254,11 +257,41 @@ export class DockerProvider implements Provider {
       return fail(`the new version did not become healthy: ${ready.reason}.${serving}${tail}`);
     }
     await this.promote(service.id, deploymentId, service.port, ops);
-    await this.removeContainers(
-      { [LABEL.service]: service.id, [LABEL.role]: 'replica' },
-      (l) => l[LABEL.deployment] === deploymentId,
-    );
+    // Let every ingress see the new route before the old containers go, then stop them gracefully.
+    await sleep(INGRESS_CACHE_MS + 500);
+    await this.retireAllBut(service.id, deploymentId);
     return success;
+  }
+
+  /** A job deployment's outcome, from its container: exit code 0 is success. */
+  private async jobOutcome(
+    deploymentId: string,
+    success: DeployResult,
+    fail: (reason: string) => DeployResult,
+  ): Promise<DeployResult> {
+    const [job] = await this.containersOf({ [LABEL.deployment]: deploymentId, [LABEL.role]: 'job' });
+    if (!job) return fail('the job container is gone');
+    const container = this.docker.getContainer(job.Id);
+    const code = (await container.inspect()).State.ExitCode;
+    return code === 0 ? success : fail(`the job exited with code ${code}.${await this.logTail(container)}`);
+  }
+
+  /**
+   * Stops and removes every container of the service that is not the given deployment's: the previous
+   * version, and whatever an earlier type left (replicas of a service that became a cron, a template of
+   * one that became a web service). Cron schedules follow.
+   */
+  private async retireAllBut(serviceId: string, deploymentId: string): Promise<void> {
+    for (const c of await this.containersOf({ [LABEL.service]: serviceId })) {
+      if (c.Labels[LABEL.deployment] === deploymentId) continue;
+      const container = this.docker.getContainer(c.Id);
+      // Ten seconds to finish what they are doing, as `docker stop` gives.
+      await container.stop({ t: 10 }).catch(() => undefined);
+      await container.remove({ force: true }).catch((error: { statusCode?: number }) => {
+        if (error.statusCode !== 404) throw error;
+      });
+    }
+    await this.cron.rescan();
   }
 
   /** The image a deployment runs, and the ops.json it follows (a repository's file wins over none). */

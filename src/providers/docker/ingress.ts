@@ -26,7 +26,9 @@ interface Upstream {
   ops: OpsConfig;
 }
 
-const CACHE_MS = 1000;
+/** How long a host's upstreams are remembered; a rollout waits longer than this before stopping old containers. */
+export const INGRESS_CACHE_MS = 1000;
+const CACHE_ENTRIES = 10_000;
 
 export async function startIngress(options: {
   db: Db;
@@ -60,8 +62,7 @@ export async function startIngress(options: {
       )(opts, callback),
   });
 
-  async function resolve(hostHeader: string): Promise<Upstream | null> {
-    const host = hostHeader.toLowerCase().replace(/:\d+$/, '').replace(/\.$/, '');
+  async function resolve(host: string): Promise<Upstream | null> {
     let service = null;
     if (host.endsWith(suffix)) {
       service = await db
@@ -104,10 +105,13 @@ export async function startIngress(options: {
     return { targets, ops };
   }
 
-  async function upstreamFor(host: string): Promise<Upstream | null> {
+  async function upstreamFor(hostHeader: string): Promise<Upstream | null> {
+    const host = hostHeader.toLowerCase().replace(/:\d+$/, '').replace(/\.$/, '');
     const hit = cache.get(host);
-    if (hit && Date.now() - hit.at < CACHE_MS) return hit.upstream;
+    if (hit && Date.now() - hit.at < INGRESS_CACHE_MS) return hit.upstream;
     const upstream = await resolve(host);
+    // Hosts are whatever clients send: the cache is bounded, not a map anyone can grow.
+    if (cache.size >= CACHE_ENTRIES) cache.clear();
     cache.set(host, { at: Date.now(), upstream });
     return upstream;
   }
@@ -123,7 +127,8 @@ export async function startIngress(options: {
     });
   };
 
-  const app = Fastify({ logger: false, bodyLimit: 1024 * 1024 * 1024, requestTimeout: 0 });
+  // Uploads may be large (request_body_size reaches 1 GB) but not endless: an hour to send one.
+  const app = Fastify({ logger: false, bodyLimit: 1024 * 1024 * 1024, requestTimeout: 3_600_000 });
   app.decorateRequest('upstream', null);
   await app.register(replyFrom, { undici: agent });
 
@@ -161,11 +166,14 @@ export async function startIngress(options: {
   app.all('/*', async (request, reply) => {
     const { targets, ops } = (request as unknown as { upstream: Upstream }).upstream;
     const target = targets[turn++ % targets.length] as string;
-    // send_timeout: how long the client may stall while the answer is written to it.
-    reply.raw.setTimeout(ops.ingress.send_timeout * 1000, () => reply.raw.destroy());
     return reply.from(`${target}${request.url}`, {
       // read_timeout: how long the container may take to answer.
       timeout: ops.ingress.read_timeout * 1000,
+      onResponse: (_request, upstreamReply, response) => {
+        // send_timeout, from the moment the answer starts: how long the client may stall while it is written.
+        upstreamReply.raw.setTimeout(ops.ingress.send_timeout * 1000, () => upstreamReply.raw.destroy());
+        upstreamReply.send(response.stream);
+      },
       rewriteRequestHeaders: (original, headers) => ({
         ...headers,
         host: original.headers.host ?? headers.host,

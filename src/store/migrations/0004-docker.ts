@@ -13,5 +13,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       ops jsonb NOT NULL,
       updated_at timestamptz(3) NOT NULL DEFAULT clock_timestamp()
     )`,
+    // Subdomains are chosen unique across environments (they share the docker ingress); looked up by it.
+    'CREATE INDEX services_by_subdomain ON services (subdomain) WHERE NOT is_deleted',
   ]);
 }

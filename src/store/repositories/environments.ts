@@ -37,3 +37,7 @@ export async function listEnvironments(db: Db, accountId: string): Promise<Envir
 export async function setEnvironmentState(db: Db, id: string, state: EnvironmentRow['state']) {
   await db.updateTable('environments').set({ state, updated_at: new Date() }).where('id', '=', id).execute();
 }
+
+export async function lockEnvironment(db: Db, id: string): Promise<void> {
+  await db.selectFrom('environments').select('id').where('id', '=', id).forUpdate().execute();
+}

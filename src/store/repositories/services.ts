@@ -7,11 +7,14 @@ export async function insertService(db: Db, row: NewService): Promise<ServiceRow
   return db.insertInto('services').values(row).returningAll().executeTakeFirstOrThrow();
 }
 
-export async function subdomainTaken(db: Db, environmentId: string, subdomain: string): Promise<boolean> {
+/**
+ * In use by any live service of any environment: environments may share an ingress host (the docker
+ * provider's), where a subdomain must name one service only.
+ */
+export async function subdomainTaken(db: Db, subdomain: string): Promise<boolean> {
   const row = await db
     .selectFrom('services')
     .select('id')
-    .where('environment_id', '=', environmentId)
     .where('subdomain', '=', subdomain)
     .where('is_deleted', '=', false)
     .executeTakeFirst();
