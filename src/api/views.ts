@@ -126,7 +126,7 @@ export function serviceView(s: ServiceRow, options: ServiceViewOptions) {
     ...base,
     run_status: options.live.run_status,
     ready_count: options.live.ready_count,
-    kube_svc_alias: s.kube_svc_alias ?? '',
+    kube_svc_alias: unset(s.kube_svc_alias),
     namespace_name: unset(s.namespace_name),
     ip_whitelist: ops.ip_whitelist.length > 0 ? ops.ip_whitelist : undefined,
     ops_dependencies: ops.dependencies,

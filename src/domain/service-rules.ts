@@ -154,6 +154,7 @@ const isSet = (value: unknown) => value !== null && value !== undefined && value
 function normalize(input: SpecInput): SpecInput {
   const out: SpecInput = { ...input };
   if (typeof out.name === 'string') out.name = out.name.trim();
+  if (out.ops_json === '') out.ops_json = null;
   for (const field of ['dockerfile_path', 'ops_json_path', 'build_context'] as const) {
     const value = out[field];
     if (typeof value === 'string')
@@ -192,7 +193,9 @@ function checkSpec(
 ): FieldError[] {
   const errors: FieldError[] = [];
   const add = (field: string, error: string) => errors.push({ field, error });
-  const required = new Set(requiredFor(spec.source));
+  // Without a readable source (its shape error is reported instead) the source's rules cannot apply.
+  const hasSource = (SOURCES as readonly string[]).includes(spec.source);
+  const required = new Set(hasSource ? requiredFor(spec.source) : []);
   if (spec.type === 'web' || spec.type === 'internal') required.add('port');
   if (spec.type === 'cron') required.add('cron_schedule');
 
@@ -208,17 +211,26 @@ function checkSpec(
       }
     }
     const sources = FIELD_SOURCES[field];
-    if (sources && isSet(value) && !sources.includes(spec.source)) {
+    if (sources && hasSource && isSet(value) && !sources.includes(spec.source)) {
       // Rule 5 of the spec answers ops_json for another source with a 500; see businessRuleViolation.
       add(field, `${field} is only allowed for ${sourceList(sources)}`);
       continue;
     }
     switch (field) {
       case 'name': {
+        // A patch checks a name it changes; one it keeps may be Berth's own (a preview's "App (PR#7)").
+        if (mode === 'patch' && request.name === undefined) break;
+        if (typeof spec.name !== 'string') {
+          add('name', 'name is a required field');
+          break;
+        }
         const error = checkName(spec.name, mode);
         if (error) add('name', error);
         break;
       }
+      case 'source':
+        if (!hasSource) add('source', 'source is a required field');
+        break;
       case 'cron_schedule':
         if (spec.cron_schedule && !validCron(spec.cron_schedule)) {
           add(field, 'cron_schedule must be a cron expression such as "*/5 * * * *"');
@@ -336,7 +348,7 @@ export function checkPatch(
 
 /** Rule 5 of Create Service: ops_json with a source other than docker_image is a 500 `validation`. */
 export function businessRuleViolation(spec: ServiceSpec): string | null {
-  if (spec.ops_json !== null && spec.source !== 'docker_image') {
+  if (isSet(spec.ops_json) && spec.source !== 'docker_image') {
     return 'Ops Json is only supported for docker image source';
   }
   return null;

@@ -85,7 +85,7 @@ async function walk(tenant: Tenant, limit: number): Promise<string[]> {
 }
 
 describe('GET one service', () => {
-  test('hydrated before any deploy: live status, empty alias, no namespace, no whitelist, no dependencies', async () => {
+  test('hydrated before any deploy: live status, no alias yet, no namespace, no whitelist, no dependencies', async () => {
     const created = await create(docker());
     const res = await get(created.id);
     assert.equal(res.status, 200, JSON.stringify(res.body));
@@ -95,7 +95,11 @@ describe('GET one service', () => {
     assert.equal(typeof service.run_status, 'string');
     assert.notEqual(service.run_status, 'running');
     assert.equal(service.ready_count, 0);
-    assert.equal(service.kube_svc_alias, '');
+    assert.equal(
+      service.kube_svc_alias,
+      undefined,
+      'unset fields are omitted (spec); data.svc_alias says ""',
+    );
     assert.equal('namespace_name' in service, false, 'namespace_name omitted until provisioned');
     assert.equal('ip_whitelist' in service, false, 'ip_whitelist omitted when unrestricted');
     assert.deepEqual(service.ops_dependencies, []);

@@ -55,7 +55,7 @@ async function deploymentEnds(id: string) {
 describe('deployments', () => {
   test('create with deploy_now ends running, with a successful first deployment and live status', async () => {
     const created = await createService({ ...VALID_SERVICE.docker, deploy_now: true });
-    assert.equal(created.state, 'deploy_queued');
+    assert.equal(created.state, 'deploy_pending', 'the create response shows deploy_pending (spec)');
     const data = await serviceReaches(created.id, 'running');
     assert.equal(data.run_status, 'running');
     assert.equal(data.ready_count, 2);

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { claim } from '../../src/jobs/queue.ts';
+import { claim, complete, retryLater } from '../../src/jobs/queue.ts';
 import { type DeployRequest, ProviderError } from '../../src/providers/provider.ts';
 import { type Harness, startHarness, type Tenant, VALID_SERVICE } from '../helpers/harness.ts';
 import { pollUntil } from '../helpers/poll.ts';
@@ -89,4 +89,70 @@ test('a retryable provider error is retried and the deployment then succeeds; a 
     .where('subject_id', 'in', [flaky.deploymentId, broken.deploymentId])
     .execute();
   assert.deepEqual(leftover, [], 'finished jobs are removed');
+});
+
+/** A second app with no worker running, so these tests decide who claims what. */
+async function quietHarness(ctx: { after: (fn: () => Promise<void>) => void }) {
+  const quiet = await startHarness({ jobLeaseMs: 1000 });
+  ctx.after(() => quiet.close());
+  const tenant = await quiet.tenant();
+  const created = await quiet.request('POST', `/v1/environments/${tenant.envId}/services`, {
+    token: tenant.token,
+    body: VALID_SERVICE.docker,
+  });
+  const res = await quiet.request(
+    'POST',
+    `/v1/environments/${tenant.envId}/services/${created.body.data.service.id}/deploy`,
+    {
+      token: tenant.token,
+      body: {},
+    },
+  );
+  return { quiet, tenant, deploymentId: res.body.data.deployment_id as string };
+}
+
+test('a worker that lost its lease cannot complete or release the job another worker now holds', async (ctx) => {
+  const { quiet, deploymentId } = await quietHarness(ctx);
+  const db = quiet.deps.store.db;
+  const first = await pollUntil('a first claim', async () => {
+    const job = await claim(db, 'worker-a', 200);
+    return job?.subject_id === deploymentId ? job : undefined;
+  });
+  const second = await pollUntil('the lapsed lease to be claimed again', async () => {
+    const job = await claim(db, 'worker-b', 60_000);
+    return job?.subject_id === deploymentId ? job : undefined;
+  });
+  const stale = { seq: first.seq, workerId: 'worker-a', attempts: first.attempts };
+  assert.equal(await complete(db, stale), false, 'the stale worker cannot remove the job');
+  await retryLater(db, stale, 'late failure');
+  const row = await db.selectFrom('jobs').selectAll().where('seq', '=', second.seq).executeTakeFirstOrThrow();
+  assert.equal(row.locked_by, 'worker-b', 'nor release it');
+  assert.equal(
+    await complete(db, { seq: second.seq, workerId: 'worker-b', attempts: second.attempts }),
+    true,
+  );
+});
+
+test('a job claimed more times than it may run fails its deployment instead of running again', async (ctx) => {
+  const { quiet, tenant, deploymentId } = await quietHarness(ctx);
+  // As if its workers had died every time: the attempts are used up.
+  await quiet.deps.store.db
+    .updateTable('jobs')
+    .set({ attempts: 8, last_error: 'the worker vanished' })
+    .where('subject_id', '=', deploymentId)
+    .execute();
+  await quiet.startWorker();
+  const end = await pollUntil('the deployment to end', async () => {
+    const d = (await quiet.request('GET', `/v1/deployments/${deploymentId}`, { token: tenant.token })).body
+      .data.deployment;
+    return d.state === 'success' || d.state === 'failed' ? d : undefined;
+  });
+  assert.equal(end.state, 'failed');
+  assert.match(end.failure_reason, /the worker vanished/);
+  const calls = await quiet.deps.store.db
+    .selectFrom('sim_calls')
+    .select('id')
+    .where('subject_id', '=', deploymentId)
+    .execute();
+  assert.deepEqual(calls, [], 'it never reached the provider');
 });

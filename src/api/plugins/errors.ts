@@ -1,4 +1,4 @@
-import type { FastifyError, FastifyInstance } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyRequest } from 'fastify';
 import {
   ApiError,
   type FieldError,
@@ -99,6 +99,18 @@ export function toApiError(error: FastifyError): ApiError | null {
     return ValidationError.fields(fieldErrors(errors));
   }
   return null;
+}
+
+/**
+ * For routes that validate with `attachValidation`: the body's field errors, to be reported together
+ * with the domain's. Anything that is not a field error (the body is not an object) is thrown as is.
+ */
+export function attachedFieldErrors(request: FastifyRequest): FieldError[] {
+  const error = request.validationError as FastifyError | undefined;
+  if (!error) return [];
+  const known = toApiError(error);
+  if (known instanceof ValidationError && known.errors) return known.errors;
+  throw known ?? error;
 }
 
 export function registerErrorHandling(app: FastifyInstance): void {

@@ -7,6 +7,7 @@ import {
   recordsOf,
   verifyCustomDomain,
 } from '../../domain/usecases/custom-domains.ts';
+import { liveIdentity } from '../../domain/usecases/environments.ts';
 import type { CustomDomainRow, EnvironmentRow, ServiceRow } from '../../store/schema.ts';
 import { actorOf, requireFeature } from '../plugins/auth.ts';
 import { AUTH_ERRORS, Envelope, errorResponses, Nullable, ServiceParams, Uuid } from '../schemas/common.ts';
@@ -38,6 +39,8 @@ export async function customDomainRoutes(app: FastifyInstance, { deps }: { deps:
       },
     },
     async (request) => {
+      // The records need the live identity: read it before the domain is stored.
+      await liveIdentity(deps, request.scope.environment as EnvironmentRow);
       const domain = await addCustomDomain(
         deps,
         actorOf(request),

@@ -64,6 +64,12 @@ export async function deploymentRoutes(app: FastifyInstance, { deps }: { deps: D
   app.post(
     '/environments/:envId/services/:serviceId/deploy',
     {
+      // The previews plan check needs the body's `preview` flag: it comes after the path's 404 (which is
+      // answered before the body is read) and before the fields are validated.
+      preValidation: async (request) => {
+        if ((request.body as { preview?: unknown } | undefined)?.preview === true)
+          requireFeature(request, 'previews');
+      },
       schema: {
         summary: 'Deploy Service',
         description:
@@ -79,9 +85,8 @@ export async function deploymentRoutes(app: FastifyInstance, { deps }: { deps: D
       const service = request.scope.service as ServiceRow;
       const body = request.body as DeployBody & { preview?: boolean };
       if (body.preview === true) {
-        requireFeature(request, 'previews');
-        const { preview, isNew } = await deployPreview(deps, actorOf(request), service, body as PreviewBody);
         const identity = await liveIdentity(deps, request.scope.environment as EnvironmentRow);
+        const { preview, isNew } = await deployPreview(deps, actorOf(request), service, body as PreviewBody);
         return {
           message: 'success',
           data: {

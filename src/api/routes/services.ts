@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
+import { withoutFields } from '../../domain/field-errors.ts';
 import type { SpecInput } from '../../domain/service-rules.ts';
 import type { Deps } from '../../domain/usecases/context.ts';
 import { liveIdentity } from '../../domain/usecases/environments.ts';
@@ -14,6 +15,7 @@ import { findDeploymentsByIds } from '../../store/repositories/deployments.ts';
 import { listServices } from '../../store/repositories/services.ts';
 import type { EnvironmentRow, ServiceRow } from '../../store/schema.ts';
 import { actorOf } from '../plugins/auth.ts';
+import { attachedFieldErrors } from '../plugins/errors.ts';
 import {
   AUTH_ERRORS,
   Envelope,
@@ -39,6 +41,8 @@ export async function serviceRoutes(app: FastifyInstance, { deps }: { deps: Deps
   app.post(
     '/environments/:envId/services',
     {
+      // Shape errors are reported together with the rules' (see createService), not on their own.
+      attachValidation: true,
       schema: {
         summary: 'Create Service',
         description:
@@ -54,8 +58,11 @@ export async function serviceRoutes(app: FastifyInstance, { deps }: { deps: Deps
     },
     async (request) => {
       const { environment } = scoped(request);
-      const row = await createService(deps, actorOf(request), environment, request.body as CreateServiceBody);
+      // Read before the change commits: a provider that cannot answer must not turn a done create into a 500.
       const identity = await liveIdentity(deps, environment);
+      const shape = attachedFieldErrors(request);
+      const body = withoutFields(request.body as CreateServiceBody, shape);
+      const row = await createService(deps, actorOf(request), environment, body, shape);
       return {
         message: 'success',
         data: { service: serviceView(row, { identity, latestDeployment: null, activeDomain: null }) },
@@ -162,6 +169,7 @@ export async function serviceRoutes(app: FastifyInstance, { deps }: { deps: Deps
   app.patch(
     '/environments/:envId/services/:serviceId',
     {
+      attachValidation: true,
       schema: {
         summary: 'Update Service',
         description:
@@ -175,8 +183,15 @@ export async function serviceRoutes(app: FastifyInstance, { deps }: { deps: Deps
     },
     async (request) => {
       const { environment, service } = scoped(request);
-      const row = await patchService(deps, actorOf(request), service, request.body as SpecInput);
       const identity = await liveIdentity(deps, environment);
+      const shape = attachedFieldErrors(request);
+      const row = await patchService(
+        deps,
+        actorOf(request),
+        service,
+        withoutFields(request.body as SpecInput, shape),
+        shape,
+      );
       return {
         message: 'success',
         data: {

@@ -7,8 +7,10 @@ export const ZERO_UUID = '00000000-0000-0000-0000-000000000000';
 
 /** A JSON Schema type that also admits null (OpenAPI 3.1 style `type: [T, "null"]`). */
 export function Nullable<T extends TSchema>(schema: T) {
-  const { type, ...rest } = schema as unknown as { type: string } & Record<string, unknown>;
-  return Type.Unsafe<Static<T> | null>({ ...rest, type: [type, 'null'] });
+  const { type, ...rest } = schema as unknown as { type: string; enum?: unknown[] } & Record<string, unknown>;
+  // An enum must admit null itself: `type` alone would let validation refuse it.
+  const values = rest.enum ? { enum: [...rest.enum, null] } : {};
+  return Type.Unsafe<Static<T> | null>({ ...rest, ...values, type: [type, 'null'] });
 }
 
 /** A string enum with a `type`, so that it can be made nullable and reads well in OpenAPI. */

@@ -16,6 +16,7 @@ import {
   PartialFailureError,
   ValidationError,
 } from '../errors.ts';
+import { mergeFieldErrors } from '../field-errors.ts';
 import type { SecretEntry } from '../secret-rules.ts';
 import { checkSecrets } from '../secret-rules.ts';
 import {
@@ -58,12 +59,18 @@ async function uniqueSubdomain(db: Db, name: string): Promise<string> {
  * (deploy_now) is accepted in the same transaction as the service, so neither exists without the other;
  * when the provider refuses it at once the service alone is kept and the call answers 500 (rule 4).
  */
-export async function createService(deps: Deps, actor: Actor, env: EnvironmentRow, body: CreateServiceBody) {
+export async function createService(
+  deps: Deps,
+  actor: Actor,
+  env: EnvironmentRow,
+  body: CreateServiceBody,
+  shapeErrors: FieldError[] = [],
+) {
   const { spec, errors } = checkCreate(body);
   const secrets = body.secrets ?? [];
-  const secretErrors: FieldError[] = checkSecrets(secrets, 'secrets').errors;
-  const all = [...errors, ...secretErrors];
-  if (body.subdomain !== undefined) all.push({ field: 'subdomain', error: 'subdomain cannot be supplied' });
+  const rules: FieldError[] = [...errors, ...checkSecrets(secrets, 'secrets').errors];
+  if (body.subdomain !== undefined) rules.push({ field: 'subdomain', error: 'subdomain cannot be supplied' });
+  const all = mergeFieldErrors(shapeErrors, rules);
   if (all.length > 0) throw ValidationError.fields(all);
   assertValidSecrets(secrets, 'secrets');
   const violation = businessRuleViolation(spec);
@@ -79,7 +86,7 @@ export async function createService(deps: Deps, actor: Actor, env: EnvironmentRo
   const refusal = body.deploy_now ? deps.provider.refuseDeploy(draft) : null;
   const service = await deps.store.db.transaction().execute(async (trx) => {
     const subdomain = await uniqueSubdomain(trx, spec.name);
-    await insertService(trx, {
+    const created = await insertService(trx, {
       ...spec,
       id,
       account_id: env.account_id,
@@ -101,7 +108,8 @@ export async function createService(deps: Deps, actor: Actor, env: EnvironmentRo
       environmentId: env.id,
     });
     if (body.deploy_now && !refusal) await acceptDeployment(trx, id, {});
-    return (await findServiceById(trx, id)) as ServiceRow;
+    // The spec: the create response shows `deploy_pending`, also when deploy_now queued a deployment.
+    return created;
   });
   if (refusal) {
     deps.logger.warn({ service: id, reason: refusal }, 'deploy_now refused by the provider');
@@ -110,9 +118,16 @@ export async function createService(deps: Deps, actor: Actor, env: EnvironmentRo
   return service;
 }
 
-export async function patchService(deps: Deps, actor: Actor, service: ServiceRow, body: SpecInput) {
+export async function patchService(
+  deps: Deps,
+  actor: Actor,
+  service: ServiceRow,
+  body: SpecInput,
+  shapeErrors: FieldError[] = [],
+) {
   const { spec, errors } = checkPatch(specOf(service), body);
-  if (errors.length > 0) throw ValidationError.fields(errors);
+  const all = mergeFieldErrors(shapeErrors, errors);
+  if (all.length > 0) throw ValidationError.fields(all);
   assertNotDeleting(service);
   const violation = businessRuleViolation(spec);
   if (violation) throw new BusinessRuleError(violation);

@@ -3,7 +3,7 @@ import type { Deps } from '../../domain/usecases/context.ts';
 import { effectiveSecrets } from '../../domain/usecases/secrets.ts';
 import { findDeploymentById, transitionDeployment } from '../../store/repositories/deployments.ts';
 import { findEnvironmentById } from '../../store/repositories/environments.ts';
-import { findServiceById, updateServiceUnlessDeleting } from '../../store/repositories/services.ts';
+import { findServiceById, followDeployment } from '../../store/repositories/services.ts';
 import type { EnvironmentRow, JobRow, ServiceRow } from '../../store/schema.ts';
 import type { JobHandler } from '../worker.ts';
 
@@ -22,7 +22,7 @@ export function deployHandler(deps: Deps): JobHandler {
       if (deployment.state === 'queued') {
         const started = await db.transaction().execute(async (trx) => {
           const moved = await transitionDeployment(trx, deployment.id, ['queued'], 'in_progress');
-          if (moved) await updateServiceUnlessDeleting(trx, service.id, { state: 'deploying' });
+          if (moved) await followDeployment(trx, service.id, deployment.id, 'deploying');
           return moved;
         });
         // Cancelled in the meantime (a delete): nothing to roll out.
@@ -46,8 +46,7 @@ export function deployHandler(deps: Deps): JobHandler {
             prov_deployment_id: result.provDeploymentId,
           });
           if (moved) {
-            await updateServiceUnlessDeleting(trx, service.id, {
-              state: 'running',
+            await followDeployment(trx, service.id, deployment.id, 'running', {
               namespace_name: result.namespaceName,
               kube_svc_alias: result.svcAlias,
             });
@@ -57,7 +56,7 @@ export function deployHandler(deps: Deps): JobHandler {
             prov_deployment_id: result.provDeploymentId,
             failure_reason: result.reason,
           });
-          if (moved) await updateServiceUnlessDeleting(trx, service.id, { state: 'deploy_failed' });
+          if (moved) await followDeployment(trx, service.id, deployment.id, 'deploy_failed');
         }
       });
     },
@@ -68,7 +67,7 @@ export function deployHandler(deps: Deps): JobHandler {
         const moved = await transitionDeployment(trx, deployment.id, ['queued', 'in_progress'], 'failed', {
           failure_reason: `The provider kept failing: ${reason}`.slice(0, 2000),
         });
-        if (moved) await updateServiceUnlessDeleting(trx, deployment.service_id, { state: 'deploy_failed' });
+        if (moved) await followDeployment(trx, deployment.service_id, deployment.id, 'deploy_failed');
       });
     },
   };

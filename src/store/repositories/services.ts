@@ -1,4 +1,4 @@
-import { DELETE_STATES } from '../../domain/service-states.ts';
+import { DELETE_STATES, type ServiceState } from '../../domain/service-states.ts';
 import type { Db } from '../database.ts';
 import type { NewService, ServiceRow, ServiceUpdate } from '../schema.ts';
 import { type Page, pageAfter } from './paging.ts';
@@ -74,12 +74,30 @@ export async function findPreview(
     .executeTakeFirst();
 }
 
-/** A deployment's effect on its service, which never overwrites a delete under way. */
-export async function updateServiceUnlessDeleting(db: Db, id: string, patch: ServiceUpdate): Promise<void> {
+/**
+ * A deployment's effect on its service. The state follows only the service's latest deployment (an
+ * older one finishing while a newer one waits leaves `deploy_queued` alone) and never overwrites a
+ * delete under way; what the provider provisioned is recorded whichever deployment brought it.
+ */
+export async function followDeployment(
+  db: Db,
+  serviceId: string,
+  deploymentId: string,
+  state: ServiceState,
+  provisioned?: { namespace_name: string; kube_svc_alias: string },
+): Promise<void> {
+  if (provisioned) {
+    await db
+      .updateTable('services')
+      .set({ ...provisioned, updated_at: new Date() })
+      .where('id', '=', serviceId)
+      .execute();
+  }
   await db
     .updateTable('services')
-    .set({ ...patch, updated_at: new Date() })
-    .where('id', '=', id)
+    .set({ state, updated_at: new Date() })
+    .where('id', '=', serviceId)
+    .where('latest_deployment_id', '=', deploymentId)
     .where('state', 'not in', DELETE_STATES)
     .execute();
 }
