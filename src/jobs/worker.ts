@@ -6,9 +6,13 @@ import type { Store } from '../store/database.ts';
 import type { JobRow } from '../store/schema.ts';
 import { claim, complete, type JobKind, renewLease, retryLater } from './queue.ts';
 
-/** What a job kind does. `run` must be idempotent; `fail` records a final failure on the subject. */
+/**
+ * What a job kind does. `run` must be idempotent; `fail` records a final failure on the subject.
+ * `signal` aborts when this worker loses the job's lease: another worker owns it from then on, so the
+ * handler must not record an outcome.
+ */
 export interface JobHandler {
-  run(job: JobRow): Promise<void>;
+  run(job: JobRow, signal: AbortSignal): Promise<void>;
   fail(job: JobRow, reason: string): Promise<void>;
 }
 
@@ -110,16 +114,16 @@ export class Worker {
     // The claim this worker holds: every write about the job below is fenced by it, so a worker that
     // lost its lease (a long pause) cannot finish, release or fail a job another worker took over.
     const fence = { seq: job.seq, workerId: this.id, attempts: job.attempts };
-    let lost = false;
+    const lease = new AbortController();
     const heartbeat = setInterval(
       () => {
         renewLease(store.db, fence, leaseMs).then(
           (held) => {
-            if (!held && !lost) {
-              lost = true;
+            if (!held && !lease.signal.aborted) {
               log.warn(
                 'lost the lease of this job: another worker may run it; its outcome is not recorded here',
               );
+              lease.abort(new Error('the lease of this job was lost'));
             }
           },
           (err) => log.warn({ err }, 'lease renewal failed'),
@@ -136,7 +140,7 @@ export class Worker {
         await complete(store.db, fence);
         return;
       }
-      await handler.run(job);
+      await handler.run(job, lease.signal);
       if (await complete(store.db, fence)) log.debug('job done');
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);

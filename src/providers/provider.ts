@@ -45,6 +45,8 @@ export interface DeployRequest {
   ops: OpsConfig;
   /** Variables the service runs with: secrets (environment overlaid by service). */
   variables: Record<string, string>;
+  /** Aborted when the worker loses the job: stop before moving traffic, report nothing. */
+  signal?: AbortSignal;
 }
 
 export type DeployResult =

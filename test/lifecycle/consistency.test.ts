@@ -93,7 +93,7 @@ test('an older deployment finishing does not report the service running while a 
     .selectAll()
     .where('subject_id', '=', first)
     .executeTakeFirstOrThrow();
-  await deployHandler(h.deps).run(job);
+  await deployHandler(h.deps).run(job, new AbortController().signal);
   const read = await h.request('GET', `${services()}/${created.id}`, { token: t.token });
   assert.equal(read.body.data.service.latest_deployment.state, 'queued');
   assert.equal(read.body.data.state, 'deploy_queued');
@@ -175,4 +175,25 @@ test('two secrets replaces at once: each is whole, the result is one of them, ne
       `round ${round}: ${keys.join(',')}`,
     );
   }
+});
+
+test('a deploy handler whose worker lost the lease records no outcome (the new holder will)', async () => {
+  const created = await create(VALID_SERVICE.docker);
+  const res = await h.request('POST', `${services()}/${created.id}/deploy`, {
+    token: t.token,
+    body: { docker_image_tag: 'v9' },
+  });
+  const id = res.body.data.deployment_id as string;
+  const job = await h.deps.store.db
+    .selectFrom('jobs')
+    .selectAll()
+    .where('subject_id', '=', id)
+    .executeTakeFirstOrThrow();
+  const lost = new AbortController();
+  lost.abort(new Error('the lease of this job was lost'));
+  await deployHandler(h.deps).run(job, lost.signal);
+  const d = (await h.request('GET', `/v1/deployments/${id}`, { token: t.token })).body.data.deployment;
+  assert.equal(d.state, 'in_progress', 'left for the worker that holds the job now');
+  const read = await h.request('GET', `${services()}/${created.id}`, { token: t.token });
+  assert.equal(read.body.data.state, 'deploying');
 });

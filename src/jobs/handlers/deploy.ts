@@ -14,7 +14,7 @@ import type { JobHandler } from '../worker.ts';
 export function deployHandler(deps: Deps): JobHandler {
   const { db } = deps.store;
   return {
-    async run(job: JobRow) {
+    async run(job: JobRow, signal: AbortSignal) {
       const deployment = await findDeploymentById(db, job.subject_id);
       if (!deployment || deployment.state === 'success' || deployment.state === 'failed') return;
       const service = (await findServiceById(db, deployment.service_id)) as ServiceRow;
@@ -39,7 +39,10 @@ export function deployHandler(deps: Deps): JobHandler {
         },
         ops: opsConfigOf(service),
         variables: await effectiveSecrets(db, deps.secretBox, environment.id, service.id),
+        signal,
       });
+      // Another worker holds the job now: its run records the outcome, not this one.
+      if (signal.aborted) return;
       await db.transaction().execute(async (trx) => {
         if (result.ok) {
           const moved = await transitionDeployment(trx, deployment.id, ['in_progress'], 'success', {

@@ -256,6 +256,8 @@ export class DockerProvider implements Provider {
       const serving = route ? ' The previous version keeps serving.' : '';
       return fail(`the new version did not become healthy: ${ready.reason}.${serving}${tail}`);
     }
+    // A worker that lost the job must not move traffic: the one that took it over decides.
+    request.signal?.throwIfAborted();
     await this.promote(service.id, deploymentId, service.port, ops);
     // Let every ingress see the new route before the old containers go, then stop them gracefully.
     await sleep(INGRESS_CACHE_MS + 500);
