@@ -59,6 +59,15 @@ export function deploymentView(d: DeploymentRow) {
   };
 }
 
+/** A service's public URL: its active custom domain, else its subdomain under the environment's ingress. */
+export function originOf(
+  subdomain: string,
+  identity: EnvironmentIdentity,
+  activeDomain: CustomDomainRow | null = null,
+) {
+  return activeDomain ? `https://${activeDomain.domain}` : `https://${subdomain}.${identity.ingress_host}`;
+}
+
 export interface ServiceViewOptions {
   identity: EnvironmentIdentity;
   latestDeployment: DeploymentRow | null;
@@ -110,9 +119,7 @@ export function serviceView(s: ServiceRow, options: ServiceViewOptions) {
     kube_preview_dep_secret: s.kube_preview_dep_secret,
     custom_domain_id: options.activeDomain?.id ?? ZERO_UUID,
     custom_domain: options.activeDomain ? customDomainSummary(options.activeDomain) : null,
-    origin: options.activeDomain
-      ? `https://${options.activeDomain.domain}`
-      : `https://${s.subdomain}.${options.identity.ingress_host}`,
+    origin: originOf(s.subdomain, options.identity, options.activeDomain),
     parent_service_id: s.parent_service_id,
     enable_previews: s.enable_previews,
     enable_code_review: s.enable_code_review,

@@ -17,7 +17,7 @@ import {
   Uuid,
 } from '../schemas/common.ts';
 import { Deployment } from '../schemas/deployments.ts';
-import { deploymentView } from '../views.ts';
+import { deploymentView, originOf } from '../views.ts';
 
 const DeployRequestBody = Type.Object(
   {
@@ -92,7 +92,7 @@ export async function deploymentRoutes(app: FastifyInstance, { deps }: { deps: D
           data: {
             service_id: preview.id,
             service_name: preview.name,
-            origin: `https://${preview.subdomain}.${identity.ingress_host}`,
+            origin: originOf(preview.subdomain, identity),
             pr_number: preview.pr_number as number,
             is_new: isNew,
           },

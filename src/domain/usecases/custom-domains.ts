@@ -9,13 +9,12 @@ import {
   newestDomainIn,
   transitionCustomDomain,
 } from '../../store/repositories/custom-domains.ts';
-import { findServiceById } from '../../store/repositories/services.ts';
 import type { CustomDomainRow, CustomDomainState, EnvironmentRow, ServiceRow } from '../../store/schema.ts';
 import { checkDomainName, checkRecord, type DnsRecordSpec, dnsRecordsFor } from '../custom-domain-rules.ts';
 import { ConflictError, DomainVerificationError, type FieldError, ValidationError } from '../errors.ts';
 import { recordAudit } from './audit.ts';
 import type { Actor, Deps } from './context.ts';
-import { assertNotDeleting } from './deployments.ts';
+import { assertNotDeleting, lockLiveService } from './deployments.ts';
 import { liveIdentity } from './environments.ts';
 
 /** States of a domain that is not serving yet and not retired: the "pending" one of a service. */
@@ -58,7 +57,7 @@ export async function addCustomDomain(
   if ('error' in checked) throw ValidationError.fields([checked.error]);
   assertNotDeleting(service);
   return deps.store.db.transaction().execute(async (trx) => {
-    assertNotDeleting((await findServiceById(trx, service.id, { forUpdate: true })) as ServiceRow);
+    await lockLiveService(trx, service.id);
     const taken = new ConflictError(`The domain ${checked.domain} is already registered`);
     if (await domainTaken(trx, checked.domain)) throw taken;
     // Two accounts racing for one name: the unique index decides, and the loser hears 409 too.
@@ -127,7 +126,7 @@ export async function verifyCustomDomain(
   if (failures.length > 0) throw new DomainVerificationError(failures);
 
   return deps.store.db.transaction().execute(async (trx) => {
-    assertNotDeleting((await findServiceById(trx, service.id, { forUpdate: true })) as ServiceRow);
+    await lockLiveService(trx, service.id);
     if (await transitionCustomDomain(trx, domain.id, VERIFIABLE, 'verified', { failure_reason: '' })) {
       await enqueue(trx, { kind: 'deploy_custom_domain', subjectId: domain.id, queueKey: service.id });
       await recordAudit(trx, actor, {

@@ -28,6 +28,13 @@ export function assertNotDeleting(service: ServiceRow): void {
   if (isDeleting(service.state)) throw new ForbiddenError('Service is being deleted');
 }
 
+/** Locks the service's row for the transaction and refuses when a delete was accepted meanwhile. */
+export async function lockLiveService(trx: Db, serviceId: string): Promise<ServiceRow> {
+  const locked = (await findServiceById(trx, serviceId, { forUpdate: true })) as ServiceRow;
+  assertNotDeleting(locked);
+  return locked;
+}
+
 /** At most one target, and it must fit the service's source. */
 export function checkDeployTarget(body: DeployBody, source: string): FieldError[] {
   const errors: FieldError[] = [];
@@ -86,8 +93,7 @@ export async function deploy(
   if (errors.length > 0) throw ValidationError.fields(errors);
   assertNotDeleting(service);
   return deps.store.db.transaction().execute(async (trx) => {
-    const locked = (await findServiceById(trx, service.id, { forUpdate: true })) as ServiceRow;
-    assertNotDeleting(locked);
+    await lockLiveService(trx, service.id);
     const deployment = await acceptDeployment(trx, service.id, body);
     await recordAudit(trx, actor, {
       action: 'deployment.create',

@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import type { Db } from '../../store/database.ts';
-import { findPreview, findServiceById, insertService } from '../../store/repositories/services.ts';
+import { findPreview, insertService } from '../../store/repositories/services.ts';
 import type { ServiceRow } from '../../store/schema.ts';
 import { type FieldError, ValidationError } from '../errors.ts';
 import { kubeSecretNames } from '../subdomain.ts';
 import { recordAudit } from './audit.ts';
 import type { Actor, Deps } from './context.ts';
-import { acceptDeployment, assertNotDeleting } from './deployments.ts';
+import { acceptDeployment, assertNotDeleting, lockLiveService } from './deployments.ts';
 import { readSecrets, storeSecrets } from './secrets.ts';
 
 export interface PreviewBody {
@@ -90,7 +90,7 @@ export async function deployPreview(deps: Deps, actor: Actor, parent: ServiceRow
   assertNotDeleting(parent);
   return deps.store.db.transaction().execute(async (trx) => {
     // The parent's lock serializes two first deploys of the same pull request, and sees a delete.
-    assertNotDeleting((await findServiceById(trx, parent.id, { forUpdate: true })) as ServiceRow);
+    await lockLiveService(trx, parent.id);
     const existing = await findPreview(trx, parent.id, body.pr_number as number);
     const preview = existing ?? (await createPreviewService(trx, deps, parent, body));
     if (existing) assertNotDeleting(existing);

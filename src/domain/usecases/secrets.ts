@@ -2,14 +2,12 @@ import { enqueue } from '../../jobs/queue.ts';
 import type { Db } from '../../store/database.ts';
 import { lockEnvironment } from '../../store/repositories/environments.ts';
 import { listSecrets, replaceSecrets } from '../../store/repositories/secrets.ts';
-import { findServiceById } from '../../store/repositories/services.ts';
-import type { ServiceRow } from '../../store/schema.ts';
 import type { SecretBox } from '../../store/secret-box.ts';
 import { ValidationError } from '../errors.ts';
 import { checkSecrets, mergeSecrets, type SecretEntry, type StoredSecret } from '../secret-rules.ts';
 import { recordAudit } from './audit.ts';
 import type { Actor, Deps } from './context.ts';
-import { assertNotDeleting } from './deployments.ts';
+import { lockLiveService } from './deployments.ts';
 
 export interface SecretScope {
   scope: 'service' | 'environment';
@@ -77,7 +75,7 @@ export async function putSecrets(
     // The scope's row lock makes concurrent replaces take turns (each one whole), and a service whose
     // delete was accepted meanwhile refuses.
     if (target.scope === 'service') {
-      assertNotDeleting((await findServiceById(trx, target.id, { forUpdate: true })) as ServiceRow);
+      await lockLiveService(trx, target.id);
     } else {
       await lockEnvironment(trx, target.id);
     }

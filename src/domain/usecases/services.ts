@@ -2,12 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { dropJobs, enqueue } from '../../jobs/queue.ts';
 import type { Db } from '../../store/database.ts';
 import { transitionDeployment, unfinishedDeployments } from '../../store/repositories/deployments.ts';
-import {
-  findServiceById,
-  insertService,
-  subdomainTaken,
-  updateService,
-} from '../../store/repositories/services.ts';
+import { insertService, subdomainTaken, updateService } from '../../store/repositories/services.ts';
 import type { EnvironmentRow, ServiceRow } from '../../store/schema.ts';
 import {
   BusinessRuleError,
@@ -29,7 +24,7 @@ import {
 import { generateSubdomain, kubeSecretNames } from '../subdomain.ts';
 import { recordAudit } from './audit.ts';
 import type { Actor, Deps } from './context.ts';
-import { acceptDeployment, assertNotDeleting } from './deployments.ts';
+import { acceptDeployment, assertNotDeleting, lockLiveService } from './deployments.ts';
 import { assertValidSecrets, storeSecrets } from './secrets.ts';
 
 export type CreateServiceBody = SpecInput & {
@@ -132,8 +127,7 @@ export async function patchService(
   const violation = businessRuleViolation(spec);
   if (violation) throw new BusinessRuleError(violation);
   return deps.store.db.transaction().execute(async (trx) => {
-    const locked = (await findServiceById(trx, service.id, { forUpdate: true })) as ServiceRow;
-    assertNotDeleting(locked);
+    await lockLiveService(trx, service.id);
     const updated = await updateService(trx, service.id, {
       ...spec,
       gitlab_connection_id: spec.source === 'gitlab' ? spec.installation_id : null,
@@ -158,8 +152,7 @@ export async function deleteService(deps: Deps, actor: Actor, service: ServiceRo
   if (service.is_protected)
     throw new ConflictError('Cannot delete a protected service. Remove protection first.');
   await deps.store.db.transaction().execute(async (trx) => {
-    const locked = (await findServiceById(trx, service.id, { forUpdate: true })) as ServiceRow;
-    assertNotDeleting(locked);
+    const locked = await lockLiveService(trx, service.id);
     if (locked.is_protected)
       throw new ConflictError('Cannot delete a protected service. Remove protection first.');
     const queued = await unfinishedDeployments(trx, service.id, ['queued']);

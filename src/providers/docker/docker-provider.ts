@@ -134,19 +134,20 @@ export class DockerProvider implements Provider {
     });
   }
 
-  private async removeContainers(
-    labels: Record<string, string>,
-    keep?: (labels: Record<string, string>) => boolean,
-  ) {
+  private async removeContainers(labels: Record<string, string>) {
     for (const c of await this.containersOf(labels)) {
-      if (keep?.(c.Labels)) continue;
-      await this.docker
-        .getContainer(c.Id)
-        .remove({ force: true })
-        .catch((error: { statusCode?: number }) => {
-          if (error.statusCode !== 404) throw error;
-        });
+      await this.docker.getContainer(c.Id).remove({ force: true }).catch(ignoreGone);
     }
+  }
+
+  /** The deployment whose containers serve the service (the routing table), if any. */
+  private async servingDeployment(serviceId: string): Promise<string | undefined> {
+    const route = await this.options.db
+      .selectFrom('docker_routes')
+      .select('deployment_id')
+      .where('service_id', '=', serviceId)
+      .executeTakeFirst();
+    return route?.deployment_id;
   }
 
   async deploy(request: DeployRequest): Promise<DeployResult> {
@@ -161,13 +162,9 @@ export class DockerProvider implements Provider {
       );
     }
     const success: DeployResult = { ok: true, provDeploymentId, namespaceName, svcAlias };
-    const route = await this.options.db
-      .selectFrom('docker_routes')
-      .select('deployment_id')
-      .where('service_id', '=', service.id)
-      .executeTakeFirst();
+    const serving = await this.servingDeployment(service.id);
     // A rerun (after a crash) of a deployment already promoted: it is what serves; report it as it went.
-    if (route?.deployment_id === deploymentId) {
+    if (serving === deploymentId) {
       await this.retireAllBut(service.id, deploymentId);
       return service.type === 'job' ? this.jobOutcome(deploymentId, success, fail) : success;
     }
@@ -253,8 +250,8 @@ export class DockerProvider implements Provider {
     if (!ready.ok) {
       const tail = targets[0] ? await this.logTail(targets[0].container) : '';
       await this.removeContainers({ [LABEL.deployment]: deploymentId });
-      const serving = route ? ' The previous version keeps serving.' : '';
-      return fail(`the new version did not become healthy: ${ready.reason}.${serving}${tail}`);
+      const kept = serving ? ' The previous version keeps serving.' : '';
+      return fail(`the new version did not become healthy: ${ready.reason}.${kept}${tail}`);
     }
     // A worker that lost the job must not move traffic: the one that took it over decides.
     request.signal?.throwIfAborted();
@@ -289,9 +286,7 @@ export class DockerProvider implements Provider {
       const container = this.docker.getContainer(c.Id);
       // Ten seconds to finish what they are doing, as `docker stop` gives.
       await container.stop({ t: 10 }).catch(() => undefined);
-      await container.remove({ force: true }).catch((error: { statusCode?: number }) => {
-        if (error.statusCode !== 404) throw error;
-      });
+      await container.remove({ force: true }).catch(ignoreGone);
     }
     await this.cron.rescan();
   }
@@ -392,13 +387,9 @@ export class DockerProvider implements Provider {
         ready_count: 0,
       };
     }
-    const route = await this.options.db
-      .selectFrom('docker_routes')
-      .select('deployment_id')
-      .where('service_id', '=', service.id)
-      .executeTakeFirst();
+    const servingId = await this.servingDeployment(service.id);
     const serving = all.filter(
-      (c) => c.Labels[LABEL.role] === 'replica' && c.Labels[LABEL.deployment] === route?.deployment_id,
+      (c) => c.Labels[LABEL.role] === 'replica' && c.Labels[LABEL.deployment] === servingId,
     );
     const ready = serving.filter((c) => c.State === 'running').length;
     return {
@@ -412,12 +403,7 @@ export class DockerProvider implements Provider {
     await this.cron.rescan();
     const images = await this.docker.listImages({ filters: labelFilter({ [LABEL.service]: service.id }) });
     for (const image of images) {
-      await this.docker
-        .getImage(image.Id)
-        .remove({ force: true })
-        .catch((error: { statusCode?: number }) => {
-          if (error.statusCode !== 404) throw error;
-        });
+      await this.docker.getImage(image.Id).remove({ force: true }).catch(ignoreGone);
     }
     await this.options.db.deleteFrom('docker_routes').where('service_id', '=', service.id).execute();
   }
@@ -432,4 +418,9 @@ function demultiplex(buffer: Buffer): string {
     at += 8 + size;
   }
   return Buffer.concat(chunks).toString('utf8');
+}
+
+/** Removing what is already gone is done. */
+function ignoreGone(error: { statusCode?: number }): void {
+  if (error.statusCode !== 404) throw error;
 }
