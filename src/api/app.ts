@@ -7,6 +7,7 @@ import Fastify, {
   LogController,
 } from 'fastify';
 import type { Deps } from '../domain/usecases/context.ts';
+import { BODY_LIMIT_BYTES, registerJsonBody } from './json-body.ts';
 import { TokenAuthenticator } from './plugins/auth.ts';
 import { registerBodyGuards } from './plugins/body-guards.ts';
 import { registerErrorHandling } from './plugins/errors.ts';
@@ -40,8 +41,7 @@ export async function buildApp(deps: Deps, options: AppOptions) {
     requestIdHeader: false,
     // One access-log line per request (below) instead of Fastify's two: pollers make many requests.
     logController: new LogController({ disableRequestLogging: true }),
-    // Bodies hold at most two 256 KiB documents (ops_json, helm_values_yml) and a few fields.
-    bodyLimit: 1024 * 1024,
+    bodyLimit: BODY_LIMIT_BYTES,
     ajv: { customOptions: { strict: false } },
     // Ids are UUIDs; anything much longer cannot name a resource (answered 404 below).
     routerOptions: { maxParamLength: 200 },
@@ -57,6 +57,7 @@ export async function buildApp(deps: Deps, options: AppOptions) {
   app.setValidatorCompiler(validatorCompiler);
   app.addSchema(ErrorBody);
   registerErrorHandling(app);
+  registerJsonBody(app);
   registerBodyGuards(app);
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);

@@ -3,12 +3,14 @@ import addFormats from 'ajv-formats';
 import type { FastifySchemaCompiler } from 'fastify';
 
 /**
- * Two validators: bodies are checked as sent (no type coercion, every error reported), while path and
+ * Two validators: bodies are checked as sent (no type coercion, every error reported, with the schema
+ * and data beside each error so that an unknown field can be matched to a known one), while path and
  * query strings are text by nature and are coerced to the declared types.
  */
 function makeAjv(coerce: boolean) {
   const ajv = new Ajv({
     allErrors: !coerce,
+    verbose: !coerce,
     coerceTypes: coerce,
     useDefaults: coerce,
     removeAdditional: false,

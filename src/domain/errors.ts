@@ -61,8 +61,15 @@ export class ValidationError extends ApiError {
   static fields(errors: FieldError[]): ValidationError {
     return new ValidationError('Invalid data', errors);
   }
-  static body(): ValidationError {
-    return new ValidationError('Please check your request body', null);
+  static body(cause: string): ValidationError {
+    return new UnreadableBodyError(cause);
+  }
+}
+
+/** The body cannot be read: the spec's message, and the cause as a `body` field error. */
+export class UnreadableBodyError extends ValidationError {
+  constructor(cause: string) {
+    super('Please check your request body', [{ field: 'body', error: cause }]);
   }
 }
 

@@ -182,6 +182,26 @@ describe('the description', () => {
 
   // Spec: coming-soon endpoints "return 404 today". The description should say so, not promise a 200
   // with no schema that the server never gives.
+  test('every request body object, nested ones too, is closed: additionalProperties false', () => {
+    const open: string[] = [];
+    const visit = (schema: Schema, at: string): void => {
+      const s = resolve(schema);
+      if (!s || typeof s !== 'object') return;
+      if (s.type === 'object' && s.properties && s.additionalProperties !== false) open.push(at);
+      for (const [name, property] of Object.entries(s.properties ?? {})) visit(property, `${at}.${name}`);
+      if (s.items) visit(s.items, `${at}[]`);
+    };
+    let bodies = 0;
+    for (const { method, path, op } of operations()) {
+      const body = (op.requestBody as Schema)?.content?.['application/json']?.schema;
+      if (!body) continue;
+      bodies++;
+      visit(body, `${method} ${path}`);
+    }
+    assert.ok(bodies >= 8, `request bodies found: ${bodies}`);
+    assert.deepEqual(open, []);
+  });
+
   test('coming-soon operations document the 404 they answer, not a 200 without a schema', () => {
     for (const key of COMING_SOON) {
       const [method, path] = key.split(' ') as [string, string];

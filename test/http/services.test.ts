@@ -475,7 +475,7 @@ describe('PATCH a service', () => {
     assert.equal('build_context' in blank.body.data.service, false);
   });
 
-  test('deploy_now, secrets and subdomain are not patch fields: ignored, nothing deployed or stored', async () => {
+  test('deploy_now and secrets are not patch fields: refused, nothing deployed or stored; subdomain is read-only', async () => {
     const s = await create(docker());
     const res = await patch(s.id, {
       deploy_now: true,
@@ -483,20 +483,21 @@ describe('PATCH a service', () => {
       subdomain: 'mine',
       replica_count: 4,
     });
-    assert.equal(res.status, 200, JSON.stringify(res.body));
-    const after = res.body.data.service as Service;
-    assert.equal(after.replica_count, 4);
-    assert.equal(after.subdomain, s.subdomain);
-    assert.equal(after.state, 'deploy_pending');
-    assert.equal(after.latest_deployment, null);
+    assertFieldErrors(res, ['deploy_now', 'secrets']);
     const got = await get(s.id);
     assert.equal(got.body.data.state, 'deploy_pending');
+    assert.equal(got.body.data.service.replica_count, 2);
     assert.equal(got.body.data.service.latest_deployment, null);
     const secrets = await h.request('GET', `${serviceUrl(s.id)}/secrets`, { token: t.token });
     assert.equal(secrets.status, 200);
     assert.deepEqual(secrets.body.data.secrets, []);
     const actions = (await auditsOf(t, s.id)).map((a) => a.action).sort();
-    assert.deepEqual(actions, ['service.create', 'service.update'], 'no secrets or deployment audit entry');
+    assert.deepEqual(actions, ['service.create'], 'no update, secrets or deployment audit entry');
+
+    const readOnly = await patch(s.id, { subdomain: 'mine', replica_count: 4 });
+    assert.equal(readOnly.status, 200, JSON.stringify(readOnly.body));
+    assert.equal(readOnly.body.data.service.replica_count, 4);
+    assert.equal(readOnly.body.data.service.subdomain, s.subdomain);
   });
 
   test('a rejected patch changes nothing and writes no audit entry', async () => {
@@ -525,7 +526,7 @@ describe('PATCH a service', () => {
     assert.deepEqual(bad.body, {
       error_code: 'validation',
       message: 'Please check your request body',
-      errors: null,
+      errors: [{ field: 'body', error: 'body must be a JSON object' }],
     });
     const missing = await patch(randomUUID(), { replica_count: 1 });
     assert.equal(missing.status, 404);

@@ -4,8 +4,11 @@ import {
   type FieldError,
   NotFoundError,
   UNKNOWN_MESSAGE,
+  UnreadableBodyError,
   ValidationError,
 } from '../../domain/errors.ts';
+import { closestField } from '../closest-field.ts';
+import { BODY_CAUSES, FASTIFY_BODY_CAUSES } from '../json-body.ts';
 import { RESOURCE_OF_PARAM } from './scope.ts';
 
 /**
@@ -13,19 +16,23 @@ import { RESOURCE_OF_PARAM } from './scope.ts';
  * schema validation) are mapped by their code, never by message text. Anything else is a 500 whose
  * message is never echoed. The body is always {error_code, message, errors}.
  */
-const BODY_ERROR_CODES = new Set([
-  'FST_ERR_CTP_EMPTY_JSON_BODY',
-  'FST_ERR_CTP_INVALID_MEDIA_TYPE',
-  'FST_ERR_CTP_INVALID_CONTENT_LENGTH',
-  'FST_ERR_CTP_BODY_TOO_LARGE',
-  'FST_ERR_CTP_INVALID_JSON_BODY',
-]);
-
+/** Ajv's error, with the schema and data that `verbose` adds (see validation.ts). */
 interface AjvError {
   keyword: string;
   instancePath: string;
   params: Record<string, unknown>;
   message?: string;
+  parentSchema?: { properties?: Record<string, { readOnly?: boolean }> };
+}
+
+/** `unknown field "tag"; did you mean "docker_image_tag"?`: read-only fields are never suggested. */
+function unknownField(error: AjvError, field: string, base: string): string {
+  const known = Object.entries(error.parentSchema?.properties ?? {})
+    .filter(([, schema]) => !schema.readOnly)
+    .map(([name]) => name);
+  const close = closestField(String(error.params.additionalProperty), known);
+  const suggestion = close ? `; did you mean "${base ? `${base}.${close}` : close}"?` : '';
+  return `unknown field "${field}"${suggestion}`;
 }
 
 /** `/secrets/2/key` -> `secrets[2].key` */
@@ -37,9 +44,11 @@ function fieldPath(instancePath: string): string {
     .reduce((path, part) => (/^\d+$/.test(part) ? `${path}[${part}]` : path ? `${path}.${part}` : part), '');
 }
 
-function describe(error: AjvError, field: string): string {
+function describe(error: AjvError, field: string, base: string): string {
   const p = error.params;
   switch (error.keyword) {
+    case 'additionalProperties':
+      return unknownField(error, field, base);
     case 'required':
       return `${field} is a required field`;
     case 'type': {
@@ -73,11 +82,16 @@ export function fieldErrors(errors: AjvError[]): FieldError[] {
   const seen = new Set<string>();
   for (const error of errors) {
     const base = fieldPath(error.instancePath);
-    const missing = error.keyword === 'required' ? String(error.params.missingProperty) : '';
-    const field = missing ? (base ? `${base}.${missing}` : missing) : base;
+    const named =
+      error.keyword === 'required'
+        ? String(error.params.missingProperty)
+        : error.keyword === 'additionalProperties'
+          ? String(error.params.additionalProperty)
+          : '';
+    const field = named ? (base ? `${base}.${named}` : named) : base;
     if (seen.has(field)) continue;
     seen.add(field);
-    out.push({ field, error: describe(error, field) });
+    out.push({ field, error: describe(error, field, base) });
   }
   return out;
 }
@@ -89,13 +103,15 @@ function resourceOfParams(errors: AjvError[]): string {
 
 export function toApiError(error: FastifyError): ApiError | null {
   if (error instanceof ApiError) return error;
-  if (error.code && BODY_ERROR_CODES.has(error.code)) return ValidationError.body();
+  const cause = error.code ? FASTIFY_BODY_CAUSES[error.code] : undefined;
+  if (cause) return ValidationError.body(cause);
   if (error.validation) {
     if (error.validationContext === 'params')
       return new NotFoundError(resourceOfParams(error.validation as AjvError[]));
     const errors = error.validation as AjvError[];
-    // The body itself is missing or is not an object.
-    if (errors.some((e) => e.instancePath === '' && e.keyword === 'type')) return ValidationError.body();
+    // The body itself is not an object (a missing body is answered before validation: json-body.ts).
+    if (errors.some((e) => e.instancePath === '' && e.keyword === 'type'))
+      return ValidationError.body(BODY_CAUSES.notObject);
     return ValidationError.fields(fieldErrors(errors));
   }
   return null;
@@ -109,7 +125,8 @@ export function attachedFieldErrors(request: FastifyRequest): FieldError[] {
   const error = request.validationError as FastifyError | undefined;
   if (!error) return [];
   const known = toApiError(error);
-  if (known instanceof ValidationError && known.errors) return known.errors;
+  if (known instanceof ValidationError && !(known instanceof UnreadableBodyError) && known.errors)
+    return known.errors;
   throw known ?? error;
 }
 

@@ -16,7 +16,7 @@ import { listAccounts } from '../../store/repositories/accounts.ts';
 import type { AccountRow } from '../../store/schema.ts';
 import type { TokenAuthenticator } from '../plugins/auth.ts';
 import { Account, Features } from '../schemas/admin.ts';
-import { Envelope, errorResponses, StringEnum, Uuid } from '../schemas/common.ts';
+import { CLOSED, Envelope, errorResponses, StringEnum, Uuid } from '../schemas/common.ts';
 import { CLOUDS, Environment } from '../schemas/environments.ts';
 import { environmentView } from '../views.ts';
 
@@ -66,11 +66,14 @@ export async function adminRoutes(
     {
       schema: {
         summary: 'Create an account',
-        body: Type.Object({
-          name: Type.String({ minLength: 1, maxLength: 100 }),
-          plan: Type.Optional(StringEnum(PLANS, { description: 'default starter' })),
-          features: Type.Optional(Features),
-        }),
+        body: Type.Object(
+          {
+            name: Type.String({ minLength: 1, maxLength: 100 }),
+            plan: Type.Optional(StringEnum(PLANS, { description: 'default starter' })),
+            features: Type.Optional(Features),
+          },
+          CLOSED,
+        ),
         response: { 200: Envelope(Type.Object({ account: Account })), ...ADMIN_ERRORS },
       },
     },
@@ -90,7 +93,10 @@ export async function adminRoutes(
       schema: {
         summary: "Change an account's plan or features",
         params: AccountParams,
-        body: Type.Object({ plan: Type.Optional(StringEnum(PLANS)), features: Type.Optional(Features) }),
+        body: Type.Object(
+          { plan: Type.Optional(StringEnum(PLANS)), features: Type.Optional(Features) },
+          CLOSED,
+        ),
         response: { 200: Envelope(Type.Object({ account: Account })), ...ADMIN_ERRORS },
       },
       preValidation: async (request) => assertUuid((request.params as { id: string }).id, 'Account'),
@@ -149,13 +155,16 @@ export async function adminRoutes(
         summary:
           'Create an environment (starts provisioning; poll GET /v1/environments/{id} until available)',
         params: AccountParams,
-        body: Type.Object({
-          name: Type.String({ minLength: 1, maxLength: 100 }),
-          cloud: Type.Optional(StringEnum(CLOUDS, { description: 'default aws' })),
-          region: Type.Optional(
-            Type.String({ pattern: '^[a-z]+(-[a-z0-9]+)+$', maxLength: 50, description: 'e.g. us-east-1' }),
-          ),
-        }),
+        body: Type.Object(
+          {
+            name: Type.String({ minLength: 1, maxLength: 100 }),
+            cloud: Type.Optional(StringEnum(CLOUDS, { description: 'default aws' })),
+            region: Type.Optional(
+              Type.String({ pattern: '^[a-z]+(-[a-z0-9]+)+$', maxLength: 50, description: 'e.g. us-east-1' }),
+            ),
+          },
+          CLOSED,
+        ),
         response: { 200: Envelope(Type.Object({ environment: Environment })), ...ADMIN_ERRORS },
       },
       preValidation: async (request) => assertUuid((request.params as { id: string }).id, 'Account'),

@@ -10,7 +10,15 @@ import {
 import { liveIdentity } from '../../domain/usecases/environments.ts';
 import type { CustomDomainRow, EnvironmentRow, ServiceRow } from '../../store/schema.ts';
 import { actorOf, requireFeature } from '../plugins/auth.ts';
-import { AUTH_ERRORS, Envelope, errorResponses, Nullable, ServiceParams, Uuid } from '../schemas/common.ts';
+import {
+  AUTH_ERRORS,
+  CLOSED,
+  Envelope,
+  errorResponses,
+  Nullable,
+  ServiceParams,
+  Uuid,
+} from '../schemas/common.ts';
 import { CustomDomain } from '../schemas/custom-domains.ts';
 import { customDomainView } from '../views.ts';
 
@@ -34,7 +42,10 @@ export async function customDomainRoutes(app: FastifyInstance, { deps }: { deps:
           '`verify_acm` CNAME and a `route_app_traffic` record (CNAME to the ingress host on AWS, an A record to the ' +
           'ingress address on GCP). A domain held by any account: 409. Next: create the records, then call verify.',
         params: ServiceParams,
-        body: Type.Object({ domain: Type.String({ maxLength: 300, description: 'e.g. app.example.com' }) }),
+        body: Type.Object(
+          { domain: Type.String({ maxLength: 300, description: 'e.g. app.example.com' }) },
+          CLOSED,
+        ),
         response: { 200: CustomDomainData, ...errorResponses(...AUTH_ERRORS, 409, 422) },
       },
     },

@@ -9,6 +9,7 @@ import type { DeploymentRow, EnvironmentRow, ServiceRow } from '../../store/sche
 import { actorOf, requireFeature } from '../plugins/auth.ts';
 import {
   AUTH_ERRORS,
+  CLOSED,
   Envelope,
   errorResponses,
   Nullable,
@@ -42,6 +43,7 @@ const DeployRequestBody = Type.Object(
     ),
   },
   {
+    ...CLOSED,
     description:
       'At most one target, fitting the source. `{}` deploys the branch head, the tag latest, or the latest chart.',
   },

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { DateTime, Nullable } from './common.ts';
+import { CLOSED, DateTime, Nullable, ReadOnly } from './common.ts';
 
 const secretFields = {
   key: Type.String({ maxLength: 256, description: 'non-empty after trimming; unique within the array' }),
@@ -12,16 +12,20 @@ const secretFields = {
   dep_export: Nullable(Type.Boolean()),
 };
 
-export const SecretInput = Type.Object({
-  key: secretFields.key,
-  value: Type.Optional(secretFields.value),
-  description: Type.Optional(secretFields.description),
-  use_preview: Type.Optional(secretFields.use_preview),
-  is_sensitive: Type.Optional(secretFields.is_sensitive),
-  expose_to_chart: Type.Optional(secretFields.expose_to_chart),
-  chart_default_val: Type.Optional(secretFields.chart_default_val),
-  dep_export: Type.Optional(secretFields.dep_export),
-});
+export const SecretInput = Type.Object(
+  {
+    key: secretFields.key,
+    value: Type.Optional(secretFields.value),
+    description: Type.Optional(secretFields.description),
+    use_preview: Type.Optional(secretFields.use_preview),
+    is_sensitive: Type.Optional(secretFields.is_sensitive),
+    expose_to_chart: Type.Optional(secretFields.expose_to_chart),
+    chart_default_val: Type.Optional(secretFields.chart_default_val),
+    dep_export: Type.Optional(secretFields.dep_export),
+    updated_at: ReadOnly('read-only: ignored, so that entries read back can be sent as they are'),
+  },
+  CLOSED,
+);
 
 export const Secret = Type.Object({
   key: secretFields.key,
@@ -35,5 +39,5 @@ export const Secret = Type.Object({
   updated_at: DateTime,
 });
 
-export const SecretsBody = Type.Object({ secrets: Type.Array(SecretInput, { maxItems: 500 }) });
+export const SecretsBody = Type.Object({ secrets: Type.Array(SecretInput, { maxItems: 500 }) }, CLOSED);
 export const SecretsData = Type.Object({ secrets: Type.Array(Secret) });

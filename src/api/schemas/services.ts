@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import { SERVICE_TYPES, SOURCES } from '../../domain/service-rules.ts';
-import { DateTime, Nullable, StringEnum, Uuid } from './common.ts';
+import { CLOSED, DateTime, Nullable, ReadOnly, StringEnum, Uuid } from './common.ts';
 import { CustomDomainSummary } from './custom-domains.ts';
 import { Deployment } from './deployments.ts';
 import { SecretInput } from './secrets.ts';
@@ -70,14 +70,12 @@ export const CreateServiceBody = Type.Object(
       Type.Boolean({ description: 'trigger a first deployment right after creation' }),
     ),
     secrets: Type.Optional(Type.Array(SecretInput, { maxItems: 500 })),
+    subdomain: Type.Optional(
+      Type.Unknown({ readOnly: true, description: 'never accepted: always a field error (the spec)' }),
+    ),
   },
-  { description: 'Unknown fields are ignored, except subdomain, which is never accepted.' },
+  { ...CLOSED, description: 'A field not listed here is a field error.' },
 );
-
-export const PatchServiceBody = Type.Object(optionalSpec, {
-  description:
-    'Any subset of the create fields except deploy_now and secrets; takes effect on the next deployment.',
-});
 
 export const OpsDependency = Type.Object({
   id: Type.String({ maxLength: 100 }),
@@ -144,3 +142,24 @@ export const Service = Type.Object({
   pr_number: Nullable(Type.Integer()),
   pr_comment_id: Nullable(Type.Integer()),
 });
+
+/**
+ * Any subset of the create fields but deploy_now and secrets. The service's other fields, as a GET
+ * returns them, are read-only: accepted and ignored, so that a service read back can be patched.
+ */
+export const PatchServiceBody = Type.Object(
+  {
+    ...optionalSpec,
+    ...Object.fromEntries(
+      Object.keys(Service.properties)
+        .filter((field) => !(field in specFields))
+        .map((field) => [field, ReadOnly('read-only: ignored')]),
+    ),
+  },
+  {
+    ...CLOSED,
+    description:
+      'Any subset of the create fields except deploy_now and secrets; takes effect on the next deployment. ' +
+      "The service's read-only fields are ignored; any other field is a field error.",
+  },
+);
