@@ -47,16 +47,26 @@ export async function firstStart(deps: Deps): Promise<FirstStart | null> {
   });
 }
 
-/** BERTH_ADMIN_TOKEN, or the token generated into the data directory (mode 0600) on first start. */
+/**
+ * BERTH_ADMIN_TOKEN, or the token saved in the data directory, or a new one: `save` writes a new one
+ * (mode 0600), once the server could start, so that a start that fails leaves nothing behind.
+ */
 export function adminTokenFor(
   configured: string | undefined,
   dataDir: string,
-): { token: string; generated: boolean } {
-  if (configured) return { token: configured, generated: false };
+): { token: string; generated: boolean; save(): void } {
+  const nothing = () => {};
+  if (configured) return { token: configured, generated: false, save: nothing };
   const file = path.join(dataDir, 'admin-token');
-  if (fs.existsSync(file)) return { token: fs.readFileSync(file, 'utf8').trim(), generated: false };
+  if (fs.existsSync(file))
+    return { token: fs.readFileSync(file, 'utf8').trim(), generated: false, save: nothing };
   const token = randomUUID();
-  fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-  fs.writeFileSync(file, `${token}\n`, { mode: 0o600 });
-  return { token, generated: true };
+  return {
+    token,
+    generated: true,
+    save: () => {
+      fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+      fs.writeFileSync(file, `${token}\n`, { mode: 0o600 });
+    },
+  };
 }

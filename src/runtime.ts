@@ -70,23 +70,51 @@ export interface Server {
   close(): Promise<void>;
 }
 
-/** `berth serve`: the API and, unless told otherwise, the workers, in one process. */
+/** A port or address the server cannot listen on: one line that says which setting to change. */
+export class ListenError extends Error {}
+
+function listenError(error: NodeJS.ErrnoException, config: Config): Error {
+  const where = `${config.host}:${config.port}`;
+  switch (error.code) {
+    case 'EADDRINUSE':
+      return new ListenError(`port ${config.port} is in use: set BERTH_PORT`);
+    case 'EACCES':
+      return new ListenError(`not allowed to listen on ${where}: set BERTH_PORT to 1024 or above`);
+    case 'EADDRNOTAVAIL':
+    case 'ENOTFOUND':
+      return new ListenError(`${config.host} is not an address of this machine: set BERTH_HOST`);
+    default:
+      return error;
+  }
+}
+
+/**
+ * `berth serve`: the API and, unless told otherwise, the workers, in one process. The API binds its
+ * port before the first start creates anything (account, environment, token, admin token file): a
+ * start that fails leaves the next one free to do it and print the token.
+ */
 export async function startServer(
   config: Config,
   options: { workers?: boolean; logger?: Logger } = {},
 ): Promise<Server> {
   const runtime = await openRuntime(config, options.logger);
   const { deps } = runtime;
+  let app: Awaited<ReturnType<typeof buildApp>> | null = null;
+  let worker: Worker | null = null;
   try {
     // The embedded database has one process, so a lease left in it belongs to a process that is gone.
     if (deps.store.kind === 'embedded') await releaseAllLeases(deps.store.db);
     const admin = adminTokenFor(config.adminToken, config.dataDir);
-    const first = await firstStart(deps);
-    const app = await buildApp(deps, { adminToken: admin.token });
-    const worker = options.workers === false ? null : startWorker(deps);
-    await worker?.start();
+    app = await buildApp(deps, { adminToken: admin.token });
+    const address = await app.listen({ host: config.host, port: config.port }).catch((error) => {
+      throw listenError(error, config);
+    });
     await deps.provider.startServing();
-    const address = await app.listen({ host: config.host, port: config.port });
+    admin.save();
+    const first = await firstStart(deps);
+    worker = options.workers === false ? null : startWorker(deps);
+    await worker?.start();
+    const running = { app, worker };
     return {
       url: address,
       adminToken: admin.token,
@@ -94,12 +122,14 @@ export async function startServer(
       firstStart: first,
       runtime,
       close: async () => {
-        await app.close();
-        await worker?.stop();
+        await running.app.close();
+        await running.worker?.stop();
         await runtime.close();
       },
     };
   } catch (error) {
+    await app?.close();
+    await worker?.stop();
     await runtime.close();
     throw error;
   }

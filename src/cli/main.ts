@@ -2,6 +2,7 @@ import { Command, InvalidArgumentError } from 'commander';
 import { ConfigError, loadConfig } from '../config.ts';
 import { FEATURES, PLANS } from '../domain/plans.ts';
 import { ProviderUnavailableError } from '../providers/registry.ts';
+import { ListenError } from '../runtime.ts';
 import { DataDirLockedError } from '../store/data-dir-lock.ts';
 import { MigrationError } from '../store/migrate.ts';
 import { MasterKeyError } from '../store/secret-box.ts';
@@ -12,6 +13,7 @@ import { migrateCommand, serveCommand, workerCommand } from './processes.ts';
 const USER_ERRORS = [
   ConfigError,
   DataDirLockedError,
+  ListenError,
   MasterKeyError,
   MigrationError,
   ProviderUnavailableError,
@@ -52,14 +54,20 @@ export function buildCli(): Command {
   return program;
 }
 
+/**
+ * Errors a user can fix exit 2; anything else exits 1. Both are one line on stderr; the stack trace of
+ * an unexpected error is printed only with BERTH_LOG_LEVEL=debug (or trace), for a bug report.
+ */
 export async function main(argv: string[]): Promise<void> {
   try {
     await buildCli().parseAsync(argv);
   } catch (error) {
-    if (USER_ERRORS.some((E) => error instanceof E) || (error as { isUserError?: boolean }).isUserError) {
-      process.stderr.write(`berth: ${(error as Error).message}\n`);
-      process.exit(2);
-    }
-    throw error;
+    const known =
+      USER_ERRORS.some((E) => error instanceof E) || (error as { isUserError?: boolean }).isUserError;
+    const message = error instanceof Error ? error.message : String(error);
+    process.stderr.write(`berth: ${known ? message : `unexpected error: ${message}`}\n`);
+    const verbose = ['debug', 'trace'].includes(process.env.BERTH_LOG_LEVEL ?? '');
+    if (!known && verbose && error instanceof Error) process.stderr.write(`${error.stack}\n`);
+    process.exit(known ? 2 : 1);
   }
 }

@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
 import type { FieldError } from './errors.ts';
+import type { ServiceType } from './service-rules.ts';
 
 /**
  * Custom domain names and the DNS records a caller must create for one. Pure: the tokens and the
@@ -29,6 +30,21 @@ export function checkDomainName(input: unknown): { domain: string } | { error: F
     }
   }
   return { domain };
+}
+
+/**
+ * The service types that can have a custom domain: those the ingress routes public traffic to. An
+ * `internal` service is reachable only inside its environment; workers, jobs and crons serve nothing.
+ */
+export const DOMAIN_SERVICE_TYPES: readonly ServiceType[] = ['web'];
+
+export function checkDomainServiceType(type: string | null): FieldError | null {
+  if (DOMAIN_SERVICE_TYPES.includes(type as ServiceType)) return null;
+  const kind = type ? `${/^[aeiou]/.test(type) ? 'an' : 'a'} ${type} service` : 'a service without a type';
+  return {
+    field: 'domain',
+    error: `domain can only be added to ${DOMAIN_SERVICE_TYPES.join(' or ')} services, and this is ${kind}`,
+  };
 }
 
 export interface DnsRecordSpec {

@@ -90,9 +90,15 @@ export class DomainVerificationError extends ApiError {
 }
 
 /** 500 `unknown` with a chosen message; the spec uses it when a service is created but its deploy fails. */
+/** 500: the request did part of its work (the service was created); `serviceId` names what exists. */
 export class PartialFailureError extends ApiError {
   readonly status = 500;
   readonly code = 'unknown';
+  readonly serviceId: string;
+  constructor(message: string, created: { serviceId: string }) {
+    super(message);
+    this.serviceId = created.serviceId;
+  }
 }
 
 export class RateLimitedError extends ApiError {

@@ -29,10 +29,10 @@ interface Record {
   record_value: string;
 }
 
-async function newService(tenant = t) {
+async function newService(tenant = t, body: object = VALID_SERVICE.docker) {
   const res = await h.request('POST', `/v1/environments/${tenant.envId}/services`, {
     token: tenant.token,
-    body: VALID_SERVICE.docker,
+    body,
   });
   assert.equal(res.status, 200, res.raw);
   return `/v1/environments/${tenant.envId}/services/${res.body.data.service.id}`;
@@ -141,6 +141,32 @@ describe('registration', () => {
     const missing = await h.request('POST', `${service}/custom-domains`, { token: t.token, body: {} });
     assert.equal(missing.status, 422);
     assert.equal(missing.body.errors[0].field, 'domain');
+  });
+
+  test('only web services can have one: a worker, a job, a cron or an internal service is 422 on domain', async () => {
+    const { port: _port, ...noPort } = VALID_SERVICE.docker;
+    for (const [type, kind, extra] of [
+      ['worker', 'a worker', {}],
+      ['job', 'a job', {}],
+      ['cron', 'a cron', { cron_schedule: '*/5 * * * *' }],
+      ['internal', 'an internal', { port: 8080 }],
+    ] as const) {
+      const service = await newService(t, { ...noPort, type, ...extra });
+      const res = await h.request('POST', `${service}/custom-domains`, {
+        token: t.token,
+        body: { domain: `${type}.example.com` },
+      });
+      assert.equal(res.status, 422, `${type}: ${res.raw}`);
+      assert.deepEqual(res.body.errors, [
+        { field: 'domain', error: `domain can only be added to web services, and this is ${kind} service` },
+      ]);
+    }
+    const web = await newService();
+    const ok = await h.request('POST', `${web}/custom-domains`, {
+      token: t.token,
+      body: { domain: 'worker.example.com' },
+    });
+    assert.equal(ok.status, 200, 'a refused name was not taken');
   });
 
   test('a domain any account holds is a 409; another account cannot see or verify it', async () => {

@@ -154,7 +154,7 @@ describe('deployments', () => {
     assert.equal(live.service.latest_deployment.docker_image_tag, 'v3');
   });
 
-  test('a provider refusing deploy_now at once: the service exists and the answer is 500 with the spec message', async () => {
+  test('a provider refusing deploy_now at once: 500 with the spec body and the service id header; deploy_failed with the reason', async () => {
     const res = await h.request('POST', base(), {
       token: t.token,
       body: { ...VALID_SERVICE.docker, docker_image: 'refuse/me', deploy_now: true },
@@ -170,8 +170,15 @@ describe('deployments', () => {
       (s: { docker_image?: string }) => s.docker_image === 'refuse/me',
     );
     assert.ok(kept, 'the service still exists');
-    assert.equal(kept.state, 'deploy_pending');
-    assert.equal(kept.latest_deployment, null);
+    assert.equal(res.headers['x-berth-service-id'], kept.id);
+    assert.equal(kept.state, 'deploy_failed');
+    assert.equal(kept.latest_deployment.state, 'failed');
+    assert.match(kept.latest_deployment.failure_reason, /refuse/);
+    const deployment = await h.request('GET', `/v1/deployments/${kept.latest_deployment.id}`, {
+      token: t.token,
+    });
+    assert.equal(deployment.body.data.deployment.state, 'failed');
+    assert.equal(deployment.body.data.deployment.failure_reason, kept.latest_deployment.failure_reason);
   });
 });
 

@@ -3,6 +3,7 @@ import {
   ApiError,
   type FieldError,
   NotFoundError,
+  PartialFailureError,
   UNKNOWN_MESSAGE,
   UnreadableBodyError,
   ValidationError,
@@ -135,6 +136,8 @@ export function registerErrorHandling(app: FastifyInstance): void {
     const known = toApiError(error);
     if (known) {
       if (known.status >= 500) request.log.error({ err: error }, known.message);
+      // The spec fixes the body of a partial failure; the header names what was created, for a retry.
+      if (known instanceof PartialFailureError) reply.header('x-berth-service-id', known.serviceId);
       return reply
         .status(known.status)
         .send({ error_code: known.code, message: known.message, errors: known.errors });

@@ -49,8 +49,9 @@ export async function serviceRoutes(app: FastifyInstance, { deps }: { deps: Deps
           "Rules: see the spec's Create Service table. Conditional requirements answer 422 with field errors; " +
           '`ops_json` with a source other than docker_image answers 500 `validation`; an environment that is not ' +
           '`available` answers 409. With `deploy_now` a first deployment is accepted in the same transaction ' +
-          '(no deployment id is returned); if the provider refuses it at once the service is kept and the answer is ' +
-          '500 `Service created successfully, but failed to deploy the service`.',
+          '(no deployment id is returned); if the provider refuses it at once the service is kept (`deploy_failed`, with a ' +
+          'failed deployment whose failure_reason says why) and the answer is 500 `Service created successfully, but ' +
+          'failed to deploy the service`, with the service id in the `x-berth-service-id` header.',
         params: EnvIdParams,
         body: CreateBodySchema,
         response: { 200: ServiceData, ...errorResponses(...AUTH_ERRORS, 409, 422) },

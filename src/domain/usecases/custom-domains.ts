@@ -10,7 +10,13 @@ import {
   transitionCustomDomain,
 } from '../../store/repositories/custom-domains.ts';
 import type { CustomDomainRow, CustomDomainState, EnvironmentRow, ServiceRow } from '../../store/schema.ts';
-import { checkDomainName, checkRecord, type DnsRecordSpec, dnsRecordsFor } from '../custom-domain-rules.ts';
+import {
+  checkDomainName,
+  checkDomainServiceType,
+  checkRecord,
+  type DnsRecordSpec,
+  dnsRecordsFor,
+} from '../custom-domain-rules.ts';
 import { ConflictError, DomainVerificationError, type FieldError, ValidationError } from '../errors.ts';
 import { recordAudit } from './audit.ts';
 import type { Actor, Deps } from './context.ts';
@@ -55,6 +61,8 @@ export async function addCustomDomain(
 ): Promise<CustomDomainRow> {
   const checked = checkDomainName(body.domain);
   if ('error' in checked) throw ValidationError.fields([checked.error]);
+  const untyped = checkDomainServiceType(service.type);
+  if (untyped) throw ValidationError.fields([untyped]);
   assertNotDeleting(service);
   return deps.store.db.transaction().execute(async (trx) => {
     await lockLiveService(trx, service.id);

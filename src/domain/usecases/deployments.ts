@@ -60,9 +60,15 @@ export function checkDeployTarget(body: DeployBody, source: string): FieldError[
 /**
  * Accepts a deployment inside `trx`: the service row is locked first, so deployments of one service get
  * their creation times, their jobs and their prev_deployment_id in the order they were accepted. The
- * caller writes the call's one audit entry.
+ * caller writes the call's one audit entry. A deployment the provider refused at once (`refusal`) is
+ * recorded `failed` with the reason and nothing is queued; the service goes `deploy_failed`.
  */
-export async function acceptDeployment(trx: Db, serviceId: string, body: DeployBody): Promise<DeploymentRow> {
+export async function acceptDeployment(
+  trx: Db,
+  serviceId: string,
+  body: DeployBody,
+  refusal: string | null = null,
+): Promise<DeploymentRow> {
   const service = (await findServiceById(trx, serviceId, { forUpdate: true })) as ServiceRow;
   const deployment = await insertDeployment(trx, {
     id: randomUUID(),
@@ -70,7 +76,8 @@ export async function acceptDeployment(trx: Db, serviceId: string, body: DeployB
     environment_id: service.environment_id,
     service_id: service.id,
     type: 'service_update',
-    state: 'queued',
+    state: refusal === null ? 'queued' : 'failed',
+    failure_reason: refusal ?? '',
     prev_deployment_id: service.latest_deployment_id,
     git_commit_ref: body.commit_id ?? '',
     docker_image_tag: service.source === 'docker_image' ? (body.docker_image_tag ?? 'latest') : '',
@@ -78,8 +85,12 @@ export async function acceptDeployment(trx: Db, serviceId: string, body: DeployB
     helm_values_yml: service.source === 'helm_chart' ? (service.helm_values_yml ?? '') : '',
     note: body.note ?? '',
   });
-  await updateService(trx, service.id, { state: 'deploy_queued', latest_deployment_id: deployment.id });
-  await enqueue(trx, { kind: 'deploy', subjectId: deployment.id, queueKey: service.id });
+  await updateService(trx, service.id, {
+    state: refusal === null ? 'deploy_queued' : 'deploy_failed',
+    latest_deployment_id: deployment.id,
+  });
+  if (refusal === null)
+    await enqueue(trx, { kind: 'deploy', subjectId: deployment.id, queueKey: service.id });
   return deployment;
 }
 

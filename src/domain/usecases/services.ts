@@ -52,7 +52,8 @@ async function uniqueSubdomain(db: Db, name: string): Promise<string> {
  * Create Service. Shape errors were answered by the route; here: the spec's conditional rules (422),
  * then its business rules (500 `validation`), then the environment's state (409). A first deployment
  * (deploy_now) is accepted in the same transaction as the service, so neither exists without the other;
- * when the provider refuses it at once the service alone is kept and the call answers 500 (rule 4).
+ * when the provider refuses it at once the service is kept, `deploy_failed` with a failed deployment that
+ * records the reason, and the call answers 500 (rule 4) naming the service (see PartialFailureError).
  */
 export async function createService(
   deps: Deps,
@@ -102,13 +103,13 @@ export async function createService(
       resourceId: id,
       environmentId: env.id,
     });
-    if (body.deploy_now && !refusal) await acceptDeployment(trx, id, {});
+    if (body.deploy_now) await acceptDeployment(trx, id, {}, refusal);
     // The spec: the create response shows `deploy_pending`, also when deploy_now queued a deployment.
     return created;
   });
   if (refusal) {
     deps.logger.warn({ service: id, reason: refusal }, 'deploy_now refused by the provider');
-    throw new PartialFailureError(DEPLOY_FAILED_MESSAGE);
+    throw new PartialFailureError(DEPLOY_FAILED_MESSAGE, { serviceId: id });
   }
   return service;
 }

@@ -1,0 +1,58 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
+import { api, runBerth, startBerth } from '../helpers/process.ts';
+
+/** A first start that cannot listen creates nothing, says why in one line, and leaves the next start whole. */
+let db: TestDatabase;
+before(async () => {
+  db = await createTestDatabase();
+});
+after(() => db.drop());
+
+async function holdPort(): Promise<{ port: number; release(): Promise<void> }> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  return { port, release: () => new Promise((resolve) => server.close(() => resolve())) };
+}
+
+test('a port in use: one line naming BERTH_PORT, exit 2, and no account, token or admin token created', async () => {
+  const env = { BERTH_DATA_DIR: db.dataDir, BERTH_DATABASE_URL: db.databaseUrl ?? '', BERTH_ADMIN_TOKEN: '' };
+  const held = await holdPort();
+  try {
+    const refused = runBerth(['serve'], { ...env, BERTH_PORT: String(held.port) });
+    assert.equal(await refused.exited, 2, refused.stderr());
+    assert.equal(refused.stderr(), `berth: port ${held.port} is in use: set BERTH_PORT\n`);
+    assert.equal(refused.stdout(), '');
+    assert.equal(fs.existsSync(path.join(db.dataDir, 'admin-token')), false, 'no admin token saved');
+  } finally {
+    await held.release();
+  }
+
+  // Nothing was created: the next start is the first start, and its token works.
+  const server = await startBerth(env);
+  try {
+    const token = (await server.waitForOutput(/API token:\s+([0-9a-f-]{36})/))[1] as string;
+    await server.waitForOutput(/Admin token \(for \/admin\/v1 and berth admin\): [0-9a-f-]{36}/);
+    const envs = await api(`${server.url}/v1/environments`, token);
+    assert.equal(envs.status, 200);
+    assert.equal(envs.body.data.environments.length, 1);
+  } finally {
+    assert.equal(await server.kill('SIGTERM'), 0);
+  }
+});
+
+test('a host that is not this machine: one line naming BERTH_HOST', async () => {
+  const refused = runBerth(['serve'], {
+    BERTH_DATA_DIR: db.dataDir,
+    BERTH_DATABASE_URL: db.databaseUrl ?? '',
+    BERTH_HOST: '192.0.2.1',
+    BERTH_PORT: '0',
+  });
+  assert.equal(await refused.exited, 2, refused.stderr());
+  assert.equal(refused.stderr(), 'berth: 192.0.2.1 is not an address of this machine: set BERTH_HOST\n');
+});
