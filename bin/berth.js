@@ -1,5 +1,50 @@
 #!/usr/bin/env node
 // Berth runs its TypeScript sources directly: Node 24 strips types natively (no build step to forget).
-import { main } from '../src/cli/main.ts';
+// This file is plain JavaScript that any Node can read, so that `berth` works wherever it is installed:
+// on an older Node it runs itself again on the Node 24 that the package installs (the `node` package).
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 
-await main(process.argv);
+const REQUIRED_MAJOR = 24;
+const major = Number(process.versions.node.split('.')[0]);
+
+/** The package's own Node 24 binary, wherever npm placed the `node` package (nested or hoisted). */
+function bundledNode() {
+  try {
+    const manifest = createRequire(import.meta.url).resolve('node/package.json');
+    const binary = path.join(path.dirname(manifest), 'bin', 'node');
+    return fs.existsSync(binary) ? binary : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Runs this file on `node`, passing signals on, and exits as it exits. */
+function rerunOn(node) {
+  const child = spawn(node, [fileURLToPath(import.meta.url), ...process.argv.slice(2)], { stdio: 'inherit' });
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(signal, () => child.kill(signal));
+  child.on('exit', (code, signal) => {
+    if (signal) {
+      process.removeAllListeners(signal);
+      process.kill(process.pid, signal);
+    } else process.exit(code ?? 1);
+  });
+}
+
+if (major >= REQUIRED_MAJOR) {
+  const { main } = await import('../src/cli/main.ts');
+  await main(process.argv);
+} else {
+  const node = bundledNode();
+  if (node) rerunOn(node);
+  else {
+    process.stderr.write(
+      `berth: needs Node ${REQUIRED_MAJOR} or later (this is Node ${process.versions.node}), and its own ` +
+        `Node ${REQUIRED_MAJOR} (the "node" package) is not installed: run npm install, or use Node ${REQUIRED_MAJOR}\n`,
+    );
+    process.exit(2);
+  }
+}

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { Command, Option } from 'commander';
 import { AdminClient, ApiCallError } from '../client/http-client.ts';
 import { loadConfig } from '../config.ts';
+import { withExamples } from './help.ts';
 
 class AdminCliError extends Error {
   readonly isUserError = true;
@@ -52,36 +53,67 @@ export function adminCommand(plans: readonly string[], features: readonly string
     new Option('--feature <feature...>', 'features granted beyond the plan').choices(features);
 
   const accounts = admin.command('accounts').description('accounts and their plans');
-  accounts.command('list').action(() => run(() => client(opts()).listAccounts()));
-  accounts
-    .command('create <name>')
-    .addOption(planOption())
-    .addOption(featureOption())
-    .action((name: string, o: { plan?: 'none'; feature?: 'previews'[] }) =>
-      run(() => client(opts()).createAccount({ name, plan: o.plan, features: o.feature })),
-    );
-  accounts
-    .command('update <accountId>')
-    .addOption(planOption())
-    .addOption(featureOption())
-    .action((id: string, o: { plan?: 'none'; feature?: 'previews'[] }) =>
-      run(() => client(opts()).updateAccount(id, { plan: o.plan, features: o.feature })),
-    );
+  withExamples(accounts.command('list').description('list every account'), 'admin accounts list').action(() =>
+    run(() => client(opts()).listAccounts()),
+  );
+  withExamples(
+    accounts
+      .command('create <name>')
+      .description('create an account (plan starter unless --plan says otherwise)')
+      .addOption(planOption())
+      .addOption(featureOption()),
+    'admin accounts create acme --plan pro',
+  ).action((name: string, o: { plan?: 'none'; feature?: 'previews'[] }) =>
+    run(() => client(opts()).createAccount({ name, plan: o.plan, features: o.feature })),
+  );
+  withExamples(
+    accounts
+      .command('update <accountId>')
+      .description("change an account's plan or features (--plan none suspends it)")
+      .addOption(planOption())
+      .addOption(featureOption()),
+    'admin accounts update <accountId> --plan starter --feature previews',
+  ).action((id: string, o: { plan?: 'none'; feature?: 'previews'[] }) =>
+    run(() => client(opts()).updateAccount(id, { plan: o.plan, features: o.feature })),
+  );
 
   const tokens = admin.command('tokens').description('API tokens');
-  tokens
-    .command('issue <accountId>')
-    .description('issue an API token; it is printed once and never again')
-    .action((id: string) => run(() => client(opts()).issueToken(id)));
-  tokens.command('revoke <tokenId>').action((id: string) => run(() => client(opts()).revokeToken(id)));
+  withExamples(
+    tokens
+      .command('list <accountId>')
+      .description("list an account's tokens: ids and dates, never the tokens"),
+    'admin tokens list <accountId>',
+  ).action((id: string) => run(() => client(opts()).listTokens(id)));
+  withExamples(
+    tokens.command('issue <accountId>').description('issue an API token; it is printed once and never again'),
+    'admin tokens issue <accountId>',
+    'admin tokens issue $(npx berth admin accounts list | jq -r \'.accounts[] | select(.name == "default") | .id\')',
+  ).action((id: string) => run(() => client(opts()).issueToken(id)));
+  withExamples(
+    tokens.command('revoke <tokenId>').description('revoke an API token at once'),
+    'admin tokens revoke <tokenId>',
+  ).action((id: string) => run(() => client(opts()).revokeToken(id)));
 
   const environments = admin.command('environments').description('environments');
-  environments
-    .command('create <accountId> <name>')
-    .addOption(new Option('--cloud <cloud>').choices(['aws', 'gcp']))
-    .option('--region <region>', 'e.g. us-east-1')
-    .action((id: string, name: string, o: { cloud?: 'aws' | 'gcp'; region?: string }) =>
-      run(() => client(opts()).createEnvironment(id, { name, cloud: o.cloud, region: o.region })),
-    );
+  withExamples(
+    environments
+      .command('list <accountId>')
+      .description("list an account's environments (deleted ones left out)"),
+    'admin environments list <accountId>',
+  ).action((id: string) => run(() => client(opts()).listEnvironments(id)));
+  withExamples(
+    environments
+      .command('create <accountId> <name>')
+      .description('create an environment; it is available once provisioned')
+      .addOption(new Option('--cloud <cloud>', 'the cloud (default aws)').choices(['aws', 'gcp']))
+      .option('--region <region>', 'e.g. us-east-1 (default us-east-1, us-central1 on gcp)'),
+    'admin environments create <accountId> staging --cloud gcp --region europe-west1',
+  ).action((id: string, name: string, o: { cloud?: 'aws' | 'gcp'; region?: string }) =>
+    run(() => client(opts()).createEnvironment(id, { name, cloud: o.cloud, region: o.region })),
+  );
+  withExamples(admin, 'admin accounts list', 'admin --url http://127.0.0.1:8080 tokens issue <accountId>');
+  withExamples(accounts, 'admin accounts list');
+  withExamples(tokens, 'admin tokens list <accountId>');
+  withExamples(environments, 'admin environments list <accountId>');
   return admin;
 }

@@ -1,4 +1,5 @@
 import { Command, InvalidArgumentError } from 'commander';
+import packageJson from '../../package.json' with { type: 'json' };
 import { ConfigError, loadConfig } from '../config.ts';
 import { FEATURES, PLANS } from '../domain/plans.ts';
 import { ProviderUnavailableError } from '../providers/registry.ts';
@@ -7,6 +8,7 @@ import { DataDirLockedError } from '../store/data-dir-lock.ts';
 import { MigrationError } from '../store/migrate.ts';
 import { MasterKeyError } from '../store/secret-box.ts';
 import { adminCommand } from './admin.ts';
+import { withExamples } from './help.ts';
 import { migrateCommand, serveCommand, workerCommand } from './processes.ts';
 
 /** Errors a user can cause or fix: printed as one clear line, never a stack trace. */
@@ -28,27 +30,34 @@ function positiveInt(value: string): number {
 export function buildCli(): Command {
   const program = new Command('berth')
     .description('Berth: a self-hostable control plane for the Environment and Service Management API')
+    .version(packageJson.version, '-v, --version', 'print the version')
     .showHelpAfterError();
+  withExamples(program, 'serve', 'admin accounts list', 'help admin');
 
-  program
-    .command('serve')
-    .description('run the API (and, by default, the job workers) on BERTH_HOST:BERTH_PORT')
-    .option(
-      '--no-workers',
-      'do not run job workers in this process (run berth worker instead; Postgres only)',
-    )
-    .action((options: { workers: boolean }) => serveCommand(loadConfig(), options));
+  withExamples(
+    program
+      .command('serve')
+      .description('run the API (and, by default, the job workers) on BERTH_HOST:BERTH_PORT')
+      .option(
+        '--no-workers',
+        'do not run job workers in this process (run berth worker instead; Postgres only)',
+      ),
+    'serve',
+    'serve --no-workers   # with BERTH_DATABASE_URL=postgres://..., workers run as berth worker',
+  ).action((options: { workers: boolean }) => serveCommand(loadConfig(), options));
 
-  program
-    .command('worker')
-    .description('run job workers only, sharing the work with other processes (needs BERTH_DATABASE_URL)')
-    .option('--concurrency <n>', 'jobs run at once by this process', positiveInt, 8)
-    .action((options: { concurrency: number }) => workerCommand(loadConfig(), options));
+  withExamples(
+    program
+      .command('worker')
+      .description('run job workers only, sharing the work with other processes (needs BERTH_DATABASE_URL)')
+      .option('--concurrency <n>', 'jobs run at once by this process', positiveInt, 8),
+    'worker --concurrency 4',
+  ).action((options: { concurrency: number }) => workerCommand(loadConfig(), options));
 
-  program
-    .command('migrate')
-    .description('bring the database schema up to date and exit')
-    .action(() => migrateCommand(loadConfig()));
+  withExamples(
+    program.command('migrate').description('bring the database schema up to date and exit'),
+    'migrate',
+  ).action(() => migrateCommand(loadConfig()));
 
   program.addCommand(adminCommand(PLANS, FEATURES));
   return program;

@@ -1,5 +1,5 @@
 import type { Static } from 'typebox';
-import type { Account } from '../api/schemas/admin.ts';
+import type { Account, ApiToken } from '../api/schemas/admin.ts';
 import type { Environment } from '../api/schemas/environments.ts';
 
 /** A typed client of Berth's HTTP APIs; its types come from the same schemas the server validates with. */
@@ -72,6 +72,15 @@ export class AdminClient {
       `/accounts/${accountId}/api-tokens`,
       {},
     );
+  }
+  listTokens(accountId: string) {
+    return this.http.call<{ api_tokens: Static<typeof ApiToken>[] }>(
+      'GET',
+      `/accounts/${accountId}/api-tokens`,
+    );
+  }
+  listEnvironments(accountId: string) {
+    return this.http.call<{ environments: EnvironmentT[] }>('GET', `/accounts/${accountId}/environments`);
   }
   revokeToken(tokenId: string) {
     return this.http.call<{ revoked: boolean }>('DELETE', `/api-tokens/${tokenId}`);

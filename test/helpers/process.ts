@@ -16,9 +16,16 @@ export interface BerthProcess {
   kill(signal?: NodeJS.Signals): Promise<number | string>;
 }
 
-/** Runs the real CLI as a user would: `node bin/berth.js ...` with the given environment. */
-export function runBerth(args: string[], env: Record<string, string | undefined>): BerthProcess {
-  const child = spawn(process.execPath, [BERTH_BIN, ...args], {
+/**
+ * Runs the real CLI as a user would: `node bin/berth.js ...` with the given environment, on this Node or
+ * on another one (`node`, e.g. the machine's older /usr/bin/node).
+ */
+export function runBerth(
+  args: string[],
+  env: Record<string, string | undefined>,
+  options: { node?: string } = {},
+): BerthProcess {
+  const child = spawn(options.node ?? process.execPath, [BERTH_BIN, ...args], {
     cwd: REPO,
     env: { ...process.env, BERTH_LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

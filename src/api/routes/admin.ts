@@ -8,6 +8,8 @@ import {
   changeAccount,
   createAccount,
   issueApiToken,
+  listAccountEnvironments,
+  listAccountTokens,
   revokeApiToken,
 } from '../../domain/usecases/accounts.ts';
 import type { Deps } from '../../domain/usecases/context.ts';
@@ -15,7 +17,7 @@ import { createEnvironment } from '../../domain/usecases/environments.ts';
 import { listAccounts } from '../../store/repositories/accounts.ts';
 import type { AccountRow } from '../../store/schema.ts';
 import type { TokenAuthenticator } from '../plugins/auth.ts';
-import { Account, Features } from '../schemas/admin.ts';
+import { Account, ApiToken, Features } from '../schemas/admin.ts';
 import { CLOSED, Envelope, errorResponses, StringEnum, Uuid } from '../schemas/common.ts';
 import { CLOUDS, Environment } from '../schemas/environments.ts';
 import { environmentView } from '../views.ts';
@@ -127,6 +129,45 @@ export async function adminRoutes(
     async (request) => {
       const { id } = request.params as { id: string };
       return { message: 'success', data: await issueApiToken(deps, String(request.id), id) };
+    },
+  );
+
+  app.get(
+    '/accounts/:id/api-tokens',
+    {
+      schema: {
+        summary:
+          "List an account's API tokens, oldest first (ids and dates; the tokens themselves are never shown again)",
+        params: AccountParams,
+        response: { 200: Envelope(Type.Object({ api_tokens: Type.Array(ApiToken) })), ...ADMIN_ERRORS },
+      },
+      preValidation: async (request) => assertUuid((request.params as { id: string }).id, 'Account'),
+    },
+    async (request) => {
+      const tokens = await listAccountTokens(deps, (request.params as { id: string }).id);
+      const api_tokens = tokens.map((t) => ({
+        id: t.id,
+        account_id: t.account_id,
+        created_at: t.created_at.toISOString(),
+        revoked_at: t.revoked_at ? t.revoked_at.toISOString() : null,
+      }));
+      return { message: 'success', data: { api_tokens } };
+    },
+  );
+
+  app.get(
+    '/accounts/:id/environments',
+    {
+      schema: {
+        summary: "List an account's environments, oldest first (deleted ones left out)",
+        params: AccountParams,
+        response: { 200: Envelope(Type.Object({ environments: Type.Array(Environment) })), ...ADMIN_ERRORS },
+      },
+      preValidation: async (request) => assertUuid((request.params as { id: string }).id, 'Account'),
+    },
+    async (request) => {
+      const rows = await listAccountEnvironments(deps, (request.params as { id: string }).id);
+      return { message: 'success', data: { environments: rows.map(environmentView) } };
     },
   );
 

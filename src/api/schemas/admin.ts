@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import { FEATURES, PLANS } from '../../domain/plans.ts';
-import { DateTime, StringEnum, Uuid } from './common.ts';
+import { DateTime, Nullable, StringEnum, Uuid } from './common.ts';
 
 export const Account = Type.Object({
   id: Uuid,
@@ -12,3 +12,11 @@ export const Account = Type.Object({
 });
 
 export const Features = Type.Array(StringEnum(FEATURES), { maxItems: FEATURES.length, uniqueItems: true });
+
+/** An API token as the operator sees it: never the token or its hash (shown once, when issued). */
+export const ApiToken = Type.Object({
+  id: Uuid,
+  account_id: Uuid,
+  created_at: DateTime,
+  revoked_at: Nullable(DateTime),
+});

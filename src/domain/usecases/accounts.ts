@@ -3,9 +3,11 @@ import {
   findAccount,
   insertAccount,
   insertApiToken,
+  listApiTokens,
   revokeToken,
   updateAccount,
 } from '../../store/repositories/accounts.ts';
+import { listEnvironments } from '../../store/repositories/environments.ts';
 import type { AccountRow } from '../../store/schema.ts';
 import { hashApiToken, newApiToken } from '../api-token.ts';
 import { NotFoundError } from '../errors.ts';
@@ -85,4 +87,16 @@ export async function revokeApiToken(deps: Deps, requestId: string, tokenId: str
       environmentId: null,
     });
   });
+}
+
+/** An account's API tokens (revoked ones too, with when), oldest first; 404 for an unknown account. */
+export async function listAccountTokens(deps: Deps, accountId: string) {
+  if (!(await findAccount(deps.store.db, accountId))) throw new NotFoundError('Account');
+  return listApiTokens(deps.store.db, accountId);
+}
+
+/** An account's environments (deleted ones left out), oldest first; 404 for an unknown account. */
+export async function listAccountEnvironments(deps: Deps, accountId: string) {
+  if (!(await findAccount(deps.store.db, accountId))) throw new NotFoundError('Account');
+  return listEnvironments(deps.store.db, accountId);
 }

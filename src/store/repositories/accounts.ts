@@ -66,6 +66,17 @@ export async function findActiveToken(db: Db, tokenHash: string) {
     .executeTakeFirst();
 }
 
+/** An account's tokens, oldest first; never their hashes. */
+export async function listApiTokens(db: Db, accountId: string) {
+  return db
+    .selectFrom('api_tokens')
+    .select(['id', 'account_id', 'created_at', 'revoked_at'])
+    .where('account_id', '=', accountId)
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
+}
+
 export async function revokeToken(db: Db, id: string): Promise<ApiTokenRow | undefined> {
   return db
     .updateTable('api_tokens')

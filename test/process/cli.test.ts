@@ -1,0 +1,89 @@
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
+import { REPO, runBerth, startBerth } from '../helpers/process.ts';
+
+/**
+ * The `berth` bin as installed: on the machine's own, older Node (it runs itself again on the package's
+ * Node 24), with output that pipes into jq as it is.
+ */
+const OLD_NODE = process.env.BERTH_TEST_OLD_NODE ?? '/usr/bin/node';
+const VERSION = JSON.parse(fs.readFileSync(path.join(REPO, 'package.json'), 'utf8')).version as string;
+
+let db: TestDatabase;
+before(async () => {
+  db = await createTestDatabase();
+});
+after(() => db.drop());
+
+async function berth(args: string[], env: Record<string, string> = {}) {
+  const proc = runBerth(
+    args,
+    { BERTH_DATA_DIR: db.dataDir, BERTH_ADMIN_TOKEN: '', ...env },
+    { node: OLD_NODE },
+  );
+  const code = await proc.exited;
+  return { code, out: proc.stdout(), err: proc.stderr() };
+}
+
+test('the machine Node is older than 24, so these tests exercise the re-run', () => {
+  const version = execFileSync(OLD_NODE, ['--version'], { encoding: 'utf8' }).trim();
+  assert.ok(Number(version.replace(/^v/, '').split('.')[0]) < 24, `${OLD_NODE} is ${version}`);
+});
+
+test('berth --version on the older Node prints the package version and nothing else', async () => {
+  for (const flag of ['--version', '-v']) {
+    const res = await berth([flag]);
+    assert.equal(res.code, 0, res.err);
+    assert.equal(res.out, `${VERSION}\n`);
+  }
+});
+
+test('berth serve on the older Node; admin lists of accounts, tokens and environments are bare JSON', async () => {
+  const server = await startBerth({ BERTH_DATA_DIR: db.dataDir, BERTH_DATABASE_URL: db.databaseUrl ?? '' });
+  try {
+    await server.waitForOutput(/API token:\s+[0-9a-f-]{36}/);
+    const accounts = await berth(['admin', '--url', server.url, 'accounts', 'list']);
+    assert.equal(accounts.code, 0, accounts.err);
+    const account = JSON.parse(accounts.out).accounts.find((a: { name: string }) => a.name === 'default');
+    assert.ok(account, accounts.out);
+
+    const issued = await berth(['admin', '--url', server.url, 'tokens', 'issue', account.id]);
+    assert.equal(issued.code, 0, issued.err);
+    const { token_id: tokenId } = JSON.parse(issued.out);
+    const revoked = await berth(['admin', '--url', server.url, 'tokens', 'revoke', tokenId]);
+    assert.equal(revoked.code, 0, revoked.err);
+
+    const tokens = await berth(['admin', '--url', server.url, 'tokens', 'list', account.id]);
+    assert.equal(tokens.code, 0, tokens.err);
+    const listed = JSON.parse(tokens.out).api_tokens as Record<string, unknown>[];
+    assert.equal(listed.length, 2, 'the first-start token and the issued one');
+    assert.deepEqual(Object.keys(listed[0] ?? {}).sort(), ['account_id', 'created_at', 'id', 'revoked_at']);
+    assert.equal(listed[0]?.revoked_at, null);
+    assert.equal(listed[1]?.id, tokenId);
+    assert.match(String(listed[1]?.revoked_at), /^\d{4}-\d\d-\d\dT/);
+
+    const envs = await berth(['admin', '--url', server.url, 'environments', 'list', account.id]);
+    assert.equal(envs.code, 0, envs.err);
+    assert.deepEqual(
+      JSON.parse(envs.out).environments.map((e: { name: string }) => e.name),
+      ['default'],
+    );
+
+    const unknown = await berth([
+      'admin',
+      '--url',
+      server.url,
+      'tokens',
+      'list',
+      '00000000-0000-4000-8000-000000000000',
+    ]);
+    assert.equal(unknown.code, 2);
+    assert.equal(unknown.err, 'berth: notfound: Account not found\n');
+  } finally {
+    assert.equal(await server.kill('SIGTERM'), 0);
+  }
+});
