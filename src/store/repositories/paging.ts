@@ -22,7 +22,10 @@ const ISO_MS = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 
 function decodeCursor(cursor: string): Position {
   const [createdAt, id] = Buffer.from(cursor, 'base64url').toString('utf8').split('|');
-  if (!createdAt || !id || !ISO_MS.test(createdAt) || Number.isNaN(Date.parse(createdAt)) || !isUuid(id)) {
+  // Only what encodeCursor writes: a real time (no February 30th, which Date.parse rolls over, and no
+  // year 0, which PostgreSQL refuses) and a UUID.
+  const exact = createdAt && ISO_MS.test(createdAt) && !createdAt.startsWith('0000') && new Date(createdAt);
+  if (!exact || Number.isNaN(exact.getTime()) || exact.toISOString() !== createdAt || !id || !isUuid(id)) {
     throw ValidationError.fields([
       { field: 'cursor', error: 'cursor must be a next_cursor returned by this endpoint' },
     ]);
