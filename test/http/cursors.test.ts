@@ -82,7 +82,7 @@ test("every list's next_cursor is accepted back", async () => {
     assert.equal(typeof cursor, 'string', `${url} has a second page`);
     const next = await h.request('GET', `${url}?limit=1&cursor=${cursor}`, { token: t.token });
     assert.equal(next.status, 200, `${url}: ${JSON.stringify(next.body)}`);
-    const [[a], [b]] = [first, next].map((r) => Object.values(r.body.data).filter(Array.isArray)[0]);
-    assert.notEqual(a.id, b.id, `${url}: the second page starts after the first`);
+    const [a, b] = [first, next].map((r) => Object.values(r.body.data).filter(Array.isArray)[0]?.[0]);
+    assert.notEqual(a?.id, b?.id, `${url}: the second page starts after the first`);
   }
 });
