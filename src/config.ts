@@ -15,6 +15,8 @@ export interface Config {
   dnsServers: string[];
   ingressHost: string;
   ingressPort: number;
+  /** Address the docker provider's ingress listens on: apart from BERTH_HOST, so exposing apps never exposes the API. */
+  ingressBind: string;
   gitBaseUrl: string;
   rateLimitPerMin: number;
   jobLeaseMs: number;
@@ -59,6 +61,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       .filter(Boolean),
     ingressHost: env.BERTH_INGRESS_HOST || 'localhost',
     ingressPort: int(env, 'BERTH_INGRESS_PORT', 8088, 1, 65535),
+    ingressBind: env.BERTH_INGRESS_BIND || '127.0.0.1',
     gitBaseUrl: env.BERTH_GIT_BASE_URL || 'https://github.com/',
     rateLimitPerMin: int(env, 'BERTH_RATE_LIMIT_PER_MIN', 1200, 1, 10_000_000),
     // A worker renews its lease every third of this; a job whose lease lapses is run again.
