@@ -63,8 +63,7 @@ export async function startBerth(
   env: Record<string, string | undefined>,
 ): Promise<BerthProcess & { url: string }> {
   const proc = runBerth(['serve'], { BERTH_PORT: '0', BERTH_SIM_STEP_MS: '20', ...env });
-  // Generous: a first start migrates a fresh database, slow on a busy two-core machine.
-  const match = await proc.waitForOutput(/Berth is listening on (http:\/\/\S+)/, 120_000);
+  const match = await proc.waitForOutput(/Berth is listening on (http:\/\/\S+)/);
   return Object.assign(proc, { url: match[1] as string });
 }
 
