@@ -10,13 +10,23 @@ const run = promisify(execFile);
 export interface Checkout {
   dir: string;
   commit: string;
+  /** `Name <email>` */
+  author: string;
+  message: string;
   remove(): void;
 }
 
 /**
+ * git's words for a failure that the network or the server caused, and that may pass: such a clone is
+ * retried. Every other failure (no such repository, branch or commit, access refused) is the
+ * deployment's own and fails it at once.
+ */
+const TRANSIENT_GIT =
+  /could not resolve host|connection (refused|reset|timed out)|timed out|early eof|the remote end hung up|returned error: 5\d\d|temporary failure|network is unreachable|ETIMEDOUT|ECONNRESET/i;
+
+/**
  * Clones `org/repo` from BERTH_GIT_BASE_URL and checks out the commit (or the branch head). git runs
- * with an argument list, never through a shell; a clone that fails is a terminal deployment failure
- * with git's own words as the reason.
+ * with an argument list, never through a shell; git's own words are the reason of a failure.
  */
 export async function checkout(
   baseUrl: string,
@@ -31,17 +41,21 @@ export async function checkout(
     await run('git', ['clone', '--quiet', '--branch', branch, '--', url, dir], { timeout: 300_000 });
     if (commit)
       await run('git', ['-C', dir, 'checkout', '--quiet', '--detach', commit, '--'], { timeout: 60_000 });
-    const { stdout } = await run('git', ['-C', dir, 'rev-parse', 'HEAD']);
-    return { dir, commit: stdout.trim(), remove };
+    // The commit deployed, whatever named it (an id, a short id, the branch head). NUL cannot occur in
+    // any of the three, so it separates them.
+    const { stdout } = await run('git', ['-C', dir, 'log', '-1', '--format=%H%x00%an <%ae>%x00%B']);
+    const [id = '', author = '', message = ''] = stdout.split('\0');
+    return { dir, commit: id, author, message: message.trim(), remove };
   } catch (error) {
     remove();
-    const detail = ((error as { stderr?: string }).stderr || (error as Error).message)
-      .trim()
-      .split('\n')
-      .at(-1);
-    throw new ProviderError(`git could not check out ${repo}@${commit || branch}: ${detail}`, {
-      retryable: false,
-    });
+    const said = ((error as { stderr?: string }).stderr || (error as Error).message).trim();
+    const killed = (error as { killed?: boolean }).killed === true;
+    throw new ProviderError(
+      `git could not check out ${repo}@${commit || branch}: ${said.split('\n').at(-1)}`,
+      {
+        retryable: killed || TRANSIENT_GIT.test(said),
+      },
+    );
   }
 }
 
