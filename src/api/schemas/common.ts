@@ -1,4 +1,4 @@
-import { type Static, type TSchema, Type } from 'typebox';
+import { type Static, type TArray, type TSchema, Type } from 'typebox';
 
 /** Shared schema pieces. Every string has a maximum length; every response is a deliberate projection. */
 export const Uuid = Type.String({ format: 'uuid', maxLength: 36 });
@@ -64,3 +64,9 @@ export const PageQuery = Type.Object(
   },
   { additionalProperties: false },
 );
+
+/** A paged list's response: `{message, data: {<key>: [...], next_cursor}}`. */
+export function PagedList<const K extends string, T extends TSchema>(key: K, item: T) {
+  const items = { [key]: Type.Array(item) } as Record<K, TArray<T>>;
+  return Envelope(Type.Object({ ...items, next_cursor: Nullable(Type.String({ maxLength: 200 })) }));
+}
