@@ -69,11 +69,49 @@ export function contextFiles(dir: string): string[] {
     .map((entry) => path.relative(dir, path.join(entry.parentPath, entry.name)));
 }
 
-/** `inner` resolved against `root`, refused when it climbs out of it. */
+/** What the kernel allows before it reports a loop (Linux MAXSYMLINKS). */
+const MAX_LINKS = 40;
+
+/**
+ * `inner` resolved against `root` as the kernel would, one component at a time, following symbolic
+ * links only while they stay inside `root`. A component that climbs out, or a link that points out
+ * (any absolute target, or `..` past the root), is refused without looking at what it points to: the
+ * answer is the same whether the host path exists or not, and never names it. The result is a path
+ * with no links left (or one that cannot be opened, when a component does not exist), so reading it
+ * reads what was checked.
+ */
 export function inside(root: string, inner: string, what: string): string {
-  const resolved = path.resolve(root, inner);
-  if (resolved !== root && !resolved.startsWith(root + path.sep)) {
-    throw new ProviderError(`${what} ${inner} is outside the repository`, { retryable: false });
+  const base = fs.realpathSync(root);
+  const refuse = (why: string) => new ProviderError(`${what} ${inner} ${why}`, { retryable: false });
+  const outside = () => refuse('is outside the repository');
+  if (path.isAbsolute(inner)) throw outside();
+  const pending = components(inner);
+  let current = base;
+  let links = 0;
+  for (let part = pending.shift(); part !== undefined; part = pending.shift()) {
+    if (part === '..') {
+      if (current === base) throw outside();
+      current = path.dirname(current);
+      continue;
+    }
+    const next = path.join(current, part);
+    const stat = fs.lstatSync(next, { throwIfNoEntry: false });
+    // Missing, or a file with more to come: joined without normalizing, so any open fails at `next`.
+    if (!stat || (!stat.isDirectory() && !stat.isSymbolicLink() && pending.length > 0)) {
+      return [next, ...pending].join(path.sep);
+    }
+    if (stat.isSymbolicLink()) {
+      if (++links > MAX_LINKS) throw refuse('has too many symbolic links');
+      const target = fs.readlinkSync(next);
+      if (path.isAbsolute(target)) throw outside();
+      pending.unshift(...components(target));
+      continue;
+    }
+    current = next;
   }
-  return resolved;
+  return current;
+}
+
+function components(relative: string): string[] {
+  return relative.split(path.sep).filter((part) => part !== '' && part !== '.');
 }
