@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { scan } from 'secure-json-parse';
 import { ValidationError } from '../domain/errors.ts';
+import { MAX_JSON_DEPTH, nestsDeeperThan } from './plugins/body-guards.ts';
 
 /** Bodies hold at most two 256 KiB documents (ops_json, helm_values_yml) and a few fields. */
 export const BODY_LIMIT_BYTES = 1024 * 1024;
@@ -13,6 +14,7 @@ export const BODY_CAUSES = {
   contentLength: 'Content-Length does not match the body',
   tooLarge: `larger than ${BODY_LIMIT_BYTES / 1024 / 1024} MiB`,
   poisoned: 'body must not hold "__proto__" or "constructor.prototype"',
+  tooDeep: `body must not nest arrays and objects more than ${MAX_JSON_DEPTH} deep`,
 } as const;
 
 /** Fastify's own body errors, by code. */
@@ -33,13 +35,16 @@ function invalidJson(error: SyntaxError, text: string): string {
 
 /**
  * JSON is the only body Berth reads (text/plain is not parsed: it answers the content-type cause). The
- * parser is Fastify's (JSON.parse, then prototype-poisoning refused) but keeps where the JSON broke.
+ * parser does what Fastify's does (JSON.parse, then prototype poisoning refused), refuses deep nesting
+ * before parsing, and keeps where the JSON broke.
  */
 export function registerJsonBody(app: FastifyInstance): void {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
     const text = body as string;
     if (text.length === 0) return done(ValidationError.body(BODY_CAUSES.missing), undefined);
+    if (nestsDeeperThan(text, MAX_JSON_DEPTH))
+      return done(ValidationError.body(BODY_CAUSES.tooDeep), undefined);
     let parsed: Record<string, unknown>;
     try {
       parsed = JSON.parse(text);

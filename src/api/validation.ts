@@ -10,7 +10,7 @@ import type { FastifySchemaCompiler } from 'fastify';
 function makeAjv(coerce: boolean) {
   const ajv = new Ajv({
     allErrors: !coerce,
-    verbose: !coerce,
+    verbose: true,
     coerceTypes: coerce,
     useDefaults: coerce,
     removeAdditional: false,

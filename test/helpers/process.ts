@@ -46,7 +46,7 @@ export function runBerth(
     stdout: () => out,
     stderr: () => err,
     exited,
-    waitForOutput: (pattern, timeoutMs = 30_000) =>
+    waitForOutput: (pattern, timeoutMs = 90_000) =>
       pollUntil(
         `output matching ${pattern}`,
         async () => {

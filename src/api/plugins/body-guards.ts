@@ -2,12 +2,37 @@ import type { FastifyInstance } from 'fastify';
 import { type FieldError, ValidationError } from '../../domain/errors.ts';
 
 /**
- * Two guards around bodies:
+ * Guards around bodies and query strings:
+ * - JSON bodies nest at most MAX_JSON_DEPTH levels, checked on the raw text before anything recurses
+ *   over the value (a 10,000-deep body would overflow the stack of every recursive walk after it): the
+ *   JSON parser (json-body.ts) asks `nestsDeeperThan` before it parses.
  * - A route that takes no body ignores one: a client that always sends `Content-Type: application/json`
  *   (with an empty or stray body) on a DELETE gets the DELETE's answer, not a body error.
  * - No string in a body may hold a NUL character: PostgreSQL text cannot store it, so it is a field
  *   error here rather than a failed write later.
+ * - A query parameter a route declares may be given once: `?limit=1&limit=2` is a field error, not an
+ *   array the handler never expected.
  */
+export const MAX_JSON_DEPTH = 64;
+
+/** Whether JSON text opens more than `limit` arrays/objects at once: one pass, no recursion, no parse. */
+export function nestsDeeperThan(text: string, limit: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      // A backslash escapes the next character.
+      if (c === 0x5c) i++;
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x7b || c === 0x5b) {
+      if (++depth > limit) return true;
+    } else if (c === 0x7d || c === 0x5d) depth--;
+  }
+  return false;
+}
+
 function nulFields(value: unknown, path: string, out: FieldError[]): void {
   if (typeof value === 'string') {
     if (value.includes('\u0000'))
@@ -21,6 +46,14 @@ function nulFields(value: unknown, path: string, out: FieldError[]): void {
   }
 }
 
+function repeatedQueryFields(query: Record<string, unknown>): FieldError[] {
+  // A parameter without a name (`?=1`, `?&&`) names nothing.
+  delete query[''];
+  return Object.entries(query)
+    .filter(([, value]) => Array.isArray(value))
+    .map(([key]) => ({ field: key, error: `${key} must be given once` }));
+}
+
 export function registerBodyGuards(app: FastifyInstance): void {
   app.addHook('onRequest', async (request) => {
     if (!request.routeOptions.schema?.body) {
@@ -30,7 +63,9 @@ export function registerBodyGuards(app: FastifyInstance): void {
     }
   });
   app.addHook('preValidation', async (request) => {
-    const errors: FieldError[] = [];
+    const errors: FieldError[] = request.routeOptions.schema?.querystring
+      ? repeatedQueryFields(request.query as Record<string, unknown>)
+      : [];
     nulFields(request.body, '', errors);
     if (errors.length > 0) throw ValidationError.fields(errors);
   });

@@ -28,9 +28,16 @@ export function assertNotDeleting(service: ServiceRow): void {
   if (isDeleting(service.state)) throw new ForbiddenError('Service is being deleted');
 }
 
+/** Locks the service's row for the transaction and returns it as it now stands. */
+export async function lockService(trx: Db, serviceId: string): Promise<ServiceRow> {
+  const locked = await findServiceById(trx, serviceId, { forUpdate: true });
+  if (!locked) throw new Error(`service ${serviceId} vanished`);
+  return locked;
+}
+
 /** Locks the service's row for the transaction and refuses when a delete was accepted meanwhile. */
 export async function lockLiveService(trx: Db, serviceId: string): Promise<ServiceRow> {
-  const locked = (await findServiceById(trx, serviceId, { forUpdate: true })) as ServiceRow;
+  const locked = await lockService(trx, serviceId);
   assertNotDeleting(locked);
   return locked;
 }
@@ -69,7 +76,7 @@ export async function acceptDeployment(
   body: DeployBody,
   refusal: string | null = null,
 ): Promise<DeploymentRow> {
-  const service = (await findServiceById(trx, serviceId, { forUpdate: true })) as ServiceRow;
+  const service = await lockService(trx, serviceId);
   const deployment = await insertDeployment(trx, {
     id: randomUUID(),
     account_id: service.account_id,
