@@ -57,7 +57,7 @@ describe('query strings are validated like bodies', () => {
         ['?limit=', [{ field: 'limit', error: 'limit must be an integer' }]],
         ['?limit=1&limit=2', [{ field: 'limit', error: 'limit must be given once' }]],
         ['?cursor=a&cursor=b', [{ field: 'cursor', error: 'cursor must be given once' }]],
-        ['?limit[]=1', [{ field: 'limit[]', error: 'unknown field "limit[]"' }]],
+        ['?limit[]=1', [{ field: 'limit[]', error: 'unknown field "limit[]"; did you mean "limit"?' }]],
         ['?__proto__[x]=1', [{ field: '__proto__[x]', error: 'unknown field "__proto__[x]"' }]],
         // Year 0 is a valid JavaScript date that PostgreSQL refuses (found by the fuzz test).
         [

@@ -120,6 +120,18 @@ describe('unknown fields', () => {
     assert.equal(patched.body.data.service.subdomain, full.subdomain);
   });
 
+  test('a field with an empty name is named by where it is', async () => {
+    const service = await createService();
+    const res = await h.request('PUT', `${servicesUrl()}/${service.id}/secrets`, {
+      token: t.token,
+      body: { '': 1, secrets: [{ key: 'K', '': 2 }] },
+    });
+    assertInvalid(res, [
+      { field: 'body', error: 'body has a field with an empty name' },
+      { field: 'secrets[0]', error: 'secrets[0] has a field with an empty name' },
+    ]);
+  });
+
   test('custom domains and the admin API refuse unknown fields too', async () => {
     const service = await createService();
     const domain = await h.request('POST', `${servicesUrl()}/${service.id}/custom-domains`, {

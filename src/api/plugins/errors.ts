@@ -28,6 +28,7 @@ interface AjvError {
 
 /** `unknown field "tag"; did you mean "docker_image_tag"?`: read-only fields are never suggested. */
 function unknownField(error: AjvError, field: string, base: string): string {
+  if (error.params.additionalProperty === '') return `${field} has a field with an empty name`;
   const known = Object.entries(error.parentSchema?.properties ?? {})
     .filter(([, schema]) => !schema.readOnly)
     .map(([name]) => name);
@@ -89,7 +90,8 @@ export function fieldErrors(errors: AjvError[]): FieldError[] {
         : error.keyword === 'additionalProperties'
           ? String(error.params.additionalProperty)
           : '';
-    const field = named ? (base ? `${base}.${named}` : named) : base;
+    // An error about the body itself (a key with an empty name in it) is reported on `body`.
+    const field = (named ? (base ? `${base}.${named}` : named) : base) || 'body';
     if (seen.has(field)) continue;
     seen.add(field);
     out.push({ field, error: describe(error, field, base) });
