@@ -50,7 +50,7 @@ export async function environmentRoutes(app: FastifyInstance, { deps }: { deps: 
     },
     async (request) => {
       const env = request.scope.environment as EnvironmentRow;
-      const identity = await liveIdentity(deps, env);
+      const { ingress_url: _, ...identity } = await liveIdentity(deps, env);
       return {
         message: 'success',
         data: { environment: { ...environmentView(env), ...identity }, ...identity },
