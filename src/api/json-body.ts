@@ -59,9 +59,4 @@ export function registerJsonBody(app: FastifyInstance): void {
     }
     done(null, parsed);
   });
-  // No content type on a route that takes a body: no body was sent (one with bytes is refused earlier).
-  app.addHook('preValidation', async (request) => {
-    if (request.routeOptions.schema?.body && request.headers['content-type'] === undefined)
-      throw ValidationError.body(BODY_CAUSES.missing);
-  });
 }

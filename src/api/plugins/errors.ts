@@ -104,7 +104,7 @@ function resourceOfParams(errors: AjvError[]): string {
   return RESOURCE_OF_PARAM[param] ?? 'Resource';
 }
 
-export function toApiError(error: FastifyError): ApiError | null {
+export function toApiError(error: FastifyError, request: FastifyRequest): ApiError | null {
   if (error instanceof ApiError) return error;
   const cause = error.code ? FASTIFY_BODY_CAUSES[error.code] : undefined;
   if (cause) return ValidationError.body(cause);
@@ -112,9 +112,12 @@ export function toApiError(error: FastifyError): ApiError | null {
     if (error.validationContext === 'params')
       return new NotFoundError(resourceOfParams(error.validation as AjvError[]));
     const errors = error.validation as AjvError[];
-    // The body itself is not an object (a missing body is answered before validation: json-body.ts).
-    if (errors.some((e) => e.instancePath === '' && e.keyword === 'type'))
-      return ValidationError.body(BODY_CAUSES.notObject);
+    // The body itself is not an object; without a content type, none was sent (one with bytes but no
+    // content type is refused before validation).
+    if (errors.some((e) => e.instancePath === '' && e.keyword === 'type')) {
+      const none = request.headers['content-type'] === undefined;
+      return ValidationError.body(none ? BODY_CAUSES.missing : BODY_CAUSES.notObject);
+    }
     return ValidationError.fields(fieldErrors(errors));
   }
   return null;
@@ -127,7 +130,7 @@ export function toApiError(error: FastifyError): ApiError | null {
 export function attachedFieldErrors(request: FastifyRequest): FieldError[] {
   const error = request.validationError as FastifyError | undefined;
   if (!error) return [];
-  const known = toApiError(error);
+  const known = toApiError(error, request);
   if (known instanceof ValidationError && !(known instanceof UnreadableBodyError) && known.errors)
     return known.errors;
   throw known ?? error;
@@ -135,7 +138,7 @@ export function attachedFieldErrors(request: FastifyRequest): FieldError[] {
 
 export function registerErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError, request, reply) => {
-    const known = toApiError(error);
+    const known = toApiError(error, request);
     if (known) {
       if (known.status >= 500) request.log.error({ err: error }, known.message);
       // The spec fixes the body of a partial failure; the header names what was created, for a retry.
