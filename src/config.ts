@@ -15,6 +15,8 @@ export interface Config {
   dnsServers: string[];
   ingressHost: string;
   ingressPort: number;
+  /** Address the docker provider's ingress listens on: apart from BERTH_HOST, so exposing apps never exposes the API. */
+  ingressBind: string;
   gitBaseUrl: string;
   rateLimitPerMin: number;
   /** Time for a whole request (headers and body) to arrive; slower ones get 408 and are closed. */
@@ -72,6 +74,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       .filter(Boolean),
     ingressHost: env.BERTH_INGRESS_HOST || 'localhost',
     ingressPort: int(env, 'BERTH_INGRESS_PORT', 8088, 1, 65535),
+    ingressBind: env.BERTH_INGRESS_BIND || '127.0.0.1',
     gitBaseUrl: env.BERTH_GIT_BASE_URL || 'https://github.com/',
     rateLimitPerMin: int(env, 'BERTH_RATE_LIMIT_PER_MIN', 1200, 1, 10_000_000),
     // Bodies are at most 1 MiB: 30 s is ample even on a slow link, and a client trickling bytes

@@ -49,9 +49,17 @@ export interface DeployRequest {
   signal?: AbortSignal;
 }
 
+/** What a deployment actually ran, once the provider resolved its target (the branch head, `latest`). */
+export interface DeployedSource {
+  git_commit_ref?: string;
+  git_commit_author?: string;
+  git_commit_message?: string;
+  docker_image_digest?: string;
+}
+
 export type DeployResult =
-  | { ok: true; provDeploymentId: string; namespaceName: string; svcAlias: string }
-  | { ok: false; provDeploymentId: string; reason: string };
+  | { ok: true; provDeploymentId: string; namespaceName: string; svcAlias: string; source?: DeployedSource }
+  | { ok: false; provDeploymentId: string; reason: string; source?: DeployedSource };
 
 export interface RuntimeStatus {
   run_status: string;

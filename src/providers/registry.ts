@@ -18,7 +18,7 @@ export function createProvider(config: Config, db: Db, logger: Logger): Provider
         logger: logger.child({ component: 'docker' }),
         ingressHost: config.ingressHost,
         ingressPort: config.ingressPort,
-        listenHost: config.host,
+        listenHost: config.ingressBind,
         gitBaseUrl: config.gitBaseUrl,
       });
     case 'kubernetes':

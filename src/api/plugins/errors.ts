@@ -61,6 +61,8 @@ function describe(error: AjvError, field: string): string {
       return `${field} must be greater than ${p.limit}`;
     case 'maxItems':
       return `${field} must have at most ${p.limit} items`;
+    case 'additionalProperties':
+      return `unknown field "${field}"`;
     case 'format':
       return p.format === 'uuid' ? `${field} must be a UUID` : `${field} must be a valid ${p.format}`;
     default:
@@ -73,7 +75,12 @@ export function fieldErrors(errors: AjvError[]): FieldError[] {
   const seen = new Set<string>();
   for (const error of errors) {
     const base = fieldPath(error.instancePath);
-    const missing = error.keyword === 'required' ? String(error.params.missingProperty) : '';
+    const missing =
+      error.keyword === 'required'
+        ? String(error.params.missingProperty)
+        : error.keyword === 'additionalProperties'
+          ? String(error.params.additionalProperty)
+          : '';
     const field = missing ? (base ? `${base}.${missing}` : missing) : base;
     if (seen.has(field)) continue;
     seen.add(field);

@@ -56,10 +56,14 @@ export const AUTH_ERRORS = [401, 403, 404, 429, 500] as const;
 export const EnvIdParams = Type.Object({ envId: Uuid });
 export const ServiceParams = Type.Object({ envId: Uuid, serviceId: Uuid });
 
-export const PageQuery = Type.Object({
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 50 })),
-  cursor: Type.Optional(Type.String({ maxLength: 200, description: 'next_cursor of the previous page' })),
-});
+/** Query strings are validated like bodies: declared parameters only, each given once (body-guards.ts). */
+export const PageQuery = Type.Object(
+  {
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 50 })),
+    cursor: Type.Optional(Type.String({ maxLength: 200, description: 'next_cursor of the previous page' })),
+  },
+  { additionalProperties: false },
+);
 
 /** A paged list's response: `{message, data: {<key>: [...], next_cursor}}`. */
 export function PagedList<const K extends string, T extends TSchema>(key: K, item: T) {

@@ -1,7 +1,11 @@
 import { opsConfigOf } from '../../domain/ops-json.ts';
 import type { Deps } from '../../domain/usecases/context.ts';
 import { effectiveSecrets } from '../../domain/usecases/secrets.ts';
-import { findDeploymentById, transitionDeployment } from '../../store/repositories/deployments.ts';
+import {
+  findDeploymentById,
+  noteUnfinishedDeployment,
+  transitionDeployment,
+} from '../../store/repositories/deployments.ts';
 import { findEnvironmentById } from '../../store/repositories/environments.ts';
 import { findServiceById, followDeployment } from '../../store/repositories/services.ts';
 import type { EnvironmentRow, JobRow, ServiceRow } from '../../store/schema.ts';
@@ -47,6 +51,8 @@ export function deployHandler(deps: Deps): JobHandler {
         if (result.ok) {
           const moved = await transitionDeployment(trx, deployment.id, ['in_progress'], 'success', {
             prov_deployment_id: result.provDeploymentId,
+            failure_reason: '',
+            ...result.source,
           });
           if (moved) {
             await followDeployment(trx, service.id, deployment.id, 'running', {
@@ -58,10 +64,18 @@ export function deployHandler(deps: Deps): JobHandler {
           const moved = await transitionDeployment(trx, deployment.id, ['in_progress'], 'failed', {
             prov_deployment_id: result.provDeploymentId,
             failure_reason: result.reason,
+            ...result.source,
           });
           if (moved) await followDeployment(trx, service.id, deployment.id, 'deploy_failed');
         }
       });
+    },
+    async retrying(job: JobRow, reason: string) {
+      await noteUnfinishedDeployment(
+        db,
+        job.subject_id,
+        `Attempt ${job.attempts} of ${job.max_attempts} failed, retrying: ${reason}`.slice(0, 2000),
+      );
     },
     async fail(job: JobRow, reason: string) {
       await db.transaction().execute(async (trx) => {

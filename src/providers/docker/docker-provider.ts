@@ -1,6 +1,5 @@
 import { readFile } from 'node:fs/promises';
 import os from 'node:os';
-import { setTimeout as sleep } from 'node:timers/promises';
 import Docker from 'dockerode';
 import type { Logger } from 'pino';
 import { isUuid } from '../../domain/api-token.ts';
@@ -8,6 +7,7 @@ import { type OpsConfig, parseOpsJson } from '../../domain/ops-json.ts';
 import type { Db } from '../../store/database.ts';
 import type { ServiceRow } from '../../store/schema.ts';
 import type {
+  DeployedSource,
   DeployRequest,
   DeployResult,
   EnvironmentIdentity,
@@ -17,11 +17,15 @@ import type {
 } from '../provider.ts';
 import { ProviderError } from '../provider.ts';
 import { CronScheduler } from './cron.ts';
+import { Drainer } from './drain.ts';
 import { checkout, inside } from './git-source.ts';
 import { type Target, waitReady } from './health.ts';
 import { buildImage, imageReference, pullImage } from './images.ts';
-import { INGRESS_CACHE_MS, type Ingress, startIngress } from './ingress.ts';
+import { type Ingress, startIngress } from './ingress.ts';
 import { LABEL, labelFilter, networkName, type Role } from './labels.ts';
+
+/** Serving replicas come back after a crash or an Engine restart, until Berth stops them. */
+const KEEP_RUNNING = { Name: 'unless-stopped' };
 
 export interface DockerProviderOptions {
   db: Db;
@@ -38,7 +42,8 @@ export interface DockerProviderOptions {
  * Real containers on the Docker Engine, through its API (dockerode). One network per environment;
  * every container and built image labelled with its account, environment, service and deployment.
  * Web services are reached through the ingress (ingress.ts); the rollout starts the new version, waits
- * for it to be healthy, moves traffic (docker_routes), then stops the old one.
+ * for it to be healthy, moves traffic (docker_routes) and succeeds; the old one drains afterwards
+ * (drain.ts).
  */
 export class DockerProvider implements Provider {
   readonly name = 'docker';
@@ -46,9 +51,16 @@ export class DockerProvider implements Provider {
   private readonly options: DockerProviderOptions;
   private readonly cron: CronScheduler;
   private ingress: Ingress | undefined;
+  private readonly drainer: Drainer;
 
   constructor(options: DockerProviderOptions) {
     this.options = options;
+    this.drainer = new Drainer({
+      docker: this.docker,
+      db: options.db,
+      logger: options.logger,
+      afterDrain: () => this.cron.rescan(),
+    });
     this.cron = new CronScheduler(this.docker, options.logger, async (labelled) => {
       const ids = labelled.filter(isUuid);
       if (ids.length === 0) return new Set();
@@ -76,11 +88,15 @@ export class DockerProvider implements Provider {
       ingressHost: this.options.ingressHost,
     });
     await this.cron.start();
+    await this.drainer.drainAll();
   }
 
   async close(): Promise<void> {
     this.cron.stop();
     await this.ingress?.close();
+    // A graceful shutdown lets drains finish (a stop takes ten seconds at most); a crash leaves them to
+    // the next start or deployment.
+    await this.drainer.settle(15_000);
   }
 
   private async ensureNetwork(env: EnvironmentRef): Promise<string> {
@@ -155,27 +171,32 @@ export class DockerProvider implements Provider {
     const provDeploymentId = `docker-${deploymentId.slice(0, 8)}`;
     const namespaceName = `env-${environment.id.slice(0, 8)}`;
     const svcAlias = `${service.subdomain}.${namespaceName}.svc.cluster.local`;
-    const fail = (reason: string): DeployResult => ({ ok: false, provDeploymentId, reason });
+    let source: DeployedSource | undefined;
+    const fail = (reason: string): DeployResult => ({ ok: false, provDeploymentId, reason, source });
     if (service.source === 'helm_chart') {
       return fail(
         'the docker provider cannot run Helm charts: use the kubernetes provider for helm_chart services',
       );
     }
-    const success: DeployResult = { ok: true, provDeploymentId, namespaceName, svcAlias };
+    const success = (): DeployResult => ({ ok: true, provDeploymentId, namespaceName, svcAlias, source });
     const serving = await this.servingDeployment(service.id);
     // A rerun (after a crash) of a deployment already promoted: it is what serves; report it as it went.
     if (serving === deploymentId) {
-      await this.retireAllBut(service.id, deploymentId);
-      return service.type === 'job' ? this.jobOutcome(deploymentId, success, fail) : success;
+      if (service.type === 'job' || service.type === 'cron')
+        await this.retireAllBut(service.id, deploymentId);
+      else this.drainer.drain(service.id);
+      return service.type === 'job' ? this.jobOutcome(deploymentId, success(), fail) : success();
     }
     // A rerun of one never promoted starts afresh.
     await this.removeContainers({ [LABEL.deployment]: deploymentId });
+    // What an earlier drain left when its process stopped.
+    this.drainer.drain(service.id);
     const network = await this.ensureNetwork(environment);
 
     let image: string;
     let ops = request.ops;
     try {
-      ({ image, ops } = await this.prepareImage(request));
+      ({ image, ops, source } = await this.prepareImage(request));
     } catch (error) {
       if (error instanceof ProviderError && !error.retryable) return fail(error.message);
       throw error;
@@ -205,7 +226,6 @@ export class DockerProvider implements Provider {
         NetworkMode: network,
         NanoCpus: service.cpu_count_max ? Math.round(service.cpu_count_max * 1e9) : undefined,
         Memory: service.memory_mb_max ? service.memory_mb_max * 1024 * 1024 : undefined,
-        RestartPolicy: role === 'replica' ? { Name: 'unless-stopped' } : undefined,
       },
       NetworkingConfig: { EndpointsConfig: { [network]: { Aliases: [service.subdomain, svcAlias] } } },
     });
@@ -227,7 +247,7 @@ export class DockerProvider implements Provider {
       }
       await this.promote(service.id, deploymentId, null, ops);
       await this.retireAllBut(service.id, deploymentId);
-      return this.jobOutcome(deploymentId, success, fail);
+      return this.jobOutcome(deploymentId, success(), fail);
     }
 
     if (service.type === 'cron') {
@@ -236,7 +256,7 @@ export class DockerProvider implements Provider {
       await this.docker.createContainer(template);
       await this.promote(service.id, deploymentId, null, ops);
       await this.retireAllBut(service.id, deploymentId);
-      return success;
+      return success();
     }
 
     const targets: Target[] = [];
@@ -248,18 +268,21 @@ export class DockerProvider implements Provider {
     }
     const ready = await waitReady(targets, ops.health_check, service.port, deadline);
     if (!ready.ok) {
-      const tail = targets[0] ? await this.logTail(targets[0].container) : '';
+      const shown = ready.exited ?? targets[0];
+      const tail = shown ? await this.logTail(shown.container) : '';
       await this.removeContainers({ [LABEL.deployment]: deploymentId });
       const kept = serving ? ' The previous version keeps serving.' : '';
       return fail(`the new version did not become healthy: ${ready.reason}.${kept}${tail}`);
     }
     // A worker that lost the job must not move traffic: the one that took it over decides.
     request.signal?.throwIfAborted();
+    // Replicas get their restart policy only now: during the rollout an exit must fail it at once, with
+    // its code, not turn into a crash loop that looks alive.
+    for (const { container } of targets) await container.update({ RestartPolicy: KEEP_RUNNING });
     await this.promote(service.id, deploymentId, service.port, ops);
-    // Let every ingress see the new route before the old containers go, then stop them gracefully.
-    await sleep(INGRESS_CACHE_MS + 500);
-    await this.retireAllBut(service.id, deploymentId);
-    return success;
+    // The new version serves: the deployment has succeeded. The old one drains meanwhile.
+    this.drainer.drain(service.id);
+    return success();
   }
 
   /** A job deployment's outcome, from its container: exit code 0 is success. */
@@ -292,7 +315,9 @@ export class DockerProvider implements Provider {
   }
 
   /** The image a deployment runs, and the ops.json it follows (a repository's file wins over none). */
-  private async prepareImage(request: DeployRequest): Promise<{ image: string; ops: OpsConfig }> {
+  private async prepareImage(
+    request: DeployRequest,
+  ): Promise<{ image: string; ops: OpsConfig; source: DeployedSource }> {
     const { service, target, deploymentId } = request;
     if (service.source === 'docker_image') {
       const image = imageReference(
@@ -307,7 +332,7 @@ export class DockerProvider implements Provider {
             .inspect()
             .catch(() => null);
       if (!local) await pullImage(this.docker, image);
-      return { image, ops: request.ops };
+      return { image, ops: request.ops, source: { docker_image_digest: await this.digestOf(image) } };
     }
     const source = await checkout(
       this.options.gitBaseUrl,
@@ -337,10 +362,26 @@ export class DockerProvider implements Provider {
         tag: image,
         labels: { [LABEL.managed]: 'true', [LABEL.service]: service.id, [LABEL.deployment]: deploymentId },
       });
-      return { image, ops };
+      return {
+        image,
+        ops,
+        source: {
+          git_commit_ref: source.commit,
+          git_commit_author: source.author,
+          git_commit_message: source.message,
+          docker_image_digest: await this.digestOf(image),
+        },
+      };
     } finally {
       source.remove();
     }
+  }
+
+  /** An image's registry digest when it came from a registry (a tag can move; this cannot), else its id. */
+  private async digestOf(image: string): Promise<string> {
+    const info = await this.docker.getImage(image).inspect();
+    const pulled = info.RepoDigests?.find((d) => image.startsWith(`${d.split('@')[0]}:`));
+    return pulled?.split('@')[1] ?? info.Id;
   }
 
   /** Moves traffic to a deployment: from here on the ingress sends the service's requests to it. */

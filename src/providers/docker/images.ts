@@ -21,16 +21,25 @@ export function imageReference(registry: string | null, image: string, tag: stri
   return `${registry ? `${registry.replace(/\/$/, '')}/` : ''}${image}:${tag || 'latest'}`;
 }
 
+/**
+ * An Engine API failure as a provider error. 4xx: the request itself is wrong (no such image, tag or
+ * repository, access denied, a Dockerfile the Engine refuses): asking again cannot help. Anything else
+ * (a registry or the Engine down or overloaded) may pass, so it is retried.
+ */
+export function engineError(error: unknown, what: string): ProviderError {
+  const status = (error as { statusCode?: number }).statusCode;
+  const detail = ((error as Error).message ?? String(error)).trim();
+  return new ProviderError(`${what}: ${detail}`, {
+    retryable: !(status !== undefined && status >= 400 && status < 500),
+  });
+}
+
 export async function pullImage(docker: Docker, reference: string): Promise<void> {
   let stream: NodeJS.ReadableStream;
   try {
     stream = await docker.pull(reference);
   } catch (error) {
-    const status = (error as { statusCode?: number }).statusCode;
-    // 404: no such image or tag, a caller's mistake. Anything else (registry down) may pass.
-    throw new ProviderError(`could not pull ${reference}: ${(error as Error).message.trim()}`, {
-      retryable: status !== 404,
-    });
+    throw engineError(error, `could not pull ${reference}`);
   }
   await finish(docker, stream, `could not pull ${reference}`);
 }
@@ -65,9 +74,13 @@ export async function buildImage(docker: Docker, request: BuildRequest): Promise
       retryable: false,
     });
   }
-  const stream = await docker.buildImage(
-    { context, src: contextFiles(context) },
-    { t: request.tag, dockerfile: relative, labels: request.labels, rm: true, forcerm: true },
-  );
+  const stream = await docker
+    .buildImage(
+      { context, src: contextFiles(context) },
+      { t: request.tag, dockerfile: relative, labels: request.labels, rm: true, forcerm: true },
+    )
+    .catch((error: unknown) => {
+      throw engineError(error, 'the image build failed');
+    });
   await finish(docker, stream, 'the image build failed');
 }

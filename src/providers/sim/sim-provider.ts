@@ -1,9 +1,11 @@
+import { createHash } from 'node:crypto';
 import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
 import type { Db } from '../../store/database.ts';
 import type { ServiceRow } from '../../store/schema.ts';
 import type {
+  DeployedSource,
   DeployRequest,
   DeployResult,
   EnvironmentIdentity,
@@ -86,16 +88,18 @@ export class SimProvider implements Provider {
       .where('outcome', 'is not', null)
       .executeTakeFirst();
     const namespaceName = `env-${environment.id.slice(0, 8)}`;
+    const source = deployedSource(request);
     const success = {
       ok: true as const,
       provDeploymentId,
       namespaceName,
       svcAlias: `${service.subdomain}.${namespaceName}.svc.cluster.local`,
+      source,
     };
     if (done)
       return done.outcome === 'success'
         ? success
-        : { ok: false, provDeploymentId, reason: done.outcome ?? '' };
+        : { ok: false, provDeploymentId, reason: done.outcome ?? '', source };
 
     return this.record<DeployResult>('deploy', deploymentId, service.id, async () => {
       await sleep(this.stepMs); // build or pull
@@ -104,7 +108,7 @@ export class SimProvider implements Provider {
       const reason =
         refusal ??
         (name.startsWith('fail') ? `simulated failure: the target ${name} starts with "fail"` : null);
-      if (reason) return { value: { ok: false as const, provDeploymentId, reason }, outcome: reason };
+      if (reason) return { value: { ok: false as const, provDeploymentId, reason, source }, outcome: reason };
       await sleep(this.stepMs); // roll out
       const runStatus =
         service.type === 'job' ? 'completed' : service.type === 'cron' ? 'scheduled' : 'running';
@@ -186,4 +190,28 @@ export class SimProvider implements Provider {
   async startServing(): Promise<void> {}
 
   async close(): Promise<void> {}
+}
+
+const hex = (text: string) => createHash('sha256').update(text).digest('hex');
+
+/**
+ * What the simulated cloud "resolved" the target to, as a real one reports it: a git deployment names its
+ * commit (the branch head gets a commit id of its own, stable per deployment) with an author and a
+ * message; an image deployment the digest of its tag (stable per image and tag).
+ */
+function deployedSource({ service, target, deploymentId }: DeployRequest): DeployedSource {
+  if (service.source === 'docker_image') {
+    return {
+      docker_image_digest: `sha256:${hex(`${service.docker_registry ?? ''}/${service.docker_image}:${target.docker_image_tag}`)}`,
+    };
+  }
+  if (service.source === 'helm_chart') return {};
+  const branch = service.git_repo_branch ?? 'main';
+  const commit =
+    target.commit_id || hex(`${service.git_repo_full_name}@${branch}#${deploymentId}`).slice(0, 40);
+  return {
+    git_commit_ref: commit,
+    git_commit_author: 'Sim Developer <developer@sim.berth.test>',
+    git_commit_message: `Simulated commit ${commit.slice(0, 7)} on ${branch}`,
+  };
 }
