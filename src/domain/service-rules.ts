@@ -1,5 +1,6 @@
 import { Cron } from 'croner';
 import type { FieldError } from './errors.ts';
+import { GIT_REPO_NAME_RULE, isGitRepoName } from './git-repo-name.ts';
 import { parseOpsJson } from './ops-json.ts';
 
 /**
@@ -168,7 +169,6 @@ function normalize(input: SpecInput): SpecInput {
 
 const NAME_CREATE = /^[A-Za-z ]+$/;
 const NAME_PATCH = /^[A-Za-z -]+$/;
-const REPO_FULL_NAME = /^[A-Za-z0-9_.-]+(\/[A-Za-z0-9_.-]+)+$/;
 const IMAGE_REPOSITORY = /^[a-z0-9]+(?:[._-]+[a-z0-9]+)*(?:\/[a-z0-9]+(?:[._-]+[a-z0-9]+)*)*$/;
 const REGISTRY = /^[A-Za-z0-9.-]+(:\d{1,5})?(\/[a-z0-9._-]+)*$/;
 
@@ -258,9 +258,8 @@ function checkSpec(
         }
         break;
       case 'git_repo_full_name':
-        if (spec.git_repo_full_name && !REPO_FULL_NAME.test(spec.git_repo_full_name)) {
-          add(field, 'git_repo_full_name must have the form org/repo');
-        }
+        if (spec.git_repo_full_name && !isGitRepoName(spec.git_repo_full_name))
+          add(field, GIT_REPO_NAME_RULE);
         break;
       case 'auto_deploy':
         if (spec.auto_deploy === true && spec.type === 'job')

@@ -51,7 +51,7 @@ export const environmentRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = asyn
     },
     async (request) => {
       const env = environmentOf(request);
-      const identity = await liveIdentity(deps, env);
+      const { ingress_url: _, ...identity } = await liveIdentity(deps, env);
       return success({ environment: { ...environmentView(env), ...identity }, ...identity });
     },
   );

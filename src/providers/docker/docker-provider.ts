@@ -33,6 +33,8 @@ export interface DockerProviderOptions {
   /** Host name services live under: `{subdomain}.{ingressHost}`. */
   ingressHost: string;
   ingressPort: number;
+  /** Where the public reaches the ingress (BERTH_PUBLIC_URL): origins use its scheme and port. */
+  publicUrl: string;
   /** Address the ingress listens on. */
   listenHost: string;
   gitBaseUrl: string;
@@ -126,7 +128,12 @@ export class DockerProvider implements Provider {
       .flat()
       .filter((a) => a && a.family === 'IPv4' && !a.internal)
       .map((a) => (a as os.NetworkInterfaceInfo).address);
-    return { ingress_host: this.options.ingressHost, public_nat_ips: addresses, svc_role_arn: '' };
+    return {
+      ingress_host: this.options.ingressHost,
+      ingress_url: this.options.publicUrl,
+      public_nat_ips: addresses,
+      svc_role_arn: '',
+    };
   }
 
   domainValidationZone(): string {
