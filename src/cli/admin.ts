@@ -3,6 +3,7 @@ import path from 'node:path';
 import { Command, Option } from 'commander';
 import { AdminClient, ApiCallError } from '../client/http-client.ts';
 import { loadConfig } from '../config.ts';
+import { CLOUDS, type Cloud } from '../domain/environment-states.ts';
 import { withExamples } from './help.ts';
 
 class AdminCliError extends Error {
@@ -105,10 +106,10 @@ export function adminCommand(plans: readonly string[], features: readonly string
     environments
       .command('create <accountId> <name>')
       .description('create an environment; it is available once provisioned')
-      .addOption(new Option('--cloud <cloud>', 'the cloud (default aws)').choices(['aws', 'gcp']))
+      .addOption(new Option('--cloud <cloud>', 'the cloud (default aws)').choices(CLOUDS))
       .option('--region <region>', 'e.g. us-east-1 (default us-east-1, us-central1 on gcp)'),
     'admin environments create <accountId> staging --cloud gcp --region europe-west1',
-  ).action((id: string, name: string, o: { cloud?: 'aws' | 'gcp'; region?: string }) =>
+  ).action((id: string, name: string, o: { cloud?: Cloud; region?: string }) =>
     run(() => client(opts()).createEnvironment(id, { name, cloud: o.cloud, region: o.region })),
   );
   withExamples(admin, 'admin accounts list', 'admin --url http://127.0.0.1:8080 tokens issue <accountId>');

@@ -9,7 +9,7 @@ import {
   newestDomainIn,
   transitionCustomDomain,
 } from '../../store/repositories/custom-domains.ts';
-import type { CustomDomainRow, CustomDomainState, EnvironmentRow, ServiceRow } from '../../store/schema.ts';
+import type { CustomDomainRow, EnvironmentRow, ServiceRow } from '../../store/schema.ts';
 import {
   checkDomainName,
   checkDomainServiceType,
@@ -17,6 +17,7 @@ import {
   type DnsRecordSpec,
   dnsRecordsFor,
 } from '../custom-domain-rules.ts';
+import type { CustomDomainState } from '../custom-domain-states.ts';
 import { ConflictError, DomainVerificationError, type FieldError, ValidationError } from '../errors.ts';
 import { recordAudit } from './audit.ts';
 import type { Actor, Deps } from './context.ts';
@@ -38,7 +39,7 @@ const token = () => randomBytes(16).toString('hex');
 
 /** The records a caller must create for a domain: the same on every read (the tokens are stored). */
 export async function recordsOf(
-  deps: Deps,
+  deps: Pick<Deps, 'store' | 'provider' | 'dns'>,
   env: EnvironmentRow,
   domain: CustomDomainRow,
 ): Promise<DnsRecordSpec[]> {
@@ -54,7 +55,7 @@ export async function recordsOf(
 }
 
 export async function addCustomDomain(
-  deps: Deps,
+  deps: Pick<Deps, 'store' | 'provider' | 'dns'>,
   actor: Actor,
   service: ServiceRow,
   body: { domain?: unknown },
@@ -92,7 +93,7 @@ export async function addCustomDomain(
 }
 
 /** The domain now serving the service (or null) and the newest one not serving yet (or null). */
-export async function domainPair(deps: Deps, service: ServiceRow) {
+export async function domainPair(deps: Pick<Deps, 'store' | 'provider' | 'dns'>, service: ServiceRow) {
   const db = deps.store.db;
   const active = service.custom_domain_id
     ? await findCustomDomainById(db, service.custom_domain_id)
@@ -107,7 +108,7 @@ export async function domainPair(deps: Deps, service: ServiceRow) {
  * cut-over job is queued. A domain already verified or serving is returned as it is.
  */
 export async function verifyCustomDomain(
-  deps: Deps,
+  deps: Pick<Deps, 'store' | 'provider' | 'dns'>,
   actor: Actor,
   service: ServiceRow,
   env: EnvironmentRow,

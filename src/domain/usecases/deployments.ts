@@ -102,7 +102,7 @@ export async function acceptDeployment(
 }
 
 export async function deploy(
-  deps: Deps,
+  deps: Pick<Deps, 'store'>,
   actor: Actor,
   service: ServiceRow,
   body: DeployBody,
