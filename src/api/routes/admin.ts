@@ -15,6 +15,7 @@ import { createEnvironment } from '../../domain/usecases/environments.ts';
 import { listAccounts } from '../../store/repositories/accounts.ts';
 import type { AccountRow } from '../../store/schema.ts';
 import type { TokenAuthenticator } from '../plugins/auth.ts';
+import { registerIdempotency } from '../plugins/idempotency.ts';
 import { Account, Features } from '../schemas/admin.ts';
 import { Envelope, errorResponses, StringEnum, Uuid } from '../schemas/common.ts';
 import { CLOUDS, Environment } from '../schemas/environments.ts';
@@ -46,6 +47,7 @@ export async function adminRoutes(
     const given = Buffer.from(request.headers.authorization ?? '');
     if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw new UnauthorizedError();
   });
+  registerIdempotency(app, deps.store.db, () => 'admin');
 
   app.get(
     '/accounts',
