@@ -94,7 +94,11 @@ function resourceOfParams(errors: AjvError[]): string {
   return RESOURCE_OF_PARAM[param] ?? 'Resource';
 }
 
-export function toApiError(error: FastifyError): ApiError | null {
+/** Fastify's errors and a route's attached validation error alike. */
+type FrameworkError = Error &
+  Partial<Pick<FastifyError, 'code' | 'validation'>> & { validationContext?: string };
+
+export function toApiError(error: FrameworkError): ApiError | null {
   if (error instanceof ApiError) return error;
   if (error.code && BODY_ERROR_CODES.has(error.code)) return ValidationError.body();
   if (error.validation) {
@@ -113,7 +117,7 @@ export function toApiError(error: FastifyError): ApiError | null {
  * with the domain's. Anything that is not a field error (the body is not an object) is thrown as is.
  */
 export function attachedFieldErrors(request: FastifyRequest): FieldError[] {
-  const error = request.validationError as FastifyError | undefined;
+  const error = request.validationError;
   if (!error) return [];
   const known = toApiError(error);
   if (known instanceof ValidationError && known.errors) return known.errors;

@@ -1,5 +1,5 @@
 import { timingSafeEqual } from 'node:crypto';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { isUuid } from '../../domain/api-token.ts';
 import { NotFoundError, UnauthorizedError } from '../../domain/errors.ts';
@@ -19,7 +19,7 @@ import { registerIdempotency } from '../plugins/idempotency.ts';
 import { Account, Features } from '../schemas/admin.ts';
 import { Envelope, errorResponses, StringEnum, Uuid } from '../schemas/common.ts';
 import { CLOUDS, Environment } from '../schemas/environments.ts';
-import { environmentView } from '../views.ts';
+import { environmentView, success } from '../views.ts';
 
 const accountView = (a: AccountRow) => ({
   id: a.id,
@@ -38,10 +38,11 @@ function assertUuid(id: string, resource: string): void {
 }
 
 /** The operator's API: accounts, plans, API tokens, environments. Bearer BERTH_ADMIN_TOKEN. */
-export async function adminRoutes(
-  app: FastifyInstance,
-  { deps, adminToken, authenticator }: { deps: Deps; adminToken: string; authenticator: TokenAuthenticator },
-) {
+export const adminRoutes: FastifyPluginAsyncTypebox<{
+  deps: Deps;
+  adminToken: string;
+  authenticator: TokenAuthenticator;
+}> = async (app, { deps, adminToken, authenticator }) => {
   const expected = Buffer.from(`Bearer ${adminToken}`);
   app.addHook('onRequest', async (request) => {
     const given = Buffer.from(request.headers.authorization ?? '');
@@ -57,10 +58,7 @@ export async function adminRoutes(
         response: { 200: Envelope(Type.Object({ accounts: Type.Array(Account) })), ...ADMIN_ERRORS },
       },
     },
-    async () => ({
-      message: 'success',
-      data: { accounts: (await listAccounts(deps.store.db)).map(accountView) },
-    }),
+    async () => success({ accounts: (await listAccounts(deps.store.db)).map(accountView) }),
   );
 
   app.post(
@@ -77,12 +75,8 @@ export async function adminRoutes(
       },
     },
     async (request) => {
-      const account = await createAccount(
-        deps,
-        String(request.id),
-        request.body as Parameters<typeof createAccount>[2],
-      );
-      return { message: 'success', data: { account: accountView(account) } };
+      const account = await createAccount(deps, String(request.id), request.body);
+      return success({ account: accountView(account) });
     },
   );
 
@@ -95,18 +89,13 @@ export async function adminRoutes(
         body: Type.Object({ plan: Type.Optional(StringEnum(PLANS)), features: Type.Optional(Features) }),
         response: { 200: Envelope(Type.Object({ account: Account })), ...ADMIN_ERRORS },
       },
-      preValidation: async (request) => assertUuid((request.params as { id: string }).id, 'Account'),
+      preValidation: async (request) => assertUuid(request.params.id, 'Account'),
     },
     async (request) => {
-      const { id } = request.params as { id: string };
-      const account = await changeAccount(
-        deps,
-        String(request.id),
-        id,
-        request.body as Parameters<typeof changeAccount>[3],
-      );
+      const { id } = request.params;
+      const account = await changeAccount(deps, String(request.id), id, request.body);
       authenticator.forget();
-      return { message: 'success', data: { account: accountView(account) } };
+      return success({ account: accountView(account) });
     },
   );
 
@@ -118,11 +107,11 @@ export async function adminRoutes(
         params: AccountParams,
         response: { 200: Envelope(Type.Object({ api_token: Uuid, token_id: Uuid })), ...ADMIN_ERRORS },
       },
-      preValidation: async (request) => assertUuid((request.params as { id: string }).id, 'Account'),
+      preValidation: async (request) => assertUuid(request.params.id, 'Account'),
     },
     async (request) => {
-      const { id } = request.params as { id: string };
-      return { message: 'success', data: await issueApiToken(deps, String(request.id), id) };
+      const { id } = request.params;
+      return success(await issueApiToken(deps, String(request.id), id));
     },
   );
 
@@ -134,13 +123,12 @@ export async function adminRoutes(
         params: Type.Object({ tokenId: Uuid }),
         response: { 200: Envelope(Type.Object({ revoked: Type.Boolean() })), ...ADMIN_ERRORS },
       },
-      preValidation: async (request) =>
-        assertUuid((request.params as { tokenId: string }).tokenId, 'API token'),
+      preValidation: async (request) => assertUuid(request.params.tokenId, 'API token'),
     },
     async (request) => {
-      await revokeApiToken(deps, String(request.id), (request.params as { tokenId: string }).tokenId);
+      await revokeApiToken(deps, String(request.id), request.params.tokenId);
       authenticator.forget();
-      return { message: 'success', data: { revoked: true } };
+      return success({ revoked: true });
     },
   );
 
@@ -160,16 +148,16 @@ export async function adminRoutes(
         }),
         response: { 200: Envelope(Type.Object({ environment: Environment })), ...ADMIN_ERRORS },
       },
-      preValidation: async (request) => assertUuid((request.params as { id: string }).id, 'Account'),
+      preValidation: async (request) => assertUuid(request.params.id, 'Account'),
     },
     async (request) => {
-      const { id } = request.params as { id: string };
+      const { id } = request.params;
       const env = await createEnvironment(
         deps,
         { accountId: id, tokenId: null, requestId: String(request.id) },
-        request.body as Parameters<typeof createEnvironment>[2],
+        request.body,
       );
-      return { message: 'success', data: { environment: environmentView(env) } };
+      return success({ environment: environmentView(env) });
     },
   );
-}
+};

@@ -10,7 +10,7 @@ import { acceptDeployment, assertNotDeleting, lockLiveService } from './deployme
 import { readSecrets, storeSecrets } from './secrets.ts';
 
 export interface PreviewBody {
-  preview: true;
+  preview?: boolean;
   commit_id?: string;
   branch?: string;
   pr_number?: number;
