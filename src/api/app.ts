@@ -32,6 +32,8 @@ export type App = FastifyInstance;
 export interface AppOptions {
   /** Bearer token of /admin/v1. */
   adminToken: string;
+  /** Sees every route as it is registered (the tests list the routes with it). */
+  onRoute?: (route: { method: string | string[]; url: string }) => void;
 }
 
 /** Node's default: what an HTTP/1.1 client may send as request line and headers together. */
@@ -72,6 +74,7 @@ export async function buildApp(deps: Deps, options: AppOptions) {
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
+  if (options.onRoute) app.addHook('onRoute', options.onRoute);
   app.setValidatorCompiler(validatorCompiler);
   app.addSchema(ErrorBody);
   registerErrorHandling(app);

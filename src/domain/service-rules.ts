@@ -79,7 +79,10 @@ export const SPEC_FIELDS: readonly SpecField[] = [
   'helm_values_yml',
 ];
 
-const EMPTY_SPEC: Omit<ServiceSpec, 'name' | 'source'> = {
+/** The fields a service may leave unset, and what unset is. */
+type OptionalSpec = Omit<ServiceSpec, 'name' | 'source'>;
+
+const EMPTY_SPEC: OptionalSpec = {
   type: null,
   port: null,
   cron_schedule: null,
@@ -307,6 +310,10 @@ function pick(input: SpecInput): Partial<ServiceSpec> {
   return out as Partial<ServiceSpec>;
 }
 
+function unset<K extends keyof OptionalSpec>(spec: OptionalSpec, field: K): void {
+  spec[field] = EMPTY_SPEC[field];
+}
+
 /** Create: the spec's table. Returns the spec to store, or the field errors. */
 export function checkCreate(input: SpecInput): { spec: ServiceSpec; errors: FieldError[] } {
   const request = normalize(input);
@@ -330,9 +337,10 @@ export function checkPatch(
   const merged = { ...current } as ServiceSpec;
   const sourceChanged = request.source !== undefined && request.source !== current.source;
   if (sourceChanged) {
-    for (const [field, sources] of Object.entries(FIELD_SOURCES) as [SpecField, Source[]][]) {
-      if (!sources.includes(request.source as Source))
-        (merged as unknown as Record<string, unknown>)[field] = EMPTY_SPEC[field as keyof typeof EMPTY_SPEC];
+    for (const field of SPEC_FIELDS) {
+      if (field === 'name' || field === 'source') continue;
+      const sources = FIELD_SOURCES[field];
+      if (sources && !sources.includes(request.source as Source)) unset(merged, field);
     }
   }
   // ops_json belongs to docker_image only; rule 5 would otherwise fire on a field the caller did not send.

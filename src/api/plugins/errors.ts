@@ -133,9 +133,6 @@ export function registerErrorHandling(app: FastifyInstance): void {
         .status(known.status)
         .send({ error_code: known.code, message: known.message, errors: known.errors });
     }
-    if (error.statusCode === 429) {
-      return reply.status(429).send({ error_code: 'rate_limited', message: error.message, errors: null });
-    }
     request.log.error({ err: error }, 'unexpected error');
     return reply.status(500).send({ error_code: 'unknown', message: UNKNOWN_MESSAGE, errors: null });
   });

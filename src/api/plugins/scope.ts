@@ -1,6 +1,6 @@
 import type { FastifyRequest } from 'fastify';
-import { isUuid } from '../../domain/api-token.ts';
 import { NotFoundError } from '../../domain/errors.ts';
+import { isUuid } from '../../domain/uuid.ts';
 import type { Db } from '../../store/database.ts';
 import { findCustomDomain } from '../../store/repositories/custom-domains.ts';
 import { findDeployment } from '../../store/repositories/deployments.ts';

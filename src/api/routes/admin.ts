@@ -1,7 +1,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { isUuid } from '../../domain/api-token.ts';
+import { CLOUDS } from '../../domain/environment-states.ts';
 import { NotFoundError, UnauthorizedError } from '../../domain/errors.ts';
 import { PLANS } from '../../domain/plans.ts';
 import {
@@ -12,13 +12,14 @@ import {
 } from '../../domain/usecases/accounts.ts';
 import type { Deps } from '../../domain/usecases/context.ts';
 import { createEnvironment } from '../../domain/usecases/environments.ts';
+import { isUuid } from '../../domain/uuid.ts';
 import { listAccounts } from '../../store/repositories/accounts.ts';
 import type { AccountRow } from '../../store/schema.ts';
 import type { TokenAuthenticator } from '../plugins/auth.ts';
 import { registerIdempotency } from '../plugins/idempotency.ts';
 import { Account, Features } from '../schemas/admin.ts';
 import { Envelope, errorResponses, StringEnum, Uuid } from '../schemas/common.ts';
-import { CLOUDS, Environment } from '../schemas/environments.ts';
+import { Environment } from '../schemas/environments.ts';
 import { environmentView, success } from '../views.ts';
 
 const accountView = (a: AccountRow) => ({

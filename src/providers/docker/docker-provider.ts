@@ -2,8 +2,8 @@ import { readFile } from 'node:fs/promises';
 import os from 'node:os';
 import Docker from 'dockerode';
 import type { Logger } from 'pino';
-import { isUuid } from '../../domain/api-token.ts';
 import { type OpsConfig, parseOpsJson } from '../../domain/ops-json.ts';
+import { isUuid } from '../../domain/uuid.ts';
 import type { Db } from '../../store/database.ts';
 import type { ServiceRow } from '../../store/schema.ts';
 import type {
