@@ -447,6 +447,9 @@ export class DockerProvider implements Provider {
   }
 
   async deleteService(service: ServiceRow): Promise<void> {
+    // Cron templates first: a tick that starts a run afterwards sees its template gone (cron.ts), and
+    // one that started before is in the listing of the second pass.
+    await this.removeContainers({ [LABEL.service]: service.id, [LABEL.role]: 'cron-template' });
     await this.removeContainers({ [LABEL.service]: service.id });
     await this.cron.rescan();
     const images = await this.docker.listImages({ filters: labelFilter({ [LABEL.service]: service.id }) });
