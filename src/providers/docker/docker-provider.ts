@@ -38,6 +38,7 @@ export interface DockerProviderOptions {
   /** Address the ingress listens on. */
   listenHost: string;
   gitBaseUrl: string;
+  pullTimeoutMs: number;
 }
 
 /**
@@ -338,7 +339,7 @@ export class DockerProvider implements Provider {
             .getImage(image)
             .inspect()
             .catch(() => null);
-      if (!local) await pullImage(this.docker, image);
+      if (!local) await pullImage(this.docker, image, this.options.pullTimeoutMs);
       return { image, ops: request.ops, source: { docker_image_digest: await this.digestOf(image) } };
     }
     const source = await checkout(
