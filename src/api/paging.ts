@@ -4,8 +4,8 @@
  * @module
  */
 import type { Static } from 'typebox';
-import { isUuid } from '../domain/api-token.ts';
 import { ValidationError } from '../domain/errors.ts';
+import { isUuid } from '../domain/uuid.ts';
 import type { Page, Position } from '../store/repositories/paging.ts';
 import type { PageQuery } from './schemas/common.ts';
 

@@ -194,3 +194,8 @@ export function customDomainView(d: CustomDomainRow, records: DnsRecordSpec[]) {
     updated_at: iso(d.updated_at),
   };
 }
+
+/** The spec's success envelope. */
+export function success<T>(data: T) {
+  return { message: 'success' as const, data };
+}

@@ -54,7 +54,7 @@ assert.ok(realCursor);
 const victimAccount = (await h.admin('POST', '/accounts', { name: 'victim', plan: 'pro' })).body.data.account
   .id as string;
 
-const ROUTES = registeredRoutes(h.app);
+const ROUTES = registeredRoutes(h);
 const keyOf = (route: Route) => `${route.method} ${route.url}`;
 const CREATE = 'POST /v1/environments/:envId/services';
 

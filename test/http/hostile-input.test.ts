@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, describe, test } from 'node:test';
+import { GIT_REPO_NAME_RULE } from '../../src/domain/git-repo-name.ts';
 import { startHarness, VALID_SERVICE } from '../helpers/harness.ts';
 
 /** Issue 17 item 4: inputs that used to crash a handler are field errors now. */
@@ -75,4 +76,26 @@ describe('query strings are validated like bodies', () => {
       }
     });
   }
+});
+
+describe('git_repo_full_name cannot climb out of BERTH_GIT_BASE_URL', () => {
+  test('traversal and option-like names are 422 field errors at create and PATCH', async () => {
+    const patched = await h.request('POST', `${env}/services`, {
+      token: t.token,
+      body: VALID_SERVICE.github,
+    });
+    assert.equal(patched.status, 200, patched.raw);
+    const url = `${env}/services/${patched.body.data.service.id}`;
+    for (const name of ['../secret-repo', 'acme/../../secret-repo', 'acme/./app', '-acme/app']) {
+      const create = await h.request('POST', `${env}/services`, {
+        token: t.token,
+        body: { ...VALID_SERVICE.github, git_repo_full_name: name },
+      });
+      const patch = await h.request('PATCH', url, { token: t.token, body: { git_repo_full_name: name } });
+      for (const res of [create, patch]) {
+        assert.equal(res.status, 422, `${name}: ${res.raw}`);
+        assert.deepEqual(res.body.errors, [{ field: 'git_repo_full_name', error: GIT_REPO_NAME_RULE }]);
+      }
+    }
+  });
 });

@@ -1,4 +1,5 @@
 import { type Static, type TArray, type TSchema, Type } from 'typebox';
+import { ERROR_CODES } from '../../domain/errors.ts';
 
 /** Shared schema pieces. Every string has a maximum length; every response is a deliberate projection. */
 export const Uuid = Type.String({ format: 'uuid', maxLength: 36 });
@@ -7,10 +8,10 @@ export const ZERO_UUID = '00000000-0000-0000-0000-000000000000';
 
 /** A JSON Schema type that also admits null (OpenAPI 3.1 style `type: [T, "null"]`). */
 export function Nullable<T extends TSchema>(schema: T) {
-  const { type, ...rest } = schema as unknown as { type: string; enum?: unknown[] } & Record<string, unknown>;
+  const { type, enum: values, ...rest }: Record<string, unknown> = Object.fromEntries(Object.entries(schema));
   // An enum must admit null itself: `type` alone would let validation refuse it.
-  const values = rest.enum ? { enum: [...rest.enum, null] } : {};
-  return Type.Unsafe<Static<T> | null>({ ...rest, ...values, type: [type, 'null'] });
+  const nullableEnum = Array.isArray(values) ? { enum: [...values, null] } : {};
+  return Type.Unsafe<Static<T> | null>({ ...rest, ...nullableEnum, type: [type, 'null'] });
 }
 
 /** A string enum with a `type`, so that it can be made nullable and reads well in OpenAPI. */
@@ -32,7 +33,7 @@ export const FieldErrorSchema = Type.Object({
 
 export const ErrorBody = Type.Object(
   {
-    error_code: Type.String({
+    error_code: StringEnum(ERROR_CODES, {
       maxLength: 40,
       description:
         'unauthorized, forbidden, notfound, conflict, validation, rate_limited, unknown or DOMAIN_VERIFICATION_FAILED',

@@ -2,8 +2,8 @@ import { readFile } from 'node:fs/promises';
 import os from 'node:os';
 import Docker from 'dockerode';
 import type { Logger } from 'pino';
-import { isUuid } from '../../domain/api-token.ts';
 import { type OpsConfig, parseOpsJson } from '../../domain/ops-json.ts';
+import { isUuid } from '../../domain/uuid.ts';
 import type { Db } from '../../store/database.ts';
 import type { ServiceRow } from '../../store/schema.ts';
 import type {
@@ -465,6 +465,9 @@ export class DockerProvider implements Provider {
   }
 
   async deleteService(service: ServiceRow): Promise<void> {
+    // Cron templates first: a tick that starts a run afterwards sees its template gone (cron.ts), and
+    // one that started before is in the listing of the second pass.
+    await this.removeContainers({ [LABEL.service]: service.id, [LABEL.role]: 'cron-template' });
     await this.removeContainers({ [LABEL.service]: service.id });
     await this.cron.rescan();
     const images = await this.docker.listImages({ filters: labelFilter({ [LABEL.service]: service.id }) });
