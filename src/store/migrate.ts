@@ -7,6 +7,7 @@ import * as customDomains from './migrations/0003-custom-domains.ts';
 import * as docker from './migrations/0004-docker.ts';
 import * as settings from './migrations/0005-settings.ts';
 import * as deployedSource from './migrations/0006-deployed-source.ts';
+import * as rateLimits from './migrations/0007-rate-limits.ts';
 
 /** Every migration, in order. Listed here rather than read from disk so the build carries them. */
 const migrations: Record<string, Migration> = {
@@ -16,6 +17,7 @@ const migrations: Record<string, Migration> = {
   '0004-docker': docker,
   '0005-settings': settings,
   '0006-deployed-source': deployedSource,
+  '0007-rate-limits': rateLimits,
 };
 
 export class MigrationError extends Error {}

@@ -211,6 +211,12 @@ export interface SettingsTable {
   value: string;
 }
 
+export interface RateLimitWindowsTable {
+  key: string;
+  window_start: Date;
+  hits: number;
+}
+
 export interface Database {
   accounts: AccountsTable;
   api_tokens: ApiTokensTable;
@@ -225,6 +231,7 @@ export interface Database {
   custom_domains: CustomDomainsTable;
   docker_routes: DockerRoutesTable;
   settings: SettingsTable;
+  rate_limit_windows: RateLimitWindowsTable;
 }
 
 export type AccountRow = Selectable<AccountsTable>;

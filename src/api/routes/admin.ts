@@ -15,6 +15,7 @@ import { createEnvironment } from '../../domain/usecases/environments.ts';
 import { listAccounts } from '../../store/repositories/accounts.ts';
 import type { AccountRow } from '../../store/schema.ts';
 import type { TokenAuthenticator } from '../plugins/auth.ts';
+import type { AuthFailureLimit } from '../plugins/auth-failures.ts';
 import { Account, Features } from '../schemas/admin.ts';
 import { Envelope, errorResponses, StringEnum, Uuid } from '../schemas/common.ts';
 import { CLOUDS, Environment } from '../schemas/environments.ts';
@@ -39,12 +40,20 @@ function assertUuid(id: string, resource: string): void {
 /** The operator's API: accounts, plans, API tokens, environments. Bearer BERTH_ADMIN_TOKEN. */
 export async function adminRoutes(
   app: FastifyInstance,
-  { deps, adminToken, authenticator }: { deps: Deps; adminToken: string; authenticator: TokenAuthenticator },
+  {
+    deps,
+    adminToken,
+    authenticator,
+    authFailures,
+  }: { deps: Deps; adminToken: string; authenticator: TokenAuthenticator; authFailures: AuthFailureLimit },
 ) {
   const expected = Buffer.from(`Bearer ${adminToken}`);
-  app.addHook('onRequest', async (request) => {
-    const given = Buffer.from(request.headers.authorization ?? '');
-    if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw new UnauthorizedError();
+  app.addHook('onRequest', async (request, reply) => {
+    await authFailures.guard(request, reply, () => {
+      const given = Buffer.from(request.headers.authorization ?? '');
+      if (given.length !== expected.length || !timingSafeEqual(given, expected))
+        throw new UnauthorizedError();
+    });
   });
 
   app.get(
