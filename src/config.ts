@@ -15,6 +15,8 @@ export interface Config {
   dnsServers: string[];
   ingressHost: string;
   ingressPort: number;
+  /** The public address of the docker provider's ingress (scheme, host, port): what origins are built on. */
+  publicUrl: string;
   /** Address the docker provider's ingress listens on: apart from BERTH_HOST, so exposing apps never exposes the API. */
   ingressBind: string;
   gitBaseUrl: string;
@@ -41,6 +43,32 @@ function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number
     throw new ConfigError(`${name} must be a whole number from ${min} to ${max}, got "${raw}"`);
   }
   return value;
+}
+
+/**
+ * Where services answer: `{subdomain}.{ingressHost}` on the ingress's port, or behind a proxy at
+ * BERTH_PUBLIC_URL (its scheme and port; its host is the ingress host, since the proxy passes Host on).
+ */
+function ingressAddresses(env: NodeJS.ProcessEnv): Pick<Config, 'ingressHost' | 'ingressPort' | 'publicUrl'> {
+  const ingressPort = int(env, 'BERTH_INGRESS_PORT', 8088, 1, 65535);
+  const raw = env.BERTH_PUBLIC_URL;
+  if (!raw) {
+    const ingressHost = env.BERTH_INGRESS_HOST || 'localhost';
+    return { ingressHost, ingressPort, publicUrl: `http://${ingressHost}:${ingressPort}` };
+  }
+  const url = URL.canParse(raw) ? new URL(raw) : null;
+  if (!url || !/^https?:$/.test(url.protocol) || url.pathname !== '/' || url.search || url.username) {
+    throw new ConfigError(
+      `BERTH_PUBLIC_URL must be http:// or https:// with a host and an optional port, nothing else (like https://apps.example.com), got "${raw}"`,
+    );
+  }
+  const ingressHost = env.BERTH_INGRESS_HOST || url.hostname;
+  if (ingressHost !== url.hostname) {
+    throw new ConfigError(
+      `BERTH_PUBLIC_URL's host must be BERTH_INGRESS_HOST (${ingressHost}): services answer at {subdomain}.${ingressHost}`,
+    );
+  }
+  return { ingressHost, ingressPort, publicUrl: url.origin };
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -74,8 +102,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       .split(',')
       .map((s) => s.trim())
       .filter(Boolean),
-    ingressHost: env.BERTH_INGRESS_HOST || 'localhost',
-    ingressPort: int(env, 'BERTH_INGRESS_PORT', 8088, 1, 65535),
+    ...ingressAddresses(env),
     ingressBind: env.BERTH_INGRESS_BIND || '127.0.0.1',
     gitBaseUrl: env.BERTH_GIT_BASE_URL || 'https://github.com/',
     rateLimitPerMin: int(env, 'BERTH_RATE_LIMIT_PER_MIN', 1200, 1, 10_000_000),

@@ -24,6 +24,8 @@ export async function serveCommand(config: Config, options: { workers: boolean }
     );
   }
   const server = await startServer(config, { workers: options.workers });
+  // Before "listening" is printed: whoever waits for that line may signal at once.
+  onShutdown(server.close);
   const lines = [
     `Berth is listening on ${server.url} (provider ${config.provider}, ${server.runtime.deps.store.kind} database)`,
   ];
@@ -47,7 +49,6 @@ export async function serveCommand(config: Config, options: { workers: boolean }
     );
   }
   process.stdout.write(`${lines.join('\n')}\n`);
-  onShutdown(server.close);
 }
 
 export async function workerCommand(config: Config, options: { concurrency: number }): Promise<void> {
@@ -58,12 +59,12 @@ export async function workerCommand(config: Config, options: { concurrency: numb
   }
   const runtime = await openRuntime(config);
   const worker = startWorker(runtime.deps, { concurrency: options.concurrency });
-  await worker.start();
-  runtime.deps.logger.info({ worker: worker.id }, 'worker started');
   onShutdown(async () => {
     await worker.stop();
     await runtime.close();
   });
+  await worker.start();
+  runtime.deps.logger.info({ worker: worker.id }, 'worker started');
 }
 
 export async function migrateCommand(config: Config): Promise<void> {

@@ -18,6 +18,7 @@ export function createProvider(config: Config, db: Db, logger: Logger): Provider
         logger: logger.child({ component: 'docker' }),
         ingressHost: config.ingressHost,
         ingressPort: config.ingressPort,
+        publicUrl: config.publicUrl,
         listenHost: config.ingressBind,
         gitBaseUrl: config.gitBaseUrl,
       });

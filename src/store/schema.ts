@@ -1,5 +1,10 @@
 import type { ColumnType, Generated, Insertable, Selectable, Updateable } from 'kysely';
+import type { CustomDomainState } from '../domain/custom-domain-states.ts';
+import type { DeploymentState, DeploymentType } from '../domain/deployment-states.ts';
+import type { Cloud, EnvironmentState } from '../domain/environment-states.ts';
 import type { OpsConfig } from '../domain/ops-json.ts';
+import type { Plan } from '../domain/plans.ts';
+import type { ServiceType, Source } from '../domain/service-rules.ts';
 import type { ServiceState } from '../domain/service-states.ts';
 
 /**
@@ -12,7 +17,7 @@ type Json<T> = ColumnType<T, string, string>;
 export interface AccountsTable {
   id: string;
   name: string;
-  plan: 'none' | 'starter' | 'pro';
+  plan: Plan;
   features: Json<string[]>;
   created_at: Timestamp;
   updated_at: Timestamp;
@@ -30,9 +35,9 @@ export interface EnvironmentsTable {
   id: string;
   account_id: string;
   name: string;
-  cloud: 'aws' | 'gcp';
+  cloud: Cloud;
   region: string;
-  state: 'provisioning' | 'available' | 'failed' | 'deleting' | 'deleted';
+  state: EnvironmentState;
   created_at: Timestamp;
   updated_at: Timestamp;
 }
@@ -42,9 +47,9 @@ export interface ServicesTable {
   account_id: string;
   environment_id: string;
   name: string;
-  type: string | null;
+  type: ServiceType | null;
   state: ServiceState;
-  source: string;
+  source: Source;
   port: number | null;
   cron_schedule: string | null;
   replica_count: number | null;
@@ -106,8 +111,8 @@ export interface DeploymentsTable {
   account_id: string;
   environment_id: string;
   service_id: string;
-  type: 'service_update' | 'restore';
-  state: 'queued' | 'in_progress' | 'success' | 'failed';
+  type: DeploymentType;
+  state: DeploymentState;
   prev_deployment_id: string | null;
   prov_deployment_id: ColumnType<string, string | undefined, string>;
   git_commit_ref: ColumnType<string, string | undefined, string>;
@@ -171,18 +176,6 @@ export interface SimCallsTable {
   finished_at: Date | null;
 }
 
-export type CustomDomainState =
-  | 'unverified'
-  | 'verified'
-  | 'deploy_queued'
-  | 'deploying'
-  | 'deployed'
-  | 'deploy_failed'
-  | 'delete_queued'
-  | 'deleting'
-  | 'deleted'
-  | 'delete_failed';
-
 export interface CustomDomainsTable {
   id: string;
   account_id: string;
@@ -217,6 +210,15 @@ export interface RateLimitWindowsTable {
   hits: number;
 }
 
+export interface IdempotencyKeysTable {
+  scope: string;
+  key: string;
+  fingerprint: string;
+  status: number | null;
+  body: string | null;
+  created_at: Generated<Date>;
+}
+
 export interface Database {
   accounts: AccountsTable;
   api_tokens: ApiTokensTable;
@@ -232,6 +234,7 @@ export interface Database {
   docker_routes: DockerRoutesTable;
   settings: SettingsTable;
   rate_limit_windows: RateLimitWindowsTable;
+  idempotency_keys: IdempotencyKeysTable;
 }
 
 export type AccountRow = Selectable<AccountsTable>;

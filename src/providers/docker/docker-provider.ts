@@ -1,10 +1,9 @@
 import { readFile } from 'node:fs/promises';
 import os from 'node:os';
-import { setTimeout as sleep } from 'node:timers/promises';
 import Docker from 'dockerode';
 import type { Logger } from 'pino';
-import { isUuid } from '../../domain/api-token.ts';
 import { type OpsConfig, parseOpsJson } from '../../domain/ops-json.ts';
+import { isUuid } from '../../domain/uuid.ts';
 import type { Db } from '../../store/database.ts';
 import type { ServiceRow } from '../../store/schema.ts';
 import type {
@@ -18,10 +17,11 @@ import type {
 } from '../provider.ts';
 import { ProviderError } from '../provider.ts';
 import { CronScheduler } from './cron.ts';
+import { Drainer } from './drain.ts';
 import { checkout, inside } from './git-source.ts';
 import { type Target, waitReady } from './health.ts';
 import { buildImage, imageReference, pullImage } from './images.ts';
-import { INGRESS_CACHE_MS, type Ingress, startIngress } from './ingress.ts';
+import { type Ingress, startIngress } from './ingress.ts';
 import { LABEL, labelFilter, networkName, type Role } from './labels.ts';
 
 /** Serving replicas come back after a crash or an Engine restart, until Berth stops them. */
@@ -33,6 +33,8 @@ export interface DockerProviderOptions {
   /** Host name services live under: `{subdomain}.{ingressHost}`. */
   ingressHost: string;
   ingressPort: number;
+  /** Where the public reaches the ingress (BERTH_PUBLIC_URL): origins use its scheme and port. */
+  publicUrl: string;
   /** Address the ingress listens on. */
   listenHost: string;
   gitBaseUrl: string;
@@ -42,7 +44,8 @@ export interface DockerProviderOptions {
  * Real containers on the Docker Engine, through its API (dockerode). One network per environment;
  * every container and built image labelled with its account, environment, service and deployment.
  * Web services are reached through the ingress (ingress.ts); the rollout starts the new version, waits
- * for it to be healthy, moves traffic (docker_routes), then stops the old one.
+ * for it to be healthy, moves traffic (docker_routes) and succeeds; the old one drains afterwards
+ * (drain.ts).
  */
 export class DockerProvider implements Provider {
   readonly name = 'docker';
@@ -50,9 +53,16 @@ export class DockerProvider implements Provider {
   private readonly options: DockerProviderOptions;
   private readonly cron: CronScheduler;
   private ingress: Ingress | undefined;
+  private readonly drainer: Drainer;
 
   constructor(options: DockerProviderOptions) {
     this.options = options;
+    this.drainer = new Drainer({
+      docker: this.docker,
+      db: options.db,
+      logger: options.logger,
+      afterDrain: () => this.cron.rescan(),
+    });
     this.cron = new CronScheduler(this.docker, options.logger, async (labelled) => {
       const ids = labelled.filter(isUuid);
       if (ids.length === 0) return new Set();
@@ -80,11 +90,15 @@ export class DockerProvider implements Provider {
       ingressHost: this.options.ingressHost,
     });
     await this.cron.start();
+    await this.drainer.drainAll();
   }
 
   async close(): Promise<void> {
     this.cron.stop();
     await this.ingress?.close();
+    // A graceful shutdown lets drains finish (a stop takes ten seconds at most); a crash leaves them to
+    // the next start or deployment.
+    await this.drainer.settle(15_000);
   }
 
   private async ensureNetwork(env: EnvironmentRef): Promise<string> {
@@ -114,7 +128,12 @@ export class DockerProvider implements Provider {
       .flat()
       .filter((a) => a && a.family === 'IPv4' && !a.internal)
       .map((a) => (a as os.NetworkInterfaceInfo).address);
-    return { ingress_host: this.options.ingressHost, public_nat_ips: addresses, svc_role_arn: '' };
+    return {
+      ingress_host: this.options.ingressHost,
+      ingress_url: this.options.publicUrl,
+      public_nat_ips: addresses,
+      svc_role_arn: '',
+    };
   }
 
   domainValidationZone(): string {
@@ -170,11 +189,15 @@ export class DockerProvider implements Provider {
     const serving = await this.servingDeployment(service.id);
     // A rerun (after a crash) of a deployment already promoted: it is what serves; report it as it went.
     if (serving === deploymentId) {
-      await this.retireAllBut(service.id, deploymentId);
+      if (service.type === 'job' || service.type === 'cron')
+        await this.retireAllBut(service.id, deploymentId);
+      else this.drainer.drain(service.id);
       return service.type === 'job' ? this.jobOutcome(deploymentId, success(), fail) : success();
     }
     // A rerun of one never promoted starts afresh.
     await this.removeContainers({ [LABEL.deployment]: deploymentId });
+    // What an earlier drain left when its process stopped.
+    this.drainer.drain(service.id);
     const network = await this.ensureNetwork(environment);
 
     let image: string;
@@ -264,9 +287,8 @@ export class DockerProvider implements Provider {
     // its code, not turn into a crash loop that looks alive.
     for (const { container } of targets) await container.update({ RestartPolicy: KEEP_RUNNING });
     await this.promote(service.id, deploymentId, service.port, ops);
-    // Let every ingress see the new route before the old containers go, then stop them gracefully.
-    await sleep(INGRESS_CACHE_MS + 500);
-    await this.retireAllBut(service.id, deploymentId);
+    // The new version serves: the deployment has succeeded. The old one drains meanwhile.
+    this.drainer.drain(service.id);
     return success();
   }
 
@@ -425,6 +447,9 @@ export class DockerProvider implements Provider {
   }
 
   async deleteService(service: ServiceRow): Promise<void> {
+    // Cron templates first: a tick that starts a run afterwards sees its template gone (cron.ts), and
+    // one that started before is in the listing of the second pass.
+    await this.removeContainers({ [LABEL.service]: service.id, [LABEL.role]: 'cron-template' });
     await this.removeContainers({ [LABEL.service]: service.id });
     await this.cron.rescan();
     const images = await this.docker.listImages({ filters: labelFilter({ [LABEL.service]: service.id }) });

@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { GIT_REPO_NAME_RULE, isGitRepoName } from '../../domain/git-repo-name.ts';
 import { ProviderError } from '../provider.ts';
 
 const run = promisify(execFile);
@@ -34,6 +35,9 @@ export async function checkout(
   branch: string,
   commit: string,
 ): Promise<Checkout> {
+  // Rows stored before the API checked names (or written around it) must not reach outside the base.
+  if (!isGitRepoName(repo))
+    throw new ProviderError(`${GIT_REPO_NAME_RULE}; got ${repo}`, { retryable: false });
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-src-'));
   const remove = () => fs.rmSync(dir, { recursive: true, force: true });
   const url = `${baseUrl.replace(/\/?$/, '/')}${repo}`;
