@@ -20,6 +20,9 @@ export interface Config {
   /** Address the docker provider's ingress listens on: apart from BERTH_HOST, so exposing apps never exposes the API. */
   ingressBind: string;
   gitBaseUrl: string;
+  /** Registry hosts docker_image services may pull from; empty: any. */
+  allowedRegistries: string[];
+  pullTimeoutMs: number;
   rateLimitPerMin: number;
   /** Failed authentications one client address may make per minute before it gets 429. */
   authFailuresPerMin: number;
@@ -105,6 +108,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     ...ingressAddresses(env),
     ingressBind: env.BERTH_INGRESS_BIND || '127.0.0.1',
     gitBaseUrl: env.BERTH_GIT_BASE_URL || 'https://github.com/',
+    allowedRegistries: (env.BERTH_ALLOWED_REGISTRIES || '')
+      .split(',')
+      .map((s) => s.trim().toLowerCase())
+      .filter(Boolean),
+    // A pull that has not finished by then fails with that reason (a silent registry never answers).
+    pullTimeoutMs: int(env, 'BERTH_PULL_TIMEOUT_MS', 600_000, 1_000, 3_600_000),
     rateLimitPerMin: int(env, 'BERTH_RATE_LIMIT_PER_MIN', 1200, 1, 10_000_000),
     // Enough for a misconfigured client to see its 401s; far too few to cost the database anything.
     authFailuresPerMin: int(env, 'BERTH_AUTH_FAILURES_PER_MIN', 60, 1, 10_000_000),
