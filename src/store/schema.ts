@@ -204,6 +204,12 @@ export interface SettingsTable {
   value: string;
 }
 
+export interface RateLimitWindowsTable {
+  key: string;
+  window_start: Date;
+  hits: number;
+}
+
 export interface IdempotencyKeysTable {
   scope: string;
   key: string;
@@ -227,6 +233,7 @@ export interface Database {
   custom_domains: CustomDomainsTable;
   docker_routes: DockerRoutesTable;
   settings: SettingsTable;
+  rate_limit_windows: RateLimitWindowsTable;
   idempotency_keys: IdempotencyKeysTable;
 }
 
