@@ -1,7 +1,5 @@
 import path from 'node:path';
 
-export type ProviderName = 'sim' | 'docker' | 'kubernetes';
-
 /** Every setting Berth reads, with its default. The table in README.md mirrors this file. */
 export interface Config {
   host: string;
@@ -10,12 +8,11 @@ export interface Config {
   dataDir: string;
   adminToken: string | undefined;
   masterKey: string | undefined;
-  provider: ProviderName;
-  simStepMs: number;
+  /** BERTH_PROVIDER: a driver's name, checked by providers/registry.ts. */
+  provider: string;
+  /** The environment the driver reads its own settings from (each driver parses its own). */
+  providerEnv: NodeJS.ProcessEnv;
   dnsServers: string[];
-  ingressHost: string;
-  ingressPort: number;
-  gitBaseUrl: string;
   rateLimitPerMin: number;
   jobLeaseMs: number;
   logLevel: string;
@@ -23,7 +20,14 @@ export interface Config {
 
 export class ConfigError extends Error {}
 
-function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
+/** A whole-number setting within bounds; drivers use it for their own settings too. */
+export function intSetting(
+  env: NodeJS.ProcessEnv,
+  name: string,
+  fallback: number,
+  min: number,
+  max: number,
+): number {
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
   const value = Number(raw);
@@ -34,10 +38,6 @@ function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  const provider = env.BERTH_PROVIDER || 'sim';
-  if (provider !== 'sim' && provider !== 'docker' && provider !== 'kubernetes') {
-    throw new ConfigError(`BERTH_PROVIDER must be one of sim, docker, kubernetes, got "${provider}"`);
-  }
   const databaseUrl = env.BERTH_DATABASE_URL || undefined;
   if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
     throw new ConfigError(
@@ -46,23 +46,20 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   return {
     host: env.BERTH_HOST || '127.0.0.1',
-    port: int(env, 'BERTH_PORT', 8080, 0, 65535),
+    port: intSetting(env, 'BERTH_PORT', 8080, 0, 65535),
     databaseUrl,
     dataDir: path.resolve(env.BERTH_DATA_DIR || '.berth'),
     adminToken: env.BERTH_ADMIN_TOKEN || undefined,
     masterKey: env.BERTH_MASTER_KEY || undefined,
-    provider,
-    simStepMs: int(env, 'BERTH_SIM_STEP_MS', 500, 0, 600_000),
+    provider: env.BERTH_PROVIDER || 'sim',
+    providerEnv: env,
     dnsServers: (env.BERTH_DNS_SERVERS || '')
       .split(',')
       .map((s) => s.trim())
       .filter(Boolean),
-    ingressHost: env.BERTH_INGRESS_HOST || 'localhost',
-    ingressPort: int(env, 'BERTH_INGRESS_PORT', 8088, 1, 65535),
-    gitBaseUrl: env.BERTH_GIT_BASE_URL || 'https://github.com/',
-    rateLimitPerMin: int(env, 'BERTH_RATE_LIMIT_PER_MIN', 1200, 1, 10_000_000),
+    rateLimitPerMin: intSetting(env, 'BERTH_RATE_LIMIT_PER_MIN', 1200, 1, 10_000_000),
     // A worker renews its lease every third of this; a job whose lease lapses is run again.
-    jobLeaseMs: int(env, 'BERTH_JOB_LEASE_MS', 15_000, 1_000, 3_600_000),
+    jobLeaseMs: intSetting(env, 'BERTH_JOB_LEASE_MS', 15_000, 1_000, 3_600_000),
     logLevel: env.BERTH_LOG_LEVEL || 'info',
   };
 }

@@ -7,7 +7,7 @@ import { jobHandlers } from './jobs/handlers/index.ts';
 import { releaseAllLeases } from './jobs/queue.ts';
 import { Worker } from './jobs/worker.ts';
 import { DnsLookup } from './providers/dns.ts';
-import { createProvider } from './providers/registry.ts';
+import { checkProviderName, openProvider } from './providers/registry.ts';
 import { openStore } from './store/database.ts';
 import { checkMasterKey, loadMasterKeys, SecretBox } from './store/secret-box.ts';
 
@@ -26,6 +26,7 @@ export async function openRuntime(
   logger: Logger = makeLogger(config),
   options: { onQuery?: (sql: string) => void } = {},
 ): Promise<Runtime> {
+  checkProviderName(config.provider);
   const store = await openStore({
     databaseUrl: config.databaseUrl,
     dataDir: config.dataDir,
@@ -34,7 +35,7 @@ export async function openRuntime(
       logger.warn({ err }, 'an idle database connection failed; the pool replaces it'),
   });
   try {
-    const provider = createProvider(config, store.db, logger);
+    const provider = await openProvider(config, store.db, logger);
     const secretBox = new SecretBox(loadMasterKeys(config.masterKey, config.dataDir));
     await checkMasterKey(store.db, secretBox);
     const deps: Deps = { store, provider, dns: new DnsLookup(config.dnsServers), secretBox, config, logger };
@@ -85,7 +86,7 @@ export async function startServer(
     const app = await buildApp(deps, { adminToken: admin.token });
     const worker = options.workers === false ? null : startWorker(deps);
     await worker?.start();
-    await deps.provider.startServing();
+    await deps.provider.serving?.start();
     const address = await app.listen({ host: config.host, port: config.port });
     return {
       url: address,

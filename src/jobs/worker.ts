@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
-import { ProviderError } from '../providers/provider.ts';
 import type { Store } from '../store/database.ts';
 import type { JobRow } from '../store/schema.ts';
+import { TerminalError } from './errors.ts';
 import { claim, complete, type JobKind, renewLease, retryLater } from './queue.ts';
 
 /**
@@ -144,7 +144,7 @@ export class Worker {
       if (await complete(store.db, fence)) log.debug('job done');
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
-      const retryable = !(error instanceof ProviderError) || error.retryable;
+      const retryable = !(error instanceof TerminalError);
       try {
         if (retryable && job.attempts < job.max_attempts) {
           log.warn({ err: error }, 'job failed; it will be retried');

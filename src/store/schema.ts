@@ -1,5 +1,4 @@
 import type { ColumnType, Generated, Insertable, Selectable, Updateable } from 'kysely';
-import type { OpsConfig } from '../domain/ops-json.ts';
 import type { ServiceState } from '../domain/service-states.ts';
 
 /**
@@ -118,8 +117,17 @@ export interface DeploymentsTable {
   helm_values_yml: ColumnType<string, string | undefined, string>;
   note: ColumnType<string, string | undefined, string>;
   failure_reason: ColumnType<string, string | undefined, string>;
+  /** Fencing token of the provider changes this deployment makes (bigint: read as a string). */
+  generation: Generated<string>;
   created_at: Generated<Date>;
   updated_at: Generated<Date>;
+}
+
+export interface ServiceObservationsTable {
+  service_id: string;
+  run_status: string;
+  ready_count: number;
+  observed_at: Generated<Date>;
 }
 
 export interface SecretsTable {
@@ -150,26 +158,6 @@ export interface JobsTable {
   created_at: Timestamp;
 }
 
-export interface SimWorkloadsTable {
-  service_id: string;
-  deployment_id: string;
-  target: string;
-  replicas: number;
-  run_status: string;
-  updated_at: Generated<Date>;
-}
-
-export interface SimCallsTable {
-  id: Generated<string>;
-  operation: string;
-  subject_id: string;
-  service_id: string | null;
-  worker: string;
-  outcome: string | null;
-  started_at: Generated<Date>;
-  finished_at: Date | null;
-}
-
 export type CustomDomainState =
   | 'unverified'
   | 'verified'
@@ -197,14 +185,6 @@ export interface CustomDomainsTable {
   updated_at: Generated<Date>;
 }
 
-export interface DockerRoutesTable {
-  service_id: string;
-  deployment_id: string;
-  port: number | null;
-  ops: ColumnType<OpsConfig, string, string>;
-  updated_at: Generated<Date>;
-}
-
 export interface SettingsTable {
   key: string;
   value: string;
@@ -217,12 +197,10 @@ export interface Database {
   services: ServicesTable;
   audit_logs: AuditLogsTable;
   deployments: DeploymentsTable;
+  service_observations: ServiceObservationsTable;
   secrets: SecretsTable;
   jobs: JobsTable;
-  sim_workloads: SimWorkloadsTable;
-  sim_calls: SimCallsTable;
   custom_domains: CustomDomainsTable;
-  docker_routes: DockerRoutesTable;
   settings: SettingsTable;
 }
 

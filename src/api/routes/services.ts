@@ -12,6 +12,7 @@ import {
 } from '../../domain/usecases/services.ts';
 import { findCustomDomainsByIds } from '../../store/repositories/custom-domains.ts';
 import { findDeploymentsByIds } from '../../store/repositories/deployments.ts';
+import { findObservation } from '../../store/repositories/observations.ts';
 import { listServices } from '../../store/repositories/services.ts';
 import type { EnvironmentRow, ServiceRow } from '../../store/schema.ts';
 import { actorOf } from '../plugins/auth.ts';
@@ -123,7 +124,7 @@ export async function serviceRoutes(app: FastifyInstance, { deps }: { deps: Deps
       schema: {
         summary: 'Get Service, hydrated',
         description:
-          '`data.service` carries the hydrated fields and live run_status / ready_count from the provider. For ' +
+          '`data.service` carries the hydrated fields and run_status / ready_count as the provider last reported them. For ' +
           'pollers of the hosted API, `data` also carries state, run_status, ready_count and svc_alias ' +
           '(= kube_svc_alias, empty until provisioned). Deleted services stay readable.',
         params: ServiceParams,
@@ -145,7 +146,7 @@ export async function serviceRoutes(app: FastifyInstance, { deps }: { deps: Deps
       const { environment, service } = scoped(request);
       const [identity, live] = await Promise.all([
         liveIdentity(deps, environment),
-        deps.provider.status(service),
+        findObservation(deps.store.db, service.id),
       ]);
       const view = serviceView(service, {
         identity,

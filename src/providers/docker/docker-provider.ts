@@ -5,82 +5,89 @@ import Docker from 'dockerode';
 import type { Logger } from 'pino';
 import { isUuid } from '../../domain/api-token.ts';
 import { type OpsConfig, parseOpsJson } from '../../domain/ops-json.ts';
+import { SupersededError, TerminalError } from '../../jobs/errors.ts';
 import type { Db } from '../../store/database.ts';
-import type { ServiceRow } from '../../store/schema.ts';
 import type {
-  DeployRequest,
-  DeployResult,
+  Applied,
+  DesiredService,
   EnvironmentIdentity,
   EnvironmentRef,
+  Observed,
   Provider,
-  RuntimeStatus,
+  ServiceRef,
+  Serving,
 } from '../provider.ts';
-import { ProviderError } from '../provider.ts';
 import { CronScheduler } from './cron.ts';
 import { checkout, inside } from './git-source.ts';
 import { type Target, waitReady } from './health.ts';
 import { buildImage, imageReference, pullImage } from './images.ts';
 import { INGRESS_CACHE_MS, type Ingress, startIngress } from './ingress.ts';
 import { LABEL, labelFilter, networkName, type Role } from './labels.ts';
+import type { DockerSettings } from './settings.ts';
+import { type DockerDb, dockerTables, REMOVED_GENERATION } from './tables.ts';
 
 export interface DockerProviderOptions {
   db: Db;
   logger: Logger;
-  /** Host name services live under: `{subdomain}.{ingressHost}`. */
-  ingressHost: string;
-  ingressPort: number;
+  settings: DockerSettings;
   /** Address the ingress listens on. */
   listenHost: string;
-  gitBaseUrl: string;
 }
 
 /**
  * Real containers on the Docker Engine, through its API (dockerode). One network per environment;
  * every container and built image labelled with its account, environment, service and deployment.
  * Web services are reached through the ingress (ingress.ts); the rollout starts the new version, waits
- * for it to be healthy, moves traffic (docker_routes), then stops the old one.
+ * for it to be healthy, moves traffic (docker_routes, fenced by generation), then stops the old one.
  */
 export class DockerProvider implements Provider {
-  readonly name = 'docker';
   private readonly docker = new Docker();
   private readonly options: DockerProviderOptions;
+  private readonly db: DockerDb;
   private readonly cron: CronScheduler;
   private ingress: Ingress | undefined;
+  readonly serving: Serving;
 
   constructor(options: DockerProviderOptions) {
     this.options = options;
+    this.db = dockerTables(options.db);
+    // Only services this driver routes: another Berth sharing the engine keeps its own templates.
     this.cron = new CronScheduler(this.docker, options.logger, async (labelled) => {
       const ids = labelled.filter(isUuid);
       if (ids.length === 0) return new Set();
-      const rows = await options.db
-        .selectFrom('services')
-        .select('id')
-        .where('id', 'in', ids)
-        .where('is_deleted', '=', false)
+      const rows = await this.db
+        .selectFrom('docker_routes')
+        .select('service_id')
+        .where('service_id', 'in', ids)
+        .where('generation', '<', REMOVED_GENERATION)
         .execute();
-      return new Set(rows.map((r) => r.id));
+      return new Set(rows.map((r) => r.service_id));
     });
+    this.serving = {
+      start: async () => {
+        this.ingress = await startIngress({
+          db: this.db,
+          docker: this.docker,
+          logger: this.options.logger,
+          host: this.options.listenHost,
+          port: this.options.settings.ingressPort,
+          ingressHost: this.options.settings.ingressHost,
+        });
+        await this.cron.start();
+      },
+      stop: async () => {
+        this.cron.stop();
+        await this.ingress?.close();
+      },
+    };
   }
 
   refuseDeploy(): string | null {
     return null;
   }
 
-  async startServing(): Promise<void> {
-    this.ingress = await startIngress({
-      db: this.options.db,
-      docker: this.docker,
-      logger: this.options.logger,
-      host: this.options.listenHost,
-      port: this.options.ingressPort,
-      ingressHost: this.options.ingressHost,
-    });
-    await this.cron.start();
-  }
-
   async close(): Promise<void> {
-    this.cron.stop();
-    await this.ingress?.close();
+    await this.serving.stop();
   }
 
   private async ensureNetwork(env: EnvironmentRef): Promise<string> {
@@ -101,31 +108,21 @@ export class DockerProvider implements Provider {
     return name;
   }
 
-  async provisionEnvironment(env: EnvironmentRef): Promise<void> {
+  async ensureEnvironment(env: EnvironmentRef): Promise<void> {
     await this.ensureNetwork(env);
   }
 
-  async environmentIdentity(): Promise<EnvironmentIdentity> {
+  async identity(): Promise<EnvironmentIdentity> {
     const addresses = Object.values(os.networkInterfaces())
       .flat()
       .filter((a) => a && a.family === 'IPv4' && !a.internal)
       .map((a) => (a as os.NetworkInterfaceInfo).address);
-    return { ingress_host: this.options.ingressHost, public_nat_ips: addresses, svc_role_arn: '' };
+    return { ingress_host: this.options.settings.ingressHost, public_nat_ips: addresses, svc_role_arn: '' };
   }
 
   domainValidationZone(): string {
     return 'acm-validations.berth.local';
   }
-
-  // The ingress reads active custom domains from the database: attaching and detaching is bookkeeping.
-  async attachDomain(_service: ServiceRow, domain: { id: string }) {
-    return { provCustomDomainId: `docker-cd-${domain.id.slice(0, 8)}` };
-  }
-
-  async detachDomain(): Promise<void> {}
-
-  // Containers read their variables when they start: the next deployment carries new secrets.
-  async writeSecrets(): Promise<void> {}
 
   private async containersOf(labels: Record<string, string>) {
     return this.docker.listContainers({
@@ -140,46 +137,46 @@ export class DockerProvider implements Provider {
     }
   }
 
-  /** The deployment whose containers serve the service (the routing table), if any. */
-  private async servingDeployment(serviceId: string): Promise<string | undefined> {
-    const route = await this.options.db
+  /** What the routing table holds for a service: the deployment in place and its generation. */
+  private async routeOf(serviceId: string) {
+    return this.db
       .selectFrom('docker_routes')
-      .select('deployment_id')
+      .select(['deployment_id', 'generation'])
       .where('service_id', '=', serviceId)
       .executeTakeFirst();
-    return route?.deployment_id;
   }
 
-  async deploy(request: DeployRequest): Promise<DeployResult> {
-    const { service, deploymentId, environment } = request;
-    const provDeploymentId = `docker-${deploymentId.slice(0, 8)}`;
+  async apply(desired: DesiredService, signal: AbortSignal): Promise<Applied> {
+    const { service, deploymentId, environment, generation } = desired;
     const namespaceName = `env-${environment.id.slice(0, 8)}`;
     const svcAlias = `${service.subdomain}.${namespaceName}.svc.cluster.local`;
-    const fail = (reason: string): DeployResult => ({ ok: false, provDeploymentId, reason });
+    const applied: Applied = {
+      provDeploymentId: `docker-${deploymentId.slice(0, 8)}`,
+      namespaceName,
+      svcAlias,
+    };
     if (service.source === 'helm_chart') {
-      return fail(
+      throw new TerminalError(
         'the docker provider cannot run Helm charts: use the kubernetes provider for helm_chart services',
       );
     }
-    const success: DeployResult = { ok: true, provDeploymentId, namespaceName, svcAlias };
-    const serving = await this.servingDeployment(service.id);
-    // A rerun (after a crash) of a deployment already promoted: it is what serves; report it as it went.
-    if (serving === deploymentId) {
-      await this.retireAllBut(service.id, deploymentId);
-      return service.type === 'job' ? this.jobOutcome(deploymentId, success, fail) : success;
+    const route = await this.routeOf(service.id);
+    if (route && BigInt(route.generation) > BigInt(generation)) {
+      throw new SupersededError(`generation ${route.generation} is in place; ${generation} is older`);
     }
+    // The generation in place (a rerun after a crash, or new domains): no rollout, only the routing.
+    if (route?.deployment_id === deploymentId) {
+      await this.promote(desired, desired.ops);
+      await this.retireOlder(service.id, generation, signal);
+      if (service.type === 'job') await this.jobOutcome(deploymentId);
+      return applied;
+    }
+    signal.throwIfAborted();
     // A rerun of one never promoted starts afresh.
     await this.removeContainers({ [LABEL.deployment]: deploymentId });
     const network = await this.ensureNetwork(environment);
-
-    let image: string;
-    let ops = request.ops;
-    try {
-      ({ image, ops } = await this.prepareImage(request));
-    } catch (error) {
-      if (error instanceof ProviderError && !error.retryable) return fail(error.message);
-      throw error;
-    }
+    const { image, ops } = await this.prepareImage(desired);
+    signal.throwIfAborted();
 
     const labels = (role: Role): Record<string, string> => ({
       [LABEL.managed]: 'true',
@@ -187,12 +184,13 @@ export class DockerProvider implements Provider {
       [LABEL.environment]: environment.id,
       [LABEL.service]: service.id,
       [LABEL.deployment]: deploymentId,
+      [LABEL.generation]: String(generation),
       [LABEL.role]: role,
     });
     const exportsAsVariables = Object.fromEntries(ops.dependencies.flatMap((d) => Object.entries(d.exports)));
     const variables = {
       ...exportsAsVariables,
-      ...request.variables,
+      ...desired.variables,
       ...(service.port ? { PORT: String(service.port) } : {}),
     };
     const spec = (role: Role, name: string): Docker.ContainerCreateOptions => ({
@@ -223,24 +221,26 @@ export class DockerProvider implements Provider {
       ]);
       if (exit === null) {
         await container.remove({ force: true });
-        return fail(`the job did not finish within deploy_timeout (${ops.deploy_timeout} min)`);
+        throw new TerminalError(`the job did not finish within deploy_timeout (${ops.deploy_timeout} min)`);
       }
-      await this.promote(service.id, deploymentId, null, ops);
-      await this.retireAllBut(service.id, deploymentId);
-      return this.jobOutcome(deploymentId, success, fail);
+      await this.promoteOrStandDown(desired, ops, signal);
+      await this.retireOlder(service.id, generation, signal);
+      await this.jobOutcome(deploymentId);
+      return applied;
     }
 
     if (service.type === 'cron') {
       const template = spec('cron-template', `berth-${short}-cron`);
       template.Labels = { ...template.Labels, [LABEL.cronSchedule]: service.cron_schedule ?? '' };
       await this.docker.createContainer(template);
-      await this.promote(service.id, deploymentId, null, ops);
-      await this.retireAllBut(service.id, deploymentId);
-      return success;
+      await this.promoteOrStandDown(desired, ops, signal);
+      await this.retireOlder(service.id, generation, signal);
+      return applied;
     }
 
     const targets: Target[] = [];
     for (let i = 0; i < (service.replica_count ?? 1); i++) {
+      signal.throwIfAborted();
       const container = await this.docker.createContainer(spec('replica', `berth-${short}-${i}`));
       await container.start();
       const info = await container.inspect();
@@ -250,39 +250,35 @@ export class DockerProvider implements Provider {
     if (!ready.ok) {
       const tail = targets[0] ? await this.logTail(targets[0].container) : '';
       await this.removeContainers({ [LABEL.deployment]: deploymentId });
-      const kept = serving ? ' The previous version keeps serving.' : '';
-      return fail(`the new version did not become healthy: ${ready.reason}.${kept}${tail}`);
+      const kept = route ? ' The previous version keeps serving.' : '';
+      throw new TerminalError(`the new version did not become healthy: ${ready.reason}.${kept}${tail}`);
     }
-    // A worker that lost the job must not move traffic: the one that took it over decides.
-    request.signal?.throwIfAborted();
-    await this.promote(service.id, deploymentId, service.port, ops);
+    await this.promoteOrStandDown(desired, ops, signal);
     // Let every ingress see the new route before the old containers go, then stop them gracefully.
     await sleep(INGRESS_CACHE_MS + 500);
-    await this.retireAllBut(service.id, deploymentId);
-    return success;
+    await this.retireOlder(service.id, generation, signal);
+    return applied;
   }
 
-  /** A job deployment's outcome, from its container: exit code 0 is success. */
-  private async jobOutcome(
-    deploymentId: string,
-    success: DeployResult,
-    fail: (reason: string) => DeployResult,
-  ): Promise<DeployResult> {
+  /** A job deployment's outcome, from its container: exit code 0 is success, anything else is terminal. */
+  private async jobOutcome(deploymentId: string): Promise<void> {
     const [job] = await this.containersOf({ [LABEL.deployment]: deploymentId, [LABEL.role]: 'job' });
-    if (!job) return fail('the job container is gone');
+    if (!job) throw new TerminalError('the job container is gone');
     const container = this.docker.getContainer(job.Id);
     const code = (await container.inspect()).State.ExitCode;
-    return code === 0 ? success : fail(`the job exited with code ${code}.${await this.logTail(container)}`);
+    if (code !== 0)
+      throw new TerminalError(`the job exited with code ${code}.${await this.logTail(container)}`);
   }
 
   /**
-   * Stops and removes every container of the service that is not the given deployment's: the previous
-   * version, and whatever an earlier type left (replicas of a service that became a cron, a template of
-   * one that became a web service). Cron schedules follow.
+   * Stops and removes every container of the service from an older generation than the given one: the
+   * previous version, and whatever an earlier type left (replicas of a service that became a cron, a
+   * template of one that became a web service). Never a newer generation's. Cron schedules follow.
    */
-  private async retireAllBut(serviceId: string, deploymentId: string): Promise<void> {
+  private async retireOlder(serviceId: string, generation: number, signal: AbortSignal): Promise<void> {
+    signal.throwIfAborted();
     for (const c of await this.containersOf({ [LABEL.service]: serviceId })) {
-      if (c.Labels[LABEL.deployment] === deploymentId) continue;
+      if (BigInt(c.Labels[LABEL.generation] ?? '0') >= BigInt(generation)) continue;
       const container = this.docker.getContainer(c.Id);
       // Ten seconds to finish what they are doing, as `docker stop` gives.
       await container.stop({ t: 10 }).catch(() => undefined);
@@ -292,8 +288,8 @@ export class DockerProvider implements Provider {
   }
 
   /** The image a deployment runs, and the ops.json it follows (a repository's file wins over none). */
-  private async prepareImage(request: DeployRequest): Promise<{ image: string; ops: OpsConfig }> {
-    const { service, target, deploymentId } = request;
+  private async prepareImage(desired: DesiredService): Promise<{ image: string; ops: OpsConfig }> {
+    const { service, target, deploymentId } = desired;
     if (service.source === 'docker_image') {
       const image = imageReference(
         service.docker_registry,
@@ -307,26 +303,23 @@ export class DockerProvider implements Provider {
             .inspect()
             .catch(() => null);
       if (!local) await pullImage(this.docker, image);
-      return { image, ops: request.ops };
+      return { image, ops: desired.ops };
     }
     const source = await checkout(
-      this.options.gitBaseUrl,
+      this.options.settings.gitBaseUrl,
       service.git_repo_full_name ?? '',
       service.git_repo_branch ?? 'main',
       target.commit_id,
     );
     try {
-      let ops = request.ops;
+      let ops = desired.ops;
       if (service.ops_json_path) {
         const text = await readFile(inside(source.dir, service.ops_json_path, 'ops_json_path'), 'utf8').catch(
           () => null,
         );
-        if (text === null)
-          throw new ProviderError(`no ops.json at ${service.ops_json_path}`, { retryable: false });
+        if (text === null) throw new TerminalError(`no ops.json at ${service.ops_json_path}`);
         const parsed = parseOpsJson(text, service.ops_json_path);
-        if (parsed.errors.length > 0) {
-          throw new ProviderError(parsed.errors.map((e) => e.error).join('; '), { retryable: false });
-        }
+        if (parsed.errors.length > 0) throw new TerminalError(parsed.errors.map((e) => e.error).join('; '));
         ops = parsed.config;
       }
       const image = `berth-${service.id}:${deploymentId}`;
@@ -343,19 +336,50 @@ export class DockerProvider implements Provider {
     }
   }
 
-  /** Moves traffic to a deployment: from here on the ingress sends the service's requests to it. */
-  private async promote(
-    serviceId: string,
-    deploymentId: string,
-    port: number | null,
-    ops: OpsConfig,
-  ): Promise<void> {
-    const row = { deployment_id: deploymentId, port, ops: JSON.stringify(ops), updated_at: new Date() };
-    await this.options.db
+  /**
+   * Moves traffic to a deployment: from here on the ingress sends the service's requests (its subdomain
+   * and its domains) to it. Fenced: the row changes only if the generation in place is not newer.
+   * Returns whether it moved.
+   */
+  private async promote(desired: DesiredService, ops: OpsConfig): Promise<boolean> {
+    const { service, deploymentId, generation } = desired;
+    const row = {
+      deployment_id: deploymentId,
+      generation,
+      port: service.type === 'job' || service.type === 'cron' ? null : service.port,
+      ops: JSON.stringify(ops),
+      subdomain: service.subdomain,
+      environment_id: service.environment_id,
+      type: service.type,
+      domains: JSON.stringify(desired.domains.map((d) => d.toLowerCase())),
+      updated_at: new Date(),
+    };
+    const moved = await this.db
       .insertInto('docker_routes')
-      .values({ service_id: serviceId, ...row })
-      .onConflict((oc) => oc.column('service_id').doUpdateSet(row))
-      .execute();
+      .values({ service_id: service.id, ...row })
+      .onConflict((oc) =>
+        oc
+          .column('service_id')
+          .doUpdateSet(row)
+          .whereRef('docker_routes.generation', '<=', 'excluded.generation'),
+      )
+      .returning('service_id')
+      .executeTakeFirst();
+    return moved !== undefined;
+  }
+
+  /** A new version takes over, unless a newer generation did meanwhile: then this one removes itself. */
+  private async promoteOrStandDown(
+    desired: DesiredService,
+    ops: OpsConfig,
+    signal: AbortSignal,
+  ): Promise<void> {
+    // A worker that lost the job must not move traffic: the one that took it over decides.
+    signal.throwIfAborted();
+    if (await this.promote(desired, ops)) return;
+    await this.removeContainers({ [LABEL.deployment]: desired.deploymentId });
+    await this.cron.rescan();
+    throw new SupersededError(`a newer generation than ${desired.generation} is in place`);
   }
 
   private async logTail(container: Docker.Container): Promise<string> {
@@ -368,15 +392,16 @@ export class DockerProvider implements Provider {
     }
   }
 
-  async status(service: ServiceRow): Promise<RuntimeStatus> {
+  async observe(service: ServiceRef): Promise<Observed> {
+    const route = await this.routeOf(service.id);
+    if (route?.generation === REMOVED_GENERATION)
+      return { run_status: 'deleted', ready_count: 0, generation: null };
+    const generation = route ? Number(route.generation) : null;
     const all = await this.containersOf({ [LABEL.service]: service.id });
-    if (all.length === 0)
-      return { run_status: service.is_deleted ? 'deleted' : 'not_deployed', ready_count: 0 };
+    if (all.length === 0) return { run_status: 'not_deployed', ready_count: 0, generation };
     if (service.type === 'cron') {
-      return {
-        run_status: all.some((c) => c.Labels[LABEL.role] === 'cron-template') ? 'scheduled' : 'not_deployed',
-        ready_count: 0,
-      };
+      const scheduled = all.some((c) => c.Labels[LABEL.role] === 'cron-template');
+      return { run_status: scheduled ? 'scheduled' : 'not_deployed', ready_count: 0, generation };
     }
     if (service.type === 'job') {
       const job = all.find((c) => c.Labels[LABEL.role] === 'job');
@@ -385,27 +410,44 @@ export class DockerProvider implements Provider {
       return {
         run_status: !job ? 'not_deployed' : exited ? (code === '0' ? 'completed' : 'failed') : 'running',
         ready_count: 0,
+        generation,
       };
     }
-    const servingId = await this.servingDeployment(service.id);
     const serving = all.filter(
-      (c) => c.Labels[LABEL.role] === 'replica' && c.Labels[LABEL.deployment] === servingId,
+      (c) => c.Labels[LABEL.role] === 'replica' && c.Labels[LABEL.deployment] === route?.deployment_id,
     );
     const ready = serving.filter((c) => c.State === 'running').length;
     return {
       run_status: ready > 0 ? 'running' : serving.length > 0 ? 'stopped' : 'not_deployed',
       ready_count: ready,
+      generation,
     };
   }
 
-  async deleteService(service: ServiceRow): Promise<void> {
+  async remove(service: ServiceRef): Promise<void> {
+    // The tombstone first: from here no apply of any generation routes or promotes the service again.
+    const tombstone = {
+      deployment_id: service.id,
+      generation: REMOVED_GENERATION,
+      port: null,
+      ops: JSON.stringify({}),
+      subdomain: null,
+      environment_id: null,
+      type: null,
+      domains: '[]',
+      updated_at: new Date(),
+    };
+    await this.db
+      .insertInto('docker_routes')
+      .values({ service_id: service.id, ...tombstone })
+      .onConflict((oc) => oc.column('service_id').doUpdateSet(tombstone))
+      .execute();
     await this.removeContainers({ [LABEL.service]: service.id });
     await this.cron.rescan();
     const images = await this.docker.listImages({ filters: labelFilter({ [LABEL.service]: service.id }) });
     for (const image of images) {
       await this.docker.getImage(image.Id).remove({ force: true }).catch(ignoreGone);
     }
-    await this.options.db.deleteFrom('docker_routes').where('service_id', '=', service.id).execute();
   }
 }
 

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { ProviderError } from '../provider.ts';
+import { TerminalError } from '../../jobs/errors.ts';
 
 const run = promisify(execFile);
 
@@ -39,9 +39,7 @@ export async function checkout(
       .trim()
       .split('\n')
       .at(-1);
-    throw new ProviderError(`git could not check out ${repo}@${commit || branch}: ${detail}`, {
-      retryable: false,
-    });
+    throw new TerminalError(`git could not check out ${repo}@${commit || branch}: ${detail}`);
   }
 }
 
@@ -59,7 +57,7 @@ export function contextFiles(dir: string): string[] {
 export function inside(root: string, inner: string, what: string): string {
   const resolved = path.resolve(root, inner);
   if (resolved !== root && !resolved.startsWith(root + path.sep)) {
-    throw new ProviderError(`${what} ${inner} is outside the repository`, { retryable: false });
+    throw new TerminalError(`${what} ${inner} is outside the repository`);
   }
   return resolved;
 }

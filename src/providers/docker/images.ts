@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type Docker from 'dockerode';
-import { ProviderError } from '../provider.ts';
+import { TerminalError } from '../../jobs/errors.ts';
 import { contextFiles, inside } from './git-source.ts';
 
 /** Docker streams progress as JSON lines; a failure is a line with `error`. */
@@ -12,7 +12,7 @@ async function finish(docker: Docker, stream: NodeJS.ReadableStream, what: strin
   );
   const failed = output.find((line) => line.error || line.errorDetail);
   if (failed) {
-    throw new ProviderError(`${what}: ${failed.errorDetail?.message ?? failed.error}`, { retryable: false });
+    throw new TerminalError(`${what}: ${failed.errorDetail?.message ?? failed.error}`);
   }
 }
 
@@ -28,9 +28,8 @@ export async function pullImage(docker: Docker, reference: string): Promise<void
   } catch (error) {
     const status = (error as { statusCode?: number }).statusCode;
     // 404: no such image or tag, a caller's mistake. Anything else (registry down) may pass.
-    throw new ProviderError(`could not pull ${reference}: ${(error as Error).message.trim()}`, {
-      retryable: status !== 404,
-    });
+    const message = `could not pull ${reference}: ${(error as Error).message.trim()}`;
+    throw status === 404 ? new TerminalError(message) : new Error(message);
   }
   await finish(docker, stream, `could not pull ${reference}`);
 }
@@ -55,15 +54,11 @@ export async function buildImage(docker: Docker, request: BuildRequest): Promise
   const dockerfile =
     request.dockerfilePath && fs.existsSync(fromRoot) ? fromRoot : inside(context, wanted, 'dockerfile_path');
   if (!fs.existsSync(dockerfile)) {
-    throw new ProviderError(`no Dockerfile at ${path.relative(request.repoDir, dockerfile)}`, {
-      retryable: false,
-    });
+    throw new TerminalError(`no Dockerfile at ${path.relative(request.repoDir, dockerfile)}`);
   }
   const relative = path.relative(context, dockerfile);
   if (relative.startsWith('..')) {
-    throw new ProviderError(`the Dockerfile ${wanted} must be inside the build context`, {
-      retryable: false,
-    });
+    throw new TerminalError(`the Dockerfile ${wanted} must be inside the build context`);
   }
   const stream = await docker.buildImage(
     { context, src: contextFiles(context) },
