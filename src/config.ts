@@ -14,6 +14,12 @@ export interface Config {
   providerEnv: NodeJS.ProcessEnv;
   dnsServers: string[];
   rateLimitPerMin: number;
+  /** Time for a whole request (headers and body) to arrive; slower ones get 408 and are closed. */
+  requestTimeoutMs: number;
+  /** Time for a request's headers to arrive. */
+  headersTimeoutMs: number;
+  /** How long an idle keep-alive connection stays open. */
+  keepAliveTimeoutMs: number;
   jobLeaseMs: number;
   logLevel: string;
 }
@@ -44,6 +50,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       'BERTH_DATABASE_URL must start with postgres:// (leave it unset for the embedded database)',
     );
   }
+  const requestTimeoutMs = intSetting(env, 'BERTH_REQUEST_TIMEOUT_MS', 30_000, 100, 3_600_000);
+  const headersTimeoutMs = intSetting(env, 'BERTH_HEADERS_TIMEOUT_MS', 10_000, 100, 3_600_000);
+  if (headersTimeoutMs > requestTimeoutMs) {
+    throw new ConfigError(
+      `BERTH_HEADERS_TIMEOUT_MS (${headersTimeoutMs}) must not exceed BERTH_REQUEST_TIMEOUT_MS (${requestTimeoutMs}): the headers are part of the request`,
+    );
+  }
   return {
     host: env.BERTH_HOST || '127.0.0.1',
     port: intSetting(env, 'BERTH_PORT', 8080, 0, 65535),
@@ -58,6 +71,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       .map((s) => s.trim())
       .filter(Boolean),
     rateLimitPerMin: intSetting(env, 'BERTH_RATE_LIMIT_PER_MIN', 1200, 1, 10_000_000),
+    // Bodies are at most 1 MiB: 30 s is ample even on a slow link, and a client trickling bytes
+    // cannot hold a connection longer than that.
+    requestTimeoutMs,
+    headersTimeoutMs,
+    // Longer than the 60 s idle timeout of common load balancers, so the balancer closes first.
+    keepAliveTimeoutMs: intSetting(env, 'BERTH_KEEP_ALIVE_TIMEOUT_MS', 72_000, 100, 3_600_000),
     // A worker renews its lease every third of this; a job whose lease lapses is run again.
     jobLeaseMs: intSetting(env, 'BERTH_JOB_LEASE_MS', 15_000, 1_000, 3_600_000),
     logLevel: env.BERTH_LOG_LEVEL || 'info',

@@ -9,6 +9,7 @@ import Fastify, {
 import type { Deps } from '../domain/usecases/context.ts';
 import { TokenAuthenticator } from './plugins/auth.ts';
 import { registerBodyGuards } from './plugins/body-guards.ts';
+import { clientErrorHandler, registerClientErrors } from './plugins/client-errors.ts';
 import { registerErrorHandling } from './plugins/errors.ts';
 import { registerRateLimit } from './plugins/rate-limit.ts';
 import { requestIdFor } from './plugins/request-id.ts';
@@ -32,8 +33,12 @@ export interface AppOptions {
   adminToken: string;
 }
 
+/** Node's default: what an HTTP/1.1 client may send as request line and headers together. */
+const MAX_HEADER_BYTES = 16 * 1024;
+
 /** The HTTP application, without listening: the process entry, the tests and the benchmark build the same one. */
 export async function buildApp(deps: Deps, options: AppOptions) {
+  const { requestTimeoutMs, headersTimeoutMs, keepAliveTimeoutMs } = deps.config;
   const app = Fastify({
     loggerInstance: deps.logger as FastifyBaseLogger,
     genReqId: requestIdFor,
@@ -42,6 +47,18 @@ export async function buildApp(deps: Deps, options: AppOptions) {
     logController: new LogController({ disableRequestLogging: true }),
     // Bodies hold at most two 256 KiB documents (ops_json, helm_values_yml) and a few fields.
     bodyLimit: 1024 * 1024,
+    requestTimeout: requestTimeoutMs,
+    keepAliveTimeout: keepAliveTimeoutMs,
+    http: {
+      headersTimeout: headersTimeoutMs,
+      requestTimeout: requestTimeoutMs,
+      maxHeaderSize: MAX_HEADER_BYTES,
+      // Node checks the two timeouts only this often (30 s by default): check often enough that a
+      // connection is closed close to its bound.
+      connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(headersTimeoutMs / 4))),
+    },
+    // Malformed HTTP and late requests, answered in the spec's error shape (docs/api.md).
+    clientErrorHandler: clientErrorHandler({ requestTimeoutMs, maxHeaderBytes: MAX_HEADER_BYTES }),
     ajv: { customOptions: { strict: false } },
     // Ids are UUIDs; anything much longer cannot name a resource (answered 404 below).
     routerOptions: { maxParamLength: 200 },
@@ -58,6 +75,7 @@ export async function buildApp(deps: Deps, options: AppOptions) {
   app.addSchema(ErrorBody);
   registerErrorHandling(app);
   registerBodyGuards(app);
+  registerClientErrors(app);
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });

@@ -39,7 +39,7 @@ export function runBerth(args: string[], env: Record<string, string | undefined>
     stdout: () => out,
     stderr: () => err,
     exited,
-    waitForOutput: (pattern, timeoutMs = 30_000) =>
+    waitForOutput: (pattern, timeoutMs = 90_000) =>
       pollUntil(
         `output matching ${pattern}`,
         async () => {

@@ -28,9 +28,16 @@ export function assertNotDeleting(service: ServiceRow): void {
   if (isDeleting(service.state)) throw new ForbiddenError('Service is being deleted');
 }
 
+/** Locks the service's row for the transaction and returns it as it now stands. */
+export async function lockService(trx: Db, serviceId: string): Promise<ServiceRow> {
+  const locked = await findServiceById(trx, serviceId, { forUpdate: true });
+  if (!locked) throw new Error(`service ${serviceId} vanished`);
+  return locked;
+}
+
 /** Locks the service's row for the transaction and refuses when a delete was accepted meanwhile. */
 export async function lockLiveService(trx: Db, serviceId: string): Promise<ServiceRow> {
-  const locked = (await findServiceById(trx, serviceId, { forUpdate: true })) as ServiceRow;
+  const locked = await lockService(trx, serviceId);
   assertNotDeleting(locked);
   return locked;
 }
@@ -63,7 +70,7 @@ export function checkDeployTarget(body: DeployBody, source: string): FieldError[
  * caller writes the call's one audit entry.
  */
 export async function acceptDeployment(trx: Db, serviceId: string, body: DeployBody): Promise<DeploymentRow> {
-  const service = (await findServiceById(trx, serviceId, { forUpdate: true })) as ServiceRow;
+  const service = await lockService(trx, serviceId);
   const deployment = await insertDeployment(trx, {
     id: randomUUID(),
     account_id: service.account_id,

@@ -24,7 +24,7 @@ import {
 import { generateSubdomain, kubeSecretNames } from '../subdomain.ts';
 import { recordAudit } from './audit.ts';
 import type { Actor, Deps } from './context.ts';
-import { acceptDeployment, assertNotDeleting, lockLiveService } from './deployments.ts';
+import { acceptDeployment, assertNotDeleting, lockLiveService, lockService } from './deployments.ts';
 import { assertValidSecrets, storeSecrets } from './secrets.ts';
 
 export type CreateServiceBody = SpecInput & {
@@ -113,6 +113,11 @@ export async function createService(
   return service;
 }
 
+/**
+ * PATCH merges onto the row as locked inside the transaction, never onto the one the request loaded:
+ * two concurrent PATCHes of one service then apply one after the other and neither loses the other's
+ * fields. Errors keep the contract's order: field errors (422), a delete under way (403), rule 5 (500).
+ */
 export async function patchService(
   deps: Deps,
   actor: Actor,
@@ -120,14 +125,14 @@ export async function patchService(
   body: SpecInput,
   shapeErrors: FieldError[] = [],
 ) {
-  const { spec, errors } = checkPatch(specOf(service), body);
-  const all = mergeFieldErrors(shapeErrors, errors);
-  if (all.length > 0) throw ValidationError.fields(all);
-  assertNotDeleting(service);
-  const violation = businessRuleViolation(spec);
-  if (violation) throw new BusinessRuleError(violation);
   return deps.store.db.transaction().execute(async (trx) => {
-    await lockLiveService(trx, service.id);
+    const current = await lockService(trx, service.id);
+    const { spec, errors } = checkPatch(specOf(current), body);
+    const all = mergeFieldErrors(shapeErrors, errors);
+    if (all.length > 0) throw ValidationError.fields(all);
+    assertNotDeleting(current);
+    const violation = businessRuleViolation(spec);
+    if (violation) throw new BusinessRuleError(violation);
     const updated = await updateService(trx, service.id, {
       ...spec,
       gitlab_connection_id: spec.source === 'gitlab' ? spec.installation_id : null,
