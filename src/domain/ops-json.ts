@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
 import type { FieldError } from './errors.ts';
+import { isVariableName } from './variable-names.ts';
 
 /**
  * The service configuration file (ops.json). The spec names its options and their constants but not its
@@ -251,24 +252,24 @@ function readDependencies(list: unknown[], path: string, errors: FieldError[]): 
       });
       return;
     }
-    const exp: Record<string, string> = {};
+    const exp: [string, string][] = [];
     if (exports !== undefined) {
       if (!isObject(exports)) {
         errors.push({ field: `${at}.exports`, error: `${at}.exports must map variable names to $ tokens` });
         return;
       }
       for (const [name, token] of Object.entries(exports)) {
-        if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name) || typeof token !== 'string' || !token.startsWith('$')) {
+        if (!isVariableName(name) || typeof token !== 'string' || !token.startsWith('$')) {
           errors.push({
             field: `${at}.exports.${name}`,
             error: `${at}.exports.${name} must name an environment variable and map it to a $ token`,
           });
           return;
         }
-        exp[name] = token;
+        exp.push([name, token]);
       }
     }
-    out.push({ id, kind, exports: exp });
+    out.push({ id, kind, exports: Object.fromEntries(exp) });
   });
   return out;
 }

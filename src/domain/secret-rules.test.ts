@@ -66,6 +66,33 @@ describe('checkSecrets', () => {
     assert.equal(checkSecrets([{ key: 'A' }, { key: 'a' }], 'secrets').duplicate, null);
   });
 
+  test('a key that cannot be an environment variable name is a field error saying what a key may contain', () => {
+    const bad = ['A=B', '1ABC', 'MY-KEY', 'has space', 'a.b', 'ÄPFEL', 'x\u0000y', '$HOME'];
+    const { errors, duplicate } = checkSecrets(
+      bad.map((key) => ({ key })),
+      'secrets',
+    );
+    assert.deepEqual(
+      errors,
+      bad.map((_key, i) => ({
+        field: `secrets[${i}].key`,
+        error: `secrets[${i}].key must be an environment variable name: letters, digits and underscores, not starting with a digit`,
+      })),
+    );
+    assert.equal(duplicate, null);
+  });
+
+  test('POSIX names pass, __proto__ and constructor included; they are trimmed first', () => {
+    const good = ['A', '_', 'a_b_1', 'PATH', '__proto__', 'constructor', '  SPACED  '];
+    assert.deepEqual(
+      checkSecrets(
+        good.map((key) => ({ key })),
+        'secrets',
+      ),
+      { errors: [], duplicate: null },
+    );
+  });
+
   test('two empty keys are two field errors, not a duplicate', () => {
     const { errors, duplicate } = checkSecrets([{ key: '' }, { key: ' ' }], 'secrets');
     assert.equal(errors.length, 2);

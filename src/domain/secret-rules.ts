@@ -1,4 +1,5 @@
 import type { FieldError } from './errors.ts';
+import { isVariableName, VARIABLE_NAME_RULE } from './variable-names.ts';
 
 /** A secret entry as sent by a caller (shape already checked). */
 export interface SecretEntry {
@@ -12,7 +13,11 @@ export interface SecretEntry {
   dep_export?: boolean | null;
 }
 
-/** Field errors of a secrets array, and the first repeated key (reported as `Duplicate secret key: <key>`). */
+/**
+ * Field errors of a secrets array, and the first repeated key (reported as `Duplicate secret key: <key>`).
+ * A key is non-empty after trimming (the spec) and names an environment variable, since that is what
+ * it becomes.
+ */
 export function checkSecrets(
   entries: SecretEntry[],
   field: string,
@@ -22,7 +27,9 @@ export function checkSecrets(
   let duplicate: string | null = null;
   entries.forEach((entry, i) => {
     const key = entry.key.trim();
-    if (!key) errors.push({ field: `${field}[${i}].key`, error: `${field}[${i}].key must not be empty` });
+    const at = `${field}[${i}].key`;
+    if (!key) errors.push({ field: at, error: `${at} must not be empty` });
+    else if (!isVariableName(key)) errors.push({ field: at, error: `${at} ${VARIABLE_NAME_RULE}` });
     else if (seen.has(key)) duplicate ??= key;
     seen.add(key);
   });

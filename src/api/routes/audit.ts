@@ -1,13 +1,14 @@
 import type { FastifyInstance } from 'fastify';
-import { Type } from 'typebox';
+import { type Static, Type } from 'typebox';
 import type { Deps } from '../../domain/usecases/context.ts';
 import { listAuditLogs } from '../../store/repositories/audit.ts';
+import { nextCursor, pageOf } from '../paging.ts';
 import {
   AUTH_ERRORS,
   DateTime,
-  Envelope,
   errorResponses,
   Nullable,
+  PagedList,
   PageQuery,
   Uuid,
 } from '../schemas/common.ts';
@@ -34,22 +35,20 @@ export async function auditRoutes(app: FastifyInstance, { deps }: { deps: Deps }
         summary: "The account's audit log, newest first",
         querystring: PageQuery,
         response: {
-          200: Envelope(
-            Type.Object({
-              audit_logs: Type.Array(AuditEntry),
-              next_cursor: Nullable(Type.String({ maxLength: 200 })),
-            }),
-          ),
+          200: PagedList('audit_logs', AuditEntry),
           ...errorResponses(...AUTH_ERRORS, 422),
         },
       },
     },
     async (request) => {
-      const { limit = 50, cursor } = request.query as { limit?: number; cursor?: string };
-      const page = await listAuditLogs(deps.store.db, request.auth?.accountId as string, { limit, cursor });
+      const page = await listAuditLogs(
+        deps.store.db,
+        request.auth?.accountId as string,
+        pageOf(request.query as Static<typeof PageQuery>),
+      );
       return {
         message: 'success',
-        data: { audit_logs: page.items.map(auditView), next_cursor: page.next_cursor },
+        data: { audit_logs: page.items.map(auditView), next_cursor: nextCursor(page.next) },
       };
     },
   );

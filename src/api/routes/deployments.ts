@@ -1,17 +1,18 @@
 import type { FastifyInstance } from 'fastify';
-import { Type } from 'typebox';
+import { type Static, Type } from 'typebox';
 import type { Deps } from '../../domain/usecases/context.ts';
 import { type DeployBody, deploy } from '../../domain/usecases/deployments.ts';
 import { liveIdentity } from '../../domain/usecases/environments.ts';
 import { deployPreview, type PreviewBody } from '../../domain/usecases/previews.ts';
 import { listDeployments } from '../../store/repositories/deployments.ts';
 import type { DeploymentRow, EnvironmentRow, ServiceRow } from '../../store/schema.ts';
+import { nextCursor, pageOf } from '../paging.ts';
 import { actorOf, requireFeature } from '../plugins/auth.ts';
 import {
   AUTH_ERRORS,
   Envelope,
   errorResponses,
-  Nullable,
+  PagedList,
   PageQuery,
   ServiceParams,
   Uuid,
@@ -131,25 +132,20 @@ export async function deploymentRoutes(app: FastifyInstance, { deps }: { deps: D
         params: ServiceParams,
         querystring: PageQuery,
         response: {
-          200: Envelope(
-            Type.Object({
-              deployments: Type.Array(Deployment),
-              next_cursor: Nullable(Type.String({ maxLength: 200 })),
-            }),
-          ),
+          200: PagedList('deployments', Deployment),
           ...errorResponses(...AUTH_ERRORS, 422),
         },
       },
     },
     async (request) => {
-      const { limit = 50, cursor } = request.query as { limit?: number; cursor?: string };
-      const page = await listDeployments(deps.store.db, (request.scope.service as ServiceRow).id, {
-        limit,
-        cursor,
-      });
+      const page = await listDeployments(
+        deps.store.db,
+        (request.scope.service as ServiceRow).id,
+        pageOf(request.query as Static<typeof PageQuery>),
+      );
       return {
         message: 'success',
-        data: { deployments: page.items.map(deploymentView), next_cursor: page.next_cursor },
+        data: { deployments: page.items.map(deploymentView), next_cursor: nextCursor(page.next) },
       };
     },
   );

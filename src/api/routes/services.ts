@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { Type } from 'typebox';
+import { type Static, Type } from 'typebox';
 import { withoutFields } from '../../domain/field-errors.ts';
 import type { SpecInput } from '../../domain/service-rules.ts';
 import type { Deps } from '../../domain/usecases/context.ts';
@@ -15,6 +15,7 @@ import { findDeploymentsByIds } from '../../store/repositories/deployments.ts';
 import { findObservation } from '../../store/repositories/observations.ts';
 import { listServices } from '../../store/repositories/services.ts';
 import type { EnvironmentRow, ServiceRow } from '../../store/schema.ts';
+import { nextCursor, pageOf } from '../paging.ts';
 import { actorOf } from '../plugins/auth.ts';
 import { attachedFieldErrors } from '../plugins/errors.ts';
 import {
@@ -22,7 +23,7 @@ import {
   Envelope,
   EnvIdParams,
   errorResponses,
-  Nullable,
+  PagedList,
   PageQuery,
   ServiceParams,
 } from '../schemas/common.ts';
@@ -79,20 +80,18 @@ export async function serviceRoutes(app: FastifyInstance, { deps }: { deps: Deps
         params: EnvIdParams,
         querystring: PageQuery,
         response: {
-          200: Envelope(
-            Type.Object({
-              services: Type.Array(Service),
-              next_cursor: Nullable(Type.String({ maxLength: 200 })),
-            }),
-          ),
+          200: PagedList('services', Service),
           ...errorResponses(...AUTH_ERRORS, 422),
         },
       },
     },
     async (request) => {
       const { environment } = scoped(request);
-      const { limit = 50, cursor } = request.query as { limit?: number; cursor?: string };
-      const page = await listServices(deps.store.db, environment.id, { limit, cursor });
+      const page = await listServices(
+        deps.store.db,
+        environment.id,
+        pageOf(request.query as Static<typeof PageQuery>),
+      );
       const ids = (pick: (s: ServiceRow) => string | null) => page.items.flatMap((s) => pick(s) ?? []);
       const [identity, latest, domains] = await Promise.all([
         liveIdentity(deps, environment),
@@ -114,7 +113,7 @@ export async function serviceRoutes(app: FastifyInstance, { deps }: { deps: Deps
           activeDomain: active.get(s.custom_domain_id ?? '') ?? null,
         }),
       );
-      return { message: 'success', data: { services, next_cursor: page.next_cursor } };
+      return { message: 'success', data: { services, next_cursor: nextCursor(page.next) } };
     },
   );
 

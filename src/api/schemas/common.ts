@@ -1,4 +1,4 @@
-import { type Static, type TSchema, Type } from 'typebox';
+import { type Static, type TArray, type TSchema, Type } from 'typebox';
 
 /** Shared schema pieces. Every string has a maximum length; every response is a deliberate projection. */
 export const Uuid = Type.String({ format: 'uuid', maxLength: 36 });
@@ -60,3 +60,9 @@ export const PageQuery = Type.Object({
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 50 })),
   cursor: Type.Optional(Type.String({ maxLength: 200, description: 'next_cursor of the previous page' })),
 });
+
+/** A paged list's response: `{message, data: {<key>: [...], next_cursor}}`. */
+export function PagedList<const K extends string, T extends TSchema>(key: K, item: T) {
+  const items = { [key]: Type.Array(item) } as Record<K, TArray<T>>;
+  return Envelope(Type.Object({ ...items, next_cursor: Nullable(Type.String({ maxLength: 200 })) }));
+}

@@ -2,7 +2,11 @@ import { Type } from 'typebox';
 import { DateTime, Nullable } from './common.ts';
 
 const secretFields = {
-  key: Type.String({ maxLength: 256, description: 'non-empty after trimming; unique within the array' }),
+  key: Type.String({
+    maxLength: 256,
+    description:
+      'non-empty after trimming; unique within the array; an environment variable name after trimming (letters, digits and underscores, not starting with a digit)',
+  }),
   value: Type.String({ maxLength: 65_536 }),
   description: Type.String({ maxLength: 1000 }),
   use_preview: Type.Boolean({ description: 'also inject into preview services of this service' }),

@@ -96,7 +96,7 @@ export async function effectiveSecrets(db: Db, box: SecretBox, environmentId: st
     readSecrets(db, box, environmentId),
     readSecrets(db, box, serviceId),
   ]);
-  const out: Record<string, string> = {};
-  for (const s of [...envSecrets, ...serviceSecrets]) out[s.key] = s.value;
-  return out;
+  // Built by definition, never by assignment: a key such as `__proto__` (a valid variable name) is
+  // then an ordinary entry rather than a prototype change. Later entries (the service's) win.
+  return Object.fromEntries([...envSecrets, ...serviceSecrets].map((s) => [s.key, s.value]));
 }

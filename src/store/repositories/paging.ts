@@ -1,33 +1,16 @@
 import { type SelectQueryBuilder, sql } from 'kysely';
-import { isUuid } from '../../domain/api-token.ts';
-import { ValidationError } from '../../domain/errors.ts';
 import type { Database } from '../schema.ts';
 
-/** Keyset pagination, newest first, on (created_at, id). The cursor is opaque to clients. */
-export interface Page {
-  limit: number;
-  cursor: string | undefined;
-}
-
-interface Position {
-  createdAt: string;
+/** Keyset pagination, newest first, on (created_at, id). Cursors are encoded at the API edge. */
+export interface Position {
+  createdAt: Date;
   id: string;
 }
 
-function encodeCursor(position: Position): string {
-  return Buffer.from(`${position.createdAt}|${position.id}`).toString('base64url');
-}
-
-const ISO_MS = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
-
-function decodeCursor(cursor: string): Position {
-  const [createdAt, id] = Buffer.from(cursor, 'base64url').toString('utf8').split('|');
-  if (!createdAt || !id || !ISO_MS.test(createdAt) || Number.isNaN(Date.parse(createdAt)) || !isUuid(id)) {
-    throw ValidationError.fields([
-      { field: 'cursor', error: 'cursor must be a next_cursor returned by this endpoint' },
-    ]);
-  }
-  return { createdAt, id };
+export interface Page {
+  limit: number;
+  /** The last row of the previous page. */
+  after: Position | undefined;
 }
 
 type Paged = keyof Database & ('audit_logs' | 'services' | 'deployments');
@@ -36,12 +19,12 @@ export async function pageAfter<T extends { created_at: Date; id: string }, DB, 
   query: SelectQueryBuilder<DB, TB, T>,
   table: Paged,
   page: Page,
-): Promise<{ items: T[]; next_cursor: string | null }> {
+): Promise<{ items: T[]; next: Position | null }> {
   let q = query;
-  if (page.cursor) {
-    const { createdAt, id } = decodeCursor(page.cursor);
+  if (page.after) {
+    const { createdAt, id } = page.after;
     q = q.where(
-      sql<boolean>`(${sql.ref(`${table}.created_at`)}, ${sql.ref(`${table}.id`)}) < (${createdAt}::timestamptz, ${id}::uuid)`,
+      sql<boolean>`(${sql.ref(`${table}.created_at`)}, ${sql.ref(`${table}.id`)}) < (${createdAt.toISOString()}::timestamptz, ${id}::uuid)`,
     );
   }
   const rows = await q
@@ -53,9 +36,6 @@ export async function pageAfter<T extends { created_at: Date; id: string }, DB, 
   const last = items.at(-1);
   return {
     items,
-    next_cursor:
-      rows.length > page.limit && last
-        ? encodeCursor({ createdAt: last.created_at.toISOString(), id: last.id })
-        : null,
+    next: rows.length > page.limit && last ? { createdAt: last.created_at, id: last.id } : null,
   };
 }
