@@ -4,6 +4,7 @@ import { adminTokenFor, type FirstStart, firstStart } from './bootstrap.ts';
 import type { Config } from './config.ts';
 import type { Deps } from './domain/usecases/context.ts';
 import { jobHandlers } from './jobs/handlers/index.ts';
+import { startObserver } from './jobs/observer.ts';
 import { releaseAllLeases } from './jobs/queue.ts';
 import { Worker } from './jobs/worker.ts';
 import { DnsLookup } from './providers/dns.ts';
@@ -86,6 +87,7 @@ export async function startServer(
     const app = await buildApp(deps, { adminToken: admin.token });
     const worker = options.workers === false ? null : startWorker(deps);
     await worker?.start();
+    const observer = worker ? startObserver(deps) : null;
     await deps.provider.serving?.start();
     const address = await app.listen({ host: config.host, port: config.port });
     return {
@@ -97,6 +99,7 @@ export async function startServer(
       close: async () => {
         await app.close();
         await worker?.stop();
+        await observer?.stop();
         await runtime.close();
       },
     };

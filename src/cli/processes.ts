@@ -1,5 +1,6 @@
 import type { Config } from '../config.ts';
 import { ConfigError } from '../config.ts';
+import { startObserver } from '../jobs/observer.ts';
 import { makeLogger, openRuntime, startServer, startWorker } from '../runtime.ts';
 import { openStore } from '../store/database.ts';
 
@@ -59,9 +60,11 @@ export async function workerCommand(config: Config, options: { concurrency: numb
   const runtime = await openRuntime(config);
   const worker = startWorker(runtime.deps, { concurrency: options.concurrency });
   await worker.start();
+  const observer = startObserver(runtime.deps);
   runtime.deps.logger.info({ worker: worker.id }, 'worker started');
   onShutdown(async () => {
     await worker.stop();
+    await observer.stop();
     await runtime.close();
   });
 }

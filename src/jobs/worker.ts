@@ -162,6 +162,7 @@ export class Worker {
       // A handler that was stopped did not finish: the job runs again, here or elsewhere.
       lease.signal.throwIfAborted();
       if (await complete(store.db, fence)) log.debug('job done');
+      else log.warn('finished a job another worker holds now: its outcome is theirs');
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
       const retryable = !(error instanceof TerminalError);

@@ -94,8 +94,9 @@ export async function staleWorkerScenario(database: TestDatabase, driver: Fencin
     // What it did after resuming was refused: the newer version keeps serving, and the API agrees.
     await pollUntil(
       'the stale worker to give the job up',
-      async () => (/lease of this job|another worker holds it/.test(stale.stdout()) ? true : undefined),
-      { timeoutMs: 60_000 },
+      async () =>
+        /job failed|lease of this job|another worker holds/.test(stale.stdout()) ? true : undefined,
+      { timeoutMs: 120_000 },
     );
     assert.equal(await driver.serving(store.db, serviceId), d2, 'the newer deployment keeps serving');
     const service = (await api(`${services}/${serviceId}`, token)).body.data.service;

@@ -38,11 +38,13 @@ export function deployHandler(deps: Deps): JobHandler {
       try {
         applied = await deps.provider.apply(desired, signal);
       } catch (error) {
+        // Another worker may hold the job now: its run records the outcome, not this one.
+        if (signal.aborted) return;
         if (!(error instanceof TerminalError)) throw error;
         failure = error.message;
       }
-      // Another worker holds the job now: its run records the outcome, not this one.
       if (signal.aborted) return;
+      const observedAt = new Date();
       const observed = await deps.provider.observe(service);
       await db.transaction().execute(async (trx) => {
         if (applied) {
@@ -61,7 +63,7 @@ export function deployHandler(deps: Deps): JobHandler {
           });
           if (moved) await followDeployment(trx, service.id, deployment.id, 'deploy_failed');
         }
-        await recordObservation(trx, service.id, observed);
+        await recordObservation(trx, service.id, observed, observedAt);
       });
     },
     async fail(job: JobRow, reason: string) {

@@ -17,12 +17,23 @@ export async function findObservation(db: Db, serviceId: string): Promise<Observ
   return row ?? NEVER_OBSERVED;
 }
 
-export async function recordObservation(db: Db, serviceId: string, observed: Observation): Promise<void> {
-  const row = { run_status: observed.run_status, ready_count: observed.ready_count, observed_at: new Date() };
+/**
+ * Writes what the provider reported, as of `observedAt` (when the observation began): an observation
+ * never replaces one that began later, so a slow observer cannot undo what a deployment just wrote.
+ */
+export async function recordObservation(
+  db: Db,
+  serviceId: string,
+  observed: Observation,
+  observedAt: Date = new Date(),
+): Promise<void> {
+  const row = { run_status: observed.run_status, ready_count: observed.ready_count, observed_at: observedAt };
   await db
     .insertInto('service_observations')
     .values({ service_id: serviceId, ...row })
-    .onConflict((oc) => oc.column('service_id').doUpdateSet(row))
+    .onConflict((oc) =>
+      oc.column('service_id').doUpdateSet(row).where('service_observations.observed_at', '<=', observedAt),
+    )
     .execute();
 }
 
