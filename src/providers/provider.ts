@@ -88,6 +88,13 @@ export interface DesiredService {
   domains: string[];
 }
 
+/**
+ * The generation a removed service's tombstone carries: newer than any deployment's, so no apply brings
+ * the service back. The largest integer a JavaScript number holds exactly (drivers read bigint columns
+ * as numbers or strings, depending on the database driver).
+ */
+export const REMOVED_GENERATION = Number.MAX_SAFE_INTEGER;
+
 /** What an apply put in place. */
 export interface Applied {
   provDeploymentId: string;

@@ -7,15 +7,16 @@ import { isUuid } from '../../domain/api-token.ts';
 import { type OpsConfig, parseOpsJson } from '../../domain/ops-json.ts';
 import { SupersededError, TerminalError } from '../../jobs/errors.ts';
 import type { Db } from '../../store/database.ts';
-import type {
-  Applied,
-  DesiredService,
-  EnvironmentIdentity,
-  EnvironmentRef,
-  Observed,
-  Provider,
-  ServiceRef,
-  Serving,
+import {
+  type Applied,
+  type DesiredService,
+  type EnvironmentIdentity,
+  type EnvironmentRef,
+  type Observed,
+  type Provider,
+  REMOVED_GENERATION,
+  type ServiceRef,
+  type Serving,
 } from '../provider.ts';
 import { CronScheduler } from './cron.ts';
 import { checkout, inside } from './git-source.ts';
@@ -24,7 +25,7 @@ import { buildImage, imageReference, pullImage } from './images.ts';
 import { INGRESS_CACHE_MS, type Ingress, startIngress } from './ingress.ts';
 import { LABEL, labelFilter, networkName, type Role } from './labels.ts';
 import type { DockerSettings } from './settings.ts';
-import { type DockerDb, dockerTables, REMOVED_GENERATION } from './tables.ts';
+import { type DockerDb, dockerTables } from './tables.ts';
 
 export interface DockerProviderOptions {
   db: Db;
@@ -161,7 +162,7 @@ export class DockerProvider implements Provider {
       );
     }
     const route = await this.routeOf(service.id);
-    if (route && BigInt(route.generation) > BigInt(generation)) {
+    if (route && Number(route.generation) > generation) {
       throw new SupersededError(`generation ${route.generation} is in place; ${generation} is older`);
     }
     // The generation in place (a rerun after a crash, or new domains): no rollout, only the routing.
@@ -278,7 +279,7 @@ export class DockerProvider implements Provider {
   private async retireOlder(serviceId: string, generation: number, signal: AbortSignal): Promise<void> {
     signal.throwIfAborted();
     for (const c of await this.containersOf({ [LABEL.service]: serviceId })) {
-      if (BigInt(c.Labels[LABEL.generation] ?? '0') >= BigInt(generation)) continue;
+      if (Number(c.Labels[LABEL.generation] ?? 0) >= generation) continue;
       const container = this.docker.getContainer(c.Id);
       // Ten seconds to finish what they are doing, as `docker stop` gives.
       await container.stop({ t: 10 }).catch(() => undefined);
@@ -394,7 +395,7 @@ export class DockerProvider implements Provider {
 
   async observe(service: ServiceRef): Promise<Observed> {
     const route = await this.routeOf(service.id);
-    if (route?.generation === REMOVED_GENERATION)
+    if (route && Number(route.generation) === REMOVED_GENERATION)
       return { run_status: 'deleted', ready_count: 0, generation: null };
     const generation = route ? Number(route.generation) : null;
     const all = await this.containersOf({ [LABEL.service]: service.id });

@@ -16,7 +16,7 @@ export interface DockerRoutesTable {
   port: number | null;
   ops: ColumnType<OpsConfig, string, string>;
   /** The generation in place (bigint: read as a string); an older one never replaces it. */
-  generation: ColumnType<string, string | number, string | number>;
+  generation: string | number;
   /** Null for a removed service (its tombstone). */
   subdomain: string | null;
   environment_id: string | null;
@@ -35,9 +35,6 @@ export function dockerTables(db: Db) {
 }
 
 export type DockerDb = ReturnType<typeof dockerTables>;
-
-/** A removed service's tombstone generation: nothing older (every generation) may bring it back. */
-export const REMOVED_GENERATION = '9223372036854775807';
 
 export const dockerMigrations: Record<string, Migration> = {
   '0001-desired-routes': {

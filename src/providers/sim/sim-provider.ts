@@ -4,16 +4,17 @@ import { sql } from 'kysely';
 import { intSetting } from '../../config.ts';
 import { SupersededError, TerminalError } from '../../jobs/errors.ts';
 import type { Db } from '../../store/database.ts';
-import type {
-  Applied,
-  DesiredService,
-  EnvironmentIdentity,
-  EnvironmentRef,
-  Observed,
-  Provider,
-  SecretStore,
-  ServiceRef,
-  ServiceSpec,
+import {
+  type Applied,
+  type DesiredService,
+  type EnvironmentIdentity,
+  type EnvironmentRef,
+  type Observed,
+  type Provider,
+  REMOVED_GENERATION,
+  type SecretStore,
+  type ServiceRef,
+  type ServiceSpec,
 } from '../provider.ts';
 import { simIdentity } from './identity.ts';
 import { type SimDb, simTables } from './tables.ts';
@@ -27,9 +28,6 @@ export interface SimSettings {
 export function simSettings(env: NodeJS.ProcessEnv): SimSettings {
   return { stepMs: intSetting(env, 'BERTH_SIM_STEP_MS', 500, 0, 600_000) };
 }
-
-/** A removed service's tombstone generation: nothing older (every generation) may bring it back. */
-const REMOVED = '9223372036854775807';
 
 /**
  * A simulated cloud. Each operation takes BERTH_SIM_STEP_MS per step, its world (what runs where, at
@@ -104,13 +102,13 @@ export class SimProvider implements Provider {
     return simIdentity(env);
   }
 
-  private async generationInPlace(serviceId: string): Promise<bigint | null> {
+  private async generationInPlace(serviceId: string): Promise<number | null> {
     const row = await this.db
       .selectFrom('sim_workloads')
       .select('generation')
       .where('service_id', '=', serviceId)
       .executeTakeFirst();
-    return row ? BigInt(row.generation) : null;
+    return row ? Number(row.generation) : null;
   }
 
   async apply(desired: DesiredService, signal: AbortSignal): Promise<Applied> {
@@ -136,7 +134,7 @@ export class SimProvider implements Provider {
         : new TerminalError(done.outcome ?? '');
     }
     const inPlace = await this.generationInPlace(service.id);
-    if (inPlace !== null && inPlace > BigInt(generation)) {
+    if (inPlace !== null && inPlace > generation) {
       throw new SupersededError(`generation ${inPlace} is in place; ${generation} is older`);
     }
     signal.throwIfAborted();
@@ -197,7 +195,7 @@ export class SimProvider implements Provider {
       .where('service_id', '=', service.id)
       .executeTakeFirst();
     if (!workload) return { run_status: 'not_deployed', ready_count: 0, generation: null };
-    const removed = String(workload.generation) === REMOVED;
+    const removed = Number(workload.generation) === REMOVED_GENERATION;
     return {
       run_status: workload.run_status,
       ready_count: workload.run_status === 'running' ? workload.replicas : 0,
@@ -214,7 +212,7 @@ export class SimProvider implements Provider {
         target: '',
         replicas: 0,
         run_status: 'deleted',
-        generation: REMOVED,
+        generation: REMOVED_GENERATION,
       };
       await this.db
         .insertInto('sim_workloads')
