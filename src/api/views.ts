@@ -51,6 +51,7 @@ export function deploymentView(d: DeploymentRow) {
     docker_image_tag: d.docker_image_tag,
     helm_chart_version: d.helm_chart_version,
     helm_values_yml: d.helm_values_yml,
+    docker_image_digest: d.docker_image_digest,
     note: d.note,
     failure_reason: d.failure_reason,
     created_by_id: ZERO_UUID,

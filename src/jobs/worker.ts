@@ -14,6 +14,8 @@ import { claim, complete, type JobKind, renewLease, retryLater } from './queue.t
 export interface JobHandler {
   run(job: JobRow, signal: AbortSignal): Promise<void>;
   fail(job: JobRow, reason: string): Promise<void>;
+  /** Shows a failed attempt that will be retried on the subject, so nobody waits on a silent retry. */
+  retrying?(job: JobRow, reason: string): Promise<void>;
 }
 
 export type JobHandlers = Record<JobKind, JobHandler>;
@@ -170,6 +172,8 @@ export class Worker {
         if (retryable && job.attempts < job.max_attempts) {
           log.warn({ err: error }, 'job failed; it will be retried');
           await retryLater(store.db, fence, message);
+          // A worker that may have lost the job leaves the subject to the one that holds it.
+          if (!lease.signal.aborted) await handler.retrying?.(job, message);
         } else if (await renewLease(store.db, fence, leaseMs)) {
           // Recorded first, removed second: a crash in between runs fail again, which is idempotent.
           log.error({ err: error }, 'job failed for good');

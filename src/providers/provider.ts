@@ -1,4 +1,5 @@
 import type { OpsConfig } from '../domain/ops-json.ts';
+import { TerminalError } from '../jobs/errors.ts';
 import type { ServiceRow } from '../store/schema.ts';
 
 /**
@@ -95,11 +96,34 @@ export interface DesiredService {
  */
 export const REMOVED_GENERATION = Number.MAX_SAFE_INTEGER;
 
+/** What a deployment actually ran, once the provider resolved its target (the branch head, `latest`). */
+export interface DeployedSource {
+  git_commit_ref?: string;
+  git_commit_author?: string;
+  git_commit_message?: string;
+  docker_image_digest?: string;
+}
+
 /** What an apply put in place. */
 export interface Applied {
   provDeploymentId: string;
   namespaceName: string;
   svcAlias: string;
+  source?: DeployedSource;
+}
+
+/** A rollout that failed for good after its source was resolved: the deployment records what it ran. */
+export class DeployFailed extends TerminalError {
+  readonly source: DeployedSource;
+  constructor(message: string, source: DeployedSource) {
+    super(message);
+    this.source = source;
+  }
+}
+
+/** A driver's failure: terminal, or retried with backoff (a registry or network that may come back). */
+export function failure(message: string, options: { retryable: boolean }): Error {
+  return options.retryable ? new Error(message) : new TerminalError(message);
 }
 
 /** What runs for a service, as the runtime reports it. */

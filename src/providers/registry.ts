@@ -34,7 +34,6 @@ const DRIVERS: Record<string, (context: DriverContext) => Promise<Provider>> = {
       db,
       logger: logger.child({ component: 'docker' }),
       settings,
-      listenHost: config.host,
     });
   },
   kubernetes: async () => {

@@ -6,7 +6,8 @@ import * as lifecycle from './migrations/0002-lifecycle.ts';
 import * as customDomains from './migrations/0003-custom-domains.ts';
 import * as docker from './migrations/0004-docker.ts';
 import * as settings from './migrations/0005-settings.ts';
-import * as generations from './migrations/0006-generations.ts';
+import * as deployedSource from './migrations/0006-deployed-source.ts';
+import * as generations from './migrations/0007-generations.ts';
 
 /** Every migration, in order. Listed here rather than read from disk so the build carries them. */
 const migrations: Record<string, Migration> = {
@@ -15,7 +16,8 @@ const migrations: Record<string, Migration> = {
   '0003-custom-domains': customDomains,
   '0004-docker': docker,
   '0005-settings': settings,
-  '0006-generations': generations,
+  '0006-deployed-source': deployedSource,
+  '0007-generations': generations,
 };
 
 export class MigrationError extends Error {}

@@ -115,6 +115,7 @@ export interface DeploymentsTable {
   docker_image_tag: ColumnType<string, string | undefined, string>;
   helm_chart_version: ColumnType<string, string | undefined, string>;
   helm_values_yml: ColumnType<string, string | undefined, string>;
+  docker_image_digest: ColumnType<string, string | undefined, string>;
   note: ColumnType<string, string | undefined, string>;
   failure_reason: ColumnType<string, string | undefined, string>;
   /** Fencing token of the provider changes this deployment makes (bigint: read as a string). */

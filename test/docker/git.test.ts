@@ -1,10 +1,8 @@
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { promisify } from 'node:util';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
 import {
   BASE_IMAGE,
@@ -15,6 +13,7 @@ import {
   requireDocker,
   viaIngress,
 } from '../helpers/docker.ts';
+import { createRepo, GIT_AUTHOR } from '../helpers/git.ts';
 import { pollUntil } from '../helpers/poll.ts';
 import { api, deploymentEnd, firstStartOf, startBerth } from '../helpers/process.ts';
 
@@ -23,21 +22,11 @@ import { api, deploymentEnd, firstStartOf, startBerth } from '../helpers/process
  * in a sub-directory given as build_context and its ops.json read from the repository; two commits
  * deployed in turn change what the service answers.
  */
-const run = promisify(execFile);
 let db: TestDatabase;
 let envId: string | undefined;
 let gitRoot: string;
 let ingressPort: number;
-const commits: string[] = [];
-
-async function git(cwd: string, ...args: string[]) {
-  const { stdout } = await run(
-    'git',
-    ['-c', 'user.name=Berth Test', '-c', 'user.email=test@berth.invalid', ...args],
-    { cwd },
-  );
-  return stdout.trim();
-}
+let commits: string[] = [];
 
 before(async () => {
   await requireDocker();
@@ -45,27 +34,14 @@ before(async () => {
   ingressPort = await freePort();
   await buildBaseImage();
   gitRoot = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-git-'));
-  const bare = path.join(gitRoot, 'acme', 'site');
-  const work = path.join(gitRoot, 'work');
-  fs.mkdirSync(bare, { recursive: true });
-  await git(bare, 'init', '--quiet', '--bare', '--initial-branch=main');
-  await git(gitRoot, 'clone', '--quiet', bare, work);
-  fs.mkdirSync(path.join(work, 'app'));
-  fs.writeFileSync(
-    path.join(work, 'app', 'Dockerfile'),
-    `FROM ${BASE_IMAGE}\nCOPY index.html /www/index.html\nCMD ["httpd", "-f", "-p", "8080", "-h", "/www"]\n`,
-  );
-  fs.writeFileSync(
-    path.join(work, 'ops.json'),
-    JSON.stringify({ health_check: { type: 'http', path: '/index.html' } }),
-  );
-  for (const release of ['release one', 'release two']) {
-    fs.writeFileSync(path.join(work, 'app', 'index.html'), `${release}\n`);
-    await git(work, 'add', '-A');
-    await git(work, 'commit', '--quiet', '-m', release);
-    commits.push(await git(work, 'rev-parse', 'HEAD'));
-  }
-  await git(work, 'push', '--quiet', 'origin', 'main');
+  const base = {
+    'app/Dockerfile': `FROM ${BASE_IMAGE}\nCOPY index.html /www/index.html\nCMD ["httpd", "-f", "-p", "8080", "-h", "/www"]\n`,
+    'ops.json': JSON.stringify({ health_check: { type: 'http', path: '/index.html' } }),
+  };
+  commits = await createRepo(gitRoot, 'acme/site', [
+    { message: 'release one', files: { ...base, 'app/index.html': 'release one\n' } },
+    { message: 'release two', files: { 'app/index.html': 'release two\n' } },
+  ]);
 });
 after(async () => {
   if (envId) await removeEnvironment(envId);
@@ -115,6 +91,15 @@ test('deploys a given commit built from build_context; a second commit changes t
 
     const second = await deployCommit(commits[1] as string);
     assert.equal(second.state, 'success', second.failure_reason);
+
+    // `{}` deploys the branch head: the deployment records which commit that was, by whom, and why.
+    const headRes = await api(`${serviceUrl}/deploy`, token, 'POST', {});
+    const head = await deploymentEnd(berth.url, token, headRes.body.data.deployment_id, 120_000);
+    assert.equal(head.state, 'success', head.failure_reason);
+    assert.equal(head.git_commit_ref, commits[1]);
+    assert.equal(head.git_commit_author, GIT_AUTHOR);
+    assert.equal(head.git_commit_message, 'release two');
+    assert.match(head.docker_image_digest, /^sha256:[0-9a-f]{64}$/);
     assert.equal((await viaIngress(ingressPort, `${service.subdomain}.localhost`)).body, 'release two\n');
 
     const missing = await deployCommit('0000000000000000000000000000000000000000');
@@ -123,7 +108,7 @@ test('deploys a given commit built from build_context; a second commit changes t
     assert.equal((await viaIngress(ingressPort, `${service.subdomain}.localhost`)).body, 'release two\n');
 
     const built = await docker.listImages({ filters: { label: [`berth.service=${service.id}`] } });
-    assert.equal(built.length, 2, 'one image per successful build');
+    assert.equal(built.length, 3, 'one image per successful build');
 
     assert.equal((await api(serviceUrl, token, 'DELETE')).status, 202);
     await pollUntil(

@@ -44,6 +44,8 @@ before(async () => {
     BERTH_INGRESS_HOST: 'localhost',
     BERTH_INGRESS_PORT: String(ingressPort),
     BERTH_DNS_SERVERS: dns.address,
+    // The API on an address of its own: the ingress must not follow it there.
+    BERTH_HOST: '127.0.0.2',
   });
   ({ token, envId, envUrl } = await firstStartOf(berth));
 });
@@ -170,4 +172,14 @@ test('an internal service is reached inside the environment network by kube_svc_
   const run = await api(`${envUrl}/services/${job.body.data.service.id}/deploy`, token, 'POST', {});
   const end = await deploymentEnd(berth.url, token, run.body.data.deployment_id, 90_000);
   assert.equal(end.state, 'success', end.failure_reason);
+});
+
+test('the ingress listens on BERTH_INGRESS_BIND (loopback by default), not BERTH_HOST, and serves neither /v1 nor /admin/v1', async () => {
+  assert.match(berth.url, /^http:\/\/127\.0\.0\.2:/, 'the API listens on BERTH_HOST');
+  await assert.rejects(viaIngress(ingressPort, 'localhost', '/', '127.0.0.2'), /ECONNREFUSED/);
+  for (const path of ['/v1/environments', '/admin/v1/accounts', '/health']) {
+    const res = await viaIngress(ingressPort, '127.0.0.1', path);
+    assert.equal(res.status, 404, path);
+    assert.match(res.body, /^no service at/, path);
+  }
 });

@@ -98,6 +98,12 @@ test('web service: deploy from a registry, serve through the ingress, survive a 
 
     const first = await deployAndWait('v1');
     assert.equal(first.state, 'success', first.failure_reason);
+    // The digest the registry gave the tag: what ran, even if v1 is pushed again later.
+    const pushed = await docker.getImage(`${registry.address}/berth-test/web:v1`).inspect();
+    assert.ok(
+      pushed.RepoDigests.includes(`${registry.address}/berth-test/web@${first.docker_image_digest}`),
+      first.docker_image_digest,
+    );
     const live = (await api(serviceUrl, token)).body.data;
     assert.equal(live.run_status, 'running');
     assert.equal(live.ready_count, 2);

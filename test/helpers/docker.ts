@@ -102,10 +102,11 @@ export function viaIngress(
   port: number,
   host: string,
   urlPath = '/',
+  address = '127.0.0.1',
 ): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     const req = http.get(
-      { host: '127.0.0.1', port, path: urlPath, headers: { host }, timeout: 10_000 },
+      { host: address, port, path: urlPath, headers: { host }, timeout: 10_000 },
       (res) => {
         let body = '';
         res.setEncoding('utf8');

@@ -97,6 +97,23 @@ describe('deployments', () => {
     assert.equal(d.service_id, service.id);
     assert.equal(d.private_instance_id, t.envId);
     assert.equal(d.account_id, t.accountId);
+    assert.match(d.git_commit_author, /^.+ <.+@.+>$/);
+    assert.match(d.git_commit_message, /abc1234/);
+    assert.equal(d.docker_image_digest, '');
+  });
+
+  test('a deployment records what it actually ran: the branch head as a commit id, an image tag as a digest', async () => {
+    const git = await createService(VALID_SERVICE.github);
+    const head = await deploymentEnds(await deploy(git.id, {}));
+    assert.match(head.git_commit_ref, /^[0-9a-f]{40}$/);
+    assert.match(head.git_commit_author, /^.+ <.+@.+>$/);
+    assert.notEqual(head.git_commit_message, '');
+
+    const image = await createService(VALID_SERVICE.docker);
+    const latest = await deploymentEnds(await deploy(image.id, {}));
+    assert.equal(latest.docker_image_tag, 'latest');
+    assert.match(latest.docker_image_digest, /^sha256:[0-9a-f]{64}$/);
+    assert.equal(latest.git_commit_ref, '');
   });
 
   test('deploy targets must fit the source, one at a time', async () => {

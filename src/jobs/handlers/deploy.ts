@@ -1,6 +1,10 @@
 import type { Deps } from '../../domain/usecases/context.ts';
-import type { Applied } from '../../providers/provider.ts';
-import { findDeploymentById, transitionDeployment } from '../../store/repositories/deployments.ts';
+import { type Applied, type DeployedSource, DeployFailed } from '../../providers/provider.ts';
+import {
+  findDeploymentById,
+  noteUnfinishedDeployment,
+  transitionDeployment,
+} from '../../store/repositories/deployments.ts';
 import { findEnvironmentById } from '../../store/repositories/environments.ts';
 import { recordObservation } from '../../store/repositories/observations.ts';
 import { findServiceById, followDeployment } from '../../store/repositories/services.ts';
@@ -35,6 +39,7 @@ export function deployHandler(deps: Deps): JobHandler {
       const desired = await desiredStateOf(deps, { deployment, service, environment });
       let applied: Applied | undefined;
       let failure: string | undefined;
+      let failedSource: DeployedSource | undefined;
       try {
         applied = await deps.provider.apply(desired, signal);
       } catch (error) {
@@ -42,6 +47,7 @@ export function deployHandler(deps: Deps): JobHandler {
         if (signal.aborted) return;
         if (!(error instanceof TerminalError)) throw error;
         failure = error.message;
+        if (error instanceof DeployFailed) failedSource = error.source;
       }
       if (signal.aborted) return;
       const observedAt = new Date();
@@ -50,6 +56,8 @@ export function deployHandler(deps: Deps): JobHandler {
         if (applied) {
           const moved = await transitionDeployment(trx, deployment.id, ['in_progress'], 'success', {
             prov_deployment_id: applied.provDeploymentId,
+            failure_reason: '',
+            ...applied.source,
           });
           if (moved) {
             await followDeployment(trx, service.id, deployment.id, 'running', {
@@ -60,11 +68,19 @@ export function deployHandler(deps: Deps): JobHandler {
         } else {
           const moved = await transitionDeployment(trx, deployment.id, ['in_progress'], 'failed', {
             failure_reason: (failure ?? '').slice(0, 2000),
+            ...failedSource,
           });
           if (moved) await followDeployment(trx, service.id, deployment.id, 'deploy_failed');
         }
         await recordObservation(trx, service.id, observed, observedAt);
       });
+    },
+    async retrying(job: JobRow, reason: string) {
+      await noteUnfinishedDeployment(
+        db,
+        job.subject_id,
+        `Attempt ${job.attempts} of ${job.max_attempts} failed, retrying: ${reason}`.slice(0, 2000),
+      );
     },
     async fail(job: JobRow, reason: string) {
       await db.transaction().execute(async (trx) => {

@@ -1,6 +1,5 @@
 import { readFile } from 'node:fs/promises';
 import os from 'node:os';
-import { setTimeout as sleep } from 'node:timers/promises';
 import Docker from 'dockerode';
 import type { Logger } from 'pino';
 import { isUuid } from '../../domain/api-token.ts';
@@ -9,6 +8,8 @@ import { SupersededError, TerminalError } from '../../jobs/errors.ts';
 import type { Db } from '../../store/database.ts';
 import {
   type Applied,
+  type DeployedSource,
+  DeployFailed,
   type DesiredService,
   type EnvironmentIdentity,
   type EnvironmentRef,
@@ -19,27 +20,30 @@ import {
   type Serving,
 } from '../provider.ts';
 import { CronScheduler } from './cron.ts';
+import { Drainer } from './drain.ts';
 import { checkout, inside } from './git-source.ts';
 import { type Target, waitReady } from './health.ts';
 import { buildImage, imageReference, pullImage } from './images.ts';
-import { INGRESS_CACHE_MS, type Ingress, startIngress } from './ingress.ts';
+import { type Ingress, startIngress } from './ingress.ts';
 import { LABEL, labelFilter, networkName, type Role } from './labels.ts';
 import type { DockerSettings } from './settings.ts';
 import { type DockerDb, dockerTables } from './tables.ts';
+
+/** Serving replicas come back after a crash or an Engine restart, until Berth stops them. */
+const KEEP_RUNNING = { Name: 'unless-stopped' };
 
 export interface DockerProviderOptions {
   db: Db;
   logger: Logger;
   settings: DockerSettings;
-  /** Address the ingress listens on. */
-  listenHost: string;
 }
 
 /**
  * Real containers on the Docker Engine, through its API (dockerode). One network per environment;
  * every container and built image labelled with its account, environment, service and deployment.
  * Web services are reached through the ingress (ingress.ts); the rollout starts the new version, waits
- * for it to be healthy, moves traffic (docker_routes, fenced by generation), then stops the old one.
+ * for it to be healthy, moves traffic (docker_routes, fenced by generation) and succeeds; the old one
+ * drains afterwards (drain.ts).
  */
 export class DockerProvider implements Provider {
   private readonly docker = new Docker();
@@ -47,11 +51,18 @@ export class DockerProvider implements Provider {
   private readonly db: DockerDb;
   private readonly cron: CronScheduler;
   private ingress: Ingress | undefined;
+  private readonly drainer: Drainer;
   readonly serving: Serving;
 
   constructor(options: DockerProviderOptions) {
     this.options = options;
     this.db = dockerTables(options.db);
+    this.drainer = new Drainer({
+      docker: this.docker,
+      db: this.db,
+      logger: options.logger,
+      afterDrain: () => this.cron.rescan(),
+    });
     // Only services this driver routes: another Berth sharing the engine keeps its own templates.
     this.cron = new CronScheduler(this.docker, options.logger, async (labelled) => {
       const ids = labelled.filter(isUuid);
@@ -70,15 +81,19 @@ export class DockerProvider implements Provider {
           db: this.db,
           docker: this.docker,
           logger: this.options.logger,
-          host: this.options.listenHost,
+          host: this.options.settings.ingressBind,
           port: this.options.settings.ingressPort,
           ingressHost: this.options.settings.ingressHost,
         });
         await this.cron.start();
+        await this.drainer.drainAll();
       },
       stop: async () => {
         this.cron.stop();
         await this.ingress?.close();
+        // A graceful shutdown lets drains finish (a stop takes ten seconds at most); a crash leaves them
+        // to the next start or deployment.
+        await this.drainer.settle(15_000);
       },
     };
   }
@@ -168,15 +183,20 @@ export class DockerProvider implements Provider {
     // The generation in place (a rerun after a crash, or new domains): no rollout, only the routing.
     if (route?.deployment_id === deploymentId) {
       await this.promote(desired, desired.ops);
-      await this.retireOlder(service.id, generation, signal);
-      if (service.type === 'job') await this.jobOutcome(deploymentId);
+      if (service.type === 'job' || service.type === 'cron')
+        await this.retireOlder(service.id, generation, signal);
+      else this.drainer.drain(service.id);
+      if (service.type === 'job') await this.jobOutcome(deploymentId, {});
       return applied;
     }
     signal.throwIfAborted();
     // A rerun of one never promoted starts afresh.
     await this.removeContainers({ [LABEL.deployment]: deploymentId });
+    // What an earlier drain left when its process stopped.
+    this.drainer.drain(service.id);
     const network = await this.ensureNetwork(environment);
-    const { image, ops } = await this.prepareImage(desired);
+    const { image, ops, source } = await this.prepareImage(desired);
+    applied.source = source;
     signal.throwIfAborted();
 
     const labels = (role: Role): Record<string, string> => ({
@@ -204,7 +224,6 @@ export class DockerProvider implements Provider {
         NetworkMode: network,
         NanoCpus: service.cpu_count_max ? Math.round(service.cpu_count_max * 1e9) : undefined,
         Memory: service.memory_mb_max ? service.memory_mb_max * 1024 * 1024 : undefined,
-        RestartPolicy: role === 'replica' ? { Name: 'unless-stopped' } : undefined,
       },
       NetworkingConfig: { EndpointsConfig: { [network]: { Aliases: [service.subdomain, svcAlias] } } },
     });
@@ -222,11 +241,14 @@ export class DockerProvider implements Provider {
       ]);
       if (exit === null) {
         await container.remove({ force: true });
-        throw new TerminalError(`the job did not finish within deploy_timeout (${ops.deploy_timeout} min)`);
+        throw new DeployFailed(
+          `the job did not finish within deploy_timeout (${ops.deploy_timeout} min)`,
+          source,
+        );
       }
       await this.promoteOrStandDown(desired, ops, signal);
       await this.retireOlder(service.id, generation, signal);
-      await this.jobOutcome(deploymentId);
+      await this.jobOutcome(deploymentId, source);
       return applied;
     }
 
@@ -249,26 +271,34 @@ export class DockerProvider implements Provider {
     }
     const ready = await waitReady(targets, ops.health_check, service.port, deadline);
     if (!ready.ok) {
-      const tail = targets[0] ? await this.logTail(targets[0].container) : '';
+      const shown = ready.exited ?? targets[0];
+      const tail = shown ? await this.logTail(shown.container) : '';
       await this.removeContainers({ [LABEL.deployment]: deploymentId });
       const kept = route ? ' The previous version keeps serving.' : '';
-      throw new TerminalError(`the new version did not become healthy: ${ready.reason}.${kept}${tail}`);
+      throw new DeployFailed(
+        `the new version did not become healthy: ${ready.reason}.${kept}${tail}`,
+        source,
+      );
     }
+    signal.throwIfAborted();
+    // Replicas get their restart policy only now: during the rollout an exit must fail it at once, with
+    // its code, not turn into a crash loop that looks alive.
+    for (const { container } of targets) await container.update({ RestartPolicy: KEEP_RUNNING });
     await this.promoteOrStandDown(desired, ops, signal);
-    // Let every ingress see the new route before the old containers go, then stop them gracefully.
-    await sleep(INGRESS_CACHE_MS + 500);
-    await this.retireOlder(service.id, generation, signal);
+    // The new version serves: the deployment has succeeded. The old one drains meanwhile.
+    this.drainer.drain(service.id);
     return applied;
   }
 
   /** A job deployment's outcome, from its container: exit code 0 is success, anything else is terminal. */
-  private async jobOutcome(deploymentId: string): Promise<void> {
+  private async jobOutcome(deploymentId: string, source: DeployedSource): Promise<void> {
     const [job] = await this.containersOf({ [LABEL.deployment]: deploymentId, [LABEL.role]: 'job' });
-    if (!job) throw new TerminalError('the job container is gone');
+    if (!job) throw new DeployFailed('the job container is gone', source);
     const container = this.docker.getContainer(job.Id);
     const code = (await container.inspect()).State.ExitCode;
-    if (code !== 0)
-      throw new TerminalError(`the job exited with code ${code}.${await this.logTail(container)}`);
+    if (code !== 0) {
+      throw new DeployFailed(`the job exited with code ${code}.${await this.logTail(container)}`, source);
+    }
   }
 
   /**
@@ -289,7 +319,9 @@ export class DockerProvider implements Provider {
   }
 
   /** The image a deployment runs, and the ops.json it follows (a repository's file wins over none). */
-  private async prepareImage(desired: DesiredService): Promise<{ image: string; ops: OpsConfig }> {
+  private async prepareImage(
+    desired: DesiredService,
+  ): Promise<{ image: string; ops: OpsConfig; source: DeployedSource }> {
     const { service, target, deploymentId } = desired;
     if (service.source === 'docker_image') {
       const image = imageReference(
@@ -304,7 +336,7 @@ export class DockerProvider implements Provider {
             .inspect()
             .catch(() => null);
       if (!local) await pullImage(this.docker, image);
-      return { image, ops: desired.ops };
+      return { image, ops: desired.ops, source: { docker_image_digest: await this.digestOf(image) } };
     }
     const source = await checkout(
       this.options.settings.gitBaseUrl,
@@ -331,10 +363,26 @@ export class DockerProvider implements Provider {
         tag: image,
         labels: { [LABEL.managed]: 'true', [LABEL.service]: service.id, [LABEL.deployment]: deploymentId },
       });
-      return { image, ops };
+      return {
+        image,
+        ops,
+        source: {
+          git_commit_ref: source.commit,
+          git_commit_author: source.author,
+          git_commit_message: source.message,
+          docker_image_digest: await this.digestOf(image),
+        },
+      };
     } finally {
       source.remove();
     }
+  }
+
+  /** An image's registry digest when it came from a registry (a tag can move; this cannot), else its id. */
+  private async digestOf(image: string): Promise<string> {
+    const info = await this.docker.getImage(image).inspect();
+    const pulled = info.RepoDigests?.find((d) => image.startsWith(`${d.split('@')[0]}:`));
+    return pulled?.split('@')[1] ?? info.Id;
   }
 
   /**

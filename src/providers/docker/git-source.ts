@@ -4,19 +4,30 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { TerminalError } from '../../jobs/errors.ts';
+import { failure } from '../provider.ts';
 
 const run = promisify(execFile);
 
 export interface Checkout {
   dir: string;
   commit: string;
+  /** `Name <email>` */
+  author: string;
+  message: string;
   remove(): void;
 }
 
 /**
+ * git's words for a failure that the network or the server caused, and that may pass: such a clone is
+ * retried. Every other failure (no such repository, branch or commit, access refused) is the
+ * deployment's own and fails it at once.
+ */
+const TRANSIENT_GIT =
+  /could not resolve host|connection (refused|reset|timed out)|timed out|early eof|the remote end hung up|returned error: 5\d\d|temporary failure|network is unreachable|ETIMEDOUT|ECONNRESET/i;
+
+/**
  * Clones `org/repo` from BERTH_GIT_BASE_URL and checks out the commit (or the branch head). git runs
- * with an argument list, never through a shell; a clone that fails is a terminal deployment failure
- * with git's own words as the reason.
+ * with an argument list, never through a shell; git's own words are the reason of a failure.
  */
 export async function checkout(
   baseUrl: string,
@@ -31,15 +42,18 @@ export async function checkout(
     await run('git', ['clone', '--quiet', '--branch', branch, '--', url, dir], { timeout: 300_000 });
     if (commit)
       await run('git', ['-C', dir, 'checkout', '--quiet', '--detach', commit, '--'], { timeout: 60_000 });
-    const { stdout } = await run('git', ['-C', dir, 'rev-parse', 'HEAD']);
-    return { dir, commit: stdout.trim(), remove };
+    // The commit deployed, whatever named it (an id, a short id, the branch head). NUL cannot occur in
+    // any of the three, so it separates them.
+    const { stdout } = await run('git', ['-C', dir, 'log', '-1', '--format=%H%x00%an <%ae>%x00%B']);
+    const [id = '', author = '', message = ''] = stdout.split('\0');
+    return { dir, commit: id, author, message: message.trim(), remove };
   } catch (error) {
     remove();
-    const detail = ((error as { stderr?: string }).stderr || (error as Error).message)
-      .trim()
-      .split('\n')
-      .at(-1);
-    throw new TerminalError(`git could not check out ${repo}@${commit || branch}: ${detail}`);
+    const said = ((error as { stderr?: string }).stderr || (error as Error).message).trim();
+    const killed = (error as { killed?: boolean }).killed === true;
+    throw failure(`git could not check out ${repo}@${commit || branch}: ${said.split('\n').at(-1)}`, {
+      retryable: killed || TRANSIENT_GIT.test(said),
+    });
   }
 }
 
@@ -53,11 +67,49 @@ export function contextFiles(dir: string): string[] {
     .map((entry) => path.relative(dir, path.join(entry.parentPath, entry.name)));
 }
 
-/** `inner` resolved against `root`, refused when it climbs out of it. */
+/** What the kernel allows before it reports a loop (Linux MAXSYMLINKS). */
+const MAX_LINKS = 40;
+
+/**
+ * `inner` resolved against `root` as the kernel would, one component at a time, following symbolic
+ * links only while they stay inside `root`. A component that climbs out, or a link that points out
+ * (any absolute target, or `..` past the root), is refused without looking at what it points to: the
+ * answer is the same whether the host path exists or not, and never names it. The result is a path
+ * with no links left (or one that cannot be opened, when a component does not exist), so reading it
+ * reads what was checked.
+ */
 export function inside(root: string, inner: string, what: string): string {
-  const resolved = path.resolve(root, inner);
-  if (resolved !== root && !resolved.startsWith(root + path.sep)) {
-    throw new TerminalError(`${what} ${inner} is outside the repository`);
+  const base = fs.realpathSync(root);
+  const refuse = (why: string) => new TerminalError(`${what} ${inner} ${why}`);
+  const outside = () => refuse('is outside the repository');
+  if (path.isAbsolute(inner)) throw outside();
+  const pending = components(inner);
+  let current = base;
+  let links = 0;
+  for (let part = pending.shift(); part !== undefined; part = pending.shift()) {
+    if (part === '..') {
+      if (current === base) throw outside();
+      current = path.dirname(current);
+      continue;
+    }
+    const next = path.join(current, part);
+    const stat = fs.lstatSync(next, { throwIfNoEntry: false });
+    // Missing, or a file with more to come: joined without normalizing, so any open fails at `next`.
+    if (!stat || (!stat.isDirectory() && !stat.isSymbolicLink() && pending.length > 0)) {
+      return [next, ...pending].join(path.sep);
+    }
+    if (stat.isSymbolicLink()) {
+      if (++links > MAX_LINKS) throw refuse('has too many symbolic links');
+      const target = fs.readlinkSync(next);
+      if (path.isAbsolute(target)) throw outside();
+      pending.unshift(...components(target));
+      continue;
+    }
+    current = next;
   }
-  return resolved;
+  return current;
+}
+
+function components(relative: string): string[] {
+  return relative.split(path.sep).filter((part) => part !== '' && part !== '.');
 }

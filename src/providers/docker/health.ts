@@ -14,7 +14,14 @@ export interface Target {
   ip: string;
 }
 
-export class ContainerExited extends Error {}
+/** A replica stopped during its rollout: the deployment fails at once, with this target's output. */
+export class ContainerExited extends Error {
+  readonly target: Target;
+  constructor(message: string, target: Target) {
+    super(message);
+    this.target = target;
+  }
+}
 
 async function tcpOpen(ip: string, port: number, timeoutMs: number): Promise<boolean> {
   return new Promise((resolve) => {
@@ -61,8 +68,13 @@ export async function checkOnce(
   check: HealthCheck | null,
   port: number | null,
 ): Promise<boolean> {
-  const state = (await target.container.inspect()).State;
-  if (!state.Running) throw new ContainerExited(`the container exited with code ${state.ExitCode}`);
+  const info = await target.container.inspect();
+  const state = info.State;
+  // Replicas roll out without a restart policy, so an exit stays an exit (with its code) instead of
+  // a crash loop that looks alive; a restart count says the same of one that was restarted anyway.
+  if (!state.Running || state.Restarting || info.RestartCount > 0) {
+    throw new ContainerExited(`a replica exited with code ${state.ExitCode}`, target);
+  }
   const timeoutMs = (check?.timeout ?? 10) * 1000;
   const checkPort = check?.port ?? port;
   if (!check) return checkPort ? tcpOpen(target.ip, checkPort, timeoutMs) : true;
@@ -83,7 +95,7 @@ export async function waitReady(
   check: HealthCheck | null,
   port: number | null,
   deadline: number,
-): Promise<{ ok: true } | { ok: false; reason: string }> {
+): Promise<{ ok: true } | { ok: false; reason: string; exited?: Target }> {
   const pending = new Set(targets);
   let last = 'not ready';
   while (pending.size > 0) {
@@ -95,7 +107,9 @@ export async function waitReady(
             ? `the ${check.type} health check did not pass`
             : `port ${port} did not accept connections`;
       } catch (error) {
-        if (error instanceof ContainerExited) return { ok: false, reason: error.message };
+        if (error instanceof ContainerExited) {
+          return { ok: false, reason: error.message, exited: error.target };
+        }
         last = (error as Error).message;
       }
     }

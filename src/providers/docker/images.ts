@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type Docker from 'dockerode';
 import { TerminalError } from '../../jobs/errors.ts';
+import { failure } from '../provider.ts';
 import { contextFiles, inside } from './git-source.ts';
 
 /** Docker streams progress as JSON lines; a failure is a line with `error`. */
@@ -21,15 +22,25 @@ export function imageReference(registry: string | null, image: string, tag: stri
   return `${registry ? `${registry.replace(/\/$/, '')}/` : ''}${image}:${tag || 'latest'}`;
 }
 
+/**
+ * An Engine API failure as a provider error. 4xx: the request itself is wrong (no such image, tag or
+ * repository, access denied, a Dockerfile the Engine refuses): asking again cannot help. Anything else
+ * (a registry or the Engine down or overloaded) may pass, so it is retried.
+ */
+export function engineError(error: unknown, what: string): Error {
+  const status = (error as { statusCode?: number }).statusCode;
+  const detail = ((error as Error).message ?? String(error)).trim();
+  return failure(`${what}: ${detail}`, {
+    retryable: !(status !== undefined && status >= 400 && status < 500),
+  });
+}
+
 export async function pullImage(docker: Docker, reference: string): Promise<void> {
   let stream: NodeJS.ReadableStream;
   try {
     stream = await docker.pull(reference);
   } catch (error) {
-    const status = (error as { statusCode?: number }).statusCode;
-    // 404: no such image or tag, a caller's mistake. Anything else (registry down) may pass.
-    const message = `could not pull ${reference}: ${(error as Error).message.trim()}`;
-    throw status === 404 ? new TerminalError(message) : new Error(message);
+    throw engineError(error, `could not pull ${reference}`);
   }
   await finish(docker, stream, `could not pull ${reference}`);
 }
@@ -60,9 +71,13 @@ export async function buildImage(docker: Docker, request: BuildRequest): Promise
   if (relative.startsWith('..')) {
     throw new TerminalError(`the Dockerfile ${wanted} must be inside the build context`);
   }
-  const stream = await docker.buildImage(
-    { context, src: contextFiles(context) },
-    { t: request.tag, dockerfile: relative, labels: request.labels, rm: true, forcerm: true },
-  );
+  const stream = await docker
+    .buildImage(
+      { context, src: contextFiles(context) },
+      { t: request.tag, dockerfile: relative, labels: request.labels, rm: true, forcerm: true },
+    )
+    .catch((error: unknown) => {
+      throw engineError(error, 'the image build failed');
+    });
   await finish(docker, stream, 'the image build failed');
 }

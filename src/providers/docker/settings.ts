@@ -6,6 +6,8 @@ export interface DockerSettings {
   ingressHost: string;
   /** BERTH_INGRESS_PORT: the ingress's port. */
   ingressPort: number;
+  /** BERTH_INGRESS_BIND: the address the ingress listens on, apart from BERTH_HOST, so exposing apps never exposes the API. */
+  ingressBind: string;
   /** BERTH_GIT_BASE_URL: where `org/repo` is cloned from. */
   gitBaseUrl: string;
 }
@@ -14,6 +16,7 @@ export function dockerSettings(env: NodeJS.ProcessEnv): DockerSettings {
   return {
     ingressHost: env.BERTH_INGRESS_HOST || 'localhost',
     ingressPort: intSetting(env, 'BERTH_INGRESS_PORT', 8088, 1, 65535),
+    ingressBind: env.BERTH_INGRESS_BIND || '127.0.0.1',
     gitBaseUrl: env.BERTH_GIT_BASE_URL || 'https://github.com/',
   };
 }

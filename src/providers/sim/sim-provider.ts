@@ -1,11 +1,14 @@
+import { createHash } from 'node:crypto';
 import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
 import { intSetting } from '../../config.ts';
-import { SupersededError, TerminalError } from '../../jobs/errors.ts';
+import { SupersededError } from '../../jobs/errors.ts';
 import type { Db } from '../../store/database.ts';
 import {
   type Applied,
+  type DeployedSource,
+  DeployFailed,
   type DesiredService,
   type EnvironmentIdentity,
   type EnvironmentRef,
@@ -114,10 +117,12 @@ export class SimProvider implements Provider {
   async apply(desired: DesiredService, signal: AbortSignal): Promise<Applied> {
     const { service, target, deploymentId, environment, generation } = desired;
     const namespaceName = `env-${environment.id.slice(0, 8)}`;
+    const source = deployedSource(desired);
     const applied: Applied = {
       provDeploymentId: `sim-${deploymentId.slice(0, 8)}`,
       namespaceName,
       svcAlias: `${service.subdomain}.${namespaceName}.svc.cluster.local`,
+      source,
     };
     // Idempotent: a deployment this cloud already finished is reported, not run again.
     const done = await this.db
@@ -131,7 +136,7 @@ export class SimProvider implements Provider {
       if (done.outcome === 'success') return applied;
       throw done.outcome === 'superseded'
         ? new SupersededError(`generation ${generation} was superseded`)
-        : new TerminalError(done.outcome ?? '');
+        : new DeployFailed(done.outcome ?? '', source);
     }
     const inPlace = await this.generationInPlace(service.id);
     if (inPlace !== null && inPlace > generation) {
@@ -145,7 +150,7 @@ export class SimProvider implements Provider {
       const reason =
         this.refuseDeploy(service) ??
         (name.startsWith('fail') ? `simulated failure: the target ${name} starts with "fail"` : null);
-      if (reason) return { outcome: reason, error: new TerminalError(reason) };
+      if (reason) return { outcome: reason, error: new DeployFailed(reason, source) };
       await sleep(this.stepMs); // roll out
       // A worker that lost the job stops here: the one that took it over decides.
       signal.throwIfAborted();
@@ -228,4 +233,28 @@ export class SimProvider implements Provider {
   }
 
   async close(): Promise<void> {}
+}
+
+const hex = (text: string) => createHash('sha256').update(text).digest('hex');
+
+/**
+ * What the simulated cloud "resolved" the target to, as a real one reports it: a git deployment names its
+ * commit (the branch head gets a commit id of its own, stable per deployment) with an author and a
+ * message; an image deployment the digest of its tag (stable per image and tag).
+ */
+function deployedSource({ service, target, deploymentId }: DesiredService): DeployedSource {
+  if (service.source === 'docker_image') {
+    return {
+      docker_image_digest: `sha256:${hex(`${service.docker_registry ?? ''}/${service.docker_image}:${target.docker_image_tag}`)}`,
+    };
+  }
+  if (service.source === 'helm_chart') return {};
+  const branch = service.git_repo_branch ?? 'main';
+  const commit =
+    target.commit_id || hex(`${service.git_repo_full_name}@${branch}#${deploymentId}`).slice(0, 40);
+  return {
+    git_commit_ref: commit,
+    git_commit_author: 'Sim Developer <developer@sim.berth.test>',
+    git_commit_message: `Simulated commit ${commit.slice(0, 7)} on ${branch}`,
+  };
 }

@@ -1,4 +1,5 @@
 import type { Insertable } from 'kysely';
+import type { DeployedSource } from '../../providers/provider.ts';
 import type { Db } from '../database.ts';
 import type { DeploymentRow, DeploymentsTable } from '../schema.ts';
 import { type Page, pageAfter } from './paging.ts';
@@ -39,7 +40,7 @@ export async function transitionDeployment(
   id: string,
   from: DeploymentRow['state'][],
   to: DeploymentRow['state'],
-  extra: { prov_deployment_id?: string; failure_reason?: string } = {},
+  extra: { prov_deployment_id?: string; failure_reason?: string } & DeployedSource = {},
 ): Promise<boolean> {
   const result = await db
     .updateTable('deployments')
@@ -48,6 +49,16 @@ export async function transitionDeployment(
     .where('state', 'in', from)
     .executeTakeFirst();
   return result.numUpdatedRows > 0n;
+}
+
+/** Sets the failure_reason of a deployment that has not ended: what its latest attempt ran into. */
+export async function noteUnfinishedDeployment(db: Db, id: string, reason: string): Promise<void> {
+  await db
+    .updateTable('deployments')
+    .set({ failure_reason: reason, updated_at: new Date() })
+    .where('id', '=', id)
+    .where('state', 'in', ['queued', 'in_progress'])
+    .execute();
 }
 
 export async function unfinishedDeployments(db: Db, serviceId: string, states: DeploymentRow['state'][]) {

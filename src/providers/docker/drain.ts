@@ -1,0 +1,95 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type Docker from 'dockerode';
+import type { Logger } from 'pino';
+import { INGRESS_CACHE_MS } from './ingress.ts';
+import { LABEL, labelFilter } from './labels.ts';
+import type { DockerDb } from './tables.ts';
+
+/**
+ * Retires what a promotion replaced, after the deployment has succeeded: the old version's containers
+ * (and whatever an earlier service type left) are stopped gracefully, all at once, and removed. A
+ * deployment's outcome never waits for this.
+ *
+ * Crash-safe without a record of its own: a retired container is one of a routed service that is not
+ * the serving deployment's and was created before that deployment took the route (docker_routes'
+ * updated_at). A newer rollout's containers are created after it, so they are never taken for retired
+ * ones. `drain` is called after each promotion, at the start of each deployment and when `berth serve`
+ * starts, so a drain cut short by a crash is finished by the next of these.
+ */
+export class Drainer {
+  private readonly docker: Docker;
+  private readonly db: DockerDb;
+  private readonly logger: Logger;
+  private readonly afterDrain: () => Promise<void>;
+  /** The drain running per service; a new request queues behind it. */
+  private readonly running = new Map<string, Promise<void>>();
+
+  constructor(options: { docker: Docker; db: DockerDb; logger: Logger; afterDrain: () => Promise<void> }) {
+    this.docker = options.docker;
+    this.db = options.db;
+    this.logger = options.logger;
+    this.afterDrain = options.afterDrain;
+  }
+
+  /** Starts draining the service's retired containers in the background. */
+  drain(serviceId: string): void {
+    const previous = this.running.get(serviceId) ?? Promise.resolve();
+    const next = previous
+      .then(() => this.drainNow(serviceId))
+      .catch((err) => this.logger.warn({ err, service: serviceId }, 'draining retired containers failed'))
+      .finally(() => {
+        if (this.running.get(serviceId) === next) this.running.delete(serviceId);
+      });
+    this.running.set(serviceId, next);
+  }
+
+  /** Drains every routed service: what a process that stopped mid-drain left behind. */
+  async drainAll(): Promise<void> {
+    const routes = await this.db.selectFrom('docker_routes').select('service_id').execute();
+    for (const route of routes) this.drain(route.service_id);
+  }
+
+  /** Waits for the drains in progress (a graceful shutdown), at most `ms`. */
+  async settle(ms: number): Promise<void> {
+    await Promise.race([Promise.all(this.running.values()), sleep(ms, undefined, { ref: false })]);
+  }
+
+  private async drainNow(serviceId: string): Promise<void> {
+    const route = await this.db
+      .selectFrom('docker_routes')
+      .select(['deployment_id', 'updated_at'])
+      .where('service_id', '=', serviceId)
+      .executeTakeFirst();
+    if (!route) return;
+    // Every ingress must see the new route before the old containers go.
+    const routedFor = Date.now() - route.updated_at.getTime();
+    if (routedFor < INGRESS_CACHE_MS + 500) await sleep(INGRESS_CACHE_MS + 500 - routedFor);
+    const listed = await this.docker.listContainers({
+      all: true,
+      filters: labelFilter({ [LABEL.managed]: 'true', [LABEL.service]: serviceId }),
+    });
+    const others = listed.filter((c) => c.Labels[LABEL.deployment] !== route.deployment_id);
+    const retired = await Promise.all(
+      others.map(async (c) => {
+        const info = await this.docker
+          .getContainer(c.Id)
+          .inspect()
+          .catch(() => null);
+        return info && new Date(info.Created).getTime() < route.updated_at.getTime() ? c.Id : null;
+      }),
+    );
+    const ids = retired.filter((id) => id !== null);
+    if (ids.length === 0) return;
+    await Promise.all(
+      ids.map(async (id) => {
+        const container = this.docker.getContainer(id);
+        // Ten seconds to finish what they are doing, as `docker stop` gives.
+        await container.stop({ t: 10 }).catch(() => undefined);
+        await container.remove({ force: true }).catch((error: { statusCode?: number }) => {
+          if (error.statusCode !== 404) throw error;
+        });
+      }),
+    );
+    await this.afterDrain();
+  }
+}
