@@ -8,8 +8,8 @@ export interface Config {
   dataDir: string;
   adminToken: string | undefined;
   masterKey: string | undefined;
-  /** BERTH_PROVIDER: a driver's name, checked by providers/registry.ts. */
-  provider: string;
+  /** BERTH_PROVIDER: a driver's name; unset, providers/registry.ts chooses its default. */
+  provider: string | undefined;
   /** The environment the driver reads its own settings from (each driver parses its own). */
   providerEnv: NodeJS.ProcessEnv;
   dnsServers: string[];
@@ -64,7 +64,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dataDir: path.resolve(env.BERTH_DATA_DIR || '.berth'),
     adminToken: env.BERTH_ADMIN_TOKEN || undefined,
     masterKey: env.BERTH_MASTER_KEY || undefined,
-    provider: env.BERTH_PROVIDER || 'sim',
+    provider: env.BERTH_PROVIDER || undefined,
     providerEnv: env,
     dnsServers: (env.BERTH_DNS_SERVERS || '')
       .split(',')

@@ -8,7 +8,7 @@ import { startObserver } from './jobs/observer.ts';
 import { releaseAllLeases } from './jobs/queue.ts';
 import { Worker } from './jobs/worker.ts';
 import { DnsLookup } from './providers/dns.ts';
-import { checkProviderName, openProvider } from './providers/registry.ts';
+import { openProvider, providerName } from './providers/registry.ts';
 import { openStore } from './store/database.ts';
 import { checkMasterKey, loadMasterKeys, SecretBox } from './store/secret-box.ts';
 
@@ -27,7 +27,8 @@ export async function openRuntime(
   logger: Logger = makeLogger(config),
   options: { onQuery?: (sql: string) => void } = {},
 ): Promise<Runtime> {
-  checkProviderName(config.provider);
+  // A BERTH_PROVIDER typo is refused before the database is opened.
+  providerName(config);
   const store = await openStore({
     databaseUrl: config.databaseUrl,
     dataDir: config.dataDir,

@@ -1,6 +1,7 @@
 import type { Config } from '../config.ts';
 import { ConfigError } from '../config.ts';
 import { startObserver } from '../jobs/observer.ts';
+import { providerName } from '../providers/registry.ts';
 import { makeLogger, openRuntime, startServer, startWorker } from '../runtime.ts';
 import { openStore } from '../store/database.ts';
 
@@ -26,7 +27,7 @@ export async function serveCommand(config: Config, options: { workers: boolean }
   }
   const server = await startServer(config, { workers: options.workers });
   const lines = [
-    `Berth is listening on ${server.url} (provider ${config.provider}, ${server.runtime.deps.store.kind} database)`,
+    `Berth is listening on ${server.url} (provider ${providerName(config)}, ${server.runtime.deps.store.kind} database)`,
   ];
   if (server.adminTokenGenerated) {
     lines.push(

@@ -43,14 +43,19 @@ const DRIVERS: Record<string, (context: DriverContext) => Promise<Provider>> = {
   },
 };
 
-/** Checks BERTH_PROVIDER without opening anything: a typo is refused before the database is touched. */
-export function checkProviderName(name: string): void {
+/**
+ * The driver BERTH_PROVIDER names (the simulated cloud when unset), checked without opening anything:
+ * a typo is refused before the database is touched.
+ */
+export function providerName(config: Pick<Config, 'provider'>): string {
+  const name = config.provider ?? 'sim';
   if (!Object.hasOwn(DRIVERS, name)) {
     throw new ConfigError(`BERTH_PROVIDER must be one of ${Object.keys(DRIVERS).join(', ')}, got "${name}"`);
   }
+  return name;
 }
 
 export async function openProvider(config: Config, db: Db, logger: Logger): Promise<Provider> {
-  checkProviderName(config.provider);
-  return (DRIVERS[config.provider] as (context: DriverContext) => Promise<Provider>)({ config, db, logger });
+  const open = DRIVERS[providerName(config)] as (context: DriverContext) => Promise<Provider>;
+  return open({ config, db, logger });
 }
