@@ -99,7 +99,12 @@ export function providerContract(name: string, setup: () => Promise<ContractDriv
       const observed = await d.provider.observe(want.service);
       assert.deepEqual(observed, { run_status: 'running', ready_count: 1, generation: 10 });
       const before = await d.fingerprint(want.service.id);
-      assert.deepEqual(await d.provider.apply(want, never), applied, 'the second apply reports the first');
+      const again = await d.provider.apply(want, never);
+      assert.deepEqual(
+        [again.provDeploymentId, again.namespaceName, again.svcAlias],
+        [applied.provDeploymentId, applied.namespaceName, applied.svcAlias],
+        'the second apply reports the first',
+      );
       assert.equal(await d.fingerprint(want.service.id), before, 'one rollout, not two');
     });
 
