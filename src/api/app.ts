@@ -7,10 +7,11 @@ import Fastify, {
   LogController,
 } from 'fastify';
 import type { Deps } from '../domain/usecases/context.ts';
-import { TokenAuthenticator } from './plugins/auth.ts';
+import { type AuthContext, TokenAuthenticator } from './plugins/auth.ts';
 import { registerBodyGuards } from './plugins/body-guards.ts';
 import { clientErrorHandler, registerClientErrors } from './plugins/client-errors.ts';
 import { registerErrorHandling } from './plugins/errors.ts';
+import { registerIdempotency } from './plugins/idempotency.ts';
 import { registerRateLimit } from './plugins/rate-limit.ts';
 import { requestIdFor } from './plugins/request-id.ts';
 import { loadScope } from './plugins/scope.ts';
@@ -31,6 +32,8 @@ export type App = FastifyInstance;
 export interface AppOptions {
   /** Bearer token of /admin/v1. */
   adminToken: string;
+  /** Sees every route as it is registered (the tests list the routes with it). */
+  onRoute?: (route: { method: string | string[]; url: string }) => void;
 }
 
 /** Node's default: what an HTTP/1.1 client may send as request line and headers together. */
@@ -71,6 +74,7 @@ export async function buildApp(deps: Deps, options: AppOptions) {
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
+  if (options.onRoute) app.addHook('onRoute', options.onRoute);
   app.setValidatorCompiler(validatorCompiler);
   app.addSchema(ErrorBody);
   registerErrorHandling(app);
@@ -124,6 +128,7 @@ export async function buildApp(deps: Deps, options: AppOptions) {
       v1.addHook('preParsing', async (request) => {
         request.scope = await loadScope(deps.store.db, request);
       });
+      registerIdempotency(v1, deps.store.db, (request) => (request.auth as AuthContext).accountId);
       await v1.register(environmentRoutes, { deps });
       await v1.register(serviceRoutes, { deps });
       await v1.register(deploymentRoutes, { deps });

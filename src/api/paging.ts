@@ -4,8 +4,8 @@
  * @module
  */
 import type { Static } from 'typebox';
-import { isUuid } from '../domain/api-token.ts';
 import { ValidationError } from '../domain/errors.ts';
+import { isUuid } from '../domain/uuid.ts';
 import type { Page, Position } from '../store/repositories/paging.ts';
 import type { PageQuery } from './schemas/common.ts';
 
@@ -21,10 +21,14 @@ function badCursor(): ValidationError {
   ]);
 }
 
-/** Only what encodeCursor writes: a real millisecond UTC time (no 2024-02-30) and a UUID. */
+/**
+ * Only what encodeCursor writes: a real millisecond UTC time (no 2024-02-30; no year 0, which
+ * JavaScript accepts and PostgreSQL refuses) and a UUID.
+ */
 function decodeCursor(cursor: string): Position {
   const [createdAt, id, ...rest] = Buffer.from(cursor, 'base64url').toString('utf8').split('|');
   if (!createdAt || !id || rest.length > 0 || !ISO_MS.test(createdAt) || !isUuid(id)) throw badCursor();
+  if (createdAt.startsWith('0000')) throw badCursor();
   const date = new Date(createdAt);
   if (Number.isNaN(date.getTime()) || date.toISOString() !== createdAt) throw badCursor();
   return { createdAt: date, id };

@@ -60,13 +60,18 @@ export function deploymentView(d: DeploymentRow) {
   };
 }
 
-/** A service's public URL: its active custom domain, else its subdomain under the environment's ingress. */
+/**
+ * A service's public URL: its active custom domain, else its subdomain under the environment's ingress;
+ * with the scheme and port the ingress answers on, so the URL works as it is.
+ */
 export function originOf(
   subdomain: string,
   identity: EnvironmentIdentity,
   activeDomain: CustomDomainRow | null = null,
 ) {
-  return activeDomain ? `https://${activeDomain.domain}` : `https://${subdomain}.${identity.ingress_host}`;
+  const ingress = new URL(identity.ingress_url);
+  const host = activeDomain ? activeDomain.domain : `${subdomain}.${identity.ingress_host}`;
+  return `${ingress.protocol}//${host}${ingress.port ? `:${ingress.port}` : ''}`;
 }
 
 export interface ServiceViewOptions {
@@ -188,4 +193,9 @@ export function customDomainView(d: CustomDomainRow, records: DnsRecordSpec[]) {
     created_at: iso(d.created_at),
     updated_at: iso(d.updated_at),
   };
+}
+
+/** The spec's success envelope. */
+export function success<T>(data: T) {
+  return { message: 'success' as const, data };
 }

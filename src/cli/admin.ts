@@ -3,6 +3,7 @@ import path from 'node:path';
 import { Command, Option } from 'commander';
 import { AdminClient, ApiCallError } from '../client/http-client.ts';
 import { loadConfig } from '../config.ts';
+import { CLOUDS, type Cloud } from '../domain/environment-states.ts';
 
 class AdminCliError extends Error {
   readonly isUserError = true;
@@ -78,9 +79,9 @@ export function adminCommand(plans: readonly string[], features: readonly string
   const environments = admin.command('environments').description('environments');
   environments
     .command('create <accountId> <name>')
-    .addOption(new Option('--cloud <cloud>').choices(['aws', 'gcp']))
+    .addOption(new Option('--cloud <cloud>').choices(CLOUDS))
     .option('--region <region>', 'e.g. us-east-1')
-    .action((id: string, name: string, o: { cloud?: 'aws' | 'gcp'; region?: string }) =>
+    .action((id: string, name: string, o: { cloud?: Cloud; region?: string }) =>
       run(() => client(opts()).createEnvironment(id, { name, cloud: o.cloud, region: o.region })),
     );
   return admin;

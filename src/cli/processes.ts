@@ -26,6 +26,8 @@ export async function serveCommand(config: Config, options: { workers: boolean }
     );
   }
   const server = await startServer(config, { workers: options.workers });
+  // Before "listening" is printed: whoever waits for that line may signal at once.
+  onShutdown(server.close);
   const lines = [
     `Berth is listening on ${server.url} (provider ${providerName(config)}, ${server.runtime.deps.store.kind} database)`,
   ];
@@ -49,7 +51,6 @@ export async function serveCommand(config: Config, options: { workers: boolean }
     );
   }
   process.stdout.write(`${lines.join('\n')}\n`);
-  onShutdown(server.close);
 }
 
 export async function workerCommand(config: Config, options: { concurrency: number }): Promise<void> {
@@ -60,14 +61,14 @@ export async function workerCommand(config: Config, options: { concurrency: numb
   }
   const runtime = await openRuntime(config);
   const worker = startWorker(runtime.deps, { concurrency: options.concurrency });
-  await worker.start();
   const observer = startObserver(runtime.deps);
-  runtime.deps.logger.info({ worker: worker.id }, 'worker started');
   onShutdown(async () => {
     await worker.stop();
     await observer.stop();
     await runtime.close();
   });
+  await worker.start();
+  runtime.deps.logger.info({ worker: worker.id }, 'worker started');
 }
 
 export async function migrateCommand(config: Config): Promise<void> {

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { createHash, randomUUID } from 'node:crypto';
 import { describe, test } from 'node:test';
-import { bearerToken, hashApiToken, isUuid, newApiToken } from './api-token.ts';
+import { bearerToken, hashApiToken, newApiToken } from './api-token.ts';
+import { isUuid } from './uuid.ts';
 
 const TOKEN = '3f2b8c4e-9a1d-4e6f-8b7a-0c5d2e1f9a3b';
 

@@ -1,4 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
+import { isUuid } from './uuid.ts';
 
 /** API tokens are UUIDs (v4) shown once; only their SHA-256 is stored. */
 export function newApiToken(): string {
@@ -7,12 +8,6 @@ export function newApiToken(): string {
 
 export function hashApiToken(token: string): string {
   return createHash('sha256').update(token.toLowerCase()).digest('hex');
-}
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-export function isUuid(value: string): boolean {
-  return UUID.test(value);
 }
 
 /** The token from an `Authorization: Bearer <uuid>` header, or null when the header is malformed. */

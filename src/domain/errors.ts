@@ -7,15 +7,17 @@ export interface FieldError {
   error: string;
 }
 
-export type ErrorCode =
-  | 'unauthorized'
-  | 'forbidden'
-  | 'notfound'
-  | 'conflict'
-  | 'validation'
-  | 'rate_limited'
-  | 'unknown'
-  | 'DOMAIN_VERIFICATION_FAILED';
+export const ERROR_CODES = [
+  'unauthorized',
+  'forbidden',
+  'notfound',
+  'conflict',
+  'validation',
+  'rate_limited',
+  'unknown',
+  'DOMAIN_VERIFICATION_FAILED',
+] as const;
+export type ErrorCode = (typeof ERROR_CODES)[number];
 
 export abstract class ApiError extends Error {
   abstract readonly status: number;

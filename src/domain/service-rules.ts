@@ -1,5 +1,6 @@
 import { Cron } from 'croner';
 import type { FieldError } from './errors.ts';
+import { GIT_REPO_NAME_RULE, isGitRepoName } from './git-repo-name.ts';
 import { parseOpsJson } from './ops-json.ts';
 
 /**
@@ -78,7 +79,10 @@ export const SPEC_FIELDS: readonly SpecField[] = [
   'helm_values_yml',
 ];
 
-const EMPTY_SPEC: Omit<ServiceSpec, 'name' | 'source'> = {
+/** The fields a service may leave unset, and what unset is. */
+type OptionalSpec = Omit<ServiceSpec, 'name' | 'source'>;
+
+const EMPTY_SPEC: OptionalSpec = {
   type: null,
   port: null,
   cron_schedule: null,
@@ -165,7 +169,6 @@ function normalize(input: SpecInput): SpecInput {
 
 const NAME_CREATE = /^[A-Za-z ]+$/;
 const NAME_PATCH = /^[A-Za-z -]+$/;
-const REPO_FULL_NAME = /^[A-Za-z0-9_.-]+(\/[A-Za-z0-9_.-]+)+$/;
 const IMAGE_REPOSITORY = /^[a-z0-9]+(?:[._-]+[a-z0-9]+)*(?:\/[a-z0-9]+(?:[._-]+[a-z0-9]+)*)*$/;
 const REGISTRY = /^[A-Za-z0-9.-]+(:\d{1,5})?(\/[a-z0-9._-]+)*$/;
 
@@ -255,9 +258,8 @@ function checkSpec(
         }
         break;
       case 'git_repo_full_name':
-        if (spec.git_repo_full_name && !REPO_FULL_NAME.test(spec.git_repo_full_name)) {
-          add(field, 'git_repo_full_name must have the form org/repo');
-        }
+        if (spec.git_repo_full_name && !isGitRepoName(spec.git_repo_full_name))
+          add(field, GIT_REPO_NAME_RULE);
         break;
       case 'auto_deploy':
         if (spec.auto_deploy === true && spec.type === 'job')
@@ -308,6 +310,10 @@ function pick(input: SpecInput): Partial<ServiceSpec> {
   return out as Partial<ServiceSpec>;
 }
 
+function unset<K extends keyof OptionalSpec>(spec: OptionalSpec, field: K): void {
+  spec[field] = EMPTY_SPEC[field];
+}
+
 /** Create: the spec's table. Returns the spec to store, or the field errors. */
 export function checkCreate(input: SpecInput): { spec: ServiceSpec; errors: FieldError[] } {
   const request = normalize(input);
@@ -331,9 +337,10 @@ export function checkPatch(
   const merged = { ...current } as ServiceSpec;
   const sourceChanged = request.source !== undefined && request.source !== current.source;
   if (sourceChanged) {
-    for (const [field, sources] of Object.entries(FIELD_SOURCES) as [SpecField, Source[]][]) {
-      if (!sources.includes(request.source as Source))
-        (merged as unknown as Record<string, unknown>)[field] = EMPTY_SPEC[field as keyof typeof EMPTY_SPEC];
+    for (const field of SPEC_FIELDS) {
+      if (field === 'name' || field === 'source') continue;
+      const sources = FIELD_SOURCES[field];
+      if (sources && !sources.includes(request.source as Source)) unset(merged, field);
     }
   }
   // ops_json belongs to docker_image only; rule 5 would otherwise fire on a field the caller did not send.

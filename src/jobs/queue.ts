@@ -133,13 +133,3 @@ export async function releaseAllLeases(db: Db): Promise<void> {
     .where('locked_by', 'is not', null)
     .execute();
 }
-
-export async function nextRunAfter(db: Db): Promise<Date | undefined> {
-  const row = await db
-    .selectFrom('jobs')
-    .select('run_after')
-    .orderBy('run_after')
-    .limit(1)
-    .executeTakeFirst();
-  return row?.run_after;
-}

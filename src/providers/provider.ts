@@ -27,6 +27,11 @@ export interface EnvironmentIdentity {
   ingress_host: string;
   public_nat_ips: string[];
   svc_role_arn: string;
+  /**
+   * Scheme, host and port at which the ingress answers the public (`https://ingress.example.com`,
+   * `http://localhost:8088`): origins are built on it. Not part of the environment's API shape.
+   */
+  ingress_url: string;
 }
 
 export interface DeployTarget {

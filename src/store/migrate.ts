@@ -1,6 +1,5 @@
-import { sql } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import { type Migration, Migrator } from 'kysely/migration';
-import type { Db } from './database.ts';
 import * as spine from './migrations/0001-spine.ts';
 import * as lifecycle from './migrations/0002-lifecycle.ts';
 import * as customDomains from './migrations/0003-custom-domains.ts';
@@ -8,6 +7,8 @@ import * as docker from './migrations/0004-docker.ts';
 import * as settings from './migrations/0005-settings.ts';
 import * as deployedSource from './migrations/0006-deployed-source.ts';
 import * as generations from './migrations/0007-generations.ts';
+import * as idempotencyKeys from './migrations/0009-idempotency-keys.ts';
+import type { Database } from './schema.ts';
 
 /** Every migration, in order. Listed here rather than read from disk so the build carries them. */
 const migrations: Record<string, Migration> = {
@@ -18,11 +19,13 @@ const migrations: Record<string, Migration> = {
   '0005-settings': settings,
   '0006-deployed-source': deployedSource,
   '0007-generations': generations,
+  '0009-idempotency-keys': idempotencyKeys,
 };
 
 export class MigrationError extends Error {}
 
-export async function migrateToLatest(db: Db): Promise<void> {
+// Kysely<Database> rather than database.ts's Db: database.ts runs the migrations, so importing it here would be a cycle.
+export async function migrateToLatest(db: Kysely<Database>): Promise<void> {
   const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations } });
   const { error, results } = await migrator.migrateToLatest();
   if (error) {
@@ -32,7 +35,7 @@ export async function migrateToLatest(db: Db): Promise<void> {
 }
 
 /** True when the database answers; /health uses it. */
-export async function ping(db: Db): Promise<boolean> {
+export async function ping(db: Kysely<Database>): Promise<boolean> {
   try {
     await sql`SELECT 1`.execute(db);
     return true;

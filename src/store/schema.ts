@@ -1,4 +1,9 @@
 import type { ColumnType, Generated, Insertable, Selectable, Updateable } from 'kysely';
+import type { CustomDomainState } from '../domain/custom-domain-states.ts';
+import type { DeploymentState, DeploymentType } from '../domain/deployment-states.ts';
+import type { Cloud, EnvironmentState } from '../domain/environment-states.ts';
+import type { Plan } from '../domain/plans.ts';
+import type { ServiceType, Source } from '../domain/service-rules.ts';
 import type { ServiceState } from '../domain/service-states.ts';
 
 /**
@@ -11,7 +16,7 @@ type Json<T> = ColumnType<T, string, string>;
 export interface AccountsTable {
   id: string;
   name: string;
-  plan: 'none' | 'starter' | 'pro';
+  plan: Plan;
   features: Json<string[]>;
   created_at: Timestamp;
   updated_at: Timestamp;
@@ -29,9 +34,9 @@ export interface EnvironmentsTable {
   id: string;
   account_id: string;
   name: string;
-  cloud: 'aws' | 'gcp';
+  cloud: Cloud;
   region: string;
-  state: 'provisioning' | 'available' | 'failed' | 'deleting' | 'deleted';
+  state: EnvironmentState;
   created_at: Timestamp;
   updated_at: Timestamp;
 }
@@ -41,9 +46,9 @@ export interface ServicesTable {
   account_id: string;
   environment_id: string;
   name: string;
-  type: string | null;
+  type: ServiceType | null;
   state: ServiceState;
-  source: string;
+  source: Source;
   port: number | null;
   cron_schedule: string | null;
   replica_count: number | null;
@@ -105,8 +110,8 @@ export interface DeploymentsTable {
   account_id: string;
   environment_id: string;
   service_id: string;
-  type: 'service_update' | 'restore';
-  state: 'queued' | 'in_progress' | 'success' | 'failed';
+  type: DeploymentType;
+  state: DeploymentState;
   prev_deployment_id: string | null;
   prov_deployment_id: ColumnType<string, string | undefined, string>;
   git_commit_ref: ColumnType<string, string | undefined, string>;
@@ -159,18 +164,6 @@ export interface JobsTable {
   created_at: Timestamp;
 }
 
-export type CustomDomainState =
-  | 'unverified'
-  | 'verified'
-  | 'deploy_queued'
-  | 'deploying'
-  | 'deployed'
-  | 'deploy_failed'
-  | 'delete_queued'
-  | 'deleting'
-  | 'deleted'
-  | 'delete_failed';
-
 export interface CustomDomainsTable {
   id: string;
   account_id: string;
@@ -191,6 +184,15 @@ export interface SettingsTable {
   value: string;
 }
 
+export interface IdempotencyKeysTable {
+  scope: string;
+  key: string;
+  fingerprint: string;
+  status: number | null;
+  body: string | null;
+  created_at: Generated<Date>;
+}
+
 export interface Database {
   accounts: AccountsTable;
   api_tokens: ApiTokensTable;
@@ -203,6 +205,7 @@ export interface Database {
   jobs: JobsTable;
   custom_domains: CustomDomainsTable;
   settings: SettingsTable;
+  idempotency_keys: IdempotencyKeysTable;
 }
 
 export type AccountRow = Selectable<AccountsTable>;

@@ -25,6 +25,7 @@ let envUrl: string;
 let ingressPort: number;
 
 const IMAGE = 'berth-test/slow:latest';
+const PUBLIC_HOST = 'apps.localhost';
 
 before(async () => {
   await requireDocker();
@@ -41,7 +42,8 @@ before(async () => {
     BERTH_DATA_DIR: db.dataDir,
     BERTH_DATABASE_URL: db.databaseUrl ?? '',
     BERTH_PROVIDER: 'docker',
-    BERTH_INGRESS_HOST: 'localhost',
+    // As behind a TLS proxy on 443 that passes Host on: origins and DNS records name the public address.
+    BERTH_PUBLIC_URL: `https://${PUBLIC_HOST}`,
     BERTH_INGRESS_PORT: String(ingressPort),
     BERTH_DNS_SERVERS: dns.address,
     // The API on an address of its own: the ingress must not follow it there.
@@ -69,7 +71,8 @@ async function webService(name: string, ingress: Record<string, unknown>) {
     ops_json: JSON.stringify({ ingress }),
   });
   assert.equal(created.status, 200, JSON.stringify(created.body));
-  const service = created.body.data.service as { id: string; subdomain: string };
+  const service = created.body.data.service as { id: string; subdomain: string; origin: string };
+  assert.equal(service.origin, `https://${service.subdomain}.${PUBLIC_HOST}`);
   const res = await api(`${envUrl}/services/${service.id}/deploy`, token, 'POST', {});
   const deployment = await deploymentEnd(berth.url, token, res.body.data.deployment_id, 90_000);
   assert.equal(deployment.state, 'success', deployment.failure_reason);
@@ -96,9 +99,15 @@ function post(host: string, body: Buffer): Promise<number> {
   });
 }
 
+test('behind a proxy (BERTH_PUBLIC_URL), the environment names the public ingress host', async () => {
+  const env = (await api(envUrl, token)).body.data;
+  assert.equal(env.ingress_host, PUBLIC_HOST);
+  assert.equal(env.environment.ingress_url, undefined, 'the environment keeps the spec shape');
+});
+
 test('ip_whitelist: an address outside it gets 403', async () => {
   const closed = await webService('Closed Door', { ip_whitelist: ['203.0.113.0/24'] });
-  const res = await viaIngress(ingressPort, `${closed.subdomain}.localhost`);
+  const res = await viaIngress(ingressPort, `${closed.subdomain}.${PUBLIC_HOST}`);
   assert.equal(res.status, 403);
 });
 
@@ -108,7 +117,7 @@ test('request_body_size, read_timeout, and a custom domain that routes once depl
     request_body_size: 1,
     read_timeout: 1,
   });
-  const host = `${open.subdomain}.localhost`;
+  const host = `${open.subdomain}.${PUBLIC_HOST}`;
   assert.deepEqual(await viaIngress(ingressPort, host), { status: 200, body: 'fast\n' });
   assert.equal(await post(host, Buffer.alloc(2 * 1024 * 1024, 'x')), 413, 'over 1 MB');
   assert.equal(
@@ -121,6 +130,8 @@ test('request_body_size, read_timeout, and a custom domain that routes once depl
   const added = await api(domainUrl, token, 'POST', { domain: 'www.open-door.test' });
   assert.equal(added.status, 200, JSON.stringify(added.body));
   const domain = added.body.data.custom_domain;
+  const route = domain.dns_records.find((r: { purpose: string }) => r.purpose === 'route_app_traffic');
+  assert.equal(route.record_value, PUBLIC_HOST, 'traffic is routed to the public ingress address');
   assert.equal(
     (await viaIngress(ingressPort, 'www.open-door.test')).status,
     404,
@@ -134,6 +145,7 @@ test('request_body_size, read_timeout, and a custom domain that routes once depl
   });
   const service = (await api(`${envUrl}/services/${open.id}`, token)).body.data.service;
   assert.equal(service.origin, 'https://www.open-door.test');
+  assert.equal(domain.origin, 'https://www.open-door.test');
 });
 
 test('an internal service is reached inside the environment network by kube_svc_alias, never through the ingress', async () => {
@@ -156,7 +168,7 @@ test('an internal service is reached inside the environment network by kube_svc_
   );
   const alias = (await api(`${envUrl}/services/${internal.id}`, token)).body.data.svc_alias as string;
   assert.match(alias, new RegExp(`^${internal.subdomain}\\.env-[0-9a-f]{8}\\.svc\\.cluster\\.local$`));
-  assert.equal((await viaIngress(ingressPort, `${internal.subdomain}.localhost`)).status, 404);
+  assert.equal((await viaIngress(ingressPort, `${internal.subdomain}.${PUBLIC_HOST}`)).status, 404);
 
   // A job in the same environment fetches it by alias: success means the page came back.
   const job = await api(`${envUrl}/services`, token, 'POST', {

@@ -108,6 +108,10 @@ test('web service: deploy from a registry, serve through the ingress, survive a 
     assert.equal(live.run_status, 'running');
     assert.equal(live.ready_count, 2);
     assert.equal(live.service.state, 'running');
+    // The origin is a URL that works as it is: the ingress's scheme and port.
+    assert.equal(live.service.origin, `http://${host}:${ingressPort}`);
+    const origin = new URL(live.service.origin);
+    assert.equal((await viaIngress(Number(origin.port), origin.hostname)).status, 200);
 
     // Both replicas answer through the ingress, with the secret in their environment.
     const hosts = new Set<string>();

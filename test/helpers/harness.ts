@@ -8,6 +8,7 @@ import { openRuntime, startWorker } from '../../src/runtime.ts';
 import { setEnvironmentState } from '../../src/store/repositories/environments.ts';
 import { createTestDatabase } from './database.ts';
 import { pollUntil } from './poll.ts';
+import { type Route, routeCollector } from './routes.ts';
 
 export const ADMIN_TOKEN = '0b5a3a8e-4a43-4b5e-9d7e-2f3c1f2a9c10';
 
@@ -37,6 +38,8 @@ export interface Tenant {
 export interface Harness {
   deps: Deps;
   app: Awaited<ReturnType<typeof buildApp>>;
+  /** Every route the app registered, as its onRoute hook saw them. */
+  routes: Route[];
   queries: string[];
   request(method: string, url: string, options?: RequestOptions): Promise<Reply>;
   admin(method: string, url: string, body?: unknown): Promise<Reply>;
@@ -62,7 +65,8 @@ export async function startHarness(overrides: Partial<Config> = {}): Promise<Har
   const runtime = await openRuntime(config, pino({ level: config.logLevel }), {
     onQuery: (sql) => queries.push(sql),
   });
-  const app = await buildApp(runtime.deps, { adminToken: ADMIN_TOKEN });
+  const collector = routeCollector();
+  const app = await buildApp(runtime.deps, { adminToken: ADMIN_TOKEN, onRoute: collector.onRoute });
   const workers: Worker[] = [];
 
   const inject = async (
@@ -84,6 +88,7 @@ export async function startHarness(overrides: Partial<Config> = {}): Promise<Har
   const harness: Harness = {
     deps: runtime.deps,
     app,
+    routes: collector.routes,
     queries,
     async request(method, url, options = {}) {
       const headers: Record<string, string> = { ...options.headers };

@@ -83,7 +83,7 @@ const never = (): Ids => ({
   customDomainId: randomUUID(),
 });
 
-const registeredRoutes = () => listRoutes(h.app);
+const registeredRoutes = () => listRoutes(h);
 
 async function call(route: RouteCase, ids: Ids, options: { malformed?: boolean } = {}): Promise<Reply> {
   const url = fill(route.url, ids);

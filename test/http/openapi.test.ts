@@ -20,7 +20,7 @@ before(async () => {
 });
 after(() => h.close());
 
-const registeredRoutes = () => listRoutes(h.app);
+const registeredRoutes = () => listRoutes(h);
 
 const toOpenApiPath = (url: string) => url.replace(/:(\w+)/g, '{$1}');
 const fromOpenApiPath = (path: string) => path.replace(/\{(\w+)\}/g, ':$1');

@@ -41,7 +41,7 @@ const victimAccountId: string = (await h.admin('POST', '/accounts', { name: 'vic
 // biome-ignore lint/suspicious/noExplicitAny: the OpenAPI document is read as plain JSON
 const doc: any = (await h.request('GET', '/v1/openapi.json')).body;
 
-const registeredRoutes = () => listRoutes(h.app);
+const registeredRoutes = () => listRoutes(h);
 const ROUTES = registeredRoutes();
 assert.ok(ROUTES.length > 20);
 

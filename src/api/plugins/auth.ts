@@ -67,8 +67,14 @@ export class TokenAuthenticator {
   }
 }
 
+/** The caller of a /v1 route, authenticated by the onRequest hook before any handler runs. */
+export function authOf(request: FastifyRequest): AuthContext {
+  if (!request.auth) throw new Error('authOf called on a route without token authentication');
+  return request.auth;
+}
+
 export function actorOf(request: FastifyRequest): Actor {
-  const auth = request.auth as AuthContext;
+  const auth = authOf(request);
   return { accountId: auth.accountId, tokenId: auth.tokenId, requestId: String(request.id) };
 }
 

@@ -2,12 +2,36 @@ import type { FastifyInstance } from 'fastify';
 import { type FieldError, ValidationError } from '../../domain/errors.ts';
 
 /**
- * Two guards around bodies:
+ * Guards around bodies and query strings:
+ * - JSON bodies nest at most MAX_JSON_DEPTH levels, checked on the raw text before anything recurses
+ *   over the value (a 10,000-deep body would overflow the stack of every recursive walk after it).
  * - A route that takes no body ignores one: a client that always sends `Content-Type: application/json`
  *   (with an empty or stray body) on a DELETE gets the DELETE's answer, not a body error.
  * - No string in a body may hold a NUL character: PostgreSQL text cannot store it, so it is a field
  *   error here rather than a failed write later.
+ * - A query parameter a route declares may be given once: `?limit=1&limit=2` is a field error, not an
+ *   array the handler never expected.
  */
+export const MAX_JSON_DEPTH = 64;
+
+/** Whether JSON text opens more than `limit` arrays/objects at once: one pass, no recursion, no parse. */
+export function nestsDeeperThan(text: string, limit: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      // A backslash escapes the next character.
+      if (c === 0x5c) i++;
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x7b || c === 0x5b) {
+      if (++depth > limit) return true;
+    } else if (c === 0x7d || c === 0x5d) depth--;
+  }
+  return false;
+}
+
 function nulFields(value: unknown, path: string, out: FieldError[]): void {
   if (typeof value === 'string') {
     if (value.includes('\u0000'))
@@ -21,7 +45,30 @@ function nulFields(value: unknown, path: string, out: FieldError[]): void {
   }
 }
 
+function repeatedQueryFields(query: Record<string, unknown>): FieldError[] {
+  // A parameter without a name (`?=1`, `?&&`) names nothing.
+  delete query[''];
+  return Object.entries(query)
+    .filter(([, value]) => Array.isArray(value))
+    .map(([key]) => ({ field: key, error: `${key} must be given once` }));
+}
+
 export function registerBodyGuards(app: FastifyInstance): void {
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    const text = String(body);
+    if (nestsDeeperThan(text, MAX_JSON_DEPTH)) {
+      done(
+        new ValidationError('Please check your request body', [
+          { field: 'body', error: `body must not nest arrays and objects more than ${MAX_JSON_DEPTH} deep` },
+        ]),
+        undefined,
+      );
+      return;
+    }
+    parseJson(request, text, done);
+  });
   app.addHook('onRequest', async (request) => {
     if (!request.routeOptions.schema?.body) {
       delete request.headers['content-type'];
@@ -30,7 +77,9 @@ export function registerBodyGuards(app: FastifyInstance): void {
     }
   });
   app.addHook('preValidation', async (request) => {
-    const errors: FieldError[] = [];
+    const errors: FieldError[] = request.routeOptions.schema?.querystring
+      ? repeatedQueryFields(request.query as Record<string, unknown>)
+      : [];
     nulFields(request.body, '', errors);
     if (errors.length > 0) throw ValidationError.fields(errors);
   });

@@ -61,6 +61,8 @@ function describe(error: AjvError, field: string): string {
       return `${field} must be greater than ${p.limit}`;
     case 'maxItems':
       return `${field} must have at most ${p.limit} items`;
+    case 'additionalProperties':
+      return `unknown field "${field}"`;
     case 'format':
       return p.format === 'uuid' ? `${field} must be a UUID` : `${field} must be a valid ${p.format}`;
     default:
@@ -73,7 +75,12 @@ export function fieldErrors(errors: AjvError[]): FieldError[] {
   const seen = new Set<string>();
   for (const error of errors) {
     const base = fieldPath(error.instancePath);
-    const missing = error.keyword === 'required' ? String(error.params.missingProperty) : '';
+    const missing =
+      error.keyword === 'required'
+        ? String(error.params.missingProperty)
+        : error.keyword === 'additionalProperties'
+          ? String(error.params.additionalProperty)
+          : '';
     const field = missing ? (base ? `${base}.${missing}` : missing) : base;
     if (seen.has(field)) continue;
     seen.add(field);
@@ -87,7 +94,11 @@ function resourceOfParams(errors: AjvError[]): string {
   return RESOURCE_OF_PARAM[param] ?? 'Resource';
 }
 
-export function toApiError(error: FastifyError): ApiError | null {
+/** Fastify's errors and a route's attached validation error alike. */
+type FrameworkError = Error &
+  Partial<Pick<FastifyError, 'code' | 'validation'>> & { validationContext?: string };
+
+export function toApiError(error: FrameworkError): ApiError | null {
   if (error instanceof ApiError) return error;
   if (error.code && BODY_ERROR_CODES.has(error.code)) return ValidationError.body();
   if (error.validation) {
@@ -106,7 +117,7 @@ export function toApiError(error: FastifyError): ApiError | null {
  * with the domain's. Anything that is not a field error (the body is not an object) is thrown as is.
  */
 export function attachedFieldErrors(request: FastifyRequest): FieldError[] {
-  const error = request.validationError as FastifyError | undefined;
+  const error = request.validationError;
   if (!error) return [];
   const known = toApiError(error);
   if (known instanceof ValidationError && known.errors) return known.errors;
@@ -121,9 +132,6 @@ export function registerErrorHandling(app: FastifyInstance): void {
       return reply
         .status(known.status)
         .send({ error_code: known.code, message: known.message, errors: known.errors });
-    }
-    if (error.statusCode === 429) {
-      return reply.status(429).send({ error_code: 'rate_limited', message: error.message, errors: null });
     }
     request.log.error({ err: error }, 'unexpected error');
     return reply.status(500).send({ error_code: 'unknown', message: UNKNOWN_MESSAGE, errors: null });

@@ -1,12 +1,13 @@
 import type { FastifyRequest } from 'fastify';
-import { isUuid } from '../../domain/api-token.ts';
 import { NotFoundError } from '../../domain/errors.ts';
+import { isUuid } from '../../domain/uuid.ts';
 import type { Db } from '../../store/database.ts';
 import { findCustomDomain } from '../../store/repositories/custom-domains.ts';
 import { findDeployment } from '../../store/repositories/deployments.ts';
 import { findEnvironment } from '../../store/repositories/environments.ts';
 import { findServiceInScope } from '../../store/repositories/scope.ts';
 import type { CustomDomainRow, DeploymentRow, EnvironmentRow, ServiceRow } from '../../store/schema.ts';
+import { authOf } from './auth.ts';
 
 /**
  * Loads the resources a path names, scoped to the caller's account, before the body is read: the
@@ -35,9 +36,18 @@ export const RESOURCE_OF_PARAM: Record<string, string> = {
   customDomainId: 'Custom domain',
 };
 
+/** The path's parameters as strings, whatever the route's params type says before validation. */
+function pathParams(request: FastifyRequest): Record<string, string | undefined> {
+  const params: unknown = request.params;
+  if (typeof params !== 'object' || params === null) return {};
+  return Object.fromEntries(
+    Object.entries(params).map(([k, v]) => [k, typeof v === 'string' ? v : undefined]),
+  );
+}
+
 export async function loadScope(db: Db, request: FastifyRequest): Promise<Scope> {
-  const params = request.params as Record<string, string | undefined>;
-  const accountId = request.auth?.accountId as string;
+  const params = pathParams(request);
+  const accountId = authOf(request).accountId;
   for (const [param, resource] of Object.entries(RESOURCE_OF_PARAM)) {
     const value = params[param];
     if (value !== undefined && !isUuid(value)) throw new NotFoundError(resource);
@@ -65,3 +75,15 @@ export async function loadScope(db: Db, request: FastifyRequest): Promise<Scope>
   }
   return scope;
 }
+
+/** A resource the path names: present on every route whose path has its parameter, a bug otherwise. */
+function inScope<T>(value: T | undefined, what: string): T {
+  if (value === undefined) throw new Error(`the route's path names no ${what}`);
+  return value;
+}
+
+export const environmentOf = (request: FastifyRequest) => inScope(request.scope.environment, 'environment');
+export const serviceOf = (request: FastifyRequest) => inScope(request.scope.service, 'service');
+export const deploymentOf = (request: FastifyRequest) => inScope(request.scope.deployment, 'deployment');
+export const customDomainOf = (request: FastifyRequest) =>
+  inScope(request.scope.customDomain, 'custom domain');

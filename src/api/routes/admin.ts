@@ -1,7 +1,7 @@
 import { timingSafeEqual } from 'node:crypto';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { isUuid } from '../../domain/api-token.ts';
+import { CLOUDS } from '../../domain/environment-states.ts';
 import { NotFoundError, UnauthorizedError } from '../../domain/errors.ts';
 import { PLANS } from '../../domain/plans.ts';
 import {
@@ -12,13 +12,15 @@ import {
 } from '../../domain/usecases/accounts.ts';
 import type { Deps } from '../../domain/usecases/context.ts';
 import { createEnvironment } from '../../domain/usecases/environments.ts';
+import { isUuid } from '../../domain/uuid.ts';
 import { listAccounts } from '../../store/repositories/accounts.ts';
 import type { AccountRow } from '../../store/schema.ts';
 import type { TokenAuthenticator } from '../plugins/auth.ts';
+import { registerIdempotency } from '../plugins/idempotency.ts';
 import { Account, Features } from '../schemas/admin.ts';
 import { Envelope, errorResponses, StringEnum, Uuid } from '../schemas/common.ts';
-import { CLOUDS, Environment } from '../schemas/environments.ts';
-import { environmentView } from '../views.ts';
+import { Environment } from '../schemas/environments.ts';
+import { environmentView, success } from '../views.ts';
 
 const accountView = (a: AccountRow) => ({
   id: a.id,
@@ -37,15 +39,17 @@ function assertUuid(id: string, resource: string): void {
 }
 
 /** The operator's API: accounts, plans, API tokens, environments. Bearer BERTH_ADMIN_TOKEN. */
-export async function adminRoutes(
-  app: FastifyInstance,
-  { deps, adminToken, authenticator }: { deps: Deps; adminToken: string; authenticator: TokenAuthenticator },
-) {
+export const adminRoutes: FastifyPluginAsyncTypebox<{
+  deps: Deps;
+  adminToken: string;
+  authenticator: TokenAuthenticator;
+}> = async (app, { deps, adminToken, authenticator }) => {
   const expected = Buffer.from(`Bearer ${adminToken}`);
   app.addHook('onRequest', async (request) => {
     const given = Buffer.from(request.headers.authorization ?? '');
     if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw new UnauthorizedError();
   });
+  registerIdempotency(app, deps.store.db, () => 'admin');
 
   app.get(
     '/accounts',
@@ -55,10 +59,7 @@ export async function adminRoutes(
         response: { 200: Envelope(Type.Object({ accounts: Type.Array(Account) })), ...ADMIN_ERRORS },
       },
     },
-    async () => ({
-      message: 'success',
-      data: { accounts: (await listAccounts(deps.store.db)).map(accountView) },
-    }),
+    async () => success({ accounts: (await listAccounts(deps.store.db)).map(accountView) }),
   );
 
   app.post(
@@ -75,12 +76,8 @@ export async function adminRoutes(
       },
     },
     async (request) => {
-      const account = await createAccount(
-        deps,
-        String(request.id),
-        request.body as Parameters<typeof createAccount>[2],
-      );
-      return { message: 'success', data: { account: accountView(account) } };
+      const account = await createAccount(deps, String(request.id), request.body);
+      return success({ account: accountView(account) });
     },
   );
 
@@ -93,18 +90,13 @@ export async function adminRoutes(
         body: Type.Object({ plan: Type.Optional(StringEnum(PLANS)), features: Type.Optional(Features) }),
         response: { 200: Envelope(Type.Object({ account: Account })), ...ADMIN_ERRORS },
       },
-      preValidation: async (request) => assertUuid((request.params as { id: string }).id, 'Account'),
+      preValidation: async (request) => assertUuid(request.params.id, 'Account'),
     },
     async (request) => {
-      const { id } = request.params as { id: string };
-      const account = await changeAccount(
-        deps,
-        String(request.id),
-        id,
-        request.body as Parameters<typeof changeAccount>[3],
-      );
+      const { id } = request.params;
+      const account = await changeAccount(deps, String(request.id), id, request.body);
       authenticator.forget();
-      return { message: 'success', data: { account: accountView(account) } };
+      return success({ account: accountView(account) });
     },
   );
 
@@ -116,11 +108,11 @@ export async function adminRoutes(
         params: AccountParams,
         response: { 200: Envelope(Type.Object({ api_token: Uuid, token_id: Uuid })), ...ADMIN_ERRORS },
       },
-      preValidation: async (request) => assertUuid((request.params as { id: string }).id, 'Account'),
+      preValidation: async (request) => assertUuid(request.params.id, 'Account'),
     },
     async (request) => {
-      const { id } = request.params as { id: string };
-      return { message: 'success', data: await issueApiToken(deps, String(request.id), id) };
+      const { id } = request.params;
+      return success(await issueApiToken(deps, String(request.id), id));
     },
   );
 
@@ -132,13 +124,12 @@ export async function adminRoutes(
         params: Type.Object({ tokenId: Uuid }),
         response: { 200: Envelope(Type.Object({ revoked: Type.Boolean() })), ...ADMIN_ERRORS },
       },
-      preValidation: async (request) =>
-        assertUuid((request.params as { tokenId: string }).tokenId, 'API token'),
+      preValidation: async (request) => assertUuid(request.params.tokenId, 'API token'),
     },
     async (request) => {
-      await revokeApiToken(deps, String(request.id), (request.params as { tokenId: string }).tokenId);
+      await revokeApiToken(deps, String(request.id), request.params.tokenId);
       authenticator.forget();
-      return { message: 'success', data: { revoked: true } };
+      return success({ revoked: true });
     },
   );
 
@@ -158,16 +149,16 @@ export async function adminRoutes(
         }),
         response: { 200: Envelope(Type.Object({ environment: Environment })), ...ADMIN_ERRORS },
       },
-      preValidation: async (request) => assertUuid((request.params as { id: string }).id, 'Account'),
+      preValidation: async (request) => assertUuid(request.params.id, 'Account'),
     },
     async (request) => {
-      const { id } = request.params as { id: string };
+      const { id } = request.params;
       const env = await createEnvironment(
         deps,
         { accountId: id, tokenId: null, requestId: String(request.id) },
-        request.body as Parameters<typeof createEnvironment>[2],
+        request.body,
       );
-      return { message: 'success', data: { environment: environmentView(env) } };
+      return success({ environment: environmentView(env) });
     },
   );
-}
+};

@@ -1,8 +1,9 @@
-import type { FastifyInstance } from 'fastify';
-import { type Static, Type } from 'typebox';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
 import type { Deps } from '../../domain/usecases/context.ts';
 import { listAuditLogs } from '../../store/repositories/audit.ts';
 import { nextCursor, pageOf } from '../paging.ts';
+import { authOf } from '../plugins/auth.ts';
 import {
   AUTH_ERRORS,
   DateTime,
@@ -12,7 +13,7 @@ import {
   PageQuery,
   Uuid,
 } from '../schemas/common.ts';
-import { auditView } from '../views.ts';
+import { auditView, success } from '../views.ts';
 
 const AuditEntry = Type.Object({
   id: Uuid,
@@ -27,7 +28,7 @@ const AuditEntry = Type.Object({
   created_at: DateTime,
 });
 
-export async function auditRoutes(app: FastifyInstance, { deps }: { deps: Deps }) {
+export const auditRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app, { deps }) => {
   app.get(
     '/audit-logs',
     {
@@ -41,15 +42,8 @@ export async function auditRoutes(app: FastifyInstance, { deps }: { deps: Deps }
       },
     },
     async (request) => {
-      const page = await listAuditLogs(
-        deps.store.db,
-        request.auth?.accountId as string,
-        pageOf(request.query as Static<typeof PageQuery>),
-      );
-      return {
-        message: 'success',
-        data: { audit_logs: page.items.map(auditView), next_cursor: nextCursor(page.next) },
-      };
+      const page = await listAuditLogs(deps.store.db, authOf(request).accountId, pageOf(request.query));
+      return success({ audit_logs: page.items.map(auditView), next_cursor: nextCursor(page.next) });
     },
   );
-}
+};

@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { NotFoundError } from '../../domain/errors.ts';
 import { errorResponses } from '../schemas/common.ts';
 
@@ -23,7 +23,7 @@ async function notLiveYet(): Promise<never> {
   throw new NotFoundError('Route');
 }
 
-export async function comingSoonRoutes(app: FastifyInstance) {
+export const comingSoonRoutes: FastifyPluginAsyncTypebox = async (app) => {
   for (const [method, url, what] of COMING_SOON) {
     app.route({
       method,
@@ -34,4 +34,4 @@ export async function comingSoonRoutes(app: FastifyInstance) {
       handler: notLiveYet,
     });
   }
-}
+};

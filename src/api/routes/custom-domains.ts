@@ -1,4 +1,5 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { Deps } from '../../domain/usecases/context.ts';
 import {
@@ -8,20 +9,21 @@ import {
   verifyCustomDomain,
 } from '../../domain/usecases/custom-domains.ts';
 import { liveIdentity } from '../../domain/usecases/environments.ts';
-import type { CustomDomainRow, EnvironmentRow, ServiceRow } from '../../store/schema.ts';
+import type { CustomDomainRow } from '../../store/schema.ts';
 import { actorOf, requireFeature } from '../plugins/auth.ts';
+import { customDomainOf, environmentOf, serviceOf } from '../plugins/scope.ts';
 import { AUTH_ERRORS, Envelope, errorResponses, Nullable, ServiceParams, Uuid } from '../schemas/common.ts';
 import { CustomDomain } from '../schemas/custom-domains.ts';
-import { customDomainView } from '../views.ts';
+import { customDomainView, success } from '../views.ts';
 
 const CustomDomainData = Envelope(Type.Object({ custom_domain: CustomDomain }));
 
 /** The plan must include custom domains: checked with the token, before the path's resources (403 before 404). */
 const needsCustomDomains = async (request: FastifyRequest) => requireFeature(request, 'custom_domains');
 
-export async function customDomainRoutes(app: FastifyInstance, { deps }: { deps: Deps }) {
+export const customDomainRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app, { deps }) => {
   const view = async (request: FastifyRequest, domain: CustomDomainRow) =>
-    customDomainView(domain, await recordsOf(deps, request.scope.environment as EnvironmentRow, domain));
+    customDomainView(domain, await recordsOf(deps, environmentOf(request), domain));
 
   app.post(
     '/environments/:envId/services/:serviceId/custom-domains',
@@ -40,14 +42,9 @@ export async function customDomainRoutes(app: FastifyInstance, { deps }: { deps:
     },
     async (request) => {
       // The records need the live identity: read it before the domain is stored.
-      await liveIdentity(deps, request.scope.environment as EnvironmentRow);
-      const domain = await addCustomDomain(
-        deps,
-        actorOf(request),
-        request.scope.service as ServiceRow,
-        request.body as { domain: unknown },
-      );
-      return { message: 'success', data: { custom_domain: await view(request, domain) } };
+      await liveIdentity(deps, environmentOf(request));
+      const domain = await addCustomDomain(deps, actorOf(request), serviceOf(request), request.body);
+      return success({ custom_domain: await view(request, domain) });
     },
   );
 
@@ -77,18 +74,15 @@ export async function customDomainRoutes(app: FastifyInstance, { deps }: { deps:
       },
     },
     async (request) => {
-      const { active, pending } = await domainPair(deps, request.scope.service as ServiceRow);
-      return {
-        message: 'success',
-        data: {
-          custom_domain: {
-            is_active: active !== null,
-            is_pending: pending !== null,
-            active_domain: active ? await view(request, active) : null,
-            pending_domain: pending ? await view(request, pending) : null,
-          },
+      const { active, pending } = await domainPair(deps, serviceOf(request));
+      return success({
+        custom_domain: {
+          is_active: active !== null,
+          is_pending: pending !== null,
+          active_domain: active ? await view(request, active) : null,
+          pending_domain: pending ? await view(request, pending) : null,
         },
-      };
+      });
     },
   );
 
@@ -111,11 +105,11 @@ export async function customDomainRoutes(app: FastifyInstance, { deps }: { deps:
       const domain = await verifyCustomDomain(
         deps,
         actorOf(request),
-        request.scope.service as ServiceRow,
-        request.scope.environment as EnvironmentRow,
-        request.scope.customDomain as CustomDomainRow,
+        serviceOf(request),
+        environmentOf(request),
+        customDomainOf(request),
       );
-      return { message: 'success', data: { custom_domain: await view(request, domain) } };
+      return success({ custom_domain: await view(request, domain) });
     },
   );
-}
+};

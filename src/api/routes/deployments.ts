@@ -1,13 +1,13 @@
-import type { FastifyInstance } from 'fastify';
-import { type Static, Type } from 'typebox';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
 import type { Deps } from '../../domain/usecases/context.ts';
-import { type DeployBody, deploy } from '../../domain/usecases/deployments.ts';
+import { deploy } from '../../domain/usecases/deployments.ts';
 import { liveIdentity } from '../../domain/usecases/environments.ts';
-import { deployPreview, type PreviewBody } from '../../domain/usecases/previews.ts';
+import { deployPreview } from '../../domain/usecases/previews.ts';
 import { listDeployments } from '../../store/repositories/deployments.ts';
-import type { DeploymentRow, EnvironmentRow, ServiceRow } from '../../store/schema.ts';
 import { nextCursor, pageOf } from '../paging.ts';
 import { actorOf, requireFeature } from '../plugins/auth.ts';
+import { deploymentOf, environmentOf, serviceOf } from '../plugins/scope.ts';
 import {
   AUTH_ERRORS,
   Envelope,
@@ -18,7 +18,7 @@ import {
   Uuid,
 } from '../schemas/common.ts';
 import { Deployment } from '../schemas/deployments.ts';
-import { deploymentView, originOf } from '../views.ts';
+import { deploymentView, originOf, success } from '../views.ts';
 
 const DeployRequestBody = Type.Object(
   {
@@ -61,15 +61,15 @@ const DeployResponse = Envelope(
   ]),
 );
 
-export async function deploymentRoutes(app: FastifyInstance, { deps }: { deps: Deps }) {
+export const deploymentRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app, { deps }) => {
   app.post(
     '/environments/:envId/services/:serviceId/deploy',
     {
       // The previews plan check needs the body's `preview` flag: it comes after the path's 404 (which is
       // answered before the body is read) and before the fields are validated.
       preValidation: async (request) => {
-        if ((request.body as { preview?: unknown } | undefined)?.preview === true)
-          requireFeature(request, 'previews');
+        // Not validated yet: the body may be any JSON value here, hence the optional chain.
+        if (request.body?.preview === true) requireFeature(request, 'previews');
       },
       schema: {
         summary: 'Deploy Service',
@@ -83,24 +83,21 @@ export async function deploymentRoutes(app: FastifyInstance, { deps }: { deps: D
       },
     },
     async (request) => {
-      const service = request.scope.service as ServiceRow;
-      const body = request.body as DeployBody & { preview?: boolean };
+      const service = serviceOf(request);
+      const body = request.body;
       if (body.preview === true) {
-        const identity = await liveIdentity(deps, request.scope.environment as EnvironmentRow);
-        const { preview, isNew } = await deployPreview(deps, actorOf(request), service, body as PreviewBody);
-        return {
-          message: 'success',
-          data: {
-            service_id: preview.id,
-            service_name: preview.name,
-            origin: originOf(preview.subdomain, identity),
-            pr_number: preview.pr_number as number,
-            is_new: isNew,
-          },
-        };
+        const identity = await liveIdentity(deps, environmentOf(request));
+        const { preview, isNew } = await deployPreview(deps, actorOf(request), service, body);
+        return success({
+          service_id: preview.id,
+          service_name: preview.name,
+          origin: originOf(preview.subdomain, identity),
+          pr_number: preview.pr_number as number,
+          is_new: isNew,
+        });
       }
       const deployment = await deploy(deps, actorOf(request), service, body);
-      return { message: 'success', data: { deployment_id: deployment.id } };
+      return success({ deployment_id: deployment.id });
     },
   );
 
@@ -118,10 +115,7 @@ export async function deploymentRoutes(app: FastifyInstance, { deps }: { deps: D
         },
       },
     },
-    async (request) => ({
-      message: 'success',
-      data: { deployment: deploymentView(request.scope.deployment as DeploymentRow) },
-    }),
+    async (request) => success({ deployment: deploymentView(deploymentOf(request)) }),
   );
 
   app.get(
@@ -138,15 +132,8 @@ export async function deploymentRoutes(app: FastifyInstance, { deps }: { deps: D
       },
     },
     async (request) => {
-      const page = await listDeployments(
-        deps.store.db,
-        (request.scope.service as ServiceRow).id,
-        pageOf(request.query as Static<typeof PageQuery>),
-      );
-      return {
-        message: 'success',
-        data: { deployments: page.items.map(deploymentView), next_cursor: nextCursor(page.next) },
-      };
+      const page = await listDeployments(deps.store.db, serviceOf(request).id, pageOf(request.query));
+      return success({ deployments: page.items.map(deploymentView), next_cursor: nextCursor(page.next) });
     },
   );
-}
+};

@@ -1,14 +1,15 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { Deps } from '../../domain/usecases/context.ts';
 import { liveIdentity } from '../../domain/usecases/environments.ts';
 import { listEnvironments } from '../../store/repositories/environments.ts';
-import type { EnvironmentRow } from '../../store/schema.ts';
+import { authOf } from '../plugins/auth.ts';
+import { environmentOf } from '../plugins/scope.ts';
 import { AUTH_ERRORS, Envelope, EnvIdParams, errorResponses } from '../schemas/common.ts';
 import { Environment, LiveEnvironment } from '../schemas/environments.ts';
-import { environmentView } from '../views.ts';
+import { environmentView, success } from '../views.ts';
 
-export async function environmentRoutes(app: FastifyInstance, { deps }: { deps: Deps }) {
+export const environmentRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app, { deps }) => {
   app.get(
     '/environments',
     {
@@ -21,8 +22,8 @@ export async function environmentRoutes(app: FastifyInstance, { deps }: { deps: 
       },
     },
     async (request) => {
-      const rows = await listEnvironments(deps.store.db, request.auth?.accountId as string);
-      return { message: 'success', data: { environments: rows.map(environmentView) } };
+      const rows = await listEnvironments(deps.store.db, authOf(request).accountId);
+      return success({ environments: rows.map(environmentView) });
     },
   );
 
@@ -49,12 +50,9 @@ export async function environmentRoutes(app: FastifyInstance, { deps }: { deps: 
       },
     },
     async (request) => {
-      const env = request.scope.environment as EnvironmentRow;
-      const identity = await liveIdentity(deps, env);
-      return {
-        message: 'success',
-        data: { environment: { ...environmentView(env), ...identity }, ...identity },
-      };
+      const env = environmentOf(request);
+      const { ingress_url: _, ...identity } = await liveIdentity(deps, env);
+      return success({ environment: { ...environmentView(env), ...identity }, ...identity });
     },
   );
-}
+};

@@ -1,11 +1,12 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyRequest } from 'fastify';
 import type { Deps } from '../../domain/usecases/context.ts';
 import { getSecrets, putSecrets, type SecretScope } from '../../domain/usecases/secrets.ts';
-import type { EnvironmentRow, ServiceRow } from '../../store/schema.ts';
 import { actorOf } from '../plugins/auth.ts';
+import { environmentOf, serviceOf } from '../plugins/scope.ts';
 import { AUTH_ERRORS, Envelope, EnvIdParams, errorResponses, ServiceParams } from '../schemas/common.ts';
 import { SecretsBody, SecretsData } from '../schemas/secrets.ts';
-import { secretView } from '../views.ts';
+import { secretView, success } from '../views.ts';
 
 const PUT_DESCRIPTION =
   'A full replace, not a merge: keys left out are removed. Everything is validated before anything is written. ' +
@@ -13,16 +14,16 @@ const PUT_DESCRIPTION =
   'keeps the stored value. Stored at once; written to the provider asynchronously; rolled out by the next deployment.';
 
 function serviceScope(request: FastifyRequest): SecretScope {
-  const service = request.scope.service as ServiceRow;
+  const service = serviceOf(request);
   return { scope: 'service', id: service.id, environmentId: service.environment_id };
 }
 
 function environmentScope(request: FastifyRequest): SecretScope {
-  const env = request.scope.environment as EnvironmentRow;
+  const env = environmentOf(request);
   return { scope: 'environment', id: env.id, environmentId: env.id };
 }
 
-export async function secretRoutes(app: FastifyInstance, { deps }: { deps: Deps }) {
+export const secretRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app, { deps }) => {
   const read = (scopeOf: (r: FastifyRequest) => SecretScope) => async (request: FastifyRequest) => {
     const secrets = await getSecrets(deps, scopeOf(request));
     return { message: 'success' as const, data: { secrets: secrets.map(secretView) } };
@@ -52,11 +53,11 @@ export async function secretRoutes(app: FastifyInstance, { deps }: { deps: Deps 
       },
     },
     async (request) => {
-      const body = request.body as { secrets: Parameters<typeof putSecrets>[3] };
+      const body = request.body;
       const target = serviceScope(request);
       // Shape and key rules first (422), then the service's state (403).
       const stored = await putSecrets(deps, actorOf(request), target, body.secrets);
-      return { message: 'success', data: { secrets: stored.map(secretView) } };
+      return success({ secrets: stored.map(secretView) });
     },
   );
 
@@ -84,9 +85,9 @@ export async function secretRoutes(app: FastifyInstance, { deps }: { deps: Deps 
       },
     },
     async (request) => {
-      const body = request.body as { secrets: Parameters<typeof putSecrets>[3] };
+      const body = request.body;
       const stored = await putSecrets(deps, actorOf(request), environmentScope(request), body.secrets);
-      return { message: 'success', data: { secrets: stored.map(secretView) } };
+      return success({ secrets: stored.map(secretView) });
     },
   );
-}
+};

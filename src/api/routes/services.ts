@@ -1,23 +1,18 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { type Static, Type } from 'typebox';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
 import { withoutFields } from '../../domain/field-errors.ts';
-import type { SpecInput } from '../../domain/service-rules.ts';
 import type { Deps } from '../../domain/usecases/context.ts';
 import { liveIdentity } from '../../domain/usecases/environments.ts';
-import {
-  type CreateServiceBody,
-  createService,
-  deleteService,
-  patchService,
-} from '../../domain/usecases/services.ts';
+import { createService, deleteService, patchService } from '../../domain/usecases/services.ts';
 import { findCustomDomainsByIds } from '../../store/repositories/custom-domains.ts';
 import { findDeploymentsByIds } from '../../store/repositories/deployments.ts';
 import { findObservation } from '../../store/repositories/observations.ts';
 import { listServices } from '../../store/repositories/services.ts';
-import type { EnvironmentRow, ServiceRow } from '../../store/schema.ts';
+import type { ServiceRow } from '../../store/schema.ts';
 import { nextCursor, pageOf } from '../paging.ts';
 import { actorOf } from '../plugins/auth.ts';
 import { attachedFieldErrors } from '../plugins/errors.ts';
+import { environmentOf, serviceOf } from '../plugins/scope.ts';
 import {
   AUTH_ERRORS,
   Envelope,
@@ -28,18 +23,11 @@ import {
   ServiceParams,
 } from '../schemas/common.ts';
 import { CreateServiceBody as CreateBodySchema, PatchServiceBody, Service } from '../schemas/services.ts';
-import { serviceView } from '../views.ts';
+import { serviceView, success } from '../views.ts';
 
 const ServiceData = Envelope(Type.Object({ service: Service }));
 
-function scoped(request: FastifyRequest) {
-  return {
-    environment: request.scope.environment as EnvironmentRow,
-    service: request.scope.service as ServiceRow,
-  };
-}
-
-export async function serviceRoutes(app: FastifyInstance, { deps }: { deps: Deps }) {
+export const serviceRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app, { deps }) => {
   app.post(
     '/environments/:envId/services',
     {
@@ -59,16 +47,13 @@ export async function serviceRoutes(app: FastifyInstance, { deps }: { deps: Deps
       },
     },
     async (request) => {
-      const { environment } = scoped(request);
+      const environment = environmentOf(request);
       // Read before the change commits: a provider that cannot answer must not turn a done create into a 500.
       const identity = await liveIdentity(deps, environment);
       const shape = attachedFieldErrors(request);
-      const body = withoutFields(request.body as CreateServiceBody, shape);
+      const body = withoutFields(request.body, shape);
       const row = await createService(deps, actorOf(request), environment, body, shape);
-      return {
-        message: 'success',
-        data: { service: serviceView(row, { identity, latestDeployment: null, activeDomain: null }) },
-      };
+      return success({ service: serviceView(row, { identity, latestDeployment: null, activeDomain: null }) });
     },
   );
 
@@ -86,12 +71,8 @@ export async function serviceRoutes(app: FastifyInstance, { deps }: { deps: Deps
       },
     },
     async (request) => {
-      const { environment } = scoped(request);
-      const page = await listServices(
-        deps.store.db,
-        environment.id,
-        pageOf(request.query as Static<typeof PageQuery>),
-      );
+      const environment = environmentOf(request);
+      const page = await listServices(deps.store.db, environment.id, pageOf(request.query));
       const ids = (pick: (s: ServiceRow) => string | null) => page.items.flatMap((s) => pick(s) ?? []);
       const [identity, latest, domains] = await Promise.all([
         liveIdentity(deps, environment),
@@ -113,7 +94,7 @@ export async function serviceRoutes(app: FastifyInstance, { deps }: { deps: Deps
           activeDomain: active.get(s.custom_domain_id ?? '') ?? null,
         }),
       );
-      return { message: 'success', data: { services, next_cursor: nextCursor(page.next) } };
+      return success({ services, next_cursor: nextCursor(page.next) });
     },
   );
 
@@ -142,7 +123,8 @@ export async function serviceRoutes(app: FastifyInstance, { deps }: { deps: Deps
       },
     },
     async (request) => {
-      const { environment, service } = scoped(request);
+      const environment = environmentOf(request);
+      const service = serviceOf(request);
       const [identity, live] = await Promise.all([
         liveIdentity(deps, environment),
         findObservation(deps.store.db, service.id),
@@ -153,16 +135,13 @@ export async function serviceRoutes(app: FastifyInstance, { deps }: { deps: Deps
         activeDomain: request.scope.activeDomain ?? null,
         live,
       });
-      return {
-        message: 'success',
-        data: {
-          service: view,
-          state: service.state,
-          run_status: live.run_status,
-          ready_count: live.ready_count,
-          svc_alias: service.kube_svc_alias ?? '',
-        },
-      };
+      return success({
+        service: view,
+        state: service.state,
+        run_status: live.run_status,
+        ready_count: live.ready_count,
+        svc_alias: service.kube_svc_alias ?? '',
+      });
     },
   );
 
@@ -182,26 +161,24 @@ export async function serviceRoutes(app: FastifyInstance, { deps }: { deps: Deps
       },
     },
     async (request) => {
-      const { environment, service } = scoped(request);
+      const environment = environmentOf(request);
+      const service = serviceOf(request);
       const identity = await liveIdentity(deps, environment);
       const shape = attachedFieldErrors(request);
       const row = await patchService(
         deps,
         actorOf(request),
         service,
-        withoutFields(request.body as SpecInput, shape),
+        withoutFields(request.body, shape),
         shape,
       );
-      return {
-        message: 'success',
-        data: {
-          service: serviceView(row, {
-            identity,
-            latestDeployment: request.scope.latestDeployment ?? null,
-            activeDomain: request.scope.activeDomain ?? null,
-          }),
-        },
-      };
+      return success({
+        service: serviceView(row, {
+          identity,
+          latestDeployment: request.scope.latestDeployment ?? null,
+          activeDomain: request.scope.activeDomain ?? null,
+        }),
+      });
     },
   );
 
@@ -221,8 +198,8 @@ export async function serviceRoutes(app: FastifyInstance, { deps }: { deps: Deps
       },
     },
     async (request, reply) => {
-      await deleteService(deps, actorOf(request), scoped(request).service);
+      await deleteService(deps, actorOf(request), serviceOf(request));
       return reply.status(202).send({ message: 'accepted' });
     },
   );
-}
+};

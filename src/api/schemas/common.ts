@@ -1,4 +1,5 @@
 import { type Static, type TArray, type TSchema, Type } from 'typebox';
+import { ERROR_CODES } from '../../domain/errors.ts';
 
 /** Shared schema pieces. Every string has a maximum length; every response is a deliberate projection. */
 export const Uuid = Type.String({ format: 'uuid', maxLength: 36 });
@@ -7,10 +8,10 @@ export const ZERO_UUID = '00000000-0000-0000-0000-000000000000';
 
 /** A JSON Schema type that also admits null (OpenAPI 3.1 style `type: [T, "null"]`). */
 export function Nullable<T extends TSchema>(schema: T) {
-  const { type, ...rest } = schema as unknown as { type: string; enum?: unknown[] } & Record<string, unknown>;
+  const { type, enum: values, ...rest }: Record<string, unknown> = Object.fromEntries(Object.entries(schema));
   // An enum must admit null itself: `type` alone would let validation refuse it.
-  const values = rest.enum ? { enum: [...rest.enum, null] } : {};
-  return Type.Unsafe<Static<T> | null>({ ...rest, ...values, type: [type, 'null'] });
+  const nullableEnum = Array.isArray(values) ? { enum: [...values, null] } : {};
+  return Type.Unsafe<Static<T> | null>({ ...rest, ...nullableEnum, type: [type, 'null'] });
 }
 
 /** A string enum with a `type`, so that it can be made nullable and reads well in OpenAPI. */
@@ -32,7 +33,7 @@ export const FieldErrorSchema = Type.Object({
 
 export const ErrorBody = Type.Object(
   {
-    error_code: Type.String({
+    error_code: StringEnum(ERROR_CODES, {
       maxLength: 40,
       description:
         'unauthorized, forbidden, notfound, conflict, validation, rate_limited, unknown or DOMAIN_VERIFICATION_FAILED',
@@ -56,10 +57,14 @@ export const AUTH_ERRORS = [401, 403, 404, 429, 500] as const;
 export const EnvIdParams = Type.Object({ envId: Uuid });
 export const ServiceParams = Type.Object({ envId: Uuid, serviceId: Uuid });
 
-export const PageQuery = Type.Object({
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 50 })),
-  cursor: Type.Optional(Type.String({ maxLength: 200, description: 'next_cursor of the previous page' })),
-});
+/** Query strings are validated like bodies: declared parameters only, each given once (body-guards.ts). */
+export const PageQuery = Type.Object(
+  {
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 50 })),
+    cursor: Type.Optional(Type.String({ maxLength: 200, description: 'next_cursor of the previous page' })),
+  },
+  { additionalProperties: false },
+);
 
 /** A paged list's response: `{message, data: {<key>: [...], next_cursor}}`. */
 export function PagedList<const K extends string, T extends TSchema>(key: K, item: T) {

@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
-import { DateTime, Uuid } from './common.ts';
+import { CUSTOM_DOMAIN_STATES } from '../../domain/custom-domain-states.ts';
+import { DateTime, StringEnum, Uuid } from './common.ts';
 
 export const DnsRecord = Type.Object({
   purpose: Type.String({ maxLength: 40, description: 'verify_acm or route_app_traffic' }),
@@ -17,7 +18,7 @@ export const CustomDomain = Type.Object({
   prov_custom_domain_id: Type.String({ maxLength: 200 }),
   domain: Type.String({ maxLength: 253 }),
   origin: Type.String({ maxLength: 300 }),
-  state: Type.String({ maxLength: 30 }),
+  state: StringEnum(CUSTOM_DOMAIN_STATES, { maxLength: 30 }),
   dns_records: Type.Array(DnsRecord),
   created_at: DateTime,
   updated_at: DateTime,
@@ -28,5 +29,5 @@ export const CustomDomainSummary = Type.Object({
   id: Uuid,
   domain: Type.String({ maxLength: 253 }),
   origin: Type.String({ maxLength: 300 }),
-  state: Type.String({ maxLength: 30 }),
+  state: StringEnum(CUSTOM_DOMAIN_STATES, { maxLength: 30 }),
 });

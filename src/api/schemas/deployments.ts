@@ -1,15 +1,14 @@
 import { Type } from 'typebox';
-import { DateTime, Uuid } from './common.ts';
-
-export const DEPLOYMENT_STATES = ['queued', 'in_progress', 'success', 'failed'] as const;
+import { DEPLOYMENT_STATES, DEPLOYMENT_TYPES } from '../../domain/deployment-states.ts';
+import { DateTime, StringEnum, Uuid } from './common.ts';
 
 export const Deployment = Type.Object({
   id: Uuid,
-  type: Type.String({
+  type: StringEnum(DEPLOYMENT_TYPES, {
     maxLength: 30,
     description: 'service_update for API deploys; restore is reserved for rollbacks',
   }),
-  state: Type.String({
+  state: StringEnum(DEPLOYMENT_STATES, {
     maxLength: 20,
     description: 'queued, in_progress, success or failed (the last two are terminal)',
   }),

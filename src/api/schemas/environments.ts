@@ -1,8 +1,6 @@
 import { Type } from 'typebox';
+import { CLOUDS, ENVIRONMENT_STATES } from '../../domain/environment-states.ts';
 import { DateTime, StringEnum, Uuid } from './common.ts';
-
-export const ENVIRONMENT_STATES = ['provisioning', 'available', 'failed', 'deleting', 'deleted'] as const;
-export const CLOUDS = ['aws', 'gcp'] as const;
 
 export const Environment = Type.Object({
   id: Uuid,

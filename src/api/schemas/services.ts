@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
 import { SERVICE_TYPES, SOURCES } from '../../domain/service-rules.ts';
+import { SERVICE_STATES } from '../../domain/service-states.ts';
 import { DateTime, Nullable, StringEnum, Uuid } from './common.ts';
 import { CustomDomainSummary } from './custom-domains.ts';
 import { Deployment } from './deployments.ts';
@@ -90,8 +91,8 @@ const opt = <T extends Parameters<typeof Type.Optional>[0]>(s: T) => Type.Option
 export const Service = Type.Object({
   id: Uuid,
   name: Type.String({ maxLength: 100 }),
-  type: Nullable(Type.String({ maxLength: 20 })),
-  state: Type.String({ maxLength: 30 }),
+  type: Nullable(StringEnum(SERVICE_TYPES, { maxLength: 20 })),
+  state: StringEnum(SERVICE_STATES, { maxLength: 30 }),
   run_status: opt(Type.String({ maxLength: 30, description: 'live; only on the get-service response' })),
   ready_count: opt(Type.Integer({ description: 'live; only on the get-service response' })),
   replica_count: Nullable(Type.Integer()),
@@ -99,7 +100,7 @@ export const Service = Type.Object({
   cpu_count_max: opt(Type.Number()),
   memory_mb_min: opt(Type.Integer()),
   memory_mb_max: opt(Type.Integer()),
-  source: Type.String({ maxLength: 20 }),
+  source: StringEnum(SOURCES, { maxLength: 20 }),
   port: Nullable(Type.Integer()),
   cron_schedule: Nullable(Type.String({ maxLength: 100 })),
   auto_deploy: opt(Type.Boolean()),

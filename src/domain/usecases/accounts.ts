@@ -17,7 +17,7 @@ import type { Deps } from './context.ts';
 const operator = (accountId: string, requestId: string) => ({ accountId, tokenId: null, requestId });
 
 export async function createAccount(
-  deps: Deps,
+  deps: Pick<Deps, 'store'>,
   requestId: string,
   input: { name: string; plan?: Plan; features?: string[] },
 ): Promise<AccountRow> {
@@ -39,7 +39,7 @@ export async function createAccount(
 }
 
 export async function changeAccount(
-  deps: Deps,
+  deps: Pick<Deps, 'store'>,
   requestId: string,
   id: string,
   patch: { plan?: Plan; features?: string[] },
@@ -58,7 +58,7 @@ export async function changeAccount(
 }
 
 /** Issues an API token. The token itself is returned here and never again; only its hash is stored. */
-export async function issueApiToken(deps: Deps, requestId: string, accountId: string) {
+export async function issueApiToken(deps: Pick<Deps, 'store'>, requestId: string, accountId: string) {
   return deps.store.db.transaction().execute(async (trx) => {
     if (!(await findAccount(trx, accountId))) throw new NotFoundError('Account');
     const token = newApiToken();
@@ -74,7 +74,11 @@ export async function issueApiToken(deps: Deps, requestId: string, accountId: st
   });
 }
 
-export async function revokeApiToken(deps: Deps, requestId: string, tokenId: string): Promise<void> {
+export async function revokeApiToken(
+  deps: Pick<Deps, 'store'>,
+  requestId: string,
+  tokenId: string,
+): Promise<void> {
   await deps.store.db.transaction().execute(async (trx) => {
     const token = await revokeToken(trx, tokenId);
     if (!token) throw new NotFoundError('API token');

@@ -9,8 +9,9 @@ import {
   newestDomainIn,
   transitionCustomDomain,
 } from '../../store/repositories/custom-domains.ts';
-import type { CustomDomainRow, CustomDomainState, EnvironmentRow, ServiceRow } from '../../store/schema.ts';
+import type { CustomDomainRow, EnvironmentRow, ServiceRow } from '../../store/schema.ts';
 import { checkDomainName, checkRecord, type DnsRecordSpec, dnsRecordsFor } from '../custom-domain-rules.ts';
+import type { CustomDomainState } from '../custom-domain-states.ts';
 import { ConflictError, DomainVerificationError, type FieldError, ValidationError } from '../errors.ts';
 import { recordAudit } from './audit.ts';
 import type { Actor, Deps } from './context.ts';
@@ -32,7 +33,7 @@ const token = () => randomBytes(16).toString('hex');
 
 /** The records a caller must create for a domain: the same on every read (the tokens are stored). */
 export async function recordsOf(
-  deps: Deps,
+  deps: Pick<Deps, 'store' | 'provider' | 'dns'>,
   env: EnvironmentRow,
   domain: CustomDomainRow,
 ): Promise<DnsRecordSpec[]> {
@@ -48,7 +49,7 @@ export async function recordsOf(
 }
 
 export async function addCustomDomain(
-  deps: Deps,
+  deps: Pick<Deps, 'store' | 'provider' | 'dns'>,
   actor: Actor,
   service: ServiceRow,
   body: { domain?: unknown },
@@ -84,7 +85,7 @@ export async function addCustomDomain(
 }
 
 /** The domain now serving the service (or null) and the newest one not serving yet (or null). */
-export async function domainPair(deps: Deps, service: ServiceRow) {
+export async function domainPair(deps: Pick<Deps, 'store' | 'provider' | 'dns'>, service: ServiceRow) {
   const db = deps.store.db;
   const active = service.custom_domain_id
     ? await findCustomDomainById(db, service.custom_domain_id)
@@ -99,7 +100,7 @@ export async function domainPair(deps: Deps, service: ServiceRow) {
  * cut-over job is queued. A domain already verified or serving is returned as it is.
  */
 export async function verifyCustomDomain(
-  deps: Deps,
+  deps: Pick<Deps, 'store' | 'provider' | 'dns'>,
   actor: Actor,
   service: ServiceRow,
   env: EnvironmentRow,

@@ -91,7 +91,7 @@ export async function acceptDeployment(trx: Db, serviceId: string, body: DeployB
 }
 
 export async function deploy(
-  deps: Deps,
+  deps: Pick<Deps, 'store'>,
   actor: Actor,
   service: ServiceRow,
   body: DeployBody,

@@ -12,7 +12,10 @@ import type { Actor, Deps } from './context.ts';
 const IDENTITY_TTL_MS = 3000;
 const identityCache = new Map<string, { at: number; identity: EnvironmentIdentity }>();
 
-export async function liveIdentity(deps: Deps, env: EnvironmentRow): Promise<EnvironmentIdentity> {
+export async function liveIdentity(
+  deps: Pick<Deps, 'store' | 'provider'>,
+  env: EnvironmentRow,
+): Promise<EnvironmentIdentity> {
   const cached = identityCache.get(env.id);
   if (cached && Date.now() - cached.at < IDENTITY_TTL_MS) return cached.identity;
   const identity = await deps.provider.identity(env);
@@ -28,7 +31,7 @@ export interface NewEnvironment {
 
 /** Operator action: the environment starts `provisioning`; a job makes it `available` through the provider. */
 export async function createEnvironment(
-  deps: Deps,
+  deps: Pick<Deps, 'store' | 'provider'>,
   actor: Actor,
   input: NewEnvironment,
 ): Promise<EnvironmentRow> {

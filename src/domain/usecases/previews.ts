@@ -10,7 +10,7 @@ import { acceptDeployment, assertNotDeleting, lockLiveService } from './deployme
 import { readSecrets, storeSecrets } from './secrets.ts';
 
 export interface PreviewBody {
-  preview: true;
+  preview?: boolean;
   commit_id?: string;
   branch?: string;
   pr_number?: number;
@@ -41,7 +41,7 @@ function checkPreview(parent: ServiceRow, body: PreviewBody): FieldError[] {
 
 async function createPreviewService(
   trx: Db,
-  deps: Deps,
+  deps: Pick<Deps, 'store' | 'secretBox'>,
   parent: ServiceRow,
   body: PreviewBody,
 ): Promise<ServiceRow> {
@@ -84,7 +84,12 @@ async function createPreviewService(
 }
 
 /** Creates (first time) or reuses the preview service of a pull request and deploys the commit on it. */
-export async function deployPreview(deps: Deps, actor: Actor, parent: ServiceRow, body: PreviewBody) {
+export async function deployPreview(
+  deps: Pick<Deps, 'store' | 'secretBox'>,
+  actor: Actor,
+  parent: ServiceRow,
+  body: PreviewBody,
+) {
   const errors = checkPreview(parent, body);
   if (errors.length > 0) throw ValidationError.fields(errors);
   assertNotDeleting(parent);

@@ -60,12 +60,15 @@ export async function storeSecrets(
   return next;
 }
 
-export async function getSecrets(deps: Deps, target: SecretScope): Promise<StoredSecret[]> {
+export async function getSecrets(
+  deps: Pick<Deps, 'store' | 'secretBox'>,
+  target: SecretScope,
+): Promise<StoredSecret[]> {
   return readSecrets(deps.store.db, deps.secretBox, target.id);
 }
 
 export async function putSecrets(
-  deps: Deps,
+  deps: Pick<Deps, 'store' | 'secretBox'>,
   actor: Actor,
   target: SecretScope,
   entries: SecretEntry[],

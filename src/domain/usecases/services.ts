@@ -35,10 +35,6 @@ export type CreateServiceBody = SpecInput & {
 
 export const DEPLOY_FAILED_MESSAGE = 'Service created successfully, but failed to deploy the service';
 
-function specOf(row: ServiceRow): ServiceSpec {
-  return row as unknown as ServiceSpec;
-}
-
 async function uniqueSubdomain(db: Db, name: string): Promise<string> {
   // 36^8 ids per prefix: a repeat is rare, ten in a row is not going to happen.
   for (let i = 0; i < 10; i++) {
@@ -55,7 +51,7 @@ async function uniqueSubdomain(db: Db, name: string): Promise<string> {
  * when the provider refuses it at once the service alone is kept and the call answers 500 (rule 4).
  */
 export async function createService(
-  deps: Deps,
+  deps: Pick<Deps, 'store' | 'provider' | 'secretBox' | 'logger'>,
   actor: Actor,
   env: EnvironmentRow,
   body: CreateServiceBody,
@@ -119,7 +115,7 @@ export async function createService(
  * fields. Errors keep the contract's order: field errors (422), a delete under way (403), rule 5 (500).
  */
 export async function patchService(
-  deps: Deps,
+  deps: Pick<Deps, 'store' | 'provider' | 'secretBox' | 'logger'>,
   actor: Actor,
   service: ServiceRow,
   body: SpecInput,
@@ -127,7 +123,7 @@ export async function patchService(
 ) {
   return deps.store.db.transaction().execute(async (trx) => {
     const current = await lockService(trx, service.id);
-    const { spec, errors } = checkPatch(specOf(current), body);
+    const { spec, errors } = checkPatch(current, body);
     const all = mergeFieldErrors(shapeErrors, errors);
     if (all.length > 0) throw ValidationError.fields(all);
     assertNotDeleting(current);
@@ -152,7 +148,11 @@ export async function patchService(
  * started are cancelled (failed, with the reason); one in progress finishes first, then the teardown
  * job runs, since jobs of one service run in order.
  */
-export async function deleteService(deps: Deps, actor: Actor, service: ServiceRow): Promise<void> {
+export async function deleteService(
+  deps: Pick<Deps, 'store' | 'provider' | 'secretBox' | 'logger'>,
+  actor: Actor,
+  service: ServiceRow,
+): Promise<void> {
   assertNotDeleting(service);
   if (service.is_protected)
     throw new ConflictError('Cannot delete a protected service. Remove protection first.');

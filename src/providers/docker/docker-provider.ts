@@ -2,8 +2,8 @@ import { readFile } from 'node:fs/promises';
 import os from 'node:os';
 import Docker from 'dockerode';
 import type { Logger } from 'pino';
-import { isUuid } from '../../domain/api-token.ts';
 import { type OpsConfig, parseOpsJson } from '../../domain/ops-json.ts';
+import { isUuid } from '../../domain/uuid.ts';
 import { SupersededError, TerminalError } from '../../jobs/errors.ts';
 import type { Db } from '../../store/database.ts';
 import {
@@ -133,7 +133,12 @@ export class DockerProvider implements Provider {
       .flat()
       .filter((a) => a && a.family === 'IPv4' && !a.internal)
       .map((a) => (a as os.NetworkInterfaceInfo).address);
-    return { ingress_host: this.options.settings.ingressHost, public_nat_ips: addresses, svc_role_arn: '' };
+    return {
+      ingress_host: this.options.settings.ingressHost,
+      ingress_url: this.options.settings.publicUrl,
+      public_nat_ips: addresses,
+      svc_role_arn: '',
+    };
   }
 
   domainValidationZone(): string {

@@ -3,7 +3,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
-import { inside } from './git-source.ts';
+import { createRepo } from '../../../test/helpers/git.ts';
+import { TerminalError } from '../../jobs/errors.ts';
+import { checkout, inside } from './git-source.ts';
 
 /** A checkout with links that stay inside and links that leave, next to a "host" directory. */
 const top = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'berth-inside-')));
@@ -75,5 +77,29 @@ describe('inside', () => {
     const missing = inside(repo, 'nope/../app/Dockerfile', 'x');
     assert.equal(fs.existsSync(missing), false);
     assert.equal(fs.existsSync(inside(repo, 'app/Dockerfile/..', 'x')), false);
+  });
+});
+
+describe('checkout', () => {
+  test('a traversal name is refused before git runs: nothing outside BERTH_GIT_BASE_URL is cloned', async () => {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-traversal-'));
+    after(() => fs.rmSync(root, { recursive: true, force: true }));
+    await createRepo(root, 'secret-repo', [{ message: 'secret', files: { 'secret.txt': 'leak' } }]);
+    fs.mkdirSync(path.join(root, 'base'));
+    await createRepo(path.join(root, 'base'), 'acme/app', [{ message: 'app', files: { 'a.txt': 'a' } }]);
+    const before = fs.readdirSync(os.tmpdir()).filter((f) => f.startsWith('berth-src-')).length;
+    for (const name of ['../secret-repo', 'acme/../../secret-repo', 'acme/-u']) {
+      await assert.rejects(checkout(`file://${root}/base/`, name, 'main', ''), (error: Error) => {
+        assert.ok(error instanceof TerminalError, 'not retried');
+        assert.match(error.message, /^git_repo_full_name must have the form org\/repo/);
+        return true;
+      });
+    }
+    // Not even a directory to clone into was made.
+    assert.equal(fs.readdirSync(os.tmpdir()).filter((f) => f.startsWith('berth-src-')).length, before);
+    // A name inside the base clones as before.
+    const ok = await checkout(`file://${root}/base/`, 'acme/app', 'main', '');
+    assert.equal(fs.readFileSync(path.join(ok.dir, 'a.txt'), 'utf8'), 'a');
+    ok.remove();
   });
 });

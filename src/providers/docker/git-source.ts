@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { GIT_REPO_NAME_RULE, isGitRepoName } from '../../domain/git-repo-name.ts';
 import { TerminalError } from '../../jobs/errors.ts';
 import { failure } from '../provider.ts';
 
@@ -35,6 +36,8 @@ export async function checkout(
   branch: string,
   commit: string,
 ): Promise<Checkout> {
+  // Rows stored before the API checked names (or written around it) must not reach outside the base.
+  if (!isGitRepoName(repo)) throw new TerminalError(`${GIT_REPO_NAME_RULE}; got ${repo}`);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-src-'));
   const remove = () => fs.rmSync(dir, { recursive: true, force: true });
   const url = `${baseUrl.replace(/\/?$/, '/')}${repo}`;

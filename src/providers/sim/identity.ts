@@ -18,14 +18,18 @@ export function simIdentity(env: EnvironmentRef): EnvironmentIdentity {
     (i) => `${DOC_RANGES[(digest[9 + i] ?? 0) % 3]}.${1 + ((digest[11 + i] ?? 0) % 254)}`,
   );
   if (env.cloud === 'gcp') {
+    const ingress = `${DOC_RANGES[(digest[13] ?? 0) % 3]}.${1 + ((digest[14] ?? 0) % 254)}`;
     return {
-      ingress_host: `${DOC_RANGES[(digest[13] ?? 0) % 3]}.${1 + ((digest[14] ?? 0) % 254)}`,
+      ingress_host: ingress,
+      ingress_url: `https://${ingress}`,
       public_nat_ips: nat,
       svc_role_arn: `berth-${short}@berth-sim-${env.region}.iam.gserviceaccount.com`,
     };
   }
+  const ingress = `ingress-${short}.${env.region}.elb.berth.test`;
   return {
-    ingress_host: `ingress-${short}.${env.region}.elb.berth.test`,
+    ingress_host: ingress,
+    ingress_url: `https://${ingress}`,
     public_nat_ips: nat,
     svc_role_arn: `arn:aws:iam::${accountNumber}:role/berth-${short}-svc`,
   };

@@ -1,6 +1,7 @@
 import type { Insertable } from 'kysely';
+import type { CustomDomainState } from '../../domain/custom-domain-states.ts';
 import type { Db } from '../database.ts';
-import type { CustomDomainRow, CustomDomainState, CustomDomainsTable } from '../schema.ts';
+import type { CustomDomainRow, CustomDomainsTable } from '../schema.ts';
 
 export async function insertCustomDomain(
   db: Db,

@@ -22,9 +22,9 @@ export async function findServiceInScope(
     )
     .selectAll('s')
     .select([
-      sql<Record<string, unknown>>`to_jsonb(e.*)`.as('_environment'),
-      sql<Record<string, unknown> | null>`to_jsonb(d.*)`.as('_latest'),
-      sql<Record<string, unknown> | null>`to_jsonb(c.*)`.as('_domain'),
+      sql<AsJson<EnvironmentRow>>`to_jsonb(e.*)`.as('_environment'),
+      sql<AsJson<DeploymentRow> | null>`to_jsonb(d.*)`.as('_latest'),
+      sql<AsJson<CustomDomainRow> | null>`to_jsonb(c.*)`.as('_domain'),
     ])
     .where('s.id', '=', serviceId)
     .where('s.environment_id', '=', environmentId)
@@ -33,17 +33,22 @@ export async function findServiceInScope(
   if (!row) return undefined;
   const { _environment, _latest, _domain, ...service } = row;
   return {
-    service: service as ServiceRow,
-    environment: withDates(_environment) as unknown as EnvironmentRow,
-    latestDeployment: _latest ? (withDates(_latest) as unknown as DeploymentRow) : null,
-    activeDomain: _domain ? (withDates(_domain) as unknown as CustomDomainRow) : null,
+    service: service satisfies ServiceRow,
+    environment: withDates<EnvironmentRow>(_environment),
+    latestDeployment: _latest ? withDates<DeploymentRow>(_latest) : null,
+    activeDomain: _domain ? withDates<CustomDomainRow>(_domain) : null,
   };
 }
 
-/** to_jsonb renders timestamps as text; turn them back into Dates. */
-function withDates(record: Record<string, unknown>): Record<string, unknown> {
-  const out = { ...record };
-  for (const key of ['created_at', 'updated_at'])
-    if (typeof out[key] === 'string') out[key] = new Date(out[key] as string);
-  return out;
+interface Stamped {
+  created_at: Date;
+  updated_at: Date;
+}
+
+/** A row as to_jsonb renders it: its timestamps as text. */
+type AsJson<T extends Stamped> = Omit<T, keyof Stamped> & { created_at: string; updated_at: string };
+
+/** Turns to_jsonb's timestamps back into Dates. */
+function withDates<T extends Stamped>(record: AsJson<T>): Omit<T, keyof Stamped> & Stamped {
+  return { ...record, created_at: new Date(record.created_at), updated_at: new Date(record.updated_at) };
 }

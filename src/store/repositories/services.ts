@@ -21,17 +21,6 @@ export async function subdomainTaken(db: Db, subdomain: string): Promise<boolean
   return row !== undefined;
 }
 
-/** Scoped to account and environment: one indexed lookup by primary key. */
-export async function findService(db: Db, accountId: string, environmentId: string, id: string) {
-  return db
-    .selectFrom('services')
-    .selectAll()
-    .where('id', '=', id)
-    .where('account_id', '=', accountId)
-    .where('environment_id', '=', environmentId)
-    .executeTakeFirst();
-}
-
 export async function findServiceById(db: Db, id: string, options: { forUpdate?: boolean } = {}) {
   let q = db.selectFrom('services').selectAll().where('id', '=', id);
   if (options.forUpdate) q = q.forUpdate();

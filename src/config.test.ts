@@ -1,0 +1,37 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { ConfigError } from './config.ts';
+import { dockerSettings as loadConfig } from './providers/docker/settings.ts';
+
+test('the ingress answers at http://{BERTH_INGRESS_HOST}:{BERTH_INGRESS_PORT} unless BERTH_PUBLIC_URL says otherwise', () => {
+  const plain = loadConfig({});
+  assert.equal(plain.publicUrl, 'http://localhost:8088');
+  assert.equal(plain.ingressBind, '127.0.0.1');
+  assert.equal(
+    loadConfig({ BERTH_INGRESS_HOST: 'apps.test', BERTH_INGRESS_PORT: '9000' }).publicUrl,
+    'http://apps.test:9000',
+  );
+
+  const proxied = loadConfig({ BERTH_PUBLIC_URL: 'https://apps.example.com/' });
+  assert.equal(proxied.publicUrl, 'https://apps.example.com');
+  assert.equal(proxied.ingressHost, 'apps.example.com', 'the public host is where services live');
+  assert.equal(
+    loadConfig({ BERTH_PUBLIC_URL: 'http://apps.example.com:8443' }).publicUrl,
+    'http://apps.example.com:8443',
+  );
+});
+
+test('a BERTH_PUBLIC_URL that cannot be an origin, or names another host than BERTH_INGRESS_HOST, is refused', () => {
+  for (const bad of [
+    'apps.example.com',
+    'ftp://apps.example.com',
+    'https://apps.example.com/base',
+    'https://a@apps.example.com',
+  ]) {
+    assert.throws(() => loadConfig({ BERTH_PUBLIC_URL: bad }), ConfigError, bad);
+  }
+  assert.throws(
+    () => loadConfig({ BERTH_PUBLIC_URL: 'https://apps.example.com', BERTH_INGRESS_HOST: 'localhost' }),
+    /must be BERTH_INGRESS_HOST/,
+  );
+});
