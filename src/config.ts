@@ -13,6 +13,8 @@ export interface Config {
   /** The environment the driver reads its own settings from (each driver parses its own). */
   providerEnv: NodeJS.ProcessEnv;
   dnsServers: string[];
+  /** Registry hosts docker_image services may pull from; empty: any. */
+  allowedRegistries: string[];
   rateLimitPerMin: number;
   /** Time for a whole request (headers and body) to arrive; slower ones get 408 and are closed. */
   requestTimeoutMs: number;
@@ -69,6 +71,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dnsServers: (env.BERTH_DNS_SERVERS || '')
       .split(',')
       .map((s) => s.trim())
+      .filter(Boolean),
+    allowedRegistries: (env.BERTH_ALLOWED_REGISTRIES || '')
+      .split(',')
+      .map((s) => s.trim().toLowerCase())
       .filter(Boolean),
     rateLimitPerMin: intSetting(env, 'BERTH_RATE_LIMIT_PER_MIN', 1200, 1, 10_000_000),
     // Bodies are at most 1 MiB: 30 s is ample even on a slow link, and a client trickling bytes

@@ -5,6 +5,7 @@ import { insertDeployment } from '../../store/repositories/deployments.ts';
 import { findServiceById, updateService } from '../../store/repositories/services.ts';
 import type { DeploymentRow, ServiceRow } from '../../store/schema.ts';
 import { type FieldError, ForbiddenError, ValidationError } from '../errors.ts';
+import { registryErrors } from '../registries.ts';
 import type { Source } from '../service-rules.ts';
 import { isDeleting } from '../service-states.ts';
 import { recordAudit } from './audit.ts';
@@ -91,12 +92,16 @@ export async function acceptDeployment(trx: Db, serviceId: string, body: DeployB
 }
 
 export async function deploy(
-  deps: Pick<Deps, 'store'>,
+  deps: Pick<Deps, 'store' | 'config'>,
   actor: Actor,
   service: ServiceRow,
   body: DeployBody,
 ): Promise<DeploymentRow> {
-  const errors = checkDeployTarget(body, service.source);
+  // The allow-list may have changed since the service was saved: a deploy checks it again.
+  const errors = [
+    ...checkDeployTarget(body, service.source),
+    ...registryErrors(service, deps.config.allowedRegistries),
+  ];
   if (errors.length > 0) throw ValidationError.fields(errors);
   assertNotDeleting(service);
   return deps.store.db.transaction().execute(async (trx) => {

@@ -10,6 +10,8 @@ export interface DockerSettings {
   publicUrl: string;
   /** BERTH_INGRESS_BIND: the address the ingress listens on, apart from BERTH_HOST, so exposing apps never exposes the API. */
   ingressBind: string;
+  /** BERTH_PULL_TIMEOUT_MS: a pull not finished by then fails with that reason (a silent registry never answers). */
+  pullTimeoutMs: number;
   /** BERTH_GIT_BASE_URL: where `org/repo` is cloned from. */
   gitBaseUrl: string;
 }
@@ -47,5 +49,6 @@ export function dockerSettings(env: NodeJS.ProcessEnv): DockerSettings {
     ...ingressAddresses(env),
     ingressBind: env.BERTH_INGRESS_BIND || '127.0.0.1',
     gitBaseUrl: env.BERTH_GIT_BASE_URL || 'https://github.com/',
+    pullTimeoutMs: intSetting(env, 'BERTH_PULL_TIMEOUT_MS', 600_000, 1_000, 3_600_000),
   };
 }
