@@ -8,6 +8,7 @@ import * as settings from './migrations/0005-settings.ts';
 import * as deployedSource from './migrations/0006-deployed-source.ts';
 import * as generations from './migrations/0007-generations.ts';
 import * as idempotencyKeys from './migrations/0009-idempotency-keys.ts';
+import * as rateLimits from './migrations/0010-rate-limits.ts';
 import type { Database } from './schema.ts';
 
 /** Every migration, in order. Listed here rather than read from disk so the build carries them. */
@@ -20,6 +21,7 @@ const migrations: Record<string, Migration> = {
   '0006-deployed-source': deployedSource,
   '0007-generations': generations,
   '0009-idempotency-keys': idempotencyKeys,
+  '0010-rate-limits': rateLimits,
 };
 
 export class MigrationError extends Error {}

@@ -184,6 +184,12 @@ export interface SettingsTable {
   value: string;
 }
 
+export interface RateLimitWindowsTable {
+  key: string;
+  window_start: Date;
+  hits: number;
+}
+
 export interface IdempotencyKeysTable {
   scope: string;
   key: string;
@@ -205,6 +211,7 @@ export interface Database {
   jobs: JobsTable;
   custom_domains: CustomDomainsTable;
   settings: SettingsTable;
+  rate_limit_windows: RateLimitWindowsTable;
   idempotency_keys: IdempotencyKeysTable;
 }
 
