@@ -4,10 +4,11 @@ import { adminTokenFor, type FirstStart, firstStart } from './bootstrap.ts';
 import type { Config } from './config.ts';
 import type { Deps } from './domain/usecases/context.ts';
 import { jobHandlers } from './jobs/handlers/index.ts';
+import { startObserver } from './jobs/observer.ts';
 import { releaseAllLeases } from './jobs/queue.ts';
 import { Worker } from './jobs/worker.ts';
 import { DnsLookup } from './providers/dns.ts';
-import { createProvider } from './providers/registry.ts';
+import { openProvider, providerName } from './providers/registry.ts';
 import { openStore } from './store/database.ts';
 import { checkMasterKey, loadMasterKeys, SecretBox } from './store/secret-box.ts';
 
@@ -26,6 +27,8 @@ export async function openRuntime(
   logger: Logger = makeLogger(config),
   options: { onQuery?: (sql: string) => void } = {},
 ): Promise<Runtime> {
+  // A BERTH_PROVIDER typo is refused before the database is opened.
+  providerName(config);
   const store = await openStore({
     databaseUrl: config.databaseUrl,
     dataDir: config.dataDir,
@@ -34,7 +37,7 @@ export async function openRuntime(
       logger.warn({ err }, 'an idle database connection failed; the pool replaces it'),
   });
   try {
-    const provider = createProvider(config, store.db, logger);
+    const provider = await openProvider(config, store.db, logger);
     const secretBox = new SecretBox(loadMasterKeys(config.masterKey, config.dataDir));
     await checkMasterKey(store.db, secretBox);
     const deps: Deps = { store, provider, dns: new DnsLookup(config.dnsServers), secretBox, config, logger };
@@ -101,6 +104,7 @@ export async function startServer(
   const { deps } = runtime;
   let app: Awaited<ReturnType<typeof buildApp>> | null = null;
   let worker: Worker | null = null;
+  let observer: ReturnType<typeof startObserver> | null = null;
   try {
     // The embedded database has one process, so a lease left in it belongs to a process that is gone.
     if (deps.store.kind === 'embedded') await releaseAllLeases(deps.store.db);
@@ -109,12 +113,13 @@ export async function startServer(
     const address = await app.listen({ host: config.host, port: config.port }).catch((error) => {
       throw listenError(error, config);
     });
-    await deps.provider.startServing();
+    await deps.provider.serving?.start();
     admin.save();
     const first = await firstStart(deps);
     worker = options.workers === false ? null : startWorker(deps);
     await worker?.start();
-    const running = { app, worker };
+    observer = worker ? startObserver(deps) : null;
+    const running = { app, worker, observer };
     return {
       url: address,
       adminToken: admin.token,
@@ -124,12 +129,14 @@ export async function startServer(
       close: async () => {
         await running.app.close();
         await running.worker?.stop();
+        await running.observer?.stop();
         await runtime.close();
       },
     };
   } catch (error) {
     await app?.close();
     await worker?.stop();
+    await observer?.stop();
     await runtime.close();
     throw error;
   }
