@@ -1,5 +1,5 @@
 import type { FieldError } from './errors.ts';
-import { SPEC_FIELDS } from './service-rules.ts';
+import { SPEC_FIELDS } from './service-fields.ts';
 
 /**
  * Shape errors (types, lengths, ranges: from the route schema) and rule errors (from the domain) of one

@@ -5,7 +5,7 @@ import { insertDeployment } from '../../store/repositories/deployments.ts';
 import { findServiceById, updateService } from '../../store/repositories/services.ts';
 import type { DeploymentRow, ServiceRow } from '../../store/schema.ts';
 import { type FieldError, ForbiddenError, ValidationError } from '../errors.ts';
-import type { Source } from '../service-rules.ts';
+import type { Source } from '../service-fields.ts';
 import { isDeleting } from '../service-states.ts';
 import { recordAudit } from './audit.ts';
 import type { Actor, Deps } from './context.ts';

@@ -14,13 +14,8 @@ import {
 import { mergeFieldErrors } from '../field-errors.ts';
 import type { SecretEntry } from '../secret-rules.ts';
 import { checkSecrets } from '../secret-rules.ts';
-import {
-  businessRuleViolation,
-  checkCreate,
-  checkPatch,
-  type ServiceSpec,
-  type SpecInput,
-} from '../service-rules.ts';
+import type { SpecInput } from '../service-fields.ts';
+import { businessRuleViolation, checkCreate, checkPatch } from '../service-rules.ts';
 import { generateSubdomain, kubeSecretNames } from '../subdomain.ts';
 import { recordAudit } from './audit.ts';
 import type { Actor, Deps } from './context.ts';
