@@ -1,10 +1,10 @@
-import { type Static, type TSchema, Type } from 'typebox';
-
 /**
  * Schema pieces the domain's declarations share with the API's: a field declared once in domain/ is
  * the same JSON Schema the API validates and documents.
  * @module
  */
+import { type Static, type TSchema, Type } from 'typebox';
+
 export const Uuid = Type.String({ format: 'uuid', maxLength: 36 });
 
 /** A JSON Schema type that also admits null (OpenAPI 3.1 style `type: [T, "null"]`). */

@@ -1,3 +1,8 @@
+/**
+ * The tables, as Kysely sees them. Columns carry the API's field names wherever the API has one, so
+ * that a projection is a choice of fields, not a translation.
+ * @module
+ */
 import type { ColumnType, Generated, Insertable, Selectable, Updateable } from 'kysely';
 import type { CustomDomainState } from '../domain/custom-domain-states.ts';
 import type { DeploymentState, DeploymentType } from '../domain/deployment-states.ts';
@@ -7,10 +12,6 @@ import type { Plan } from '../domain/plans.ts';
 import type { ServiceSpec } from '../domain/service-fields.ts';
 import type { ServiceState } from '../domain/service-states.ts';
 
-/**
- * The tables, as Kysely sees them. Columns carry the API's field names wherever the API has one, so
- * that a projection is a choice of fields, not a translation.
- */
 type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>;
 type Json<T> = ColumnType<T, string, string>;
 

@@ -1,3 +1,9 @@
+/**
+ * The one error handler. Domain errors carry their status and code; Fastify's own errors (body parsing,
+ * schema validation) are mapped by their code, never by message text. Anything else is a 500 whose
+ * message is never echoed. The body is always {error_code, message, errors}.
+ * @module
+ */
 import type { FastifyError, FastifyInstance, FastifyRequest } from 'fastify';
 import {
   ApiError,
@@ -8,11 +14,6 @@ import {
 } from '../../domain/errors.ts';
 import { RESOURCE_OF_PARAM } from './scope.ts';
 
-/**
- * The one error handler. Domain errors carry their status and code; Fastify's own errors (body parsing,
- * schema validation) are mapped by their code, never by message text. Anything else is a 500 whose
- * message is never echoed. The body is always {error_code, message, errors}.
- */
 const BODY_ERROR_CODES = new Set([
   'FST_ERR_CTP_EMPTY_JSON_BODY',
   'FST_ERR_CTP_INVALID_MEDIA_TYPE',
