@@ -1,6 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
+import { DnsUnavailableError } from '../../dns.ts';
 import { enqueue } from '../../jobs/queue.ts';
-import { DnsUnavailableError } from '../../providers/dns.ts';
 import { isUniqueViolation } from '../../store/database.ts';
 import {
   domainTaken,
