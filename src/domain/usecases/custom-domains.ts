@@ -15,8 +15,8 @@ import type { CustomDomainState } from '../custom-domain-states.ts';
 import { ConflictError, DomainVerificationError, type FieldError, ValidationError } from '../errors.ts';
 import { recordAudit } from './audit.ts';
 import type { Actor, Deps } from './context.ts';
-import { assertNotDeleting, lockLiveService } from './deployments.ts';
 import { liveIdentity } from './environments.ts';
+import { assertNotDeleting, lockLiveService } from './service-guards.ts';
 
 /** States of a domain that is not serving yet and not retired: the "pending" one of a service. */
 export const PENDING_STATES: CustomDomainState[] = [

@@ -7,7 +7,7 @@ import { ValidationError } from '../errors.ts';
 import { checkSecrets, mergeSecrets, type SecretEntry, type StoredSecret } from '../secret-rules.ts';
 import { recordAudit } from './audit.ts';
 import type { Actor, Deps } from './context.ts';
-import { lockLiveService } from './deployments.ts';
+import { lockLiveService } from './service-guards.ts';
 
 export interface SecretScope {
   scope: 'service' | 'environment';

@@ -19,8 +19,9 @@ import { businessRuleViolation, checkCreate, checkPatch } from '../service-rules
 import { generateSubdomain, kubeSecretNames } from '../subdomain.ts';
 import { recordAudit } from './audit.ts';
 import type { Actor, Deps } from './context.ts';
-import { acceptDeployment, assertNotDeleting, lockLiveService, lockService } from './deployments.ts';
+import { acceptDeployment } from './deployments.ts';
 import { assertValidSecrets, storeSecrets } from './secrets.ts';
+import { assertNotDeleting, lockLiveService, lockService } from './service-guards.ts';
 
 export type CreateServiceBody = SpecInput & {
   deploy_now?: boolean;
