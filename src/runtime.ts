@@ -5,10 +5,10 @@ import type { Config } from './config.ts';
 import { DnsLookup } from './dns.ts';
 import type { Deps } from './domain/usecases/context.ts';
 import { jobHandlers } from './jobs/handlers/index.ts';
-import { releaseAllLeases } from './jobs/queue.ts';
 import { Worker } from './jobs/worker.ts';
 import { createProvider } from './providers/registry.ts';
 import { openStore } from './store/database.ts';
+import { releaseAllLeases } from './store/repositories/jobs.ts';
 import { checkMasterKey, loadMasterKeys, SecretBox } from './store/secret-box.ts';
 
 /** Everything a Berth process holds, and how to let go of it. */

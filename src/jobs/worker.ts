@@ -3,8 +3,8 @@ import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import { ProviderError } from '../providers/provider.ts';
 import type { Store } from '../store/database.ts';
+import { claim, complete, type JobKind, renewLease, retryLater } from '../store/repositories/jobs.ts';
 import type { JobRow } from '../store/schema.ts';
-import { claim, complete, type JobKind, renewLease, retryLater } from './queue.ts';
 
 /**
  * What a job kind does. `run` must be idempotent; `fail` records a final failure on the subject.

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { claim, complete, retryLater } from '../../src/jobs/queue.ts';
 import { type DeployRequest, ProviderError } from '../../src/providers/provider.ts';
+import { claim, complete, retryLater } from '../../src/store/repositories/jobs.ts';
 import { type Harness, startHarness, type Tenant, VALID_SERVICE } from '../helpers/harness.ts';
 import { pollUntil } from '../helpers/poll.ts';
 

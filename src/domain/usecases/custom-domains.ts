@@ -1,6 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { DnsUnavailableError } from '../../dns.ts';
-import { enqueue } from '../../jobs/queue.ts';
 import { isUniqueViolation } from '../../store/database.ts';
 import {
   domainTaken,
@@ -9,6 +8,7 @@ import {
   newestDomainIn,
   transitionCustomDomain,
 } from '../../store/repositories/custom-domains.ts';
+import { enqueue } from '../../store/repositories/jobs.ts';
 import type { CustomDomainRow, EnvironmentRow, ServiceRow } from '../../store/schema.ts';
 import { checkDomainName, checkRecord, type DnsRecordSpec, dnsRecordsFor } from '../custom-domain-rules.ts';
 import type { CustomDomainState } from '../custom-domain-states.ts';

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { enqueue } from '../../jobs/queue.ts';
 import type { Db } from '../../store/database.ts';
 import { insertDeployment } from '../../store/repositories/deployments.ts';
+import { enqueue } from '../../store/repositories/jobs.ts';
 import { updateService } from '../../store/repositories/services.ts';
 import type { DeploymentRow, ServiceRow } from '../../store/schema.ts';
 import { type FieldError, ValidationError } from '../errors.ts';

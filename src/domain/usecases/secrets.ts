@@ -1,6 +1,6 @@
-import { enqueue } from '../../jobs/queue.ts';
 import type { Db } from '../../store/database.ts';
 import { lockEnvironment } from '../../store/repositories/environments.ts';
+import { enqueue } from '../../store/repositories/jobs.ts';
 import { listSecrets, replaceSecrets } from '../../store/repositories/secrets.ts';
 import type { SecretBox } from '../../store/secret-box.ts';
 import { ValidationError } from '../errors.ts';

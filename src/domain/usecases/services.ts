@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { dropJobs, enqueue } from '../../jobs/queue.ts';
 import type { Db } from '../../store/database.ts';
 import { transitionDeployment, unfinishedDeployments } from '../../store/repositories/deployments.ts';
+import { dropJobs, enqueue } from '../../store/repositories/jobs.ts';
 import { insertService, subdomainTaken, updateService } from '../../store/repositories/services.ts';
 import type { EnvironmentRow, ServiceRow } from '../../store/schema.ts';
 import {

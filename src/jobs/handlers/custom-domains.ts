@@ -1,8 +1,8 @@
 import type { Deps } from '../../domain/usecases/context.ts';
 import { findCustomDomainById, transitionCustomDomain } from '../../store/repositories/custom-domains.ts';
+import { enqueue } from '../../store/repositories/jobs.ts';
 import { findServiceById, updateService } from '../../store/repositories/services.ts';
 import type { JobRow, ServiceRow } from '../../store/schema.ts';
-import { enqueue } from '../queue.ts';
 import type { JobHandler } from '../worker.ts';
 
 /**
