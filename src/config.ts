@@ -20,6 +20,9 @@ export interface Config {
   /** Address the docker provider's ingress listens on: apart from BERTH_HOST, so exposing apps never exposes the API. */
   ingressBind: string;
   gitBaseUrl: string;
+  /** Registry hosts docker_image services may pull from; empty: any. */
+  allowedRegistries: string[];
+  pullTimeoutMs: number;
   rateLimitPerMin: number;
   /** Time for a whole request (headers and body) to arrive; slower ones get 408 and are closed. */
   requestTimeoutMs: number;
@@ -103,6 +106,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     ...ingressAddresses(env),
     ingressBind: env.BERTH_INGRESS_BIND || '127.0.0.1',
     gitBaseUrl: env.BERTH_GIT_BASE_URL || 'https://github.com/',
+    allowedRegistries: (env.BERTH_ALLOWED_REGISTRIES || '')
+      .split(',')
+      .map((s) => s.trim().toLowerCase())
+      .filter(Boolean),
+    // A pull that has not finished by then fails with that reason (a silent registry never answers).
+    pullTimeoutMs: int(env, 'BERTH_PULL_TIMEOUT_MS', 600_000, 1_000, 3_600_000),
     rateLimitPerMin: int(env, 'BERTH_RATE_LIMIT_PER_MIN', 1200, 1, 10_000_000),
     // Bodies are at most 1 MiB: 30 s is ample even on a slow link, and a client trickling bytes
     // cannot hold a connection longer than that.

@@ -7,10 +7,11 @@ import Fastify, {
   LogController,
 } from 'fastify';
 import type { Deps } from '../domain/usecases/context.ts';
-import { TokenAuthenticator } from './plugins/auth.ts';
+import { type AuthContext, TokenAuthenticator } from './plugins/auth.ts';
 import { registerBodyGuards } from './plugins/body-guards.ts';
 import { clientErrorHandler, registerClientErrors } from './plugins/client-errors.ts';
 import { registerErrorHandling } from './plugins/errors.ts';
+import { registerIdempotency } from './plugins/idempotency.ts';
 import { registerRateLimit } from './plugins/rate-limit.ts';
 import { requestIdFor } from './plugins/request-id.ts';
 import { loadScope } from './plugins/scope.ts';
@@ -127,6 +128,7 @@ export async function buildApp(deps: Deps, options: AppOptions) {
       v1.addHook('preParsing', async (request) => {
         request.scope = await loadScope(deps.store.db, request);
       });
+      registerIdempotency(v1, deps.store.db, (request) => (request.auth as AuthContext).accountId);
       await v1.register(environmentRoutes, { deps });
       await v1.register(serviceRoutes, { deps });
       await v1.register(deploymentRoutes, { deps });

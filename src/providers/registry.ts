@@ -21,6 +21,7 @@ export function createProvider(config: Config, db: Db, logger: Logger): Provider
         publicUrl: config.publicUrl,
         listenHost: config.ingressBind,
         gitBaseUrl: config.gitBaseUrl,
+        pullTimeoutMs: config.pullTimeoutMs,
       });
     case 'kubernetes':
       throw new ProviderUnavailableError(

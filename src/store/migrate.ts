@@ -6,6 +6,7 @@ import * as customDomains from './migrations/0003-custom-domains.ts';
 import * as docker from './migrations/0004-docker.ts';
 import * as settings from './migrations/0005-settings.ts';
 import * as deployedSource from './migrations/0006-deployed-source.ts';
+import * as idempotencyKeys from './migrations/0009-idempotency-keys.ts';
 import type { Database } from './schema.ts';
 
 /** Every migration, in order. Listed here rather than read from disk so the build carries them. */
@@ -16,6 +17,7 @@ const migrations: Record<string, Migration> = {
   '0004-docker': docker,
   '0005-settings': settings,
   '0006-deployed-source': deployedSource,
+  '0009-idempotency-keys': idempotencyKeys,
 };
 
 export class MigrationError extends Error {}

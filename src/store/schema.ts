@@ -178,6 +178,15 @@ export interface SettingsTable {
   value: string;
 }
 
+export interface IdempotencyKeysTable {
+  scope: string;
+  key: string;
+  fingerprint: string;
+  status: number | null;
+  body: string | null;
+  created_at: Generated<Date>;
+}
+
 export interface Database {
   accounts: AccountsTable;
   api_tokens: ApiTokensTable;
@@ -192,6 +201,7 @@ export interface Database {
   custom_domains: CustomDomainsTable;
   docker_routes: DockerRoutesTable;
   settings: SettingsTable;
+  idempotency_keys: IdempotencyKeysTable;
 }
 
 export type AccountRow = Selectable<AccountsTable>;

@@ -138,6 +138,21 @@ test('a repository that does not exist, a missing Dockerfile and a failing build
   );
 });
 
+test('a container the Docker Engine refuses (a memory limit below its minimum) fails at once', async () => {
+  const id = await deploy(
+    {
+      name: 'Tiny Memory',
+      source: 'docker_image',
+      docker_registry: registry.address,
+      docker_image: 'berth-test/crash',
+      memory_mb_min: 1,
+      memory_mb_max: 1,
+    },
+    { docker_image_tag: 'v1' },
+  );
+  await failsAtOnce(id, /^the Docker Engine refused the container: .*memory/i);
+});
+
 test('a registry that is down is retried, and the deployment shows the latest attempt’s error meanwhile', async () => {
   const down = `127.0.0.1:${await freePort()}`;
   const id = await deploy({

@@ -16,6 +16,7 @@ import { isUuid } from '../../domain/uuid.ts';
 import { listAccounts } from '../../store/repositories/accounts.ts';
 import type { AccountRow } from '../../store/schema.ts';
 import type { TokenAuthenticator } from '../plugins/auth.ts';
+import { registerIdempotency } from '../plugins/idempotency.ts';
 import { Account, Features } from '../schemas/admin.ts';
 import { Envelope, errorResponses, StringEnum, Uuid } from '../schemas/common.ts';
 import { Environment } from '../schemas/environments.ts';
@@ -48,6 +49,7 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{
     const given = Buffer.from(request.headers.authorization ?? '');
     if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw new UnauthorizedError();
   });
+  registerIdempotency(app, deps.store.db, () => 'admin');
 
   app.get(
     '/accounts',

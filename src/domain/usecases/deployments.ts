@@ -5,6 +5,7 @@ import { enqueue } from '../../store/repositories/jobs.ts';
 import { updateService } from '../../store/repositories/services.ts';
 import type { DeploymentRow, ServiceRow } from '../../store/schema.ts';
 import { type FieldError, ValidationError } from '../errors.ts';
+import { registryErrors } from '../registries.ts';
 import type { Source } from '../service-fields.ts';
 import { recordAudit } from './audit.ts';
 import type { Actor, Deps } from './context.ts';
@@ -72,12 +73,16 @@ export async function acceptDeployment(trx: Db, serviceId: string, body: DeployB
 }
 
 export async function deploy(
-  deps: Pick<Deps, 'store'>,
+  deps: Pick<Deps, 'store' | 'config'>,
   actor: Actor,
   service: ServiceRow,
   body: DeployBody,
 ): Promise<DeploymentRow> {
-  const errors = checkDeployTarget(body, service.source);
+  // The allow-list may have changed since the service was saved: a deploy checks it again.
+  const errors = [
+    ...checkDeployTarget(body, service.source),
+    ...registryErrors(service, deps.config.allowedRegistries),
+  ];
   if (errors.length > 0) throw ValidationError.fields(errors);
   assertNotDeleting(service);
   return deps.store.db.transaction().execute(async (trx) => {

@@ -12,6 +12,7 @@ import {
   ValidationError,
 } from '../errors.ts';
 import { mergeFieldErrors } from '../field-errors.ts';
+import { registryErrors } from '../registries.ts';
 import type { SecretEntry } from '../secret-rules.ts';
 import { checkSecrets } from '../secret-rules.ts';
 import type { SpecInput } from '../service-fields.ts';
@@ -47,7 +48,7 @@ async function uniqueSubdomain(db: Db, name: string): Promise<string> {
  * when the provider refuses it at once the service alone is kept and the call answers 500 (rule 4).
  */
 export async function createService(
-  deps: Pick<Deps, 'store' | 'provider' | 'secretBox' | 'logger'>,
+  deps: Pick<Deps, 'store' | 'provider' | 'secretBox' | 'logger' | 'config'>,
   actor: Actor,
   env: EnvironmentRow,
   body: CreateServiceBody,
@@ -55,7 +56,11 @@ export async function createService(
 ) {
   const { spec, errors } = checkCreate(body);
   const secrets = body.secrets ?? [];
-  const rules: FieldError[] = [...errors, ...checkSecrets(secrets, 'secrets').errors];
+  const rules: FieldError[] = [
+    ...errors,
+    ...registryErrors(spec, deps.config.allowedRegistries),
+    ...checkSecrets(secrets, 'secrets').errors,
+  ];
   if (body.subdomain !== undefined) rules.push({ field: 'subdomain', error: 'subdomain cannot be supplied' });
   const all = mergeFieldErrors(shapeErrors, rules);
   if (all.length > 0) throw ValidationError.fields(all);
@@ -111,7 +116,7 @@ export async function createService(
  * fields. Errors keep the contract's order: field errors (422), a delete under way (403), rule 5 (500).
  */
 export async function patchService(
-  deps: Pick<Deps, 'store' | 'provider' | 'secretBox' | 'logger'>,
+  deps: Pick<Deps, 'store' | 'provider' | 'secretBox' | 'logger' | 'config'>,
   actor: Actor,
   service: ServiceRow,
   body: SpecInput,
@@ -120,7 +125,10 @@ export async function patchService(
   return deps.store.db.transaction().execute(async (trx) => {
     const current = await lockService(trx, service.id);
     const { spec, errors } = checkPatch(current, body);
-    const all = mergeFieldErrors(shapeErrors, errors);
+    const all = mergeFieldErrors(shapeErrors, [
+      ...errors,
+      ...registryErrors(spec, deps.config.allowedRegistries),
+    ]);
     if (all.length > 0) throw ValidationError.fields(all);
     assertNotDeleting(current);
     const violation = businessRuleViolation(spec);

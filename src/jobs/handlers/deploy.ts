@@ -82,7 +82,11 @@ export function deployHandler(deps: Deps): JobHandler {
         const deployment = await findDeploymentById(trx, job.subject_id);
         if (!deployment) return;
         const moved = await transitionDeployment(trx, deployment.id, ['queued', 'in_progress'], 'failed', {
-          failure_reason: `The provider kept failing: ${reason}`.slice(0, 2000),
+          // A permanent error fails on its first attempt: only a retried one "kept failing".
+          failure_reason: (job.attempts >= job.max_attempts
+            ? `The provider kept failing: ${reason}`
+            : reason
+          ).slice(0, 2000),
         });
         if (moved) await followDeployment(trx, deployment.service_id, deployment.id, 'deploy_failed');
       });

@@ -15,6 +15,7 @@ const RUNS_KEPT = 3;
 
 export class CronScheduler {
   private readonly schedules = new Map<string, { cron: Cron; schedule: string }>();
+  private readonly ticking = new Set<string>();
   private timer: NodeJS.Timeout | undefined;
   private started = false;
   private readonly docker: Docker;
@@ -73,9 +74,33 @@ export class CronScheduler {
     }
   }
 
-  /** One run: a copy of the template, started; the oldest finished runs beyond a few are removed. */
+  /**
+   * One run: a copy of the template, started; the oldest finished runs beyond a few are removed.
+   * Concurrency policy Forbid (Kubernetes' name): a tick while a run of the service is still alive is
+   * skipped, so a long command never piles up runs.
+   */
   private async tick(templateId: string): Promise<void> {
     const template = await this.docker.getContainer(templateId).inspect();
+    const service = template.Config.Labels[LABEL.service] ?? '';
+    // Two templates of one service (a rollout) tick in one process: one decides at a time.
+    if (this.ticking.has(service)) return;
+    this.ticking.add(service);
+    try {
+      const alive = await this.docker.listContainers({
+        all: true,
+        filters: labelFilter({ [LABEL.service]: service, [LABEL.role]: 'cron-run' }),
+      });
+      if (alive.some((c) => c.State !== 'exited' && c.State !== 'dead')) {
+        this.logger.info({ service }, 'cron tick skipped: the previous run is still running');
+        return;
+      }
+      await this.startRun(templateId, template);
+    } finally {
+      this.ticking.delete(service);
+    }
+  }
+
+  private async startRun(templateId: string, template: Docker.ContainerInspectInfo): Promise<void> {
     const labels: Record<string, string> = { ...template.Config.Labels, [LABEL.role]: 'cron-run' };
     const network = template.HostConfig.NetworkMode ?? 'bridge';
     const run = await this.docker.createContainer({
@@ -90,6 +115,19 @@ export class CronScheduler {
         Memory: template.HostConfig.Memory,
       },
     });
+    // A delete removes the template first, then lists and removes every container of the service: a
+    // run created after that listing finds its template gone here and never starts.
+    const templateLeft = await this.docker
+      .getContainer(templateId)
+      .inspect()
+      .then(
+        () => true,
+        () => false,
+      );
+    if (!templateLeft) {
+      await run.remove({ force: true }).catch(() => undefined);
+      return;
+    }
     await run.start();
     const service = labels[LABEL.service] as string;
     const runs = await this.docker.listContainers({

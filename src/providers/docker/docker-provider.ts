@@ -20,7 +20,7 @@ import { CronScheduler } from './cron.ts';
 import { Drainer } from './drain.ts';
 import { checkout, inside } from './git-source.ts';
 import { type Target, waitReady } from './health.ts';
-import { buildImage, imageReference, pullImage } from './images.ts';
+import { buildImage, engineError, imageReference, pullImage } from './images.ts';
 import { type Ingress, startIngress } from './ingress.ts';
 import { LABEL, labelFilter, networkName, type Role } from './labels.ts';
 
@@ -38,6 +38,7 @@ export interface DockerProviderOptions {
   /** Address the ingress listens on. */
   listenHost: string;
   gitBaseUrl: string;
+  pullTimeoutMs: number;
 }
 
 /**
@@ -240,8 +241,7 @@ export class DockerProvider implements Provider {
     const short = `${service.subdomain}-${deploymentId.slice(0, 8)}`;
 
     if (service.type === 'job') {
-      const container = await this.docker.createContainer(spec('job', `berth-${short}-job`));
-      await container.start();
+      const container = await this.run(spec('job', `berth-${short}-job`));
       const exit = await Promise.race([
         container.wait() as Promise<{ StatusCode: number }>,
         new Promise<null>((resolve) =>
@@ -260,7 +260,9 @@ export class DockerProvider implements Provider {
     if (service.type === 'cron') {
       const template = spec('cron-template', `berth-${short}-cron`);
       template.Labels = { ...template.Labels, [LABEL.cronSchedule]: service.cron_schedule ?? '' };
-      await this.docker.createContainer(template);
+      await this.docker.createContainer(template).catch((error: unknown) => {
+        throw engineError(error, 'the Docker Engine refused the container');
+      });
       await this.promote(service.id, deploymentId, null, ops);
       await this.retireAllBut(service.id, deploymentId);
       return success();
@@ -268,8 +270,11 @@ export class DockerProvider implements Provider {
 
     const targets: Target[] = [];
     for (let i = 0; i < (service.replica_count ?? 1); i++) {
-      const container = await this.docker.createContainer(spec('replica', `berth-${short}-${i}`));
-      await container.start();
+      const container = await this.run(spec('replica', `berth-${short}-${i}`)).catch(async (error) => {
+        // The replicas already started go with the deployment that failed.
+        await this.removeContainers({ [LABEL.deployment]: deploymentId });
+        throw error;
+      });
       const info = await container.inspect();
       targets.push({ container, ip: info.NetworkSettings.Networks[network]?.IPAddress ?? '' });
     }
@@ -290,6 +295,20 @@ export class DockerProvider implements Provider {
     // The new version serves: the deployment has succeeded. The old one drains meanwhile.
     this.drainer.drain(service.id);
     return success();
+  }
+
+  /** Creates and starts a container; one the Engine refuses (4xx: a memory limit below its minimum) is permanent. */
+  private async run(spec: Docker.ContainerCreateOptions): Promise<Docker.Container> {
+    const container = await this.docker.createContainer(spec).catch((error: unknown) => {
+      throw engineError(error, 'the Docker Engine refused the container');
+    });
+    try {
+      await container.start();
+      return container;
+    } catch (error) {
+      await container.remove({ force: true }).catch(() => undefined);
+      throw engineError(error, 'the Docker Engine could not start the container');
+    }
   }
 
   /** A job deployment's outcome, from its container: exit code 0 is success. */
@@ -338,7 +357,7 @@ export class DockerProvider implements Provider {
             .getImage(image)
             .inspect()
             .catch(() => null);
-      if (!local) await pullImage(this.docker, image);
+      if (!local) await pullImage(this.docker, image, this.options.pullTimeoutMs);
       return { image, ops: request.ops, source: { docker_image_digest: await this.digestOf(image) } };
     }
     const source = await checkout(
@@ -447,6 +466,9 @@ export class DockerProvider implements Provider {
   }
 
   async deleteService(service: ServiceRow): Promise<void> {
+    // Cron templates first: a tick that starts a run afterwards sees its template gone (cron.ts), and
+    // one that started before is in the listing of the second pass.
+    await this.removeContainers({ [LABEL.service]: service.id, [LABEL.role]: 'cron-template' });
     await this.removeContainers({ [LABEL.service]: service.id });
     await this.cron.rescan();
     const images = await this.docker.listImages({ filters: labelFilter({ [LABEL.service]: service.id }) });

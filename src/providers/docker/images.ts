@@ -34,14 +34,39 @@ export function engineError(error: unknown, what: string): ProviderError {
   });
 }
 
-export async function pullImage(docker: Docker, reference: string): Promise<void> {
-  let stream: NodeJS.ReadableStream;
+/**
+ * Pulls an image, within `timeoutMs` (BERTH_PULL_TIMEOUT_MS): a registry that accepts the connection
+ * and never answers would otherwise hold the deployment until its own timeout with no reason. Past the
+ * deadline the pull is abandoned (its stream closed, which cancels it in the engine) and the deployment
+ * fails at once with that reason: retrying a silent registry would hold the service's queue for long.
+ */
+export async function pullImage(docker: Docker, reference: string, timeoutMs: number): Promise<void> {
+  let stream: NodeJS.ReadableStream | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      (stream as { destroy?: () => void } | undefined)?.destroy?.();
+      reject(
+        new ProviderError(
+          `could not pull ${reference}: the registry did not finish within ${timeoutMs / 1000} s`,
+          { retryable: false },
+        ),
+      );
+    }, timeoutMs);
+  });
+  const pull = async () => {
+    try {
+      stream = await docker.pull(reference);
+    } catch (error) {
+      throw engineError(error, `could not pull ${reference}`);
+    }
+    await finish(docker, stream, `could not pull ${reference}`);
+  };
   try {
-    stream = await docker.pull(reference);
-  } catch (error) {
-    throw engineError(error, `could not pull ${reference}`);
+    await Promise.race([pull(), deadline]);
+  } finally {
+    clearTimeout(timer);
   }
-  await finish(docker, stream, `could not pull ${reference}`);
 }
 
 export interface BuildRequest {

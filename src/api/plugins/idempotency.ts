@@ -1,0 +1,102 @@
+import { createHash } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { ConflictError, UNKNOWN_MESSAGE, ValidationError } from '../../domain/errors.ts';
+import type { Db } from '../../store/database.ts';
+import {
+  claimKey,
+  findKey,
+  purgeExpiredKeys,
+  recordAnswer,
+  releaseKey,
+  type StoredKey,
+} from '../../store/repositories/idempotency-keys.ts';
+
+/**
+ * `Idempotency-Key` on POST, as Stripe does it: the first request with a key runs and its answer
+ * (status and body) is stored with the key in the database; a later request with the same key and the
+ * same request (method, path, query and body) gets that answer again, marked `Idempotent-Replayed:
+ * true`, for 24 hours and across restarts. The same key with a different request is a 422. Keys belong
+ * to the caller (an account; the operator for /admin/v1). A request that arrives while the first is
+ * still running waits for its answer, so the work is done once. An unexpected failure (500 `unknown`)
+ * is not stored: a retry runs again.
+ */
+declare module 'fastify' {
+  interface FastifyRequest {
+    idempotency: { scope: string; key: string } | undefined;
+  }
+}
+
+const KEY = /^[\x21-\x7e]{1,255}$/;
+const FIELD = 'Idempotency-Key';
+/** How long a request waits for the answer of the same request still running elsewhere. */
+const WAIT_MS = 10_000;
+const PURGE_EVERY_MS = 3_600_000;
+
+function fingerprintOf(request: FastifyRequest): string {
+  return createHash('sha256')
+    .update(JSON.stringify([request.method, request.url, request.body ?? null]))
+    .digest('hex');
+}
+
+async function answered(db: Db, scope: string, key: string): Promise<StoredKey | undefined> {
+  const deadline = Date.now() + WAIT_MS;
+  for (;;) {
+    const stored = await findKey(db, scope, key);
+    if (!stored || stored.status !== null || Date.now() > deadline) return stored;
+    await sleep(50);
+  }
+}
+
+export function registerIdempotency(
+  app: FastifyInstance,
+  db: Db,
+  scopeOf: (request: FastifyRequest) => string,
+): void {
+  let purgedAt = 0;
+  app.decorateRequest('idempotency', undefined);
+  app.addHook('preHandler', async (request, reply) => {
+    if (request.method !== 'POST') return;
+    const key = request.headers['idempotency-key'];
+    if (key === undefined) return;
+    if (typeof key !== 'string' || !KEY.test(key)) {
+      throw ValidationError.fields([
+        { field: FIELD, error: `${FIELD} must be 1 to 255 visible ASCII characters, such as a UUID` },
+      ]);
+    }
+    if (Date.now() - purgedAt > PURGE_EVERY_MS) {
+      purgedAt = Date.now();
+      await purgeExpiredKeys(db);
+    }
+    const scope = scopeOf(request);
+    const fingerprint = fingerprintOf(request);
+    if (await claimKey(db, scope, key, fingerprint)) {
+      request.idempotency = { scope, key };
+      return;
+    }
+    const stored = await answered(db, scope, key);
+    if (stored && stored.fingerprint !== fingerprint) {
+      throw ValidationError.fields([
+        { field: FIELD, error: `${FIELD} was already used for a different request; use a new key` },
+      ]);
+    }
+    if (!stored || stored.status === null) {
+      throw new ConflictError(`A request with this ${FIELD} is still running; retry it later`);
+    }
+    return reply
+      .code(stored.status)
+      .header('idempotent-replayed', 'true')
+      .header('content-type', 'application/json; charset=utf-8')
+      .send(stored.body);
+  });
+  app.addHook('onSend', async (request, reply, payload) => {
+    const held = request.idempotency;
+    if (!held) return payload;
+    request.idempotency = undefined;
+    const body = typeof payload === 'string' ? payload : '';
+    const unexpected = reply.statusCode === 500 && body.includes(UNKNOWN_MESSAGE);
+    if (unexpected) await releaseKey(db, held.scope, held.key);
+    else await recordAnswer(db, held.scope, held.key, reply.statusCode, body);
+    return payload;
+  });
+}

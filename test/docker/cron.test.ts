@@ -1,0 +1,94 @@
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
+import {
+  buildBaseImage,
+  containersOfService,
+  freePort,
+  removeEnvironment,
+  requireDocker,
+} from '../helpers/docker.ts';
+import { pollUntil } from '../helpers/poll.ts';
+import { api, type BerthProcess, deploymentEnd, firstStartOf, startBerth } from '../helpers/process.ts';
+
+/** Issue 17 item 9: cron runs never overlap (Forbid), and a deleted service leaves nothing running. */
+let db: TestDatabase;
+let berth: BerthProcess & { url: string };
+let envId: string;
+
+before(async () => {
+  await requireDocker();
+  db = await createTestDatabase();
+  await buildBaseImage();
+  berth = await startBerth({
+    BERTH_DATA_DIR: db.dataDir,
+    BERTH_DATABASE_URL: db.databaseUrl ?? '',
+    BERTH_PROVIDER: 'docker',
+    BERTH_INGRESS_PORT: String(await freePort()),
+  });
+});
+after(async () => {
+  await berth?.kill('SIGTERM');
+  if (envId) await removeEnvironment(envId);
+  await db?.drop();
+});
+
+test('a cron command longer than its schedule never runs twice at once; delete stops and removes every run', async () => {
+  const started = await firstStartOf(berth);
+  envId = started.envId;
+  const { token, envUrl } = started;
+  const created = await api(`${envUrl}/services`, token, 'POST', {
+    name: 'Slow Cron',
+    source: 'docker_image',
+    docker_image: 'berth-test/busybox',
+    type: 'cron',
+    cron_schedule: '* * * * * *',
+    run_command: 'sleep 3',
+    replica_count: 1,
+    cpu_count_min: 0.25,
+    memory_mb_min: 32,
+  });
+  assert.equal(created.status, 200, JSON.stringify(created.body));
+  const id = created.body.data.service.id as string;
+  const deploy = await api(`${envUrl}/services/${id}/deploy`, token, 'POST', {});
+  assert.equal(
+    (await deploymentEnd(berth.url, token, deploy.body.data.deployment_id, 90_000)).state,
+    'success',
+  );
+
+  // Every second is a tick; each run takes three. Watch until three runs have finished.
+  const runs = async () =>
+    (await containersOfService(id)).filter((c) => c.Labels['berth.role'] === 'cron-run');
+  let mostAtOnce = 0;
+  await pollUntil(
+    'three cron runs to finish',
+    async () => {
+      const now = await runs();
+      mostAtOnce = Math.max(mostAtOnce, now.filter((c) => c.State === 'running').length);
+      return now.filter((c) => c.State === 'exited').length >= 3 ? true : undefined;
+    },
+    { timeoutMs: 60_000, intervalMs: 100 },
+  );
+  assert.equal(mostAtOnce, 1, 'runs overlapped');
+
+  await pollUntil('a run to be running', async () =>
+    (await runs()).some((c) => c.State === 'running') ? true : undefined,
+  );
+  const deleted = await api(`${envUrl}/services/${id}`, token, 'DELETE');
+  assert.equal(deleted.status, 202);
+  await pollUntil(
+    'the service to be deleted',
+    async () =>
+      (await api(`${envUrl}/services/${id}`, token)).body.data.state === 'deleted' ? true : undefined,
+    { timeoutMs: 60_000 },
+  );
+  // Nothing is left the moment it is deleted, and no tick starts anything afterwards.
+  assert.deepEqual(await containersOfService(id), []);
+  const watchUntil = Date.now() + 3000;
+  const seen: string[] = [];
+  await pollUntil('three seconds without a container of the deleted service', async () => {
+    for (const c of await containersOfService(id)) seen.push(`${c.Labels['berth.role']} ${c.State}`);
+    return Date.now() > watchUntil ? true : undefined;
+  });
+  assert.deepEqual(seen, []);
+});

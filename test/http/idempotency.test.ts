@@ -1,0 +1,120 @@
+import assert from 'node:assert/strict';
+import { after, test } from 'node:test';
+import { ADMIN_TOKEN, type Reply, startHarness, VALID_SERVICE } from '../helpers/harness.ts';
+
+/** Issue 17 item 6: Idempotency-Key on every POST, as Stripe does it. */
+const h = await startHarness({ rateLimitPerMin: 1_000_000 });
+after(() => h.close());
+const t = await h.tenant();
+const env = `/v1/environments/${t.envId}`;
+
+const post = (url: string, body: unknown, key: string, token = t.token) =>
+  h.request('POST', url, { token, body, headers: { 'idempotency-key': key } });
+const servicesNamed = async (name: string, token = t.token, envId = t.envId) =>
+  (
+    await h.request('GET', `/v1/environments/${envId}/services?limit=100`, { token })
+  ).body.data.services.filter((s: { name: string }) => s.name === name);
+const sameAnswer = (first: Reply, again: Reply) => {
+  assert.equal(again.status, first.status);
+  assert.equal(again.raw, first.raw);
+  assert.equal(again.headers['idempotent-replayed'], 'true');
+  assert.equal(first.headers['idempotent-replayed'], undefined);
+};
+
+test('a create and a deploy retried with their key are done once and answered the same', async () => {
+  const body = { ...VALID_SERVICE.docker, name: 'Once Only' };
+  const first = await post(`${env}/services`, body, 'create-1');
+  assert.equal(first.status, 200, first.raw);
+  sameAnswer(first, await post(`${env}/services`, body, 'create-1'));
+  assert.equal((await servicesNamed('Once Only')).length, 1);
+
+  const deployUrl = `${env}/services/${first.body.data.service.id}/deploy`;
+  const deployed = await post(deployUrl, { note: 'retry me' }, 'deploy-1');
+  assert.equal(deployed.status, 200, deployed.raw);
+  sameAnswer(deployed, await post(deployUrl, { note: 'retry me' }, 'deploy-1'));
+  const list = await h.request('GET', `${env}/services/${first.body.data.service.id}/deployments`, {
+    token: t.token,
+  });
+  assert.deepEqual(
+    list.body.data.deployments.map((d: { id: string }) => d.id),
+    [deployed.body.data.deployment_id],
+  );
+});
+
+test('the same key with a different request is refused, and changes nothing', async () => {
+  const body = { ...VALID_SERVICE.docker, name: 'Keyed Once' };
+  assert.equal((await post(`${env}/services`, body, 'reused')).status, 200);
+  for (const [url, other] of [
+    [`${env}/services`, { ...body, replica_count: 3 }],
+    [`${env}/services?x=1`, body],
+    [`/v1/environments/${t.envId}/secrets`, { secrets: [] }],
+  ] as const) {
+    const res = await h.request(url.endsWith('secrets') ? 'PUT' : 'POST', url, {
+      token: t.token,
+      body: other,
+      headers: { 'idempotency-key': 'reused' },
+    });
+    if (url.endsWith('secrets')) {
+      // Only POSTs take keys: a PUT is idempotent by itself and ignores one.
+      assert.equal(res.status, 200, res.raw);
+      continue;
+    }
+    assert.equal(res.status, 422, res.raw);
+    assert.deepEqual(res.body, {
+      error_code: 'validation',
+      message: 'Invalid data',
+      errors: [
+        {
+          field: 'Idempotency-Key',
+          error: 'Idempotency-Key was already used for a different request; use a new key',
+        },
+      ],
+    });
+  }
+  const [service] = await servicesNamed('Keyed Once');
+  assert.equal(service.replica_count, 2);
+  const bad = await post(`${env}/services`, body, 'a key with spaces');
+  assert.equal(bad.status, 422);
+  assert.equal(bad.body.errors[0].field, 'Idempotency-Key');
+});
+
+test('keys are per account: another account using the same key gets its own resource', async () => {
+  const other = await h.tenant();
+  const body = { ...VALID_SERVICE.docker, name: 'Shared Key' };
+  const mine = await post(`${env}/services`, body, 'shared');
+  const theirs = await post(`/v1/environments/${other.envId}/services`, body, 'shared', other.token);
+  assert.equal(theirs.status, 200, theirs.raw);
+  assert.notEqual(theirs.body.data.service.id, mine.body.data.service.id);
+  assert.equal(theirs.headers['idempotent-replayed'], undefined);
+  assert.equal((await servicesNamed('Shared Key', other.token, other.envId)).length, 1);
+});
+
+test('concurrent requests with one key do the work once and all get its answer', async () => {
+  for (let round = 0; round < 5; round++) {
+    const name = `Raced Key ${'abcde'[round]}`;
+    const body = { ...VALID_SERVICE.docker, name };
+    const answers = await Promise.all(
+      Array.from({ length: 8 }, () => post(`${env}/services`, body, `race-${round}`)),
+    );
+    for (const res of answers) {
+      assert.equal(res.status, 200, res.raw);
+      assert.equal(res.raw, answers[0]?.raw);
+    }
+    assert.equal(answers.filter((r) => r.headers['idempotent-replayed'] === undefined).length, 1);
+    assert.equal((await servicesNamed(name)).length, 1);
+  }
+});
+
+test('admin POSTs take keys too', async () => {
+  const first = await h.request('POST', '/admin/v1/accounts', {
+    token: null,
+    body: { name: 'keyed' },
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'idempotency-key': 'acct' },
+  });
+  const again = await h.request('POST', '/admin/v1/accounts', {
+    body: { name: 'keyed' },
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'idempotency-key': 'acct' },
+  });
+  assert.equal(first.status, 200, first.raw);
+  sameAnswer(first, again);
+});
