@@ -11,6 +11,16 @@ declare module 'autocannon' {
     method?: string;
     headers?: Record<string, string>;
     title?: string;
+    /** Requests sent in turn on each connection; `setupRequest` may rewrite one before it goes. */
+    requests?: AutocannonRequest[];
+  }
+
+  export interface AutocannonRequest {
+    method?: string;
+    path?: string;
+    body?: string;
+    headers?: Record<string, string>;
+    setupRequest?: (request: AutocannonRequest) => AutocannonRequest;
   }
 
   /** Percentiles of a histogram, keyed p0_001 … p50 … p99 … p99_999. */

@@ -24,6 +24,8 @@ export interface Config {
   allowedRegistries: string[];
   pullTimeoutMs: number;
   rateLimitPerMin: number;
+  /** Failed authentications one client address may make per minute before it gets 429. */
+  authFailuresPerMin: number;
   /** Time for a whole request (headers and body) to arrive; slower ones get 408 and are closed. */
   requestTimeoutMs: number;
   /** Time for a request's headers to arrive. */
@@ -113,6 +115,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     // A pull that has not finished by then fails with that reason (a silent registry never answers).
     pullTimeoutMs: int(env, 'BERTH_PULL_TIMEOUT_MS', 600_000, 1_000, 3_600_000),
     rateLimitPerMin: int(env, 'BERTH_RATE_LIMIT_PER_MIN', 1200, 1, 10_000_000),
+    // Enough for a misconfigured client to see its 401s; far too few to cost the database anything.
+    authFailuresPerMin: int(env, 'BERTH_AUTH_FAILURES_PER_MIN', 60, 1, 10_000_000),
     // Bodies are at most 1 MiB: 30 s is ample even on a slow link, and a client trickling bytes
     // cannot hold a connection longer than that.
     requestTimeoutMs,

@@ -8,6 +8,7 @@ import Fastify, {
 } from 'fastify';
 import type { Deps } from '../domain/usecases/context.ts';
 import { type AuthContext, TokenAuthenticator } from './plugins/auth.ts';
+import { authFailureLimit } from './plugins/auth-failures.ts';
 import { registerBodyGuards } from './plugins/body-guards.ts';
 import { clientErrorHandler, registerClientErrors } from './plugins/client-errors.ts';
 import { registerErrorHandling } from './plugins/errors.ts';
@@ -119,12 +120,20 @@ export async function buildApp(deps: Deps, options: AppOptions) {
   await app.register(healthRoutes, { deps });
 
   const authenticator = new TokenAuthenticator(deps.store.db);
+  const authFailures = await authFailureLimit(app, deps.config.authFailuresPerMin);
   await app.register(
     async (v1) => {
-      v1.addHook('onRequest', async (request) => {
-        request.auth = await authenticator.authenticate(request.headers.authorization);
+      v1.addHook('onRequest', async (request, reply) => {
+        request.auth = await authFailures.guard(request, reply, () =>
+          authenticator.authenticate(request.headers.authorization),
+        );
       });
-      await registerRateLimit(v1, deps.config.rateLimitPerMin);
+      // With Postgres, other API processes may serve the same tokens: the window lives in the database.
+      await registerRateLimit(
+        v1,
+        deps.config.rateLimitPerMin,
+        deps.config.databaseUrl ? deps.store.db : undefined,
+      );
       v1.addHook('preParsing', async (request) => {
         request.scope = await loadScope(deps.store.db, request);
       });
@@ -144,6 +153,7 @@ export async function buildApp(deps: Deps, options: AppOptions) {
     deps,
     adminToken: options.adminToken,
     authenticator,
+    authFailures,
   });
 
   // Served without auth, from the very schemas that validate and serialize.

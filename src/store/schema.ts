@@ -178,6 +178,12 @@ export interface SettingsTable {
   value: string;
 }
 
+export interface RateLimitWindowsTable {
+  key: string;
+  window_start: Date;
+  hits: number;
+}
+
 export interface IdempotencyKeysTable {
   scope: string;
   key: string;
@@ -201,6 +207,7 @@ export interface Database {
   custom_domains: CustomDomainsTable;
   docker_routes: DockerRoutesTable;
   settings: SettingsTable;
+  rate_limit_windows: RateLimitWindowsTable;
   idempotency_keys: IdempotencyKeysTable;
 }
 

@@ -18,7 +18,12 @@ const SEED = Number(process.env.BERTH_FUZZ_SEED ?? 17);
 const TIME_LIMIT_MS = 50_000;
 
 // Verification asks a DNS server that is not there: an answer at once, no network.
-const h = await startHarness({ rateLimitPerMin: 10_000_000, dnsServers: ['127.0.0.1:9'] });
+// Failed-auth limits have tests of their own (auth-limits): here every hostile input must reach the routes.
+const h = await startHarness({
+  rateLimitPerMin: 10_000_000,
+  authFailuresPerMin: 10_000_000,
+  dnsServers: ['127.0.0.1:9'],
+});
 after(() => h.close());
 const t = await h.tenant();
 await h.app.listen({ port: 0, host: '127.0.0.1' });

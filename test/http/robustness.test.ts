@@ -9,7 +9,8 @@ import { registeredRoutes as listRoutes, type Route } from '../helpers/routes.ts
  * Every route the app registers gets hostile tokens, query strings, path ids, bodies and body fields;
  * every answer is checked by `assertSane`.
  */
-const h = await startHarness({ rateLimitPerMin: 1_000_000 });
+// Limits have tests of their own (conventions, auth-limits): here every hostile input must reach the routes.
+const h = await startHarness({ rateLimitPerMin: 1_000_000, authFailuresPerMin: 1_000_000 });
 after(() => h.close());
 const t = await h.tenant();
 

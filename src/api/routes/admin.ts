@@ -16,6 +16,7 @@ import { isUuid } from '../../domain/uuid.ts';
 import { listAccounts } from '../../store/repositories/accounts.ts';
 import type { AccountRow } from '../../store/schema.ts';
 import type { TokenAuthenticator } from '../plugins/auth.ts';
+import type { AuthFailureLimit } from '../plugins/auth-failures.ts';
 import { registerIdempotency } from '../plugins/idempotency.ts';
 import { Account, Features } from '../schemas/admin.ts';
 import { Envelope, errorResponses, StringEnum, Uuid } from '../schemas/common.ts';
@@ -43,11 +44,15 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{
   deps: Deps;
   adminToken: string;
   authenticator: TokenAuthenticator;
-}> = async (app, { deps, adminToken, authenticator }) => {
+  authFailures: AuthFailureLimit;
+}> = async (app, { deps, adminToken, authenticator, authFailures }) => {
   const expected = Buffer.from(`Bearer ${adminToken}`);
-  app.addHook('onRequest', async (request) => {
-    const given = Buffer.from(request.headers.authorization ?? '');
-    if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw new UnauthorizedError();
+  app.addHook('onRequest', async (request, reply) => {
+    await authFailures.guard(request, reply, () => {
+      const given = Buffer.from(request.headers.authorization ?? '');
+      if (given.length !== expected.length || !timingSafeEqual(given, expected))
+        throw new UnauthorizedError();
+    });
   });
   registerIdempotency(app, deps.store.db, () => 'admin');
 
