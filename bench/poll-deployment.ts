@@ -183,7 +183,7 @@ async function startBerth(
         databaseUrl,
         rateLimitPerMin: 100_000_000,
         logLevel: 'warn',
-        simStepMs: SETTINGS.sim_step_ms,
+        providerEnv: { BERTH_SIM_STEP_MS: String(SETTINGS.sim_step_ms) },
       },
       { workers: true },
     );

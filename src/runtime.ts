@@ -5,8 +5,9 @@ import type { Config } from './config.ts';
 import { DnsLookup } from './dns.ts';
 import type { Deps } from './domain/usecases/context.ts';
 import { jobHandlers } from './jobs/handlers/index.ts';
+import { startObserver } from './jobs/observer.ts';
 import { Worker } from './jobs/worker.ts';
-import { createProvider } from './providers/registry.ts';
+import { openProvider, providerName } from './providers/registry.ts';
 import { openStore } from './store/database.ts';
 import { releaseAllLeases } from './store/repositories/jobs.ts';
 import { checkMasterKey, loadMasterKeys, SecretBox } from './store/secret-box.ts';
@@ -26,6 +27,8 @@ export async function openRuntime(
   logger: Logger = makeLogger(config),
   options: { onQuery?: (sql: string) => void } = {},
 ): Promise<Runtime> {
+  // A BERTH_PROVIDER typo is refused before the database is opened.
+  providerName(config);
   const store = await openStore({
     databaseUrl: config.databaseUrl,
     dataDir: config.dataDir,
@@ -34,7 +37,7 @@ export async function openRuntime(
       logger.warn({ err }, 'an idle database connection failed; the pool replaces it'),
   });
   try {
-    const provider = createProvider(config, store.db, logger);
+    const provider = await openProvider(config, store.db, logger);
     const secretBox = new SecretBox(loadMasterKeys(config.masterKey, config.dataDir));
     await checkMasterKey(store.db, secretBox);
     const deps: Deps = { store, provider, dns: new DnsLookup(config.dnsServers), secretBox, config, logger };
@@ -85,7 +88,8 @@ export async function startServer(
     const app = await buildApp(deps, { adminToken: admin.token });
     const worker = options.workers === false ? null : startWorker(deps);
     await worker?.start();
-    await deps.provider.startServing();
+    const observer = worker ? startObserver(deps) : null;
+    await deps.provider.serving?.start();
     const address = await app.listen({ host: config.host, port: config.port });
     return {
       url: address,
@@ -96,6 +100,7 @@ export async function startServer(
       close: async () => {
         await app.close();
         await worker?.stop();
+        await observer?.stop();
         await runtime.close();
       },
     };

@@ -6,7 +6,7 @@
 import type { DnsRecordSpec } from '../domain/custom-domain-rules.ts';
 import { opsConfigOf } from '../domain/ops-json.ts';
 import type { StoredSecret } from '../domain/secret-rules.ts';
-import type { EnvironmentIdentity, RuntimeStatus } from '../providers/provider.ts';
+import type { EnvironmentIdentity, Observed } from '../providers/provider.ts';
 import type {
   AuditLogRow,
   CustomDomainRow,
@@ -81,7 +81,7 @@ export interface ServiceViewOptions {
   /** The service's active (deployed) custom domain, if any: it becomes the origin. */
   activeDomain: CustomDomainRow | null;
   /** Only the get-service endpoint hydrates live state and the provisioning fields. */
-  live?: RuntimeStatus;
+  live?: Pick<Observed, 'run_status' | 'ready_count'>;
 }
 
 export function serviceView(s: ServiceRow, options: ServiceViewOptions) {

@@ -1,5 +1,7 @@
 import type { Config } from '../config.ts';
 import { ConfigError } from '../config.ts';
+import { startObserver } from '../jobs/observer.ts';
+import { providerName } from '../providers/registry.ts';
 import { makeLogger, openRuntime, startServer, startWorker } from '../runtime.ts';
 import { openStore } from '../store/database.ts';
 
@@ -27,7 +29,7 @@ export async function serveCommand(config: Config, options: { workers: boolean }
   // Before "listening" is printed: whoever waits for that line may signal at once.
   onShutdown(server.close);
   const lines = [
-    `Berth is listening on ${server.url} (provider ${config.provider}, ${server.runtime.deps.store.kind} database)`,
+    `Berth is listening on ${server.url} (provider ${providerName(config)}, ${server.runtime.deps.store.kind} database)`,
   ];
   if (server.adminTokenGenerated) {
     lines.push(
@@ -59,8 +61,10 @@ export async function workerCommand(config: Config, options: { concurrency: numb
   }
   const runtime = await openRuntime(config);
   const worker = startWorker(runtime.deps, { concurrency: options.concurrency });
+  const observer = startObserver(runtime.deps);
   onShutdown(async () => {
     await worker.stop();
+    await observer.stop();
     await runtime.close();
   });
   await worker.start();

@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
-import { ProviderError } from '../providers/provider.ts';
 import type { Store } from '../store/database.ts';
 import { claim, complete, type JobKind, renewLease, retryLater } from '../store/repositories/jobs.ts';
 import type { JobRow } from '../store/schema.ts';
+import { TerminalError } from './errors.ts';
 
 /**
  * What a job kind does. `run` must be idempotent; `fail` records a final failure on the subject.
@@ -89,6 +89,8 @@ export class Worker {
     const { store, logger, leaseMs } = this.options;
     while (this.running) {
       let job: JobRow | undefined;
+      // The database starts the lease after this moment: it is surely held until claimedAt + leaseMs.
+      const claimedAt = Date.now();
       try {
         job = await claim(store.db, this.id, leaseMs);
       } catch (error) {
@@ -101,11 +103,11 @@ export class Worker {
       }
       // Another loop may find work too: a claimed job often makes the next one in its queue due later.
       this.wakeAll();
-      await this.execute(job);
+      await this.execute(job, claimedAt);
     }
   }
 
-  private async execute(job: JobRow): Promise<void> {
+  private async execute(job: JobRow, claimedAt: number): Promise<void> {
     const { store, logger, leaseMs, handlers } = this.options;
     const log = logger.child({
       job: job.seq,
@@ -117,16 +119,32 @@ export class Worker {
     // lost its lease (a long pause) cannot finish, release or fail a job another worker took over.
     const fence = { seq: job.seq, workerId: this.id, attempts: job.attempts };
     const lease = new AbortController();
+    const stop = (why: string) => {
+      if (lease.signal.aborted) return;
+      log.warn(`${why}: another worker may run it; its outcome is not recorded here`);
+      lease.abort(new Error('the lease of this job was lost'));
+    };
+    // The lease is known held only until the last renewal that succeeded was sent, plus leaseMs. A
+    // renewal that is late (a stalled event loop, a pool with no free connection) must not leave the
+    // handler running past that: it is stopped a margin before, so it makes no side effect after another
+    // worker could have claimed the job. The providers' generation fence covers what is already under way.
+    const margin = Math.floor(leaseMs / 5);
+    let expiry: NodeJS.Timeout | undefined;
+    const heldUntil = (from: number) => {
+      clearTimeout(expiry);
+      expiry = setTimeout(
+        () => stop('could not renew the lease of this job in time'),
+        Math.max(0, from + leaseMs - margin - Date.now()),
+      );
+    };
+    heldUntil(claimedAt);
     const heartbeat = setInterval(
       () => {
+        const sentAt = Date.now();
         renewLease(store.db, fence, leaseMs).then(
           (held) => {
-            if (!held && !lease.signal.aborted) {
-              log.warn(
-                'lost the lease of this job: another worker may run it; its outcome is not recorded here',
-              );
-              lease.abort(new Error('the lease of this job was lost'));
-            }
+            if (!held) stop('lost the lease of this job');
+            else if (!lease.signal.aborted) heldUntil(sentAt);
           },
           (err) => log.warn({ err }, 'lease renewal failed'),
         );
@@ -143,20 +161,26 @@ export class Worker {
         return;
       }
       await handler.run(job, lease.signal);
+      // A handler that was stopped did not finish: the job runs again, here or elsewhere.
+      lease.signal.throwIfAborted();
       if (await complete(store.db, fence)) log.debug('job done');
+      else log.warn('finished a job another worker holds now: its outcome is theirs');
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
-      const retryable = !(error instanceof ProviderError) || error.retryable;
+      const retryable = !(error instanceof TerminalError);
       try {
         if (retryable && job.attempts < job.max_attempts) {
           log.warn({ err: error }, 'job failed; it will be retried');
           await retryLater(store.db, fence, message);
-          await handler.retrying?.(job, message);
+          // A worker that may have lost the job leaves the subject to the one that holds it.
+          if (!lease.signal.aborted) await handler.retrying?.(job, message);
         } else if (await renewLease(store.db, fence, leaseMs)) {
           // Recorded first, removed second: a crash in between runs fail again, which is idempotent.
           log.error({ err: error }, 'job failed for good');
           await handler.fail(job, message);
           await complete(store.db, fence);
+        } else {
+          log.warn({ err: error }, 'job failed, but another worker holds it now: its outcome is theirs');
         }
       } catch (inner) {
         // The lease will lapse and the job run again: handlers are idempotent.
@@ -164,6 +188,7 @@ export class Worker {
       }
     } finally {
       clearInterval(heartbeat);
+      clearTimeout(expiry);
     }
   }
 }

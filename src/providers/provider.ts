@@ -1,10 +1,20 @@
 import type { OpsConfig } from '../domain/ops-json.ts';
+import { TerminalError } from '../jobs/errors.ts';
 import type { ServiceRow } from '../store/schema.ts';
 
 /**
- * The provider interface: the spec's "provisioner". Every driver (sim, docker, kubernetes) implements it;
- * providers/registry.ts chooses one. Calls are idempotent: a job that runs again after a crash calls the
- * same method with the same ids, and the driver looks at what it already did.
+ * The provider seam: the spec's "provisioner", in controller-runtime's manner. A job builds the desired
+ * state of a service as a plain value and hands it to `apply`; `observe` reports what runs (the jobs
+ * layer writes it back to the store: the API never calls a provider per request); `remove` tears a
+ * service down; `ensureEnvironment` and `identity` cover environments. Serving (an ingress, cron
+ * schedulers) and a secret store are optional capabilities.
+ *
+ * One error channel: a driver throws jobs/errors.ts's TerminalError for what a retry cannot fix and
+ * anything else for what it may (retried with backoff). Every call is idempotent: a job that runs again
+ * after a crash calls it with the same value, and the driver looks at what it already did.
+ *
+ * Each driver parses its own settings, owns its tables (and their migrations) and reads no other table;
+ * registry.ts is the one place that maps a name to a driver.
  */
 export interface EnvironmentRef {
   id: string;
@@ -24,15 +34,6 @@ export interface EnvironmentIdentity {
   ingress_url: string;
 }
 
-/** A provider failure. `retryable` ones are retried with backoff; others fail the operation at once. */
-export class ProviderError extends Error {
-  readonly retryable: boolean;
-  constructor(message: string, options: { retryable: boolean }) {
-    super(message);
-    this.retryable = options.retryable;
-  }
-}
-
 export interface DeployTarget {
   /** Empty: the head of the configured branch. */
   commit_id: string;
@@ -42,17 +43,63 @@ export interface DeployTarget {
   helm_chart_version: string;
 }
 
-export interface DeployRequest {
-  deploymentId: string;
-  service: ServiceRow;
+/** The fields of a service a runtime needs to run it. */
+export type ServiceSpec = Pick<
+  ServiceRow,
+  | 'id'
+  | 'account_id'
+  | 'environment_id'
+  | 'name'
+  | 'subdomain'
+  | 'type'
+  | 'source'
+  | 'port'
+  | 'cron_schedule'
+  | 'replica_count'
+  | 'cpu_count_min'
+  | 'cpu_count_max'
+  | 'memory_mb_min'
+  | 'memory_mb_max'
+  | 'docker_image'
+  | 'docker_registry'
+  | 'git_repo_full_name'
+  | 'git_repo_branch'
+  | 'build_context'
+  | 'dockerfile_path'
+  | 'ops_json_path'
+  | 'run_command'
+  | 'helm_chart_repo'
+  | 'helm_chart_name'
+>;
+
+/** What identifies a service to a runtime: enough to find what runs for it. */
+export type ServiceRef = Pick<ServiceRow, 'id' | 'account_id' | 'environment_id' | 'type'>;
+
+/** Everything a service should be, as one value. */
+export interface DesiredService {
+  service: ServiceSpec;
   environment: EnvironmentRef;
+  /** The deployment that asks for this state. */
+  deploymentId: string;
+  /**
+   * Fencing token: monotonic per service (the deployment's sequence). A driver never replaces what a
+   * newer generation put in place; applying an older one throws SupersededError.
+   */
+  generation: number;
   target: DeployTarget;
   ops: OpsConfig;
   /** Variables the service runs with: secrets (environment overlaid by service). */
   variables: Record<string, string>;
-  /** Aborted when the worker loses the job: stop before moving traffic, report nothing. */
-  signal?: AbortSignal;
+  /** The service's active custom domains: the hosts it is served under besides its subdomain. */
+  domains: string[];
 }
+
+/**
+ * The generation a removed service's tombstone carries: newer than any deployment's, so no apply brings
+ * the service back. The largest integer a JavaScript number holds exactly (drivers read bigint columns
+ * as numbers or strings, depending on the database driver).
+ */
+export const REMOVED_GENERATION = Number.MAX_SAFE_INTEGER;
 
 /** What a deployment actually ran, once the provider resolved its target (the branch head, `latest`). */
 export interface DeployedSource {
@@ -62,45 +109,67 @@ export interface DeployedSource {
   docker_image_digest?: string;
 }
 
-export type DeployResult =
-  | { ok: true; provDeploymentId: string; namespaceName: string; svcAlias: string; source?: DeployedSource }
-  | { ok: false; provDeploymentId: string; reason: string; source?: DeployedSource };
+/** What an apply put in place. */
+export interface Applied {
+  provDeploymentId: string;
+  namespaceName: string;
+  svcAlias: string;
+  source?: DeployedSource;
+}
 
-export interface RuntimeStatus {
+/** A rollout that failed for good after its source was resolved: the deployment records what it ran. */
+export class DeployFailed extends TerminalError {
+  readonly source: DeployedSource;
+  constructor(message: string, source: DeployedSource) {
+    super(message);
+    this.source = source;
+  }
+}
+
+/** A driver's failure: terminal, or retried with backoff (a registry or network that may come back). */
+export function failure(message: string, options: { retryable: boolean }): Error {
+  return options.retryable ? new Error(message) : new TerminalError(message);
+}
+
+/** What runs for a service, as the runtime reports it. */
+export interface Observed {
   run_status: string;
   ready_count: number;
+  /** The generation in place (Kubernetes' observedGeneration); null when nothing was ever applied. */
+  generation: number | null;
+}
+
+/** Runs beside the API in `berth serve`: the docker driver's ingress and cron scheduler. */
+export interface Serving {
+  start(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** For runtimes whose workloads read secrets from a store of their own (Kubernetes Secrets). */
+export interface SecretStore {
+  write(scope: 'service' | 'environment', scopeId: string, values: Record<string, string>): Promise<void>;
 }
 
 export interface Provider {
-  readonly name: string;
-  /** A reason to refuse a deployment of this service at once, or null. Synchronous and cheap. */
-  refuseDeploy(service: ServiceRow): string | null;
-  /** Rolls out one deployment; resolves when it has succeeded or failed. */
-  deploy(request: DeployRequest): Promise<DeployResult>;
-  /** Live runtime status of a service. */
-  status(service: ServiceRow): Promise<RuntimeStatus>;
+  /** A reason this runtime can never run the service as specified, or null. Synchronous and cheap. */
+  refuseDeploy(service: ServiceSpec): string | null;
+  /**
+   * Makes the service run as desired; resolves once it does. Applying the generation already in place
+   * changes only what may change without a rollout (domains) and rolls nothing out again. `signal`
+   * aborts when the worker loses the job: the driver stops before its next side effect.
+   */
+  apply(desired: DesiredService, signal: AbortSignal): Promise<Applied>;
+  /** What runs for the service now. */
+  observe(service: ServiceRef): Promise<Observed>;
   /** Tears down everything the service runs. */
-  deleteService(service: ServiceRow): Promise<void>;
+  remove(service: ServiceRef): Promise<void>;
+  /** Creates the environment's network and identity; resolves once it is usable. */
+  ensureEnvironment(env: EnvironmentRef): Promise<void>;
+  /** The network identity of an environment. */
+  identity(env: EnvironmentRef): Promise<EnvironmentIdentity>;
   /** The zone that certificate-validation CNAMEs of custom domains point into. */
   domainValidationZone(env: EnvironmentRef): string;
-  /** Routes a verified custom domain to the service (certificate, ingress rule). */
-  attachDomain(
-    service: ServiceRow,
-    domain: { id: string; domain: string },
-  ): Promise<{ provCustomDomainId: string }>;
-  /** Stops routing a retired custom domain. */
-  detachDomain(service: ServiceRow, domain: { id: string; domain: string }): Promise<void>;
-  /** Starts what runs beside the API in `berth serve` (the docker provider's ingress and cron scheduler). */
-  startServing(): Promise<void>;
-  /** Writes a scope's secrets where the workloads read them. */
-  writeSecrets(
-    scope: 'service' | 'environment',
-    scopeId: string,
-    values: Record<string, string>,
-  ): Promise<void>;
-  /** Creates the environment's network and identity; resolves once it is usable. */
-  provisionEnvironment(env: EnvironmentRef): Promise<void>;
-  /** The live network identity of an environment. */
-  environmentIdentity(env: EnvironmentRef): Promise<EnvironmentIdentity>;
+  serving?: Serving;
+  secrets?: SecretStore;
   close(): Promise<void>;
 }

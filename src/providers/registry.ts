@@ -1,31 +1,61 @@
 import type { Logger } from 'pino';
-import type { Config } from '../config.ts';
+import { type Config, ConfigError } from '../config.ts';
 import type { Db } from '../store/database.ts';
 import { DockerProvider } from './docker/docker-provider.ts';
+import { dockerSettings } from './docker/settings.ts';
+import { dockerMigrations } from './docker/tables.ts';
+import { migrateDriver } from './migrations.ts';
 import type { Provider } from './provider.ts';
-import { SimProvider } from './sim/sim-provider.ts';
+import { SimProvider, simSettings } from './sim/sim-provider.ts';
+import { simMigrations } from './sim/tables.ts';
 
 export class ProviderUnavailableError extends Error {}
 
-/** The one place a provider is chosen by name. */
-export function createProvider(config: Config, db: Db, logger: Logger): Provider {
-  switch (config.provider) {
-    case 'sim':
-      return new SimProvider(db, config.simStepMs);
-    case 'docker':
-      return new DockerProvider({
-        db,
-        logger: logger.child({ component: 'docker' }),
-        ingressHost: config.ingressHost,
-        ingressPort: config.ingressPort,
-        publicUrl: config.publicUrl,
-        listenHost: config.ingressBind,
-        gitBaseUrl: config.gitBaseUrl,
-        pullTimeoutMs: config.pullTimeoutMs,
-      });
-    case 'kubernetes':
-      throw new ProviderUnavailableError(
-        'BERTH_PROVIDER=kubernetes is not available in this version; use sim (the default) or docker',
-      );
+interface DriverContext {
+  config: Config;
+  db: Db;
+  logger: Logger;
+}
+
+/**
+ * The one place a driver is chosen by name. Each entry parses its driver's settings (so a bad setting
+ * is refused at start) and runs its driver's own migrations before the driver is used.
+ */
+const DRIVERS: Record<string, (context: DriverContext) => Promise<Provider>> = {
+  sim: async ({ config, db }) => {
+    const settings = simSettings(config.providerEnv);
+    await migrateDriver(db, 'sim', simMigrations);
+    return new SimProvider(db, settings);
+  },
+  docker: async ({ config, db, logger }) => {
+    const settings = dockerSettings(config.providerEnv);
+    await migrateDriver(db, 'docker', dockerMigrations);
+    return new DockerProvider({
+      db,
+      logger: logger.child({ component: 'docker' }),
+      settings,
+    });
+  },
+  kubernetes: async () => {
+    throw new ProviderUnavailableError(
+      'BERTH_PROVIDER=kubernetes is not available in this version; use sim (the default) or docker',
+    );
+  },
+};
+
+/**
+ * The driver BERTH_PROVIDER names (the simulated cloud when unset), checked without opening anything:
+ * a typo is refused before the database is touched.
+ */
+export function providerName(config: Pick<Config, 'provider'>): string {
+  const name = config.provider ?? 'sim';
+  if (!Object.hasOwn(DRIVERS, name)) {
+    throw new ConfigError(`BERTH_PROVIDER must be one of ${Object.keys(DRIVERS).join(', ')}, got "${name}"`);
   }
+  return name;
+}
+
+export async function openProvider(config: Config, db: Db, logger: Logger): Promise<Provider> {
+  const open = DRIVERS[providerName(config)] as (context: DriverContext) => Promise<Provider>;
+  return open({ config, db, logger });
 }

@@ -6,6 +6,7 @@ import * as customDomains from './migrations/0003-custom-domains.ts';
 import * as docker from './migrations/0004-docker.ts';
 import * as settings from './migrations/0005-settings.ts';
 import * as deployedSource from './migrations/0006-deployed-source.ts';
+import * as generations from './migrations/0007-generations.ts';
 import * as idempotencyKeys from './migrations/0009-idempotency-keys.ts';
 import * as rateLimits from './migrations/0010-rate-limits.ts';
 import type { Database } from './schema.ts';
@@ -18,6 +19,7 @@ const migrations: Record<string, Migration> = {
   '0004-docker': docker,
   '0005-settings': settings,
   '0006-deployed-source': deployedSource,
+  '0007-generations': generations,
   '0009-idempotency-keys': idempotencyKeys,
   '0010-rate-limits': rateLimits,
 };

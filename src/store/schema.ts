@@ -7,7 +7,6 @@ import type { ColumnType, Generated, Insertable, Selectable, Updateable } from '
 import type { CustomDomainState } from '../domain/custom-domain-states.ts';
 import type { DeploymentState, DeploymentType } from '../domain/deployment-states.ts';
 import type { Cloud, EnvironmentState } from '../domain/environment-states.ts';
-import type { OpsConfig } from '../domain/ops-json.ts';
 import type { Plan } from '../domain/plans.ts';
 import type { ServiceSpec } from '../domain/service-fields.ts';
 import type { ServiceState } from '../domain/service-states.ts';
@@ -98,8 +97,17 @@ export interface DeploymentsTable {
   docker_image_digest: ColumnType<string, string | undefined, string>;
   note: ColumnType<string, string | undefined, string>;
   failure_reason: ColumnType<string, string | undefined, string>;
+  /** Fencing token of the provider changes this deployment makes (bigint: read as a string). */
+  generation: Generated<string>;
   created_at: Generated<Date>;
   updated_at: Generated<Date>;
+}
+
+export interface ServiceObservationsTable {
+  service_id: string;
+  run_status: string;
+  ready_count: number;
+  observed_at: Generated<Date>;
 }
 
 export interface SecretsTable {
@@ -130,26 +138,6 @@ export interface JobsTable {
   created_at: Timestamp;
 }
 
-export interface SimWorkloadsTable {
-  service_id: string;
-  deployment_id: string;
-  target: string;
-  replicas: number;
-  run_status: string;
-  updated_at: Generated<Date>;
-}
-
-export interface SimCallsTable {
-  id: Generated<string>;
-  operation: string;
-  subject_id: string;
-  service_id: string | null;
-  worker: string;
-  outcome: string | null;
-  started_at: Generated<Date>;
-  finished_at: Date | null;
-}
-
 export interface CustomDomainsTable {
   id: string;
   account_id: string;
@@ -162,14 +150,6 @@ export interface CustomDomainsTable {
   validation_token: string;
   failure_reason: ColumnType<string, string | undefined, string>;
   created_at: Generated<Date>;
-  updated_at: Generated<Date>;
-}
-
-export interface DockerRoutesTable {
-  service_id: string;
-  deployment_id: string;
-  port: number | null;
-  ops: ColumnType<OpsConfig, string, string>;
   updated_at: Generated<Date>;
 }
 
@@ -200,12 +180,10 @@ export interface Database {
   services: ServicesTable;
   audit_logs: AuditLogsTable;
   deployments: DeploymentsTable;
+  service_observations: ServiceObservationsTable;
   secrets: SecretsTable;
   jobs: JobsTable;
-  sim_workloads: SimWorkloadsTable;
-  sim_calls: SimCallsTable;
   custom_domains: CustomDomainsTable;
-  docker_routes: DockerRoutesTable;
   settings: SettingsTable;
   rate_limit_windows: RateLimitWindowsTable;
   idempotency_keys: IdempotencyKeysTable;

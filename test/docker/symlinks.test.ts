@@ -1,10 +1,8 @@
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { promisify } from 'node:util';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
 import {
   BASE_IMAGE,
@@ -15,6 +13,7 @@ import {
   requireDocker,
   viaIngress,
 } from '../helpers/docker.ts';
+import { git } from '../helpers/git.ts';
 import { api, deploymentEnd, firstStartOf, startBerth } from '../helpers/process.ts';
 
 /**
@@ -23,17 +22,12 @@ import { api, deploymentEnd, firstStartOf, startBerth } from '../helpers/process
  * host path nor its content, and reads the same whether the host file exists or not. A link that
  * stays inside the repository still builds.
  */
-const run = promisify(execFile);
 let db: TestDatabase;
 let envId: string | undefined;
 let gitRoot: string;
 let hostDir: string;
 let ingressPort: number;
 const HOST_SECRET = 'host-secret-7f3a';
-
-async function git(cwd: string, ...args: string[]) {
-  await run('git', ['-c', 'user.name=Berth Test', '-c', 'user.email=test@berth.invalid', ...args], { cwd });
-}
 
 before(async () => {
   await requireDocker();

@@ -56,7 +56,7 @@ export async function startHarness(overrides: Partial<Config> = {}): Promise<Har
     ...loadConfig({}),
     databaseUrl: db.databaseUrl,
     dataDir: db.dataDir,
-    simStepMs: 20,
+    providerEnv: { BERTH_SIM_STEP_MS: '20' },
     jobLeaseMs: 2000,
     logLevel: 'silent',
     ...overrides,

@@ -425,24 +425,24 @@ describe('hot read paths are one indexed query each', () => {
     assert.match(plan, /Index (Only )?Scan using \S+ on deployments/, plan);
   });
 
-  test('GET one service runs the scope query (indexed) and the provider status read, nothing else', async () => {
+  test('GET one service runs the scope query (indexed) and the read of its last observation, nothing else', async () => {
     const queries = await queriesOf(`/v1/environments/${t.envId}/services/${serviceId}`);
     assert.equal(
       queries.length,
       2,
-      `expected 2 queries: (1) the scope query (service + environment + latest deployment + active domain) and (2) the sim provider's status read of sim_workloads; ran:\n${queries.join('\n')}`,
+      `expected 2 queries: (1) the scope query (service + environment + latest deployment + active domain) and (2) the read of what the provider last reported (service_observations), never the provider itself; ran:\n${queries.join('\n')}`,
     );
-    const [scope, status] = queries as [string, string];
+    const [scope, observed] = queries as [string, string];
     assert.match(scope, /from "services" as "s" inner join "environments"/, 'query 1 is the scope query');
     assert.match(scope, /left join "deployments"/, 'the latest deployment comes in the same query');
     assert.match(scope, /left join "custom_domains"/, 'so does the active custom domain');
-    assert.match(status, /from "sim_workloads"/, "query 2 is the sim provider's status read");
+    assert.match(observed, /from "service_observations"/, 'query 2 reads the written-back observation');
 
     assert.match(scope, /"s"\."id" = \$2 and "s"\."environment_id" = \$3 and "s"\."account_id" = \$4/);
     const plan = await planOf(scope, ['deployed', serviceId, t.envId, t.accountId]);
     assert.match(plan, /Index (Only )?Scan using \S+ on services/, plan);
     assert.match(plan, /Index (Only )?Scan using \S+ on environments/, plan);
-    const statusPlan = await planOf(status, [serviceId]);
-    assert.match(statusPlan, /Index (Only )?Scan using \S+ on sim_workloads/, statusPlan);
+    const observedPlan = await planOf(observed, [serviceId]);
+    assert.match(observedPlan, /Index (Only )?Scan using \S+ on service_observations/, observedPlan);
   });
 });

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { simTables } from '../../src/providers/sim/tables.ts';
 import { type Harness, startHarness, type Tenant, VALID_SERVICE } from '../helpers/harness.ts';
 import { pollUntil } from '../helpers/poll.ts';
 
@@ -390,7 +391,7 @@ describe('secrets', () => {
       LEVEL: 'service',
     });
     await pollUntil('both secret writes to reach the provider', async () => {
-      const calls = await h.deps.store.db
+      const calls = await simTables(h.deps.store.db)
         .selectFrom('sim_calls')
         .select('subject_id')
         .where('operation', '=', 'write_secrets')

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { type DeployRequest, ProviderError } from '../../src/providers/provider.ts';
+import { TerminalError } from '../../src/jobs/errors.ts';
+import type { DesiredService } from '../../src/providers/provider.ts';
+import { simTables } from '../../src/providers/sim/tables.ts';
 import { claim, complete, retryLater } from '../../src/store/repositories/jobs.ts';
 import { type Harness, startHarness, type Tenant, VALID_SERVICE } from '../helpers/harness.ts';
 import { pollUntil } from '../helpers/poll.ts';
@@ -46,7 +48,7 @@ test('a job whose worker died (its lease lapsed) is claimed again and completes'
   await h.startWorker();
   const end = await ended(deploymentId);
   assert.equal(end.state, 'success');
-  const calls = await h.deps.store.db
+  const calls = await simTables(h.deps.store.db)
     .selectFrom('sim_calls')
     .select('worker')
     .where('subject_id', '=', deploymentId)
@@ -56,18 +58,18 @@ test('a job whose worker died (its lease lapsed) is claimed again and completes'
 
 test('a retryable provider error is retried and the deployment then succeeds; a terminal one fails it at once', async () => {
   const provider = h.deps.provider;
-  const realDeploy = provider.deploy.bind(provider);
+  const realApply = provider.apply.bind(provider);
   const attempts = new Map<string, number>();
-  provider.deploy = async (request: DeployRequest) => {
+  provider.apply = async (request: DesiredService, signal: AbortSignal) => {
     const n = (attempts.get(request.deploymentId) ?? 0) + 1;
     attempts.set(request.deploymentId, n);
     if (request.target.docker_image_tag === 'flaky' && n === 1) {
-      throw new ProviderError('the cloud API timed out', { retryable: true });
+      throw new Error('the cloud API timed out');
     }
     if (request.target.docker_image_tag === 'broken') {
-      throw new ProviderError('the image does not exist', { retryable: false });
+      throw new TerminalError('the image does not exist');
     }
-    return realDeploy(request);
+    return realApply(request, signal);
   };
 
   const flaky = await deployOnce({ docker_image_tag: 'flaky' });
@@ -149,7 +151,7 @@ test('a job claimed more times than it may run fails its deployment instead of r
   });
   assert.equal(end.state, 'failed');
   assert.match(end.failure_reason, /the worker vanished/);
-  const calls = await quiet.deps.store.db
+  const calls = await simTables(quiet.deps.store.db)
     .selectFrom('sim_calls')
     .select('id')
     .where('subject_id', '=', deploymentId)

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import { simTables } from '../../src/providers/sim/tables.ts';
 import { openStore } from '../../src/store/database.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
 import { pollUntil } from '../helpers/poll.ts';
@@ -76,7 +77,7 @@ test('SIGKILL during deployments: after a restart every deployment reaches a ter
 
   const store = await openStore({ databaseUrl: db.databaseUrl, dataDir: db.dataDir });
   try {
-    const calls = await store.db
+    const calls = await simTables(store.db)
       .selectFrom('sim_calls')
       .select(['subject_id', 'outcome', 'finished_at'])
       .where('operation', '=', 'deploy')

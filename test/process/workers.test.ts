@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import { simTables } from '../../src/providers/sim/tables.ts';
 import { openStore } from '../../src/store/database.ts';
 import { createTestDatabase, TEST_DATABASE, type TestDatabase } from '../helpers/database.ts';
 import { pollUntil } from '../helpers/poll.ts';
@@ -102,7 +103,7 @@ test(`${SERVICES * PER_SERVICE} deployments shared by the workers: once each, on
 
   const store = await openStore({ databaseUrl: db.databaseUrl, dataDir: db.dataDir });
   try {
-    const calls = await store.db
+    const calls = await simTables(store.db)
       .selectFrom('sim_calls')
       .innerJoin('deployments', 'deployments.id', 'sim_calls.subject_id')
       .select([

@@ -6,6 +6,7 @@ import { liveIdentity } from '../../domain/usecases/environments.ts';
 import { createService, deleteService, patchService } from '../../domain/usecases/services.ts';
 import { findCustomDomainsByIds } from '../../store/repositories/custom-domains.ts';
 import { findDeploymentsByIds } from '../../store/repositories/deployments.ts';
+import { findObservation } from '../../store/repositories/observations.ts';
 import { listServices } from '../../store/repositories/services.ts';
 import type { ServiceRow } from '../../store/schema.ts';
 import { nextCursor, pageOf } from '../paging.ts';
@@ -103,7 +104,7 @@ export const serviceRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (a
       schema: {
         summary: 'Get Service, hydrated',
         description:
-          '`data.service` carries the hydrated fields and live run_status / ready_count from the provider. For ' +
+          '`data.service` carries the hydrated fields and run_status / ready_count as the provider last reported them. For ' +
           'pollers of the hosted API, `data` also carries state, run_status, ready_count and svc_alias ' +
           '(= kube_svc_alias, empty until provisioned). Deleted services stay readable.',
         params: ServiceParams,
@@ -126,7 +127,7 @@ export const serviceRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (a
       const service = serviceOf(request);
       const [identity, live] = await Promise.all([
         liveIdentity(deps, environment),
-        deps.provider.status(service),
+        findObservation(deps.store.db, service.id),
       ]);
       const view = serviceView(service, {
         identity,

@@ -18,7 +18,7 @@ export async function liveIdentity(
 ): Promise<EnvironmentIdentity> {
   const cached = identityCache.get(env.id);
   if (cached && Date.now() - cached.at < IDENTITY_TTL_MS) return cached.identity;
-  const identity = await deps.provider.environmentIdentity(env);
+  const identity = await deps.provider.identity(env);
   identityCache.set(env.id, { at: Date.now(), identity });
   return identity;
 }

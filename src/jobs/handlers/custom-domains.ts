@@ -1,9 +1,26 @@
 import type { Deps } from '../../domain/usecases/context.ts';
 import { findCustomDomainById, transitionCustomDomain } from '../../store/repositories/custom-domains.ts';
+import { newestSuccessfulDeployment } from '../../store/repositories/deployments.ts';
+import { findEnvironmentById } from '../../store/repositories/environments.ts';
 import { enqueue } from '../../store/repositories/jobs.ts';
 import { findServiceById, updateService } from '../../store/repositories/services.ts';
-import type { JobRow, ServiceRow } from '../../store/schema.ts';
+import type { EnvironmentRow, JobRow, ServiceRow } from '../../store/schema.ts';
+import { desiredStateOf } from '../desired-state.ts';
 import type { JobHandler } from '../worker.ts';
+
+/**
+ * Applies the service's current desired state again (its newest successful deployment, so the same
+ * generation: no rollout) with the domains it is now served under. A service that never ran has
+ * nothing to route: its next deployment carries the domains.
+ */
+async function reapply(deps: Deps, service: ServiceRow, signal: AbortSignal, adding: string[] = []) {
+  if (service.is_deleted) return;
+  const deployment = await newestSuccessfulDeployment(deps.store.db, service.id);
+  if (!deployment) return;
+  const environment = (await findEnvironmentById(deps.store.db, service.environment_id)) as EnvironmentRow;
+  const desired = await desiredStateOf(deps, { deployment, service, environment, domains: adding });
+  await deps.provider.apply(desired, signal);
+}
 
 /**
  * The cut-over: verified -> deploy_queued -> deploying -> deployed (or deploy_failed). Once deployed the
@@ -12,18 +29,16 @@ import type { JobHandler } from '../worker.ts';
 export function deployCustomDomainHandler(deps: Deps): JobHandler {
   const { db } = deps.store;
   return {
-    async run(job: JobRow) {
+    async run(job: JobRow, signal: AbortSignal) {
       const domain = await findCustomDomainById(db, job.subject_id);
       if (!domain || !['verified', 'deploy_queued', 'deploying'].includes(domain.state)) return;
       await transitionCustomDomain(db, domain.id, ['verified'], 'deploy_queued');
       await transitionCustomDomain(db, domain.id, ['deploy_queued'], 'deploying');
       const service = (await findServiceById(db, domain.service_id)) as ServiceRow;
-      const { provCustomDomainId } = await deps.provider.attachDomain(service, domain);
+      await reapply(deps, service, signal, [domain.domain]);
       await db.transaction().execute(async (trx) => {
         const locked = (await findServiceById(trx, service.id, { forUpdate: true })) as ServiceRow;
-        const moved = await transitionCustomDomain(trx, domain.id, ['deploying'], 'deployed', {
-          prov_custom_domain_id: provCustomDomainId,
-        });
+        const moved = await transitionCustomDomain(trx, domain.id, ['deploying'], 'deployed');
         if (!moved) return;
         const previous = locked.custom_domain_id;
         await updateService(trx, service.id, { custom_domain_id: domain.id });
@@ -52,12 +67,13 @@ export function deployCustomDomainHandler(deps: Deps): JobHandler {
 export function retireCustomDomainHandler(deps: Deps): JobHandler {
   const { db } = deps.store;
   return {
-    async run(job: JobRow) {
+    async run(job: JobRow, signal: AbortSignal) {
       const domain = await findCustomDomainById(db, job.subject_id);
       if (!domain || !['delete_queued', 'deleting'].includes(domain.state)) return;
       await transitionCustomDomain(db, domain.id, ['delete_queued'], 'deleting');
       const service = (await findServiceById(db, domain.service_id)) as ServiceRow;
-      await deps.provider.detachDomain(service, domain);
+      // The domain is `deleting` now: the desired state no longer lists it.
+      await reapply(deps, service, signal);
       await transitionCustomDomain(db, domain.id, ['deleting'], 'deleted');
     },
     async fail(job: JobRow, reason: string) {

@@ -1,19 +1,23 @@
-import { opsConfigOf } from '../../domain/ops-json.ts';
 import type { Deps } from '../../domain/usecases/context.ts';
-import { effectiveSecrets } from '../../domain/usecases/secrets.ts';
+import { type Applied, type DeployedSource, DeployFailed } from '../../providers/provider.ts';
 import {
   findDeploymentById,
   noteUnfinishedDeployment,
   transitionDeployment,
 } from '../../store/repositories/deployments.ts';
 import { findEnvironmentById } from '../../store/repositories/environments.ts';
+import { recordObservation } from '../../store/repositories/observations.ts';
 import { findServiceById, followDeployment } from '../../store/repositories/services.ts';
 import type { EnvironmentRow, JobRow, ServiceRow } from '../../store/schema.ts';
+import { desiredStateOf } from '../desired-state.ts';
+import { TerminalError } from '../errors.ts';
 import type { JobHandler } from '../worker.ts';
 
 /**
- * Carries one deployment out. Re-entrant: it re-reads the deployment, skips one already terminal, and
- * the provider reports a deployment it already finished instead of running it again.
+ * Carries one deployment out: builds the service's desired state and applies it. Re-entrant: it re-reads
+ * the deployment, skips one already terminal, and the provider reports a generation it already applied
+ * instead of rolling it out again. A TerminalError from the provider fails the deployment with its
+ * message; any other error is retried. What runs afterwards is observed and written back.
  */
 export function deployHandler(deps: Deps): JobHandler {
   const { db } = deps.store;
@@ -32,42 +36,43 @@ export function deployHandler(deps: Deps): JobHandler {
         // Cancelled in the meantime (a delete): nothing to roll out.
         if (!started) return;
       }
-      const result = await deps.provider.deploy({
-        deploymentId: deployment.id,
-        service,
-        environment,
-        target: {
-          commit_id: deployment.git_commit_ref,
-          docker_image_tag: deployment.docker_image_tag,
-          helm_chart_version: deployment.helm_chart_version,
-        },
-        ops: opsConfigOf(service),
-        variables: await effectiveSecrets(db, deps.secretBox, environment.id, service.id),
-        signal,
-      });
-      // Another worker holds the job now: its run records the outcome, not this one.
+      const desired = await desiredStateOf(deps, { deployment, service, environment });
+      let applied: Applied | undefined;
+      let failure: string | undefined;
+      let failedSource: DeployedSource | undefined;
+      try {
+        applied = await deps.provider.apply(desired, signal);
+      } catch (error) {
+        // Another worker may hold the job now: its run records the outcome, not this one.
+        if (signal.aborted) return;
+        if (!(error instanceof TerminalError)) throw error;
+        failure = error.message;
+        if (error instanceof DeployFailed) failedSource = error.source;
+      }
       if (signal.aborted) return;
+      const observedAt = new Date();
+      const observed = await deps.provider.observe(service);
       await db.transaction().execute(async (trx) => {
-        if (result.ok) {
+        if (applied) {
           const moved = await transitionDeployment(trx, deployment.id, ['in_progress'], 'success', {
-            prov_deployment_id: result.provDeploymentId,
+            prov_deployment_id: applied.provDeploymentId,
             failure_reason: '',
-            ...result.source,
+            ...applied.source,
           });
           if (moved) {
             await followDeployment(trx, service.id, deployment.id, 'running', {
-              namespace_name: result.namespaceName,
-              kube_svc_alias: result.svcAlias,
+              namespace_name: applied.namespaceName,
+              kube_svc_alias: applied.svcAlias,
             });
           }
         } else {
           const moved = await transitionDeployment(trx, deployment.id, ['in_progress'], 'failed', {
-            prov_deployment_id: result.provDeploymentId,
-            failure_reason: result.reason,
-            ...result.source,
+            failure_reason: (failure ?? '').slice(0, 2000),
+            ...failedSource,
           });
           if (moved) await followDeployment(trx, service.id, deployment.id, 'deploy_failed');
         }
+        await recordObservation(trx, service.id, observed, observedAt);
       });
     },
     async retrying(job: JobRow, reason: string) {

@@ -9,7 +9,7 @@ export function provisionEnvironmentHandler(deps: Deps): JobHandler {
     async run(job: JobRow) {
       const env = await findEnvironmentById(db, job.subject_id);
       if (env?.state !== 'provisioning') return;
-      await deps.provider.provisionEnvironment(env);
+      await deps.provider.ensureEnvironment(env);
       await setEnvironmentState(db, env.id, 'available');
     },
     async fail(job: JobRow) {

@@ -4,18 +4,21 @@ import Docker from 'dockerode';
 import type { Logger } from 'pino';
 import { type OpsConfig, parseOpsJson } from '../../domain/ops-json.ts';
 import { isUuid } from '../../domain/uuid.ts';
+import { SupersededError, TerminalError } from '../../jobs/errors.ts';
 import type { Db } from '../../store/database.ts';
-import type { ServiceRow } from '../../store/schema.ts';
-import type {
-  DeployedSource,
-  DeployRequest,
-  DeployResult,
-  EnvironmentIdentity,
-  EnvironmentRef,
-  Provider,
-  RuntimeStatus,
+import {
+  type Applied,
+  type DeployedSource,
+  DeployFailed,
+  type DesiredService,
+  type EnvironmentIdentity,
+  type EnvironmentRef,
+  type Observed,
+  type Provider,
+  REMOVED_GENERATION,
+  type ServiceRef,
+  type Serving,
 } from '../provider.ts';
-import { ProviderError } from '../provider.ts';
 import { CronScheduler } from './cron.ts';
 import { Drainer } from './drain.ts';
 import { checkout, inside } from './git-source.ts';
@@ -23,6 +26,8 @@ import { type Target, waitReady } from './health.ts';
 import { buildImage, engineError, imageReference, pullImage } from './images.ts';
 import { type Ingress, startIngress } from './ingress.ts';
 import { LABEL, labelFilter, networkName, type Role } from './labels.ts';
+import type { DockerSettings } from './settings.ts';
+import { type DockerDb, dockerTables } from './tables.ts';
 
 /** Serving replicas come back after a crash or an Engine restart, until Berth stops them. */
 const KEEP_RUNNING = { Name: 'unless-stopped' };
@@ -30,76 +35,75 @@ const KEEP_RUNNING = { Name: 'unless-stopped' };
 export interface DockerProviderOptions {
   db: Db;
   logger: Logger;
-  /** Host name services live under: `{subdomain}.{ingressHost}`. */
-  ingressHost: string;
-  ingressPort: number;
-  /** Where the public reaches the ingress (BERTH_PUBLIC_URL): origins use its scheme and port. */
-  publicUrl: string;
-  /** Address the ingress listens on. */
-  listenHost: string;
-  gitBaseUrl: string;
-  pullTimeoutMs: number;
+  settings: DockerSettings;
 }
 
 /**
  * Real containers on the Docker Engine, through its API (dockerode). One network per environment;
  * every container and built image labelled with its account, environment, service and deployment.
  * Web services are reached through the ingress (ingress.ts); the rollout starts the new version, waits
- * for it to be healthy, moves traffic (docker_routes) and succeeds; the old one drains afterwards
- * (drain.ts).
+ * for it to be healthy, moves traffic (docker_routes, fenced by generation) and succeeds; the old one
+ * drains afterwards (drain.ts).
  */
 export class DockerProvider implements Provider {
-  readonly name = 'docker';
   private readonly docker = new Docker();
   private readonly options: DockerProviderOptions;
+  private readonly db: DockerDb;
   private readonly cron: CronScheduler;
   private ingress: Ingress | undefined;
   private readonly drainer: Drainer;
+  readonly serving: Serving;
 
   constructor(options: DockerProviderOptions) {
     this.options = options;
+    this.db = dockerTables(options.db);
     this.drainer = new Drainer({
       docker: this.docker,
-      db: options.db,
+      db: this.db,
       logger: options.logger,
       afterDrain: () => this.cron.rescan(),
     });
+    // Only services this driver routes: another Berth sharing the engine keeps its own templates.
     this.cron = new CronScheduler(this.docker, options.logger, async (labelled) => {
       const ids = labelled.filter(isUuid);
       if (ids.length === 0) return new Set();
-      const rows = await options.db
-        .selectFrom('services')
-        .select('id')
-        .where('id', 'in', ids)
-        .where('is_deleted', '=', false)
+      const rows = await this.db
+        .selectFrom('docker_routes')
+        .select('service_id')
+        .where('service_id', 'in', ids)
+        .where('generation', '<', REMOVED_GENERATION)
         .execute();
-      return new Set(rows.map((r) => r.id));
+      return new Set(rows.map((r) => r.service_id));
     });
+    this.serving = {
+      start: async () => {
+        this.ingress = await startIngress({
+          db: this.db,
+          docker: this.docker,
+          logger: this.options.logger,
+          host: this.options.settings.ingressBind,
+          port: this.options.settings.ingressPort,
+          ingressHost: this.options.settings.ingressHost,
+        });
+        await this.cron.start();
+        await this.drainer.drainAll();
+      },
+      stop: async () => {
+        this.cron.stop();
+        await this.ingress?.close();
+        // A graceful shutdown lets drains finish (a stop takes ten seconds at most); a crash leaves them
+        // to the next start or deployment.
+        await this.drainer.settle(15_000);
+      },
+    };
   }
 
   refuseDeploy(): string | null {
     return null;
   }
 
-  async startServing(): Promise<void> {
-    this.ingress = await startIngress({
-      db: this.options.db,
-      docker: this.docker,
-      logger: this.options.logger,
-      host: this.options.listenHost,
-      port: this.options.ingressPort,
-      ingressHost: this.options.ingressHost,
-    });
-    await this.cron.start();
-    await this.drainer.drainAll();
-  }
-
   async close(): Promise<void> {
-    this.cron.stop();
-    await this.ingress?.close();
-    // A graceful shutdown lets drains finish (a stop takes ten seconds at most); a crash leaves them to
-    // the next start or deployment.
-    await this.drainer.settle(15_000);
+    await this.serving.stop();
   }
 
   private async ensureNetwork(env: EnvironmentRef): Promise<string> {
@@ -120,18 +124,18 @@ export class DockerProvider implements Provider {
     return name;
   }
 
-  async provisionEnvironment(env: EnvironmentRef): Promise<void> {
+  async ensureEnvironment(env: EnvironmentRef): Promise<void> {
     await this.ensureNetwork(env);
   }
 
-  async environmentIdentity(): Promise<EnvironmentIdentity> {
+  async identity(): Promise<EnvironmentIdentity> {
     const addresses = Object.values(os.networkInterfaces())
       .flat()
       .filter((a) => a && a.family === 'IPv4' && !a.internal)
       .map((a) => (a as os.NetworkInterfaceInfo).address);
     return {
-      ingress_host: this.options.ingressHost,
-      ingress_url: this.options.publicUrl,
+      ingress_host: this.options.settings.ingressHost,
+      ingress_url: this.options.settings.publicUrl,
       public_nat_ips: addresses,
       svc_role_arn: '',
     };
@@ -140,16 +144,6 @@ export class DockerProvider implements Provider {
   domainValidationZone(): string {
     return 'acm-validations.berth.local';
   }
-
-  // The ingress reads active custom domains from the database: attaching and detaching is bookkeeping.
-  async attachDomain(_service: ServiceRow, domain: { id: string }) {
-    return { provCustomDomainId: `docker-cd-${domain.id.slice(0, 8)}` };
-  }
-
-  async detachDomain(): Promise<void> {}
-
-  // Containers read their variables when they start: the next deployment carries new secrets.
-  async writeSecrets(): Promise<void> {}
 
   private async containersOf(labels: Record<string, string>) {
     return this.docker.listContainers({
@@ -164,51 +158,51 @@ export class DockerProvider implements Provider {
     }
   }
 
-  /** The deployment whose containers serve the service (the routing table), if any. */
-  private async servingDeployment(serviceId: string): Promise<string | undefined> {
-    const route = await this.options.db
+  /** What the routing table holds for a service: the deployment in place and its generation. */
+  private async routeOf(serviceId: string) {
+    return this.db
       .selectFrom('docker_routes')
-      .select('deployment_id')
+      .select(['deployment_id', 'generation'])
       .where('service_id', '=', serviceId)
       .executeTakeFirst();
-    return route?.deployment_id;
   }
 
-  async deploy(request: DeployRequest): Promise<DeployResult> {
-    const { service, deploymentId, environment } = request;
-    const provDeploymentId = `docker-${deploymentId.slice(0, 8)}`;
+  async apply(desired: DesiredService, signal: AbortSignal): Promise<Applied> {
+    const { service, deploymentId, environment, generation } = desired;
     const namespaceName = `env-${environment.id.slice(0, 8)}`;
     const svcAlias = `${service.subdomain}.${namespaceName}.svc.cluster.local`;
-    let source: DeployedSource | undefined;
-    const fail = (reason: string): DeployResult => ({ ok: false, provDeploymentId, reason, source });
+    const applied: Applied = {
+      provDeploymentId: `docker-${deploymentId.slice(0, 8)}`,
+      namespaceName,
+      svcAlias,
+    };
     if (service.source === 'helm_chart') {
-      return fail(
+      throw new TerminalError(
         'the docker provider cannot run Helm charts: use the kubernetes provider for helm_chart services',
       );
     }
-    const success = (): DeployResult => ({ ok: true, provDeploymentId, namespaceName, svcAlias, source });
-    const serving = await this.servingDeployment(service.id);
-    // A rerun (after a crash) of a deployment already promoted: it is what serves; report it as it went.
-    if (serving === deploymentId) {
-      if (service.type === 'job' || service.type === 'cron')
-        await this.retireAllBut(service.id, deploymentId);
-      else this.drainer.drain(service.id);
-      return service.type === 'job' ? this.jobOutcome(deploymentId, success(), fail) : success();
+    const route = await this.routeOf(service.id);
+    if (route && Number(route.generation) > generation) {
+      throw new SupersededError(`generation ${route.generation} is in place; ${generation} is older`);
     }
+    // The generation in place (a rerun after a crash, or new domains): no rollout, only the routing.
+    if (route?.deployment_id === deploymentId) {
+      await this.promote(desired, desired.ops);
+      if (service.type === 'job' || service.type === 'cron')
+        await this.retireOlder(service.id, generation, signal);
+      else this.drainer.drain(service.id);
+      if (service.type === 'job') await this.jobOutcome(deploymentId, {});
+      return applied;
+    }
+    signal.throwIfAborted();
     // A rerun of one never promoted starts afresh.
     await this.removeContainers({ [LABEL.deployment]: deploymentId });
     // What an earlier drain left when its process stopped.
     this.drainer.drain(service.id);
     const network = await this.ensureNetwork(environment);
-
-    let image: string;
-    let ops = request.ops;
-    try {
-      ({ image, ops, source } = await this.prepareImage(request));
-    } catch (error) {
-      if (error instanceof ProviderError && !error.retryable) return fail(error.message);
-      throw error;
-    }
+    const { image, ops, source } = await this.prepareImage(desired);
+    applied.source = source;
+    signal.throwIfAborted();
 
     const labels = (role: Role): Record<string, string> => ({
       [LABEL.managed]: 'true',
@@ -216,12 +210,13 @@ export class DockerProvider implements Provider {
       [LABEL.environment]: environment.id,
       [LABEL.service]: service.id,
       [LABEL.deployment]: deploymentId,
+      [LABEL.generation]: String(generation),
       [LABEL.role]: role,
     });
     const exportsAsVariables = Object.fromEntries(ops.dependencies.flatMap((d) => Object.entries(d.exports)));
     const variables = {
       ...exportsAsVariables,
-      ...request.variables,
+      ...desired.variables,
       ...(service.port ? { PORT: String(service.port) } : {}),
     };
     const spec = (role: Role, name: string): Docker.ContainerCreateOptions => ({
@@ -250,11 +245,15 @@ export class DockerProvider implements Provider {
       ]);
       if (exit === null) {
         await container.remove({ force: true });
-        return fail(`the job did not finish within deploy_timeout (${ops.deploy_timeout} min)`);
+        throw new DeployFailed(
+          `the job did not finish within deploy_timeout (${ops.deploy_timeout} min)`,
+          source,
+        );
       }
-      await this.promote(service.id, deploymentId, null, ops);
-      await this.retireAllBut(service.id, deploymentId);
-      return this.jobOutcome(deploymentId, success(), fail);
+      await this.promoteOrStandDown(desired, ops, signal);
+      await this.retireOlder(service.id, generation, signal);
+      await this.jobOutcome(deploymentId, source);
+      return applied;
     }
 
     if (service.type === 'cron') {
@@ -263,13 +262,14 @@ export class DockerProvider implements Provider {
       await this.docker.createContainer(template).catch((error: unknown) => {
         throw engineError(error, 'the Docker Engine refused the container');
       });
-      await this.promote(service.id, deploymentId, null, ops);
-      await this.retireAllBut(service.id, deploymentId);
-      return success();
+      await this.promoteOrStandDown(desired, ops, signal);
+      await this.retireOlder(service.id, generation, signal);
+      return applied;
     }
 
     const targets: Target[] = [];
     for (let i = 0; i < (service.replica_count ?? 1); i++) {
+      signal.throwIfAborted();
       const container = await this.run(spec('replica', `berth-${short}-${i}`)).catch(async (error) => {
         // The replicas already started go with the deployment that failed.
         await this.removeContainers({ [LABEL.deployment]: deploymentId });
@@ -283,18 +283,20 @@ export class DockerProvider implements Provider {
       const shown = ready.exited ?? targets[0];
       const tail = shown ? await this.logTail(shown.container) : '';
       await this.removeContainers({ [LABEL.deployment]: deploymentId });
-      const kept = serving ? ' The previous version keeps serving.' : '';
-      return fail(`the new version did not become healthy: ${ready.reason}.${kept}${tail}`);
+      const kept = route ? ' The previous version keeps serving.' : '';
+      throw new DeployFailed(
+        `the new version did not become healthy: ${ready.reason}.${kept}${tail}`,
+        source,
+      );
     }
-    // A worker that lost the job must not move traffic: the one that took it over decides.
-    request.signal?.throwIfAborted();
+    signal.throwIfAborted();
     // Replicas get their restart policy only now: during the rollout an exit must fail it at once, with
     // its code, not turn into a crash loop that looks alive.
     for (const { container } of targets) await container.update({ RestartPolicy: KEEP_RUNNING });
-    await this.promote(service.id, deploymentId, service.port, ops);
+    await this.promoteOrStandDown(desired, ops, signal);
     // The new version serves: the deployment has succeeded. The old one drains meanwhile.
     this.drainer.drain(service.id);
-    return success();
+    return applied;
   }
 
   /** Creates and starts a container; one the Engine refuses (4xx: a memory limit below its minimum) is permanent. */
@@ -311,27 +313,26 @@ export class DockerProvider implements Provider {
     }
   }
 
-  /** A job deployment's outcome, from its container: exit code 0 is success. */
-  private async jobOutcome(
-    deploymentId: string,
-    success: DeployResult,
-    fail: (reason: string) => DeployResult,
-  ): Promise<DeployResult> {
+  /** A job deployment's outcome, from its container: exit code 0 is success, anything else is terminal. */
+  private async jobOutcome(deploymentId: string, source: DeployedSource): Promise<void> {
     const [job] = await this.containersOf({ [LABEL.deployment]: deploymentId, [LABEL.role]: 'job' });
-    if (!job) return fail('the job container is gone');
+    if (!job) throw new DeployFailed('the job container is gone', source);
     const container = this.docker.getContainer(job.Id);
     const code = (await container.inspect()).State.ExitCode;
-    return code === 0 ? success : fail(`the job exited with code ${code}.${await this.logTail(container)}`);
+    if (code !== 0) {
+      throw new DeployFailed(`the job exited with code ${code}.${await this.logTail(container)}`, source);
+    }
   }
 
   /**
-   * Stops and removes every container of the service that is not the given deployment's: the previous
-   * version, and whatever an earlier type left (replicas of a service that became a cron, a template of
-   * one that became a web service). Cron schedules follow.
+   * Stops and removes every container of the service from an older generation than the given one: the
+   * previous version, and whatever an earlier type left (replicas of a service that became a cron, a
+   * template of one that became a web service). Never a newer generation's. Cron schedules follow.
    */
-  private async retireAllBut(serviceId: string, deploymentId: string): Promise<void> {
+  private async retireOlder(serviceId: string, generation: number, signal: AbortSignal): Promise<void> {
+    signal.throwIfAborted();
     for (const c of await this.containersOf({ [LABEL.service]: serviceId })) {
-      if (c.Labels[LABEL.deployment] === deploymentId) continue;
+      if (Number(c.Labels[LABEL.generation] ?? 0) >= generation) continue;
       const container = this.docker.getContainer(c.Id);
       // Ten seconds to finish what they are doing, as `docker stop` gives.
       await container.stop({ t: 10 }).catch(() => undefined);
@@ -342,9 +343,9 @@ export class DockerProvider implements Provider {
 
   /** The image a deployment runs, and the ops.json it follows (a repository's file wins over none). */
   private async prepareImage(
-    request: DeployRequest,
+    desired: DesiredService,
   ): Promise<{ image: string; ops: OpsConfig; source: DeployedSource }> {
-    const { service, target, deploymentId } = request;
+    const { service, target, deploymentId } = desired;
     if (service.source === 'docker_image') {
       const image = imageReference(
         service.docker_registry,
@@ -357,27 +358,24 @@ export class DockerProvider implements Provider {
             .getImage(image)
             .inspect()
             .catch(() => null);
-      if (!local) await pullImage(this.docker, image, this.options.pullTimeoutMs);
-      return { image, ops: request.ops, source: { docker_image_digest: await this.digestOf(image) } };
+      if (!local) await pullImage(this.docker, image, this.options.settings.pullTimeoutMs);
+      return { image, ops: desired.ops, source: { docker_image_digest: await this.digestOf(image) } };
     }
     const source = await checkout(
-      this.options.gitBaseUrl,
+      this.options.settings.gitBaseUrl,
       service.git_repo_full_name ?? '',
       service.git_repo_branch ?? 'main',
       target.commit_id,
     );
     try {
-      let ops = request.ops;
+      let ops = desired.ops;
       if (service.ops_json_path) {
         const text = await readFile(inside(source.dir, service.ops_json_path, 'ops_json_path'), 'utf8').catch(
           () => null,
         );
-        if (text === null)
-          throw new ProviderError(`no ops.json at ${service.ops_json_path}`, { retryable: false });
+        if (text === null) throw new TerminalError(`no ops.json at ${service.ops_json_path}`);
         const parsed = parseOpsJson(text, service.ops_json_path);
-        if (parsed.errors.length > 0) {
-          throw new ProviderError(parsed.errors.map((e) => e.error).join('; '), { retryable: false });
-        }
+        if (parsed.errors.length > 0) throw new TerminalError(parsed.errors.map((e) => e.error).join('; '));
         ops = parsed.config;
       }
       const image = `berth-${service.id}:${deploymentId}`;
@@ -410,19 +408,50 @@ export class DockerProvider implements Provider {
     return pulled?.split('@')[1] ?? info.Id;
   }
 
-  /** Moves traffic to a deployment: from here on the ingress sends the service's requests to it. */
-  private async promote(
-    serviceId: string,
-    deploymentId: string,
-    port: number | null,
-    ops: OpsConfig,
-  ): Promise<void> {
-    const row = { deployment_id: deploymentId, port, ops: JSON.stringify(ops), updated_at: new Date() };
-    await this.options.db
+  /**
+   * Moves traffic to a deployment: from here on the ingress sends the service's requests (its subdomain
+   * and its domains) to it. Fenced: the row changes only if the generation in place is not newer.
+   * Returns whether it moved.
+   */
+  private async promote(desired: DesiredService, ops: OpsConfig): Promise<boolean> {
+    const { service, deploymentId, generation } = desired;
+    const row = {
+      deployment_id: deploymentId,
+      generation,
+      port: service.type === 'job' || service.type === 'cron' ? null : service.port,
+      ops: JSON.stringify(ops),
+      subdomain: service.subdomain,
+      environment_id: service.environment_id,
+      type: service.type,
+      domains: JSON.stringify(desired.domains.map((d) => d.toLowerCase())),
+      updated_at: new Date(),
+    };
+    const moved = await this.db
       .insertInto('docker_routes')
-      .values({ service_id: serviceId, ...row })
-      .onConflict((oc) => oc.column('service_id').doUpdateSet(row))
-      .execute();
+      .values({ service_id: service.id, ...row })
+      .onConflict((oc) =>
+        oc
+          .column('service_id')
+          .doUpdateSet(row)
+          .whereRef('docker_routes.generation', '<=', 'excluded.generation'),
+      )
+      .returning('service_id')
+      .executeTakeFirst();
+    return moved !== undefined;
+  }
+
+  /** A new version takes over, unless a newer generation did meanwhile: then this one removes itself. */
+  private async promoteOrStandDown(
+    desired: DesiredService,
+    ops: OpsConfig,
+    signal: AbortSignal,
+  ): Promise<void> {
+    // A worker that lost the job must not move traffic: the one that took it over decides.
+    signal.throwIfAborted();
+    if (await this.promote(desired, ops)) return;
+    await this.removeContainers({ [LABEL.deployment]: desired.deploymentId });
+    await this.cron.rescan();
+    throw new SupersededError(`a newer generation than ${desired.generation} is in place`);
   }
 
   private async logTail(container: Docker.Container): Promise<string> {
@@ -435,15 +464,16 @@ export class DockerProvider implements Provider {
     }
   }
 
-  async status(service: ServiceRow): Promise<RuntimeStatus> {
+  async observe(service: ServiceRef): Promise<Observed> {
+    const route = await this.routeOf(service.id);
+    if (route && Number(route.generation) === REMOVED_GENERATION)
+      return { run_status: 'deleted', ready_count: 0, generation: null };
+    const generation = route ? Number(route.generation) : null;
     const all = await this.containersOf({ [LABEL.service]: service.id });
-    if (all.length === 0)
-      return { run_status: service.is_deleted ? 'deleted' : 'not_deployed', ready_count: 0 };
+    if (all.length === 0) return { run_status: 'not_deployed', ready_count: 0, generation };
     if (service.type === 'cron') {
-      return {
-        run_status: all.some((c) => c.Labels[LABEL.role] === 'cron-template') ? 'scheduled' : 'not_deployed',
-        ready_count: 0,
-      };
+      const scheduled = all.some((c) => c.Labels[LABEL.role] === 'cron-template');
+      return { run_status: scheduled ? 'scheduled' : 'not_deployed', ready_count: 0, generation };
     }
     if (service.type === 'job') {
       const job = all.find((c) => c.Labels[LABEL.role] === 'job');
@@ -452,30 +482,44 @@ export class DockerProvider implements Provider {
       return {
         run_status: !job ? 'not_deployed' : exited ? (code === '0' ? 'completed' : 'failed') : 'running',
         ready_count: 0,
+        generation,
       };
     }
-    const servingId = await this.servingDeployment(service.id);
     const serving = all.filter(
-      (c) => c.Labels[LABEL.role] === 'replica' && c.Labels[LABEL.deployment] === servingId,
+      (c) => c.Labels[LABEL.role] === 'replica' && c.Labels[LABEL.deployment] === route?.deployment_id,
     );
     const ready = serving.filter((c) => c.State === 'running').length;
     return {
       run_status: ready > 0 ? 'running' : serving.length > 0 ? 'stopped' : 'not_deployed',
       ready_count: ready,
+      generation,
     };
   }
 
-  async deleteService(service: ServiceRow): Promise<void> {
-    // Cron templates first: a tick that starts a run afterwards sees its template gone (cron.ts), and
-    // one that started before is in the listing of the second pass.
-    await this.removeContainers({ [LABEL.service]: service.id, [LABEL.role]: 'cron-template' });
+  async remove(service: ServiceRef): Promise<void> {
+    // The tombstone first: from here no apply of any generation routes or promotes the service again.
+    const tombstone = {
+      deployment_id: service.id,
+      generation: REMOVED_GENERATION,
+      port: null,
+      ops: JSON.stringify({}),
+      subdomain: null,
+      environment_id: null,
+      type: null,
+      domains: '[]',
+      updated_at: new Date(),
+    };
+    await this.db
+      .insertInto('docker_routes')
+      .values({ service_id: service.id, ...tombstone })
+      .onConflict((oc) => oc.column('service_id').doUpdateSet(tombstone))
+      .execute();
     await this.removeContainers({ [LABEL.service]: service.id });
     await this.cron.rescan();
     const images = await this.docker.listImages({ filters: labelFilter({ [LABEL.service]: service.id }) });
     for (const image of images) {
       await this.docker.getImage(image.Id).remove({ force: true }).catch(ignoreGone);
     }
-    await this.options.db.deleteFrom('docker_routes').where('service_id', '=', service.id).execute();
   }
 }
 

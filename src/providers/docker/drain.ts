@@ -1,9 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type Docker from 'dockerode';
 import type { Logger } from 'pino';
-import type { Db } from '../../store/database.ts';
 import { INGRESS_CACHE_MS } from './ingress.ts';
 import { LABEL, labelFilter } from './labels.ts';
+import type { DockerDb } from './tables.ts';
 
 /**
  * Retires what a promotion replaced, after the deployment has succeeded: the old version's containers
@@ -18,13 +18,13 @@ import { LABEL, labelFilter } from './labels.ts';
  */
 export class Drainer {
   private readonly docker: Docker;
-  private readonly db: Db;
+  private readonly db: DockerDb;
   private readonly logger: Logger;
   private readonly afterDrain: () => Promise<void>;
   /** The drain running per service; a new request queues behind it. */
   private readonly running = new Map<string, Promise<void>>();
 
-  constructor(options: { docker: Docker; db: Db; logger: Logger; afterDrain: () => Promise<void> }) {
+  constructor(options: { docker: Docker; db: DockerDb; logger: Logger; afterDrain: () => Promise<void> }) {
     this.docker = options.docker;
     this.db = options.db;
     this.logger = options.logger;

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { createRepo } from '../../../test/helpers/git.ts';
-import type { ProviderError } from '../provider.ts';
+import { TerminalError } from '../../jobs/errors.ts';
 import { checkout, inside } from './git-source.ts';
 
 /** A checkout with links that stay inside and links that leave, next to a "host" directory. */
@@ -89,8 +89,8 @@ describe('checkout', () => {
     await createRepo(path.join(root, 'base'), 'acme/app', [{ message: 'app', files: { 'a.txt': 'a' } }]);
     const before = fs.readdirSync(os.tmpdir()).filter((f) => f.startsWith('berth-src-')).length;
     for (const name of ['../secret-repo', 'acme/../../secret-repo', 'acme/-u']) {
-      await assert.rejects(checkout(`file://${root}/base/`, name, 'main', ''), (error: ProviderError) => {
-        assert.equal(error.retryable, false);
+      await assert.rejects(checkout(`file://${root}/base/`, name, 'main', ''), (error: Error) => {
+        assert.ok(error instanceof TerminalError, 'not retried');
         assert.match(error.message, /^git_repo_full_name must have the form org\/repo/);
         return true;
       });

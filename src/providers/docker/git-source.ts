@@ -4,7 +4,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { GIT_REPO_NAME_RULE, isGitRepoName } from '../../domain/git-repo-name.ts';
-import { ProviderError } from '../provider.ts';
+import { TerminalError } from '../../jobs/errors.ts';
+import { failure } from '../provider.ts';
 
 const run = promisify(execFile);
 
@@ -36,8 +37,7 @@ export async function checkout(
   commit: string,
 ): Promise<Checkout> {
   // Rows stored before the API checked names (or written around it) must not reach outside the base.
-  if (!isGitRepoName(repo))
-    throw new ProviderError(`${GIT_REPO_NAME_RULE}; got ${repo}`, { retryable: false });
+  if (!isGitRepoName(repo)) throw new TerminalError(`${GIT_REPO_NAME_RULE}; got ${repo}`);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-src-'));
   const remove = () => fs.rmSync(dir, { recursive: true, force: true });
   const url = `${baseUrl.replace(/\/?$/, '/')}${repo}`;
@@ -54,12 +54,9 @@ export async function checkout(
     remove();
     const said = ((error as { stderr?: string }).stderr || (error as Error).message).trim();
     const killed = (error as { killed?: boolean }).killed === true;
-    throw new ProviderError(
-      `git could not check out ${repo}@${commit || branch}: ${said.split('\n').at(-1)}`,
-      {
-        retryable: killed || TRANSIENT_GIT.test(said),
-      },
-    );
+    throw failure(`git could not check out ${repo}@${commit || branch}: ${said.split('\n').at(-1)}`, {
+      retryable: killed || TRANSIENT_GIT.test(said),
+    });
   }
 }
 
@@ -86,7 +83,7 @@ const MAX_LINKS = 40;
  */
 export function inside(root: string, inner: string, what: string): string {
   const base = fs.realpathSync(root);
-  const refuse = (why: string) => new ProviderError(`${what} ${inner} ${why}`, { retryable: false });
+  const refuse = (why: string) => new TerminalError(`${what} ${inner} ${why}`);
   const outside = () => refuse('is outside the repository');
   if (path.isAbsolute(inner)) throw outside();
   const pending = components(inner);

@@ -1,7 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type Docker from 'dockerode';
-import { ProviderError } from '../provider.ts';
+import { TerminalError } from '../../jobs/errors.ts';
+import { failure } from '../provider.ts';
 import { contextFiles, inside } from './git-source.ts';
 
 /** Docker streams progress as JSON lines; a failure is a line with `error`. */
@@ -12,7 +13,7 @@ async function finish(docker: Docker, stream: NodeJS.ReadableStream, what: strin
   );
   const failed = output.find((line) => line.error || line.errorDetail);
   if (failed) {
-    throw new ProviderError(`${what}: ${failed.errorDetail?.message ?? failed.error}`, { retryable: false });
+    throw new TerminalError(`${what}: ${failed.errorDetail?.message ?? failed.error}`);
   }
 }
 
@@ -26,10 +27,10 @@ export function imageReference(registry: string | null, image: string, tag: stri
  * repository, access denied, a Dockerfile the Engine refuses): asking again cannot help. Anything else
  * (a registry or the Engine down or overloaded) may pass, so it is retried.
  */
-export function engineError(error: unknown, what: string): ProviderError {
+export function engineError(error: unknown, what: string): Error {
   const status = (error as { statusCode?: number }).statusCode;
   const detail = ((error as Error).message ?? String(error)).trim();
-  return new ProviderError(`${what}: ${detail}`, {
+  return failure(`${what}: ${detail}`, {
     retryable: !(status !== undefined && status >= 400 && status < 500),
   });
 }
@@ -47,9 +48,8 @@ export async function pullImage(docker: Docker, reference: string, timeoutMs: nu
     timer = setTimeout(() => {
       (stream as { destroy?: () => void } | undefined)?.destroy?.();
       reject(
-        new ProviderError(
+        new TerminalError(
           `could not pull ${reference}: the registry did not finish within ${timeoutMs / 1000} s`,
-          { retryable: false },
         ),
       );
     }, timeoutMs);
@@ -89,15 +89,11 @@ export async function buildImage(docker: Docker, request: BuildRequest): Promise
   const dockerfile =
     request.dockerfilePath && fs.existsSync(fromRoot) ? fromRoot : inside(context, wanted, 'dockerfile_path');
   if (!fs.existsSync(dockerfile)) {
-    throw new ProviderError(`no Dockerfile at ${path.relative(request.repoDir, dockerfile)}`, {
-      retryable: false,
-    });
+    throw new TerminalError(`no Dockerfile at ${path.relative(request.repoDir, dockerfile)}`);
   }
   const relative = path.relative(context, dockerfile);
   if (relative.startsWith('..')) {
-    throw new ProviderError(`the Dockerfile ${wanted} must be inside the build context`, {
-      retryable: false,
-    });
+    throw new TerminalError(`the Dockerfile ${wanted} must be inside the build context`);
   }
   const stream = await docker
     .buildImage(

@@ -3,11 +3,12 @@ import replyFrom from '@fastify/reply-from';
 import type Docker from 'dockerode';
 import Fastify from 'fastify';
 import ipaddr from 'ipaddr.js';
+import { sql } from 'kysely';
 import type { Logger } from 'pino';
 import { Agent, buildConnector } from 'undici';
 import { DEFAULT_OPS_CONFIG, type OpsConfig } from '../../domain/ops-json.ts';
-import type { Db } from '../../store/database.ts';
 import { LABEL, labelFilter, networkName } from './labels.ts';
+import type { DockerDb } from './tables.ts';
 
 /**
  * The docker provider's ingress: an HTTP reverse proxy (Fastify + @fastify/reply-from) on
@@ -31,7 +32,7 @@ export const INGRESS_CACHE_MS = 1000;
 const CACHE_ENTRIES = 10_000;
 
 export async function startIngress(options: {
-  db: Db;
+  db: DockerDb;
   docker: Docker;
   logger: Logger;
   host: string;
@@ -62,39 +63,24 @@ export async function startIngress(options: {
       )(opts, callback),
   });
 
+  // Only the routing table the driver writes at apply time: the service's subdomain and active domains.
   async function resolve(host: string): Promise<Upstream | null> {
-    let service = null;
-    if (host.endsWith(suffix)) {
-      service = await db
-        .selectFrom('services')
-        .select(['id', 'environment_id', 'type'])
-        .where('subdomain', '=', host.slice(0, -suffix.length))
-        .where('is_deleted', '=', false)
-        .executeTakeFirst();
-    } else {
-      service = await db
-        .selectFrom('custom_domains as c')
-        .innerJoin('services as s', 's.id', 'c.service_id')
-        .select(['s.id', 's.environment_id', 's.type'])
-        .where('c.domain', '=', host)
-        .where('c.state', '=', 'deployed')
-        .executeTakeFirst();
-    }
-    if (service?.type !== 'web') return null;
-    const route = await db
+    const query = db
       .selectFrom('docker_routes')
-      .select(['deployment_id', 'port', 'ops'])
-      .where('service_id', '=', service.id)
-      .executeTakeFirst();
-    if (!route?.port) return { targets: [], ops: route?.ops ?? DEFAULT_OPS_CONFIG };
+      .select(['service_id', 'deployment_id', 'environment_id', 'type', 'port', 'ops']);
+    const route = host.endsWith(suffix)
+      ? await query.where('subdomain', '=', host.slice(0, -suffix.length)).executeTakeFirst()
+      : await query.where(sql<boolean>`domains @> ${JSON.stringify([host])}::jsonb`).executeTakeFirst();
+    if (route?.type !== 'web' || !route.environment_id) return null;
+    if (!route.port) return { targets: [], ops: route.ops };
     const containers = await docker.listContainers({
       filters: labelFilter({
-        [LABEL.service]: service.id,
+        [LABEL.service]: route.service_id,
         [LABEL.deployment]: route.deployment_id,
         [LABEL.role]: 'replica',
       }),
     });
-    const network = networkName(service.environment_id);
+    const network = networkName(route.environment_id);
     const { ops } = route;
     const targets = containers.flatMap((c) => {
       const ip = c.NetworkSettings.Networks[network]?.IPAddress;

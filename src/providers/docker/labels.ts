@@ -9,6 +9,8 @@ export const LABEL = {
   environment: 'berth.environment',
   service: 'berth.service',
   deployment: 'berth.deployment',
+  // The deployment's generation: a rollout retires only containers of older generations.
+  generation: 'berth.generation',
   role: 'berth.role',
   cronSchedule: 'berth.cron-schedule',
 } as const;

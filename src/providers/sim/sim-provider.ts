@@ -2,40 +2,64 @@ import { createHash } from 'node:crypto';
 import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
+import { intSetting } from '../../config.ts';
+import { SupersededError } from '../../jobs/errors.ts';
 import type { Db } from '../../store/database.ts';
-import type { ServiceRow } from '../../store/schema.ts';
-import type {
-  DeployedSource,
-  DeployRequest,
-  DeployResult,
-  EnvironmentIdentity,
-  EnvironmentRef,
-  Provider,
-  RuntimeStatus,
+import {
+  type Applied,
+  type DeployedSource,
+  DeployFailed,
+  type DesiredService,
+  type EnvironmentIdentity,
+  type EnvironmentRef,
+  type Observed,
+  type Provider,
+  REMOVED_GENERATION,
+  type SecretStore,
+  type ServiceRef,
+  type ServiceSpec,
 } from '../provider.ts';
 import { simIdentity } from './identity.ts';
+import { type SimDb, simTables } from './tables.ts';
+
+/** The sim driver's settings, from the environment. */
+export interface SimSettings {
+  /** Time one simulated step takes (BERTH_SIM_STEP_MS). */
+  stepMs: number;
+}
+
+export function simSettings(env: NodeJS.ProcessEnv): SimSettings {
+  return { stepMs: intSetting(env, 'BERTH_SIM_STEP_MS', 500, 0, 600_000) };
+}
 
 /**
- * A simulated cloud. Each operation takes BERTH_SIM_STEP_MS per step, its world (what runs where) lives
- * in its own tables so that every process and every restart sees the same cloud, and every call is
- * recorded in sim_calls with its start, end and outcome.
+ * A simulated cloud. Each operation takes BERTH_SIM_STEP_MS per step, its world (what runs where, at
+ * which generation) lives in its own tables so that every process and every restart sees the same
+ * cloud, and every call is recorded in sim_calls with its start, end and outcome.
  *
  * Deterministic failures, for building against failure paths:
  * - a deploy target (commit_id, docker_image_tag, helm_chart_version) that starts with `fail` fails;
  * - a service whose docker_image, repository name or chart name starts with `refuse` is refused at once.
  */
 export class SimProvider implements Provider {
-  readonly name = 'sim';
-  private readonly db: Db;
+  private readonly db: SimDb;
   private readonly stepMs: number;
   private readonly caller = `${hostname()}:${process.pid}`;
+  readonly secrets: SecretStore;
 
-  constructor(db: Db, stepMs: number) {
-    this.db = db;
-    this.stepMs = stepMs;
+  constructor(db: Db, settings: SimSettings) {
+    this.db = simTables(db);
+    this.stepMs = settings.stepMs;
+    this.secrets = {
+      // Only the key count is recorded: values never leave the secrets table.
+      write: (scope, scopeId, values) =>
+        this.record('write_secrets', scopeId, scope === 'service' ? scopeId : null, async () => ({
+          outcome: `${Object.keys(values).length} keys`,
+        })),
+    };
   }
 
-  refuseDeploy(service: ServiceRow): string | null {
+  refuseDeploy(service: ServiceSpec): string | null {
     const names = [
       service.docker_image,
       service.git_repo_full_name?.split('/').at(-1),
@@ -45,40 +69,61 @@ export class SimProvider implements Provider {
     return refused ? `the simulated cloud refuses ${refused}` : null;
   }
 
-  private async record<T>(
+  /** Runs one call, recorded with its outcome; a failed call is recorded, then thrown. */
+  private async record(
     operation: string,
     subjectId: string,
     serviceId: string | null,
-    work: () => Promise<{ value: T; outcome: string }>,
-  ): Promise<T> {
+    work: () => Promise<{ outcome: string; error?: Error }>,
+  ): Promise<void> {
     const call = await this.db
       .insertInto('sim_calls')
       .values({ operation, subject_id: subjectId, service_id: serviceId, worker: this.caller })
       .returning('id')
       .executeTakeFirstOrThrow();
-    const { value, outcome } = await work();
+    // A call cut short (the worker lost its job) is recorded as such, then rethrown.
+    const { outcome, error } = await work().catch((cause: Error) => ({
+      outcome: `aborted: ${cause.message}`,
+      error: cause,
+    }));
     await this.db
       .updateTable('sim_calls')
       .set({ outcome, finished_at: sql`clock_timestamp()` })
       .where('id', '=', call.id)
       .execute();
-    return value;
+    if (error) throw error;
   }
 
-  async provisionEnvironment(env: EnvironmentRef): Promise<void> {
+  async ensureEnvironment(env: EnvironmentRef): Promise<void> {
     await this.record('provision_environment', env.id, null, async () => {
       await sleep(this.stepMs);
-      return { value: undefined, outcome: 'available' };
+      return { outcome: 'available' };
     });
   }
 
-  async environmentIdentity(env: EnvironmentRef): Promise<EnvironmentIdentity> {
+  async identity(env: EnvironmentRef): Promise<EnvironmentIdentity> {
     return simIdentity(env);
   }
 
-  async deploy(request: DeployRequest): Promise<DeployResult> {
-    const { service, target, deploymentId, environment } = request;
-    const provDeploymentId = `sim-${deploymentId.slice(0, 8)}`;
+  private async generationInPlace(serviceId: string): Promise<number | null> {
+    const row = await this.db
+      .selectFrom('sim_workloads')
+      .select('generation')
+      .where('service_id', '=', serviceId)
+      .executeTakeFirst();
+    return row ? Number(row.generation) : null;
+  }
+
+  async apply(desired: DesiredService, signal: AbortSignal): Promise<Applied> {
+    const { service, target, deploymentId, environment, generation } = desired;
+    const namespaceName = `env-${environment.id.slice(0, 8)}`;
+    const source = deployedSource(desired);
+    const applied: Applied = {
+      provDeploymentId: `sim-${deploymentId.slice(0, 8)}`,
+      namespaceName,
+      svcAlias: `${service.subdomain}.${namespaceName}.svc.cluster.local`,
+      source,
+    };
     // Idempotent: a deployment this cloud already finished is reported, not run again.
     const done = await this.db
       .selectFrom('sim_calls')
@@ -87,32 +132,32 @@ export class SimProvider implements Provider {
       .where('operation', '=', 'deploy')
       .where('outcome', 'is not', null)
       .executeTakeFirst();
-    const namespaceName = `env-${environment.id.slice(0, 8)}`;
-    const source = deployedSource(request);
-    const success = {
-      ok: true as const,
-      provDeploymentId,
-      namespaceName,
-      svcAlias: `${service.subdomain}.${namespaceName}.svc.cluster.local`,
-      source,
-    };
-    if (done)
-      return done.outcome === 'success'
-        ? success
-        : { ok: false, provDeploymentId, reason: done.outcome ?? '', source };
+    if (done) {
+      if (done.outcome === 'success') return applied;
+      throw done.outcome === 'superseded'
+        ? new SupersededError(`generation ${generation} was superseded`)
+        : new DeployFailed(done.outcome ?? '', source);
+    }
+    const inPlace = await this.generationInPlace(service.id);
+    if (inPlace !== null && inPlace > generation) {
+      throw new SupersededError(`generation ${inPlace} is in place; ${generation} is older`);
+    }
+    signal.throwIfAborted();
 
-    return this.record<DeployResult>('deploy', deploymentId, service.id, async () => {
+    await this.record('deploy', deploymentId, service.id, async () => {
       await sleep(this.stepMs); // build or pull
       const name = target.commit_id || target.helm_chart_version || target.docker_image_tag;
-      const refusal = this.refuseDeploy(service);
       const reason =
-        refusal ??
+        this.refuseDeploy(service) ??
         (name.startsWith('fail') ? `simulated failure: the target ${name} starts with "fail"` : null);
-      if (reason) return { value: { ok: false as const, provDeploymentId, reason, source }, outcome: reason };
+      if (reason) return { outcome: reason, error: new DeployFailed(reason, source) };
       await sleep(this.stepMs); // roll out
+      // A worker that lost the job stops here: the one that took it over decides.
+      signal.throwIfAborted();
       const runStatus =
         service.type === 'job' ? 'completed' : service.type === 'cron' ? 'scheduled' : 'running';
-      await this.db
+      // Fenced: the row changes only if what is in place is not newer (the check above may be stale).
+      const moved = await this.db
         .insertInto('sim_workloads')
         .values({
           service_id: service.id,
@@ -120,74 +165,72 @@ export class SimProvider implements Provider {
           target: name || 'head',
           replicas: service.replica_count ?? 1,
           run_status: runStatus,
+          generation,
         })
         .onConflict((oc) =>
-          oc.column('service_id').doUpdateSet((eb) => ({
-            deployment_id: eb.ref('excluded.deployment_id'),
-            target: eb.ref('excluded.target'),
-            replicas: eb.ref('excluded.replicas'),
-            run_status: eb.ref('excluded.run_status'),
-            updated_at: sql`clock_timestamp()`,
-          })),
+          oc
+            .column('service_id')
+            .doUpdateSet((eb) => ({
+              deployment_id: eb.ref('excluded.deployment_id'),
+              target: eb.ref('excluded.target'),
+              replicas: eb.ref('excluded.replicas'),
+              run_status: eb.ref('excluded.run_status'),
+              generation: eb.ref('excluded.generation'),
+              updated_at: sql`clock_timestamp()`,
+            }))
+            .whereRef('sim_workloads.generation', '<=', 'excluded.generation'),
         )
-        .execute();
-      return { value: success, outcome: 'success' };
+        .returning('service_id')
+        .executeTakeFirst();
+      if (!moved) {
+        return {
+          outcome: 'superseded',
+          error: new SupersededError(`a newer generation than ${generation} is in place`),
+        };
+      }
+      return { outcome: 'success' };
     });
+    return applied;
   }
 
-  async status(service: ServiceRow): Promise<RuntimeStatus> {
+  async observe(service: ServiceRef): Promise<Observed> {
     const workload = await this.db
       .selectFrom('sim_workloads')
-      .select(['run_status', 'replicas'])
+      .select(['run_status', 'replicas', 'generation'])
       .where('service_id', '=', service.id)
       .executeTakeFirst();
-    if (!workload) return { run_status: service.is_deleted ? 'deleted' : 'not_deployed', ready_count: 0 };
+    if (!workload) return { run_status: 'not_deployed', ready_count: 0, generation: null };
+    const removed = Number(workload.generation) === REMOVED_GENERATION;
     return {
       run_status: workload.run_status,
       ready_count: workload.run_status === 'running' ? workload.replicas : 0,
+      generation: removed ? null : Number(workload.generation),
     };
   }
 
-  async deleteService(service: ServiceRow): Promise<void> {
+  async remove(service: ServiceRef): Promise<void> {
     await this.record('delete_service', service.id, service.id, async () => {
       await sleep(this.stepMs);
-      await this.db.deleteFrom('sim_workloads').where('service_id', '=', service.id).execute();
-      return { value: undefined, outcome: 'deleted' };
+      // A tombstone rather than nothing: a stale apply of any generation cannot bring the service back.
+      const tombstone = {
+        deployment_id: service.id,
+        target: '',
+        replicas: 0,
+        run_status: 'deleted',
+        generation: REMOVED_GENERATION,
+      };
+      await this.db
+        .insertInto('sim_workloads')
+        .values({ service_id: service.id, ...tombstone })
+        .onConflict((oc) => oc.column('service_id').doUpdateSet(tombstone))
+        .execute();
+      return { outcome: 'deleted' };
     });
   }
 
   domainValidationZone(_env: EnvironmentRef): string {
     return 'acm-validations.berth.test';
   }
-
-  async attachDomain(service: ServiceRow, domain: { id: string; domain: string }) {
-    return this.record('attach_domain', domain.id, service.id, async () => {
-      await sleep(this.stepMs);
-      return { value: { provCustomDomainId: `sim-cd-${domain.id.slice(0, 8)}` }, outcome: domain.domain };
-    });
-  }
-
-  async detachDomain(service: ServiceRow, domain: { id: string; domain: string }): Promise<void> {
-    await this.record('detach_domain', domain.id, service.id, async () => {
-      await sleep(this.stepMs);
-      return { value: undefined, outcome: domain.domain };
-    });
-  }
-
-  async writeSecrets(
-    scope: 'service' | 'environment',
-    scopeId: string,
-    values: Record<string, string>,
-  ): Promise<void> {
-    // Only the key count is recorded: values never leave the secrets table.
-    await this.record('write_secrets', scopeId, scope === 'service' ? scopeId : null, async () => ({
-      value: undefined,
-      outcome: `${Object.keys(values).length} keys`,
-    }));
-  }
-
-  // The simulated cloud has nothing to run beside the API.
-  async startServing(): Promise<void> {}
 
   async close(): Promise<void> {}
 }
@@ -199,7 +242,7 @@ const hex = (text: string) => createHash('sha256').update(text).digest('hex');
  * commit (the branch head gets a commit id of its own, stable per deployment) with an author and a
  * message; an image deployment the digest of its tag (stable per image and tag).
  */
-function deployedSource({ service, target, deploymentId }: DeployRequest): DeployedSource {
+function deployedSource({ service, target, deploymentId }: DesiredService): DeployedSource {
   if (service.source === 'docker_image') {
     return {
       docker_image_digest: `sha256:${hex(`${service.docker_registry ?? ''}/${service.docker_image}:${target.docker_image_tag}`)}`,

@@ -82,3 +82,14 @@ export async function retireAllDomains(db: Db, serviceId: string): Promise<void>
     .where('state', '!=', 'deleted')
     .execute();
 }
+
+/** The domain names a service is served under: its deployed domains, and any named in `also`. */
+export async function servedDomains(db: Db, serviceId: string, also: string[] = []): Promise<string[]> {
+  const rows = await db
+    .selectFrom('custom_domains')
+    .select('domain')
+    .where('service_id', '=', serviceId)
+    .where('state', '=', 'deployed')
+    .execute();
+  return [...new Set([...rows.map((r) => r.domain), ...also])].sort();
+}

@@ -77,3 +77,15 @@ export async function listDeployments(db: Db, serviceId: string, page: Page) {
     page,
   );
 }
+
+/** The service's newest successful deployment: the one its runtime should be running. */
+export async function newestSuccessfulDeployment(db: Db, serviceId: string) {
+  return db
+    .selectFrom('deployments')
+    .selectAll()
+    .where('service_id', '=', serviceId)
+    .where('state', '=', 'success')
+    .orderBy('generation', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+}

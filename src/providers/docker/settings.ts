@@ -1,0 +1,54 @@
+import { ConfigError, intSetting } from '../../config.ts';
+
+/** The docker driver's settings, parsed by the driver from the environment. */
+export interface DockerSettings {
+  /** BERTH_INGRESS_HOST: host name services live under: `{subdomain}.{ingressHost}`. */
+  ingressHost: string;
+  /** BERTH_INGRESS_PORT: the ingress's port. */
+  ingressPort: number;
+  /** BERTH_PUBLIC_URL: where the public reaches the ingress (scheme, host, port): origins use it. */
+  publicUrl: string;
+  /** BERTH_INGRESS_BIND: the address the ingress listens on, apart from BERTH_HOST, so exposing apps never exposes the API. */
+  ingressBind: string;
+  /** BERTH_PULL_TIMEOUT_MS: a pull not finished by then fails with that reason (a silent registry never answers). */
+  pullTimeoutMs: number;
+  /** BERTH_GIT_BASE_URL: where `org/repo` is cloned from. */
+  gitBaseUrl: string;
+}
+
+/**
+ * Where services answer: `{subdomain}.{ingressHost}` on the ingress's port, or behind a proxy at
+ * BERTH_PUBLIC_URL (its scheme and port; its host is the ingress host, since the proxy passes Host on).
+ */
+function ingressAddresses(
+  env: NodeJS.ProcessEnv,
+): Pick<DockerSettings, 'ingressHost' | 'ingressPort' | 'publicUrl'> {
+  const ingressPort = intSetting(env, 'BERTH_INGRESS_PORT', 8088, 1, 65535);
+  const raw = env.BERTH_PUBLIC_URL;
+  if (!raw) {
+    const ingressHost = env.BERTH_INGRESS_HOST || 'localhost';
+    return { ingressHost, ingressPort, publicUrl: `http://${ingressHost}:${ingressPort}` };
+  }
+  const url = URL.canParse(raw) ? new URL(raw) : null;
+  if (!url || !/^https?:$/.test(url.protocol) || url.pathname !== '/' || url.search || url.username) {
+    throw new ConfigError(
+      `BERTH_PUBLIC_URL must be http:// or https:// with a host and an optional port, nothing else (like https://apps.example.com), got "${raw}"`,
+    );
+  }
+  const ingressHost = env.BERTH_INGRESS_HOST || url.hostname;
+  if (ingressHost !== url.hostname) {
+    throw new ConfigError(
+      `BERTH_PUBLIC_URL's host must be BERTH_INGRESS_HOST (${ingressHost}): services answer at {subdomain}.${ingressHost}`,
+    );
+  }
+  return { ingressHost, ingressPort, publicUrl: url.origin };
+}
+
+export function dockerSettings(env: NodeJS.ProcessEnv): DockerSettings {
+  return {
+    ...ingressAddresses(env),
+    ingressBind: env.BERTH_INGRESS_BIND || '127.0.0.1',
+    gitBaseUrl: env.BERTH_GIT_BASE_URL || 'https://github.com/',
+    pullTimeoutMs: intSetting(env, 'BERTH_PULL_TIMEOUT_MS', 600_000, 1_000, 3_600_000),
+  };
+}

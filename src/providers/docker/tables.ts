@@ -1,0 +1,58 @@
+import type { ColumnType, Generated } from 'kysely';
+import type { Migration } from 'kysely/migration';
+import type { OpsConfig } from '../../domain/ops-json.ts';
+import type { Db } from '../../store/database.ts';
+import { runStatements } from '../../store/migrations/run-statements.ts';
+
+/**
+ * The docker driver's routing table, written at apply time from the desired state: which deployment's
+ * containers serve a service, at which generation, under which host names, with which ops.json. The
+ * ingress and the cron scheduler read only this (never Berth's services or custom_domains). Created by
+ * Berth's migration 0004 before drivers had migrations of their own; changes since are the driver's.
+ */
+export interface DockerRoutesTable {
+  service_id: string;
+  deployment_id: string;
+  port: number | null;
+  ops: ColumnType<OpsConfig, string, string>;
+  /** The generation in place (bigint: read as a string); an older one never replaces it. */
+  generation: string | number;
+  /** Null for a removed service (its tombstone). */
+  subdomain: string | null;
+  environment_id: string | null;
+  type: string | null;
+  /** Active custom domains (lower case). */
+  domains: ColumnType<string[], string, string>;
+  updated_at: Generated<Date>;
+}
+
+export type DockerTables = {
+  docker_routes: DockerRoutesTable;
+};
+
+export function dockerTables(db: Db) {
+  return db.withTables<DockerTables>();
+}
+
+export type DockerDb = ReturnType<typeof dockerTables>;
+
+export const dockerMigrations: Record<string, Migration> = {
+  '0001-desired-routes': {
+    up: (db) =>
+      runStatements(db, [
+        'ALTER TABLE docker_routes ADD COLUMN generation bigint NOT NULL DEFAULT 0',
+        'ALTER TABLE docker_routes ADD COLUMN subdomain text',
+        'ALTER TABLE docker_routes ADD COLUMN environment_id uuid',
+        'ALTER TABLE docker_routes ADD COLUMN type text',
+        `ALTER TABLE docker_routes ADD COLUMN domains jsonb NOT NULL DEFAULT '[]'`,
+        // Upgrading an install whose routes predate these columns: one copy, at migration time, of what
+        // the ingress used to look up per request. From here on apply writes them.
+        `UPDATE docker_routes r SET subdomain = s.subdomain, environment_id = s.environment_id, type = s.type,
+           domains = coalesce((SELECT jsonb_agg(lower(c.domain)) FROM custom_domains c
+                                WHERE c.service_id = s.id AND c.state = 'deployed'), '[]')
+           FROM services s WHERE s.id = r.service_id`,
+        'CREATE INDEX docker_routes_by_subdomain ON docker_routes (subdomain)',
+        'CREATE INDEX docker_routes_by_domain ON docker_routes USING gin (domains jsonb_path_ops)',
+      ]),
+  },
+};
