@@ -4,9 +4,9 @@ import path from 'node:path';
 import { sql } from 'kysely';
 import { hashApiToken, newApiToken } from './domain/api-token.ts';
 import type { Deps } from './domain/usecases/context.ts';
-import { enqueue } from './jobs/queue.ts';
 import { countAccounts, insertAccount, insertApiToken } from './store/repositories/accounts.ts';
 import { insertEnvironment } from './store/repositories/environments.ts';
+import { enqueue } from './store/repositories/jobs.ts';
 
 export interface FirstStart {
   accountId: string;

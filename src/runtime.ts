@@ -2,14 +2,14 @@ import pino, { type Logger } from 'pino';
 import { buildApp } from './api/app.ts';
 import { adminTokenFor, type FirstStart, firstStart } from './bootstrap.ts';
 import type { Config } from './config.ts';
+import { DnsLookup } from './dns.ts';
 import type { Deps } from './domain/usecases/context.ts';
 import { jobHandlers } from './jobs/handlers/index.ts';
 import { startObserver } from './jobs/observer.ts';
-import { releaseAllLeases } from './jobs/queue.ts';
 import { Worker } from './jobs/worker.ts';
-import { DnsLookup } from './providers/dns.ts';
 import { openProvider, providerName } from './providers/registry.ts';
 import { openStore } from './store/database.ts';
+import { releaseAllLeases } from './store/repositories/jobs.ts';
 import { checkMasterKey, loadMasterKeys, SecretBox } from './store/secret-box.ts';
 
 /** Everything a Berth process holds, and how to let go of it. */

@@ -1,3 +1,8 @@
+/**
+ * Projections from rows to the API's shapes. Each names the fields it shows; the route's response
+ * schema then serializes exactly those, so a column added later cannot leak.
+ * @module
+ */
 import type { DnsRecordSpec } from '../domain/custom-domain-rules.ts';
 import { opsConfigOf } from '../domain/ops-json.ts';
 import type { StoredSecret } from '../domain/secret-rules.ts';
@@ -11,10 +16,6 @@ import type {
 } from '../store/schema.ts';
 import { ZERO_UUID } from './schemas/common.ts';
 
-/**
- * Projections from rows to the API's shapes. Each names the fields it shows; the route's response
- * schema then serializes exactly those, so a column added later cannot leak.
- */
 const iso = (d: Date) => d.toISOString();
 const unset = <T>(v: T | null | undefined): T | undefined => (v === null ? undefined : v);
 

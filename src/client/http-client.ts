@@ -1,10 +1,13 @@
+/**
+ * A typed client of Berth's HTTP APIs; its types come from the same schemas the server validates with.
+ * @module
+ */
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Static } from 'typebox';
 import type { Account, ApiToken } from '../api/schemas/admin.ts';
 import type { Environment } from '../api/schemas/environments.ts';
 
-/** A typed client of Berth's HTTP APIs; its types come from the same schemas the server validates with. */
 export class ApiCallError extends Error {
   readonly status: number;
   readonly body: {

@@ -1,7 +1,10 @@
+/**
+ * API tokens are UUIDs (v4) shown once; only their SHA-256 is stored.
+ * @module
+ */
 import { createHash, randomUUID } from 'node:crypto';
 import { isUuid } from './uuid.ts';
 
-/** API tokens are UUIDs (v4) shown once; only their SHA-256 is stored. */
 export function newApiToken(): string {
   return randomUUID();
 }

@@ -1,11 +1,12 @@
-import { isIP } from 'node:net';
-import type { FieldError } from './errors.ts';
-import type { ServiceType } from './service-rules.ts';
-
 /**
  * Custom domain names and the DNS records a caller must create for one. Pure: the tokens and the
  * environment's identity come in, the records go out, the same on every read.
+ * @module
  */
+import { isIP } from 'node:net';
+import type { FieldError } from './errors.ts';
+import type { ServiceType } from './service-fields.ts';
+
 const LABEL = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
 
 /** The lower-cased domain, or the field error that says what is wrong with it. */

@@ -1,11 +1,12 @@
-import type { FieldError } from './errors.ts';
-import { SPEC_FIELDS } from './service-rules.ts';
-
 /**
  * Shape errors (types, lengths, ranges: from the route schema) and rule errors (from the domain) of one
  * request, reported together: one error per field, the shape error winning, in the order of the spec's
  * Create Service table.
+ * @module
  */
+import type { FieldError } from './errors.ts';
+import { SPEC_FIELDS } from './service-fields.ts';
+
 const ORDER: readonly string[] = [...SPEC_FIELDS, 'deploy_now', 'secrets', 'subdomain'];
 const rootOf = (field: string) => field.split(/[.[]/)[0] ?? field;
 const rank = (field: string) => {

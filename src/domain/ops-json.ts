@@ -1,11 +1,12 @@
+/**
+ * The service configuration file (ops.json). The spec names its options and their constants but not its
+ * schema; docs/ops-json.md documents the shape Berth reads. Unknown keys are kept for later versions.
+ * @module
+ */
 import { isIP } from 'node:net';
 import type { FieldError } from './errors.ts';
 import { isVariableName } from './variable-names.ts';
 
-/**
- * The service configuration file (ops.json). The spec names its options and their constants but not its
- * schema; docs/ops-json.md documents the shape Berth reads. Unknown keys are kept for later versions.
- */
 export interface OpsDependency {
   id: string;
   kind: string;

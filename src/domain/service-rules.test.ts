@@ -1,14 +1,8 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { describe, test } from 'node:test';
-import {
-  businessRuleViolation,
-  checkCreate,
-  checkPatch,
-  type ServiceSpec,
-  SPEC_FIELDS,
-  type SpecInput,
-} from './service-rules.ts';
+import { type ServiceSpec, SPEC_FIELDS, type SpecInput } from './service-fields.ts';
+import { businessRuleViolation, checkCreate, checkPatch } from './service-rules.ts';
 
 const GITHUB_WEB: SpecInput = {
   name: 'My App',

@@ -1,136 +1,24 @@
-import { Cron } from 'croner';
-import type { FieldError } from './errors.ts';
-import { GIT_REPO_NAME_RULE, isGitRepoName } from './git-repo-name.ts';
-import { parseOpsJson } from './ops-json.ts';
-
 /**
  * The rules of Create Service (spec table and numbered rules) and of the contract's PATCH, as plain
  * functions over already shape-checked input (types, enums, lengths and ranges are checked by the route
  * schema). Both return field errors in the order of the spec's table.
+ * @module
  */
-export const SERVICE_TYPES = ['web', 'internal', 'worker', 'cron', 'job'] as const;
-export const SOURCES = ['github', 'gitlab', 'docker_image', 'helm_chart'] as const;
-export type ServiceType = (typeof SERVICE_TYPES)[number];
-export type Source = (typeof SOURCES)[number];
-
-/** The configurable fields of a service, as stored. Unset is null. */
-export interface ServiceSpec {
-  name: string;
-  type: ServiceType | null;
-  source: Source;
-  port: number | null;
-  cron_schedule: string | null;
-  replica_count: number | null;
-  cpu_count_min: number | null;
-  cpu_count_max: number | null;
-  memory_mb_min: number | null;
-  memory_mb_max: number | null;
-  prov_node_group_id: string | null;
-  is_protected: boolean;
-  installation_id: string | null;
-  git_repo_full_name: string | null;
-  git_repo_branch: string | null;
-  auto_deploy: boolean | null;
-  dockerfile_path: string | null;
-  build_context: string | null;
-  run_command: string | null;
-  ops_json_path: string | null;
-  ops_json: string | null;
-  enable_previews: boolean;
-  enable_code_review: boolean;
-  docker_registry: string | null;
-  docker_image: string | null;
-  helm_chart_repo: string | null;
-  helm_chart_name: string | null;
-  helm_values_yml: string | null;
-}
-
-export type SpecField = keyof ServiceSpec;
-export type SpecInput = { [K in SpecField]?: ServiceSpec[K] | null | undefined };
-
-export const SPEC_FIELDS: readonly SpecField[] = [
-  'name',
-  'type',
-  'source',
-  'port',
-  'cron_schedule',
-  'replica_count',
-  'cpu_count_min',
-  'cpu_count_max',
-  'memory_mb_min',
-  'memory_mb_max',
-  'prov_node_group_id',
-  'is_protected',
-  'installation_id',
-  'git_repo_full_name',
-  'git_repo_branch',
-  'auto_deploy',
-  'dockerfile_path',
-  'build_context',
-  'run_command',
-  'ops_json_path',
-  'ops_json',
-  'enable_previews',
-  'enable_code_review',
-  'docker_registry',
-  'docker_image',
-  'helm_chart_repo',
-  'helm_chart_name',
-  'helm_values_yml',
-];
-
-/** The fields a service may leave unset, and what unset is. */
-type OptionalSpec = Omit<ServiceSpec, 'name' | 'source'>;
-
-const EMPTY_SPEC: OptionalSpec = {
-  type: null,
-  port: null,
-  cron_schedule: null,
-  replica_count: null,
-  cpu_count_min: null,
-  cpu_count_max: null,
-  memory_mb_min: null,
-  memory_mb_max: null,
-  prov_node_group_id: null,
-  is_protected: false,
-  installation_id: null,
-  git_repo_full_name: null,
-  git_repo_branch: null,
-  auto_deploy: null,
-  dockerfile_path: null,
-  build_context: null,
-  run_command: null,
-  ops_json_path: null,
-  ops_json: null,
-  enable_previews: false,
-  enable_code_review: false,
-  docker_registry: null,
-  docker_image: null,
-  helm_chart_repo: null,
-  helm_chart_name: null,
-  helm_values_yml: null,
-};
-
-const GIT_SOURCES: readonly Source[] = ['github', 'gitlab'];
-
-/** Which sources each source-bound field belongs to; a field set for another source is an error. */
-const FIELD_SOURCES: Partial<Record<SpecField, readonly Source[]>> = {
-  installation_id: GIT_SOURCES,
-  git_repo_full_name: GIT_SOURCES,
-  git_repo_branch: GIT_SOURCES,
-  auto_deploy: GIT_SOURCES,
-  dockerfile_path: GIT_SOURCES,
-  build_context: GIT_SOURCES,
-  run_command: ['github', 'gitlab', 'docker_image'],
-  ops_json_path: GIT_SOURCES,
-  enable_previews: ['github'],
-  enable_code_review: ['github'],
-  docker_registry: ['docker_image'],
-  docker_image: ['docker_image'],
-  helm_chart_repo: ['helm_chart'],
-  helm_chart_name: ['helm_chart'],
-  helm_values_yml: ['helm_chart'],
-};
+import { Cron } from 'croner';
+import type { FieldError } from './errors.ts';
+import { GIT_REPO_NAME_RULE, isGitRepoName } from './git-repo-name.ts';
+import { parseOpsJson } from './ops-json.ts';
+import {
+  EMPTY_SPEC,
+  FIELD_SOURCES,
+  type OptionalSpec,
+  type ServiceSpec,
+  SOURCES,
+  type Source,
+  SPEC_FIELDS,
+  type SpecField,
+  type SpecInput,
+} from './service-fields.ts';
 
 /** The fields that say where a source's code comes from; a change of source must bring them along. */
 function sourceFieldsOf(source: Source): SpecField[] {

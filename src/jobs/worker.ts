@@ -2,9 +2,9 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import type { Store } from '../store/database.ts';
+import { claim, complete, type JobKind, renewLease, retryLater } from '../store/repositories/jobs.ts';
 import type { JobRow } from '../store/schema.ts';
 import { TerminalError } from './errors.ts';
-import { claim, complete, type JobKind, renewLease, retryLater } from './queue.ts';
 
 /**
  * What a job kind does. `run` must be idempotent; `fail` records a final failure on the subject.

@@ -1,8 +1,3 @@
-import { createHash } from 'node:crypto';
-import fs from 'node:fs';
-import net from 'node:net';
-import path from 'node:path';
-
 /**
  * An exclusive lock on the embedded database directory, held for the life of the process. Two PGlite
  * processes on one directory destroy it, so a second process must refuse before it opens any file.
@@ -11,7 +6,13 @@ import path from 'node:path';
  * path: binding is atomic, and the kernel frees the name the moment the owner dies, SIGKILL included,
  * so a lock can never be stale. Elsewhere a pid file created with O_EXCL stands in, taken over when its
  * pid is no longer alive. `berth.lock` holds the owner's pid either way, for the error message.
+ * @module
  */
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+
 export class DataDirLockedError extends Error {}
 
 export interface DataDirLock {

@@ -1,15 +1,16 @@
+/**
+ * The tables, as Kysely sees them. Columns carry the API's field names wherever the API has one, so
+ * that a projection is a choice of fields, not a translation.
+ * @module
+ */
 import type { ColumnType, Generated, Insertable, Selectable, Updateable } from 'kysely';
 import type { CustomDomainState } from '../domain/custom-domain-states.ts';
 import type { DeploymentState, DeploymentType } from '../domain/deployment-states.ts';
 import type { Cloud, EnvironmentState } from '../domain/environment-states.ts';
 import type { Plan } from '../domain/plans.ts';
-import type { ServiceType, Source } from '../domain/service-rules.ts';
+import type { ServiceSpec } from '../domain/service-fields.ts';
 import type { ServiceState } from '../domain/service-states.ts';
 
-/**
- * The tables, as Kysely sees them. Columns carry the API's field names wherever the API has one, so
- * that a projection is a choice of fields, not a translation.
- */
 type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>;
 type Json<T> = ColumnType<T, string, string>;
 
@@ -41,41 +42,14 @@ export interface EnvironmentsTable {
   updated_at: Timestamp;
 }
 
-export interface ServicesTable {
+/** The configurable fields (domain/service-fields.ts, one declaration) and what Berth keeps beside them. */
+export interface ServicesTable extends ServiceSpec {
   id: string;
   account_id: string;
   environment_id: string;
-  name: string;
-  type: ServiceType | null;
   state: ServiceState;
-  source: Source;
-  port: number | null;
-  cron_schedule: string | null;
-  replica_count: number | null;
-  cpu_count_min: number | null;
-  cpu_count_max: number | null;
-  memory_mb_min: number | null;
-  memory_mb_max: number | null;
-  prov_node_group_id: string | null;
-  is_protected: boolean;
   is_deleted: boolean;
-  installation_id: string | null;
   gitlab_connection_id: string | null;
-  git_repo_full_name: string | null;
-  git_repo_branch: string | null;
-  auto_deploy: boolean | null;
-  dockerfile_path: string | null;
-  build_context: string | null;
-  run_command: string | null;
-  ops_json_path: string | null;
-  ops_json: string | null;
-  enable_previews: boolean;
-  enable_code_review: boolean;
-  docker_registry: string | null;
-  docker_image: string | null;
-  helm_chart_repo: string | null;
-  helm_chart_name: string | null;
-  helm_values_yml: string | null;
   subdomain: string;
   kube_secret: string;
   kube_dep_secret: string;

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { TerminalError } from '../../src/jobs/errors.ts';
-import { claim, complete, retryLater } from '../../src/jobs/queue.ts';
 import type { DesiredService } from '../../src/providers/provider.ts';
 import { simTables } from '../../src/providers/sim/tables.ts';
+import { claim, complete, retryLater } from '../../src/store/repositories/jobs.ts';
 import { type Harness, startHarness, type Tenant, VALID_SERVICE } from '../helpers/harness.ts';
 import { pollUntil } from '../helpers/poll.ts';
 

@@ -46,9 +46,10 @@ function nulFields(value: unknown, path: string, out: FieldError[]): void {
   }
 }
 
-function repeatedQueryFields(query: Record<string, unknown>): FieldError[] {
+function repeatedQueryFields(query: unknown): FieldError[] {
+  if (typeof query !== 'object' || query === null) return [];
   // A parameter without a name (`?=1`, `?&&`) names nothing.
-  delete query[''];
+  Reflect.deleteProperty(query, '');
   return Object.entries(query)
     .filter(([, value]) => Array.isArray(value))
     .map(([key]) => ({ field: key, error: `${key} must be given once` }));
@@ -64,7 +65,7 @@ export function registerBodyGuards(app: FastifyInstance): void {
   });
   app.addHook('preValidation', async (request) => {
     const errors: FieldError[] = request.routeOptions.schema?.querystring
-      ? repeatedQueryFields(request.query as Record<string, unknown>)
+      ? repeatedQueryFields(request.query)
       : [];
     nulFields(request.body, '', errors);
     if (errors.length > 0) throw ValidationError.fields(errors);

@@ -1,3 +1,9 @@
+/**
+ * The one error handler. Domain errors carry their status and code; Fastify's own errors (body parsing,
+ * schema validation) are mapped by their code, never by message text. Anything else is a 500 whose
+ * message is never echoed. The body is always {error_code, message, errors}.
+ * @module
+ */
 import type { FastifyError, FastifyInstance, FastifyRequest } from 'fastify';
 import {
   ApiError,
@@ -12,11 +18,6 @@ import { closestField } from '../closest-field.ts';
 import { BODY_CAUSES, FASTIFY_BODY_CAUSES } from '../json-body.ts';
 import { RESOURCE_OF_PARAM } from './scope.ts';
 
-/**
- * The one error handler. Domain errors carry their status and code; Fastify's own errors (body parsing,
- * schema validation) are mapped by their code, never by message text. Anything else is a 500 whose
- * message is never echoed. The body is always {error_code, message, errors}.
- */
 /** Ajv's error, with the schema and data that `verbose` adds (see validation.ts). */
 interface AjvError {
   keyword: string;

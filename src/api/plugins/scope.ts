@@ -1,3 +1,9 @@
+/**
+ * Loads the resources a path names, scoped to the caller's account, before the body is read: the
+ * contract's order is token (401), plan (403), resource (404), body (422). An id that is not a UUID
+ * cannot exist, so it is a 404 too.
+ * @module
+ */
 import type { FastifyRequest } from 'fastify';
 import { NotFoundError } from '../../domain/errors.ts';
 import { isUuid } from '../../domain/uuid.ts';
@@ -9,11 +15,6 @@ import { findServiceInScope } from '../../store/repositories/scope.ts';
 import type { CustomDomainRow, DeploymentRow, EnvironmentRow, ServiceRow } from '../../store/schema.ts';
 import { authOf } from './auth.ts';
 
-/**
- * Loads the resources a path names, scoped to the caller's account, before the body is read: the
- * contract's order is token (401), plan (403), resource (404), body (422). An id that is not a UUID
- * cannot exist, so it is a 404 too.
- */
 export interface Scope {
   environment?: EnvironmentRow;
   service?: ServiceRow;

@@ -1,26 +1,12 @@
-import { type Static, type TArray, type TSchema, Type } from 'typebox';
+import { type TArray, type TSchema, Type } from 'typebox';
 import { ERROR_CODES } from '../../domain/errors.ts';
+import { Nullable, StringEnum, Uuid } from '../../domain/schema-types.ts';
+
+export { Nullable, StringEnum, Uuid };
 
 /** Shared schema pieces. Every string has a maximum length; every response is a deliberate projection. */
-export const Uuid = Type.String({ format: 'uuid', maxLength: 36 });
 export const DateTime = Type.String({ format: 'date-time', maxLength: 40 });
 export const ZERO_UUID = '00000000-0000-0000-0000-000000000000';
-
-/** A JSON Schema type that also admits null (OpenAPI 3.1 style `type: [T, "null"]`). */
-export function Nullable<T extends TSchema>(schema: T) {
-  const { type, enum: values, ...rest }: Record<string, unknown> = Object.fromEntries(Object.entries(schema));
-  // An enum must admit null itself: `type` alone would let validation refuse it.
-  const nullableEnum = Array.isArray(values) ? { enum: [...values, null] } : {};
-  return Type.Unsafe<Static<T> | null>({ ...rest, ...nullableEnum, type: [type, 'null'] });
-}
-
-/** A string enum with a `type`, so that it can be made nullable and reads well in OpenAPI. */
-export function StringEnum<const T extends readonly string[]>(
-  values: T,
-  options: Record<string, unknown> = {},
-) {
-  return Type.Unsafe<T[number]>({ type: 'string', enum: [...values], ...options });
-}
 
 /**
  * Request bodies refuse fields they do not declare (a typo must never do something else silently):

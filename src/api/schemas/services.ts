@@ -1,60 +1,13 @@
 import { Type } from 'typebox';
-import { SERVICE_TYPES, SOURCES } from '../../domain/service-rules.ts';
+import { SERVICE_TYPES, SOURCES, SPEC_SCHEMAS } from '../../domain/service-fields.ts';
 import { SERVICE_STATES } from '../../domain/service-states.ts';
 import { CLOSED, DateTime, Nullable, ReadOnly, StringEnum, Uuid } from './common.ts';
 import { CustomDomainSummary } from './custom-domains.ts';
 import { Deployment } from './deployments.ts';
 import { SecretInput } from './secrets.ts';
 
-const ShortText = (description: string) => Type.String({ maxLength: 100, description });
-const LongText = (description: string) => Type.String({ maxLength: 262_144, description });
-
-/** The fields shared by create and patch, with their shape rules; conditional rules are in domain/service-rules.ts. */
-const specFields = {
-  name: Type.String({
-    maxLength: 50,
-    description: '3 to 50 characters; letters and spaces only (patch: hyphens too)',
-  }),
-  type: Nullable(StringEnum(SERVICE_TYPES, { description: 'drives which other fields are required' })),
-  source: StringEnum(SOURCES),
-  port: Nullable(
-    Type.Integer({ minimum: 1, maximum: 65535, description: 'required when type is web or internal' }),
-  ),
-  cron_schedule: Nullable(Type.String({ maxLength: 100, description: 'required when type is cron' })),
-  replica_count: Nullable(
-    Type.Integer({ minimum: 0, maximum: 1000, description: 'required unless source is helm_chart' }),
-  ),
-  cpu_count_min: Nullable(
-    Type.Number({ exclusiveMinimum: 0, maximum: 512, description: 'required unless source is helm_chart' }),
-  ),
-  cpu_count_max: Nullable(Type.Number({ exclusiveMinimum: 0, maximum: 512 })),
-  memory_mb_min: Nullable(
-    Type.Integer({ minimum: 1, maximum: 4_194_304, description: 'required unless source is helm_chart' }),
-  ),
-  memory_mb_max: Nullable(Type.Integer({ minimum: 1, maximum: 4_194_304 })),
-  prov_node_group_id: Nullable(Uuid),
-  is_protected: Type.Boolean({
-    description: 'when true the service cannot be deleted until protection is removed',
-  }),
-  installation_id: Nullable(Uuid),
-  git_repo_full_name: Nullable(
-    Type.String({ maxLength: 200, description: 'required for github and gitlab; org/repo' }),
-  ),
-  git_repo_branch: Nullable(ShortText('required for github and gitlab')),
-  auto_deploy: Nullable(Type.Boolean({ description: 'git sources only; not with type job' })),
-  dockerfile_path: Nullable(ShortText('git sources only; trimmed')),
-  build_context: Nullable(ShortText('git sources only; trimmed; blank is unset')),
-  run_command: Nullable(ShortText('git and docker_image sources')),
-  ops_json_path: Nullable(ShortText('git sources only; trimmed')),
-  ops_json: Nullable(LongText('inline ops.json; docker_image source only')),
-  enable_previews: Type.Boolean({ description: 'github only; type web only' }),
-  enable_code_review: Type.Boolean({ description: 'github only' }),
-  docker_registry: Nullable(ShortText('docker_image source')),
-  docker_image: Nullable(ShortText('required for docker_image')),
-  helm_chart_repo: Nullable(ShortText('required for helm_chart')),
-  helm_chart_name: Nullable(ShortText('required for helm_chart')),
-  helm_values_yml: Nullable(LongText('contents of values.yaml')),
-};
+/** The fields shared by create and patch, with their shape rules (domain/service-fields.ts); conditional rules are in domain/service-rules.ts. */
+const specFields = SPEC_SCHEMAS;
 
 const optionalSpec = Object.fromEntries(
   Object.entries(specFields).map(([k, v]) => [k, Type.Optional(v)]),

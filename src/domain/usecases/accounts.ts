@@ -1,3 +1,7 @@
+/**
+ * Operator actions behind /admin/v1. Each is audited on the account it touches, actor `Operator`.
+ * @module
+ */
 import { randomUUID } from 'node:crypto';
 import {
   findAccount,
@@ -15,7 +19,6 @@ import type { Plan } from '../plans.ts';
 import { recordAudit } from './audit.ts';
 import type { Deps } from './context.ts';
 
-/** Operator actions behind /admin/v1. Each is audited on the account it touches, actor `Operator`. */
 const operator = (accountId: string, requestId: string) => ({ accountId, tokenId: null, requestId });
 
 export async function createAccount(

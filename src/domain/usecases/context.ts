@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { Config } from '../../config.ts';
-import type { DnsLookup } from '../../providers/dns.ts';
+import type { DnsLookup } from '../../dns.ts';
 import type { Provider } from '../../providers/provider.ts';
 import type { Store } from '../../store/database.ts';
 import type { SecretBox } from '../../store/secret-box.ts';

@@ -1,6 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { enqueue } from '../../jobs/queue.ts';
-import { DnsUnavailableError } from '../../providers/dns.ts';
+import { DnsUnavailableError } from '../../dns.ts';
 import { isUniqueViolation } from '../../store/database.ts';
 import {
   domainTaken,
@@ -9,6 +8,7 @@ import {
   newestDomainIn,
   transitionCustomDomain,
 } from '../../store/repositories/custom-domains.ts';
+import { enqueue } from '../../store/repositories/jobs.ts';
 import type { CustomDomainRow, EnvironmentRow, ServiceRow } from '../../store/schema.ts';
 import {
   checkDomainName,
@@ -21,8 +21,8 @@ import type { CustomDomainState } from '../custom-domain-states.ts';
 import { ConflictError, DomainVerificationError, type FieldError, ValidationError } from '../errors.ts';
 import { recordAudit } from './audit.ts';
 import type { Actor, Deps } from './context.ts';
-import { assertNotDeleting, lockLiveService } from './deployments.ts';
 import { liveIdentity } from './environments.ts';
+import { assertNotDeleting, lockLiveService } from './service-guards.ts';
 
 /** States of a domain that is not serving yet and not retired: the "pending" one of a service. */
 export const PENDING_STATES: CustomDomainState[] = [

@@ -1,15 +1,15 @@
 import { randomUUID } from 'node:crypto';
-import { enqueue } from '../../jobs/queue.ts';
 import type { Db } from '../../store/database.ts';
 import { insertDeployment } from '../../store/repositories/deployments.ts';
-import { findServiceById, updateService } from '../../store/repositories/services.ts';
+import { enqueue } from '../../store/repositories/jobs.ts';
+import { updateService } from '../../store/repositories/services.ts';
 import type { DeploymentRow, ServiceRow } from '../../store/schema.ts';
-import { type FieldError, ForbiddenError, ValidationError } from '../errors.ts';
+import { type FieldError, ValidationError } from '../errors.ts';
 import { registryErrors } from '../registries.ts';
-import type { Source } from '../service-rules.ts';
-import { isDeleting } from '../service-states.ts';
+import type { Source } from '../service-fields.ts';
 import { recordAudit } from './audit.ts';
 import type { Actor, Deps } from './context.ts';
+import { assertNotDeleting, lockLiveService, lockService } from './service-guards.ts';
 
 export interface DeployBody {
   commit_id?: string;
@@ -23,25 +23,6 @@ const TARGET_SOURCES: Record<'commit_id' | 'docker_image_tag' | 'helm_chart_vers
   docker_image_tag: ['docker_image'],
   helm_chart_version: ['helm_chart'],
 };
-
-/** Every mutation of a service in a delete state is refused with 403. */
-export function assertNotDeleting(service: ServiceRow): void {
-  if (isDeleting(service.state)) throw new ForbiddenError('Service is being deleted');
-}
-
-/** Locks the service's row for the transaction and returns it as it now stands. */
-export async function lockService(trx: Db, serviceId: string): Promise<ServiceRow> {
-  const locked = await findServiceById(trx, serviceId, { forUpdate: true });
-  if (!locked) throw new Error(`service ${serviceId} vanished`);
-  return locked;
-}
-
-/** Locks the service's row for the transaction and refuses when a delete was accepted meanwhile. */
-export async function lockLiveService(trx: Db, serviceId: string): Promise<ServiceRow> {
-  const locked = await lockService(trx, serviceId);
-  assertNotDeleting(locked);
-  return locked;
-}
 
 /** At most one target, and it must fit the service's source. */
 export function checkDeployTarget(body: DeployBody, source: string): FieldError[] {

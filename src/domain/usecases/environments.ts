@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { enqueue } from '../../jobs/queue.ts';
 import type { EnvironmentIdentity } from '../../providers/provider.ts';
 import { findAccount } from '../../store/repositories/accounts.ts';
 import { insertEnvironment } from '../../store/repositories/environments.ts';
+import { enqueue } from '../../store/repositories/jobs.ts';
 import type { EnvironmentRow } from '../../store/schema.ts';
 import { NotFoundError } from '../errors.ts';
 import { recordAudit } from './audit.ts';

@@ -6,8 +6,9 @@ import { type FieldError, ValidationError } from '../errors.ts';
 import { kubeSecretNames } from '../subdomain.ts';
 import { recordAudit } from './audit.ts';
 import type { Actor, Deps } from './context.ts';
-import { acceptDeployment, assertNotDeleting, lockLiveService } from './deployments.ts';
+import { acceptDeployment } from './deployments.ts';
 import { readSecrets, storeSecrets } from './secrets.ts';
+import { assertNotDeleting, lockLiveService } from './service-guards.ts';
 
 export interface PreviewBody {
   preview?: boolean;

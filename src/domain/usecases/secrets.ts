@@ -1,13 +1,13 @@
-import { enqueue } from '../../jobs/queue.ts';
 import type { Db } from '../../store/database.ts';
 import { lockEnvironment } from '../../store/repositories/environments.ts';
+import { enqueue } from '../../store/repositories/jobs.ts';
 import { listSecrets, replaceSecrets } from '../../store/repositories/secrets.ts';
 import type { SecretBox } from '../../store/secret-box.ts';
 import { ValidationError } from '../errors.ts';
 import { checkSecrets, mergeSecrets, type SecretEntry, type StoredSecret } from '../secret-rules.ts';
 import { recordAudit } from './audit.ts';
 import type { Actor, Deps } from './context.ts';
-import { lockLiveService } from './deployments.ts';
+import { lockLiveService } from './service-guards.ts';
 
 export interface SecretScope {
   scope: 'service' | 'environment';

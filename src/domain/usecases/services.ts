@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { dropJobs, enqueue } from '../../jobs/queue.ts';
 import type { Db } from '../../store/database.ts';
 import { transitionDeployment, unfinishedDeployments } from '../../store/repositories/deployments.ts';
+import { dropJobs, enqueue } from '../../store/repositories/jobs.ts';
 import { insertService, subdomainTaken, updateService } from '../../store/repositories/services.ts';
 import type { EnvironmentRow, ServiceRow } from '../../store/schema.ts';
 import {
@@ -15,18 +15,14 @@ import { mergeFieldErrors } from '../field-errors.ts';
 import { registryErrors } from '../registries.ts';
 import type { SecretEntry } from '../secret-rules.ts';
 import { checkSecrets } from '../secret-rules.ts';
-import {
-  businessRuleViolation,
-  checkCreate,
-  checkPatch,
-  type ServiceSpec,
-  type SpecInput,
-} from '../service-rules.ts';
+import type { SpecInput } from '../service-fields.ts';
+import { businessRuleViolation, checkCreate, checkPatch } from '../service-rules.ts';
 import { generateSubdomain, kubeSecretNames } from '../subdomain.ts';
 import { recordAudit } from './audit.ts';
 import type { Actor, Deps } from './context.ts';
-import { acceptDeployment, assertNotDeleting, lockLiveService, lockService } from './deployments.ts';
+import { acceptDeployment } from './deployments.ts';
 import { assertValidSecrets, storeSecrets } from './secrets.ts';
+import { assertNotDeleting, lockLiveService, lockService } from './service-guards.ts';
 
 export type CreateServiceBody = SpecInput & {
   deploy_now?: boolean;

@@ -2,10 +2,10 @@ import type { Deps } from '../../domain/usecases/context.ts';
 import { findCustomDomainById, transitionCustomDomain } from '../../store/repositories/custom-domains.ts';
 import { newestSuccessfulDeployment } from '../../store/repositories/deployments.ts';
 import { findEnvironmentById } from '../../store/repositories/environments.ts';
+import { enqueue } from '../../store/repositories/jobs.ts';
 import { findServiceById, updateService } from '../../store/repositories/services.ts';
 import type { EnvironmentRow, JobRow, ServiceRow } from '../../store/schema.ts';
 import { desiredStateOf } from '../desired-state.ts';
-import { enqueue } from '../queue.ts';
 import type { JobHandler } from '../worker.ts';
 
 /**

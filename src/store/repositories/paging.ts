@@ -1,7 +1,10 @@
+/**
+ * Keyset pagination, newest first, on (created_at, id). Cursors are encoded at the API edge.
+ * @module
+ */
 import { type SelectQueryBuilder, sql } from 'kysely';
 import type { Database } from '../schema.ts';
 
-/** Keyset pagination, newest first, on (created_at, id). Cursors are encoded at the API edge. */
 export interface Position {
   createdAt: Date;
   id: string;

@@ -1,6 +1,6 @@
 import { type ExpressionBuilder, sql } from 'kysely';
-import type { Db } from '../store/database.ts';
-import type { Database, JobRow } from '../store/schema.ts';
+import type { Db } from '../database.ts';
+import type { Database, JobRow } from '../schema.ts';
 
 /**
  * The durable job queue, in the same database as the state it changes.

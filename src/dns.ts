@@ -1,5 +1,5 @@
 import { Resolver } from 'node:dns/promises';
-import type { DnsRecordSpec } from '../domain/custom-domain-rules.ts';
+import type { DnsRecordSpec } from './domain/custom-domain-rules.ts';
 
 /**
  * Looks records up through BERTH_DNS_SERVERS (`host:port,...`) or the system's resolver, with Node's
