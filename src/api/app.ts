@@ -8,7 +8,7 @@ import Fastify, {
 } from 'fastify';
 import type { Deps } from '../domain/usecases/context.ts';
 import { BODY_LIMIT_BYTES, registerJsonBody } from './json-body.ts';
-import { type AuthContext, TokenAuthenticator } from './plugins/auth.ts';
+import { authOf, TokenAuthenticator } from './plugins/auth.ts';
 import { authFailureLimit } from './plugins/auth-failures.ts';
 import { registerBodyGuards } from './plugins/body-guards.ts';
 import { clientErrorHandler, registerClientErrors } from './plugins/client-errors.ts';
@@ -138,7 +138,7 @@ export async function buildApp(deps: Deps, options: AppOptions) {
       v1.addHook('preParsing', async (request) => {
         request.scope = await loadScope(deps.store.db, request);
       });
-      registerIdempotency(v1, deps.store.db, (request) => (request.auth as AuthContext).accountId);
+      registerIdempotency(v1, deps.store.db, (request) => authOf(request).accountId);
       await v1.register(environmentRoutes, { deps });
       await v1.register(serviceRoutes, { deps });
       await v1.register(deploymentRoutes, { deps });
