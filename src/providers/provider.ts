@@ -1,7 +1,3 @@
-import type { OpsConfig } from '../domain/ops-json.ts';
-import { TerminalError } from '../jobs/errors.ts';
-import type { ServiceRow } from '../store/schema.ts';
-
 /**
  * The provider seam: the spec's "provisioner", in controller-runtime's manner. A job builds the desired
  * state of a service as a plain value and hands it to `apply`; `observe` reports what runs (the jobs
@@ -15,7 +11,12 @@ import type { ServiceRow } from '../store/schema.ts';
  *
  * Each driver parses its own settings, owns its tables (and their migrations) and reads no other table;
  * registry.ts is the one place that maps a name to a driver.
+ * @module
  */
+import type { OpsConfig } from '../domain/ops-json.ts';
+import { TerminalError } from '../jobs/errors.ts';
+import type { ServiceRow } from '../store/schema.ts';
+
 export interface EnvironmentRef {
   id: string;
   account_id: string;

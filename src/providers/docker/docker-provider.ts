@@ -456,7 +456,7 @@ export class DockerProvider implements Provider {
 
   private async logTail(container: Docker.Container): Promise<string> {
     try {
-      const buffer = (await container.logs({ stdout: true, stderr: true, tail: 5 })) as unknown as Buffer;
+      const buffer = await container.logs({ stdout: true, stderr: true, tail: 5, follow: false });
       const text = demultiplex(buffer).trim();
       return text ? ` Last output: ${text.slice(-500)}` : '';
     } catch {
