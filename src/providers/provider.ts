@@ -3,7 +3,7 @@
  * state of a service as a plain value and hands it to `apply`; `observe` reports what runs (the jobs
  * layer writes it back to the store: the API never calls a provider per request); `remove` tears a
  * service down; `ensureEnvironment` and `identity` cover environments. Serving (an ingress, cron
- * schedulers) and a secret store are optional capabilities.
+ * schedulers), a secret store and an admission check are optional capabilities.
  *
  * One error channel: a driver throws jobs/errors.ts's TerminalError for what a retry cannot fix and
  * anything else for what it may (retried with backoff). Every call is idempotent: a job that runs again
@@ -151,9 +151,16 @@ export interface SecretStore {
   write(scope: 'service' | 'environment', scopeId: string, values: Record<string, string>): Promise<void>;
 }
 
+/**
+ * For runtimes that can tell before any work that they will never run a service as specified: a
+ * deployment asked for at creation (deploy_now) then fails at once, and the create call says so.
+ */
+export interface Admission {
+  /** The reason, or null. Synchronous and cheap: it runs inside the create request. */
+  refusal(service: ServiceSpec): string | null;
+}
+
 export interface Provider {
-  /** A reason this runtime can never run the service as specified, or null. Synchronous and cheap. */
-  refuseDeploy(service: ServiceSpec): string | null;
   /**
    * Makes the service run as desired; resolves once it does. Applying the generation already in place
    * changes only what may change without a rollout (domains) and rolls nothing out again. `signal`
@@ -172,5 +179,6 @@ export interface Provider {
   domainValidationZone(env: EnvironmentRef): string;
   serving?: Serving;
   secrets?: SecretStore;
+  admission?: Admission;
   close(): Promise<void>;
 }

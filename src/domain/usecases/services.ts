@@ -75,8 +75,9 @@ export async function createService(
   }
 
   const id = randomUUID();
-  const draft = { ...spec, id, account_id: env.account_id, environment_id: env.id } as ServiceRow;
-  const refusal = body.deploy_now ? deps.provider.refuseDeploy(draft) : null;
+  // Before the subdomain is chosen: an admission check judges what runs, not where it is served.
+  const draft = { ...spec, id, account_id: env.account_id, environment_id: env.id, subdomain: '' };
+  const refusal = body.deploy_now ? (deps.provider.admission?.refusal(draft) ?? null) : null;
   const service = await deps.store.db.transaction().execute(async (trx) => {
     const subdomain = await uniqueSubdomain(trx, spec.name);
     const created = await insertService(trx, {

@@ -98,10 +98,6 @@ export class DockerProvider implements Provider {
     };
   }
 
-  refuseDeploy(): string | null {
-    return null;
-  }
-
   async close(): Promise<void> {
     await this.serving.stop();
   }
