@@ -105,7 +105,9 @@ describe('ETag and If-None-Match', () => {
     ]) {
       const op = doc.paths[path].get;
       assert.ok(
-        op.parameters.some((p: { in: string; name: string }) => p.in === 'header' && p.name === 'if-none-match'),
+        op.parameters.some(
+          (p: { in: string; name: string }) => p.in === 'header' && p.name === 'if-none-match',
+        ),
         path,
       );
       assert.ok(op.responses['200'].headers.ETag, path);
