@@ -9,7 +9,8 @@ import * as deployedSource from './migrations/0006-deployed-source.ts';
 import * as generations from './migrations/0007-generations.ts';
 import * as idempotencyKeys from './migrations/0009-idempotency-keys.ts';
 import * as rateLimits from './migrations/0010-rate-limits.ts';
-import * as secretJobScopes from './migrations/0011-secret-job-scopes.ts';
+import * as idempotencyClaims from './migrations/0011-idempotency-claims.ts';
+import * as secretJobScopes from './migrations/0012-secret-job-scopes.ts';
 import type { Database } from './schema.ts';
 
 /** Every migration, in order. Listed here rather than read from disk so the build carries them. */
@@ -24,7 +25,8 @@ const migrations: Record<string, Migration> = {
   '0007-generations': generations,
   '0009-idempotency-keys': idempotencyKeys,
   '0010-rate-limits': rateLimits,
-  '0011-secret-job-scopes': secretJobScopes,
+  '0011-idempotency-claims': idempotencyClaims,
+  '0012-secret-job-scopes': secretJobScopes,
 };
 
 export class MigrationError extends Error {}

@@ -134,7 +134,7 @@ describe('secrets jobs queued before their kind named the scope', () => {
   });
   after(() => h.close());
 
-  test('are given the scope of their subject by migration 0011', async () => {
+  test('are given the scope of their subject by migration 0012', async () => {
     const created = await h.request('POST', `/v1/environments/${t.envId}/services`, {
       token: t.token,
       body: VALID_SERVICE.docker,
@@ -147,7 +147,7 @@ describe('secrets jobs queued before their kind named the scope', () => {
       await sql`INSERT INTO jobs (kind, subject_id, queue_key, max_attempts)
         VALUES ('write_secrets', ${subject}, ${subject}, 8)`.execute(db);
     }
-    await sql`DELETE FROM kysely_migration WHERE name = '0011-secret-job-scopes'`.execute(db);
+    await sql`DELETE FROM kysely_migration WHERE name = '0012-secret-job-scopes'`.execute(db);
     await migrateToLatest(db);
     const jobs = await db.selectFrom('jobs').select(['kind', 'subject_id']).execute();
     assert.deepEqual(Object.fromEntries(jobs.map((j) => [j.subject_id, j.kind])), {
