@@ -89,10 +89,8 @@ export async function putSecrets(
       await lockEnvironment(trx, target.id);
     }
     const stored = await storeSecrets(trx, deps.secretBox, target, entries);
-    await recordAudit(trx, actor, {
-      action: `${target.scope}.secrets.replace`,
-      resourceType: target.scope,
-      resourceId: target.id,
+    await recordAudit(trx, actor, `${target.scope}.secrets.replace`, {
+      id: target.id,
       environmentId: target.environmentId,
     });
     return stored;
