@@ -2,11 +2,10 @@
  * A typed client of Berth's HTTP APIs; its types come from the same schemas the server validates with.
  * @module
  */
-import { randomUUID } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Static } from 'typebox';
 import type { Account, ApiToken } from '../api/schemas/admin.ts';
 import type { Environment } from '../api/schemas/environments.ts';
+import { retryingFetch, UnreachableError } from './retry.ts';
 
 export class ApiCallError extends Error {
   readonly status: number;
@@ -22,45 +21,32 @@ export class ApiCallError extends Error {
   }
 }
 
-const ATTEMPTS = 3;
-const RETRY_DELAY_MS = 200;
-const RETRIED_STATUSES = new Set([502, 503, 504]);
-
 export class HttpClient {
   private readonly baseUrl: string;
   private readonly token: string;
+  private readonly fetch = retryingFetch({ attempts: 3, baseDelayMs: 200 });
   constructor(baseUrl: string, token: string) {
     this.baseUrl = baseUrl.replace(/\/$/, '');
     this.token = token;
   }
 
-  /**
-   * One call, tried up to ATTEMPTS times while the server cannot be reached or answers 502/503/504.
-   * A POST carries one Idempotency-Key for all its attempts, so a retry of a POST that was done (only
-   * its answer was lost) gets the first answer instead of doing it again.
-   */
+  /** One call, retried as retry.ts says (a POST keeps one Idempotency-Key for all its tries). */
   async call<T>(method: string, path: string, body?: unknown): Promise<T> {
     const headers: Record<string, string> = {
       authorization: `Bearer ${this.token}`,
       ...(body !== undefined && { 'content-type': 'application/json' }),
-      ...(method === 'POST' && { 'idempotency-key': randomUUID() }),
     };
-    let response: Response | undefined;
-    for (let attempt = 1; ; attempt++) {
-      try {
-        response = await fetch(`${this.baseUrl}${path}`, {
-          method,
-          headers,
-          body: body === undefined ? undefined : JSON.stringify(body),
-        });
-        if (!RETRIED_STATUSES.has(response.status) || attempt === ATTEMPTS) break;
-      } catch (error) {
-        if (attempt === ATTEMPTS)
-          throw new Error(
-            `Cannot reach Berth at ${this.baseUrl} (${(error as Error).message}). Is berth serve running?`,
-          );
-      }
-      await sleep(RETRY_DELAY_MS * 2 ** (attempt - 1));
+    const request = new Request(`${this.baseUrl}${path}`, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    let response: Response;
+    try {
+      response = await this.fetch(request);
+    } catch (error) {
+      if (error instanceof UnreachableError) throw new Error(`${error.message}. Is berth serve running?`);
+      throw error;
     }
     const text = await response.text();
     const parsed = text ? JSON.parse(text) : {};

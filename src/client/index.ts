@@ -1,0 +1,103 @@
+/**
+ * `berth/client`: a typed client of the whole /v1 API. Its types (`openapi.ts`) are generated from the
+ * OpenAPI document the server builds from its route schemas, so a change of the API's shape breaks the
+ * build of its callers. Calls go through openapi-fetch with retries (retry.ts).
+ * @module
+ */
+import createFetchClient, { type Client } from 'openapi-fetch';
+import type { components, paths } from './openapi.ts';
+import { type RetryOptions, retryingFetch } from './retry.ts';
+
+export type { components, paths } from './openapi.ts';
+export { type RetryOptions, retryAfterMs, UnreachableError } from './retry.ts';
+
+export type BerthClient = Client<paths>;
+export type Deployment =
+  paths['/v1/deployments/{deploymentId}']['get']['responses'][200]['content']['application/json']['data']['deployment'];
+/** The spec's error body: `{error_code, message, errors}`. */
+export type ErrorBody = components['schemas']['ErrorBody'];
+
+export interface ClientOptions {
+  /** Where the API is, e.g. http://127.0.0.1:8080 (without /v1). */
+  baseUrl: string;
+  /** The account API token. */
+  token: string;
+  retry?: RetryOptions;
+  /** The fetch the retries wrap (default: the global one). */
+  fetch?: typeof fetch;
+  userAgent?: string;
+}
+
+export function createClient(options: ClientOptions): BerthClient {
+  return createFetchClient<paths>({
+    baseUrl: options.baseUrl.replace(/\/+$/, ''),
+    headers: {
+      authorization: `Bearer ${options.token}`,
+      ...(options.userAgent && { 'user-agent': options.userAgent }),
+    },
+    fetch: retryingFetch(options.retry, options.fetch),
+  });
+}
+
+/** An error answer of the API, with its status and the spec's error body. */
+export class ApiError extends Error {
+  readonly status: number;
+  readonly body: Partial<ErrorBody>;
+  constructor(status: number, body: unknown) {
+    const parsed = (typeof body === 'object' && body !== null ? body : {}) as Partial<ErrorBody>;
+    super(parsed.message ?? `HTTP ${status}`);
+    this.status = status;
+    this.body = parsed;
+  }
+}
+
+type Unwrapped<T> = T extends { message: 'success'; data: infer D } ? D : T;
+
+/** The `data` of a success envelope (or the whole body when it has none); an ApiError otherwise. */
+export function unwrap<T>(result: { data?: T; error?: unknown; response: Response }): Unwrapped<T> {
+  if (result.error !== undefined || !result.response.ok) {
+    throw new ApiError(result.response.status, result.error);
+  }
+  const body = result.data as { message?: unknown; data?: unknown } | undefined;
+  return (body?.message === 'success' && 'data' in body ? body.data : body) as Unwrapped<T>;
+}
+
+export const TERMINAL_DEPLOYMENT_STATES: readonly string[] = ['success', 'failed'];
+
+export interface WaitOptions {
+  /** Between two reads (default 1 s). */
+  intervalMs?: number;
+  /** Give up after this long (default 30 min). */
+  timeoutMs?: number;
+  /** Called with the first reading and with every reading whose state changed. */
+  onChange?: (deployment: Deployment) => void;
+  signal?: AbortSignal;
+}
+
+export class WaitTimeoutError extends Error {}
+
+/** Polls a deployment until it is `success` or `failed`, and returns it (a failed one too: check its state). */
+export async function waitForDeployment(
+  client: BerthClient,
+  deploymentId: string,
+  options: WaitOptions = {},
+): Promise<Deployment> {
+  const intervalMs = options.intervalMs ?? 1000;
+  const deadline = Date.now() + (options.timeoutMs ?? 30 * 60_000);
+  let seen: string | undefined;
+  for (;;) {
+    const { deployment } = unwrap(
+      await client.GET('/v1/deployments/{deploymentId}', {
+        params: { path: { deploymentId } },
+        signal: options.signal,
+      }),
+    );
+    if (deployment.state !== seen) options.onChange?.(deployment);
+    seen = deployment.state;
+    if (TERMINAL_DEPLOYMENT_STATES.includes(deployment.state)) return deployment;
+    if (Date.now() > deadline) {
+      throw new WaitTimeoutError(`deployment ${deploymentId} is still ${deployment.state}: stopped waiting`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+  }
+}
