@@ -140,6 +140,31 @@ export interface Observed {
   generation: number | null;
 }
 
+/** One line a service's workload printed. */
+export interface LogLine {
+  /** ISO 8601, UTC, with milliseconds. */
+  time: string;
+  /** The replica (container, pod) or run that printed it. */
+  replica: string;
+  stream: 'stdout' | 'stderr';
+  line: string;
+}
+
+export interface LogQuery {
+  /** Only lines printed at or after this time. */
+  since?: Date;
+  /** At most this many of the newest lines printed before the call (then, with follow, every new one). */
+  tail: number;
+  /** Keep streaming lines printed after the call until `signal` aborts. */
+  follow: boolean;
+  signal: AbortSignal;
+}
+
+/** The output of a service's replicas, job runs and cron runs. */
+export interface ServiceLogs {
+  read(service: ServiceRef & Pick<ServiceSpec, 'subdomain'>, query: LogQuery): AsyncIterable<LogLine>;
+}
+
 /** Runs beside the API in `berth serve`: the docker driver's ingress and cron scheduler. */
 export interface Serving {
   start(): Promise<void>;
@@ -177,6 +202,8 @@ export interface Provider {
   identity(env: EnvironmentRef): Promise<EnvironmentIdentity>;
   /** The zone that certificate-validation CNAMEs of custom domains point into. */
   domainValidationZone(env: EnvironmentRef): string;
+  /** What the service's workloads print. */
+  logs: ServiceLogs;
   serving?: Serving;
   secrets?: SecretStore;
   admission?: Admission;

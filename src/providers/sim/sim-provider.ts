@@ -17,10 +17,12 @@ import {
   type Provider,
   REMOVED_GENERATION,
   type SecretStore,
+  type ServiceLogs,
   type ServiceRef,
   type ServiceSpec,
 } from '../provider.ts';
 import { simIdentity } from './identity.ts';
+import { SimLogs } from './logs.ts';
 import { type SimDb, simTables } from './tables.ts';
 
 /** The sim driver's settings, from the environment. */
@@ -58,10 +60,12 @@ export class SimProvider implements Provider {
   private readonly stepMs: number;
   private readonly caller = `${hostname()}:${process.pid}`;
   readonly secrets: SecretStore;
+  readonly logs: ServiceLogs;
 
   constructor(db: Db, settings: SimSettings) {
     this.db = simTables(db);
     this.stepMs = settings.stepMs;
+    this.logs = new SimLogs(this.db);
     this.secrets = {
       // Only the key count is recorded: values never leave the secrets table.
       write: (scope, scopeId, values) =>
