@@ -422,43 +422,45 @@ export interface paths {
                                     /** @enum {string|null} */
                                     type: "web" | "internal" | "worker" | "cron" | "job" | null;
                                     /** @enum {string} */
-                                    state: "deploy_pending" | "deploy_queued" | "deploying" | "deploy_failed" | "running" | "delete_pending" | "delete_queued" | "deleting" | "deleted" | "delete_failed";
-                                    /** @description live; only on the get-service response */
-                                    run_status?: string;
-                                    /** @description live; only on the get-service response */
-                                    ready_count?: number;
+                                    source: "github" | "gitlab" | "docker_image" | "helm_chart";
+                                    port: number | null;
+                                    cron_schedule: string | null;
                                     replica_count: number | null;
                                     cpu_count_min?: number;
                                     cpu_count_max?: number;
                                     memory_mb_min?: number;
                                     memory_mb_max?: number;
-                                    /** @enum {string} */
-                                    source: "github" | "gitlab" | "docker_image" | "helm_chart";
-                                    port: number | null;
-                                    cron_schedule: string | null;
-                                    auto_deploy?: boolean;
                                     /** Format: uuid */
-                                    gitlab_connection_id?: string;
+                                    prov_node_group_id: string | null;
+                                    is_protected: boolean;
                                     git_repo_full_name?: string;
                                     git_repo_branch?: string;
+                                    auto_deploy?: boolean;
                                     dockerfile_path?: string;
                                     build_context?: string;
                                     run_command?: string;
                                     ops_json_path?: string;
                                     ops_json?: string;
+                                    enable_previews: boolean;
+                                    enable_code_review: boolean;
                                     docker_registry?: string;
                                     docker_image?: string;
                                     helm_chart_repo?: string;
                                     helm_chart_name?: string;
                                     helm_values_yml?: string;
+                                    /** @enum {string} */
+                                    state: "deploy_pending" | "deploy_queued" | "deploying" | "deploy_failed" | "running" | "delete_pending" | "delete_queued" | "deleting" | "deleted" | "delete_failed";
+                                    /** @description live; only on the get-service response */
+                                    run_status?: string;
+                                    /** @description live; only on the get-service response */
+                                    ready_count?: number;
                                     /** Format: uuid */
-                                    prov_node_group_id: string | null;
+                                    gitlab_connection_id?: string;
                                     /** Format: uuid */
                                     account_id: string;
                                     /** Format: uuid */
                                     private_instance_id: string;
                                     subdomain: string;
-                                    is_protected: boolean;
                                     is_deleted: boolean;
                                     latest_deployment: {
                                         /** Format: uuid */
@@ -542,8 +544,6 @@ export interface paths {
                                     origin: string;
                                     /** Format: uuid */
                                     parent_service_id: string | null;
-                                    enable_previews: boolean;
-                                    enable_code_review: boolean;
                                     is_preview: boolean;
                                     pr_number: number | null;
                                     pr_comment_id: number | null;
@@ -724,43 +724,45 @@ export interface paths {
                                     /** @enum {string|null} */
                                     type: "web" | "internal" | "worker" | "cron" | "job" | null;
                                     /** @enum {string} */
-                                    state: "deploy_pending" | "deploy_queued" | "deploying" | "deploy_failed" | "running" | "delete_pending" | "delete_queued" | "deleting" | "deleted" | "delete_failed";
-                                    /** @description live; only on the get-service response */
-                                    run_status?: string;
-                                    /** @description live; only on the get-service response */
-                                    ready_count?: number;
+                                    source: "github" | "gitlab" | "docker_image" | "helm_chart";
+                                    port: number | null;
+                                    cron_schedule: string | null;
                                     replica_count: number | null;
                                     cpu_count_min?: number;
                                     cpu_count_max?: number;
                                     memory_mb_min?: number;
                                     memory_mb_max?: number;
-                                    /** @enum {string} */
-                                    source: "github" | "gitlab" | "docker_image" | "helm_chart";
-                                    port: number | null;
-                                    cron_schedule: string | null;
-                                    auto_deploy?: boolean;
                                     /** Format: uuid */
-                                    gitlab_connection_id?: string;
+                                    prov_node_group_id: string | null;
+                                    is_protected: boolean;
                                     git_repo_full_name?: string;
                                     git_repo_branch?: string;
+                                    auto_deploy?: boolean;
                                     dockerfile_path?: string;
                                     build_context?: string;
                                     run_command?: string;
                                     ops_json_path?: string;
                                     ops_json?: string;
+                                    enable_previews: boolean;
+                                    enable_code_review: boolean;
                                     docker_registry?: string;
                                     docker_image?: string;
                                     helm_chart_repo?: string;
                                     helm_chart_name?: string;
                                     helm_values_yml?: string;
+                                    /** @enum {string} */
+                                    state: "deploy_pending" | "deploy_queued" | "deploying" | "deploy_failed" | "running" | "delete_pending" | "delete_queued" | "deleting" | "deleted" | "delete_failed";
+                                    /** @description live; only on the get-service response */
+                                    run_status?: string;
+                                    /** @description live; only on the get-service response */
+                                    ready_count?: number;
                                     /** Format: uuid */
-                                    prov_node_group_id: string | null;
+                                    gitlab_connection_id?: string;
                                     /** Format: uuid */
                                     account_id: string;
                                     /** Format: uuid */
                                     private_instance_id: string;
                                     subdomain: string;
-                                    is_protected: boolean;
                                     is_deleted: boolean;
                                     latest_deployment: {
                                         /** Format: uuid */
@@ -844,8 +846,6 @@ export interface paths {
                                     origin: string;
                                     /** Format: uuid */
                                     parent_service_id: string | null;
-                                    enable_previews: boolean;
-                                    enable_code_review: boolean;
                                     is_preview: boolean;
                                     pr_number: number | null;
                                     pr_comment_id: number | null;
@@ -970,43 +970,45 @@ export interface paths {
                                     /** @enum {string|null} */
                                     type: "web" | "internal" | "worker" | "cron" | "job" | null;
                                     /** @enum {string} */
-                                    state: "deploy_pending" | "deploy_queued" | "deploying" | "deploy_failed" | "running" | "delete_pending" | "delete_queued" | "deleting" | "deleted" | "delete_failed";
-                                    /** @description live; only on the get-service response */
-                                    run_status?: string;
-                                    /** @description live; only on the get-service response */
-                                    ready_count?: number;
+                                    source: "github" | "gitlab" | "docker_image" | "helm_chart";
+                                    port: number | null;
+                                    cron_schedule: string | null;
                                     replica_count: number | null;
                                     cpu_count_min?: number;
                                     cpu_count_max?: number;
                                     memory_mb_min?: number;
                                     memory_mb_max?: number;
-                                    /** @enum {string} */
-                                    source: "github" | "gitlab" | "docker_image" | "helm_chart";
-                                    port: number | null;
-                                    cron_schedule: string | null;
-                                    auto_deploy?: boolean;
                                     /** Format: uuid */
-                                    gitlab_connection_id?: string;
+                                    prov_node_group_id: string | null;
+                                    is_protected: boolean;
                                     git_repo_full_name?: string;
                                     git_repo_branch?: string;
+                                    auto_deploy?: boolean;
                                     dockerfile_path?: string;
                                     build_context?: string;
                                     run_command?: string;
                                     ops_json_path?: string;
                                     ops_json?: string;
+                                    enable_previews: boolean;
+                                    enable_code_review: boolean;
                                     docker_registry?: string;
                                     docker_image?: string;
                                     helm_chart_repo?: string;
                                     helm_chart_name?: string;
                                     helm_values_yml?: string;
+                                    /** @enum {string} */
+                                    state: "deploy_pending" | "deploy_queued" | "deploying" | "deploy_failed" | "running" | "delete_pending" | "delete_queued" | "deleting" | "deleted" | "delete_failed";
+                                    /** @description live; only on the get-service response */
+                                    run_status?: string;
+                                    /** @description live; only on the get-service response */
+                                    ready_count?: number;
                                     /** Format: uuid */
-                                    prov_node_group_id: string | null;
+                                    gitlab_connection_id?: string;
                                     /** Format: uuid */
                                     account_id: string;
                                     /** Format: uuid */
                                     private_instance_id: string;
                                     subdomain: string;
-                                    is_protected: boolean;
                                     is_deleted: boolean;
                                     latest_deployment: {
                                         /** Format: uuid */
@@ -1090,8 +1092,6 @@ export interface paths {
                                     origin: string;
                                     /** Format: uuid */
                                     parent_service_id: string | null;
-                                    enable_previews: boolean;
-                                    enable_code_review: boolean;
                                     is_preview: boolean;
                                     pr_number: number | null;
                                     pr_comment_id: number | null;
@@ -1396,43 +1396,45 @@ export interface paths {
                                     /** @enum {string|null} */
                                     type: "web" | "internal" | "worker" | "cron" | "job" | null;
                                     /** @enum {string} */
-                                    state: "deploy_pending" | "deploy_queued" | "deploying" | "deploy_failed" | "running" | "delete_pending" | "delete_queued" | "deleting" | "deleted" | "delete_failed";
-                                    /** @description live; only on the get-service response */
-                                    run_status?: string;
-                                    /** @description live; only on the get-service response */
-                                    ready_count?: number;
+                                    source: "github" | "gitlab" | "docker_image" | "helm_chart";
+                                    port: number | null;
+                                    cron_schedule: string | null;
                                     replica_count: number | null;
                                     cpu_count_min?: number;
                                     cpu_count_max?: number;
                                     memory_mb_min?: number;
                                     memory_mb_max?: number;
-                                    /** @enum {string} */
-                                    source: "github" | "gitlab" | "docker_image" | "helm_chart";
-                                    port: number | null;
-                                    cron_schedule: string | null;
-                                    auto_deploy?: boolean;
                                     /** Format: uuid */
-                                    gitlab_connection_id?: string;
+                                    prov_node_group_id: string | null;
+                                    is_protected: boolean;
                                     git_repo_full_name?: string;
                                     git_repo_branch?: string;
+                                    auto_deploy?: boolean;
                                     dockerfile_path?: string;
                                     build_context?: string;
                                     run_command?: string;
                                     ops_json_path?: string;
                                     ops_json?: string;
+                                    enable_previews: boolean;
+                                    enable_code_review: boolean;
                                     docker_registry?: string;
                                     docker_image?: string;
                                     helm_chart_repo?: string;
                                     helm_chart_name?: string;
                                     helm_values_yml?: string;
+                                    /** @enum {string} */
+                                    state: "deploy_pending" | "deploy_queued" | "deploying" | "deploy_failed" | "running" | "delete_pending" | "delete_queued" | "deleting" | "deleted" | "delete_failed";
+                                    /** @description live; only on the get-service response */
+                                    run_status?: string;
+                                    /** @description live; only on the get-service response */
+                                    ready_count?: number;
                                     /** Format: uuid */
-                                    prov_node_group_id: string | null;
+                                    gitlab_connection_id?: string;
                                     /** Format: uuid */
                                     account_id: string;
                                     /** Format: uuid */
                                     private_instance_id: string;
                                     subdomain: string;
-                                    is_protected: boolean;
                                     is_deleted: boolean;
                                     latest_deployment: {
                                         /** Format: uuid */
@@ -1516,8 +1518,6 @@ export interface paths {
                                     origin: string;
                                     /** Format: uuid */
                                     parent_service_id: string | null;
-                                    enable_previews: boolean;
-                                    enable_code_review: boolean;
                                     is_preview: boolean;
                                     pr_number: number | null;
                                     pr_comment_id: number | null;
