@@ -12,6 +12,7 @@ import { authOf, TokenAuthenticator } from './plugins/auth.ts';
 import { authFailureLimit } from './plugins/auth-failures.ts';
 import { registerBodyGuards } from './plugins/body-guards.ts';
 import { clientErrorHandler, registerClientErrors } from './plugins/client-errors.ts';
+import { registerConditionalReads } from './plugins/conditional-reads.ts';
 import { registerErrorHandling } from './plugins/errors.ts';
 import { registerIdempotency } from './plugins/idempotency.ts';
 import { registerRateLimit } from './plugins/rate-limit.ts';
@@ -24,6 +25,7 @@ import { customDomainRoutes } from './routes/custom-domains.ts';
 import { deploymentRoutes } from './routes/deployments.ts';
 import { environmentRoutes } from './routes/environments.ts';
 import { healthRoutes } from './routes/health.ts';
+import { logRoutes } from './routes/logs.ts';
 import { secretRoutes } from './routes/secrets.ts';
 import { serviceRoutes } from './routes/services.ts';
 import { ErrorBody } from './schemas/common.ts';
@@ -82,6 +84,7 @@ export async function buildApp(deps: Deps, options: AppOptions) {
   registerJsonBody(app);
   registerBodyGuards(app);
   registerClientErrors(app);
+  registerConditionalReads(app);
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
@@ -145,6 +148,7 @@ export async function buildApp(deps: Deps, options: AppOptions) {
       await v1.register(secretRoutes, { deps });
       await v1.register(customDomainRoutes, { deps });
       await v1.register(auditRoutes, { deps });
+      await v1.register(logRoutes, { deps });
       await v1.register(comingSoonRoutes);
     },
     { prefix: '/v1' },

@@ -7,14 +7,14 @@ import { deployPreview } from '../../domain/usecases/previews.ts';
 import { listDeployments } from '../../store/repositories/deployments.ts';
 import { nextCursor, pageOf } from '../paging.ts';
 import { actorOf, requireFeature } from '../plugins/auth.ts';
+import { ConditionalHeaders, conditionalResponses } from '../plugins/conditional-reads.ts';
 import { deploymentOf, environmentOf, serviceOf } from '../plugins/scope.ts';
 import {
   AUTH_ERRORS,
   CLOSED,
   Envelope,
   errorResponses,
-  PagedList,
-  PageQuery,
+  pagedListSchema,
   ServiceParams,
   Uuid,
 } from '../schemas/common.ts';
@@ -106,13 +106,15 @@ export const deploymentRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async
   app.get(
     '/deployments/:deploymentId',
     {
+      config: { etag: true },
       schema: {
         summary: 'Get Deployment',
         description:
           'Poll until state is success or failed (both terminal). op_ids and ops are always empty here.',
         params: Type.Object({ deploymentId: Uuid }),
+        headers: ConditionalHeaders,
         response: {
-          200: Envelope(Type.Object({ deployment: Deployment })),
+          ...conditionalResponses(Envelope(Type.Object({ deployment: Deployment }))),
           ...errorResponses(...AUTH_ERRORS),
         },
       },
@@ -126,11 +128,7 @@ export const deploymentRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async
       schema: {
         summary: "A service's deployments, newest first",
         params: ServiceParams,
-        querystring: PageQuery,
-        response: {
-          200: PagedList('deployments', Deployment),
-          ...errorResponses(...AUTH_ERRORS, 422),
-        },
+        ...pagedListSchema('deployments', Deployment),
       },
     },
     async (request) => {
