@@ -23,7 +23,7 @@ export interface Representation {
 export interface CachedRead {
   /** Names the representation, the account included. */
   key: string;
-  /** The change tags (migration 0012's) that make it stale. */
+  /** The change tags (migration 0013's) that make it stale. */
   tags: string[];
   /** A bound on its age, for parts no notification covers (the provider's identity, read through a TTL). */
   maxAgeMs?: number;

@@ -214,7 +214,10 @@ export interface paths {
         get: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description ETag(s) of a copy the client holds (or *): when one is current the answer is 304 Not Modified, without a body. */
+                    "if-none-match"?: string;
+                };
                 path: {
                     envId: string;
                 };
@@ -225,6 +228,8 @@ export interface paths {
                 /** @description Default Response */
                 200: {
                     headers: {
+                        /** @description Strong tag of this representation; send it back in If-None-Match */
+                        ETag?: string;
                         [name: string]: unknown;
                     };
                     content: {
@@ -263,6 +268,15 @@ export interface paths {
                             };
                         };
                     };
+                };
+                /** @description Not Modified: the ETag in If-None-Match is current. No body; the ETag header is sent. */
+                304: {
+                    headers: {
+                        /** @description Strong tag of this representation; send it back in If-None-Match */
+                        ETag?: string;
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Default Response */
                 401: {
@@ -925,7 +939,10 @@ export interface paths {
         get: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description ETag(s) of a copy the client holds (or *): when one is current the answer is 304 Not Modified, without a body. */
+                    "if-none-match"?: string;
+                };
                 path: {
                     envId: string;
                     serviceId: string;
@@ -937,6 +954,8 @@ export interface paths {
                 /** @description Default Response */
                 200: {
                     headers: {
+                        /** @description Strong tag of this representation; send it back in If-None-Match */
+                        ETag?: string;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1084,6 +1103,15 @@ export interface paths {
                             };
                         };
                     };
+                };
+                /** @description Not Modified: the ETag in If-None-Match is current. No body; the ETag header is sent. */
+                304: {
+                    headers: {
+                        /** @description Strong tag of this representation; send it back in If-None-Match */
+                        ETag?: string;
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Default Response */
                 401: {
@@ -1699,7 +1727,10 @@ export interface paths {
         get: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description ETag(s) of a copy the client holds (or *): when one is current the answer is 304 Not Modified, without a body. */
+                    "if-none-match"?: string;
+                };
                 path: {
                     deploymentId: string;
                 };
@@ -1710,6 +1741,8 @@ export interface paths {
                 /** @description Default Response */
                 200: {
                     headers: {
+                        /** @description Strong tag of this representation; send it back in If-None-Match */
+                        ETag?: string;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1767,6 +1800,15 @@ export interface paths {
                             };
                         };
                     };
+                };
+                /** @description Not Modified: the ETag in If-None-Match is current. No body; the ETag header is sent. */
+                304: {
+                    headers: {
+                        /** @description Strong tag of this representation; send it back in If-None-Match */
+                        ETag?: string;
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Default Response */
                 401: {
@@ -1984,7 +2026,10 @@ export interface paths {
         get: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description ETag(s) of a copy the client holds (or *): when one is current the answer is 304 Not Modified, without a body. */
+                    "if-none-match"?: string;
+                };
                 path: {
                     envId: string;
                     serviceId: string;
@@ -1996,6 +2041,8 @@ export interface paths {
                 /** @description Default Response */
                 200: {
                     headers: {
+                        /** @description Strong tag of this representation; send it back in If-None-Match */
+                        ETag?: string;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2021,6 +2068,15 @@ export interface paths {
                             };
                         };
                     };
+                };
+                /** @description Not Modified: the ETag in If-None-Match is current. No body; the ETag header is sent. */
+                304: {
+                    headers: {
+                        /** @description Strong tag of this representation; send it back in If-None-Match */
+                        ETag?: string;
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Default Response */
                 401: {
@@ -2208,7 +2264,10 @@ export interface paths {
         get: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description ETag(s) of a copy the client holds (or *): when one is current the answer is 304 Not Modified, without a body. */
+                    "if-none-match"?: string;
+                };
                 path: {
                     envId: string;
                 };
@@ -2219,6 +2278,8 @@ export interface paths {
                 /** @description Default Response */
                 200: {
                     headers: {
+                        /** @description Strong tag of this representation; send it back in If-None-Match */
+                        ETag?: string;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2244,6 +2305,15 @@ export interface paths {
                             };
                         };
                     };
+                };
+                /** @description Not Modified: the ETag in If-None-Match is current. No body; the ETag header is sent. */
+                304: {
+                    headers: {
+                        /** @description Strong tag of this representation; send it back in If-None-Match */
+                        ETag?: string;
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Default Response */
                 401: {
@@ -2433,7 +2503,10 @@ export interface paths {
         get: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description ETag(s) of a copy the client holds (or *): when one is current the answer is 304 Not Modified, without a body. */
+                    "if-none-match"?: string;
+                };
                 path: {
                     envId: string;
                     serviceId: string;
@@ -2445,6 +2518,8 @@ export interface paths {
                 /** @description Default Response */
                 200: {
                     headers: {
+                        /** @description Strong tag of this representation; send it back in If-None-Match */
+                        ETag?: string;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2517,6 +2592,15 @@ export interface paths {
                             };
                         };
                     };
+                };
+                /** @description Not Modified: the ETag in If-None-Match is current. No body; the ETag header is sent. */
+                304: {
+                    headers: {
+                        /** @description Strong tag of this representation; send it back in If-None-Match */
+                        ETag?: string;
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Default Response */
                 401: {
@@ -2896,6 +2980,124 @@ export interface paths {
                                 next_cursor: string | null;
                             };
                         };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/environments/{envId}/services/{serviceId}/logs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A service's output
+         * @description The lines its replicas, job runs and cron runs printed, oldest first, each with its time, replica and stream; secret values are masked. `tail` (default 100) of the newest, from `since` on. With `follow=true` the answer is a server-sent events stream: those lines, then each new one as printed (event `line`, data a line object), until the client disconnects.
+         */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description only lines printed at or after this time */
+                    since?: string;
+                    /** @description the newest lines printed before the call */
+                    tail?: number;
+                    /** @description stream new lines as server-sent events (docs/api.md) */
+                    follow?: boolean;
+                };
+                header?: never;
+                path: {
+                    envId: string;
+                    serviceId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description JSON; with follow=true, text/event-stream */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            message: "success";
+                            data: {
+                                lines: {
+                                    /** Format: date-time */
+                                    time: string;
+                                    /** @description the replica (container) or run that printed it */
+                                    replica: string;
+                                    /** @enum {string} */
+                                    stream: "stdout" | "stderr";
+                                    line: string;
+                                }[];
+                            };
+                        };
+                        "text/event-stream": string;
                     };
                 };
                 /** @description Default Response */

@@ -1,7 +1,7 @@
 /**
  * Change notifications: what tells a process's read cache that what it holds is no longer current.
  *
- * - Committed changes from any process: the triggers of migration 0012 NOTIFY `berth_changes` with
+ * - Committed changes from any process: the triggers of migration 0013 NOTIFY `berth_changes` with
  *   tags (`deployment:<id> service:<id>`). On Postgres a connection of its own LISTENs (reconnecting
  *   when it is lost); on the embedded database PGlite hands them over in process.
  * - Commits of this process: seen directly, when they return (`watchingCommits`), since a Postgres
