@@ -35,7 +35,13 @@ export class MigrationError extends Error {}
 
 // Kysely<Database> rather than database.ts's Db: database.ts runs the migrations, so importing it here would be a cycle.
 export async function migrateToLatest(db: Kysely<Database>): Promise<void> {
-  const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations } });
+  const migrator = new Migrator({
+    db,
+    provider: { getMigrations: async () => migrations },
+    // Migrations written side by side may land in either order: one missing before the last that ran
+    // still runs (each is written for the schema before it, whatever else ran).
+    allowUnorderedMigrations: true,
+  });
   const { error, results } = await migrator.migrateToLatest();
   if (error) {
     const failed = results?.find((r) => r.status === 'Error')?.migrationName ?? 'unknown';
