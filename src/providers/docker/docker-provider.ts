@@ -514,6 +514,9 @@ export class DockerProvider implements Provider {
       .values({ service_id: service.id, ...tombstone })
       .onConflict((oc) => oc.column('service_id').doUpdateSet(tombstone))
       .execute();
+    // The cron templates first: a tick that starts a run after this finds its template gone and
+    // removes the run itself, and every run created before it is in the listing below.
+    await this.removeContainers({ [LABEL.service]: service.id, [LABEL.role]: 'cron-template' });
     await this.removeContainers({ [LABEL.service]: service.id });
     await this.cron.rescan();
     const images = await this.docker.listImages({ filters: labelFilter({ [LABEL.service]: service.id }) });
