@@ -10,6 +10,7 @@ import * as generations from './migrations/0007-generations.ts';
 import * as idempotencyKeys from './migrations/0009-idempotency-keys.ts';
 import * as rateLimits from './migrations/0010-rate-limits.ts';
 import * as idempotencyClaims from './migrations/0011-idempotency-claims.ts';
+import * as deploymentLogs from './migrations/0012-deployment-logs.ts';
 import type { Database } from './schema.ts';
 
 /** Every migration, in order. Listed here rather than read from disk so the build carries them. */
@@ -24,6 +25,7 @@ const migrations: Record<string, Migration> = {
   '0009-idempotency-keys': idempotencyKeys,
   '0010-rate-limits': rateLimits,
   '0011-idempotency-claims': idempotencyClaims,
+  '0012-deployment-logs': deploymentLogs,
 };
 
 export class MigrationError extends Error {}

@@ -1,4 +1,5 @@
 import net from 'node:net';
+import { PassThrough } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type Docker from 'dockerode';
 import type { HealthCheck } from '../../domain/ops-json.ts';
@@ -46,28 +47,35 @@ async function httpOk(url: string, timeoutMs: number): Promise<boolean> {
   }
 }
 
-async function shellOk(container: Docker.Container, command: string, timeoutMs: number): Promise<boolean> {
+/** A check's verdict; a failed shell check carries what the command printed. */
+type Verdict = boolean | { output: string };
+
+/** The last characters of a check command's output that a failure reason shows. */
+const MAX_CHECK_OUTPUT = 500;
+
+async function shellOk(container: Docker.Container, command: string, timeoutMs: number): Promise<Verdict> {
   const exec = await container.exec({
     Cmd: ['/bin/sh', '-c', command],
     AttachStdout: true,
     AttachStderr: true,
   });
   const stream = await exec.start({});
-  stream.resume();
+  const output = new PassThrough();
+  let printed = '';
+  output.on('data', (chunk: Buffer) => {
+    printed = (printed + chunk.toString('utf8')).slice(-MAX_CHECK_OUTPUT);
+  });
+  container.modem.demuxStream(stream, output, output);
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     const info = await exec.inspect();
-    if (!info.Running) return info.ExitCode === 0;
+    if (!info.Running) return info.ExitCode === 0 ? true : { output: printed.trim() };
     await sleep(100);
   }
-  return false;
+  return { output: printed.trim() };
 }
 
-export async function checkOnce(
-  target: Target,
-  check: HealthCheck | null,
-  port: number | null,
-): Promise<boolean> {
+async function checkOnce(target: Target, check: HealthCheck | null, port: number | null): Promise<Verdict> {
   const info = await target.container.inspect();
   const state = info.State;
   // Replicas roll out without a restart policy, so an exit stays an exit (with its code) instead of
@@ -95,17 +103,25 @@ export async function waitReady(
   check: HealthCheck | null,
   port: number | null,
   deadline: number,
+  options: { signal?: AbortSignal; onReady?: (target: Target) => void } = {},
 ): Promise<{ ok: true } | { ok: false; reason: string; exited?: Target }> {
   const pending = new Set(targets);
   let last = 'not ready';
   while (pending.size > 0) {
+    options.signal?.throwIfAborted();
     for (const target of [...pending]) {
       try {
-        if (await checkOnce(target, check, port)) pending.delete(target);
-        else
+        const verdict = await checkOnce(target, check, port);
+        if (verdict === true) {
+          pending.delete(target);
+          options.onReady?.(target);
+        } else {
+          const printed =
+            typeof verdict === 'object' && verdict.output ? `; it printed: ${verdict.output}` : '';
           last = check
-            ? `the ${check.type} health check did not pass`
+            ? `the ${check.type} health check did not pass${printed}`
             : `port ${port} did not accept connections`;
+        }
       } catch (error) {
         if (error instanceof ContainerExited) {
           return { ok: false, reason: error.message, exited: error.target };
