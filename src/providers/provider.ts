@@ -1,14 +1,9 @@
-import type { DeployStep } from '../domain/deployment-states.ts';
-import type { OpsConfig } from '../domain/ops-json.ts';
-import { TerminalError } from '../jobs/errors.ts';
-import type { ServiceRow } from '../store/schema.ts';
-
 /**
  * The provider seam: the spec's "provisioner", in controller-runtime's manner. A job builds the desired
  * state of a service as a plain value and hands it to `apply`; `observe` reports what runs (the jobs
  * layer writes it back to the store: the API never calls a provider per request); `remove` tears a
  * service down; `ensureEnvironment` and `identity` cover environments. Serving (an ingress, cron
- * schedulers) and a secret store are optional capabilities.
+ * schedulers), a secret store and an admission check are optional capabilities.
  *
  * One error channel: a driver throws jobs/errors.ts's TerminalError for what a retry cannot fix and
  * anything else for what it may (retried with backoff). Every call is idempotent: a job that runs again
@@ -16,7 +11,13 @@ import type { ServiceRow } from '../store/schema.ts';
  *
  * Each driver parses its own settings, owns its tables (and their migrations) and reads no other table;
  * registry.ts is the one place that maps a name to a driver.
+ * @module
  */
+import type { DeployStep } from '../domain/deployment-states.ts';
+import type { OpsConfig } from '../domain/ops-json.ts';
+import { TerminalError } from '../jobs/errors.ts';
+import type { ServiceRow } from '../store/schema.ts';
+
 export interface EnvironmentRef {
   id: string;
   account_id: string;
@@ -191,9 +192,16 @@ export interface SecretStore {
   write(scope: 'service' | 'environment', scopeId: string, values: Record<string, string>): Promise<void>;
 }
 
+/**
+ * For runtimes that can tell before any work that they will never run a service as specified: a
+ * deployment asked for at creation (deploy_now) then fails at once, and the create call says so.
+ */
+export interface Admission {
+  /** The reason, or null. Synchronous and cheap: it runs inside the create request. */
+  refusal(service: ServiceSpec): string | null;
+}
+
 export interface Provider {
-  /** A reason this runtime can never run the service as specified, or null. Synchronous and cheap. */
-  refuseDeploy(service: ServiceSpec): string | null;
   /**
    * Makes the service run as desired; resolves once it does. Applying the generation already in place
    * changes only what may change without a rollout (domains) and rolls nothing out again. `signal`
@@ -214,5 +222,6 @@ export interface Provider {
   logs: ServiceLogs;
   serving?: Serving;
   secrets?: SecretStore;
+  admission?: Admission;
   close(): Promise<void>;
 }

@@ -104,10 +104,6 @@ export class DockerProvider implements Provider {
     };
   }
 
-  refuseDeploy(): string | null {
-    return null;
-  }
-
   async close(): Promise<void> {
     await this.serving.stop();
   }
@@ -561,7 +557,7 @@ export class DockerProvider implements Provider {
 
   private async logTail(container: Docker.Container): Promise<string> {
     try {
-      const buffer = (await container.logs({ stdout: true, stderr: true, tail: 5 })) as unknown as Buffer;
+      const buffer = await container.logs({ stdout: true, stderr: true, tail: 5, follow: false });
       const text = demultiplex(buffer).trim();
       return text ? ` Last output: ${text.slice(-500)}` : '';
     } catch {
@@ -619,6 +615,9 @@ export class DockerProvider implements Provider {
       .values({ service_id: service.id, ...tombstone })
       .onConflict((oc) => oc.column('service_id').doUpdateSet(tombstone))
       .execute();
+    // The cron templates first: a tick that starts a run after this finds its template gone and
+    // removes the run itself, and every run created before it is in the listing below.
+    await this.removeContainers({ [LABEL.service]: service.id, [LABEL.role]: 'cron-template' });
     await this.removeContainers({ [LABEL.service]: service.id });
     await this.cron.rescan();
     const images = await this.docker.listImages({ filters: labelFilter({ [LABEL.service]: service.id }) });

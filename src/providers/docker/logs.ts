@@ -78,7 +78,7 @@ export class DockerLogs implements ServiceLogs {
     const startedAt = Math.floor(Date.now() / 1000);
     const history: Stamped[] = [];
     for (const c of await this.containers(service.id)) {
-      const buffer = (await this.docker
+      const buffer = await this.docker
         .getContainer(c.Id)
         .logs({
           stdout: true,
@@ -88,7 +88,7 @@ export class DockerLogs implements ServiceLogs {
           since: sinceSeconds,
           follow: false,
         })
-        .catch(() => Buffer.alloc(0))) as unknown as Buffer;
+        .catch(() => Buffer.alloc(0));
       const replica = (c.Names[0] ?? c.Id).replace(/^\//, '');
       await linesOf(this.docker, Readable.from([buffer]), replica, (line) => {
         if (line.key >= sinceKey) history.push(line);

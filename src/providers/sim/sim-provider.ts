@@ -6,6 +6,7 @@ import { intSetting } from '../../config.ts';
 import { SupersededError } from '../../jobs/errors.ts';
 import type { Db } from '../../store/database.ts';
 import {
+  type Admission,
   type Applied,
   type DeployedSource,
   DeployFailed,
@@ -34,6 +35,17 @@ export interface SimSettings {
 
 export function simSettings(env: NodeJS.ProcessEnv): SimSettings {
   return { stepMs: intSetting(env, 'BERTH_SIM_STEP_MS', 500, 0, 600_000) };
+}
+
+/** The simulated cloud refuses services named `refuse...` at once (see SimProvider). */
+function simRefusal(service: ServiceSpec): string | null {
+  const names = [
+    service.docker_image,
+    service.git_repo_full_name?.split('/').at(-1),
+    service.helm_chart_name,
+  ];
+  const refused = names.find((n) => n?.startsWith('refuse'));
+  return refused ? `the simulated cloud refuses ${refused}` : null;
 }
 
 /**
@@ -65,15 +77,7 @@ export class SimProvider implements Provider {
     };
   }
 
-  refuseDeploy(service: ServiceSpec): string | null {
-    const names = [
-      service.docker_image,
-      service.git_repo_full_name?.split('/').at(-1),
-      service.helm_chart_name,
-    ];
-    const refused = names.find((n) => n?.startsWith('refuse'));
-    return refused ? `the simulated cloud refuses ${refused}` : null;
-  }
+  readonly admission: Admission = { refusal: simRefusal };
 
   /** Runs one call, recorded with its outcome; a failed call is recorded, then thrown. */
   private async record(
@@ -156,7 +160,7 @@ export class SimProvider implements Provider {
       logSource(log, desired, source);
       await sleep(this.stepMs); // build or pull
       const reason =
-        this.refuseDeploy(service) ??
+        simRefusal(service) ??
         (name.startsWith('fail') ? `simulated failure: the target ${name} starts with "fail"` : null);
       if (reason) {
         log.end(step, 'failed', reason);
