@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { withoutFields } from '../../domain/field-errors.ts';
 import type { Deps } from '../../domain/usecases/context.ts';
-import { liveIdentity } from '../../domain/usecases/environments.ts';
+import { IDENTITY_TTL_MS, liveIdentity } from '../../domain/usecases/environments.ts';
 import { createService, deleteService, patchService } from '../../domain/usecases/services.ts';
 import { findCustomDomainsByIds } from '../../store/repositories/custom-domains.ts';
 import { findDeploymentsByIds } from '../../store/repositories/deployments.ts';
@@ -10,10 +10,11 @@ import { findObservation } from '../../store/repositories/observations.ts';
 import { listServices } from '../../store/repositories/services.ts';
 import type { ServiceRow } from '../../store/schema.ts';
 import { nextCursor, pageOf } from '../paging.ts';
-import { actorOf } from '../plugins/auth.ts';
+import { actorOf, authOf } from '../plugins/auth.ts';
 import { ConditionalHeaders, conditionalResponses } from '../plugins/conditional-reads.ts';
 import { attachedFieldErrors } from '../plugins/errors.ts';
-import { environmentOf, serviceOf } from '../plugins/scope.ts';
+import { environmentOf, loadScope, serviceOf } from '../plugins/scope.ts';
+import { cachedGet, type ReadCache } from '../read-cache.ts';
 import {
   AUTH_ERRORS,
   Envelope,
@@ -27,7 +28,10 @@ import { serviceView, success } from '../views.ts';
 
 const ServiceData = Envelope(Type.Object({ service: Service }));
 
-export const serviceRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app, { deps }) => {
+export const serviceRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; reads: ReadCache }> = async (
+  app,
+  { deps, reads },
+) => {
   app.post(
     '/environments/:envId/services',
     {
@@ -98,7 +102,7 @@ export const serviceRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (a
   app.get(
     '/environments/:envId/services/:serviceId',
     {
-      config: { etag: true },
+      config: { etag: true, readCache: true },
       schema: {
         summary: 'Get Service, hydrated',
         description:
@@ -123,25 +127,36 @@ export const serviceRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (a
         },
       },
     },
-    async (request) => {
-      const environment = environmentOf(request);
-      const service = serviceOf(request);
-      const [identity, live] = await Promise.all([
-        liveIdentity(deps, environment),
-        findObservation(deps.store.db, service.id),
-      ]);
-      const view = serviceView(service, {
-        identity,
-        latestDeployment: request.scope.latestDeployment ?? null,
-        activeDomain: request.scope.activeDomain ?? null,
-        live,
-      });
-      return success({
-        service: view,
-        state: service.state,
-        run_status: live.run_status,
-        ready_count: live.ready_count,
-        svc_alias: service.kube_svc_alias ?? '',
+    async (request, reply) => {
+      const { envId, serviceId } = request.params;
+      return cachedGet(reads, reply, {
+        key: `service ${authOf(request).accountId} ${envId} ${serviceId}`,
+        tags: [`service:${serviceId}`, `env:${envId}`],
+        maxAgeMs: IDENTITY_TTL_MS,
+        load: async () => {
+          request.scope = await loadScope(deps.store.db, request);
+          const environment = environmentOf(request);
+          const service = serviceOf(request);
+          const [identity, live] = await Promise.all([
+            liveIdentity(deps, environment),
+            findObservation(deps.store.db, service.id),
+          ]);
+          const view = serviceView(service, {
+            identity,
+            latestDeployment: request.scope.latestDeployment ?? null,
+            activeDomain: request.scope.activeDomain ?? null,
+            live,
+          });
+          return {
+            payload: success({
+              service: view,
+              state: service.state,
+              run_status: live.run_status,
+              ready_count: live.ready_count,
+              svc_alias: service.kube_svc_alias ?? '',
+            }),
+          };
+        },
       });
     },
   );

@@ -1,5 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import os from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
 import Docker from 'dockerode';
 import type { Logger } from 'pino';
 import { type OpsConfig, parseOpsJson } from '../../domain/ops-json.ts';
@@ -251,12 +252,14 @@ export class DockerProvider implements Provider {
     if (service.type === 'job') {
       const container = await this.run(spec('job', `berth-${short}-job`));
       log.line('rollout', `Job container berth-${short}-job started`);
+      // A lost lease ends the wait at once (the sleep rejects), before any further side effect.
       const exit = await Promise.race([
         container.wait() as Promise<{ StatusCode: number }>,
-        new Promise<null>((resolve) =>
-          setTimeout(() => resolve(null), Math.max(0, deadline - Date.now())).unref(),
-        ),
-      ]);
+        sleep(Math.max(0, deadline - Date.now()), null, { signal, ref: false }),
+      ]).catch((error: unknown) => {
+        signal.throwIfAborted();
+        throw error;
+      });
       if (exit === null) {
         await container.remove({ force: true });
         log.end(
@@ -306,14 +309,11 @@ export class DockerProvider implements Provider {
       log.line('rollout', `Replica ${name} created`);
       targets.push({ container, ip: info.NetworkSettings.Networks[network]?.IPAddress ?? '' });
     }
-    const ready = await waitReady(targets, ops.health_check, service.port, deadline, {
-      signal,
-      onReady: (t) => log.line('rollout', `Replica ${t.container.id.slice(0, 12)} is healthy`),
-    }).catch(async (error: unknown) => {
-      // Cancelled or the job was lost while waiting: what this rollout started goes with it.
-      await this.removeContainers({ [LABEL.deployment]: deploymentId });
-      throw error;
-    });
+    // Aborted (the lease was lost), the wait throws at once: the replicas are left as they are, since the
+    // worker now running this deployment may be using them, and a rerun removes them anyway.
+    const ready = await waitReady(targets, ops.health_check, service.port, deadline, signal, (t) =>
+      log.line('rollout', `Replica ${t.container.id.slice(0, 12)} is healthy`),
+    );
     if (!ready.ok) {
       const shown = ready.exited ?? targets[0];
       const tail = shown ? await this.logTail(shown.container) : '';
@@ -331,7 +331,6 @@ export class DockerProvider implements Provider {
       );
     }
     log.end('rollout', 'success', `${targets.length} of ${targets.length} replicas healthy`);
-    if (signal.aborted) await this.removeContainers({ [LABEL.deployment]: deploymentId });
     signal.throwIfAborted();
     // Replicas get their restart policy only now: during the rollout an exit must fail it at once, with
     // its code, not turn into a crash loop that looks alive.
@@ -528,8 +527,7 @@ export class DockerProvider implements Provider {
     signal: AbortSignal,
     log: DeployLog,
   ): Promise<void> {
-    // A worker that lost the job (or a cancel) must not move traffic: the one that took it over decides.
-    if (signal.aborted) await this.removeContainers({ [LABEL.deployment]: desired.deploymentId });
+    // A worker that lost the job must not move traffic: the one that took it over decides.
     signal.throwIfAborted();
     if (await this.promote(desired, ops)) {
       log.end('traffic', 'success', `Traffic moved to this deployment (generation ${desired.generation})`);

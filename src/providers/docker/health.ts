@@ -25,22 +25,21 @@ export class ContainerExited extends Error {
   }
 }
 
-async function tcpOpen(ip: string, port: number, timeoutMs: number): Promise<boolean> {
+async function tcpOpen(ip: string, port: number, signal: AbortSignal): Promise<boolean> {
   return new Promise((resolve) => {
-    const socket = net.connect({ host: ip, port, timeout: timeoutMs });
+    const socket = net.connect({ host: ip, port, signal });
     const done = (ok: boolean) => {
       socket.destroy();
       resolve(ok);
     };
     socket.once('connect', () => done(true));
-    socket.once('timeout', () => done(false));
     socket.once('error', () => done(false));
   });
 }
 
-async function httpOk(url: string, timeoutMs: number): Promise<boolean> {
+async function httpOk(url: string, signal: AbortSignal): Promise<boolean> {
   try {
-    const res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs), redirect: 'manual' });
+    const res = await fetch(url, { signal, redirect: 'manual' });
     await res.body?.cancel();
     return res.status >= 200 && res.status < 400;
   } catch {
@@ -54,7 +53,7 @@ type Verdict = boolean | { output: string };
 /** The last characters of a check command's output that a failure reason shows. */
 const MAX_CHECK_OUTPUT = 500;
 
-async function shellOk(container: Docker.Container, command: string, timeoutMs: number): Promise<Verdict> {
+async function shellOk(container: Docker.Container, command: string, signal: AbortSignal): Promise<Verdict> {
   const exec = await container.exec({
     Cmd: ['/bin/sh', '-c', command],
     AttachStdout: true,
@@ -67,16 +66,21 @@ async function shellOk(container: Docker.Container, command: string, timeoutMs: 
     printed = (printed + chunk.toString('utf8')).slice(-MAX_CHECK_OUTPUT);
   });
   container.modem.demuxStream(stream, output, output);
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
+  while (!signal.aborted) {
     const info = await exec.inspect();
     if (!info.Running) return info.ExitCode === 0 ? true : { output: printed.trim() };
-    await sleep(100);
+    await sleep(100, undefined, { signal }).catch(() => undefined);
   }
   return { output: printed.trim() };
 }
 
-async function checkOnce(target: Target, check: HealthCheck | null, port: number | null): Promise<Verdict> {
+/** `signal`: the rollout was abandoned; the check then fails at once (the caller sees the abort). */
+export async function checkOnce(
+  target: Target,
+  check: HealthCheck | null,
+  port: number | null,
+  signal: AbortSignal,
+): Promise<Verdict> {
   const info = await target.container.inspect();
   const state = info.State;
   // Replicas roll out without a restart policy, so an exit stays an exit (with its code) instead of
@@ -84,38 +88,42 @@ async function checkOnce(target: Target, check: HealthCheck | null, port: number
   if (!state.Running || state.Restarting || info.RestartCount > 0) {
     throw new ContainerExited(`a replica exited with code ${state.ExitCode}`, target);
   }
-  const timeoutMs = (check?.timeout ?? 10) * 1000;
+  const within = AbortSignal.any([signal, AbortSignal.timeout((check?.timeout ?? 10) * 1000)]);
   const checkPort = check?.port ?? port;
-  if (!check) return checkPort ? tcpOpen(target.ip, checkPort, timeoutMs) : true;
+  if (!check) return checkPort ? tcpOpen(target.ip, checkPort, within) : true;
   switch (check.type) {
     case 'http':
-      return checkPort ? httpOk(`http://${target.ip}:${checkPort}${check.path ?? '/'}`, timeoutMs) : false;
+      return checkPort ? httpOk(`http://${target.ip}:${checkPort}${check.path ?? '/'}`, within) : false;
     case 'tcp':
     case 'grpc':
-      return checkPort ? tcpOpen(target.ip, checkPort, timeoutMs) : false;
+      return checkPort ? tcpOpen(target.ip, checkPort, within) : false;
     case 'shell':
-      return shellOk(target.container, check.command ?? 'true', timeoutMs);
+      return shellOk(target.container, check.command ?? 'true', within);
   }
 }
 
-/** Waits until every target is ready, or says why not by the deadline. */
+/**
+ * Waits until every target is ready, or says why not by the deadline. Throws the signal's reason as soon
+ * as it aborts: a worker that lost its job must not wait out the deploy timeout, nor act on the outcome.
+ */
 export async function waitReady(
   targets: Target[],
   check: HealthCheck | null,
   port: number | null,
   deadline: number,
-  options: { signal?: AbortSignal; onReady?: (target: Target) => void } = {},
+  signal: AbortSignal,
+  onReady: (target: Target) => void = () => undefined,
 ): Promise<{ ok: true } | { ok: false; reason: string; exited?: Target }> {
   const pending = new Set(targets);
   let last = 'not ready';
   while (pending.size > 0) {
-    options.signal?.throwIfAborted();
     for (const target of [...pending]) {
+      signal.throwIfAborted();
       try {
-        const verdict = await checkOnce(target, check, port);
+        const verdict = await checkOnce(target, check, port, signal);
         if (verdict === true) {
           pending.delete(target);
-          options.onReady?.(target);
+          onReady(target);
         } else {
           const printed =
             typeof verdict === 'object' && verdict.output ? `; it printed: ${verdict.output}` : '';
@@ -130,6 +138,7 @@ export async function waitReady(
         last = (error as Error).message;
       }
     }
+    signal.throwIfAborted();
     if (pending.size === 0) break;
     if (Date.now() > deadline) {
       return {
@@ -137,7 +146,7 @@ export async function waitReady(
         reason: `${pending.size} of ${targets.length} replicas not ready in time: ${last}`,
       };
     }
-    await sleep(500);
+    await sleep(500, undefined, { signal }).catch(() => signal.throwIfAborted());
   }
   return { ok: true };
 }
