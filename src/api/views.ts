@@ -4,7 +4,7 @@
  * @module
  */
 import type { DnsRecordSpec } from '../domain/custom-domain-rules.ts';
-import { opsConfigOf } from '../domain/ops-json.ts';
+import { opsConfigOf, opsDependencies } from '../domain/ops-json.ts';
 import type { StoredSecret } from '../domain/secret-rules.ts';
 import type { EnvironmentIdentity, Observed } from '../providers/provider.ts';
 import type {
@@ -145,7 +145,7 @@ export function serviceView(s: ServiceRow, options: ServiceViewOptions) {
     kube_svc_alias: unset(s.kube_svc_alias),
     namespace_name: unset(s.namespace_name),
     ip_whitelist: ops.ip_whitelist.length > 0 ? ops.ip_whitelist : undefined,
-    ops_dependencies: ops.dependencies,
+    ops_dependencies: opsDependencies(ops),
   };
 }
 

@@ -446,7 +446,7 @@ export class DockerProvider implements Provider {
           () => null,
         );
         if (text === null) throw new TerminalError(`no ops.json at ${service.ops_json_path}`);
-        const parsed = parseOpsJson(text, service.ops_json_path);
+        const parsed = parseOpsJson(text, service.ops_json_path, service.type);
         if (parsed.errors.length > 0) throw new TerminalError(parsed.errors.map((e) => e.error).join('; '));
         ops = parsed.config;
       }
