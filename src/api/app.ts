@@ -12,6 +12,7 @@ import { authOf, TokenAuthenticator } from './plugins/auth.ts';
 import { authFailureLimit } from './plugins/auth-failures.ts';
 import { registerBodyGuards } from './plugins/body-guards.ts';
 import { clientErrorHandler, registerClientErrors } from './plugins/client-errors.ts';
+import { registerConditionalReads } from './plugins/conditional-reads.ts';
 import { registerErrorHandling } from './plugins/errors.ts';
 import { registerIdempotency } from './plugins/idempotency.ts';
 import { registerRateLimit } from './plugins/rate-limit.ts';
@@ -82,6 +83,7 @@ export async function buildApp(deps: Deps, options: AppOptions) {
   registerJsonBody(app);
   registerBodyGuards(app);
   registerClientErrors(app);
+  registerConditionalReads(app);
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });

@@ -9,6 +9,7 @@ import * as deployedSource from './migrations/0006-deployed-source.ts';
 import * as generations from './migrations/0007-generations.ts';
 import * as idempotencyKeys from './migrations/0009-idempotency-keys.ts';
 import * as rateLimits from './migrations/0010-rate-limits.ts';
+import * as idempotencyClaims from './migrations/0011-idempotency-claims.ts';
 import type { Database } from './schema.ts';
 
 /** Every migration, in order. Listed here rather than read from disk so the build carries them. */
@@ -22,6 +23,7 @@ const migrations: Record<string, Migration> = {
   '0007-generations': generations,
   '0009-idempotency-keys': idempotencyKeys,
   '0010-rate-limits': rateLimits,
+  '0011-idempotency-claims': idempotencyClaims,
 };
 
 export class MigrationError extends Error {}

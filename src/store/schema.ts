@@ -170,6 +170,8 @@ export interface IdempotencyKeysTable {
   fingerprint: string;
   status: number | null;
   body: string | null;
+  claim: string | null;
+  done: Generated<boolean>;
   created_at: Generated<Date>;
 }
 

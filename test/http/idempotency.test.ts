@@ -1,5 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
+import { sql } from 'kysely';
+import { ConflictError } from '../../src/domain/errors.ts';
+import { createEnvironment } from '../../src/domain/usecases/environments.ts';
+import { claimKey } from '../../src/store/repositories/idempotency-keys.ts';
 import { ADMIN_TOKEN, type Reply, startHarness, VALID_SERVICE } from '../helpers/harness.ts';
 
 /** Issue 17 item 6: Idempotency-Key on every POST, as Stripe does it. */
@@ -117,4 +121,57 @@ test('admin POSTs take keys too', async () => {
   });
   assert.equal(first.status, 200, first.raw);
   sameAnswer(first, again);
+});
+
+/** Moves a key's claim back past the 10 minutes after which a key whose request never finished is taken over. */
+const age = (key: string) =>
+  sql`UPDATE idempotency_keys SET created_at = now() - interval '11 minutes' WHERE key = ${key}`.execute(
+    h.deps.store.db,
+  );
+
+test('a key whose work committed is never run again, even when its answer was never stored', async () => {
+  // The process "dies" between the work's commit and the answer's write: here the write fails instead.
+  const db = h.deps.store.db;
+  await sql`CREATE FUNCTION lose_answer() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN RAISE EXCEPTION 'answer lost'; END $$`.execute(db);
+  await sql`CREATE TRIGGER lose_answer BEFORE UPDATE ON idempotency_keys FOR EACH ROW
+    WHEN (NEW.status IS NOT NULL) EXECUTE FUNCTION lose_answer()`.execute(db);
+  const body = { ...VALID_SERVICE.docker, name: 'Answer Lost' };
+  try {
+    await post(`${env}/services`, body, 'lost-answer');
+  } finally {
+    await sql`DROP TRIGGER lose_answer ON idempotency_keys`.execute(db);
+    await sql`DROP FUNCTION lose_answer()`.execute(db);
+  }
+  assert.equal((await servicesNamed('Answer Lost')).length, 1);
+  // Long after, when a key whose request never finished would be free again, a retry still does nothing.
+  await age('lost-answer');
+  const retry = await post(`${env}/services`, body, 'lost-answer');
+  assert.equal(retry.status, 409, retry.raw);
+  assert.match(retry.body.message, /was done, but its server stopped before answering/);
+  assert.equal((await servicesNamed('Answer Lost')).length, 1);
+});
+
+test('a request whose abandoned key was taken over cannot commit its work', async () => {
+  const db = h.deps.store.db;
+  const stale = await claimKey(db, t.accountId, 'taken-over', 'same request');
+  assert.ok(stale);
+  await age('taken-over');
+  const fresh = await claimKey(db, t.accountId, 'taken-over', 'same request');
+  assert.ok(fresh);
+  const actor = (claim: typeof stale) => ({
+    accountId: t.accountId,
+    tokenId: null,
+    requestId: 'taken-over',
+    idempotency: claim,
+  });
+  await assert.rejects(createEnvironment(h.deps, actor(stale), { name: 'Taken Over' }), ConflictError);
+  await createEnvironment(h.deps, actor(fresh), { name: 'Taken Over' });
+  const named = await db
+    .selectFrom('environments')
+    .select('id')
+    .where('account_id', '=', t.accountId)
+    .where('name', '=', 'Taken Over')
+    .execute();
+  assert.equal(named.length, 1);
 });

@@ -3,7 +3,7 @@ import type { FastifyRequest } from 'fastify';
 import { bearerToken, hashApiToken } from '../../domain/api-token.ts';
 import { ForbiddenError, UnauthorizedError } from '../../domain/errors.ts';
 import { effectiveFeatures, type Plan } from '../../domain/plans.ts';
-import type { Actor } from '../../domain/usecases/context.ts';
+import type { Actor, Call } from '../../domain/usecases/context.ts';
 import type { Db } from '../../store/database.ts';
 import { findActiveToken } from '../../store/repositories/accounts.ts';
 
@@ -73,9 +73,14 @@ export function authOf(request: FastifyRequest): AuthContext {
   return request.auth;
 }
 
+/** The request as use cases see it: its id and its Idempotency-Key claim (see plugins/idempotency.ts). */
+export function callOf(request: FastifyRequest): Call {
+  return { requestId: String(request.id), idempotency: request.idempotency };
+}
+
 export function actorOf(request: FastifyRequest): Actor {
   const auth = authOf(request);
-  return { accountId: auth.accountId, tokenId: auth.tokenId, requestId: String(request.id) };
+  return { accountId: auth.accountId, tokenId: auth.tokenId, ...callOf(request) };
 }
 
 export function requireFeature(request: FastifyRequest, feature: string): void {

@@ -6,6 +6,7 @@ import type { Db } from '../../store/database.ts';
 import {
   claimKey,
   findKey,
+  type KeyClaim,
   purgeExpiredKeys,
   recordAnswer,
   releaseKey,
@@ -18,12 +19,14 @@ import {
  * same request (method, path, query and body) gets that answer again, marked `Idempotent-Replayed:
  * true`, for 24 hours and across restarts. The same key with a different request is a 422. Keys belong
  * to the caller (an account; the operator for /admin/v1). A request that arrives while the first is
- * still running waits for its answer, so the work is done once. An unexpected failure (500 `unknown`)
- * is not stored: a retry runs again.
+ * still running waits for its answer, so the work is done once. The work's own transaction marks the key
+ * done (use cases confirm `request.idempotency` with their audit entry), so a key is never run twice once
+ * its work committed, even when the process died before the answer was stored. An unexpected failure
+ * (500 `unknown`) before the work committed is not stored: a retry runs again.
  */
 declare module 'fastify' {
   interface FastifyRequest {
-    idempotency: { scope: string; key: string } | undefined;
+    idempotency: KeyClaim | undefined;
   }
 }
 
@@ -70,8 +73,9 @@ export function registerIdempotency(
     }
     const scope = scopeOf(request);
     const fingerprint = fingerprintOf(request);
-    if (await claimKey(db, scope, key, fingerprint)) {
-      request.idempotency = { scope, key };
+    const claim = await claimKey(db, scope, key, fingerprint);
+    if (claim) {
+      request.idempotency = claim;
       return;
     }
     const stored = await answered(db, scope, key);
@@ -79,6 +83,12 @@ export function registerIdempotency(
       throw ValidationError.fields([
         { field: FIELD, error: `${FIELD} was already used for a different request; use a new key` },
       ]);
+    }
+    if (stored?.status === null && stored.done) {
+      throw new ConflictError(
+        `The request with this ${FIELD} was done, but its server stopped before answering; ` +
+          'look the result up (GET) instead of retrying it',
+      );
     }
     if (!stored || stored.status === null) {
       throw new ConflictError(`A request with this ${FIELD} is still running; retry it later`);
@@ -95,8 +105,7 @@ export function registerIdempotency(
     request.idempotency = undefined;
     const body = typeof payload === 'string' ? payload : '';
     const unexpected = reply.statusCode === 500 && body.includes(UNKNOWN_MESSAGE);
-    if (unexpected) await releaseKey(db, held.scope, held.key);
-    else await recordAnswer(db, held.scope, held.key, reply.statusCode, body);
+    if (!(unexpected && (await releaseKey(db, held)))) await recordAnswer(db, held, reply.statusCode, body);
     return payload;
   });
 }

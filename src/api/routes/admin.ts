@@ -17,7 +17,7 @@ import { createEnvironment } from '../../domain/usecases/environments.ts';
 import { isUuid } from '../../domain/uuid.ts';
 import { listAccounts } from '../../store/repositories/accounts.ts';
 import type { AccountRow } from '../../store/schema.ts';
-import type { TokenAuthenticator } from '../plugins/auth.ts';
+import { callOf, type TokenAuthenticator } from '../plugins/auth.ts';
 import type { AuthFailureLimit } from '../plugins/auth-failures.ts';
 import { registerIdempotency } from '../plugins/idempotency.ts';
 import { Account, ApiToken, Features } from '../schemas/admin.ts';
@@ -86,7 +86,7 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{
       },
     },
     async (request) => {
-      const account = await createAccount(deps, String(request.id), request.body);
+      const account = await createAccount(deps, callOf(request), request.body);
       return success({ account: accountView(account) });
     },
   );
@@ -107,7 +107,7 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{
     },
     async (request) => {
       const { id } = request.params;
-      const account = await changeAccount(deps, String(request.id), id, request.body);
+      const account = await changeAccount(deps, callOf(request), id, request.body);
       authenticator.forget();
       return success({ account: accountView(account) });
     },
@@ -125,7 +125,7 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{
     },
     async (request) => {
       const { id } = request.params;
-      return success(await issueApiToken(deps, String(request.id), id));
+      return success(await issueApiToken(deps, callOf(request), id));
     },
   );
 
@@ -179,7 +179,7 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{
       preValidation: async (request) => assertUuid(request.params.tokenId, 'API token'),
     },
     async (request) => {
-      await revokeApiToken(deps, String(request.id), request.params.tokenId);
+      await revokeApiToken(deps, callOf(request), request.params.tokenId);
       authenticator.forget();
       return success({ revoked: true });
     },
@@ -210,7 +210,7 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{
       const { id } = request.params;
       const env = await createEnvironment(
         deps,
-        { accountId: id, tokenId: null, requestId: String(request.id) },
+        { accountId: id, tokenId: null, ...callOf(request) },
         request.body,
       );
       return success({ environment: environmentView(env) });

@@ -11,6 +11,7 @@ import {
 import { liveIdentity } from '../../domain/usecases/environments.ts';
 import type { CustomDomainRow } from '../../store/schema.ts';
 import { actorOf, requireFeature } from '../plugins/auth.ts';
+import { ConditionalHeaders, conditionalResponses } from '../plugins/conditional-reads.ts';
 import { customDomainOf, environmentOf, serviceOf } from '../plugins/scope.ts';
 import {
   AUTH_ERRORS,
@@ -63,22 +64,26 @@ export const customDomainRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = asy
     '/environments/:envId/services/:serviceId/custom-domains',
     {
       onRequest: needsCustomDomains,
+      config: { etag: true },
       schema: {
         summary: "The service's active and pending custom domains",
         description:
           '`active_domain` is the domain now serving the service (or null); `pending_domain` the newest one not serving ' +
           'yet (unverified, verified, being deployed, or failed to deploy), or null.',
         params: ServiceParams,
+        headers: ConditionalHeaders,
         response: {
-          200: Envelope(
-            Type.Object({
-              custom_domain: Type.Object({
-                is_active: Type.Boolean(),
-                is_pending: Type.Boolean(),
-                active_domain: Nullable(CustomDomain),
-                pending_domain: Nullable(CustomDomain),
+          ...conditionalResponses(
+            Envelope(
+              Type.Object({
+                custom_domain: Type.Object({
+                  is_active: Type.Boolean(),
+                  is_pending: Type.Boolean(),
+                  active_domain: Nullable(CustomDomain),
+                  pending_domain: Nullable(CustomDomain),
+                }),
               }),
-            }),
+            ),
           ),
           ...errorResponses(...AUTH_ERRORS),
         },

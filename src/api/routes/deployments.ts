@@ -7,6 +7,7 @@ import { deployPreview } from '../../domain/usecases/previews.ts';
 import { listDeployments } from '../../store/repositories/deployments.ts';
 import { nextCursor, pageOf } from '../paging.ts';
 import { actorOf, requireFeature } from '../plugins/auth.ts';
+import { ConditionalHeaders, conditionalResponses } from '../plugins/conditional-reads.ts';
 import { deploymentOf, environmentOf, serviceOf } from '../plugins/scope.ts';
 import {
   AUTH_ERRORS,
@@ -106,13 +107,15 @@ export const deploymentRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async
   app.get(
     '/deployments/:deploymentId',
     {
+      config: { etag: true },
       schema: {
         summary: 'Get Deployment',
         description:
           'Poll until state is success or failed (both terminal). op_ids and ops are always empty here.',
         params: Type.Object({ deploymentId: Uuid }),
+        headers: ConditionalHeaders,
         response: {
-          200: Envelope(Type.Object({ deployment: Deployment })),
+          ...conditionalResponses(Envelope(Type.Object({ deployment: Deployment }))),
           ...errorResponses(...AUTH_ERRORS),
         },
       },

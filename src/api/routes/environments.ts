@@ -4,6 +4,7 @@ import type { Deps } from '../../domain/usecases/context.ts';
 import { liveIdentity } from '../../domain/usecases/environments.ts';
 import { listEnvironments } from '../../store/repositories/environments.ts';
 import { authOf } from '../plugins/auth.ts';
+import { ConditionalHeaders, conditionalResponses } from '../plugins/conditional-reads.ts';
 import { environmentOf } from '../plugins/scope.ts';
 import { AUTH_ERRORS, Envelope, EnvIdParams, errorResponses } from '../schemas/common.ts';
 import { Environment, LiveEnvironment } from '../schemas/environments.ts';
@@ -30,20 +31,24 @@ export const environmentRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = asyn
   app.get(
     '/environments/:envId',
     {
+      config: { etag: true },
       schema: {
         summary: 'Get an environment with its live network identity',
         description:
           'ingress_host, public_nat_ips and svc_role_arn are read from the provider at request time (cached 3 s at most); ' +
           'they appear both inside `environment` and at the top of `data`. If the provider cannot be reached: 500.',
         params: EnvIdParams,
+        headers: ConditionalHeaders,
         response: {
-          200: Envelope(
-            Type.Object({
-              environment: LiveEnvironment,
-              ingress_host: LiveEnvironment.properties.ingress_host,
-              public_nat_ips: LiveEnvironment.properties.public_nat_ips,
-              svc_role_arn: LiveEnvironment.properties.svc_role_arn,
-            }),
+          ...conditionalResponses(
+            Envelope(
+              Type.Object({
+                environment: LiveEnvironment,
+                ingress_host: LiveEnvironment.properties.ingress_host,
+                public_nat_ips: LiveEnvironment.properties.public_nat_ips,
+                svc_role_arn: LiveEnvironment.properties.svc_role_arn,
+              }),
+            ),
           ),
           ...errorResponses(...AUTH_ERRORS),
         },

@@ -3,6 +3,7 @@ import type { FastifyRequest } from 'fastify';
 import type { Deps } from '../../domain/usecases/context.ts';
 import { getSecrets, putSecrets, type SecretScope } from '../../domain/usecases/secrets.ts';
 import { actorOf } from '../plugins/auth.ts';
+import { ConditionalHeaders, conditionalResponses } from '../plugins/conditional-reads.ts';
 import { environmentOf, serviceOf } from '../plugins/scope.ts';
 import { AUTH_ERRORS, Envelope, EnvIdParams, errorResponses, ServiceParams } from '../schemas/common.ts';
 import { SecretsBody, SecretsData } from '../schemas/secrets.ts';
@@ -32,10 +33,12 @@ export const secretRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (ap
   app.get(
     '/environments/:envId/services/:serviceId/secrets',
     {
+      config: { etag: true },
       schema: {
         summary: "Read a service's secrets, sorted by key",
         params: ServiceParams,
-        response: { 200: Envelope(SecretsData), ...errorResponses(...AUTH_ERRORS) },
+        headers: ConditionalHeaders,
+        response: { ...conditionalResponses(Envelope(SecretsData)), ...errorResponses(...AUTH_ERRORS) },
       },
     },
     read(serviceScope),
@@ -64,10 +67,12 @@ export const secretRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (ap
   app.get(
     '/environments/:envId/secrets',
     {
+      config: { etag: true },
       schema: {
         summary: "Read an environment's secrets (shared by all its services), sorted by key",
         params: EnvIdParams,
-        response: { 200: Envelope(SecretsData), ...errorResponses(...AUTH_ERRORS) },
+        headers: ConditionalHeaders,
+        response: { ...conditionalResponses(Envelope(SecretsData)), ...errorResponses(...AUTH_ERRORS) },
       },
     },
     read(environmentScope),

@@ -11,6 +11,7 @@ import { listServices } from '../../store/repositories/services.ts';
 import type { ServiceRow } from '../../store/schema.ts';
 import { nextCursor, pageOf } from '../paging.ts';
 import { actorOf } from '../plugins/auth.ts';
+import { ConditionalHeaders, conditionalResponses } from '../plugins/conditional-reads.ts';
 import { attachedFieldErrors } from '../plugins/errors.ts';
 import { environmentOf, serviceOf } from '../plugins/scope.ts';
 import {
@@ -102,6 +103,7 @@ export const serviceRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (a
   app.get(
     '/environments/:envId/services/:serviceId',
     {
+      config: { etag: true },
       schema: {
         summary: 'Get Service, hydrated',
         description:
@@ -109,15 +111,18 @@ export const serviceRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (a
           'pollers of the hosted API, `data` also carries state, run_status, ready_count and svc_alias ' +
           '(= kube_svc_alias, empty until provisioned). Deleted services stay readable.',
         params: ServiceParams,
+        headers: ConditionalHeaders,
         response: {
-          200: Envelope(
-            Type.Object({
-              service: Service,
-              state: Type.String({ maxLength: 30 }),
-              run_status: Type.String({ maxLength: 30 }),
-              ready_count: Type.Integer(),
-              svc_alias: Type.String({ maxLength: 300 }),
-            }),
+          ...conditionalResponses(
+            Envelope(
+              Type.Object({
+                service: Service,
+                state: Type.String({ maxLength: 30 }),
+                run_status: Type.String({ maxLength: 30 }),
+                ready_count: Type.Integer(),
+                svc_alias: Type.String({ maxLength: 300 }),
+              }),
+            ),
           ),
           ...errorResponses(...AUTH_ERRORS),
         },

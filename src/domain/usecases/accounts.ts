@@ -17,13 +17,13 @@ import { hashApiToken, newApiToken } from '../api-token.ts';
 import { NotFoundError } from '../errors.ts';
 import type { Plan } from '../plans.ts';
 import { recordAudit } from './audit.ts';
-import type { Deps } from './context.ts';
+import type { Call, Deps } from './context.ts';
 
-const operator = (accountId: string, requestId: string) => ({ accountId, tokenId: null, requestId });
+const operator = (accountId: string, call: Call) => ({ accountId, tokenId: null, ...call });
 
 export async function createAccount(
   deps: Pick<Deps, 'store'>,
-  requestId: string,
+  call: Call,
   input: { name: string; plan?: Plan; features?: string[] },
 ): Promise<AccountRow> {
   return deps.store.db.transaction().execute(async (trx) => {
@@ -33,7 +33,7 @@ export async function createAccount(
       plan: input.plan ?? 'starter',
       features: input.features ?? [],
     });
-    await recordAudit(trx, operator(account.id, requestId), {
+    await recordAudit(trx, operator(account.id, call), {
       action: 'account.create',
       resourceType: 'account',
       resourceId: account.id,
@@ -45,14 +45,14 @@ export async function createAccount(
 
 export async function changeAccount(
   deps: Pick<Deps, 'store'>,
-  requestId: string,
+  call: Call,
   id: string,
   patch: { plan?: Plan; features?: string[] },
 ): Promise<AccountRow> {
   return deps.store.db.transaction().execute(async (trx) => {
     const account = await updateAccount(trx, id, patch);
     if (!account) throw new NotFoundError('Account');
-    await recordAudit(trx, operator(id, requestId), {
+    await recordAudit(trx, operator(id, call), {
       action: 'account.update',
       resourceType: 'account',
       resourceId: id,
@@ -63,13 +63,13 @@ export async function changeAccount(
 }
 
 /** Issues an API token. The token itself is returned here and never again; only its hash is stored. */
-export async function issueApiToken(deps: Pick<Deps, 'store'>, requestId: string, accountId: string) {
+export async function issueApiToken(deps: Pick<Deps, 'store'>, call: Call, accountId: string) {
   return deps.store.db.transaction().execute(async (trx) => {
     if (!(await findAccount(trx, accountId))) throw new NotFoundError('Account');
     const token = newApiToken();
     const tokenId = randomUUID();
     await insertApiToken(trx, { id: tokenId, account_id: accountId, token_hash: hashApiToken(token) });
-    await recordAudit(trx, operator(accountId, requestId), {
+    await recordAudit(trx, operator(accountId, call), {
       action: 'api_token.create',
       resourceType: 'api_token',
       resourceId: tokenId,
@@ -79,15 +79,11 @@ export async function issueApiToken(deps: Pick<Deps, 'store'>, requestId: string
   });
 }
 
-export async function revokeApiToken(
-  deps: Pick<Deps, 'store'>,
-  requestId: string,
-  tokenId: string,
-): Promise<void> {
+export async function revokeApiToken(deps: Pick<Deps, 'store'>, call: Call, tokenId: string): Promise<void> {
   await deps.store.db.transaction().execute(async (trx) => {
     const token = await revokeToken(trx, tokenId);
     if (!token) throw new NotFoundError('API token');
-    await recordAudit(trx, operator(token.account_id, requestId), {
+    await recordAudit(trx, operator(token.account_id, call), {
       action: 'api_token.revoke',
       resourceType: 'api_token',
       resourceId: tokenId,

@@ -3,6 +3,7 @@ import type { Config } from '../../config.ts';
 import type { DnsLookup } from '../../dns.ts';
 import type { Provider } from '../../providers/provider.ts';
 import type { Store } from '../../store/database.ts';
+import type { KeyClaim } from '../../store/repositories/idempotency-keys.ts';
 import type { SecretBox } from '../../store/secret-box.ts';
 
 /** What every use case may reach. Built once by the process entry and handed to buildApp and the worker. */
@@ -15,9 +16,17 @@ export interface Deps {
   logger: Logger;
 }
 
+/**
+ * The request a use case serves: its id (written in the audit entry) and, when it sent an
+ * Idempotency-Key, its claim on the key, confirmed in the transaction that does the work.
+ */
+export interface Call {
+  requestId: string;
+  idempotency?: KeyClaim | undefined;
+}
+
 /** Who is acting: an API token of an account (actor `API Token`), or the operator through the admin API. */
-export interface Actor {
+export interface Actor extends Call {
   accountId: string;
   tokenId: string | null;
-  requestId: string;
 }
