@@ -214,7 +214,10 @@ export interface paths {
         get: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description ETag(s) of a copy the client holds (or *): when one is current the answer is 304 Not Modified, without a body. */
+                    "if-none-match"?: string;
+                };
                 path: {
                     envId: string;
                 };
@@ -225,6 +228,8 @@ export interface paths {
                 /** @description Default Response */
                 200: {
                     headers: {
+                        /** @description Strong tag of this representation; send it back in If-None-Match */
+                        ETag?: string;
                         [name: string]: unknown;
                     };
                     content: {
@@ -263,6 +268,15 @@ export interface paths {
                             };
                         };
                     };
+                };
+                /** @description Not Modified: the ETag in If-None-Match is current. No body; the ETag header is sent. */
+                304: {
+                    headers: {
+                        /** @description Strong tag of this representation; send it back in If-None-Match */
+                        ETag?: string;
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Default Response */
                 401: {
@@ -925,7 +939,10 @@ export interface paths {
         get: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description ETag(s) of a copy the client holds (or *): when one is current the answer is 304 Not Modified, without a body. */
+                    "if-none-match"?: string;
+                };
                 path: {
                     envId: string;
                     serviceId: string;
@@ -937,6 +954,8 @@ export interface paths {
                 /** @description Default Response */
                 200: {
                     headers: {
+                        /** @description Strong tag of this representation; send it back in If-None-Match */
+                        ETag?: string;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1085,6 +1104,15 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Not Modified: the ETag in If-None-Match is current. No body; the ETag header is sent. */
+                304: {
+                    headers: {
+                        /** @description Strong tag of this representation; send it back in If-None-Match */
+                        ETag?: string;
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 /** @description Default Response */
                 401: {
                     headers: {
@@ -1222,12 +1250,15 @@ export interface paths {
         head?: never;
         /**
          * Update Service
-         * @description Any subset of the create fields except deploy_now and secrets; the merged result must pass the create rules (names may also hold hyphens). Changing `source` clears the old source's fields and requires the new source's fields in the same request. Takes effect on the next deployment.
+         * @description Any subset of the create fields except deploy_now and secrets; the merged result must pass the create rules (names may also hold hyphens). Changing `source` clears the old source's fields and requires the new source's fields in the same request. Takes effect on the next deployment. With If-Match (the ETag of GET service) the change is made only if the service is still as read, else 412 `conflict`.
          */
         patch: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description The ETag of the representation the change was made from (from its GET): when the resource changed since, the answer is 412 `conflict` and nothing is written. Without it the write is unconditional. */
+                    "if-match"?: string;
+                };
                 path: {
                     envId: string;
                     serviceId: string;
@@ -1526,6 +1557,15 @@ export interface paths {
                     };
                 };
                 /** @description Default Response */
+                412: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
                 422: {
                     headers: {
                         [name: string]: unknown;
@@ -1699,7 +1739,10 @@ export interface paths {
         get: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description ETag(s) of a copy the client holds (or *): when one is current the answer is 304 Not Modified, without a body. */
+                    "if-none-match"?: string;
+                };
                 path: {
                     deploymentId: string;
                 };
@@ -1710,6 +1753,8 @@ export interface paths {
                 /** @description Default Response */
                 200: {
                     headers: {
+                        /** @description Strong tag of this representation; send it back in If-None-Match */
+                        ETag?: string;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1767,6 +1812,15 @@ export interface paths {
                             };
                         };
                     };
+                };
+                /** @description Not Modified: the ETag in If-None-Match is current. No body; the ETag header is sent. */
+                304: {
+                    headers: {
+                        /** @description Strong tag of this representation; send it back in If-None-Match */
+                        ETag?: string;
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Default Response */
                 401: {
@@ -1984,7 +2038,10 @@ export interface paths {
         get: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description ETag(s) of a copy the client holds (or *): when one is current the answer is 304 Not Modified, without a body. */
+                    "if-none-match"?: string;
+                };
                 path: {
                     envId: string;
                     serviceId: string;
@@ -1996,6 +2053,8 @@ export interface paths {
                 /** @description Default Response */
                 200: {
                     headers: {
+                        /** @description Strong tag of this representation; send it back in If-None-Match */
+                        ETag?: string;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2021,6 +2080,15 @@ export interface paths {
                             };
                         };
                     };
+                };
+                /** @description Not Modified: the ETag in If-None-Match is current. No body; the ETag header is sent. */
+                304: {
+                    headers: {
+                        /** @description Strong tag of this representation; send it back in If-None-Match */
+                        ETag?: string;
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Default Response */
                 401: {
@@ -2071,12 +2139,15 @@ export interface paths {
         };
         /**
          * Replace Service Secrets
-         * @description A full replace, not a merge: keys left out are removed. Everything is validated before anything is written. Sensitive values are write-only: reads leave them out, and an entry for a stored sensitive key without `value` keeps the stored value. Stored at once; written to the provider asynchronously; rolled out by the next deployment.
+         * @description A full replace, not a merge: keys left out are removed. Everything is validated before anything is written. Sensitive values are write-only: reads leave them out, and an entry for a stored sensitive key without `value` keeps the stored value. Stored at once; written to the provider asynchronously; rolled out by the next deployment. With If-Match (the ETag of the matching GET), the replace happens only if the secrets are still what was read, else 412 `conflict`: a read-modify-write that never wipes a key another writer changed in between.
          */
         put: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description The ETag of the representation the change was made from (from its GET): when the resource changed since, the answer is 412 `conflict` and nothing is written. Without it the write is unconditional. */
+                    "if-match"?: string;
+                };
                 path: {
                     envId: string;
                     serviceId: string;
@@ -2154,6 +2225,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                412: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2208,7 +2288,10 @@ export interface paths {
         get: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description ETag(s) of a copy the client holds (or *): when one is current the answer is 304 Not Modified, without a body. */
+                    "if-none-match"?: string;
+                };
                 path: {
                     envId: string;
                 };
@@ -2219,6 +2302,8 @@ export interface paths {
                 /** @description Default Response */
                 200: {
                     headers: {
+                        /** @description Strong tag of this representation; send it back in If-None-Match */
+                        ETag?: string;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2244,6 +2329,15 @@ export interface paths {
                             };
                         };
                     };
+                };
+                /** @description Not Modified: the ETag in If-None-Match is current. No body; the ETag header is sent. */
+                304: {
+                    headers: {
+                        /** @description Strong tag of this representation; send it back in If-None-Match */
+                        ETag?: string;
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Default Response */
                 401: {
@@ -2294,12 +2388,15 @@ export interface paths {
         };
         /**
          * Replace Environment Secrets
-         * @description A full replace, not a merge: keys left out are removed. Everything is validated before anything is written. Sensitive values are write-only: reads leave them out, and an entry for a stored sensitive key without `value` keeps the stored value. Stored at once; written to the provider asynchronously; rolled out by the next deployment. A service's own key wins over the environment's.
+         * @description A full replace, not a merge: keys left out are removed. Everything is validated before anything is written. Sensitive values are write-only: reads leave them out, and an entry for a stored sensitive key without `value` keeps the stored value. Stored at once; written to the provider asynchronously; rolled out by the next deployment. A service's own key wins over the environment's. With If-Match (the ETag of the matching GET), the replace happens only if the secrets are still what was read, else 412 `conflict`: a read-modify-write that never wipes a key another writer changed in between.
          */
         put: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description The ETag of the representation the change was made from (from its GET): when the resource changed since, the answer is 412 `conflict` and nothing is written. Without it the write is unconditional. */
+                    "if-match"?: string;
+                };
                 path: {
                     envId: string;
                 };
@@ -2376,6 +2473,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                412: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2433,7 +2539,10 @@ export interface paths {
         get: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description ETag(s) of a copy the client holds (or *): when one is current the answer is 304 Not Modified, without a body. */
+                    "if-none-match"?: string;
+                };
                 path: {
                     envId: string;
                     serviceId: string;
@@ -2445,6 +2554,8 @@ export interface paths {
                 /** @description Default Response */
                 200: {
                     headers: {
+                        /** @description Strong tag of this representation; send it back in If-None-Match */
+                        ETag?: string;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2517,6 +2628,15 @@ export interface paths {
                             };
                         };
                     };
+                };
+                /** @description Not Modified: the ETag in If-None-Match is current. No body; the ETag header is sent. */
+                304: {
+                    headers: {
+                        /** @description Strong tag of this representation; send it back in If-None-Match */
+                        ETag?: string;
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Default Response */
                 401: {

@@ -60,9 +60,11 @@ export interface Selection {
  */
 export function selectContext(wanted: string | undefined, env = process.env): Selection {
   const file = readContexts();
-  const name = wanted ?? env.BERTH_CONTEXT ?? file.current;
+  // An empty variable counts as unset.
+  const asked = wanted || env.BERTH_CONTEXT || undefined;
+  const name = asked ?? file.current;
   const stored = name === undefined ? undefined : file.contexts[name];
-  if (name !== undefined && stored === undefined && (wanted ?? env.BERTH_CONTEXT) !== undefined) {
+  if (asked !== undefined && stored === undefined) {
     const known = Object.keys(file.contexts);
     throw new CliError(
       `no context named "${name}"${known.length ? ` (known: ${known.join(', ')})` : ''}: run berth login --context ${name}`,

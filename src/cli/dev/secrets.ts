@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import type { Command } from 'commander';
 import dotenv from 'dotenv';
-import { type paths, unwrap } from '../../client/index.ts';
+import { type BerthClient, type paths, unwrap } from '../../client/index.ts';
 import { withExamples } from '../help.ts';
 import { common, withSession } from './common.ts';
 import { CliError, EXIT } from './errors.ts';
@@ -29,20 +29,20 @@ const SECRET_COLUMNS: Column<Secret>[] = [
  * keeps the stored one.
  */
 export async function editSecrets(
-  session: Session,
+  api: BerthClient,
   path: { envId: string; serviceId: string },
-  edit: (current: Secret[]) => SecretInput[],
+  edit: (current: Secret[]) => SecretInput[] | Promise<SecretInput[]>,
 ): Promise<Secret[]> {
   for (let attempt = 1; attempt <= EDIT_ATTEMPTS; attempt++) {
-    const read = await session.api.GET('/v1/environments/{envId}/services/{serviceId}/secrets', {
+    const read = await api.GET('/v1/environments/{envId}/services/{serviceId}/secrets', {
       params: { path },
     });
     const { secrets } = unwrap(read);
     const etag = read.response.headers.get('etag');
-    const written = await session.api.PUT('/v1/environments/{envId}/services/{serviceId}/secrets', {
+    const written = await api.PUT('/v1/environments/{envId}/services/{serviceId}/secrets', {
       params: { path },
       headers: etag ? { 'if-match': etag } : {},
-      body: { secrets: edit(secrets) },
+      body: { secrets: await edit(secrets) },
     });
     if (written.response.status !== 412) return unwrap(written).secrets;
   }
@@ -134,7 +134,7 @@ export function secretCommands(program: Command): void {
   ).action(
     withSession<[string, string[]], { sensitive?: boolean }>(async (session, [reference, pairs], options) => {
       const values = parsePairs(pairs);
-      const stored = await editSecrets(session, await target(session, reference), (current) =>
+      const stored = await editSecrets(session.api, await target(session, reference), (current) =>
         withValues(current, values, options.sensitive === true),
       );
       session.out.notice(`set ${[...values.keys()].join(', ')}`);
@@ -146,7 +146,7 @@ export function secretCommands(program: Command): void {
     'secrets unset "hello web" LOG_LEVEL',
   ).action(
     withSession<[string, string[]]>(async (session, [reference, keys]) => {
-      const stored = await editSecrets(session, await target(session, reference), (current) => {
+      const stored = await editSecrets(session.api, await target(session, reference), (current) => {
         const missing = keys.filter((k) => !current.some((s) => s.key === k));
         if (missing.length > 0)
           throw new CliError(`no secret ${missing.join(', ')}: nothing changed`, EXIT.notFound);
@@ -175,7 +175,7 @@ export function secretCommands(program: Command): void {
       }
       const values = new Map(Object.entries(dotenv.parse(text)));
       if (values.size === 0) throw new CliError(`${file} holds no KEY=VALUE line`, EXIT.usage);
-      const stored = await editSecrets(session, await target(session, reference), (current) =>
+      const stored = await editSecrets(session.api, await target(session, reference), (current) =>
         withValues(current, values, options.sensitive === true),
       );
       session.out.notice(`imported ${values.size} keys from ${file}`);

@@ -38,7 +38,7 @@ export class Session {
     this.context = selected.context;
     this.contextName = selected.name;
     this.api = clientFor(this.context);
-    this.envOption = options.env ?? process.env.BERTH_ENV;
+    this.envOption = options.env || process.env.BERTH_ENV || undefined;
   }
 
   async environments() {

@@ -72,6 +72,8 @@ export async function putSecrets(
   actor: Actor,
   target: SecretScope,
   entries: SecretEntry[],
+  /** A conditional write's check (If-Match), given the secrets as they are under the lock. */
+  precondition?: (current: StoredSecret[]) => void,
 ): Promise<StoredSecret[]> {
   assertValidSecrets(entries, 'secrets');
   return deps.store.db.transaction().execute(async (trx) => {
@@ -82,6 +84,7 @@ export async function putSecrets(
     } else {
       await lockEnvironment(trx, target.id);
     }
+    precondition?.(await readSecrets(trx, deps.secretBox, target.id));
     const stored = await storeSecrets(trx, deps.secretBox, target, entries);
     await recordAudit(trx, actor, {
       action: `${target.scope}.secrets.replace`,
