@@ -25,6 +25,7 @@ import { customDomainRoutes } from './routes/custom-domains.ts';
 import { deploymentRoutes } from './routes/deployments.ts';
 import { environmentRoutes } from './routes/environments.ts';
 import { healthRoutes } from './routes/health.ts';
+import { logRoutes } from './routes/logs.ts';
 import { secretRoutes } from './routes/secrets.ts';
 import { serviceRoutes } from './routes/services.ts';
 import { ErrorBody } from './schemas/common.ts';
@@ -147,6 +148,7 @@ export async function buildApp(deps: Deps, options: AppOptions) {
       await v1.register(secretRoutes, { deps });
       await v1.register(customDomainRoutes, { deps });
       await v1.register(auditRoutes, { deps });
+      await v1.register(logRoutes, { deps });
       await v1.register(comingSoonRoutes);
     },
     { prefix: '/v1' },

@@ -3082,6 +3082,124 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/environments/{envId}/services/{serviceId}/logs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A service's output
+         * @description The lines its replicas, job runs and cron runs printed, oldest first, each with its time, replica and stream; secret values are masked. `tail` (default 100) of the newest, from `since` on. With `follow=true` the answer is a server-sent events stream: those lines, then each new one as printed (event `line`, data a line object), until the client disconnects.
+         */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description only lines printed at or after this time */
+                    since?: string;
+                    /** @description the newest lines printed before the call */
+                    tail?: number;
+                    /** @description stream new lines as server-sent events (docs/api.md) */
+                    follow?: boolean;
+                };
+                header?: never;
+                path: {
+                    envId: string;
+                    serviceId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description JSON; with follow=true, text/event-stream */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            message: "success";
+                            data: {
+                                lines: {
+                                    /** Format: date-time */
+                                    time: string;
+                                    /** @description the replica (container) or run that printed it */
+                                    replica: string;
+                                    /** @enum {string} */
+                                    stream: "stdout" | "stderr";
+                                    line: string;
+                                }[];
+                            };
+                        };
+                        "text/event-stream": string;
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/environments/{envId}/services/{serviceId}/custom-domains/{customDomainId}": {
         parameters: {
             query?: never;

@@ -4,6 +4,10 @@ import type { Db } from '../store/database.ts';
 /**
  * A driver's own migrations, kept apart from Berth's (own history table, own lock), so that a driver
  * owns its tables: adding one changes nothing outside its folder.
+ *
+ * Unordered: a driver's first tables were once created by Berth's own migrations, and the migration
+ * that now creates them (`0000-...`, IF NOT EXISTS) came after later driver migrations had already run
+ * on existing databases. There it runs last and finds its tables in place.
  */
 export async function migrateDriver(
   db: Db,
@@ -15,6 +19,7 @@ export async function migrateDriver(
     provider: { getMigrations: async () => migrations },
     migrationTableName: `${driver}_migrations`,
     migrationLockTableName: `${driver}_migrations_lock`,
+    allowUnorderedMigrations: true,
   });
   const { error, results } = await migrator.migrateToLatest();
   if (error) {

@@ -1,13 +1,9 @@
-import type { OpsConfig } from '../domain/ops-json.ts';
-import { TerminalError } from '../jobs/errors.ts';
-import type { ServiceRow } from '../store/schema.ts';
-
 /**
  * The provider seam: the spec's "provisioner", in controller-runtime's manner. A job builds the desired
  * state of a service as a plain value and hands it to `apply`; `observe` reports what runs (the jobs
  * layer writes it back to the store: the API never calls a provider per request); `remove` tears a
  * service down; `ensureEnvironment` and `identity` cover environments. Serving (an ingress, cron
- * schedulers) and a secret store are optional capabilities.
+ * schedulers), a secret store and an admission check are optional capabilities.
  *
  * One error channel: a driver throws jobs/errors.ts's TerminalError for what a retry cannot fix and
  * anything else for what it may (retried with backoff). Every call is idempotent: a job that runs again
@@ -15,7 +11,12 @@ import type { ServiceRow } from '../store/schema.ts';
  *
  * Each driver parses its own settings, owns its tables (and their migrations) and reads no other table;
  * registry.ts is the one place that maps a name to a driver.
+ * @module
  */
+import type { OpsConfig } from '../domain/ops-json.ts';
+import { TerminalError } from '../jobs/errors.ts';
+import type { ServiceRow } from '../store/schema.ts';
+
 export interface EnvironmentRef {
   id: string;
   account_id: string;
@@ -139,6 +140,31 @@ export interface Observed {
   generation: number | null;
 }
 
+/** One line a service's workload printed. */
+export interface LogLine {
+  /** ISO 8601, UTC, with milliseconds. */
+  time: string;
+  /** The replica (container, pod) or run that printed it. */
+  replica: string;
+  stream: 'stdout' | 'stderr';
+  line: string;
+}
+
+export interface LogQuery {
+  /** Only lines printed at or after this time. */
+  since?: Date;
+  /** At most this many of the newest lines printed before the call (then, with follow, every new one). */
+  tail: number;
+  /** Keep streaming lines printed after the call until `signal` aborts. */
+  follow: boolean;
+  signal: AbortSignal;
+}
+
+/** The output of a service's replicas, job runs and cron runs. */
+export interface ServiceLogs {
+  read(service: ServiceRef & Pick<ServiceSpec, 'subdomain'>, query: LogQuery): AsyncIterable<LogLine>;
+}
+
 /** Runs beside the API in `berth serve`: the docker driver's ingress and cron scheduler. */
 export interface Serving {
   start(): Promise<void>;
@@ -150,9 +176,16 @@ export interface SecretStore {
   write(scope: 'service' | 'environment', scopeId: string, values: Record<string, string>): Promise<void>;
 }
 
+/**
+ * For runtimes that can tell before any work that they will never run a service as specified: a
+ * deployment asked for at creation (deploy_now) then fails at once, and the create call says so.
+ */
+export interface Admission {
+  /** The reason, or null. Synchronous and cheap: it runs inside the create request. */
+  refusal(service: ServiceSpec): string | null;
+}
+
 export interface Provider {
-  /** A reason this runtime can never run the service as specified, or null. Synchronous and cheap. */
-  refuseDeploy(service: ServiceSpec): string | null;
   /**
    * Makes the service run as desired; resolves once it does. Applying the generation already in place
    * changes only what may change without a rollout (domains) and rolls nothing out again. `signal`
@@ -169,7 +202,10 @@ export interface Provider {
   identity(env: EnvironmentRef): Promise<EnvironmentIdentity>;
   /** The zone that certificate-validation CNAMEs of custom domains point into. */
   domainValidationZone(env: EnvironmentRef): string;
+  /** What the service's workloads print. */
+  logs: ServiceLogs;
   serving?: Serving;
   secrets?: SecretStore;
+  admission?: Admission;
   close(): Promise<void>;
 }

@@ -3,13 +3,14 @@ import { type Migration, Migrator } from 'kysely/migration';
 import * as spine from './migrations/0001-spine.ts';
 import * as lifecycle from './migrations/0002-lifecycle.ts';
 import * as customDomains from './migrations/0003-custom-domains.ts';
-import * as docker from './migrations/0004-docker.ts';
+import * as subdomainIndex from './migrations/0004-subdomain-index.ts';
 import * as settings from './migrations/0005-settings.ts';
 import * as deployedSource from './migrations/0006-deployed-source.ts';
 import * as generations from './migrations/0007-generations.ts';
 import * as idempotencyKeys from './migrations/0009-idempotency-keys.ts';
 import * as rateLimits from './migrations/0010-rate-limits.ts';
 import * as idempotencyClaims from './migrations/0011-idempotency-claims.ts';
+import * as secretJobScopes from './migrations/0012-secret-job-scopes.ts';
 import type { Database } from './schema.ts';
 
 /** Every migration, in order. Listed here rather than read from disk so the build carries them. */
@@ -17,13 +18,15 @@ const migrations: Record<string, Migration> = {
   '0001-spine': spine,
   '0002-lifecycle': lifecycle,
   '0003-custom-domains': customDomains,
-  '0004-docker': docker,
+  // Recorded under its first name in existing databases: the name stays.
+  '0004-docker': subdomainIndex,
   '0005-settings': settings,
   '0006-deployed-source': deployedSource,
   '0007-generations': generations,
   '0009-idempotency-keys': idempotencyKeys,
   '0010-rate-limits': rateLimits,
   '0011-idempotency-claims': idempotencyClaims,
+  '0012-secret-job-scopes': secretJobScopes,
 };
 
 export class MigrationError extends Error {}

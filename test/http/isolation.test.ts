@@ -55,6 +55,7 @@ const ROUTES: RouteCase[] = [
   { method: 'POST', url: '/v1/environments/:envId/services/:serviceId/deploy', body: {} },
   { method: 'GET', url: '/v1/environments/:envId/services/:serviceId/deployments' },
   { method: 'GET', url: '/v1/deployments/:deploymentId' },
+  { method: 'GET', url: '/v1/environments/:envId/services/:serviceId/logs' },
   {
     method: 'POST',
     url: '/v1/environments/:envId/services/:serviceId/custom-domains',

@@ -397,16 +397,20 @@ describe('secrets', () => {
       SHARED: 'env',
       LEVEL: 'service',
     });
-    await pollUntil('both secret writes to reach the provider', async () => {
+    const calls = await pollUntil('both secret writes to reach the provider', async () => {
       const calls = await simTables(h.deps.store.db)
         .selectFrom('sim_calls')
-        .select('subject_id')
+        .select(['subject_id', 'service_id'])
         .where('operation', '=', 'write_secrets')
         .where('subject_id', 'in', [t.envId, service.id])
         .where('outcome', 'is not', null)
         .execute();
-      return new Set(calls.map((c) => c.subject_id)).size === 2 ? true : undefined;
+      return new Set(calls.map((c) => c.subject_id)).size === 2 ? calls : undefined;
     });
+    // Each write reached the provider with its own scope (the sim records a service scope's id only).
+    for (const call of calls) {
+      assert.equal(call.service_id, call.subject_id === service.id ? service.id : null, call.subject_id);
+    }
   });
 });
 

@@ -4,15 +4,7 @@ import type { Deps } from '../../domain/usecases/context.ts';
 import { listAuditLogs } from '../../store/repositories/audit.ts';
 import { nextCursor, pageOf } from '../paging.ts';
 import { authOf } from '../plugins/auth.ts';
-import {
-  AUTH_ERRORS,
-  DateTime,
-  errorResponses,
-  Nullable,
-  PagedList,
-  PageQuery,
-  Uuid,
-} from '../schemas/common.ts';
+import { DateTime, Nullable, pagedListSchema, Uuid } from '../schemas/common.ts';
 import { auditView, success } from '../views.ts';
 
 const AuditEntry = Type.Object({
@@ -34,11 +26,7 @@ export const auditRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app
     {
       schema: {
         summary: "The account's audit log, newest first",
-        querystring: PageQuery,
-        response: {
-          200: PagedList('audit_logs', AuditEntry),
-          ...errorResponses(...AUTH_ERRORS, 422),
-        },
+        ...pagedListSchema('audit_logs', AuditEntry),
       },
     },
     async (request) => {

@@ -14,8 +14,7 @@ import {
   CLOSED,
   Envelope,
   errorResponses,
-  PagedList,
-  PageQuery,
+  pagedListSchema,
   ServiceParams,
   Uuid,
 } from '../schemas/common.ts';
@@ -129,11 +128,7 @@ export const deploymentRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async
       schema: {
         summary: "A service's deployments, newest first",
         params: ServiceParams,
-        querystring: PageQuery,
-        response: {
-          200: PagedList('deployments', Deployment),
-          ...errorResponses(...AUTH_ERRORS, 422),
-        },
+        ...pagedListSchema('deployments', Deployment),
       },
     },
     async (request) => {

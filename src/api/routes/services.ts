@@ -21,8 +21,7 @@ import {
   Envelope,
   EnvIdParams,
   errorResponses,
-  PagedList,
-  PageQuery,
+  pagedListSchema,
   ServiceParams,
 } from '../schemas/common.ts';
 import { CreateServiceBody as CreateBodySchema, PatchServiceBody, Service } from '../schemas/services.ts';
@@ -100,11 +99,7 @@ export const serviceRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (a
       schema: {
         summary: 'List services, newest first (deleted ones left out)',
         params: EnvIdParams,
-        querystring: PageQuery,
-        response: {
-          200: PagedList('services', Service),
-          ...errorResponses(...AUTH_ERRORS, 422),
-        },
+        ...pagedListSchema('services', Service),
       },
     },
     async (request) => {

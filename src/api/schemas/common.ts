@@ -69,3 +69,11 @@ export function PagedList<const K extends string, T extends TSchema>(key: K, ite
   const items = { [key]: Type.Array(item) } as Record<K, TArray<T>>;
   return Envelope(Type.Object({ ...items, next_cursor: Nullable(Type.String({ maxLength: 200 })) }));
 }
+
+/** A paged list route's query and answers: `PageQuery` in, `PagedList` out, and a bad cursor's 422. */
+export function pagedListSchema<const K extends string, T extends TSchema>(key: K, item: T) {
+  return {
+    querystring: PageQuery,
+    response: { 200: PagedList(key, item), ...errorResponses(...AUTH_ERRORS, 422) },
+  };
+}

@@ -33,12 +33,7 @@ export async function createAccount(
       plan: input.plan ?? 'starter',
       features: input.features ?? [],
     });
-    await recordAudit(trx, operator(account.id, call), {
-      action: 'account.create',
-      resourceType: 'account',
-      resourceId: account.id,
-      environmentId: null,
-    });
+    await recordAudit(trx, operator(account.id, call), 'account.create', { id: account.id });
     return account;
   });
 }
@@ -52,12 +47,7 @@ export async function changeAccount(
   return deps.store.db.transaction().execute(async (trx) => {
     const account = await updateAccount(trx, id, patch);
     if (!account) throw new NotFoundError('Account');
-    await recordAudit(trx, operator(id, call), {
-      action: 'account.update',
-      resourceType: 'account',
-      resourceId: id,
-      environmentId: null,
-    });
+    await recordAudit(trx, operator(id, call), 'account.update', { id });
     return account;
   });
 }
@@ -69,12 +59,7 @@ export async function issueApiToken(deps: Pick<Deps, 'store'>, call: Call, accou
     const token = newApiToken();
     const tokenId = randomUUID();
     await insertApiToken(trx, { id: tokenId, account_id: accountId, token_hash: hashApiToken(token) });
-    await recordAudit(trx, operator(accountId, call), {
-      action: 'api_token.create',
-      resourceType: 'api_token',
-      resourceId: tokenId,
-      environmentId: null,
-    });
+    await recordAudit(trx, operator(accountId, call), 'api_token.create', { id: tokenId });
     return { api_token: token, token_id: tokenId };
   });
 }
@@ -83,12 +68,7 @@ export async function revokeApiToken(deps: Pick<Deps, 'store'>, call: Call, toke
   await deps.store.db.transaction().execute(async (trx) => {
     const token = await revokeToken(trx, tokenId);
     if (!token) throw new NotFoundError('API token');
-    await recordAudit(trx, operator(token.account_id, call), {
-      action: 'api_token.revoke',
-      resourceType: 'api_token',
-      resourceId: tokenId,
-      environmentId: null,
-    });
+    await recordAudit(trx, operator(token.account_id, call), 'api_token.revoke', { id: tokenId });
   });
 }
 

@@ -5,11 +5,12 @@ import { confirmKey } from '../../store/repositories/idempotency-keys.ts';
 import { ConflictError } from '../errors.ts';
 import type { Actor } from './context.ts';
 
-export interface AuditEvent {
-  action: string;
-  resourceType: string;
-  resourceId: string | null;
-  environmentId: string | null;
+/** What an audited mutation changed: the resource, and the environment it belongs to (if any). */
+export interface AuditSubject {
+  id: string | null;
+  environmentId?: string | null;
+  /** The resource's type; by default the action's first word (`service.update`: `service`). */
+  type?: string;
 }
 
 /**
@@ -17,7 +18,12 @@ export interface AuditEvent {
  * Every mutation writes its one entry here, so this is also where a request's Idempotency-Key is marked
  * done: the key and the work commit together, and work is never done without its key saying so.
  */
-export async function recordAudit(db: Db, actor: Actor, event: AuditEvent): Promise<void> {
+export async function recordAudit(
+  db: Db,
+  actor: Actor,
+  action: string,
+  subject: AuditSubject,
+): Promise<void> {
   if (actor.idempotency && !(await confirmKey(db, actor.idempotency))) {
     throw new ConflictError(
       'This request held its Idempotency-Key so long that a retry took the key over; nothing was done here',
@@ -28,10 +34,10 @@ export async function recordAudit(db: Db, actor: Actor, event: AuditEvent): Prom
     account_id: actor.accountId,
     actor: actor.tokenId ? 'API Token' : 'Operator',
     token_id: actor.tokenId,
-    action: event.action,
-    resource_type: event.resourceType,
-    resource_id: event.resourceId,
-    environment_id: event.environmentId,
+    action,
+    resource_type: subject.type ?? action.slice(0, action.indexOf('.')),
+    resource_id: subject.id,
+    environment_id: subject.environmentId ?? null,
     request_id: actor.requestId,
   });
 }

@@ -82,10 +82,8 @@ export async function addCustomDomain(
     }).catch((error: unknown) => {
       throw isUniqueViolation(error) ? taken : error;
     });
-    await recordAudit(trx, actor, {
-      action: 'custom_domain.create',
-      resourceType: 'custom_domain',
-      resourceId: row.id,
+    await recordAudit(trx, actor, 'custom_domain.create', {
+      id: row.id,
       environmentId: service.environment_id,
     });
     return row;
@@ -138,10 +136,8 @@ export async function verifyCustomDomain(
     await lockLiveService(trx, service.id);
     if (await transitionCustomDomain(trx, domain.id, VERIFIABLE, 'verified', { failure_reason: '' })) {
       await enqueue(trx, { kind: 'deploy_custom_domain', subjectId: domain.id, queueKey: service.id });
-      await recordAudit(trx, actor, {
-        action: 'custom_domain.verify',
-        resourceType: 'custom_domain',
-        resourceId: domain.id,
+      await recordAudit(trx, actor, 'custom_domain.verify', {
+        id: domain.id,
         environmentId: service.environment_id,
       });
     }

@@ -99,10 +99,8 @@ export async function deploy(
   return deps.store.db.transaction().execute(async (trx) => {
     await lockLiveService(trx, service.id);
     const deployment = await acceptDeployment(trx, service.id, body);
-    await recordAudit(trx, actor, {
-      action: 'deployment.create',
-      resourceType: 'deployment',
-      resourceId: deployment.id,
+    await recordAudit(trx, actor, 'deployment.create', {
+      id: deployment.id,
       environmentId: service.environment_id,
     });
     return deployment;

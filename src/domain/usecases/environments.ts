@@ -46,12 +46,7 @@ export async function createEnvironment(
       state: 'provisioning',
     });
     await enqueue(trx, { kind: 'provision_environment', subjectId: env.id });
-    await recordAudit(trx, actor, {
-      action: 'environment.create',
-      resourceType: 'environment',
-      resourceId: env.id,
-      environmentId: env.id,
-    });
+    await recordAudit(trx, actor, 'environment.create', { id: env.id, environmentId: env.id });
     return env;
   });
 }

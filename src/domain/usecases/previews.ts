@@ -101,10 +101,9 @@ export async function deployPreview(
     const preview = existing ?? (await createPreviewService(trx, deps, parent, body));
     if (existing) assertNotDeleting(existing);
     await acceptDeployment(trx, preview.id, { commit_id: body.commit_id, note: body.note });
-    await recordAudit(trx, actor, {
-      action: existing ? 'deployment.preview' : 'deployment.preview.create',
-      resourceType: 'service',
-      resourceId: preview.id,
+    await recordAudit(trx, actor, existing ? 'deployment.preview' : 'deployment.preview.create', {
+      type: 'service',
+      id: preview.id,
       environmentId: parent.environment_id,
     });
     return { preview, isNew: !existing };

@@ -1,6 +1,6 @@
 import type { Db } from '../../store/database.ts';
 import { lockEnvironment } from '../../store/repositories/environments.ts';
-import { enqueue } from '../../store/repositories/jobs.ts';
+import { enqueue, type JobKind } from '../../store/repositories/jobs.ts';
 import { listSecrets, replaceSecrets } from '../../store/repositories/secrets.ts';
 import type { SecretBox } from '../../store/secret-box.ts';
 import { ValidationError } from '../errors.ts';
@@ -14,6 +14,12 @@ export interface SecretScope {
   id: string;
   environmentId: string;
 }
+
+/** The job that writes a scope's secrets to the provider: its kind carries the scope. */
+export const SECRETS_JOB = {
+  service: 'write_service_secrets',
+  environment: 'write_environment_secrets',
+} as const satisfies Record<SecretScope['scope'], JobKind>;
 
 /** Validates everything first: one bad entry and nothing is written. */
 export function assertValidSecrets(entries: SecretEntry[], field: string): void {
@@ -56,7 +62,7 @@ export async function storeSecrets(
       value_sealed: box.seal(value),
     })),
   );
-  await enqueue(trx, { kind: 'write_secrets', subjectId: target.id, queueKey: target.id });
+  await enqueue(trx, { kind: SECRETS_JOB[target.scope], subjectId: target.id, queueKey: target.id });
   return next;
 }
 
@@ -86,10 +92,8 @@ export async function putSecrets(
     }
     precondition?.(await readSecrets(trx, deps.secretBox, target.id));
     const stored = await storeSecrets(trx, deps.secretBox, target, entries);
-    await recordAudit(trx, actor, {
-      action: `${target.scope}.secrets.replace`,
-      resourceType: target.scope,
-      resourceId: target.id,
+    await recordAudit(trx, actor, `${target.scope}.secrets.replace`, {
+      id: target.id,
       environmentId: target.environmentId,
     });
     return stored;

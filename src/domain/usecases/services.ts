@@ -75,8 +75,9 @@ export async function createService(
   }
 
   const id = randomUUID();
-  const draft = { ...spec, id, account_id: env.account_id, environment_id: env.id } as ServiceRow;
-  const refusal = body.deploy_now ? deps.provider.refuseDeploy(draft) : null;
+  // Before the subdomain is chosen: an admission check judges what runs, not where it is served.
+  const draft = { ...spec, id, account_id: env.account_id, environment_id: env.id, subdomain: '' };
+  const refusal = body.deploy_now ? (deps.provider.admission?.refusal(draft) ?? null) : null;
   const service = await deps.store.db.transaction().execute(async (trx) => {
     const subdomain = await uniqueSubdomain(trx, spec.name);
     const created = await insertService(trx, {
@@ -94,12 +95,7 @@ export async function createService(
     if (secrets.length > 0) {
       await storeSecrets(trx, deps.secretBox, { scope: 'service', id, environmentId: env.id }, secrets);
     }
-    await recordAudit(trx, actor, {
-      action: 'service.create',
-      resourceType: 'service',
-      resourceId: id,
-      environmentId: env.id,
-    });
+    await recordAudit(trx, actor, 'service.create', { id, environmentId: env.id });
     if (body.deploy_now) await acceptDeployment(trx, id, {}, refusal);
     // The spec: the create response shows `deploy_pending`, also when deploy_now queued a deployment.
     return created;
@@ -141,10 +137,8 @@ export async function patchService(
       ...spec,
       gitlab_connection_id: spec.source === 'gitlab' ? spec.installation_id : null,
     });
-    await recordAudit(trx, actor, {
-      action: 'service.update',
-      resourceType: 'service',
-      resourceId: service.id,
+    await recordAudit(trx, actor, 'service.update', {
+      id: service.id,
       environmentId: service.environment_id,
     });
     return updated;
@@ -181,10 +175,8 @@ export async function deleteService(
     );
     await updateService(trx, service.id, { state: 'delete_pending' });
     await enqueue(trx, { kind: 'delete_service', subjectId: service.id, queueKey: service.id });
-    await recordAudit(trx, actor, {
-      action: 'service.delete',
-      resourceType: 'service',
-      resourceId: service.id,
+    await recordAudit(trx, actor, 'service.delete', {
+      id: service.id,
       environmentId: service.environment_id,
     });
   });

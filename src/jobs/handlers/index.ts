@@ -11,7 +11,8 @@ export function jobHandlers(deps: Deps): JobHandlers {
     provision_environment: provisionEnvironmentHandler(deps),
     deploy: deployHandler(deps),
     delete_service: deleteServiceHandler(deps),
-    write_secrets: writeSecretsHandler(deps),
+    write_service_secrets: writeSecretsHandler(deps, 'service'),
+    write_environment_secrets: writeSecretsHandler(deps, 'environment'),
     deploy_custom_domain: deployCustomDomainHandler(deps),
     retire_custom_domain: retireCustomDomainHandler(deps),
   };

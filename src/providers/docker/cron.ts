@@ -1,15 +1,16 @@
-import { Cron } from 'croner';
-import type Docker from 'dockerode';
-import type { Logger } from 'pino';
-import { LABEL, labelFilter } from './labels.ts';
-
 /**
  * Runs cron services: a deployment leaves a created-but-never-started *template* container labelled
  * with its schedule; each tick starts a copy of it (role cron-run). The schedules are rebuilt from the
  * templates Docker holds, at start and every few seconds, so a restart or a deploy made by another
  * process is picked up. It runs in `berth serve` only, and schedules only the templates of services in
  * its own database: another Berth sharing the Docker engine keeps its own.
+ * @module
  */
+import { Cron } from 'croner';
+import type Docker from 'dockerode';
+import type { Logger } from 'pino';
+import { LABEL, labelFilter } from './labels.ts';
+
 const RESCAN_MS = 5000;
 const RUNS_KEPT = 3;
 

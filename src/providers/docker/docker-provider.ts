@@ -16,6 +16,7 @@ import {
   type Observed,
   type Provider,
   REMOVED_GENERATION,
+  type ServiceLogs,
   type ServiceRef,
   type Serving,
 } from '../provider.ts';
@@ -26,6 +27,7 @@ import { type Target, waitReady } from './health.ts';
 import { buildImage, engineError, imageReference, pullImage } from './images.ts';
 import { type Ingress, startIngress } from './ingress.ts';
 import { LABEL, labelFilter, networkName, type Role } from './labels.ts';
+import { DockerLogs } from './logs.ts';
 import type { DockerSettings } from './settings.ts';
 import { type DockerDb, dockerTables } from './tables.ts';
 
@@ -53,9 +55,11 @@ export class DockerProvider implements Provider {
   private ingress: Ingress | undefined;
   private readonly drainer: Drainer;
   readonly serving: Serving;
+  readonly logs: ServiceLogs;
 
   constructor(options: DockerProviderOptions) {
     this.options = options;
+    this.logs = new DockerLogs(this.docker);
     this.db = dockerTables(options.db);
     this.drainer = new Drainer({
       docker: this.docker,
@@ -96,10 +100,6 @@ export class DockerProvider implements Provider {
         await this.drainer.settle(15_000);
       },
     };
-  }
-
-  refuseDeploy(): string | null {
-    return null;
   }
 
   async close(): Promise<void> {
@@ -456,7 +456,7 @@ export class DockerProvider implements Provider {
 
   private async logTail(container: Docker.Container): Promise<string> {
     try {
-      const buffer = (await container.logs({ stdout: true, stderr: true, tail: 5 })) as unknown as Buffer;
+      const buffer = await container.logs({ stdout: true, stderr: true, tail: 5, follow: false });
       const text = demultiplex(buffer).trim();
       return text ? ` Last output: ${text.slice(-500)}` : '';
     } catch {

@@ -1,14 +1,15 @@
-import net from 'node:net';
-import { setTimeout as sleep } from 'node:timers/promises';
-import type Docker from 'dockerode';
-import type { HealthCheck } from '../../domain/ops-json.ts';
-
 /**
  * Readiness of one container: running, and its ops.json health check passing (http: a 2xx or 3xx from
  * the path; tcp and grpc: the port accepts a connection; shell: the command exits 0 inside the
  * container). Without a health check a container that listens on a port is ready once the port
  * accepts connections; one without a port once it runs.
+ * @module
  */
+import net from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type Docker from 'dockerode';
+import type { HealthCheck } from '../../domain/ops-json.ts';
+
 export interface Target {
   container: Docker.Container;
   ip: string;

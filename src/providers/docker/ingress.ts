@@ -1,7 +1,15 @@
+/**
+ * The docker provider's ingress: an HTTP reverse proxy (Fastify + @fastify/reply-from) on
+ * BERTH_INGRESS_PORT that routes by Host — `{subdomain}.{ingress host}` or an active custom domain — to
+ * the containers of the deployment that serves a web service, round robin. It honours the ops.json that
+ * deployment runs with: ip_whitelist (403), request_body_size (413), read/send timeouts (504) and
+ * connection_timeout (the time to connect to a container).
+ * @module
+ */
 import { Transform } from 'node:stream';
 import replyFrom from '@fastify/reply-from';
 import type Docker from 'dockerode';
-import Fastify from 'fastify';
+import Fastify, { type FastifyRequest } from 'fastify';
 import ipaddr from 'ipaddr.js';
 import { sql } from 'kysely';
 import type { Logger } from 'pino';
@@ -10,13 +18,6 @@ import { DEFAULT_OPS_CONFIG, type OpsConfig } from '../../domain/ops-json.ts';
 import { LABEL, labelFilter, networkName } from './labels.ts';
 import type { DockerDb } from './tables.ts';
 
-/**
- * The docker provider's ingress: an HTTP reverse proxy (Fastify + @fastify/reply-from) on
- * BERTH_INGRESS_PORT that routes by Host — `{subdomain}.{ingress host}` or an active custom domain — to
- * the containers of the deployment that serves a web service, round robin. It honours the ops.json that
- * deployment runs with: ip_whitelist (403), request_body_size (413), read/send timeouts (504) and
- * connection_timeout (the time to connect to a container).
- */
 export interface Ingress {
   url: string;
   close(): Promise<void>;
@@ -115,7 +116,13 @@ export async function startIngress(options: {
 
   // Uploads may be large (request_body_size reaches 1 GB) but not endless: an hour to send one.
   const app = Fastify({ logger: false, bodyLimit: 1024 * 1024 * 1024, requestTimeout: 3_600_000 });
-  app.decorateRequest('upstream', null);
+  // Each admitted request's upstream, from onRequest to the handler; gone with the request.
+  const upstreams = new WeakMap<FastifyRequest, Upstream>();
+  const upstreamOf = (request: FastifyRequest) => {
+    const upstream = upstreams.get(request);
+    if (!upstream) throw new Error('a request reached the proxy without an upstream');
+    return upstream;
+  };
   await app.register(replyFrom, { undici: agent });
 
   // Resolved before the body is read, so refusals cost no upload.
@@ -130,14 +137,13 @@ export async function startIngress(options: {
       return refuse(413, `request bodies are limited to ${ingress.request_body_size} MB`);
     }
     if (upstream.targets.length === 0) return refuse(503, 'the service has no running replicas');
-    (request as unknown as { upstream: Upstream }).upstream = upstream;
+    upstreams.set(request, upstream);
   });
 
   // Bodies stream through untouched, cut off at the service's limit when no Content-Length announced them.
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', (request, payload, done) => {
-    const limit =
-      (request as unknown as { upstream: Upstream }).upstream.ops.ingress.request_body_size * 1024 * 1024;
+    const limit = upstreamOf(request).ops.ingress.request_body_size * 1024 * 1024;
     let seen = 0;
     const limited = new Transform({
       transform(chunk: Buffer, _encoding, callback) {
@@ -150,7 +156,7 @@ export async function startIngress(options: {
   });
 
   app.all('/*', async (request, reply) => {
-    const { targets, ops } = (request as unknown as { upstream: Upstream }).upstream;
+    const { targets, ops } = upstreamOf(request);
     const target = targets[turn++ % targets.length] as string;
     return reply.from(`${target}${request.url}`, {
       // read_timeout: how long the container may take to answer.

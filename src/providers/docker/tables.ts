@@ -7,8 +7,7 @@ import { runStatements } from '../../store/migrations/run-statements.ts';
 /**
  * The docker driver's routing table, written at apply time from the desired state: which deployment's
  * containers serve a service, at which generation, under which host names, with which ops.json. The
- * ingress and the cron scheduler read only this (never Berth's services or custom_domains). Created by
- * Berth's migration 0004 before drivers had migrations of their own; changes since are the driver's.
+ * ingress and the cron scheduler read only this (never Berth's services or custom_domains).
  */
 export interface DockerRoutesTable {
   service_id: string;
@@ -37,6 +36,22 @@ export function dockerTables(db: Db) {
 export type DockerDb = ReturnType<typeof dockerTables>;
 
 export const dockerMigrations: Record<string, Migration> = {
+  // Berth's own migration 0004 created this table before drivers had migrations: a database it
+  // migrated has it already (see migrations.ts), so it is created only where missing.
+  '0000-routes': {
+    up: (db) =>
+      runStatements(db, [
+        `CREATE TABLE IF NOT EXISTS docker_routes (
+          service_id uuid PRIMARY KEY,
+          deployment_id uuid NOT NULL,
+          port integer,
+          ops jsonb NOT NULL,
+          updated_at timestamptz(3) NOT NULL DEFAULT clock_timestamp()
+        )`,
+      ]),
+  },
+  // A route from before these columns has no host names until its service's next apply: the driver
+  // reads no table of Berth's, so it does not copy them from there.
   '0001-desired-routes': {
     up: (db) =>
       runStatements(db, [
@@ -45,12 +60,6 @@ export const dockerMigrations: Record<string, Migration> = {
         'ALTER TABLE docker_routes ADD COLUMN environment_id uuid',
         'ALTER TABLE docker_routes ADD COLUMN type text',
         `ALTER TABLE docker_routes ADD COLUMN domains jsonb NOT NULL DEFAULT '[]'`,
-        // Upgrading an install whose routes predate these columns: one copy, at migration time, of what
-        // the ingress used to look up per request. From here on apply writes them.
-        `UPDATE docker_routes r SET subdomain = s.subdomain, environment_id = s.environment_id, type = s.type,
-           domains = coalesce((SELECT jsonb_agg(lower(c.domain)) FROM custom_domains c
-                                WHERE c.service_id = s.id AND c.state = 'deployed'), '[]')
-           FROM services s WHERE s.id = r.service_id`,
         'CREATE INDEX docker_routes_by_subdomain ON docker_routes (subdomain)',
         'CREATE INDEX docker_routes_by_domain ON docker_routes USING gin (domains jsonb_path_ops)',
       ]),

@@ -1,11 +1,12 @@
-import { createHash } from 'node:crypto';
-import type { EnvironmentIdentity, EnvironmentRef } from '../provider.ts';
-
 /**
  * Stable, realistic identities for a simulated environment, derived from its id so that every process
  * and every restart sees the same values. NAT addresses come from the documentation ranges (RFC 5737),
  * which are never routed.
+ * @module
  */
+import { createHash } from 'node:crypto';
+import type { EnvironmentIdentity, EnvironmentRef } from '../provider.ts';
+
 const DOC_RANGES = ['192.0.2', '198.51.100', '203.0.113'];
 
 export function simIdentity(env: EnvironmentRef): EnvironmentIdentity {

@@ -6,6 +6,7 @@ import { intSetting } from '../../config.ts';
 import { SupersededError } from '../../jobs/errors.ts';
 import type { Db } from '../../store/database.ts';
 import {
+  type Admission,
   type Applied,
   type DeployedSource,
   DeployFailed,
@@ -16,10 +17,12 @@ import {
   type Provider,
   REMOVED_GENERATION,
   type SecretStore,
+  type ServiceLogs,
   type ServiceRef,
   type ServiceSpec,
 } from '../provider.ts';
 import { simIdentity } from './identity.ts';
+import { SimLogs } from './logs.ts';
 import { type SimDb, simTables } from './tables.ts';
 
 /** The sim driver's settings, from the environment. */
@@ -30,6 +33,17 @@ export interface SimSettings {
 
 export function simSettings(env: NodeJS.ProcessEnv): SimSettings {
   return { stepMs: intSetting(env, 'BERTH_SIM_STEP_MS', 500, 0, 600_000) };
+}
+
+/** The simulated cloud refuses services named `refuse...` at once (see SimProvider). */
+function simRefusal(service: ServiceSpec): string | null {
+  const names = [
+    service.docker_image,
+    service.git_repo_full_name?.split('/').at(-1),
+    service.helm_chart_name,
+  ];
+  const refused = names.find((n) => n?.startsWith('refuse'));
+  return refused ? `the simulated cloud refuses ${refused}` : null;
 }
 
 /**
@@ -46,10 +60,12 @@ export class SimProvider implements Provider {
   private readonly stepMs: number;
   private readonly caller = `${hostname()}:${process.pid}`;
   readonly secrets: SecretStore;
+  readonly logs: ServiceLogs;
 
   constructor(db: Db, settings: SimSettings) {
     this.db = simTables(db);
     this.stepMs = settings.stepMs;
+    this.logs = new SimLogs(this.db);
     this.secrets = {
       // Only the key count is recorded: values never leave the secrets table.
       write: (scope, scopeId, values) =>
@@ -59,15 +75,7 @@ export class SimProvider implements Provider {
     };
   }
 
-  refuseDeploy(service: ServiceSpec): string | null {
-    const names = [
-      service.docker_image,
-      service.git_repo_full_name?.split('/').at(-1),
-      service.helm_chart_name,
-    ];
-    const refused = names.find((n) => n?.startsWith('refuse'));
-    return refused ? `the simulated cloud refuses ${refused}` : null;
-  }
+  readonly admission: Admission = { refusal: simRefusal };
 
   /** Runs one call, recorded with its outcome; a failed call is recorded, then thrown. */
   private async record(
@@ -148,7 +156,7 @@ export class SimProvider implements Provider {
       await sleep(this.stepMs); // build or pull
       const name = target.commit_id || target.helm_chart_version || target.docker_image_tag;
       const reason =
-        this.refuseDeploy(service) ??
+        simRefusal(service) ??
         (name.startsWith('fail') ? `simulated failure: the target ${name} starts with "fail"` : null);
       if (reason) return { outcome: reason, error: new DeployFailed(reason, source) };
       await sleep(this.stepMs); // roll out

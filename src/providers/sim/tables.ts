@@ -5,9 +5,10 @@ import { runStatements } from '../../store/migrations/run-statements.ts';
 
 /**
  * The simulated cloud's own tables: its world (what runs where, at which generation) and a record of
- * every call, which tests use to prove ordering and exactly-once execution. Both were created by
- * Berth's migration 0002 before drivers had migrations of their own; changes since are the driver's.
+ * every call, which tests use to prove ordering and exactly-once execution.
+ * @module
  */
+
 export interface SimWorkloadsTable {
   service_id: string;
   deployment_id: string;
@@ -42,6 +43,32 @@ export function simTables(db: Db) {
 export type SimDb = ReturnType<typeof simTables>;
 
 export const simMigrations: Record<string, Migration> = {
+  // Berth's own migration 0002 created these tables before drivers had migrations: a database it
+  // migrated has them already (see migrations.ts), so they are created only where missing.
+  '0000-tables': {
+    up: (db) =>
+      runStatements(db, [
+        `CREATE TABLE IF NOT EXISTS sim_workloads (
+          service_id uuid PRIMARY KEY,
+          deployment_id uuid NOT NULL,
+          target text NOT NULL,
+          replicas integer NOT NULL,
+          run_status text NOT NULL,
+          updated_at timestamptz NOT NULL DEFAULT clock_timestamp()
+        )`,
+        `CREATE TABLE IF NOT EXISTS sim_calls (
+          id bigserial PRIMARY KEY,
+          operation text NOT NULL,
+          subject_id uuid NOT NULL,
+          service_id uuid,
+          worker text NOT NULL,
+          outcome text,
+          started_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+          finished_at timestamptz
+        )`,
+        'CREATE INDEX IF NOT EXISTS sim_calls_by_subject ON sim_calls (subject_id)',
+      ]),
+  },
   '0001-generation': {
     up: (db) =>
       runStatements(db, ['ALTER TABLE sim_workloads ADD COLUMN generation bigint NOT NULL DEFAULT 0']),

@@ -57,25 +57,6 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     )`,
     'CREATE INDEX jobs_due ON jobs (run_after, seq)',
     'CREATE INDEX jobs_by_queue ON jobs (queue_key, seq) WHERE queue_key IS NOT NULL',
-    // The simulated cloud's own world: what runs, and a record of every provider call.
-    `CREATE TABLE sim_workloads (
-      service_id uuid PRIMARY KEY,
-      deployment_id uuid NOT NULL,
-      target text NOT NULL,
-      replicas integer NOT NULL,
-      run_status text NOT NULL,
-      updated_at timestamptz NOT NULL DEFAULT clock_timestamp()
-    )`,
-    `CREATE TABLE sim_calls (
-      id bigserial PRIMARY KEY,
-      operation text NOT NULL,
-      subject_id uuid NOT NULL,
-      service_id uuid,
-      worker text NOT NULL,
-      outcome text,
-      started_at timestamptz NOT NULL DEFAULT clock_timestamp(),
-      finished_at timestamptz
-    )`,
-    'CREATE INDEX sim_calls_by_subject ON sim_calls (subject_id)',
+    // A provider driver's tables were created here once; drivers create their own tables now.
   ]);
 }

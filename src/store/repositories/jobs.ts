@@ -6,7 +6,7 @@ import type { Database, JobRow } from '../schema.ts';
  * The durable job queue, in the same database as the state it changes.
  *
  * Glossary: a *job* names work by kind and subject id (never a payload snapshot: handlers re-read
- * state). Jobs with the same *queue key* (a service id) run one at a time in the order they were
+ * state); the kind says what the subject is (a secrets job's kind names its scope). Jobs with the same *queue key* (a service id) run one at a time in the order they were
  * enqueued; only the oldest job of a queue can be claimed. A worker *claims* a job by taking a *lease*
  * (locked_by, locked_until) and renews it while it works; a job whose lease lapsed is claimed again.
  * Attempts are counted at claim time. A finished job is deleted.
@@ -15,7 +15,8 @@ export type JobKind =
   | 'provision_environment'
   | 'deploy'
   | 'delete_service'
-  | 'write_secrets'
+  | 'write_service_secrets'
+  | 'write_environment_secrets'
   | 'deploy_custom_domain'
   | 'retire_custom_domain';
 

@@ -8,7 +8,7 @@ export async function insertService(db: Db, row: NewService): Promise<ServiceRow
 }
 
 /**
- * In use by any live service of any environment: environments may share an ingress host (the docker
+ * In use by any live service of any environment: environments may share an ingress host (a
  * provider's), where a subdomain must name one service only.
  */
 export async function subdomainTaken(db: Db, subdomain: string): Promise<boolean> {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ConfigError } from './config.ts';
-import { dockerSettings as loadConfig } from './providers/docker/settings.ts';
+import { ConfigError } from '../../config.ts';
+import { dockerSettings as loadConfig } from './settings.ts';
 
 test('the ingress answers at http://{BERTH_INGRESS_HOST}:{BERTH_INGRESS_PORT} unless BERTH_PUBLIC_URL says otherwise', () => {
   const plain = loadConfig({});
