@@ -12,6 +12,7 @@ import { adminCommand } from './admin.ts';
 import { authCommands } from './dev/auth.ts';
 import { domainCommands } from './dev/domains.ts';
 import { cliErrorOf, EXIT } from './dev/errors.ts';
+import { logCommands } from './dev/logs.ts';
 import { resourceCommands } from './dev/resources.ts';
 import { secretCommands } from './dev/secrets.ts';
 import { withExamples } from './help.ts';
@@ -80,6 +81,7 @@ export function buildCli(): Command {
   resourceCommands(program);
   secretCommands(program);
   domainCommands(program);
+  logCommands(program);
 
   // Last: the completion scripts describe every command added before.
   tab(program, { completionCommandName: 'completion' });

@@ -28,17 +28,18 @@ after(async () => {
   fs.rmSync(home, { recursive: true, force: true });
 });
 
+const userEnv = () => ({
+  HOME: home,
+  XDG_CONFIG_HOME: '',
+  BERTH_URL: '',
+  BERTH_TOKEN: '',
+  BERTH_CONTEXT: '',
+  BERTH_ENV: '',
+  NO_COLOR: '1',
+});
+
 async function berth(args: string[], env: Record<string, string> = {}) {
-  const proc = runBerth(args, {
-    HOME: home,
-    XDG_CONFIG_HOME: '',
-    BERTH_URL: '',
-    BERTH_TOKEN: '',
-    BERTH_CONTEXT: '',
-    BERTH_ENV: '',
-    NO_COLOR: '1',
-    ...env,
-  });
+  const proc = runBerth(args, { ...userEnv(), ...env });
   const code = await proc.exited;
   return { code, out: proc.stdout(), err: proc.stderr() };
 }
@@ -162,6 +163,19 @@ test('deploy --wait shows the deployment moving and exits 0 on success, 7 on fai
   );
   const waited = await berth(['deployments', 'wait', deployments.deployments[0].id]);
   assert.equal(waited.code, 7);
+});
+
+test('logs prints what the service printed; logs -f keeps printing lines as they come', async () => {
+  const lines = (await json(['logs', SERVICE, '--tail', '3'])).lines as { time: string; line: string }[];
+  assert.ok(lines.length >= 1 && lines.length <= 3, JSON.stringify(lines));
+  const following = runBerth(['logs', SERVICE, '-f', '--tail', '1'], userEnv());
+  try {
+    // The newest line printed so far, then a new one as the service prints it (the sim: one a second).
+    const line = /^\d{4}-\d\d-\d\dT[\d:.]+Z \S+ .+\n/m;
+    await following.waitForOutput(new RegExp(`${line.source}${line.source.slice(1)}`, 'm'), 30_000);
+  } finally {
+    await following.kill('SIGTERM');
+  }
 });
 
 test('secrets set / unset / import keep the other keys; sensitive values are never printed', async () => {
