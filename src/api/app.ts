@@ -17,7 +17,8 @@ import { registerErrorHandling } from './plugins/errors.ts';
 import { registerIdempotency } from './plugins/idempotency.ts';
 import { registerRateLimit } from './plugins/rate-limit.ts';
 import { requestIdFor } from './plugins/request-id.ts';
-import { loadScope } from './plugins/scope.ts';
+import { checkPathIds, loadScope } from './plugins/scope.ts';
+import { ReadCache } from './read-cache.ts';
 import { adminRoutes } from './routes/admin.ts';
 import { auditRoutes } from './routes/audit.ts';
 import { comingSoonRoutes } from './routes/coming-soon.ts';
@@ -124,6 +125,9 @@ export async function buildApp(deps: Deps, options: AppOptions) {
   await app.register(healthRoutes, { deps });
 
   const authenticator = new TokenAuthenticator(deps.store.db);
+  const reads = new ReadCache();
+  const unsubscribe = deps.store.changes.subscribe(reads);
+  app.addHook('onClose', unsubscribe);
   const authFailures = await authFailureLimit(app, deps.config.authFailuresPerMin);
   await app.register(
     async (v1) => {
@@ -139,14 +143,16 @@ export async function buildApp(deps: Deps, options: AppOptions) {
         deps.config.databaseUrl ? deps.store.db : undefined,
       );
       v1.addHook('preParsing', async (request) => {
-        request.scope = await loadScope(deps.store.db, request);
+        // A cached read loads the path's resources itself, and only when the cache misses.
+        if (request.routeOptions.config.readCache) checkPathIds(request);
+        else request.scope = await loadScope(deps.store.db, request);
       });
       registerIdempotency(v1, deps.store.db, (request) => authOf(request).accountId);
       await v1.register(environmentRoutes, { deps });
-      await v1.register(serviceRoutes, { deps });
-      await v1.register(deploymentRoutes, { deps });
+      await v1.register(serviceRoutes, { deps, reads });
+      await v1.register(deploymentRoutes, { deps, reads });
       await v1.register(secretRoutes, { deps });
-      await v1.register(customDomainRoutes, { deps });
+      await v1.register(customDomainRoutes, { deps, reads });
       await v1.register(auditRoutes, { deps });
       await v1.register(logRoutes, { deps });
       await v1.register(comingSoonRoutes);

@@ -22,6 +22,9 @@ export const DELETE_STATES: readonly ServiceState[] = [
   'delete_failed',
 ];
 
+/** Before any delete: the states a deployment moves a service between. */
+export const LIVE_STATES: readonly ServiceState[] = SERVICE_STATES.filter((s) => !DELETE_STATES.includes(s));
+
 export function isDeleting(state: string): boolean {
   return (DELETE_STATES as readonly string[]).includes(state);
 }

@@ -2,6 +2,7 @@ import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { Kysely, type KyselyConfig, PGliteDialect, PostgresDialect } from 'kysely';
 import pg from 'pg';
+import { CHANGES_CHANNEL, ChangeFeed, postgresChangeSource, watchingCommits } from './changes.ts';
 import { lockDataDir } from './data-dir-lock.ts';
 import { migrateToLatest } from './migrate.ts';
 import type { Database } from './schema.ts';
@@ -12,6 +13,8 @@ export interface Store {
   db: Db;
   /** `embedded` is PGlite: one connection, one process, the data directory locked. */
   kind: 'embedded' | 'postgres';
+  /** Committed changes to what clients poll, for read caches (changes.ts). */
+  changes: ChangeFeed;
   /** Calls `onNotify` for each NOTIFY on `channel` (delivered when the notifying transaction commits). */
   listen(channel: string, onNotify: () => void): Promise<() => Promise<void>>;
   close(): Promise<void>;
@@ -35,10 +38,18 @@ async function openEmbedded(
   const lock = await lockDataDir(dataDir);
   try {
     const pglite = await PGlite.create(path.join(dataDir, 'pgdata'));
-    const db = new Kysely<Database>({ dialect: new PGliteDialect({ pglite }), log });
+    // In process: PGlite hands each notification over as the committing statement returns.
+    const changes = new ChangeFeed(async ({ notify, up }) => {
+      const unlisten = await pglite.listen(CHANGES_CHANNEL, notify);
+      up();
+      return unlisten;
+    });
+    const dialect = watchingCommits(new PGliteDialect({ pglite }), () => changes.committedHere());
+    const db = new Kysely<Database>({ dialect, log });
     return {
       db,
       kind: 'embedded',
+      changes,
       listen: async (channel, onNotify) => pglite.listen(channel, onNotify),
       close: async () => {
         await db.destroy();
@@ -59,11 +70,14 @@ function openPostgres(
   const pool = new pg.Pool({ connectionString: databaseUrl, max: 10 });
   // Without a listener an idle connection's error would end the process.
   pool.on('error', onConnectionError);
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), log });
+  const changes = new ChangeFeed(postgresChangeSource(databaseUrl, onConnectionError));
+  const dialect = watchingCommits(new PostgresDialect({ pool }), () => changes.committedHere());
+  const db = new Kysely<Database>({ dialect, log });
   const listeners = new Set<pg.Client>();
   return {
     db,
     kind: 'postgres',
+    changes,
     listen: async (channel, onNotify) => {
       // LISTEN needs a connection of its own, outside the pool.
       const client = new pg.Client({ connectionString: databaseUrl });

@@ -11,6 +11,7 @@ import * as idempotencyKeys from './migrations/0009-idempotency-keys.ts';
 import * as rateLimits from './migrations/0010-rate-limits.ts';
 import * as idempotencyClaims from './migrations/0011-idempotency-claims.ts';
 import * as secretJobScopes from './migrations/0012-secret-job-scopes.ts';
+import * as changeNotifications from './migrations/0013-change-notifications.ts';
 import type { Database } from './schema.ts';
 
 /** Every migration, in order. Listed here rather than read from disk so the build carries them. */
@@ -27,13 +28,20 @@ const migrations: Record<string, Migration> = {
   '0010-rate-limits': rateLimits,
   '0011-idempotency-claims': idempotencyClaims,
   '0012-secret-job-scopes': secretJobScopes,
+  '0013-change-notifications': changeNotifications,
 };
 
 export class MigrationError extends Error {}
 
 // Kysely<Database> rather than database.ts's Db: database.ts runs the migrations, so importing it here would be a cycle.
 export async function migrateToLatest(db: Kysely<Database>): Promise<void> {
-  const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations } });
+  const migrator = new Migrator({
+    db,
+    provider: { getMigrations: async () => migrations },
+    // Migrations written side by side may land in either order: one missing before the last that ran
+    // still runs (each is written for the schema before it, whatever else ran).
+    allowUnorderedMigrations: true,
+  });
   const { error, results } = await migrator.migrateToLatest();
   if (error) {
     const failed = results?.find((r) => r.status === 'Error')?.migrationName ?? 'unknown';

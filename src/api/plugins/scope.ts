@@ -46,13 +46,19 @@ function pathParams(request: FastifyRequest): Record<string, string | undefined>
   );
 }
 
-export async function loadScope(db: Db, request: FastifyRequest): Promise<Scope> {
+/** An id that is not a UUID names nothing: 404, before anything is read. */
+export function checkPathIds(request: FastifyRequest): void {
   const params = pathParams(request);
-  const accountId = authOf(request).accountId;
   for (const [param, resource] of Object.entries(RESOURCE_OF_PARAM)) {
     const value = params[param];
     if (value !== undefined && !isUuid(value)) throw new NotFoundError(resource);
   }
+}
+
+export async function loadScope(db: Db, request: FastifyRequest): Promise<Scope> {
+  checkPathIds(request);
+  const params = pathParams(request);
+  const accountId = authOf(request).accountId;
   const scope: Scope = {};
   if (params.envId && params.serviceId) {
     const found = await findServiceInScope(db, accountId, params.envId, params.serviceId);

@@ -8,11 +8,12 @@ import {
   recordsOf,
   verifyCustomDomain,
 } from '../../domain/usecases/custom-domains.ts';
-import { liveIdentity } from '../../domain/usecases/environments.ts';
+import { IDENTITY_TTL_MS, liveIdentity } from '../../domain/usecases/environments.ts';
 import type { CustomDomainRow } from '../../store/schema.ts';
-import { actorOf, requireFeature } from '../plugins/auth.ts';
+import { actorOf, authOf, requireFeature } from '../plugins/auth.ts';
 import { ConditionalHeaders, conditionalResponses } from '../plugins/conditional-reads.ts';
-import { customDomainOf, environmentOf, serviceOf } from '../plugins/scope.ts';
+import { customDomainOf, environmentOf, loadScope, serviceOf } from '../plugins/scope.ts';
+import { cachedGet, type ReadCache } from '../read-cache.ts';
 import {
   AUTH_ERRORS,
   CLOSED,
@@ -30,7 +31,10 @@ const CustomDomainData = Envelope(Type.Object({ custom_domain: CustomDomain }));
 /** The plan must include custom domains: checked with the token, before the path's resources (403 before 404). */
 const needsCustomDomains = async (request: FastifyRequest) => requireFeature(request, 'custom_domains');
 
-export const customDomainRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app, { deps }) => {
+export const customDomainRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; reads: ReadCache }> = async (
+  app,
+  { deps, reads },
+) => {
   const view = async (request: FastifyRequest, domain: CustomDomainRow) =>
     customDomainView(domain, await recordsOf(deps, environmentOf(request), domain));
 
@@ -64,7 +68,7 @@ export const customDomainRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = asy
     '/environments/:envId/services/:serviceId/custom-domains',
     {
       onRequest: needsCustomDomains,
-      config: { etag: true },
+      config: { etag: true, readCache: true },
       schema: {
         summary: "The service's active and pending custom domains",
         description:
@@ -89,14 +93,25 @@ export const customDomainRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = asy
         },
       },
     },
-    async (request) => {
-      const { active, pending } = await domainPair(deps, serviceOf(request));
-      return success({
-        custom_domain: {
-          is_active: active !== null,
-          is_pending: pending !== null,
-          active_domain: active ? await view(request, active) : null,
-          pending_domain: pending ? await view(request, pending) : null,
+    async (request, reply) => {
+      const { envId, serviceId } = request.params;
+      return cachedGet(reads, reply, {
+        key: `custom-domains ${authOf(request).accountId} ${envId} ${serviceId}`,
+        tags: [`service:${serviceId}`, `env:${envId}`],
+        maxAgeMs: IDENTITY_TTL_MS,
+        load: async () => {
+          request.scope = await loadScope(deps.store.db, request);
+          const { active, pending } = await domainPair(deps, serviceOf(request));
+          return {
+            payload: success({
+              custom_domain: {
+                is_active: active !== null,
+                is_pending: pending !== null,
+                active_domain: active ? await view(request, active) : null,
+                pending_domain: pending ? await view(request, pending) : null,
+              },
+            }),
+          };
         },
       });
     },

@@ -1,14 +1,16 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
+import { TERMINAL_DEPLOYMENT_STATES } from '../../domain/deployment-states.ts';
 import type { Deps } from '../../domain/usecases/context.ts';
 import { deploy } from '../../domain/usecases/deployments.ts';
 import { liveIdentity } from '../../domain/usecases/environments.ts';
 import { deployPreview } from '../../domain/usecases/previews.ts';
 import { listDeployments } from '../../store/repositories/deployments.ts';
 import { nextCursor, pageOf } from '../paging.ts';
-import { actorOf, requireFeature } from '../plugins/auth.ts';
+import { actorOf, authOf, requireFeature } from '../plugins/auth.ts';
 import { ConditionalHeaders, conditionalResponses } from '../plugins/conditional-reads.ts';
-import { deploymentOf, environmentOf, serviceOf } from '../plugins/scope.ts';
+import { deploymentOf, environmentOf, loadScope, serviceOf } from '../plugins/scope.ts';
+import { cachedGet, type ReadCache } from '../read-cache.ts';
 import {
   AUTH_ERRORS,
   CLOSED,
@@ -63,7 +65,10 @@ const DeployResponse = Envelope(
   ]),
 );
 
-export const deploymentRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app, { deps }) => {
+export const deploymentRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; reads: ReadCache }> = async (
+  app,
+  { deps, reads },
+) => {
   app.post(
     '/environments/:envId/services/:serviceId/deploy',
     {
@@ -106,7 +111,7 @@ export const deploymentRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async
   app.get(
     '/deployments/:deploymentId',
     {
-      config: { etag: true },
+      config: { etag: true, readCache: true },
       schema: {
         summary: 'Get Deployment',
         description:
@@ -119,7 +124,21 @@ export const deploymentRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async
         },
       },
     },
-    async (request) => success({ deployment: deploymentView(deploymentOf(request)) }),
+    async (request, reply) => {
+      const { deploymentId } = request.params;
+      return cachedGet(reads, reply, {
+        key: `deployment ${authOf(request).accountId} ${deploymentId}`,
+        tags: [`deployment:${deploymentId}`],
+        load: async () => {
+          request.scope = await loadScope(deps.store.db, request);
+          const deployment = deploymentOf(request);
+          return {
+            payload: success({ deployment: deploymentView(deployment) }),
+            immutable: TERMINAL_DEPLOYMENT_STATES.includes(deployment.state),
+          };
+        },
+      });
+    },
   );
 
   app.get(

@@ -3,7 +3,7 @@ import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { withoutFields } from '../../domain/field-errors.ts';
 import type { Deps } from '../../domain/usecases/context.ts';
-import { liveIdentity } from '../../domain/usecases/environments.ts';
+import { IDENTITY_TTL_MS, liveIdentity } from '../../domain/usecases/environments.ts';
 import { createService, deleteService, patchService } from '../../domain/usecases/services.ts';
 import { findCustomDomainsByIds } from '../../store/repositories/custom-domains.ts';
 import { findDeploymentsByIds } from '../../store/repositories/deployments.ts';
@@ -11,11 +11,12 @@ import { findObservation } from '../../store/repositories/observations.ts';
 import { listServices } from '../../store/repositories/services.ts';
 import type { ServiceRow } from '../../store/schema.ts';
 import { nextCursor, pageOf } from '../paging.ts';
-import { actorOf } from '../plugins/auth.ts';
+import { actorOf, authOf } from '../plugins/auth.ts';
 import { ConditionalHeaders, conditionalResponses } from '../plugins/conditional-reads.ts';
 import { ConditionalWriteHeaders, ifMatchCheck } from '../plugins/conditional-writes.ts';
 import { attachedFieldErrors } from '../plugins/errors.ts';
-import { environmentOf, serviceOf } from '../plugins/scope.ts';
+import { environmentOf, loadScope, serviceOf } from '../plugins/scope.ts';
+import { cachedGet, type ReadCache } from '../read-cache.ts';
 import {
   AUTH_ERRORS,
   Envelope,
@@ -62,7 +63,10 @@ function serviceRead(
   });
 }
 
-export const serviceRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app, { deps }) => {
+export const serviceRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; reads: ReadCache }> = async (
+  app,
+  { deps, reads },
+) => {
   app.post(
     '/environments/:envId/services',
     {
@@ -133,7 +137,7 @@ export const serviceRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (a
   app.get(
     '/environments/:envId/services/:serviceId',
     {
-      config: { etag: true },
+      config: { etag: true, readCache: true },
       schema: {
         summary: 'Get Service, hydrated',
         description:
@@ -145,14 +149,23 @@ export const serviceRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (a
         response: { ...conditionalResponses(ServiceRead), ...errorResponses(...AUTH_ERRORS) },
       },
     },
-    async (request) => {
-      const environment = environmentOf(request);
-      const service = serviceOf(request);
-      const [identity, live] = await Promise.all([
-        liveIdentity(deps, environment),
-        findObservation(deps.store.db, service.id),
-      ]);
-      return serviceRead(request, service, identity, live);
+    async (request, reply) => {
+      const { envId, serviceId } = request.params;
+      return cachedGet(reads, reply, {
+        key: `service ${authOf(request).accountId} ${envId} ${serviceId}`,
+        tags: [`service:${serviceId}`, `env:${envId}`],
+        maxAgeMs: IDENTITY_TTL_MS,
+        load: async () => {
+          request.scope = await loadScope(deps.store.db, request);
+          const environment = environmentOf(request);
+          const service = serviceOf(request);
+          const [identity, live] = await Promise.all([
+            liveIdentity(deps, environment),
+            findObservation(deps.store.db, service.id),
+          ]);
+          return { payload: serviceRead(request, service, identity, live) };
+        },
+      });
     },
   );
 

@@ -2,14 +2,13 @@ import { randomUUID } from 'node:crypto';
 import type { Db } from '../../store/database.ts';
 import { insertDeployment } from '../../store/repositories/deployments.ts';
 import { enqueue } from '../../store/repositories/jobs.ts';
-import { updateService } from '../../store/repositories/services.ts';
 import type { DeploymentRow, ServiceRow } from '../../store/schema.ts';
 import { type FieldError, ValidationError } from '../errors.ts';
 import { registryErrors } from '../registries.ts';
 import type { Source } from '../service-fields.ts';
 import { recordAudit } from './audit.ts';
 import type { Actor, Deps } from './context.ts';
-import { assertNotDeleting, lockLiveService, lockService } from './service-guards.ts';
+import { assertNotDeleting, lockLiveService, lockService, moveLiveService } from './service-guards.ts';
 
 export interface DeployBody {
   commit_id?: string;
@@ -74,8 +73,7 @@ export async function acceptDeployment(
     helm_values_yml: service.source === 'helm_chart' ? (service.helm_values_yml ?? '') : '',
     note: body.note ?? '',
   });
-  await updateService(trx, service.id, {
-    state: refusal === null ? 'deploy_queued' : 'deploy_failed',
+  await moveLiveService(trx, service.id, refusal === null ? 'deploy_queued' : 'deploy_failed', {
     latest_deployment_id: deployment.id,
   });
   if (refusal === null)

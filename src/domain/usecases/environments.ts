@@ -9,7 +9,7 @@ import { recordAudit } from './audit.ts';
 import type { Actor, Deps } from './context.ts';
 
 /** Live identity is read from the provider, cached this long so a burst of polls costs one read. */
-const IDENTITY_TTL_MS = 3000;
+export const IDENTITY_TTL_MS = 3000;
 const identityCache = new Map<string, { at: number; identity: EnvironmentIdentity }>();
 
 export async function liveIdentity(

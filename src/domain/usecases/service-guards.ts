@@ -4,10 +4,10 @@
  * @module
  */
 import type { Db } from '../../store/database.ts';
-import { findServiceById } from '../../store/repositories/services.ts';
-import type { ServiceRow } from '../../store/schema.ts';
+import { findServiceById, transitionService } from '../../store/repositories/services.ts';
+import type { ServiceRow, ServiceUpdate } from '../../store/schema.ts';
 import { ForbiddenError } from '../errors.ts';
-import { isDeleting } from '../service-states.ts';
+import { isDeleting, LIVE_STATES, type ServiceState } from '../service-states.ts';
 
 /** Every mutation of a service in a delete state is refused with 403. */
 export function assertNotDeleting(service: ServiceRow): void {
@@ -26,4 +26,16 @@ export async function lockLiveService(trx: Db, serviceId: string): Promise<Servi
   const locked = await lockService(trx, serviceId);
   assertNotDeleting(locked);
   return locked;
+}
+
+/** Moves a service that no delete has reached to `to`; a delete under way refuses (403), nothing written. */
+export async function moveLiveService(
+  trx: Db,
+  serviceId: string,
+  to: ServiceState,
+  extra: Omit<ServiceUpdate, 'state'> = {},
+): Promise<ServiceRow> {
+  const moved = await transitionService(trx, serviceId, LIVE_STATES, to, extra);
+  if (!moved) throw new ForbiddenError('Service is being deleted');
+  return moved;
 }

@@ -22,7 +22,7 @@ import { recordAudit } from './audit.ts';
 import type { Actor, Deps } from './context.ts';
 import { acceptDeployment } from './deployments.ts';
 import { assertValidSecrets, storeSecrets } from './secrets.ts';
-import { assertNotDeleting, lockLiveService, lockService } from './service-guards.ts';
+import { assertNotDeleting, lockLiveService, lockService, moveLiveService } from './service-guards.ts';
 
 export type CreateServiceBody = SpecInput & {
   deploy_now?: boolean;
@@ -173,7 +173,7 @@ export async function deleteService(
       'deploy',
       queued.map((d) => d.id),
     );
-    await updateService(trx, service.id, { state: 'delete_pending' });
+    await moveLiveService(trx, service.id, 'delete_pending');
     await enqueue(trx, { kind: 'delete_service', subjectId: service.id, queueKey: service.id });
     await recordAudit(trx, actor, 'service.delete', {
       id: service.id,

@@ -1,5 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import os from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
 import Docker from 'dockerode';
 import type { Logger } from 'pino';
 import { type OpsConfig, parseOpsJson } from '../../domain/ops-json.ts';
@@ -237,12 +238,14 @@ export class DockerProvider implements Provider {
 
     if (service.type === 'job') {
       const container = await this.run(spec('job', `berth-${short}-job`));
+      // A lost lease ends the wait at once (the sleep rejects), before any further side effect.
       const exit = await Promise.race([
         container.wait() as Promise<{ StatusCode: number }>,
-        new Promise<null>((resolve) =>
-          setTimeout(() => resolve(null), Math.max(0, deadline - Date.now())).unref(),
-        ),
-      ]);
+        sleep(Math.max(0, deadline - Date.now()), null, { signal, ref: false }),
+      ]).catch((error: unknown) => {
+        signal.throwIfAborted();
+        throw error;
+      });
       if (exit === null) {
         await container.remove({ force: true });
         throw new DeployFailed(
@@ -278,7 +281,9 @@ export class DockerProvider implements Provider {
       const info = await container.inspect();
       targets.push({ container, ip: info.NetworkSettings.Networks[network]?.IPAddress ?? '' });
     }
-    const ready = await waitReady(targets, ops.health_check, service.port, deadline);
+    // Aborted (the lease was lost), the wait throws at once: the replicas are left as they are, since the
+    // worker now running this deployment may be using them, and a rerun removes them anyway.
+    const ready = await waitReady(targets, ops.health_check, service.port, deadline, signal);
     if (!ready.ok) {
       const shown = ready.exited ?? targets[0];
       const tail = shown ? await this.logTail(shown.container) : '';
@@ -514,6 +519,9 @@ export class DockerProvider implements Provider {
       .values({ service_id: service.id, ...tombstone })
       .onConflict((oc) => oc.column('service_id').doUpdateSet(tombstone))
       .execute();
+    // The cron templates first: a tick that starts a run after this finds its template gone and
+    // removes the run itself, and every run created before it is in the listing below.
+    await this.removeContainers({ [LABEL.service]: service.id, [LABEL.role]: 'cron-template' });
     await this.removeContainers({ [LABEL.service]: service.id });
     await this.cron.rescan();
     const images = await this.docker.listImages({ filters: labelFilter({ [LABEL.service]: service.id }) });

@@ -24,22 +24,21 @@ export class ContainerExited extends Error {
   }
 }
 
-async function tcpOpen(ip: string, port: number, timeoutMs: number): Promise<boolean> {
+async function tcpOpen(ip: string, port: number, signal: AbortSignal): Promise<boolean> {
   return new Promise((resolve) => {
-    const socket = net.connect({ host: ip, port, timeout: timeoutMs });
+    const socket = net.connect({ host: ip, port, signal });
     const done = (ok: boolean) => {
       socket.destroy();
       resolve(ok);
     };
     socket.once('connect', () => done(true));
-    socket.once('timeout', () => done(false));
     socket.once('error', () => done(false));
   });
 }
 
-async function httpOk(url: string, timeoutMs: number): Promise<boolean> {
+async function httpOk(url: string, signal: AbortSignal): Promise<boolean> {
   try {
-    const res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs), redirect: 'manual' });
+    const res = await fetch(url, { signal, redirect: 'manual' });
     await res.body?.cancel();
     return res.status >= 200 && res.status < 400;
   } catch {
@@ -47,7 +46,7 @@ async function httpOk(url: string, timeoutMs: number): Promise<boolean> {
   }
 }
 
-async function shellOk(container: Docker.Container, command: string, timeoutMs: number): Promise<boolean> {
+async function shellOk(container: Docker.Container, command: string, signal: AbortSignal): Promise<boolean> {
   const exec = await container.exec({
     Cmd: ['/bin/sh', '-c', command],
     AttachStdout: true,
@@ -55,19 +54,20 @@ async function shellOk(container: Docker.Container, command: string, timeoutMs: 
   });
   const stream = await exec.start({});
   stream.resume();
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
+  while (!signal.aborted) {
     const info = await exec.inspect();
     if (!info.Running) return info.ExitCode === 0;
-    await sleep(100);
+    await sleep(100, undefined, { signal }).catch(() => undefined);
   }
   return false;
 }
 
+/** `signal`: the rollout was abandoned; the check then fails at once (the caller sees the abort). */
 export async function checkOnce(
   target: Target,
   check: HealthCheck | null,
   port: number | null,
+  signal: AbortSignal,
 ): Promise<boolean> {
   const info = await target.container.inspect();
   const state = info.State;
@@ -76,33 +76,38 @@ export async function checkOnce(
   if (!state.Running || state.Restarting || info.RestartCount > 0) {
     throw new ContainerExited(`a replica exited with code ${state.ExitCode}`, target);
   }
-  const timeoutMs = (check?.timeout ?? 10) * 1000;
+  const within = AbortSignal.any([signal, AbortSignal.timeout((check?.timeout ?? 10) * 1000)]);
   const checkPort = check?.port ?? port;
-  if (!check) return checkPort ? tcpOpen(target.ip, checkPort, timeoutMs) : true;
+  if (!check) return checkPort ? tcpOpen(target.ip, checkPort, within) : true;
   switch (check.type) {
     case 'http':
-      return checkPort ? httpOk(`http://${target.ip}:${checkPort}${check.path ?? '/'}`, timeoutMs) : false;
+      return checkPort ? httpOk(`http://${target.ip}:${checkPort}${check.path ?? '/'}`, within) : false;
     case 'tcp':
     case 'grpc':
-      return checkPort ? tcpOpen(target.ip, checkPort, timeoutMs) : false;
+      return checkPort ? tcpOpen(target.ip, checkPort, within) : false;
     case 'shell':
-      return shellOk(target.container, check.command ?? 'true', timeoutMs);
+      return shellOk(target.container, check.command ?? 'true', within);
   }
 }
 
-/** Waits until every target is ready, or says why not by the deadline. */
+/**
+ * Waits until every target is ready, or says why not by the deadline. Throws the signal's reason as soon
+ * as it aborts: a worker that lost its job must not wait out the deploy timeout, nor act on the outcome.
+ */
 export async function waitReady(
   targets: Target[],
   check: HealthCheck | null,
   port: number | null,
   deadline: number,
+  signal: AbortSignal,
 ): Promise<{ ok: true } | { ok: false; reason: string; exited?: Target }> {
   const pending = new Set(targets);
   let last = 'not ready';
   while (pending.size > 0) {
     for (const target of [...pending]) {
+      signal.throwIfAborted();
       try {
-        if (await checkOnce(target, check, port)) pending.delete(target);
+        if (await checkOnce(target, check, port, signal)) pending.delete(target);
         else
           last = check
             ? `the ${check.type} health check did not pass`
@@ -114,6 +119,7 @@ export async function waitReady(
         last = (error as Error).message;
       }
     }
+    signal.throwIfAborted();
     if (pending.size === 0) break;
     if (Date.now() > deadline) {
       return {
@@ -121,7 +127,7 @@ export async function waitReady(
         reason: `${pending.size} of ${targets.length} replicas not ready in time: ${last}`,
       };
     }
-    await sleep(500);
+    await sleep(500, undefined, { signal }).catch(() => signal.throwIfAborted());
   }
   return { ok: true };
 }

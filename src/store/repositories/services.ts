@@ -27,13 +27,39 @@ export async function findServiceById(db: Db, id: string, options: { forUpdate?:
   return q.executeTakeFirst();
 }
 
-export async function updateService(db: Db, id: string, patch: ServiceUpdate): Promise<ServiceRow> {
+/** Changes a service's fields; its state changes only through transitionService. */
+export async function updateService(
+  db: Db,
+  id: string,
+  patch: Omit<ServiceUpdate, 'state'>,
+): Promise<ServiceRow> {
   return db
     .updateTable('services')
     .set({ ...patch, updated_at: new Date() })
     .where('id', '=', id)
     .returningAll()
     .executeTakeFirstOrThrow();
+}
+
+/**
+ * Moves a service to `to` only from one of the states `from`, in the one statement (UPDATE ... WHERE
+ * state IN from): a stale or repeated caller cannot move it from anywhere else. Undefined, and nothing
+ * written, when the service is in another state.
+ */
+export async function transitionService(
+  db: Db,
+  id: string,
+  from: readonly ServiceState[],
+  to: ServiceState,
+  extra: Omit<ServiceUpdate, 'state'> = {},
+): Promise<ServiceRow | undefined> {
+  return db
+    .updateTable('services')
+    .set({ ...extra, state: to, updated_at: new Date() })
+    .where('id', '=', id)
+    .where('state', 'in', from)
+    .returningAll()
+    .executeTakeFirst();
 }
 
 export async function listServices(db: Db, environmentId: string, page: Page) {
