@@ -9,9 +9,9 @@
  * that a change overtook is served to the requests that asked before the change but not kept.
  * @module
  */
-import type { FastifyReply } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ChangeListener } from '../store/changes.ts';
-import { etagOf } from './etag.ts';
+import { etagOf, noneMatch } from './etag.ts';
 
 /** What a cached route answers: the payload its response schema serializes. */
 export interface Representation {
@@ -46,6 +46,10 @@ interface Loading {
 }
 
 declare module 'fastify' {
+  interface FastifyInstance {
+    /** This app's read cache (tests and the benchmark look at what it holds). */
+    readCache: ReadCache;
+  }
   interface FastifyContextConfig {
     /** Served through the read cache: the path's resources are loaded only when the cache misses. */
     readCache?: boolean;
@@ -53,6 +57,10 @@ declare module 'fastify' {
 }
 
 const MAX_ENTRIES = 10_000;
+/** RFC 7240 `wait`: the longest a read is held, in seconds. */
+export const MAX_WAIT_S = 60;
+/** While changes cannot be seen, a held read looks again this often instead of waiting to be told. */
+const RECHECK_WHILE_DOWN_MS = 1000;
 
 export class ReadCache implements ChangeListener {
   private readonly entries = new Map<string, Entry>();
@@ -61,6 +69,9 @@ export class ReadCache implements ChangeListener {
   /** Moves on every event that invalidates everything; a read that saw it move is not kept. */
   private epoch = 0;
   private live = false;
+  /** Held reads, by the tags that wake them. */
+  private readonly waiters = new Map<string, Set<(changed: boolean) => void>>();
+  private held = 0;
 
   /** The current representation: kept, being loaded by an earlier request, or loaded now. */
   async read(spec: CachedRead, serialize: (payload: unknown) => string): Promise<Entry> {
@@ -101,12 +112,70 @@ export class ReadCache implements ChangeListener {
     return this.entries.size;
   }
 
+  /** How many reads are held waiting for a change. */
+  get waiting(): number {
+    return this.held;
+  }
+
+  /**
+   * Holds until a change names one of `tags` (true) or `ms` pass (false); `signal` ends it early
+   * (false). While changes cannot be seen it also ends every second (true), so the caller looks again.
+   * A held read costs a timer and a set entry: no query.
+   */
+  waitForChange(tags: string[], ms: number, signal?: AbortSignal): Promise<boolean> {
+    if (ms <= 0 || signal?.aborted) return Promise.resolve(false);
+    return new Promise((resolve) => {
+      let done = false;
+      const finish = (changed: boolean) => {
+        if (done) return;
+        done = true;
+        this.held--;
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', stop);
+        for (const tag of tags) {
+          const set = this.waiters.get(tag);
+          set?.delete(finish);
+          if (set?.size === 0) this.waiters.delete(tag);
+        }
+        resolve(changed);
+      };
+      const stop = () => finish(false);
+      const recheck = !this.live && ms > RECHECK_WHILE_DOWN_MS;
+      const timer = setTimeout(() => finish(recheck), recheck ? RECHECK_WHILE_DOWN_MS : ms);
+      this.held++;
+      signal?.addEventListener('abort', stop);
+      for (const tag of tags) {
+        let set = this.waiters.get(tag);
+        if (!set) {
+          set = new Set();
+          this.waiters.set(tag, set);
+        }
+        set.add(finish);
+      }
+    });
+  }
+
+  /** Ends every held read as if its time had passed (the server is closing). */
+  release(): void {
+    this.wakeAll(false);
+  }
+
+  /** `changed`: held reads look again; otherwise they end as if their time had passed. */
+  private wakeAll(changed: boolean): void {
+    const all = new Set<(changed: boolean) => void>();
+    for (const set of this.waiters.values()) for (const finish of set) all.add(finish);
+    for (const finish of all) finish(changed);
+  }
+
   changed(tags: string[]): void {
     for (const tag of tags) {
       const keys = this.keysByTag.get(tag);
-      if (!keys) continue;
-      this.keysByTag.delete(tag);
-      for (const key of keys) this.drop(key);
+      if (keys) {
+        this.keysByTag.delete(tag);
+        for (const key of keys) this.drop(key);
+      }
+      const waiting = this.waiters.get(tag);
+      if (waiting) for (const finish of [...waiting]) finish(true);
     }
   }
 
@@ -117,6 +186,8 @@ export class ReadCache implements ChangeListener {
   down(): void {
     this.live = false;
     this.dropAll();
+    // A change may go unannounced from now on: held reads look for themselves.
+    this.wakeAll(true);
   }
 
   up(): void {
@@ -166,13 +237,51 @@ export class ReadCache implements ChangeListener {
   }
 }
 
-/** Answers a cached GET: the kept bytes (or freshly serialized ones), with their ETag for conditional-reads.ts. */
+/**
+ * The `wait` preference of a Prefer header (RFC 7240: `Prefer: wait=10`, maybe beside others), in
+ * seconds and at most MAX_WAIT_S; undefined when absent or not a number of seconds.
+ */
+export function preferredWait(header: string | string[] | undefined): number | undefined {
+  if (header === undefined) return undefined;
+  for (const preference of [header].flat().join(',').split(',')) {
+    const [name, value] = (preference.split(';')[0] ?? '').split('=').map((part) => part.trim());
+    if (name?.toLowerCase() !== 'wait' || value === undefined || !/^\d{1,9}$/.test(value)) continue;
+    return Math.min(MAX_WAIT_S, Number(value));
+  }
+  return undefined;
+}
+
+/**
+ * Answers a cached GET: the kept bytes (or freshly serialized ones) with their ETag, which
+ * conditional-reads.ts compares with If-None-Match. With `Prefer: wait=N` and an If-None-Match that is
+ * current, the request is held until a change gives a new representation (200) or N seconds pass (304).
+ */
 export async function cachedGet(
   cache: ReadCache,
+  request: FastifyRequest,
   reply: FastifyReply,
   spec: CachedRead,
 ): Promise<FastifyReply> {
-  const entry = await cache.read(spec, (payload) => String(reply.serialize(payload)));
+  const serialize = (payload: unknown) => String(reply.serialize(payload));
+  let entry = await cache.read(spec, serialize);
+  const seen = request.headers['if-none-match'];
+  const waitS = preferredWait(request.headers.prefer);
+  if (seen !== undefined && waitS !== undefined && !noneMatch(seen, entry.etag)) {
+    reply.header('preference-applied', `wait=${waitS}`);
+    const deadline = Date.now() + waitS * 1000;
+    // A client that goes away stops being waited for.
+    const gone = new AbortController();
+    const onClose = () => gone.abort();
+    reply.raw.once('close', onClose);
+    try {
+      while (await cache.waitForChange(spec.tags, deadline - Date.now(), gone.signal)) {
+        entry = await cache.read(spec, serialize);
+        if (noneMatch(seen, entry.etag)) break;
+      }
+    } finally {
+      reply.raw.off('close', onClose);
+    }
+  }
   // Already JSON: sent as is, past the route's serializer.
   return reply.header('etag', entry.etag).type('application/json; charset=utf-8').send(entry.body);
 }

@@ -942,6 +942,8 @@ export interface paths {
                 header?: {
                     /** @description ETag(s) of a copy the client holds (or *): when one is current the answer is 304 Not Modified, without a body. */
                     "if-none-match"?: string;
+                    /** @description RFC 7240. `wait=<seconds>` (at most 60) with a current If-None-Match holds the request until the resource changes (200 with the new representation) or the time passes (304). Without If-None-Match, or with a stale one, the answer is immediate. Answers that waited carry `Preference-Applied: wait=<seconds>`. */
+                    prefer?: string;
                 };
                 path: {
                     envId: string;
@@ -1742,6 +1744,8 @@ export interface paths {
                 header?: {
                     /** @description ETag(s) of a copy the client holds (or *): when one is current the answer is 304 Not Modified, without a body. */
                     "if-none-match"?: string;
+                    /** @description RFC 7240. `wait=<seconds>` (at most 60) with a current If-None-Match holds the request until the resource changes (200 with the new representation) or the time passes (304). Without If-None-Match, or with a stale one, the answer is immediate. Answers that waited carry `Preference-Applied: wait=<seconds>`. */
+                    prefer?: string;
                 };
                 path: {
                     deploymentId: string;
@@ -2542,6 +2546,8 @@ export interface paths {
                 header?: {
                     /** @description ETag(s) of a copy the client holds (or *): when one is current the answer is 304 Not Modified, without a body. */
                     "if-none-match"?: string;
+                    /** @description RFC 7240. `wait=<seconds>` (at most 60) with a current If-None-Match holds the request until the resource changes (200 with the new representation) or the time passes (304). Without If-None-Match, or with a stale one, the answer is immediate. Answers that waited carry `Preference-Applied: wait=<seconds>`. */
+                    prefer?: string;
                 };
                 path: {
                     envId: string;

@@ -37,6 +37,20 @@ const IF_NONE_MATCH = Type.String({
 /** Request headers of a conditional GET, for the OpenAPI document (and so the typed client). */
 export const ConditionalHeaders = Type.Object({ 'if-none-match': Type.Optional(IF_NONE_MATCH) });
 
+/** A conditional GET that may also be held until the resource changes (read-cache.ts). */
+export const WaitingHeaders = Type.Object({
+  'if-none-match': Type.Optional(IF_NONE_MATCH),
+  prefer: Type.Optional(
+    Type.String({
+      maxLength: 1000,
+      description:
+        'RFC 7240. `wait=<seconds>` (at most 60) with a current If-None-Match holds the request until the resource ' +
+        'changes (200 with the new representation) or the time passes (304). Without If-None-Match, or with a ' +
+        'stale one, the answer is immediate. Answers that waited carry `Preference-Applied: wait=<seconds>`.',
+    }),
+  ),
+});
+
 const ETAG_HEADER = {
   ETag: {
     type: 'string',

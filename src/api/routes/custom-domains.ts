@@ -11,7 +11,7 @@ import {
 import { IDENTITY_TTL_MS, liveIdentity } from '../../domain/usecases/environments.ts';
 import type { CustomDomainRow } from '../../store/schema.ts';
 import { actorOf, authOf, requireFeature } from '../plugins/auth.ts';
-import { ConditionalHeaders, conditionalResponses } from '../plugins/conditional-reads.ts';
+import { conditionalResponses, WaitingHeaders } from '../plugins/conditional-reads.ts';
 import { customDomainOf, environmentOf, loadScope, serviceOf } from '../plugins/scope.ts';
 import { cachedGet, type ReadCache } from '../read-cache.ts';
 import {
@@ -75,7 +75,7 @@ export const customDomainRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; reads: 
           '`active_domain` is the domain now serving the service (or null); `pending_domain` the newest one not serving ' +
           'yet (unverified, verified, being deployed, or failed to deploy), or null.',
         params: ServiceParams,
-        headers: ConditionalHeaders,
+        headers: WaitingHeaders,
         response: {
           ...conditionalResponses(
             Envelope(
@@ -95,7 +95,7 @@ export const customDomainRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; reads: 
     },
     async (request, reply) => {
       const { envId, serviceId } = request.params;
-      return cachedGet(reads, reply, {
+      return cachedGet(reads, request, reply, {
         key: `custom-domains ${authOf(request).accountId} ${envId} ${serviceId}`,
         tags: [`service:${serviceId}`, `env:${envId}`],
         maxAgeMs: IDENTITY_TTL_MS,

@@ -8,7 +8,7 @@ import { deployPreview } from '../../domain/usecases/previews.ts';
 import { listDeployments } from '../../store/repositories/deployments.ts';
 import { nextCursor, pageOf } from '../paging.ts';
 import { actorOf, authOf, requireFeature } from '../plugins/auth.ts';
-import { ConditionalHeaders, conditionalResponses } from '../plugins/conditional-reads.ts';
+import { conditionalResponses, WaitingHeaders } from '../plugins/conditional-reads.ts';
 import { deploymentOf, environmentOf, loadScope, serviceOf } from '../plugins/scope.ts';
 import { cachedGet, type ReadCache } from '../read-cache.ts';
 import {
@@ -117,7 +117,7 @@ export const deploymentRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; reads: Re
         description:
           'Poll until state is success or failed (both terminal). op_ids and ops are always empty here.',
         params: Type.Object({ deploymentId: Uuid }),
-        headers: ConditionalHeaders,
+        headers: WaitingHeaders,
         response: {
           ...conditionalResponses(Envelope(Type.Object({ deployment: Deployment }))),
           ...errorResponses(...AUTH_ERRORS),
@@ -126,7 +126,7 @@ export const deploymentRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; reads: Re
     },
     async (request, reply) => {
       const { deploymentId } = request.params;
-      return cachedGet(reads, reply, {
+      return cachedGet(reads, request, reply, {
         key: `deployment ${authOf(request).accountId} ${deploymentId}`,
         tags: [`deployment:${deploymentId}`],
         load: async () => {

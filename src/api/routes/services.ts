@@ -12,7 +12,7 @@ import { listServices } from '../../store/repositories/services.ts';
 import type { ServiceRow } from '../../store/schema.ts';
 import { nextCursor, pageOf } from '../paging.ts';
 import { actorOf, authOf } from '../plugins/auth.ts';
-import { ConditionalHeaders, conditionalResponses } from '../plugins/conditional-reads.ts';
+import { conditionalResponses, WaitingHeaders } from '../plugins/conditional-reads.ts';
 import { ConditionalWriteHeaders, ifMatchCheck } from '../plugins/conditional-writes.ts';
 import { attachedFieldErrors } from '../plugins/errors.ts';
 import { environmentOf, loadScope, serviceOf } from '../plugins/scope.ts';
@@ -145,13 +145,13 @@ export const serviceRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; reads: ReadC
           'pollers of the hosted API, `data` also carries state, run_status, ready_count and svc_alias ' +
           '(= kube_svc_alias, empty until provisioned). Deleted services stay readable.',
         params: ServiceParams,
-        headers: ConditionalHeaders,
+        headers: WaitingHeaders,
         response: { ...conditionalResponses(ServiceRead), ...errorResponses(...AUTH_ERRORS) },
       },
     },
     async (request, reply) => {
       const { envId, serviceId } = request.params;
-      return cachedGet(reads, reply, {
+      return cachedGet(reads, request, reply, {
         key: `service ${authOf(request).accountId} ${envId} ${serviceId}`,
         tags: [`service:${serviceId}`, `env:${envId}`],
         maxAgeMs: IDENTITY_TTL_MS,
