@@ -1,0 +1,563 @@
+/**
+ * `npm run bench` (first step): every row of issue 10's table, each measured against its baseline in
+ * the same run, BENCH_ROUNDS rounds (default 3) with the median, into one report,
+ * bench/results/bench.json, and a Markdown table on stdout (the README's).
+ *
+ * Rows:
+ * - poll: GET /v1/deployments/{id} (a finished deployment, a token) with autocannon, on Postgres and
+ *   on the embedded database, each round next to a node:http process answering the same bytes.
+ * - deploy: deployments/s end to end (BERTH_SIM_STEP_MS=0; services x deployments each, accepted
+ *   through the API, awaited with waiting reads) on one server, on Postgres and embedded.
+ * - scale-out: the same on Postgres with `berth serve` plus two `berth worker` processes, as a ratio
+ *   to one server measured in the same round.
+ * - list: GET a page of 100 of 10,000 services (Postgres; the rows are copied in SQL), p50, next to
+ *   node:http answering the same bytes.
+ * - start: `berth serve` on a fresh embedded data directory until /health answers, and its RSS idle,
+ *   next to a node process starting node:http.
+ *
+ * Every Berth is its own process (bin/berth.js), as a user runs it; the load comes from this one.
+ * Settings: BENCH_ROUNDS (3), BENCH_DURATION_S (5), BENCH_WARMUP_S (1), BENCH_CONNECTIONS (50),
+ * BENCH_DEPLOY_SERVICES (100), BENCH_DEPLOY_EACH (5), BENCH_LIST_SERVICES (10000), BENCH_IDLE_S (5),
+ * BENCH_POSTGRES_URL (an admin connection; the run creates and drops databases of its own).
+ */
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import autocannon from 'autocannon';
+import pg from 'pg';
+
+const HERE = path.dirname(new URL(import.meta.url).pathname);
+const BERTH_BIN = path.join(HERE, '..', 'bin', 'berth.js');
+const REPORT_FILE = path.join(HERE, 'results', 'bench.json');
+
+function setting(name: string, fallback: number, min: number, max: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new Error(`${name} must be a whole number from ${min} to ${max}, got "${raw}"`);
+  }
+  return value;
+}
+
+const SETTINGS = {
+  rounds: setting('BENCH_ROUNDS', 3, 1, 20),
+  duration_s: setting('BENCH_DURATION_S', 5, 1, 60),
+  warmup_s: setting('BENCH_WARMUP_S', 1, 0, 30),
+  connections: setting('BENCH_CONNECTIONS', 50, 1, 1000),
+  deploy_services: setting('BENCH_DEPLOY_SERVICES', 100, 1, 1000),
+  deploy_each: setting('BENCH_DEPLOY_EACH', 5, 1, 100),
+  list_services: setting('BENCH_LIST_SERVICES', 10_000, 100, 100_000),
+  idle_s: setting('BENCH_IDLE_S', 5, 0, 120),
+};
+const POSTGRES_ADMIN_URL = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+
+const log = (message: string) => process.stderr.write(`[bench] ${message}\n`);
+const median = (values: number[]) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2
+    ? (sorted[mid] as number)
+    : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+};
+const round2 = (n: number) => Math.round(n * 100) / 100;
+
+const cleanups: Array<() => Promise<void>> = [];
+
+/** A child process: its output, and a way to end it that the run's cleanup also takes. */
+interface Proc {
+  child: ChildProcess;
+  out(): string;
+  stop(): Promise<void>;
+}
+
+function run(args: string[], env: Record<string, string>): Proc {
+  const child = spawn(process.execPath, args, {
+    env: { ...process.env, BERTH_LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout?.on('data', (chunk) => {
+    out += chunk;
+  });
+  child.stderr?.on('data', (chunk) => {
+    out += chunk;
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const stop = async () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+    await exited;
+  };
+  cleanups.push(stop);
+  return { child, out: () => out, stop };
+}
+
+async function waitFor<T>(what: string, check: () => Promise<T | undefined> | T | undefined, ms = 120_000) {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(10);
+  }
+}
+
+function rssMb(pid: number | undefined): number {
+  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+  return Math.round(Number(/VmRSS:\s+(\d+)/.exec(status)?.[1]) / 102.4) / 10;
+}
+
+interface Berth extends Proc {
+  url: string;
+  token: string;
+  envId: string;
+  dataDir: string;
+  databaseUrl?: string;
+}
+
+async function postgresDatabase(): Promise<string> {
+  const name = `berth_bench_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: POSTGRES_ADMIN_URL });
+  await admin.connect().catch((error: Error) => {
+    throw new Error(
+      `cannot reach Postgres at ${POSTGRES_ADMIN_URL} (set BENCH_POSTGRES_URL): ${error.message}`,
+    );
+  });
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  cleanups.push(async () => {
+    const client = new pg.Client({ connectionString: POSTGRES_ADMIN_URL });
+    await client.connect();
+    await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    await client.end();
+  });
+  const url = new URL(POSTGRES_ADMIN_URL);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+/** `berth serve` on a fresh data directory (and database), once its environment is available. */
+async function startBerth(
+  kind: 'embedded' | 'postgres',
+  extra: Record<string, string> = {},
+): Promise<Berth & { startMs: number }> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-bench-'));
+  cleanups.push(async () => fs.rmSync(dataDir, { recursive: true, force: true }));
+  const databaseUrl = kind === 'postgres' ? await postgresDatabase() : undefined;
+  const started = performance.now();
+  const proc = run([BERTH_BIN, 'serve'], {
+    BERTH_DATA_DIR: dataDir,
+    BERTH_PORT: '0',
+    BERTH_RATE_LIMIT_PER_MIN: '10000000',
+    BERTH_SIM_STEP_MS: '0',
+    ...(databaseUrl ? { BERTH_DATABASE_URL: databaseUrl } : {}),
+    ...extra,
+  });
+  const url = await waitFor('berth to listen', () => {
+    if (proc.child.exitCode !== null) throw new Error(`berth exited: ${proc.out()}`);
+    return /listening on (http:\/\/\S+)/.exec(proc.out())?.[1];
+  });
+  await waitFor('berth to be healthy', async () =>
+    (await fetch(`${url}/health`).catch(() => undefined))?.ok ? true : undefined,
+  );
+  const startMs = performance.now() - started;
+  const token = await waitFor('the first start', () => /API token:\s+([0-9a-f-]{36})/.exec(proc.out())?.[1]);
+  const envId = await waitFor(
+    'the first start',
+    () => /environment:\s+([0-9a-f-]{36})/.exec(proc.out())?.[1],
+  );
+  const berth = { ...proc, url, token, envId, dataDir, databaseUrl, startMs };
+  await waitFor('the environment to be available', async () =>
+    (await call(berth, 'GET', `/v1/environments/${envId}`)).body.data.environment.state === 'available'
+      ? true
+      : undefined,
+  );
+  return berth;
+}
+
+interface Reply {
+  status: number;
+  // biome-ignore lint/suspicious/noExplicitAny: the bench reads a few fields of several JSON shapes
+  body: any;
+  raw: Buffer;
+  headers: Headers;
+}
+
+async function call(
+  berth: { url: string; token: string },
+  method: string,
+  url: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<Reply> {
+  const res = await fetch(new URL(url, berth.url), {
+    method,
+    headers: {
+      authorization: `Bearer ${berth.token}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      ...headers,
+    },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const raw = Buffer.from(await res.arrayBuffer());
+  const text = raw.toString('utf8');
+  const parsed =
+    text && res.headers.get('content-type')?.startsWith('application/json') ? JSON.parse(text) : undefined;
+  if (res.status >= 400) throw new Error(`${method} ${url}: HTTP ${res.status} ${text.slice(0, 300)}`);
+  return { status: res.status, body: parsed, raw, headers: res.headers };
+}
+
+const SERVICE = {
+  source: 'docker_image',
+  type: 'worker',
+  replica_count: 1,
+  cpu_count_min: 0.25,
+  memory_mb_min: 64,
+  docker_image: 'acme/bench',
+};
+
+let serviceNames = 0;
+/** Names hold letters and spaces only: the counter in base 26. */
+const letters = (n: number): string =>
+  (n >= 26 ? letters(Math.floor(n / 26) - 1) : '') + String.fromCharCode(97 + (n % 26));
+async function createServices(berth: Berth, count: number): Promise<string[]> {
+  const ids: string[] = [];
+  for (let i = 0; i < count; i += 20) {
+    const batch = Array.from({ length: Math.min(20, count - i) }, () =>
+      call(berth, 'POST', `/v1/environments/${berth.envId}/services`, {
+        ...SERVICE,
+        name: `bench ${letters(serviceNames++)}`,
+      }),
+    );
+    for (const reply of await Promise.all(batch)) ids.push(reply.body.data.service.id);
+  }
+  return ids;
+}
+
+/** Holds on the deployment with waiting reads until it is terminal; throws if it failed. */
+async function finished(berth: Berth, deploymentId: string): Promise<void> {
+  let etag: string | undefined;
+  for (;;) {
+    const reply = await call(berth, 'GET', `/v1/deployments/${deploymentId}`, undefined, {
+      ...(etag ? { 'if-none-match': etag, prefer: 'wait=60' } : {}),
+    });
+    etag = reply.headers.get('etag') ?? undefined;
+    if (reply.status === 304) continue;
+    const { state, failure_reason } = reply.body.data.deployment;
+    if (state === 'failed') throw new Error(`deployment ${deploymentId} failed: ${failure_reason}`);
+    if (state === 'success') return;
+  }
+}
+
+/** Deployments per second: `each` deployments of every service accepted, then awaited, timed from the first POST. */
+async function deployThroughput(berth: Berth, services: string[], each: number): Promise<number> {
+  const started = performance.now();
+  const waits: Promise<void>[] = [];
+  const accept = async (serviceId: string) => {
+    for (let i = 0; i < each; i++) {
+      const reply = await call(
+        berth,
+        'POST',
+        `/v1/environments/${berth.envId}/services/${serviceId}/deploy`,
+        { note: `bench ${i}` },
+      );
+      waits.push(finished(berth, reply.body.data.deployment_id));
+    }
+  };
+  await Promise.all(services.map(accept));
+  await Promise.all(waits);
+  return (services.length * each * 1000) / (performance.now() - started);
+}
+
+interface Load {
+  requests_per_sec: number;
+  p50_ms: number;
+  p99_ms: number;
+}
+
+async function load(url: string, headers: Record<string, string>): Promise<Load> {
+  const options = { url, headers, connections: SETTINGS.connections };
+  if (SETTINGS.warmup_s > 0) await autocannon({ ...options, duration: SETTINGS.warmup_s });
+  const result = await autocannon({ ...options, duration: SETTINGS.duration_s });
+  if (result.errors > 0 || result.timeouts > 0 || result.non2xx > 0) {
+    throw new Error(`${url}: ${result.errors} errors, ${result.timeouts} timeouts, ${result.non2xx} non-2xx`);
+  }
+  return {
+    requests_per_sec: result.requests.average,
+    p50_ms: result.latency.p50,
+    p99_ms: result.latency.p99,
+  };
+}
+
+/** A node:http process answering every request with `body` (the same bytes and content type as Berth). */
+async function baseline(body: Buffer): Promise<Proc & { url: string; startMs: number }> {
+  const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'berth-bench-baseline-')), 'body.json');
+  fs.writeFileSync(file, body);
+  const script = `
+    const body = require('node:fs').readFileSync(${JSON.stringify(file)});
+    const server = require('node:http').createServer((req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': body.length });
+      res.end(body);
+    });
+    server.listen(0, '127.0.0.1', () => console.log('listening on http://127.0.0.1:' + server.address().port));`;
+  const started = performance.now();
+  const proc = run(['-e', script], {});
+  const url = await waitFor(
+    'the baseline to listen',
+    () => /listening on (http:\/\/\S+)/.exec(proc.out())?.[1],
+  );
+  await waitFor('the baseline to answer', async () =>
+    (await fetch(url).catch(() => undefined))?.ok ? true : undefined,
+  );
+  return Object.assign(proc, { url, startMs: performance.now() - started });
+}
+
+interface Row {
+  measure: string;
+  target: string;
+  rounds: Record<string, number>[];
+  median: Record<string, number>;
+  met: boolean;
+}
+
+const rows: Row[] = [];
+
+function addRow(
+  measure: string,
+  target: string,
+  rounds: Record<string, number>[],
+  met: (m: Record<string, number>) => boolean,
+) {
+  const keys = Object.keys(rounds[0] ?? {});
+  const med = Object.fromEntries(keys.map((k) => [k, round2(median(rounds.map((r) => r[k] as number)))]));
+  rows.push({ measure, target, rounds, median: med, met: met(med) });
+  log(`${measure}: ${JSON.stringify(med)}`);
+}
+
+async function pollRows(): Promise<void> {
+  for (const kind of ['postgres', 'embedded'] as const) {
+    log(`poll, ${kind}: starting berth`);
+    const berth = await startBerth(kind, { BERTH_SIM_STEP_MS: '10' });
+    const [serviceId] = await createServices(berth, 1);
+    const deployed = await call(
+      berth,
+      'POST',
+      `/v1/environments/${berth.envId}/services/${serviceId}/deploy`,
+      {},
+    );
+    const deploymentId = deployed.body.data.deployment_id;
+    await finished(berth, deploymentId);
+    const url = `${berth.url}/v1/deployments/${deploymentId}`;
+    const sample = await call(berth, 'GET', url);
+    const base = await baseline(sample.raw);
+    const rounds: Record<string, number>[] = [];
+    for (let r = 0; r < SETTINGS.rounds; r++) {
+      const b = await load(base.url, {});
+      const m = await load(url, { authorization: `Bearer ${berth.token}` });
+      rounds.push({
+        berth_rps: m.requests_per_sec,
+        berth_p99_ms: m.p99_ms,
+        baseline_rps: b.requests_per_sec,
+        baseline_p99_ms: b.p99_ms,
+        ratio_rps: m.requests_per_sec / b.requests_per_sec,
+        ratio_p99: m.p99_ms / Math.max(1, b.p99_ms),
+      });
+    }
+    await base.stop();
+    await berth.stop();
+    addRow(
+      `poll GET /v1/deployments/{id}, ${kind}`,
+      kind === 'postgres' ? '>= 0.6x of node:http, p99 <= 2x baseline' : '>= 0.6x of node:http',
+      rounds,
+      (m) => (m.ratio_rps as number) >= 0.6 && (kind === 'embedded' || (m.ratio_p99 as number) <= 2),
+    );
+  }
+}
+
+async function deployRows(): Promise<void> {
+  const { deploy_services: services, deploy_each: each } = SETTINGS;
+  for (const kind of ['postgres', 'embedded'] as const) {
+    log(`deploy, ${kind}: ${services} services x ${each}`);
+    const berth = await startBerth(kind);
+    const rounds: Record<string, number>[] = [];
+    for (let r = 0; r < SETTINGS.rounds; r++) {
+      const ids = await createServices(berth, services);
+      rounds.push({ deployments_per_s: await deployThroughput(berth, ids, each) });
+    }
+    await berth.stop();
+    addRow(
+      `deployments/s end to end, ${kind}, one server`,
+      kind === 'postgres' ? '>= 250' : '>= 150',
+      rounds,
+      (m) =>
+        kind === 'postgres' ? (m.deployments_per_s as number) >= 250 : (m.deployments_per_s as number) >= 150,
+    );
+  }
+}
+
+async function scaleOutRow(): Promise<void> {
+  const { deploy_services: services, deploy_each: each } = SETTINGS;
+  log('scale-out: one server, then a server with two berth worker processes');
+  const single = await startBerth('postgres');
+  const scaled = await startBerth('postgres');
+  for (let i = 0; i < 2; i++) {
+    const worker = run([BERTH_BIN, 'worker'], {
+      BERTH_DATABASE_URL: scaled.databaseUrl as string,
+      // The server's directory: its master key file.
+      BERTH_DATA_DIR: scaled.dataDir,
+      BERTH_SIM_STEP_MS: '0',
+      BERTH_LOG_LEVEL: 'info',
+    });
+    await waitFor('berth worker to start', () => (/worker started/.test(worker.out()) ? true : undefined));
+  }
+  const rounds: Record<string, number>[] = [];
+  for (let r = 0; r < SETTINGS.rounds; r++) {
+    const one = await deployThroughput(single, await createServices(single, services), each);
+    const three = await deployThroughput(scaled, await createServices(scaled, services), each);
+    rounds.push({ one_server_per_s: one, server_and_2_workers_per_s: three, ratio: three / one });
+  }
+  addRow(
+    'server + 2 berth worker vs one server, Postgres',
+    '>= 1.0x',
+    rounds,
+    (m) => (m.ratio as number) >= 1,
+  );
+}
+
+async function listRow(): Promise<void> {
+  log(`list: ${SETTINGS.list_services} services`);
+  const berth = await startBerth('postgres');
+  const [first] = await createServices(berth, 1);
+  const db = new pg.Client({ connectionString: berth.databaseUrl });
+  await db.connect();
+  const columns = (
+    await db.query<{ column_name: string }>(
+      `SELECT column_name FROM information_schema.columns WHERE table_schema = 'public' AND table_name = 'services'
+       ORDER BY ordinal_position`,
+    )
+  ).rows.map((r) => r.column_name);
+  const copied: Record<string, string> = {
+    id: 'gen_random_uuid()',
+    name: `name || ' ' || i`,
+    subdomain: `subdomain || '-' || i`,
+    created_at: `created_at + i * interval '1 millisecond'`,
+  };
+  await db.query(
+    `INSERT INTO services (${columns.map((c) => `"${c}"`).join(', ')})
+     SELECT ${columns.map((c) => copied[c] ?? `"${c}"`).join(', ')}
+     FROM services, generate_series(1, $2::int) AS i WHERE services.id = $1`,
+    [first, SETTINGS.list_services - 1],
+  );
+  await db.query('ANALYZE services');
+  await db.end();
+  const url = `${berth.url}/v1/environments/${berth.envId}/services?limit=100`;
+  const sample = await call(berth, 'GET', url);
+  if (sample.body.data.services.length !== 100) throw new Error('the list page should hold 100 services');
+  const base = await baseline(sample.raw);
+  const rounds: Record<string, number>[] = [];
+  for (let r = 0; r < SETTINGS.rounds; r++) {
+    const b = await load(base.url, {});
+    const m = await load(url, { authorization: `Bearer ${berth.token}` });
+    rounds.push({
+      berth_p50_ms: m.p50_ms,
+      berth_rps: m.requests_per_sec,
+      baseline_p50_ms: b.p50_ms,
+      baseline_rps: b.requests_per_sec,
+      ratio_rps: m.requests_per_sec / b.requests_per_sec,
+    });
+  }
+  await base.stop();
+  await berth.stop();
+  addRow(
+    `list services, page of 100 of ${SETTINGS.list_services}, Postgres, ${SETTINGS.connections} connections`,
+    'p50 <= 5 ms',
+    rounds,
+    (m) => (m.berth_p50_ms as number) <= 5,
+  );
+}
+
+async function startRow(): Promise<void> {
+  const rounds: Record<string, number>[] = [];
+  for (let r = 0; r < SETTINGS.rounds; r++) {
+    log(`start, embedded: round ${r + 1}`);
+    const base = await baseline(Buffer.from('{}'));
+    const baseStart = base.startMs;
+    const baseRss = rssMb(base.child.pid);
+    await base.stop();
+    const berth = await startBerth('embedded');
+    await sleep(SETTINGS.idle_s * 1000);
+    rounds.push({
+      start_s: berth.startMs / 1000,
+      rss_idle_mb: rssMb(berth.child.pid),
+      baseline_start_s: baseStart / 1000,
+      baseline_rss_mb: baseRss,
+    });
+    await berth.stop();
+  }
+  addRow(
+    'fresh start to healthy, embedded (RSS after idle)',
+    '<= 3 s, RSS <= 250 MB',
+    rounds,
+    (m) => (m.start_s as number) <= 3 && (m.rss_idle_mb as number) <= 250,
+  );
+}
+
+function gitCommit(): string | null {
+  try {
+    return execFileSync('git', ['rev-parse', 'HEAD'], { cwd: HERE, encoding: 'utf8' }).trim();
+  } catch {
+    return null;
+  }
+}
+
+async function main(): Promise<void> {
+  const started = Date.now();
+  await pollRows();
+  await deployRows();
+  await scaleOutRow();
+  await listRow();
+  await startRow();
+  const report = {
+    benchmark: 'issue 10',
+    date: new Date().toISOString(),
+    commit: gitCommit(),
+    node: process.version,
+    machine: {
+      cpus: os.cpus().length,
+      cpu_model: os.cpus()[0]?.model ?? 'unknown',
+      memory_bytes: os.totalmem(),
+    },
+    settings: SETTINGS,
+    rows,
+    wall_clock_s: Math.round((Date.now() - started) / 1000),
+  };
+  fs.mkdirSync(path.dirname(REPORT_FILE), { recursive: true });
+  fs.writeFileSync(REPORT_FILE, `${JSON.stringify(report, null, 2)}\n`);
+  console.log('| measure | median of rounds | target | met |\n|---|---|---|---|');
+  for (const row of rows) {
+    const values = Object.entries(row.median)
+      .map(([k, v]) => `${k} ${v}`)
+      .join(', ');
+    console.log(`| ${row.measure} | ${values} | ${row.target} | ${row.met ? 'yes' : 'no'} |`);
+  }
+  console.log(`\nreport: ${path.relative(process.cwd(), REPORT_FILE)} (${report.wall_clock_s} s)`);
+}
+
+try {
+  await main();
+} catch (error) {
+  console.error(`[bench] FAILED: ${(error as Error).stack ?? error}`);
+  process.exitCode = 1;
+} finally {
+  for (const cleanup of cleanups.reverse()) {
+    try {
+      await cleanup();
+    } catch (error) {
+      console.error(`[bench] cleanup failed: ${(error as Error).message}`);
+      process.exitCode = 1;
+    }
+  }
+}
