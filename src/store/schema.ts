@@ -175,6 +175,27 @@ export interface IdempotencyKeysTable {
   created_at: Generated<Date>;
 }
 
+/** A dependency of ops.json: what Berth asked the provider to make for a service, and what it got. */
+export interface ServiceResourcesTable {
+  service_id: string;
+  kind: string;
+  type: string;
+  resource_id: string;
+  prefix: string;
+  /** The declared resource it was made from (jsonb; pg parses it): a change updates it. */
+  spec: ColumnType<unknown, string, string>;
+  state: ResourceState;
+  attributes: ColumnType<Record<string, string>, string | undefined, string>;
+  /** A generated password, sealed like a secret. */
+  password: string | null;
+  /** Why it could not be made (while retried, or for good when failed). */
+  error: Generated<string>;
+  provisioned_at: Date | null;
+  updated_at: Generated<Date>;
+}
+
+export type ResourceState = 'provisioning' | 'available' | 'failed' | 'deleting';
+
 export interface Database {
   accounts: AccountsTable;
   api_tokens: ApiTokensTable;
@@ -189,6 +210,7 @@ export interface Database {
   settings: SettingsTable;
   rate_limit_windows: RateLimitWindowsTable;
   idempotency_keys: IdempotencyKeysTable;
+  service_resources: ServiceResourcesTable;
 }
 
 export type AccountRow = Selectable<AccountsTable>;
@@ -203,3 +225,4 @@ export type DeploymentRow = Selectable<DeploymentsTable>;
 export type SecretRow = Selectable<SecretsTable>;
 export type JobRow = Selectable<JobsTable>;
 export type CustomDomainRow = Selectable<CustomDomainsTable>;
+export type ServiceResourceRow = Selectable<ServiceResourcesTable>;

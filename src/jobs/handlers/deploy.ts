@@ -11,6 +11,7 @@ import { findServiceById, followDeployment } from '../../store/repositories/serv
 import type { EnvironmentRow, JobRow, ServiceRow } from '../../store/schema.ts';
 import { desiredStateOf } from '../desired-state.ts';
 import { TerminalError } from '../errors.ts';
+import { provisionDependencies } from '../resources.ts';
 import type { JobHandler } from '../worker.ts';
 
 /**
@@ -41,6 +42,13 @@ export function deployHandler(deps: Deps): JobHandler {
       let failure: string | undefined;
       let failedSource: DeployedSource | undefined;
       try {
+        // The new version starts only once its resources exist, with their exports resolved.
+        const exported = await provisionDependencies(
+          deps,
+          { service, environment, ops: desired.ops },
+          signal,
+        );
+        desired.variables = { ...exported, ...desired.variables };
         applied = await deps.provider.apply(desired, signal);
       } catch (error) {
         // Another worker may hold the job now: its run records the outcome, not this one.
