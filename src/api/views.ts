@@ -10,6 +10,8 @@ import type { EnvironmentIdentity, Observed } from '../providers/provider.ts';
 import type {
   AuditLogRow,
   CustomDomainRow,
+  DeploymentLogRow,
+  DeploymentOperationRow,
   DeploymentRow,
   EnvironmentRow,
   ServiceRow,
@@ -199,4 +201,19 @@ export function customDomainView(d: CustomDomainRow, records: DnsRecordSpec[]) {
 /** The spec's success envelope. */
 export function success<T>(data: T) {
   return { message: 'success' as const, data };
+}
+
+export function deploymentLogLineView(l: DeploymentLogRow) {
+  return { cursor: String(l.seq), time: iso(l.at), step: l.step, line: l.line, dropped: l.dropped };
+}
+
+export function operationView(o: DeploymentOperationRow) {
+  return {
+    step: o.step,
+    state: o.state,
+    detail: o.detail,
+    started_at: iso(o.started_at),
+    finished_at: o.finished_at ? iso(o.finished_at) : null,
+    duration_ms: o.finished_at ? o.finished_at.getTime() - o.started_at.getTime() : null,
+  };
 }

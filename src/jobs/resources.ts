@@ -50,14 +50,14 @@ async function deleteResource(
 
 /**
  * Brings the service's resources in line with its ops.json and returns the variables their exports
- * resolve to. A resource the provider cannot make is a TerminalError naming it (the deployment fails
+ * resolve to, and which of their values are passwords (to be masked like secrets). A resource the provider cannot make is a TerminalError naming it (the deployment fails
  * with it); other errors are recorded on the resource and retried with the job.
  */
 export async function provisionDependencies(
   deps: Pick<Deps, 'store' | 'provider' | 'secretBox'>,
   input: { service: ServiceRow; environment: EnvironmentRef; ops: OpsConfig },
   signal: AbortSignal,
-): Promise<Record<string, string>> {
+): Promise<{ variables: Record<string, string>; passwords: string[] }> {
   const db = deps.store.db;
   const { service, environment } = input;
   const declared = declaredFor(service, input.ops);
@@ -73,6 +73,7 @@ export async function provisionDependencies(
   }
 
   const variables: Record<string, string> = {};
+  const passwords: string[] = [];
   for (const resource of declared) {
     signal.throwIfAborted();
     const ref = { kind: resource.kind, type: resource.type, resource_id: resource.id };
@@ -103,6 +104,7 @@ export async function provisionDependencies(
       const sealedPassword = password === undefined ? null : deps.secretBox.seal(password);
       await resourceMade(db, service.id, ref, { attributes, sealedPassword });
     }
+    if (password !== undefined) passwords.push(password);
     for (const [name, token] of Object.entries(resource.exports)) {
       const attribute = token.slice(1);
       const value = attribute === 'password' ? password : attributes[attribute];
@@ -117,7 +119,7 @@ export async function provisionDependencies(
       variables[name] = value;
     }
   }
-  return variables;
+  return { variables, passwords };
 }
 
 /** Deletes every resource the service had (the service is being deleted). */

@@ -5,7 +5,12 @@
  */
 import type { ColumnType, Generated, Insertable, Selectable, Updateable } from 'kysely';
 import type { CustomDomainState } from '../domain/custom-domain-states.ts';
-import type { DeploymentState, DeploymentType } from '../domain/deployment-states.ts';
+import type {
+  DeploymentState,
+  DeploymentType,
+  DeployStep,
+  OperationState,
+} from '../domain/deployment-states.ts';
 import type { Cloud, EnvironmentState } from '../domain/environment-states.ts';
 import type { Plan } from '../domain/plans.ts';
 import type { ServiceSpec } from '../domain/service-fields.ts';
@@ -195,6 +200,24 @@ export interface ServiceResourcesTable {
 }
 
 export type ResourceState = 'provisioning' | 'available' | 'failed' | 'deleting';
+export interface DeploymentLogsTable {
+  /** bigint: read as a string. */
+  seq: Generated<string>;
+  deployment_id: string;
+  step: DeployStep;
+  line: string;
+  dropped: number | null;
+  at: Generated<Date>;
+}
+
+export interface DeploymentOperationsTable {
+  deployment_id: string;
+  step: DeployStep;
+  state: OperationState;
+  detail: ColumnType<string, string | undefined, string>;
+  started_at: Date;
+  finished_at: Date | null;
+}
 
 export interface Database {
   accounts: AccountsTable;
@@ -211,6 +234,8 @@ export interface Database {
   rate_limit_windows: RateLimitWindowsTable;
   idempotency_keys: IdempotencyKeysTable;
   service_resources: ServiceResourcesTable;
+  deployment_logs: DeploymentLogsTable;
+  deployment_operations: DeploymentOperationsTable;
 }
 
 export type AccountRow = Selectable<AccountsTable>;
@@ -226,3 +251,5 @@ export type SecretRow = Selectable<SecretsTable>;
 export type JobRow = Selectable<JobsTable>;
 export type CustomDomainRow = Selectable<CustomDomainsTable>;
 export type ServiceResourceRow = Selectable<ServiceResourcesTable>;
+export type DeploymentLogRow = Selectable<DeploymentLogsTable>;
+export type DeploymentOperationRow = Selectable<DeploymentOperationsTable>;
