@@ -2,13 +2,14 @@ import type { Deps } from '../../domain/usecases/context.ts';
 import { type Applied, type DeployedSource, DeployFailed } from '../../providers/provider.ts';
 import {
   findDeploymentById,
+  findDeploymentToRun,
   noteUnfinishedDeployment,
+  startDeployment,
   transitionDeployment,
 } from '../../store/repositories/deployments.ts';
-import { findEnvironmentById } from '../../store/repositories/environments.ts';
 import { recordObservation } from '../../store/repositories/observations.ts';
-import { findServiceById, followDeployment } from '../../store/repositories/services.ts';
-import type { EnvironmentRow, JobRow, ServiceRow } from '../../store/schema.ts';
+import { followDeployment } from '../../store/repositories/services.ts';
+import type { JobRow } from '../../store/schema.ts';
 import { desiredStateOf } from '../desired-state.ts';
 import { TerminalError } from '../errors.ts';
 import type { JobHandler } from '../worker.ts';
@@ -22,20 +23,13 @@ import type { JobHandler } from '../worker.ts';
 export function deployHandler(deps: Deps): JobHandler {
   const { db } = deps.store;
   return {
-    async run(job: JobRow, signal: AbortSignal) {
-      const deployment = await findDeploymentById(db, job.subject_id);
-      if (!deployment || deployment.state === 'success' || deployment.state === 'failed') return;
-      const service = (await findServiceById(db, deployment.service_id)) as ServiceRow;
-      const environment = (await findEnvironmentById(db, deployment.environment_id)) as EnvironmentRow;
-      if (deployment.state === 'queued') {
-        const started = await db.transaction().execute(async (trx) => {
-          const moved = await transitionDeployment(trx, deployment.id, ['queued'], 'in_progress');
-          if (moved) await followDeployment(trx, service.id, deployment.id, 'deploying');
-          return moved;
-        });
-        // Cancelled in the meantime (a delete): nothing to roll out.
-        if (!started) return;
-      }
+    async run(job: JobRow, signal: AbortSignal, finish) {
+      const found = await findDeploymentToRun(db, job.subject_id);
+      if (!found) return;
+      const { deployment, service, environment } = found;
+      if (deployment.state === 'success' || deployment.state === 'failed') return;
+      // Cancelled in the meantime (a delete): nothing to roll out.
+      if (deployment.state === 'queued' && !(await startDeployment(db, deployment.id))) return;
       const desired = await desiredStateOf(deps, { deployment, service, environment });
       let applied: Applied | undefined;
       let failure: string | undefined;
@@ -73,6 +67,7 @@ export function deployHandler(deps: Deps): JobHandler {
           if (moved) await followDeployment(trx, service.id, deployment.id, 'deploy_failed');
         }
         await recordObservation(trx, service.id, observed, observedAt);
+        await finish?.(trx);
       });
     },
     async retrying(job: JobRow, reason: string) {
