@@ -48,13 +48,14 @@ test('one deployment costs at most 16 statements, its outcome and the job remova
   await ended(second.body.data.deployment_id);
   await worker2.stop();
   // Berth's own statements: not the simulated provider's tables, not idle workers' empty claims, not
-  // the token lookup or the rate-limit window, and not this test's own polling.
+  // the token lookup or the rate-limit window, the deployment's log lines, and not this test's polling.
   const own = h.queries.filter(
     (q) =>
       !/"?sim_\w+"?/.test(q) &&
       !/UPDATE jobs SET locked_by/.test(q) &&
       !q.includes('rate_limit_windows') &&
       !q.includes('api_tokens') &&
+      !q.includes('deployment_logs') &&
       !q.startsWith('select "state" from "deployments"'),
   );
   const statements = own.filter((q) => !/^(begin|commit|rollback)$/i.test(q.trim()));
@@ -73,7 +74,7 @@ test('one deployment costs at most 16 statements, its outcome and the job remova
       outcome.some((q) => q.startsWith('delete from "jobs"')),
       outcome.join('\n'),
     );
-    // Accepting and the outcome are the only transactions; the start is one statement.
-    assert.equal(own.filter((q) => q.trim() === 'commit').length, 2, own.join('\n'));
+    // Three commits: accepting, the start (with its log line), the outcome with the job's removal.
+    assert.equal(own.filter((q) => q.trim() === 'commit').length, 3, own.join('\n'));
   }
 });

@@ -142,3 +142,180 @@ test(`${SERVICES * PER_SERVICE} deployments shared by the workers: once each, on
     await store.close();
   }
 });
+
+/**
+ * Issue 17 item 2: one server and two `berth worker` processes, each SIGKILLed again and again while a
+ * deployment's provider call is under way (and started again at once). The record of every provider
+ * call shows no two calls for one service at overlapping times (a killed call ends when its process
+ * does), each killed deployment run again to success, and every service serving its newest deployment.
+ */
+const SOAK_SERVICES = 6;
+const SOAK_FIRST_DEPLOYS = 3;
+const SOAK_KILLS = 6;
+
+test('workers SIGKILLed mid-call: no overlapping provider calls for one service, the newest deployment serves', {
+  skip: TEST_DATABASE !== 'postgres' && 'two worker processes share a database only on Postgres',
+}, async (t) => {
+  const soakDb = await createTestDatabase();
+  const soakEnv = {
+    BERTH_DATA_DIR: soakDb.dataDir,
+    BERTH_DATABASE_URL: soakDb.databaseUrl ?? '',
+    BERTH_SIM_STEP_MS: '300',
+    BERTH_JOB_LEASE_MS: '1000',
+    BERTH_RATE_LIMIT_PER_MIN: '1000000',
+  };
+  const store = await openStore({ databaseUrl: soakDb.databaseUrl, dataDir: soakDb.dataDir });
+  const processes: BerthProcess[] = [];
+  /** When each killed worker (by pid) was seen dead. */
+  const killedAt = new Map<number, number>();
+  try {
+    // The server takes no jobs: only the workers that are killed run deployments.
+    const server = runBerth(['serve', '--no-workers'], { ...soakEnv, BERTH_PORT: '0' });
+    processes.push(server);
+    const url = (await server.waitForOutput(/Berth is listening on (http:\/\/\S+)/))[1] as string;
+    const startWorker = async () => {
+      const worker = runBerth(['worker', '--concurrency', '4'], { ...soakEnv, BERTH_LOG_LEVEL: 'info' });
+      processes.push(worker);
+      await worker.waitForOutput(/worker started/);
+      return worker;
+    };
+    const workers = [await startWorker(), await startWorker()];
+    const token = (await server.waitForOutput(/API token:\s+([0-9a-f-]{36})/))[1] as string;
+    const envId = (await server.waitForOutput(/environment:\s+([0-9a-f-]{36})/))[1] as string;
+    const envUrl = `${url}/v1/environments/${envId}`;
+    await pollUntil('the environment to be available', async () =>
+      (await api(envUrl, token)).body.data.environment.state === 'available' ? true : undefined,
+    );
+    const serviceIds = await Promise.all(
+      Array.from({ length: SOAK_SERVICES }, async (_, s) => {
+        const created = await api(`${envUrl}/services`, token, 'POST', {
+          name: `Soak ${String.fromCharCode(97 + s)}`,
+          source: 'docker_image',
+          type: 'worker',
+          replica_count: 1,
+          cpu_count_min: 0.5,
+          memory_mb_min: 128,
+          docker_image: 'acme/soak',
+        });
+        assert.equal(created.status, 200, JSON.stringify(created.body));
+        return created.body.data.service.id as string;
+      }),
+    );
+    let deployed = 0;
+    /** One more deployment of every service, so there is always work in hand when a worker is killed. */
+    const deployEach = () =>
+      Promise.all(
+        serviceIds.map(async (id) => {
+          const res = await api(`${envUrl}/services/${id}/deploy`, token, 'POST', {
+            docker_image_tag: `v${deployed}`,
+          });
+          assert.equal(res.status, 200, JSON.stringify(res.body));
+        }),
+      ).then(() => {
+        deployed++;
+      });
+    for (let d = 0; d < SOAK_FIRST_DEPLOYS; d++) await deployEach();
+    const unfinished = async () =>
+      Number(
+        (
+          await store.db
+            .selectFrom('deployments')
+            .select((eb) => eb.fn.countAll().as('n'))
+            .where('state', 'not in', ['success', 'failed'])
+            .executeTakeFirstOrThrow()
+        ).n,
+      );
+
+    for (let k = 0; k < SOAK_KILLS; k++) {
+      const slot = k % workers.length;
+      const pid = (workers[slot] as BerthProcess).child.pid as number;
+      await pollUntil(
+        `worker ${pid} to be inside a provider call`,
+        async () => {
+          const call = await simTables(store.db)
+            .selectFrom('sim_calls')
+            .select('id')
+            .where('operation', '=', 'deploy')
+            .where('finished_at', 'is', null)
+            .where('worker', 'like', `%:${pid}`)
+            .executeTakeFirst();
+          return call ? true : undefined;
+        },
+        { timeoutMs: 30_000 },
+      );
+      await (workers[slot] as BerthProcess).kill('SIGKILL');
+      killedAt.set(pid, Date.now());
+      workers[slot] = await startWorker();
+      await deployEach();
+    }
+    await pollUntil('every deployment to end', async () => ((await unfinished()) === 0 ? true : undefined), {
+      timeoutMs: 90_000,
+      intervalMs: 100,
+    });
+  } finally {
+    for (const p of processes) await p.kill('SIGTERM');
+  }
+
+  try {
+    assert.equal(killedAt.size, SOAK_KILLS);
+    const deployments = await store.db
+      .selectFrom('deployments')
+      .select(['id', 'service_id', 'state', 'created_at'])
+      .orderBy('created_at')
+      .execute();
+    assert.equal(deployments.length, SOAK_SERVICES * (SOAK_FIRST_DEPLOYS + SOAK_KILLS));
+    assert.deepEqual(
+      deployments.filter((d) => d.state !== 'success').map((d) => d.state),
+      [],
+      'every deployment succeeded',
+    );
+    const calls = await simTables(store.db)
+      .selectFrom('sim_calls')
+      .select(['subject_id', 'service_id', 'worker', 'started_at', 'finished_at'])
+      .where('operation', '=', 'deploy')
+      .orderBy('started_at')
+      .execute();
+    const pidOf = (worker: string) => Number(worker.split(':').at(-1));
+    const endOf = (call: (typeof calls)[number]) => {
+      if (call.finished_at) return call.finished_at.getTime();
+      const killed = killedAt.get(pidOf(call.worker));
+      assert.ok(killed, `a call of ${call.worker} never ended, and that worker was not killed`);
+      return killed;
+    };
+    const cutShort = calls.filter((c) => c.finished_at === null);
+    assert.ok(cutShort.length >= 1, 'some provider calls were cut short by a kill');
+    assert.ok(calls.length > deployments.length, 'the deployments cut short ran again');
+
+    for (const [serviceId, ofService] of Map.groupBy(calls, (c) => c.service_id as string)) {
+      for (let i = 1; i < ofService.length; i++) {
+        const previous = ofService[i - 1] as (typeof calls)[number];
+        const current = ofService[i] as (typeof calls)[number];
+        assert.ok(
+          endOf(previous) <= current.started_at.getTime(),
+          `service ${serviceId}: ${current.worker} started ${current.subject_id} while ${previous.worker} was still in ${previous.subject_id}`,
+        );
+      }
+      // What serves is the service's newest deployment, as the API says.
+      const newest = deployments.filter((d) => d.service_id === serviceId).at(-1);
+      const serving = await simTables(store.db)
+        .selectFrom('sim_workloads')
+        .select('deployment_id')
+        .where('service_id', '=', serviceId)
+        .executeTakeFirst();
+      assert.equal(serving?.deployment_id, newest?.id, `service ${serviceId} serves its newest deployment`);
+      const service = await store.db
+        .selectFrom('services')
+        .select('latest_deployment_id')
+        .where('id', '=', serviceId)
+        .executeTakeFirstOrThrow();
+      assert.equal(service.latest_deployment_id, newest?.id);
+    }
+    t.diagnostic(
+      `${killedAt.size} workers killed, ${cutShort.length} calls cut short, ${calls.length} provider calls ` +
+        `for ${deployments.length} deployments, no overlap`,
+    );
+  } finally {
+    await store.close();
+    await soakDb.drop();
+  }
+});
