@@ -1252,12 +1252,15 @@ export interface paths {
         head?: never;
         /**
          * Update Service
-         * @description Any subset of the create fields except deploy_now and secrets; the merged result must pass the create rules (names may also hold hyphens). Changing `source` clears the old source's fields and requires the new source's fields in the same request. Takes effect on the next deployment.
+         * @description Any subset of the create fields except deploy_now and secrets; the merged result must pass the create rules (names may also hold hyphens). Changing `source` clears the old source's fields and requires the new source's fields in the same request. Takes effect on the next deployment. With If-Match (the ETag of GET service) the change is made only if the service is still as read, else 412 `conflict`.
          */
         patch: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description The ETag of the representation the change was made from (from its GET): when the resource changed since, the answer is 412 `conflict` and nothing is written. Without it the write is unconditional. */
+                    "if-match"?: string;
+                };
                 path: {
                     envId: string;
                     serviceId: string;
@@ -1548,6 +1551,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                412: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2131,12 +2143,15 @@ export interface paths {
         };
         /**
          * Replace Service Secrets
-         * @description A full replace, not a merge: keys left out are removed. Everything is validated before anything is written. Sensitive values are write-only: reads leave them out, and an entry for a stored sensitive key without `value` keeps the stored value. Stored at once; written to the provider asynchronously; rolled out by the next deployment.
+         * @description A full replace, not a merge: keys left out are removed. Everything is validated before anything is written. Sensitive values are write-only: reads leave them out, and an entry for a stored sensitive key without `value` keeps the stored value. Stored at once; written to the provider asynchronously; rolled out by the next deployment. With If-Match (the ETag of the matching GET), the replace happens only if the secrets are still what was read, else 412 `conflict`: a read-modify-write that never wipes a key another writer changed in between.
          */
         put: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description The ETag of the representation the change was made from (from its GET): when the resource changed since, the answer is 412 `conflict` and nothing is written. Without it the write is unconditional. */
+                    "if-match"?: string;
+                };
                 path: {
                     envId: string;
                     serviceId: string;
@@ -2214,6 +2229,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                412: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2368,12 +2392,15 @@ export interface paths {
         };
         /**
          * Replace Environment Secrets
-         * @description A full replace, not a merge: keys left out are removed. Everything is validated before anything is written. Sensitive values are write-only: reads leave them out, and an entry for a stored sensitive key without `value` keeps the stored value. Stored at once; written to the provider asynchronously; rolled out by the next deployment. A service's own key wins over the environment's.
+         * @description A full replace, not a merge: keys left out are removed. Everything is validated before anything is written. Sensitive values are write-only: reads leave them out, and an entry for a stored sensitive key without `value` keeps the stored value. Stored at once; written to the provider asynchronously; rolled out by the next deployment. A service's own key wins over the environment's. With If-Match (the ETag of the matching GET), the replace happens only if the secrets are still what was read, else 412 `conflict`: a read-modify-write that never wipes a key another writer changed in between.
          */
         put: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description The ETag of the representation the change was made from (from its GET): when the resource changed since, the answer is 412 `conflict` and nothing is written. Without it the write is unconditional. */
+                    "if-match"?: string;
+                };
                 path: {
                     envId: string;
                 };
@@ -2450,6 +2477,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                412: {
                     headers: {
                         [name: string]: unknown;
                     };
