@@ -422,43 +422,45 @@ export interface paths {
                                     /** @enum {string|null} */
                                     type: "web" | "internal" | "worker" | "cron" | "job" | null;
                                     /** @enum {string} */
-                                    state: "deploy_pending" | "deploy_queued" | "deploying" | "deploy_failed" | "running" | "delete_pending" | "delete_queued" | "deleting" | "deleted" | "delete_failed";
-                                    /** @description live; only on the get-service response */
-                                    run_status?: string;
-                                    /** @description live; only on the get-service response */
-                                    ready_count?: number;
+                                    source: "github" | "gitlab" | "docker_image" | "helm_chart";
+                                    port: number | null;
+                                    cron_schedule: string | null;
                                     replica_count: number | null;
                                     cpu_count_min?: number;
                                     cpu_count_max?: number;
                                     memory_mb_min?: number;
                                     memory_mb_max?: number;
-                                    /** @enum {string} */
-                                    source: "github" | "gitlab" | "docker_image" | "helm_chart";
-                                    port: number | null;
-                                    cron_schedule: string | null;
-                                    auto_deploy?: boolean;
                                     /** Format: uuid */
-                                    gitlab_connection_id?: string;
+                                    prov_node_group_id: string | null;
+                                    is_protected: boolean;
                                     git_repo_full_name?: string;
                                     git_repo_branch?: string;
+                                    auto_deploy?: boolean;
                                     dockerfile_path?: string;
                                     build_context?: string;
                                     run_command?: string;
                                     ops_json_path?: string;
                                     ops_json?: string;
+                                    enable_previews: boolean;
+                                    enable_code_review: boolean;
                                     docker_registry?: string;
                                     docker_image?: string;
                                     helm_chart_repo?: string;
                                     helm_chart_name?: string;
                                     helm_values_yml?: string;
+                                    /** @enum {string} */
+                                    state: "deploy_pending" | "deploy_queued" | "deploying" | "deploy_failed" | "running" | "delete_pending" | "delete_queued" | "deleting" | "deleted" | "delete_failed";
+                                    /** @description live; only on the get-service response */
+                                    run_status?: string;
+                                    /** @description live; only on the get-service response */
+                                    ready_count?: number;
                                     /** Format: uuid */
-                                    prov_node_group_id: string | null;
+                                    gitlab_connection_id?: string;
                                     /** Format: uuid */
                                     account_id: string;
                                     /** Format: uuid */
                                     private_instance_id: string;
                                     subdomain: string;
-                                    is_protected: boolean;
                                     is_deleted: boolean;
                                     latest_deployment: {
                                         /** Format: uuid */
@@ -542,8 +544,6 @@ export interface paths {
                                     origin: string;
                                     /** Format: uuid */
                                     parent_service_id: string | null;
-                                    enable_previews: boolean;
-                                    enable_code_review: boolean;
                                     is_preview: boolean;
                                     pr_number: number | null;
                                     pr_comment_id: number | null;
@@ -724,43 +724,45 @@ export interface paths {
                                     /** @enum {string|null} */
                                     type: "web" | "internal" | "worker" | "cron" | "job" | null;
                                     /** @enum {string} */
-                                    state: "deploy_pending" | "deploy_queued" | "deploying" | "deploy_failed" | "running" | "delete_pending" | "delete_queued" | "deleting" | "deleted" | "delete_failed";
-                                    /** @description live; only on the get-service response */
-                                    run_status?: string;
-                                    /** @description live; only on the get-service response */
-                                    ready_count?: number;
+                                    source: "github" | "gitlab" | "docker_image" | "helm_chart";
+                                    port: number | null;
+                                    cron_schedule: string | null;
                                     replica_count: number | null;
                                     cpu_count_min?: number;
                                     cpu_count_max?: number;
                                     memory_mb_min?: number;
                                     memory_mb_max?: number;
-                                    /** @enum {string} */
-                                    source: "github" | "gitlab" | "docker_image" | "helm_chart";
-                                    port: number | null;
-                                    cron_schedule: string | null;
-                                    auto_deploy?: boolean;
                                     /** Format: uuid */
-                                    gitlab_connection_id?: string;
+                                    prov_node_group_id: string | null;
+                                    is_protected: boolean;
                                     git_repo_full_name?: string;
                                     git_repo_branch?: string;
+                                    auto_deploy?: boolean;
                                     dockerfile_path?: string;
                                     build_context?: string;
                                     run_command?: string;
                                     ops_json_path?: string;
                                     ops_json?: string;
+                                    enable_previews: boolean;
+                                    enable_code_review: boolean;
                                     docker_registry?: string;
                                     docker_image?: string;
                                     helm_chart_repo?: string;
                                     helm_chart_name?: string;
                                     helm_values_yml?: string;
+                                    /** @enum {string} */
+                                    state: "deploy_pending" | "deploy_queued" | "deploying" | "deploy_failed" | "running" | "delete_pending" | "delete_queued" | "deleting" | "deleted" | "delete_failed";
+                                    /** @description live; only on the get-service response */
+                                    run_status?: string;
+                                    /** @description live; only on the get-service response */
+                                    ready_count?: number;
                                     /** Format: uuid */
-                                    prov_node_group_id: string | null;
+                                    gitlab_connection_id?: string;
                                     /** Format: uuid */
                                     account_id: string;
                                     /** Format: uuid */
                                     private_instance_id: string;
                                     subdomain: string;
-                                    is_protected: boolean;
                                     is_deleted: boolean;
                                     latest_deployment: {
                                         /** Format: uuid */
@@ -844,8 +846,6 @@ export interface paths {
                                     origin: string;
                                     /** Format: uuid */
                                     parent_service_id: string | null;
-                                    enable_previews: boolean;
-                                    enable_code_review: boolean;
                                     is_preview: boolean;
                                     pr_number: number | null;
                                     pr_comment_id: number | null;
@@ -942,6 +942,8 @@ export interface paths {
                 header?: {
                     /** @description ETag(s) of a copy the client holds (or *): when one is current the answer is 304 Not Modified, without a body. */
                     "if-none-match"?: string;
+                    /** @description RFC 7240. `wait=<seconds>` (at most 60) with a current If-None-Match holds the request until the resource changes (200 with the new representation) or the time passes (304). Without If-None-Match, or with a stale one, the answer is immediate. Answers that waited carry `Preference-Applied: wait=<seconds>`. */
+                    prefer?: string;
                 };
                 path: {
                     envId: string;
@@ -970,43 +972,45 @@ export interface paths {
                                     /** @enum {string|null} */
                                     type: "web" | "internal" | "worker" | "cron" | "job" | null;
                                     /** @enum {string} */
-                                    state: "deploy_pending" | "deploy_queued" | "deploying" | "deploy_failed" | "running" | "delete_pending" | "delete_queued" | "deleting" | "deleted" | "delete_failed";
-                                    /** @description live; only on the get-service response */
-                                    run_status?: string;
-                                    /** @description live; only on the get-service response */
-                                    ready_count?: number;
+                                    source: "github" | "gitlab" | "docker_image" | "helm_chart";
+                                    port: number | null;
+                                    cron_schedule: string | null;
                                     replica_count: number | null;
                                     cpu_count_min?: number;
                                     cpu_count_max?: number;
                                     memory_mb_min?: number;
                                     memory_mb_max?: number;
-                                    /** @enum {string} */
-                                    source: "github" | "gitlab" | "docker_image" | "helm_chart";
-                                    port: number | null;
-                                    cron_schedule: string | null;
-                                    auto_deploy?: boolean;
                                     /** Format: uuid */
-                                    gitlab_connection_id?: string;
+                                    prov_node_group_id: string | null;
+                                    is_protected: boolean;
                                     git_repo_full_name?: string;
                                     git_repo_branch?: string;
+                                    auto_deploy?: boolean;
                                     dockerfile_path?: string;
                                     build_context?: string;
                                     run_command?: string;
                                     ops_json_path?: string;
                                     ops_json?: string;
+                                    enable_previews: boolean;
+                                    enable_code_review: boolean;
                                     docker_registry?: string;
                                     docker_image?: string;
                                     helm_chart_repo?: string;
                                     helm_chart_name?: string;
                                     helm_values_yml?: string;
+                                    /** @enum {string} */
+                                    state: "deploy_pending" | "deploy_queued" | "deploying" | "deploy_failed" | "running" | "delete_pending" | "delete_queued" | "deleting" | "deleted" | "delete_failed";
+                                    /** @description live; only on the get-service response */
+                                    run_status?: string;
+                                    /** @description live; only on the get-service response */
+                                    ready_count?: number;
                                     /** Format: uuid */
-                                    prov_node_group_id: string | null;
+                                    gitlab_connection_id?: string;
                                     /** Format: uuid */
                                     account_id: string;
                                     /** Format: uuid */
                                     private_instance_id: string;
                                     subdomain: string;
-                                    is_protected: boolean;
                                     is_deleted: boolean;
                                     latest_deployment: {
                                         /** Format: uuid */
@@ -1090,8 +1094,6 @@ export interface paths {
                                     origin: string;
                                     /** Format: uuid */
                                     parent_service_id: string | null;
-                                    enable_previews: boolean;
-                                    enable_code_review: boolean;
                                     is_preview: boolean;
                                     pr_number: number | null;
                                     pr_comment_id: number | null;
@@ -1250,12 +1252,15 @@ export interface paths {
         head?: never;
         /**
          * Update Service
-         * @description Any subset of the create fields except deploy_now and secrets; the merged result must pass the create rules (names may also hold hyphens). Changing `source` clears the old source's fields and requires the new source's fields in the same request. Takes effect on the next deployment.
+         * @description Any subset of the create fields except deploy_now and secrets; the merged result must pass the create rules (names may also hold hyphens). Changing `source` clears the old source's fields and requires the new source's fields in the same request. Takes effect on the next deployment. With If-Match (the ETag of GET service) the change is made only if the service is still as read, else 412 `conflict`.
          */
         patch: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description The ETag of the representation the change was made from (from its GET): when the resource changed since, the answer is 412 `conflict` and nothing is written. Without it the write is unconditional. */
+                    "if-match"?: string;
+                };
                 path: {
                     envId: string;
                     serviceId: string;
@@ -1396,43 +1401,45 @@ export interface paths {
                                     /** @enum {string|null} */
                                     type: "web" | "internal" | "worker" | "cron" | "job" | null;
                                     /** @enum {string} */
-                                    state: "deploy_pending" | "deploy_queued" | "deploying" | "deploy_failed" | "running" | "delete_pending" | "delete_queued" | "deleting" | "deleted" | "delete_failed";
-                                    /** @description live; only on the get-service response */
-                                    run_status?: string;
-                                    /** @description live; only on the get-service response */
-                                    ready_count?: number;
+                                    source: "github" | "gitlab" | "docker_image" | "helm_chart";
+                                    port: number | null;
+                                    cron_schedule: string | null;
                                     replica_count: number | null;
                                     cpu_count_min?: number;
                                     cpu_count_max?: number;
                                     memory_mb_min?: number;
                                     memory_mb_max?: number;
-                                    /** @enum {string} */
-                                    source: "github" | "gitlab" | "docker_image" | "helm_chart";
-                                    port: number | null;
-                                    cron_schedule: string | null;
-                                    auto_deploy?: boolean;
                                     /** Format: uuid */
-                                    gitlab_connection_id?: string;
+                                    prov_node_group_id: string | null;
+                                    is_protected: boolean;
                                     git_repo_full_name?: string;
                                     git_repo_branch?: string;
+                                    auto_deploy?: boolean;
                                     dockerfile_path?: string;
                                     build_context?: string;
                                     run_command?: string;
                                     ops_json_path?: string;
                                     ops_json?: string;
+                                    enable_previews: boolean;
+                                    enable_code_review: boolean;
                                     docker_registry?: string;
                                     docker_image?: string;
                                     helm_chart_repo?: string;
                                     helm_chart_name?: string;
                                     helm_values_yml?: string;
+                                    /** @enum {string} */
+                                    state: "deploy_pending" | "deploy_queued" | "deploying" | "deploy_failed" | "running" | "delete_pending" | "delete_queued" | "deleting" | "deleted" | "delete_failed";
+                                    /** @description live; only on the get-service response */
+                                    run_status?: string;
+                                    /** @description live; only on the get-service response */
+                                    ready_count?: number;
                                     /** Format: uuid */
-                                    prov_node_group_id: string | null;
+                                    gitlab_connection_id?: string;
                                     /** Format: uuid */
                                     account_id: string;
                                     /** Format: uuid */
                                     private_instance_id: string;
                                     subdomain: string;
-                                    is_protected: boolean;
                                     is_deleted: boolean;
                                     latest_deployment: {
                                         /** Format: uuid */
@@ -1516,8 +1523,6 @@ export interface paths {
                                     origin: string;
                                     /** Format: uuid */
                                     parent_service_id: string | null;
-                                    enable_previews: boolean;
-                                    enable_code_review: boolean;
                                     is_preview: boolean;
                                     pr_number: number | null;
                                     pr_comment_id: number | null;
@@ -1546,6 +1551,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                412: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -1730,6 +1744,8 @@ export interface paths {
                 header?: {
                     /** @description ETag(s) of a copy the client holds (or *): when one is current the answer is 304 Not Modified, without a body. */
                     "if-none-match"?: string;
+                    /** @description RFC 7240. `wait=<seconds>` (at most 60) with a current If-None-Match holds the request until the resource changes (200 with the new representation) or the time passes (304). Without If-None-Match, or with a stale one, the answer is immediate. Answers that waited carry `Preference-Applied: wait=<seconds>`. */
+                    prefer?: string;
                 };
                 path: {
                     deploymentId: string;
@@ -2127,12 +2143,15 @@ export interface paths {
         };
         /**
          * Replace Service Secrets
-         * @description A full replace, not a merge: keys left out are removed. Everything is validated before anything is written. Sensitive values are write-only: reads leave them out, and an entry for a stored sensitive key without `value` keeps the stored value. Stored at once; written to the provider asynchronously; rolled out by the next deployment.
+         * @description A full replace, not a merge: keys left out are removed. Everything is validated before anything is written. Sensitive values are write-only: reads leave them out, and an entry for a stored sensitive key without `value` keeps the stored value. Stored at once; written to the provider asynchronously; rolled out by the next deployment. With If-Match (the ETag of the matching GET), the replace happens only if the secrets are still what was read, else 412 `conflict`: a read-modify-write that never wipes a key another writer changed in between.
          */
         put: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description The ETag of the representation the change was made from (from its GET): when the resource changed since, the answer is 412 `conflict` and nothing is written. Without it the write is unconditional. */
+                    "if-match"?: string;
+                };
                 path: {
                     envId: string;
                     serviceId: string;
@@ -2210,6 +2229,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                412: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2364,12 +2392,15 @@ export interface paths {
         };
         /**
          * Replace Environment Secrets
-         * @description A full replace, not a merge: keys left out are removed. Everything is validated before anything is written. Sensitive values are write-only: reads leave them out, and an entry for a stored sensitive key without `value` keeps the stored value. Stored at once; written to the provider asynchronously; rolled out by the next deployment. A service's own key wins over the environment's.
+         * @description A full replace, not a merge: keys left out are removed. Everything is validated before anything is written. Sensitive values are write-only: reads leave them out, and an entry for a stored sensitive key without `value` keeps the stored value. Stored at once; written to the provider asynchronously; rolled out by the next deployment. A service's own key wins over the environment's. With If-Match (the ETag of the matching GET), the replace happens only if the secrets are still what was read, else 412 `conflict`: a read-modify-write that never wipes a key another writer changed in between.
          */
         put: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description The ETag of the representation the change was made from (from its GET): when the resource changed since, the answer is 412 `conflict` and nothing is written. Without it the write is unconditional. */
+                    "if-match"?: string;
+                };
                 path: {
                     envId: string;
                 };
@@ -2454,6 +2485,15 @@ export interface paths {
                     };
                 };
                 /** @description Default Response */
+                412: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
                 422: {
                     headers: {
                         [name: string]: unknown;
@@ -2506,6 +2546,8 @@ export interface paths {
                 header?: {
                     /** @description ETag(s) of a copy the client holds (or *): when one is current the answer is 304 Not Modified, without a body. */
                     "if-none-match"?: string;
+                    /** @description RFC 7240. `wait=<seconds>` (at most 60) with a current If-None-Match holds the request until the resource changes (200 with the new representation) or the time passes (304). Without If-None-Match, or with a stale one, the answer is immediate. Answers that waited carry `Preference-Applied: wait=<seconds>`. */
+                    prefer?: string;
                 };
                 path: {
                     envId: string;
@@ -3164,6 +3206,275 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/deployments/{deploymentId}/logs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A deployment's log
+         * @description What happened to the deployment, oldest first: accepted, queued, source resolved, build or pull output, replicas created, healthy or failed with their output, traffic moved, the outcome. Bounded (a marker line counts the oldest lines dropped). `cursor` reads on after a line. With `follow=true` a server-sent events stream: `line` events (id: the cursor) until the deployment is terminal, then one `end` event with the deployment; a reconnect resumes after Last-Event-ID.
+         */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description read the lines after this one (a line's `cursor`) */
+                    cursor?: string;
+                    limit?: number;
+                    /** @description stream the lines as server-sent events until the deployment is terminal */
+                    follow?: boolean;
+                };
+                header?: never;
+                path: {
+                    deploymentId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description JSON; with follow=true, text/event-stream */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            message: "success";
+                            data: {
+                                lines: {
+                                    /** @description pass back as `cursor` (or Last-Event-ID) to read on after it */
+                                    cursor: string;
+                                    /** Format: date-time */
+                                    time: string;
+                                    /** @enum {string} */
+                                    step: "accept" | "queue" | "source" | "build" | "pull" | "dependencies" | "rollout" | "traffic" | "drain" | "outcome";
+                                    line: string;
+                                    /** @description on the marker line only: how many older lines were dropped (the log is bounded) */
+                                    dropped: number | null;
+                                }[];
+                                next_cursor: string | null;
+                                deployment: {
+                                    /** Format: uuid */
+                                    id: string;
+                                    /**
+                                     * @description service_update for API deploys; restore is reserved for rollbacks
+                                     * @enum {string}
+                                     */
+                                    type: "service_update" | "restore";
+                                    /**
+                                     * @description queued, in_progress, success or failed (the last two are terminal)
+                                     * @enum {string}
+                                     */
+                                    state: "queued" | "in_progress" | "success" | "failed";
+                                    /** Format: uuid */
+                                    service_id: string;
+                                    /** Format: uuid */
+                                    private_instance_id: string;
+                                    /** Format: uuid */
+                                    cloud_connection_id: string;
+                                    /** Format: uuid */
+                                    account_id: string;
+                                    /** Format: uuid */
+                                    prev_deployment_id: string;
+                                    prov_deployment_id: string;
+                                    op_ids: string[];
+                                    ops: Record<string, never>;
+                                    /** @description the commit asked for; once the provider resolved it, the full id of the commit deployed */
+                                    git_commit_ref: string;
+                                    /** @description `Name <email>` of the commit deployed */
+                                    git_commit_author: string;
+                                    /** @description the message of the commit deployed */
+                                    git_commit_message: string;
+                                    docker_image_tag: string;
+                                    helm_chart_version: string;
+                                    helm_values_yml: string;
+                                    /** @description the image the deployment ran, `sha256:...` (its registry digest when pulled, else the local image id); empty until the provider resolved it */
+                                    docker_image_digest: string;
+                                    note: string;
+                                    /** @description why a failed deployment failed; while a transient provider error is retried, that attempt's error; empty otherwise */
+                                    failure_reason: string;
+                                    /** Format: uuid */
+                                    created_by_id: string;
+                                    /** Format: date-time */
+                                    created_at: string;
+                                    /** Format: date-time */
+                                    updated_at: string;
+                                };
+                            };
+                        };
+                        "text/event-stream": string;
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/deployments/{deploymentId}/operations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A deployment's operations
+         * @description The steps the deployment went through, in order (accept, queue, source, build or pull, dependencies, rollout, traffic, drain, outcome), each with its state (running, success, failed) and timing.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    deploymentId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            message: "success";
+                            data: {
+                                operations: {
+                                    /** @enum {string} */
+                                    step: "accept" | "queue" | "source" | "build" | "pull" | "dependencies" | "rollout" | "traffic" | "drain" | "outcome";
+                                    /** @enum {string} */
+                                    state: "running" | "success" | "failed";
+                                    detail: string;
+                                    /** Format: date-time */
+                                    started_at: string;
+                                    /** Format: date-time */
+                                    finished_at: string | null;
+                                    duration_ms: number | null;
+                                }[];
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/environments/{envId}/services/{serviceId}/custom-domains/{customDomainId}": {
         parameters: {
             query?: never;
@@ -3290,136 +3601,6 @@ export interface paths {
                 };
             };
         };
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/deployments/{deploymentId}/operations": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Per-operation status (coming soon: 404 today) */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    deploymentId: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-            };
-        };
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/deployments/{deploymentId}/logs": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Deployment logs (coming soon: 404 today) */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    deploymentId: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-            };
-        };
-        put?: never;
-        post?: never;
         delete?: never;
         options?: never;
         head?: never;

@@ -6,3 +6,24 @@ export const TERMINAL_DEPLOYMENT_STATES: readonly DeploymentState[] = ['success'
 
 export const DEPLOYMENT_TYPES = ['service_update', 'restore'] as const;
 export type DeploymentType = (typeof DEPLOYMENT_TYPES)[number];
+
+/**
+ * The steps of a deployment, in the order they happen: its operations (GET .../operations) and the
+ * step each line of its log belongs to. `build` is a git source's, `pull` an image's.
+ */
+export const DEPLOY_STEPS = [
+  'accept',
+  'queue',
+  'source',
+  'build',
+  'pull',
+  'dependencies',
+  'rollout',
+  'traffic',
+  'drain',
+  'outcome',
+] as const;
+export type DeployStep = (typeof DEPLOY_STEPS)[number];
+
+export const OPERATION_STATES = ['running', 'success', 'failed'] as const;
+export type OperationState = (typeof OPERATION_STATES)[number];

@@ -1,6 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { DEFAULT_OPS_CONFIG, isCidr, OPS_LIMITS, parseOpsJson } from './ops-json.ts';
+import {
+  HOSTED_EXAMPLE,
+  HOSTED_EXAMPLE_DEPENDENCIES,
+  HOSTED_EXAMPLES,
+} from '../../test/helpers/ops-json-examples.ts';
+import { DEFAULT_OPS_CONFIG, isCidr, OPS_LIMITS, opsDependencies, parseOpsJson } from './ops-json.ts';
 
 const parse = (value: unknown) => parseOpsJson(JSON.stringify(value), 'ops_json');
 const fields = (value: unknown) => parse(value).errors.map((e) => e.field);
@@ -25,7 +30,7 @@ describe('parseOpsJson: document shape', () => {
   test('the returned config is a copy: changing it does not change the defaults', () => {
     const { config } = parse({ ingress: {} });
     config.ingress.request_body_size = 999;
-    config.dependencies.push({ id: 'x', kind: 's3', exports: {} });
+    config.dependencies.push({ ...bucket('x'), kind: 's3', type: 'buckets' });
     assert.equal(DEFAULT_OPS_CONFIG.ingress.request_body_size, 30);
     assert.deepEqual(DEFAULT_OPS_CONFIG.dependencies, []);
     assert.equal(parse({}).config.ingress.request_body_size, 30);
@@ -69,13 +74,13 @@ describe('parseOpsJson: document shape', () => {
   test('several errors are all reported, each with its own path', () => {
     assert.deepEqual(
       fields({
-        dependencies: [{ id: '', kind: 's3' }],
+        dependencies: { s3: { buckets: [{ id: '' }] } },
         health_check: { type: 'http', path: 'nope', timeout: 0 },
         ingress: { request_body_size: 0, ip_whitelist: ['bad'] },
         deploy_timeout: 21,
       }),
       [
-        'ops_json.dependencies[0].id',
+        'ops_json.dependencies.s3.buckets[0].id',
         'ops_json.health_check.timeout',
         'ops_json.health_check.path',
         'ops_json.ingress.request_body_size',
@@ -282,103 +287,253 @@ describe('parseOpsJson: health_check', () => {
   });
 });
 
-describe('parseOpsJson: dependencies', () => {
-  test('kinds are an open set: known, provider-prefixed and never-seen kinds are all accepted as declared', () => {
-    const kinds = ['s3', 'rds', 'elasticache', 'sqs', 'gcp:cloudsql', 'azure:cosmosdb', 'some-future-kind'];
-    const { config, errors } = parse({
-      dependencies: kinds.map((kind, i) => ({ id: `dep${i}`, kind, exports: {} })),
+const bucket = (id: string, extra: Record<string, unknown> = {}) => ({
+  id,
+  prefix: id,
+  exports: {},
+  skip_preview: false,
+  preview_only: false,
+  properties: {},
+  ...extra,
+});
+const deps = (dependencies: unknown) => parse({ dependencies });
+const depFields = (dependencies: unknown) => fields({ dependencies });
+
+describe('parseOpsJson: dependencies (the hosted format)', () => {
+  for (const { what, document } of HOSTED_EXAMPLES) {
+    test(`issue 11's example is accepted as written: ${what}`, () => {
+      assert.deepEqual(parse(document).errors, []);
+    });
+  }
+
+  test('the example reads as one resource per declared item, with kind, type, prefix and properties', () => {
+    const { config } = parse(HOSTED_EXAMPLE);
+    assert.deepEqual(
+      config.dependencies.map((d) => `${d.kind}.${d.type}:${d.id}:${d.prefix}`),
+      [
+        's3.buckets:attachments:attachments',
+        'sns.topics:...:...',
+        'sqs.queues:...:...',
+        'rds.instances:main-db:userdata',
+        'elasticache.clusters:cache:sessions',
+      ],
+    );
+    const rds = config.dependencies.find((d) => d.kind === 'rds');
+    assert.deepEqual(rds?.properties, {
+      engine: 'postgres',
+      version: '17.5',
+      storage_gb: 10,
+      instance_type: 'db.t4g.small',
+      publicly_accessible: false,
+    });
+    assert.deepEqual(opsDependencies(config), HOSTED_EXAMPLE_DEPENDENCIES);
+    assert.deepEqual(config.cron_jobs, [{ schedule: '*/2 * * * *', path: '/api/v1/sync' }]);
+  });
+
+  test('prefix defaults to the id; engines default to postgres and redis; flags default to false', () => {
+    const { config, errors } = deps({
+      rds: { instances: [{ id: 'db' }] },
+      elasticache: { clusters: [{ id: 'c' }] },
     });
     assert.deepEqual(errors, []);
     assert.deepEqual(
-      config.dependencies.map((d) => d.kind),
-      kinds,
+      config.dependencies.map((d) => [d.prefix, d.properties.engine, d.skip_preview, d.preview_only]),
+      [
+        ['db', 'postgres', false, false],
+        ['c', 'redis', false, false],
+      ],
     );
   });
 
-  test('exports are returned verbatim, tokens unresolved', () => {
-    const exports = {
-      DATABASE_URL: '$db.connection_url',
-      BUCKET: '$uploads.bucket_name',
-      _ODD_Name9: '$weird[0].thing:x',
-    };
-    const { config, errors } = parse({
-      dependencies: [{ id: 'main-db', kind: 'gcp:cloudsql', exports, extra: 'ignored' }],
+  test('unknown kinds and resource types are kept and reported, never refused', () => {
+    const { config, errors } = deps({
+      'gcp:cloudsql': {
+        instances: [{ id: 'main', tier: 'db-f1-micro', exports: { DB: '$connectionName' } }],
+      },
+      s3: { access_points: [{ id: 'ap' }] },
+      'some-future-kind': { things: [{ id: 'x' }] },
     });
     assert.deepEqual(errors, []);
-    assert.deepEqual(config.dependencies, [{ id: 'main-db', kind: 'gcp:cloudsql', exports }]);
-  });
-
-  test('a dependency without exports gets an empty map', () => {
-    const { config } = parse({ dependencies: [{ id: 'q', kind: 'sqs' }] });
-    assert.deepEqual(config.dependencies, [{ id: 'q', kind: 'sqs', exports: {} }]);
-  });
-
-  test('dependencies must be an array', () => {
-    assert.deepEqual(fields({ dependencies: { id: 'x', kind: 's3' } }), ['ops_json.dependencies']);
-  });
-
-  test('each item must be an object with a non-empty id and kind of at most 100 characters', () => {
-    assert.deepEqual(fields({ dependencies: ['s3'] }), ['ops_json.dependencies[0]']);
-    assert.deepEqual(fields({ dependencies: [{ kind: 's3' }] }), ['ops_json.dependencies[0].id']);
-    assert.deepEqual(fields({ dependencies: [{ id: '  ', kind: 's3' }] }), ['ops_json.dependencies[0].id']);
-    assert.deepEqual(fields({ dependencies: [{ id: 'a'.repeat(101), kind: 's3' }] }), [
-      'ops_json.dependencies[0].id',
-    ]);
-    assert.deepEqual(fields({ dependencies: [{ id: 'a'.repeat(100), kind: 'k'.repeat(100) }] }), []);
-    assert.deepEqual(fields({ dependencies: [{ id: 'a', kind: '' }] }), ['ops_json.dependencies[0].kind']);
-    assert.deepEqual(fields({ dependencies: [{ id: 'a', kind: 7 }] }), ['ops_json.dependencies[0].kind']);
-    assert.deepEqual(fields({ dependencies: [{ id: 'a', kind: 'k'.repeat(101) }] }), [
-      'ops_json.dependencies[0].kind',
+    assert.deepEqual(
+      config.dependencies.map((d) => `${d.kind}.${d.type}:${d.id}`),
+      ['gcp:cloudsql.instances:main', 's3.access_points:ap', 'some-future-kind.things:x'],
+    );
+    assert.deepEqual(config.dependencies[0]?.properties, { tier: 'db-f1-micro' });
+    assert.deepEqual(opsDependencies(config), [
+      { id: 'main', kind: 'gcp:cloudsql', exports: { DB: '$connectionName' } },
+      { id: 'ap', kind: 's3', exports: {} },
+      { id: 'x', kind: 'some-future-kind', exports: {} },
     ]);
   });
 
-  test('a repeated id is an error on the later item, which is dropped', () => {
-    const { config, errors } = parse({
-      dependencies: [
-        { id: 'db', kind: 'rds' },
-        { id: 'cache', kind: 'elasticache' },
-        { id: 'db', kind: 's3' },
-      ],
+  test('the old array form is refused with a message that shows the hosted form', () => {
+    const { errors } = deps([{ id: 'db', kind: 'rds', exports: { DB: '$db.url' } }]);
+    assert.deepEqual(
+      errors.map((e) => e.field),
+      ['ops_json.dependencies'],
+    );
+    assert.match(errors[0]?.error ?? '', /object of kinds/);
+    assert.match(errors[0]?.error ?? '', /"s3": \{"buckets"/);
+    assert.match(errors[0]?.error ?? '', /array form .* no longer read/);
+  });
+
+  test('a kind must list its resources by type, and a type must be an array', () => {
+    assert.deepEqual(depFields({ s3: [] }), ['ops_json.dependencies.s3']);
+    assert.match(deps({ s3: 'x' }).errors[0]?.error ?? '', /\{"buckets": \[\.\.\.\]\}/);
+    assert.deepEqual(depFields({ s3: { buckets: {} } }), ['ops_json.dependencies.s3.buckets']);
+    assert.deepEqual(depFields({ s3: { buckets: ['x'] } }), ['ops_json.dependencies.s3.buckets[0]']);
+  });
+
+  test('ids are non-empty, at most 100 characters, and unique among the resources of one type', () => {
+    assert.deepEqual(depFields({ s3: { buckets: [{}] } }), ['ops_json.dependencies.s3.buckets[0].id']);
+    assert.deepEqual(depFields({ s3: { buckets: [{ id: '  ' }] } }), [
+      'ops_json.dependencies.s3.buckets[0].id',
+    ]);
+    assert.deepEqual(depFields({ s3: { buckets: [{ id: 'a'.repeat(101) }] } }), [
+      'ops_json.dependencies.s3.buckets[0].id',
+    ]);
+    assert.deepEqual(depFields({ s3: { buckets: [{ id: 'a'.repeat(100) }] } }), []);
+    const { config, errors } = deps({
+      s3: { buckets: [{ id: 'x' }, { id: 'y' }, { id: 'x' }] },
+      sqs: { queues: [{ id: 'x' }] },
     });
     assert.deepEqual(
       errors.map((e) => e.field),
-      ['ops_json.dependencies[2].id'],
+      ['ops_json.dependencies.s3.buckets[2].id'],
     );
-    assert.match(errors[0]?.error ?? '', /db/);
+    assert.match(errors[0]?.error ?? '', /repeats the id x/);
     assert.deepEqual(
-      config.dependencies.map((d) => `${d.id}:${d.kind}`),
-      ['db:rds', 'cache:elasticache'],
+      config.dependencies.map((d) => `${d.kind}:${d.id}`),
+      ['s3:x', 's3:y', 'sqs:x'],
     );
   });
 
-  test('exports must map variable names to $ tokens', () => {
-    assert.deepEqual(fields({ dependencies: [{ id: 'a', kind: 's3', exports: ['$x'] }] }), [
-      'ops_json.dependencies[0].exports',
+  test('prefix, skip_preview and preview_only are checked; both flags at once is refused', () => {
+    const at = 'ops_json.dependencies.s3.buckets[0]';
+    assert.deepEqual(depFields({ s3: { buckets: [{ id: 'a', prefix: '' }] } }), [`${at}.prefix`]);
+    assert.deepEqual(depFields({ s3: { buckets: [{ id: 'a', prefix: 7 }] } }), [`${at}.prefix`]);
+    assert.deepEqual(depFields({ s3: { buckets: [{ id: 'a', skip_preview: 'yes' }] } }), [
+      `${at}.skip_preview`,
     ]);
-    assert.deepEqual(fields({ dependencies: [{ id: 'a', kind: 's3', exports: { BUCKET: 'plain' } }] }), [
-      'ops_json.dependencies[0].exports.BUCKET',
+    assert.deepEqual(depFields({ s3: { buckets: [{ id: 'a', skip_preview: true, preview_only: true }] } }), [
+      `${at}.preview_only`,
     ]);
-    assert.deepEqual(fields({ dependencies: [{ id: 'a', kind: 's3', exports: { BUCKET: 1 } }] }), [
-      'ops_json.dependencies[0].exports.BUCKET',
-    ]);
-    assert.deepEqual(fields({ dependencies: [{ id: 'a', kind: 's3', exports: { '1BAD': '$a.b' } }] }), [
-      'ops_json.dependencies[0].exports.1BAD',
-    ]);
-    assert.deepEqual(fields({ dependencies: [{ id: 'a', kind: 's3', exports: { 'MY-VAR': '$a.b' } }] }), [
-      'ops_json.dependencies[0].exports.MY-VAR',
-    ]);
-  });
-
-  test('the index in a path is the index of the failing item', () => {
-    assert.deepEqual(
-      fields({
-        dependencies: [
-          { id: 'ok', kind: 's3' },
-          { id: 'ok2', kind: 's3' },
-          { id: 'bad', kind: 's3', exports: { X: 'no-dollar' } },
+    const { config } = deps({
+      s3: {
+        buckets: [
+          { id: 'a', skip_preview: true },
+          { id: 'b', preview_only: true },
         ],
+      },
+    });
+    assert.deepEqual(
+      config.dependencies.map((d) => [d.id, d.skip_preview, d.preview_only]),
+      [
+        ['a', true, false],
+        ['b', false, true],
+      ],
+    );
+  });
+
+  test("a known kind's exports name one of its attributes; other kinds any $ token", () => {
+    const at = 'ops_json.dependencies';
+    assert.deepEqual(depFields({ s3: { buckets: [{ id: 'a', exports: { B: '$endpoint' } }] } }), [
+      `${at}.s3.buckets[0].exports.B`,
+    ]);
+    assert.match(
+      deps({ s3: { buckets: [{ id: 'a', exports: { B: '$endpoint' } }] } }).errors[0]?.error ?? '',
+      /one of \$name, \$arn/,
+    );
+    assert.deepEqual(depFields({ rds: { instances: [{ id: 'a', exports: { P: '$password' } }] } }), []);
+    assert.deepEqual(depFields({ s3: { buckets: [{ id: 'a', exports: ['$name'] }] } }), [
+      `${at}.s3.buckets[0].exports`,
+    ]);
+    assert.deepEqual(depFields({ s3: { buckets: [{ id: 'a', exports: { B: 'name' } }] } }), [
+      `${at}.s3.buckets[0].exports.B`,
+    ]);
+    assert.deepEqual(depFields({ s3: { buckets: [{ id: 'a', exports: { 'MY-VAR': '$name' } }] } }), [
+      `${at}.s3.buckets[0].exports.MY-VAR`,
+    ]);
+    assert.deepEqual(
+      depFields({ 'gcp:pubsub': { topics: [{ id: 'a', exports: { T: '$whatever.x' } }] } }),
+      [],
+    );
+  });
+
+  test('the checked properties of rds and elasticache must have their types', () => {
+    const at = 'ops_json.dependencies';
+    assert.deepEqual(
+      depFields({
+        rds: { instances: [{ id: 'a', storage_gb: 0, publicly_accessible: 'no', engine: '' }] },
+        elasticache: { clusters: [{ id: 'c', num_nodes: 1.5 }] },
       }),
-      ['ops_json.dependencies[2].exports.X'],
+      [
+        `${at}.rds.instances[0].engine`,
+        `${at}.rds.instances[0].storage_gb`,
+        `${at}.rds.instances[0].publicly_accessible`,
+        `${at}.elasticache.clusters[0].num_nodes`,
+      ],
+    );
+  });
+
+  test('every error message starts with its field path', () => {
+    const { errors } = deps({ s3: { buckets: [{ id: '', prefix: 1, exports: { X: 'y' } }] }, sqs: 3 });
+    assert.equal(errors.length, 4);
+    for (const e of errors) assert.ok(e.error.startsWith(e.field), e.error);
+  });
+});
+
+describe('parseOpsJson: cron.cron_jobs', () => {
+  const web = (cron: unknown, type = 'web') => parseOpsJson(JSON.stringify({ cron }), 'ops_json', type);
+
+  test('jobs of web and internal services are read in order', () => {
+    for (const type of ['web', 'internal']) {
+      const { config, errors } = web(
+        {
+          cron_jobs: [
+            { schedule: '*/2 * * * *', path: '/a' },
+            { schedule: '0 3 * * *', path: '/b?x=1' },
+          ],
+        },
+        type,
+      );
+      assert.deepEqual(errors, []);
+      assert.deepEqual(config.cron_jobs, [
+        { schedule: '*/2 * * * *', path: '/a' },
+        { schedule: '0 3 * * *', path: '/b?x=1' },
+      ]);
+    }
+  });
+
+  test('other service types get a field error naming their type', () => {
+    for (const type of ['worker', 'cron', 'job']) {
+      const { errors } = web({ cron_jobs: [{ schedule: '* * * * *', path: '/a' }] }, type);
+      assert.deepEqual(
+        errors.map((e) => e.field),
+        ['ops_json.cron.cron_jobs'],
+      );
+      assert.match(errors[0]?.error ?? '', new RegExp(`only web and internal .*${type}`));
+    }
+    assert.deepEqual(web({ cron_jobs: [] }, 'worker').errors, []);
+  });
+
+  test('schedule must be a cron expression and path must start with /', () => {
+    assert.deepEqual(
+      web({ cron_jobs: [{ schedule: 'often', path: 'a' }, { path: '/b' }, 'x'] }).errors.map((e) => e.field),
+      [
+        'ops_json.cron.cron_jobs[0].schedule',
+        'ops_json.cron.cron_jobs[0].path',
+        'ops_json.cron.cron_jobs[1].schedule',
+        'ops_json.cron.cron_jobs[2]',
+      ],
+    );
+    assert.deepEqual(
+      web([]).errors.map((e) => e.field),
+      ['ops_json.cron'],
+    );
+    assert.deepEqual(
+      web({ cron_jobs: {} }).errors.map((e) => e.field),
+      ['ops_json.cron.cron_jobs'],
     );
   });
 });

@@ -4,13 +4,86 @@
  * @module
  */
 import { isIP } from 'node:net';
+import { isCronExpression } from './cron-expression.ts';
 import type { FieldError } from './errors.ts';
 import { isVariableName } from './variable-names.ts';
 
+/**
+ * The kinds the hosted platform documents: the one resource type each declares its resources under, and
+ * the `$...` attributes a resource of it exports. `$password` is Berth's: the value itself, for clients
+ * that cannot read a secret by its reference (`$passwordArn`). Other kinds and types are an open set:
+ * kept as declared and reported; a provider that cannot make them fails the deployment naming them.
+ */
+export const RESOURCE_KINDS = {
+  s3: { type: 'buckets', attributes: ['name', 'arn'] },
+  sns: { type: 'topics', attributes: ['name', 'arn'] },
+  sqs: { type: 'queues', attributes: ['name', 'arn'] },
+  rds: {
+    type: 'instances',
+    attributes: [
+      'name',
+      'arn',
+      'endpoint',
+      'address',
+      'port',
+      'username',
+      'passwordArn',
+      'password',
+      'dbName',
+    ],
+  },
+  elasticache: { type: 'clusters', attributes: ['name', 'arn', 'endpoint', 'address', 'port'] },
+} as const satisfies Record<string, { type: string; attributes: readonly string[] }>;
+
+export type KnownKind = keyof typeof RESOURCE_KINDS;
+
+export function isKnownKind(kind: string): kind is KnownKind {
+  return Object.hasOwn(RESOURCE_KINDS, kind);
+}
+
+/** The properties of a known kind that are checked (others are kept as declared), and their defaults. */
+const PROPERTIES: Partial<Record<KnownKind, Record<string, 'text' | 'count' | 'flag'>>> = {
+  rds: {
+    engine: 'text',
+    version: 'text',
+    storage_gb: 'count',
+    instance_type: 'text',
+    publicly_accessible: 'flag',
+  },
+  elasticache: { engine: 'text', version: 'text', instance_type: 'text', num_nodes: 'count' },
+};
+const DEFAULTS: Partial<Record<KnownKind, Record<string, unknown>>> = {
+  rds: { engine: 'postgres' },
+  elasticache: { engine: 'redis' },
+};
+
+/** One resource declared under `dependencies.{kind}.{type}`. */
+export interface OpsResource {
+  kind: string;
+  type: string;
+  /** Unique among the resources of one type; with `prefix`, names the resource (a change replaces it). */
+  id: string;
+  /** Names the resource; the id when not given. */
+  prefix: string;
+  /** Environment variable name to a `$...` attribute token, as declared. */
+  exports: Record<string, string>;
+  skip_preview: boolean;
+  preview_only: boolean;
+  /** Every other key as declared (engine, version, storage_gb, ...): a change updates the resource. */
+  properties: Record<string, unknown>;
+}
+
+/** GET service's `ops_dependencies` item (the spec's OpsDependency). */
 export interface OpsDependency {
   id: string;
   kind: string;
   exports: Record<string, string>;
+}
+
+/** `cron.cron_jobs[]`: an HTTP request to `path` on the service's internal address on each tick. */
+export interface OpsCronJob {
+  schedule: string;
+  path: string;
 }
 
 export interface HealthCheck {
@@ -32,7 +105,8 @@ export interface IngressSettings {
 }
 
 export interface OpsConfig {
-  dependencies: OpsDependency[];
+  dependencies: OpsResource[];
+  cron_jobs: OpsCronJob[];
   health_check: HealthCheck | null;
   ingress: IngressSettings;
   ip_whitelist: string[];
@@ -53,6 +127,7 @@ export const OPS_LIMITS = {
 
 export const DEFAULT_OPS_CONFIG: OpsConfig = {
   dependencies: [],
+  cron_jobs: [],
   health_check: null,
   ingress: {
     request_body_size: OPS_LIMITS.requestBodySizeMb.default,
@@ -80,8 +155,15 @@ export function isCidr(value: string): boolean {
   return /^\d{1,3}$/.test(prefix) && bits <= (version === 4 ? 32 : 128);
 }
 
-/** Reads ops.json text. `field` is the request field it came from, used as the prefix of error paths. */
-export function parseOpsJson(text: string, field: string): { config: OpsConfig; errors: FieldError[] } {
+/**
+ * Reads ops.json text. `field` is the request field it came from, used as the prefix of error paths;
+ * `serviceType`, when known, checks what only some types may declare (cron jobs).
+ */
+export function parseOpsJson(
+  text: string,
+  field: string,
+  serviceType?: string | null,
+): { config: OpsConfig; errors: FieldError[] } {
   const errors: FieldError[] = [];
   const fail = (path: string, error: string) => errors.push({ field: `${field}${path}`, error });
   let raw: unknown;
@@ -109,8 +191,10 @@ export function parseOpsJson(text: string, field: string): { config: OpsConfig; 
   const config: OpsConfig = structuredClone(DEFAULT_OPS_CONFIG);
 
   if (raw.dependencies !== undefined) {
-    if (!Array.isArray(raw.dependencies)) fail('.dependencies', `${field}.dependencies must be an array`);
-    else config.dependencies = readDependencies(raw.dependencies, `${field}.dependencies`, errors);
+    config.dependencies = readDependencies(raw.dependencies, `${field}.dependencies`, errors);
+  }
+  if (raw.cron !== undefined) {
+    config.cron_jobs = readCronJobs(raw.cron, `${field}.cron`, serviceType, errors);
   }
 
   if (raw.health_check !== undefined) {
@@ -223,56 +307,187 @@ export function parseOpsJson(text: string, field: string): { config: OpsConfig; 
   return { config, errors };
 }
 
-function readDependencies(list: unknown[], path: string, errors: FieldError[]): OpsDependency[] {
-  const out: OpsDependency[] = [];
-  const seen = new Set<string>();
-  list.forEach((item, i) => {
-    const at = `${path}[${i}]`;
-    if (!isObject(item)) {
-      errors.push({ field: at, error: `${at} must be an object with id, kind and exports` });
-      return;
+const ARRAY_FORM_HINT =
+  'must be an object of kinds, each listing its resources by type, as in ' +
+  '{"s3": {"buckets": [{"id": "files", "prefix": "files", "exports": {"BUCKET_NAME": "$name"}}]}}; ' +
+  'the array form [{"id", "kind", "exports"}] is no longer read';
+
+function readDependencies(value: unknown, path: string, errors: FieldError[]): OpsResource[] {
+  const fail = (at: string, error: string) => errors.push({ field: at, error: `${at} ${error}` });
+  if (!isObject(value)) {
+    fail(path, ARRAY_FORM_HINT);
+    return [];
+  }
+  const out: OpsResource[] = [];
+  for (const [kind, types] of Object.entries(value)) {
+    const kindPath = `${path}.${kind}`;
+    if (!kind.trim() || kind.length > 100) {
+      fail(kindPath, 'must be named by a kind of 1 to 100 characters');
+      continue;
     }
-    const { id, kind, exports } = item;
-    if (typeof id !== 'string' || !id.trim() || id.length > 100) {
-      errors.push({
-        field: `${at}.id`,
-        error: `${at}.id must be a non-empty string of at most 100 characters`,
-      });
-      return;
+    if (!isObject(types)) {
+      const known = isKnownKind(kind) ? ` such as {"${RESOURCE_KINDS[kind].type}": [...]}` : '';
+      fail(kindPath, `must be an object listing resources by type${known}`);
+      continue;
     }
-    if (seen.has(id)) {
-      errors.push({ field: `${at}.id`, error: `${at}.id repeats the id ${id}` });
-      return;
-    }
-    seen.add(id);
-    // `kind` is an open set: any non-empty name is accepted and reported as declared.
-    if (typeof kind !== 'string' || !kind.trim() || kind.length > 100) {
-      errors.push({
-        field: `${at}.kind`,
-        error: `${at}.kind must be a non-empty string of at most 100 characters`,
-      });
-      return;
-    }
-    const exp: [string, string][] = [];
-    if (exports !== undefined) {
-      if (!isObject(exports)) {
-        errors.push({ field: `${at}.exports`, error: `${at}.exports must map variable names to $ tokens` });
-        return;
+    for (const [type, list] of Object.entries(types)) {
+      const typePath = `${kindPath}.${type}`;
+      if (!Array.isArray(list)) {
+        fail(typePath, 'must be an array of resources, each an object with an id');
+        continue;
       }
-      for (const [name, token] of Object.entries(exports)) {
-        if (!isVariableName(name) || typeof token !== 'string' || !token.startsWith('$')) {
-          errors.push({
-            field: `${at}.exports.${name}`,
-            error: `${at}.exports.${name} must name an environment variable and map it to a $ token`,
-          });
+      const seen = new Set<string>();
+      list.forEach((item, i) => {
+        const resource = readResource(kind, type, item, `${typePath}[${i}]`, fail);
+        if (!resource) return;
+        if (seen.has(resource.id)) {
+          fail(
+            `${typePath}[${i}].id`,
+            `repeats the id ${resource.id}: ids are unique among the ${kind} ${type}`,
+          );
           return;
         }
-        exp.push([name, token]);
-      }
+        seen.add(resource.id);
+        out.push(resource);
+      });
     }
-    out.push({ id, kind, exports: Object.fromEntries(exp) });
+  }
+  return out;
+}
+
+function readResource(
+  kind: string,
+  type: string,
+  item: unknown,
+  at: string,
+  fail: (at: string, error: string) => void,
+): OpsResource | null {
+  if (!isObject(item)) {
+    fail(at, 'must be an object with an id and exports');
+    return null;
+  }
+  const { id, prefix, exports, skip_preview, preview_only, ...rest } = item;
+  let problems = 0;
+  const problem = (path: string, error: string) => {
+    problems += 1;
+    fail(path, error);
+  };
+  if (typeof id !== 'string' || !id.trim() || id.length > 100) {
+    problem(`${at}.id`, 'must be a non-empty string of at most 100 characters');
+  }
+  if (prefix !== undefined && (typeof prefix !== 'string' || !prefix.trim() || prefix.length > 100)) {
+    problem(`${at}.prefix`, 'must be a non-empty string of at most 100 characters');
+  }
+  for (const [key, flag] of [
+    ['skip_preview', skip_preview],
+    ['preview_only', preview_only],
+  ] as const) {
+    if (flag !== undefined && typeof flag !== 'boolean') problem(`${at}.${key}`, 'must be true or false');
+  }
+  if (skip_preview === true && preview_only === true) {
+    problem(
+      `${at}.preview_only`,
+      'cannot be true together with skip_preview: the resource would exist nowhere',
+    );
+  }
+  const known = isKnownKind(kind) && RESOURCE_KINDS[kind].type === type ? kind : null;
+  const exported: Record<string, string> = {};
+  if (exports !== undefined && !isObject(exports)) {
+    problem(`${at}.exports`, 'must map environment variable names to $ attribute tokens');
+  } else {
+    for (const [name, token] of Object.entries(exports ?? {})) {
+      const attributes: readonly string[] | null = known ? RESOURCE_KINDS[known].attributes : null;
+      const valid =
+        isVariableName(name) &&
+        typeof token === 'string' &&
+        token.startsWith('$') &&
+        token.length <= 200 &&
+        (attributes === null || attributes.includes(token.slice(1)));
+      if (!valid) {
+        const tokens = attributes
+          ? `one of ${attributes.map((a) => `$${a}`).join(', ')}`
+          : 'a $ attribute token';
+        problem(`${at}.exports.${name}`, `must name an environment variable and map it to ${tokens}`);
+      } else exported[name] = token;
+    }
+  }
+  const checked = known ? (PROPERTIES[known] ?? {}) : {};
+  for (const [key, rule] of Object.entries(checked)) {
+    const v = rest[key];
+    if (v === undefined) continue;
+    const ok =
+      rule === 'text'
+        ? typeof v === 'string' && v.trim() !== '' && v.length <= 100
+        : rule === 'count'
+          ? Number.isInteger(v) && (v as number) >= 1 && (v as number) <= 65536
+          : typeof v === 'boolean';
+    if (!ok) {
+      const expected =
+        rule === 'text'
+          ? 'a non-empty string of at most 100 characters'
+          : rule === 'count'
+            ? 'a whole number from 1 to 65536'
+            : 'true or false';
+      problem(`${at}.${key}`, `must be ${expected}`);
+    }
+  }
+  if (problems > 0) return null;
+  return {
+    kind,
+    type,
+    id: id as string,
+    prefix: (prefix as string | undefined) ?? (id as string),
+    exports: exported,
+    skip_preview: skip_preview === true,
+    preview_only: preview_only === true,
+    properties: { ...(known ? DEFAULTS[known] : undefined), ...rest },
+  };
+}
+
+function readCronJobs(
+  value: unknown,
+  path: string,
+  serviceType: string | null | undefined,
+  errors: FieldError[],
+): OpsCronJob[] {
+  const fail = (at: string, error: string) => errors.push({ field: at, error: `${at} ${error}` });
+  if (!isObject(value)) {
+    fail(path, 'must be an object such as {"cron_jobs": [{"schedule": "*/5 * * * *", "path": "/tasks"}]}');
+    return [];
+  }
+  const list = value.cron_jobs;
+  if (list === undefined) return [];
+  const at = `${path}.cron_jobs`;
+  if (!Array.isArray(list) || list.length > 50) {
+    fail(at, 'must be an array of at most 50 jobs, each {"schedule", "path"}');
+    return [];
+  }
+  if (list.length > 0 && serviceType != null && serviceType !== 'web' && serviceType !== 'internal') {
+    fail(
+      at,
+      `calls a path on the service's internal address, which only web and internal services have (this one is ${serviceType})`,
+    );
+    return [];
+  }
+  const out: OpsCronJob[] = [];
+  list.forEach((job, i) => {
+    if (!isObject(job)) {
+      fail(`${at}[${i}]`, 'must be an object with a schedule and a path');
+      return;
+    }
+    const { schedule, path: target } = job;
+    const scheduleOk = typeof schedule === 'string' && schedule.length <= 100 && isCronExpression(schedule);
+    const pathOk = typeof target === 'string' && target.startsWith('/') && target.length <= 200;
+    if (!scheduleOk) fail(`${at}[${i}].schedule`, 'must be a cron expression such as "*/5 * * * *"');
+    if (!pathOk) fail(`${at}[${i}].path`, 'must be a path starting with / (at most 200 characters)');
+    if (scheduleOk && pathOk) out.push({ schedule, path: target });
   });
   return out;
+}
+
+/** GET service's `ops_dependencies`: each declared resource as the spec's OpsDependency. */
+export function opsDependencies(config: OpsConfig): OpsDependency[] {
+  return config.dependencies.map(({ id, kind, exports }) => ({ id, kind, exports }));
 }
 
 /** The ops.json a service declares inline (already validated when stored); defaults when it has none. */

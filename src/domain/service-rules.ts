@@ -4,7 +4,7 @@
  * schema). Both return field errors in the order of the spec's table.
  * @module
  */
-import { Cron } from 'croner';
+import { isCronExpression } from './cron-expression.ts';
 import type { FieldError } from './errors.ts';
 import { GIT_REPO_NAME_RULE, isGitRepoName } from './git-repo-name.ts';
 import { parseOpsJson } from './ops-json.ts';
@@ -123,7 +123,7 @@ function checkSpec(
         if (!hasSource) add('source', 'source is a required field');
         break;
       case 'cron_schedule':
-        if (spec.cron_schedule && !validCron(spec.cron_schedule)) {
+        if (spec.cron_schedule && !isCronExpression(spec.cron_schedule)) {
           add(field, 'cron_schedule must be a cron expression such as "*/5 * * * *"');
         }
         break;
@@ -159,7 +159,7 @@ function checkSpec(
         break;
       case 'ops_json':
         if (spec.ops_json !== null && spec.source === 'docker_image') {
-          for (const e of parseOpsJson(spec.ops_json, 'ops_json').errors) add(e.field, e.error);
+          for (const e of parseOpsJson(spec.ops_json, 'ops_json', spec.type).errors) add(e.field, e.error);
         }
         break;
       case 'docker_registry':
@@ -181,15 +181,6 @@ function checkSpec(
     }
   }
   return errors;
-}
-
-function validCron(expression: string): boolean {
-  try {
-    new Cron(expression, { paused: true }).stop();
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 function pick(input: SpecInput): Partial<ServiceSpec> {

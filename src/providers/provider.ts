@@ -13,6 +13,7 @@
  * registry.ts is the one place that maps a name to a driver.
  * @module
  */
+import type { DeployStep } from '../domain/deployment-states.ts';
 import type { OpsConfig } from '../domain/ops-json.ts';
 import { TerminalError } from '../jobs/errors.ts';
 import type { ServiceRow } from '../store/schema.ts';
@@ -140,6 +141,21 @@ export interface Observed {
   generation: number | null;
 }
 
+/**
+ * Where a driver tells what a deployment is doing, step by step (the deployment's log and operations):
+ * what it resolved, build and pull output, each replica created, healthy or failed with its output,
+ * traffic moved, the old version drained. Cheap and synchronous: the jobs layer buffers and writes it.
+ */
+export interface DeployLog {
+  /** One or more lines (split at line breaks) under `step`, which is running from its first line. */
+  line(step: DeployStep, text: string): void;
+  /** `step` ended; `text`, when given, is its last line. */
+  end(step: DeployStep, outcome: 'success' | 'failed', text?: string): void;
+}
+
+/** For calls that keep no log (re-applying the generation in place with new domains). */
+export const SILENT_LOG: DeployLog = { line: () => undefined, end: () => undefined };
+
 /** One line a service's workload printed. */
 export interface LogLine {
   /** ISO 8601, UTC, with milliseconds. */
@@ -191,7 +207,7 @@ export interface Provider {
    * changes only what may change without a rollout (domains) and rolls nothing out again. `signal`
    * aborts when the worker loses the job: the driver stops before its next side effect.
    */
-  apply(desired: DesiredService, signal: AbortSignal): Promise<Applied>;
+  apply(desired: DesiredService, signal: AbortSignal, log?: DeployLog): Promise<Applied>;
   /** What runs for the service now. */
   observe(service: ServiceRef): Promise<Observed>;
   /** Tears down everything the service runs. */

@@ -16,7 +16,7 @@ export interface Store {
   /** Committed changes to what clients poll, for read caches (changes.ts). */
   changes: ChangeFeed;
   /** Calls `onNotify` for each NOTIFY on `channel` (delivered when the notifying transaction commits). */
-  listen(channel: string, onNotify: () => void): Promise<() => Promise<void>>;
+  listen(channel: string, onNotify: (payload: string) => void): Promise<() => Promise<void>>;
   close(): Promise<void>;
 }
 
@@ -84,7 +84,7 @@ function openPostgres(
       // A lost LISTEN connection costs only promptness: workers fall back to polling.
       client.on('error', onConnectionError);
       await client.connect();
-      client.on('notification', (message) => message.channel === channel && onNotify());
+      client.on('notification', (message) => message.channel === channel && onNotify(message.payload ?? ''));
       await client.query(`LISTEN ${client.escapeIdentifier(channel)}`);
       listeners.add(client);
       return async () => {

@@ -12,6 +12,8 @@ import * as rateLimits from './migrations/0010-rate-limits.ts';
 import * as idempotencyClaims from './migrations/0011-idempotency-claims.ts';
 import * as secretJobScopes from './migrations/0012-secret-job-scopes.ts';
 import * as changeNotifications from './migrations/0013-change-notifications.ts';
+import * as opsJsonHostedDependencies from './migrations/0014-ops-json-hosted-dependencies.ts';
+import * as deploymentLogs from './migrations/0015-deployment-logs.ts';
 import type { Database } from './schema.ts';
 
 /** Every migration, in order. Listed here rather than read from disk so the build carries them. */
@@ -29,6 +31,8 @@ const migrations: Record<string, Migration> = {
   '0011-idempotency-claims': idempotencyClaims,
   '0012-secret-job-scopes': secretJobScopes,
   '0013-change-notifications': changeNotifications,
+  '0014-ops-json-hosted-dependencies': opsJsonHostedDependencies,
+  '0015-deployment-logs': deploymentLogs,
 };
 
 export class MigrationError extends Error {}

@@ -5,7 +5,12 @@
  */
 import type { ColumnType, Generated, Insertable, Selectable, Updateable } from 'kysely';
 import type { CustomDomainState } from '../domain/custom-domain-states.ts';
-import type { DeploymentState, DeploymentType } from '../domain/deployment-states.ts';
+import type {
+  DeploymentState,
+  DeploymentType,
+  DeployStep,
+  OperationState,
+} from '../domain/deployment-states.ts';
 import type { Cloud, EnvironmentState } from '../domain/environment-states.ts';
 import type { Plan } from '../domain/plans.ts';
 import type { ServiceSpec } from '../domain/service-fields.ts';
@@ -175,6 +180,25 @@ export interface IdempotencyKeysTable {
   created_at: Generated<Date>;
 }
 
+export interface DeploymentLogsTable {
+  /** bigint: read as a string. */
+  seq: Generated<string>;
+  deployment_id: string;
+  step: DeployStep;
+  line: string;
+  dropped: number | null;
+  at: Generated<Date>;
+}
+
+export interface DeploymentOperationsTable {
+  deployment_id: string;
+  step: DeployStep;
+  state: OperationState;
+  detail: ColumnType<string, string | undefined, string>;
+  started_at: Date;
+  finished_at: Date | null;
+}
+
 export interface Database {
   accounts: AccountsTable;
   api_tokens: ApiTokensTable;
@@ -189,6 +213,8 @@ export interface Database {
   settings: SettingsTable;
   rate_limit_windows: RateLimitWindowsTable;
   idempotency_keys: IdempotencyKeysTable;
+  deployment_logs: DeploymentLogsTable;
+  deployment_operations: DeploymentOperationsTable;
 }
 
 export type AccountRow = Selectable<AccountsTable>;
@@ -203,3 +229,5 @@ export type DeploymentRow = Selectable<DeploymentsTable>;
 export type SecretRow = Selectable<SecretsTable>;
 export type JobRow = Selectable<JobsTable>;
 export type CustomDomainRow = Selectable<CustomDomainsTable>;
+export type DeploymentLogRow = Selectable<DeploymentLogsTable>;
+export type DeploymentOperationRow = Selectable<DeploymentOperationsTable>;

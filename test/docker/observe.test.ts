@@ -1,13 +1,20 @@
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
-import { buildBaseImage, freePort, removeEnvironment, requireDocker } from '../helpers/docker.ts';
+import { BASE_IMAGE, buildBaseImage, freePort, removeEnvironment, requireDocker } from '../helpers/docker.ts';
+import { createRepo } from '../helpers/git.ts';
 import { pollUntil } from '../helpers/poll.ts';
 import { api, type BerthProcess, deploymentEnd, firstStartOf, startBerth } from '../helpers/process.ts';
 import { openSse } from '../helpers/sse.ts';
 
-/** What a user sees of real containers: their output (service logs). */
+/** What a user sees of real containers: their output (service logs) and each deployment's log. */
 let db: TestDatabase;
+let gitRoot: string;
+let commits: string[] = [];
 let berth: BerthProcess & { url: string };
 let token: string;
 let envUrl: string;
@@ -17,7 +24,31 @@ before(async () => {
   await requireDocker();
   db = await createTestDatabase();
   await buildBaseImage();
+  gitRoot = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-git-'));
+  commits = await createRepo(gitRoot, 'acme/logbook', [
+    {
+      message: 'a worker that builds loudly',
+      files: {
+        Dockerfile: `FROM ${BASE_IMAGE}\nRUN echo "compiling the logbook, run ${RUN}"\nCMD ["/bin/sh", "-c", "while true; do sleep 1; done"]\n`,
+        'ops.json': JSON.stringify({}),
+      },
+    },
+    {
+      message: 'a health check that fails and says why',
+      files: {
+        'ops.json': JSON.stringify({
+          health_check: {
+            type: 'shell',
+            command: 'echo "database unreachable, key=$API_KEY"; exit 1',
+            timeout: 2,
+          },
+          deploy_timeout: 1,
+        }),
+      },
+    },
+  ]);
   berth = await startBerth({
+    BERTH_GIT_BASE_URL: `file://${gitRoot}/`,
     BERTH_DATA_DIR: db.dataDir,
     BERTH_DATABASE_URL: db.databaseUrl ?? '',
     BERTH_PROVIDER: 'docker',
@@ -28,6 +59,7 @@ before(async () => {
 after(async () => {
   await berth?.kill('SIGTERM');
   if (envId) await removeEnvironment(envId);
+  if (gitRoot) fs.rmSync(gitRoot, { recursive: true, force: true });
   await db?.drop();
 });
 
@@ -40,6 +72,8 @@ const BUSYBOX = {
 };
 
 const SECRET = 'tr0ub4dor-and-3';
+// A build step of its own each run, so the build cache cannot answer it without running it.
+const RUN = randomUUID();
 
 async function create(body: Record<string, unknown>) {
   const res = await api(`${envUrl}/services`, token, 'POST', { ...BUSYBOX, ...body });
@@ -97,4 +131,59 @@ test('service logs: what the container printed, secrets masked, and with follow 
   } finally {
     stream.close();
   }
+});
+
+test('deployment log: a git build streams its output to the end; a failed health check shows its output, secrets masked', async () => {
+  const created = await api(`${envUrl}/services`, token, 'POST', {
+    name: 'Logbook',
+    source: 'github',
+    type: 'worker',
+    replica_count: 1,
+    cpu_count_min: 0.25,
+    memory_mb_min: 32,
+    git_repo_full_name: 'acme/logbook',
+    git_repo_branch: 'main',
+    ops_json_path: 'ops.json',
+    secrets: [{ key: 'API_KEY', value: SECRET }],
+  });
+  assert.equal(created.status, 200, JSON.stringify(created.body));
+  const serviceUrl = `${envUrl}/services/${created.body.data.service.id}`;
+
+  // Release one: follow its log from the start as a stream, to its end.
+  const first = await api(`${serviceUrl}/deploy`, token, 'POST', { commit_id: commits[0] });
+  assert.equal(first.status, 200, JSON.stringify(first.body));
+  const firstId = first.body.data.deployment_id;
+  const stream = await openSse(`${berth.url}/v1/deployments/${firstId}/logs?follow=true`, token);
+  await stream.ended;
+  const end = stream.events.at(-1);
+  assert.equal(end?.event, 'end');
+  assert.equal(end?.data.deployment.state, 'success', end?.data.deployment.failure_reason);
+  const lines = stream.events.filter((e) => e.event === 'line').map((e) => e.data);
+  const build = lines.filter((l) => l.step === 'build').map((l) => l.line);
+  assert.ok(
+    build.some((l) => l === `compiling the logbook, run ${RUN}`),
+    `the build's own output is in the log: ${JSON.stringify(build)}`,
+  );
+  assert.ok(
+    lines.some((l) => l.step === 'source' && /^Commit [0-9a-f]{40} by Berth Test/.test(l.line)),
+    'the commit the source resolved to',
+  );
+  assert.ok(lines.some((l) => l.step === 'rollout' && /replicas healthy$/.test(l.line)));
+  assert.equal(lines.at(-1)?.line, 'Deployment succeeded');
+
+  // Release two: its shell health check fails, printing a secret; the log shows the output, masked.
+  const second = await deployAndWait(created.body.data.service.id, {});
+  assert.equal(second.state, 'failed');
+  const log = await api(`${berth.url}/v1/deployments/${second.id}/logs`, token);
+  const text = log.body.data.lines.map((l: { line: string }) => l.line).join('\n');
+  assert.match(
+    text,
+    /the shell health check did not pass; it printed: database unreachable, key=\[redacted\]/,
+  );
+  assert.match(text, /Deployment failed: the new version did not become healthy/);
+  assert.equal(text.includes(SECRET), false, 'no secret value in the deployment log');
+  assert.equal(second.failure_reason.includes(SECRET), false, 'nor in the failure reason');
+  const ops = await api(`${berth.url}/v1/deployments/${second.id}/operations`, token);
+  const rollout = ops.body.data.operations.find((o: { step: string }) => o.step === 'rollout');
+  assert.equal(rollout.state, 'failed');
 });

@@ -104,8 +104,6 @@ describe('envelope, routes and ids', () => {
       ['DELETE', `/v1/environments/${t.envId}`],
       ['DELETE', `/v1/environments/${t.envId}/services/${randomUUID()}/custom-domains/${randomUUID()}`],
       ['POST', `/v1/deployments/${deploymentId}/cancel`],
-      ['GET', `/v1/deployments/${deploymentId}/logs`],
-      ['GET', `/v1/deployments/${deploymentId}/operations`],
     ]) {
       const res = await h.request(method as string, url as string, {
         token: t.token,

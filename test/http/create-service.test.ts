@@ -803,9 +803,9 @@ describe('ops_json', () => {
       field: 'ops_json.ingress.ip_whitelist[1]',
     },
     {
-      what: 'a dependency without a kind',
-      body: ops({ dependencies: [{ id: 'db', exports: {} }] }),
-      field: 'ops_json.dependencies[0].kind',
+      what: 'a dependency without an id',
+      body: ops({ dependencies: { rds: { instances: [{ exports: {} }] } } }),
+      field: 'ops_json.dependencies.rds.instances[0].id',
     },
   ]);
 

@@ -56,6 +56,8 @@ const ROUTES: RouteCase[] = [
   { method: 'GET', url: '/v1/environments/:envId/services/:serviceId/deployments' },
   { method: 'GET', url: '/v1/deployments/:deploymentId' },
   { method: 'GET', url: '/v1/environments/:envId/services/:serviceId/logs' },
+  { method: 'GET', url: '/v1/deployments/:deploymentId/logs' },
+  { method: 'GET', url: '/v1/deployments/:deploymentId/operations' },
   {
     method: 'POST',
     url: '/v1/environments/:envId/services/:serviceId/custom-domains',
@@ -71,8 +73,6 @@ const ROUTES: RouteCase[] = [
   { method: 'DELETE', url: '/v1/environments/:envId' },
   { method: 'DELETE', url: '/v1/environments/:envId/services/:serviceId/custom-domains/:customDomainId' },
   { method: 'POST', url: '/v1/deployments/:deploymentId/cancel', body: {} },
-  { method: 'GET', url: '/v1/deployments/:deploymentId/operations' },
-  { method: 'GET', url: '/v1/deployments/:deploymentId/logs' },
 ];
 
 const key = (r: { method: string; url: string }) => `${r.method} ${r.url}`;

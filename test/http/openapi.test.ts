@@ -40,8 +40,6 @@ const COMING_SOON = [
   'delete /v1/environments/{envId}',
   'delete /v1/environments/{envId}/services/{serviceId}/custom-domains/{customDomainId}',
   'post /v1/deployments/{deploymentId}/cancel',
-  'get /v1/deployments/{deploymentId}/operations',
-  'get /v1/deployments/{deploymentId}/logs',
 ];
 
 // biome-ignore lint/suspicious/noExplicitAny: JSON Schema nodes

@@ -55,8 +55,6 @@ const COMING_SOON = new Set([
   'DELETE /v1/environments/:envId',
   'DELETE /v1/environments/:envId/services/:serviceId/custom-domains/:customDomainId',
   'POST /v1/deployments/:deploymentId/cancel',
-  'GET /v1/deployments/:deploymentId/operations',
-  'GET /v1/deployments/:deploymentId/logs',
 ]);
 const keyOf = (route: Route) => `${route.method} ${route.url}`;
 

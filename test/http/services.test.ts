@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { setEnvironmentState } from '../../src/store/repositories/environments.ts';
 import { type Harness, type Reply, startHarness, type Tenant, VALID_SERVICE } from '../helpers/harness.ts';
+import { HOSTED_EXAMPLE_DEPENDENCIES, HOSTED_EXAMPLES } from '../helpers/ops-json-examples.ts';
 import { pollUntil } from '../helpers/poll.ts';
 
 /** GET one service (hydrated), the service list (newest first, paginated) and PATCH. */
@@ -124,17 +125,67 @@ describe('GET one service', () => {
     assert.deepEqual(res.body.data.service.ops_dependencies, []);
   });
 
-  test('ops_dependencies are reported verbatim, with open kinds and $ tokens unresolved', async () => {
-    const dependencies = [
-      { id: 'main-db', kind: 'gcp:cloudsql', exports: { DATABASE_HOST: '$host', DATABASE_PORT: '$port' } },
-      { id: 'uploads', kind: 's3', exports: { BUCKET: '$bucket_name' } },
-      { id: 'brand-new', kind: 'azure:cosmosdb', exports: {} },
-    ];
+  test('ops_dependencies are reported as {id, kind, exports}, with open kinds and $ tokens unresolved', async () => {
+    const dependencies = {
+      'gcp:cloudsql': {
+        instances: [
+          { id: 'main-db', tier: 'f1', exports: { DATABASE_HOST: '$host', DATABASE_PORT: '$port' } },
+        ],
+      },
+      s3: { buckets: [{ id: 'uploads', prefix: 'up', exports: { BUCKET: '$name' } }] },
+      'azure:cosmosdb': { accounts: [{ id: 'brand-new' }] },
+    };
     const created = await create(docker({ ops_json: JSON.stringify({ dependencies }) }));
     const res = await get(created.id);
     assert.equal(res.status, 200);
-    assert.deepEqual(res.body.data.service.ops_dependencies, dependencies);
+    assert.deepEqual(res.body.data.service.ops_dependencies, [
+      { id: 'main-db', kind: 'gcp:cloudsql', exports: { DATABASE_HOST: '$host', DATABASE_PORT: '$port' } },
+      { id: 'uploads', kind: 's3', exports: { BUCKET: '$name' } },
+      { id: 'brand-new', kind: 'azure:cosmosdb', exports: {} },
+    ]);
     assert.equal('ip_whitelist' in res.body.data.service, false);
+  });
+
+  for (const { what, document } of HOSTED_EXAMPLES) {
+    test(`issue 11's ops.json example is accepted on create and on PATCH, as written: ${what}`, async () => {
+      const text = JSON.stringify(document);
+      const created = await create(docker({ ops_json: text }));
+      assert.equal(created.ops_json, text);
+      const plain = await create(docker());
+      const patched = await patch(plain.id, { ops_json: text });
+      assert.equal(patched.status, 200, JSON.stringify(patched.body));
+      for (const id of [created.id, plain.id]) {
+        const res = await get(id);
+        assert.equal(res.body.data.service.ops_json, text);
+        const expected = HOSTED_EXAMPLE_DEPENDENCIES.filter((d) =>
+          Object.keys((document.dependencies as object | undefined) ?? {}).includes(d.kind),
+        );
+        assert.deepEqual(res.body.data.service.ops_dependencies, expected);
+      }
+    });
+  }
+
+  test('the old array form of dependencies is refused on create and PATCH, saying what to write instead', async () => {
+    const old = JSON.stringify({ dependencies: [{ id: 'db', kind: 'rds', exports: { DB: '$db.url' } }] });
+    const refused = await h.request('POST', servicesUrl(), {
+      token: t.token,
+      body: docker({ ops_json: old }),
+    });
+    const [error] = assertFieldErrors(refused, ['ops_json.dependencies']);
+    assert.match(error?.error ?? '', /\{"s3": \{"buckets": \[/);
+    const plain = await create(docker());
+    assertFieldErrors(await patch(plain.id, { ops_json: old }), ['ops_json.dependencies']);
+  });
+
+  test('cron.cron_jobs only on web and internal services: a field error otherwise, also when PATCH changes the type', async () => {
+    const cron = JSON.stringify({ cron: { cron_jobs: [{ schedule: '*/2 * * * *', path: '/sync' }] } });
+    const worker = docker({ type: 'worker', port: undefined, ops_json: cron });
+    const refused = await h.request('POST', servicesUrl(), { token: t.token, body: worker });
+    const [error] = assertFieldErrors(refused, ['ops_json.cron.cron_jobs']);
+    assert.match(error?.error ?? '', /only web and internal services .*worker/);
+    await create(docker({ type: 'internal', ops_json: cron }));
+    const web = await create(docker({ ops_json: cron }));
+    assertFieldErrors(await patch(web.id, { type: 'worker' }), ['ops_json.cron.cron_jobs']);
   });
 
   test('a service that does not exist, or belongs to another account, is 404 Service not found', async () => {

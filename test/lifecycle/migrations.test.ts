@@ -156,3 +156,63 @@ describe('secrets jobs queued before their kind named the scope', () => {
     });
   });
 });
+
+describe('services stored with the old array form of ops.json dependencies', () => {
+  let h: Harness;
+  let t: Tenant;
+  before(async () => {
+    h = await startHarness();
+    t = await h.tenant();
+  });
+  after(() => h.close());
+
+  test('are rewritten to the hosted form by migration 0014, keeping ids, kinds, exports and other keys', async () => {
+    const created = await h.request('POST', `/v1/environments/${t.envId}/services`, {
+      token: t.token,
+      body: VALID_SERVICE.docker,
+    });
+    assert.equal(created.status, 200);
+    const serviceId = created.body.data.service.id;
+    const { db } = h.deps.store;
+    const old = {
+      deploy_timeout: 7,
+      dependencies: [
+        { id: 'main-db', kind: 'rds', exports: { DB_HOST: '$address' } },
+        { id: 'files', kind: 's3', exports: { BUCKET: '$name' } },
+        { id: 'more', kind: 's3' },
+        { id: 'sql', kind: 'gcp:cloudsql', exports: { X: '$host' } },
+      ],
+    };
+    await db
+      .updateTable('services')
+      .set({ ops_json: JSON.stringify(old) })
+      .where('id', '=', serviceId)
+      .execute();
+    await sql`DELETE FROM kysely_migration WHERE name = '0014-ops-json-hosted-dependencies'`.execute(db);
+    await migrateToLatest(db);
+    const res = await h.request('GET', `/v1/environments/${t.envId}/services/${serviceId}`, {
+      token: t.token,
+    });
+    assert.equal(res.status, 200);
+    assert.deepEqual(JSON.parse(res.body.data.service.ops_json), {
+      deploy_timeout: 7,
+      dependencies: {
+        rds: { instances: [{ id: 'main-db', exports: { DB_HOST: '$address' } }] },
+        s3: { buckets: [{ id: 'files', exports: { BUCKET: '$name' } }, { id: 'more' }] },
+        'gcp:cloudsql': { resources: [{ id: 'sql', exports: { X: '$host' } }] },
+      },
+    });
+    assert.deepEqual(res.body.data.service.ops_dependencies, [
+      { id: 'main-db', kind: 'rds', exports: { DB_HOST: '$address' } },
+      { id: 'files', kind: 's3', exports: { BUCKET: '$name' } },
+      { id: 'more', kind: 's3', exports: {} },
+      { id: 'sql', kind: 'gcp:cloudsql', exports: { X: '$host' } },
+    ]);
+    // The migrated document passes the rules: a PATCH of another field is accepted.
+    const patched = await h.request('PATCH', `/v1/environments/${t.envId}/services/${serviceId}`, {
+      token: t.token,
+      body: { replica_count: 1 },
+    });
+    assert.equal(patched.status, 200, JSON.stringify(patched.body));
+  });
+});

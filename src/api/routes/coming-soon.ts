@@ -15,8 +15,6 @@ const COMING_SOON: [method: 'POST' | 'DELETE' | 'GET', path: string, what: strin
     'Delete custom domain',
   ],
   ['POST', '/deployments/:deploymentId/cancel', 'Cancel deployment'],
-  ['GET', '/deployments/:deploymentId/operations', 'Per-operation status'],
-  ['GET', '/deployments/:deploymentId/logs', 'Deployment logs'],
 ];
 
 async function notLiveYet(): Promise<never> {

@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
-import { DateTime, StringEnum } from './common.ts';
+import { DEPLOY_STEPS, OPERATION_STATES } from '../../domain/deployment-states.ts';
+import { DateTime, Nullable, StringEnum } from './common.ts';
 
 export const MAX_TAIL = 10_000;
 
@@ -44,3 +45,43 @@ export function JsonOrStream<T extends object>(json: T, stream: string) {
     },
   };
 }
+
+const Cursor = Type.String({ pattern: '^[0-9]{1,19}$', maxLength: 19 });
+
+export const DeploymentLogLine = Type.Object({
+  cursor: Type.String({
+    maxLength: 19,
+    description: 'pass back as `cursor` (or Last-Event-ID) to read on after it',
+  }),
+  time: DateTime,
+  step: StringEnum(DEPLOY_STEPS, { maxLength: 20 }),
+  line: Type.String({ maxLength: 4000 }),
+  dropped: Nullable(
+    Type.Integer({
+      description: 'on the marker line only: how many older lines were dropped (the log is bounded)',
+    }),
+  ),
+});
+
+export const DeploymentLogQuery = Type.Object(
+  {
+    cursor: Type.Optional({ ...Cursor, description: "read the lines after this one (a line's `cursor`)" }),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 2000, default: 1000 })),
+    follow: Type.Optional(
+      Type.Boolean({
+        default: false,
+        description: 'stream the lines as server-sent events until the deployment is terminal',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export const Operation = Type.Object({
+  step: StringEnum(DEPLOY_STEPS, { maxLength: 20 }),
+  state: StringEnum(OPERATION_STATES, { maxLength: 20 }),
+  detail: Type.String({ maxLength: 4000 }),
+  started_at: DateTime,
+  finished_at: Nullable(DateTime),
+  duration_ms: Nullable(Type.Integer({ minimum: 0 })),
+});

@@ -1,21 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import type { Db } from '../../store/database.ts';
-import { insertDeployment } from '../../store/repositories/deployments.ts';
+import { appendDeploymentLog } from '../../store/repositories/deployment-logs.ts';
+import { findDeploymentById, insertDeployment } from '../../store/repositories/deployments.ts';
 import { enqueue } from '../../store/repositories/jobs.ts';
 import type { DeploymentRow, ServiceRow } from '../../store/schema.ts';
 import { type FieldError, ValidationError } from '../errors.ts';
+import type { DeployBody } from '../inputs.ts';
 import { registryErrors } from '../registries.ts';
 import type { Source } from '../service-fields.ts';
 import { recordAudit } from './audit.ts';
 import type { Actor, Deps } from './context.ts';
 import { assertNotDeleting, lockLiveService, lockService, moveLiveService } from './service-guards.ts';
-
-export interface DeployBody {
-  commit_id?: string;
-  docker_image_tag?: string;
-  helm_chart_version?: string;
-  note?: string;
-}
 
 const TARGET_SOURCES: Record<'commit_id' | 'docker_image_tag' | 'helm_chart_version', readonly Source[]> = {
   commit_id: ['github', 'gitlab'],
@@ -78,7 +73,46 @@ export async function acceptDeployment(
   });
   if (refusal === null)
     await enqueue(trx, { kind: 'deploy', subjectId: deployment.id, queueKey: service.id });
+  await logAccepted(trx, deployment, refusal);
   return deployment;
+}
+
+/** The first lines of a deployment's log: what was asked for, and what it waits behind. */
+async function logAccepted(trx: Db, deployment: DeploymentRow, refusal: string | null): Promise<void> {
+  const at = new Date();
+  const target =
+    deployment.git_commit_ref ||
+    deployment.helm_chart_version ||
+    deployment.docker_image_tag ||
+    'the head of the configured branch';
+  const note = deployment.note ? ` (note: ${deployment.note})` : '';
+  const what = deployment.type === 'service_update' ? 'Deployment' : `A ${deployment.type} deployment`;
+  const previous = deployment.prev_deployment_id
+    ? await findDeploymentById(trx, deployment.prev_deployment_id)
+    : undefined;
+  const waiting =
+    previous && (previous.state === 'queued' || previous.state === 'in_progress')
+      ? `Queued behind deployment ${previous.id} (${previous.state})`
+      : 'Queued';
+  const done = (step: 'accept' | 'queue' | 'outcome', state: 'success' | 'failed' | 'running') => ({
+    step,
+    state,
+    startedAt: at,
+    finishedAt: state === 'running' ? null : at,
+  });
+  await appendDeploymentLog(
+    trx,
+    deployment.id,
+    [
+      { step: 'accept', line: `${what} of ${target} accepted${note}`, at },
+      refusal === null
+        ? { step: 'queue', line: waiting, at }
+        : { step: 'outcome', line: `Deployment failed: ${refusal}`, at },
+    ],
+    refusal === null
+      ? [done('accept', 'success'), done('queue', 'running')]
+      : [done('accept', 'success'), done('outcome', 'failed')],
+  );
 }
 
 export async function deploy(

@@ -1,5 +1,6 @@
 import type { Deps } from '../../domain/usecases/context.ts';
 import { type Applied, type DeployedSource, DeployFailed } from '../../providers/provider.ts';
+import { appendDeploymentLog } from '../../store/repositories/deployment-logs.ts';
 import {
   findDeploymentById,
   noteUnfinishedDeployment,
@@ -9,6 +10,7 @@ import { findEnvironmentById } from '../../store/repositories/environments.ts';
 import { recordObservation } from '../../store/repositories/observations.ts';
 import { findServiceById, followDeployment } from '../../store/repositories/services.ts';
 import type { EnvironmentRow, JobRow, ServiceRow } from '../../store/schema.ts';
+import { DeploymentLogWriter } from '../deployment-log.ts';
 import { desiredStateOf } from '../desired-state.ts';
 import { TerminalError } from '../errors.ts';
 import type { JobHandler } from '../worker.ts';
@@ -27,29 +29,42 @@ export function deployHandler(deps: Deps): JobHandler {
       if (!deployment || deployment.state === 'success' || deployment.state === 'failed') return;
       const service = (await findServiceById(db, deployment.service_id)) as ServiceRow;
       const environment = (await findEnvironmentById(db, deployment.environment_id)) as EnvironmentRow;
+      const log = new DeploymentLogWriter(db, deployment.id, deps.logger);
+      const attempt = `attempt ${job.attempts} of ${job.max_attempts}`;
       if (deployment.state === 'queued') {
         const started = await db.transaction().execute(async (trx) => {
           const moved = await transitionDeployment(trx, deployment.id, ['queued'], 'in_progress');
-          if (moved) await followDeployment(trx, service.id, deployment.id, 'deploying');
+          if (moved) {
+            await followDeployment(trx, service.id, deployment.id, 'deploying');
+            log.end('queue', 'success', `Started (${attempt})`);
+            await log.writeIn(trx);
+          }
           return moved;
         });
         // Cancelled in the meantime (a delete): nothing to roll out.
         if (!started) return;
+      } else {
+        log.line('outcome', `Started again (${attempt})`);
       }
       const desired = await desiredStateOf(deps, { deployment, service, environment });
+      log.maskValues(Object.values(desired.variables));
       let applied: Applied | undefined;
       let failure: string | undefined;
       let failedSource: DeployedSource | undefined;
       try {
-        applied = await deps.provider.apply(desired, signal);
+        applied = await deps.provider.apply(desired, signal, log);
       } catch (error) {
+        await log.flush();
         // Another worker may hold the job now: its run records the outcome, not this one.
         if (signal.aborted) return;
         if (!(error instanceof TerminalError)) throw error;
-        failure = error.message;
+        failure = log.masked(error.message);
         if (error instanceof DeployFailed) failedSource = error.source;
       }
-      if (signal.aborted) return;
+      if (signal.aborted) {
+        await log.flush();
+        return;
+      }
       const observedAt = new Date();
       const observed = await deps.provider.observe(service);
       await db.transaction().execute(async (trx) => {
@@ -64,36 +79,55 @@ export function deployHandler(deps: Deps): JobHandler {
               namespace_name: applied.namespaceName,
               kube_svc_alias: applied.svcAlias,
             });
+            log.end('outcome', 'success', 'Deployment succeeded');
           }
         } else {
           const moved = await transitionDeployment(trx, deployment.id, ['in_progress'], 'failed', {
             failure_reason: (failure ?? '').slice(0, 2000),
             ...failedSource,
           });
-          if (moved) await followDeployment(trx, service.id, deployment.id, 'deploy_failed');
+          if (moved) {
+            await followDeployment(trx, service.id, deployment.id, 'deploy_failed');
+            log.end('outcome', 'failed', `Deployment failed: ${failure ?? ''}`);
+          }
         }
+        await log.writeIn(trx);
         await recordObservation(trx, service.id, observed, observedAt);
       });
     },
     async retrying(job: JobRow, reason: string) {
-      await noteUnfinishedDeployment(
-        db,
-        job.subject_id,
-        `Attempt ${job.attempts} of ${job.max_attempts} failed, retrying: ${reason}`.slice(0, 2000),
+      const note = `Attempt ${job.attempts} of ${job.max_attempts} failed, retrying: ${reason}`.slice(
+        0,
+        2000,
       );
+      await noteUnfinishedDeployment(db, job.subject_id, note);
+      await db
+        .transaction()
+        .execute((trx) =>
+          appendDeploymentLog(trx, job.subject_id, [{ step: 'outcome', line: note, at: new Date() }]),
+        );
     },
     async fail(job: JobRow, reason: string) {
       await db.transaction().execute(async (trx) => {
         const deployment = await findDeploymentById(trx, job.subject_id);
         if (!deployment) return;
+        // A permanent error fails on its first attempt: only a retried one "kept failing".
+        const failure = (
+          job.attempts >= job.max_attempts ? `The provider kept failing: ${reason}` : reason
+        ).slice(0, 2000);
         const moved = await transitionDeployment(trx, deployment.id, ['queued', 'in_progress'], 'failed', {
-          // A permanent error fails on its first attempt: only a retried one "kept failing".
-          failure_reason: (job.attempts >= job.max_attempts
-            ? `The provider kept failing: ${reason}`
-            : reason
-          ).slice(0, 2000),
+          failure_reason: failure,
         });
-        if (moved) await followDeployment(trx, deployment.service_id, deployment.id, 'deploy_failed');
+        if (moved) {
+          await followDeployment(trx, deployment.service_id, deployment.id, 'deploy_failed');
+          const at = new Date();
+          await appendDeploymentLog(
+            trx,
+            deployment.id,
+            [{ step: 'outcome', line: `Deployment failed: ${failure}`, at }],
+            [{ step: 'outcome', state: 'failed', startedAt: at, finishedAt: at }],
+          );
+        }
       });
     },
   };

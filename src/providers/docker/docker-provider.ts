@@ -11,6 +11,7 @@ import {
   type Applied,
   type DeployedSource,
   DeployFailed,
+  type DeployLog,
   type DesiredService,
   type EnvironmentIdentity,
   type EnvironmentRef,
@@ -20,6 +21,7 @@ import {
   type ServiceLogs,
   type ServiceRef,
   type Serving,
+  SILENT_LOG,
 } from '../provider.ts';
 import { CronScheduler } from './cron.ts';
 import { Drainer } from './drain.ts';
@@ -168,7 +170,7 @@ export class DockerProvider implements Provider {
       .executeTakeFirst();
   }
 
-  async apply(desired: DesiredService, signal: AbortSignal): Promise<Applied> {
+  async apply(desired: DesiredService, signal: AbortSignal, log: DeployLog = SILENT_LOG): Promise<Applied> {
     const { service, deploymentId, environment, generation } = desired;
     const namespaceName = `env-${environment.id.slice(0, 8)}`;
     const svcAlias = `${service.subdomain}.${namespaceName}.svc.cluster.local`;
@@ -201,9 +203,20 @@ export class DockerProvider implements Provider {
     // What an earlier drain left when its process stopped.
     this.drainer.drain(service.id);
     const network = await this.ensureNetwork(environment);
-    const { image, ops, source } = await this.prepareImage(desired);
+    const { image, ops, source } = await this.prepareImage(desired, log);
     applied.source = source;
     signal.throwIfAborted();
+    for (const d of ops.dependencies)
+      log.line(
+        'dependencies',
+        `${d.kind} ${d.id}: exports ${Object.keys(d.exports).join(', ') || 'nothing'}`,
+      );
+    if (ops.dependencies.length > 0)
+      log.end(
+        'dependencies',
+        'success',
+        'Dependencies reach the service as variables holding their $ tokens',
+      );
 
     const labels = (role: Role): Record<string, string> => ({
       [LABEL.managed]: 'true',
@@ -238,6 +251,7 @@ export class DockerProvider implements Provider {
 
     if (service.type === 'job') {
       const container = await this.run(spec('job', `berth-${short}-job`));
+      log.line('rollout', `Job container berth-${short}-job started`);
       // A lost lease ends the wait at once (the sleep rejects), before any further side effect.
       const exit = await Promise.race([
         container.wait() as Promise<{ StatusCode: number }>,
@@ -248,12 +262,23 @@ export class DockerProvider implements Provider {
       });
       if (exit === null) {
         await container.remove({ force: true });
+        log.end(
+          'rollout',
+          'failed',
+          `The job did not finish within deploy_timeout (${ops.deploy_timeout} min)`,
+        );
         throw new DeployFailed(
           `the job did not finish within deploy_timeout (${ops.deploy_timeout} min)`,
           source,
         );
       }
-      await this.promoteOrStandDown(desired, ops, signal);
+      log.line('rollout', await this.output(container, 50));
+      log.end(
+        'rollout',
+        exit.StatusCode === 0 ? 'success' : 'failed',
+        `The job exited with code ${exit.StatusCode}`,
+      );
+      await this.promoteOrStandDown(desired, ops, signal, log);
       await this.retireOlder(service.id, generation, signal);
       await this.jobOutcome(deploymentId, source);
       return applied;
@@ -265,7 +290,8 @@ export class DockerProvider implements Provider {
       await this.docker.createContainer(template).catch((error: unknown) => {
         throw engineError(error, 'the Docker Engine refused the container');
       });
-      await this.promoteOrStandDown(desired, ops, signal);
+      log.end('rollout', 'success', `Cron template created: runs on "${service.cron_schedule ?? ''}"`);
+      await this.promoteOrStandDown(desired, ops, signal, log);
       await this.retireOlder(service.id, generation, signal);
       return applied;
     }
@@ -279,28 +305,41 @@ export class DockerProvider implements Provider {
         throw error;
       });
       const info = await container.inspect();
+      const name = info.Name.replace(/^\//, '');
+      log.line('rollout', `Replica ${name} created`);
       targets.push({ container, ip: info.NetworkSettings.Networks[network]?.IPAddress ?? '' });
     }
     // Aborted (the lease was lost), the wait throws at once: the replicas are left as they are, since the
     // worker now running this deployment may be using them, and a rerun removes them anyway.
-    const ready = await waitReady(targets, ops.health_check, service.port, deadline, signal);
+    const ready = await waitReady(targets, ops.health_check, service.port, deadline, signal, (t) =>
+      log.line('rollout', `Replica ${t.container.id.slice(0, 12)} is healthy`),
+    );
     if (!ready.ok) {
       const shown = ready.exited ?? targets[0];
       const tail = shown ? await this.logTail(shown.container) : '';
+      if (shown)
+        log.line(
+          'rollout',
+          `Output of replica ${shown.container.id.slice(0, 12)}:\n${await this.output(shown.container, 50)}`,
+        );
       await this.removeContainers({ [LABEL.deployment]: deploymentId });
       const kept = route ? ' The previous version keeps serving.' : '';
+      log.end('rollout', 'failed', `The new version did not become healthy: ${ready.reason}.${kept}`);
       throw new DeployFailed(
         `the new version did not become healthy: ${ready.reason}.${kept}${tail}`,
         source,
       );
     }
+    log.end('rollout', 'success', `${targets.length} of ${targets.length} replicas healthy`);
     signal.throwIfAborted();
     // Replicas get their restart policy only now: during the rollout an exit must fail it at once, with
     // its code, not turn into a crash loop that looks alive.
     for (const { container } of targets) await container.update({ RestartPolicy: KEEP_RUNNING });
-    await this.promoteOrStandDown(desired, ops, signal);
+    await this.promoteOrStandDown(desired, ops, signal, log);
     // The new version serves: the deployment has succeeded. The old one drains meanwhile.
     this.drainer.drain(service.id);
+    if (route)
+      log.end('drain', 'success', 'The previous version drains: each old container gets 10 s to stop');
     return applied;
   }
 
@@ -349,6 +388,20 @@ export class DockerProvider implements Provider {
   /** The image a deployment runs, and the ops.json it follows (a repository's file wins over none). */
   private async prepareImage(
     desired: DesiredService,
+    log: DeployLog,
+  ): Promise<{ image: string; ops: OpsConfig; source: DeployedSource }> {
+    const step = desired.service.source === 'docker_image' ? 'pull' : 'source';
+    try {
+      return await this.resolveImage(desired, log);
+    } catch (error) {
+      log.end(step, 'failed', (error as Error).message);
+      throw error;
+    }
+  }
+
+  private async resolveImage(
+    desired: DesiredService,
+    log: DeployLog,
   ): Promise<{ image: string; ops: OpsConfig; source: DeployedSource }> {
     const { service, target, deploymentId } = desired;
     if (service.source === 'docker_image') {
@@ -363,15 +416,29 @@ export class DockerProvider implements Provider {
             .getImage(image)
             .inspect()
             .catch(() => null);
-      if (!local) await pullImage(this.docker, image, this.options.settings.pullTimeoutMs);
-      return { image, ops: desired.ops, source: { docker_image_digest: await this.digestOf(image) } };
+      if (local) log.line('pull', `Using the local image ${image}`);
+      else {
+        log.line('pull', `Pulling ${image}`);
+        await pullImage(this.docker, image, this.options.settings.pullTimeoutMs, (text) =>
+          log.line('pull', text),
+        );
+      }
+      const digest = await this.digestOf(image);
+      log.end('pull', 'success');
+      log.end('source', 'success', `Image ${image} is ${digest}`);
+      return { image, ops: desired.ops, source: { docker_image_digest: digest } };
     }
+    log.line(
+      'source',
+      `Cloning ${service.git_repo_full_name} at ${target.commit_id || `the head of ${service.git_repo_branch}`}`,
+    );
     const source = await checkout(
       this.options.settings.gitBaseUrl,
       service.git_repo_full_name ?? '',
       service.git_repo_branch ?? 'main',
       target.commit_id,
     );
+    log.end('source', 'success', `Commit ${source.commit} by ${source.author}: ${source.message}`);
     try {
       let ops = desired.ops;
       if (service.ops_json_path) {
@@ -379,18 +446,26 @@ export class DockerProvider implements Provider {
           () => null,
         );
         if (text === null) throw new TerminalError(`no ops.json at ${service.ops_json_path}`);
-        const parsed = parseOpsJson(text, service.ops_json_path);
+        const parsed = parseOpsJson(text, service.ops_json_path, service.type);
         if (parsed.errors.length > 0) throw new TerminalError(parsed.errors.map((e) => e.error).join('; '));
         ops = parsed.config;
       }
       const image = `berth-${service.id}:${deploymentId}`;
-      await buildImage(this.docker, {
-        repoDir: source.dir,
-        buildContext: service.build_context,
-        dockerfilePath: service.dockerfile_path,
-        tag: image,
-        labels: { [LABEL.managed]: 'true', [LABEL.service]: service.id, [LABEL.deployment]: deploymentId },
+      await buildImage(
+        this.docker,
+        {
+          repoDir: source.dir,
+          buildContext: service.build_context,
+          dockerfilePath: service.dockerfile_path,
+          tag: image,
+          labels: { [LABEL.managed]: 'true', [LABEL.service]: service.id, [LABEL.deployment]: deploymentId },
+        },
+        (text) => log.line('build', text),
+      ).catch((error: Error) => {
+        log.end('build', 'failed', error.message);
+        throw error;
       });
+      log.end('build', 'success', `Built ${image}`);
       return {
         image,
         ops,
@@ -450,13 +525,32 @@ export class DockerProvider implements Provider {
     desired: DesiredService,
     ops: OpsConfig,
     signal: AbortSignal,
+    log: DeployLog,
   ): Promise<void> {
     // A worker that lost the job must not move traffic: the one that took it over decides.
     signal.throwIfAborted();
-    if (await this.promote(desired, ops)) return;
+    if (await this.promote(desired, ops)) {
+      log.end('traffic', 'success', `Traffic moved to this deployment (generation ${desired.generation})`);
+      return;
+    }
+    log.end(
+      'traffic',
+      'failed',
+      `A newer generation than ${desired.generation} is in place: traffic stays there`,
+    );
     await this.removeContainers({ [LABEL.deployment]: desired.deploymentId });
     await this.cron.rescan();
     throw new SupersededError(`a newer generation than ${desired.generation} is in place`);
+  }
+
+  /** The last `lines` lines a container printed, stdout and stderr together. */
+  private async output(container: Docker.Container, lines: number): Promise<string> {
+    try {
+      const buffer = (await container.logs({ stdout: true, stderr: true, tail: lines })) as unknown as Buffer;
+      return demultiplex(buffer).trim() || '(no output)';
+    } catch {
+      return '(its output could not be read)';
+    }
   }
 
   private async logTail(container: Docker.Container): Promise<string> {

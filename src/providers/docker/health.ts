@@ -6,6 +6,7 @@
  * @module
  */
 import net from 'node:net';
+import { PassThrough } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type Docker from 'dockerode';
 import type { HealthCheck } from '../../domain/ops-json.ts';
@@ -46,20 +47,31 @@ async function httpOk(url: string, signal: AbortSignal): Promise<boolean> {
   }
 }
 
-async function shellOk(container: Docker.Container, command: string, signal: AbortSignal): Promise<boolean> {
+/** A check's verdict; a failed shell check carries what the command printed. */
+type Verdict = boolean | { output: string };
+
+/** The last characters of a check command's output that a failure reason shows. */
+const MAX_CHECK_OUTPUT = 500;
+
+async function shellOk(container: Docker.Container, command: string, signal: AbortSignal): Promise<Verdict> {
   const exec = await container.exec({
     Cmd: ['/bin/sh', '-c', command],
     AttachStdout: true,
     AttachStderr: true,
   });
   const stream = await exec.start({});
-  stream.resume();
+  const output = new PassThrough();
+  let printed = '';
+  output.on('data', (chunk: Buffer) => {
+    printed = (printed + chunk.toString('utf8')).slice(-MAX_CHECK_OUTPUT);
+  });
+  container.modem.demuxStream(stream, output, output);
   while (!signal.aborted) {
     const info = await exec.inspect();
-    if (!info.Running) return info.ExitCode === 0;
+    if (!info.Running) return info.ExitCode === 0 ? true : { output: printed.trim() };
     await sleep(100, undefined, { signal }).catch(() => undefined);
   }
-  return false;
+  return { output: printed.trim() };
 }
 
 /** `signal`: the rollout was abandoned; the check then fails at once (the caller sees the abort). */
@@ -68,7 +80,7 @@ export async function checkOnce(
   check: HealthCheck | null,
   port: number | null,
   signal: AbortSignal,
-): Promise<boolean> {
+): Promise<Verdict> {
   const info = await target.container.inspect();
   const state = info.State;
   // Replicas roll out without a restart policy, so an exit stays an exit (with its code) instead of
@@ -100,6 +112,7 @@ export async function waitReady(
   port: number | null,
   deadline: number,
   signal: AbortSignal,
+  onReady: (target: Target) => void = () => undefined,
 ): Promise<{ ok: true } | { ok: false; reason: string; exited?: Target }> {
   const pending = new Set(targets);
   let last = 'not ready';
@@ -107,11 +120,17 @@ export async function waitReady(
     for (const target of [...pending]) {
       signal.throwIfAborted();
       try {
-        if (await checkOnce(target, check, port, signal)) pending.delete(target);
-        else
+        const verdict = await checkOnce(target, check, port, signal);
+        if (verdict === true) {
+          pending.delete(target);
+          onReady(target);
+        } else {
+          const printed =
+            typeof verdict === 'object' && verdict.output ? `; it printed: ${verdict.output}` : '';
           last = check
-            ? `the ${check.type} health check did not pass`
+            ? `the ${check.type} health check did not pass${printed}`
             : `port ${port} did not accept connections`;
+        }
       } catch (error) {
         if (error instanceof ContainerExited) {
           return { ok: false, reason: error.message, exited: error.target };

@@ -5,11 +5,38 @@ import { TerminalError } from '../../jobs/errors.ts';
 import { failure } from '../provider.ts';
 import { contextFiles, inside } from './git-source.ts';
 
+interface Progress {
+  stream?: string;
+  status?: string;
+  id?: string;
+  progressDetail?: { current?: number };
+  error?: string;
+  errorDetail?: { message?: string };
+}
+
+/** What a person reads of a progress line: build output, or a pull's status without the byte counters. */
+function readable(event: Progress): string | null {
+  if (event.stream !== undefined) return event.stream;
+  if (event.status === undefined || event.progressDetail?.current !== undefined) return null;
+  return event.id ? `${event.id}: ${event.status}` : event.status;
+}
+
 /** Docker streams progress as JSON lines; a failure is a line with `error`. */
-async function finish(docker: Docker, stream: NodeJS.ReadableStream, what: string): Promise<void> {
-  const output = await new Promise<{ error?: string; errorDetail?: { message?: string } }[]>(
-    (resolve, reject) =>
-      docker.modem.followProgress(stream, (error, result) => (error ? reject(error) : resolve(result))),
+async function finish(
+  docker: Docker,
+  stream: NodeJS.ReadableStream,
+  what: string,
+  onOutput: (text: string) => void,
+): Promise<void> {
+  const output = await new Promise<Progress[]>((resolve, reject) =>
+    docker.modem.followProgress(
+      stream,
+      (error, result) => (error ? reject(error) : resolve(result)),
+      (event: Progress) => {
+        const text = readable(event);
+        if (text) onOutput(text);
+      },
+    ),
   );
   const failed = output.find((line) => line.error || line.errorDetail);
   if (failed) {
@@ -41,7 +68,12 @@ export function engineError(error: unknown, what: string): Error {
  * deadline the pull is abandoned (its stream closed, which cancels it in the engine) and the deployment
  * fails at once with that reason: retrying a silent registry would hold the service's queue for long.
  */
-export async function pullImage(docker: Docker, reference: string, timeoutMs: number): Promise<void> {
+export async function pullImage(
+  docker: Docker,
+  reference: string,
+  timeoutMs: number,
+  onOutput: (text: string) => void = () => undefined,
+): Promise<void> {
   let stream: NodeJS.ReadableStream | undefined;
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<never>((_, reject) => {
@@ -60,7 +92,7 @@ export async function pullImage(docker: Docker, reference: string, timeoutMs: nu
     } catch (error) {
       throw engineError(error, `could not pull ${reference}`);
     }
-    await finish(docker, stream, `could not pull ${reference}`);
+    await finish(docker, stream, `could not pull ${reference}`, onOutput);
   };
   try {
     await Promise.race([pull(), deadline]);
@@ -82,7 +114,11 @@ export interface BuildRequest {
  * root). The Dockerfile is `dockerfile_path` read from the repository root, or else from the context
  * (default `Dockerfile` in the context); it must lie inside the context, since that is all Docker gets.
  */
-export async function buildImage(docker: Docker, request: BuildRequest): Promise<void> {
+export async function buildImage(
+  docker: Docker,
+  request: BuildRequest,
+  onOutput: (text: string) => void = () => undefined,
+): Promise<void> {
   const context = inside(request.repoDir, request.buildContext || '.', 'build_context');
   const wanted = request.dockerfilePath || 'Dockerfile';
   const fromRoot = inside(request.repoDir, wanted, 'dockerfile_path');
@@ -103,5 +139,5 @@ export async function buildImage(docker: Docker, request: BuildRequest): Promise
     .catch((error: unknown) => {
       throw engineError(error, 'the image build failed');
     });
-  await finish(docker, stream, 'the image build failed');
+  await finish(docker, stream, 'the image build failed', onOutput);
 }

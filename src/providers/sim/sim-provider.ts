@@ -10,6 +10,7 @@ import {
   type Applied,
   type DeployedSource,
   DeployFailed,
+  type DeployLog,
   type DesiredService,
   type EnvironmentIdentity,
   type EnvironmentRef,
@@ -20,6 +21,7 @@ import {
   type ServiceLogs,
   type ServiceRef,
   type ServiceSpec,
+  SILENT_LOG,
 } from '../provider.ts';
 import { simIdentity } from './identity.ts';
 import { SimLogs } from './logs.ts';
@@ -122,7 +124,7 @@ export class SimProvider implements Provider {
     return row ? Number(row.generation) : null;
   }
 
-  async apply(desired: DesiredService, signal: AbortSignal): Promise<Applied> {
+  async apply(desired: DesiredService, signal: AbortSignal, log: DeployLog = SILENT_LOG): Promise<Applied> {
     const { service, target, deploymentId, environment, generation } = desired;
     const namespaceName = `env-${environment.id.slice(0, 8)}`;
     const source = deployedSource(desired);
@@ -153,15 +155,24 @@ export class SimProvider implements Provider {
     signal.throwIfAborted();
 
     await this.record('deploy', deploymentId, service.id, async () => {
-      await sleep(this.stepMs); // build or pull
       const name = target.commit_id || target.helm_chart_version || target.docker_image_tag;
+      const step = service.source === 'docker_image' || service.source === 'helm_chart' ? 'pull' : 'build';
+      logSource(log, desired, source);
+      await sleep(this.stepMs); // build or pull
       const reason =
         simRefusal(service) ??
         (name.startsWith('fail') ? `simulated failure: the target ${name} starts with "fail"` : null);
-      if (reason) return { outcome: reason, error: new DeployFailed(reason, source) };
+      if (reason) {
+        log.end(step, 'failed', reason);
+        return { outcome: reason, error: new DeployFailed(reason, source) };
+      }
+      log.end(step, 'success', step === 'pull' ? `Pulled ${name}` : 'Successfully built the image');
+      const replicas = service.replica_count ?? 1;
+      for (let i = 0; i < replicas; i++) log.line('rollout', `Replica ${i} created`);
       await sleep(this.stepMs); // roll out
       // A worker that lost the job stops here: the one that took it over decides.
       signal.throwIfAborted();
+      log.end('rollout', 'success', `${replicas} of ${replicas} replicas healthy`);
       const runStatus =
         service.type === 'job' ? 'completed' : service.type === 'cron' ? 'scheduled' : 'running';
       // Fenced: the row changes only if what is in place is not newer (the check above may be stale).
@@ -191,11 +202,18 @@ export class SimProvider implements Provider {
         .returning('service_id')
         .executeTakeFirst();
       if (!moved) {
+        log.end(
+          'traffic',
+          'failed',
+          `A newer generation than ${generation} is in place: traffic stays there`,
+        );
         return {
           outcome: 'superseded',
           error: new SupersededError(`a newer generation than ${generation} is in place`),
         };
       }
+      log.end('traffic', 'success', `Traffic moved to this deployment (generation ${generation})`);
+      log.end('drain', 'success', 'The previous version was drained');
       return { outcome: 'success' };
     });
     return applied;
@@ -241,6 +259,32 @@ export class SimProvider implements Provider {
   }
 
   async close(): Promise<void> {}
+}
+
+/** What a real build or pull prints, in the simulated cloud's words. */
+function logSource(log: DeployLog, { service, target }: DesiredService, source: DeployedSource): void {
+  if (service.source === 'docker_image') {
+    const image = `${service.docker_registry ? `${service.docker_registry}/` : ''}${service.docker_image}`;
+    log.end(
+      'source',
+      'success',
+      `Image ${image}:${target.docker_image_tag} is ${source.docker_image_digest}`,
+    );
+    log.line('pull', `Pulling ${image}:${target.docker_image_tag}`);
+    log.line('pull', `Digest: ${source.docker_image_digest}`);
+  } else if (service.source === 'helm_chart') {
+    log.end('source', 'success', `Chart ${service.helm_chart_name} ${target.helm_chart_version || 'latest'}`);
+    log.line('pull', `Fetching chart ${service.helm_chart_repo}/${service.helm_chart_name}`);
+  } else {
+    log.end(
+      'source',
+      'success',
+      `Commit ${source.git_commit_ref} by ${source.git_commit_author}: ${source.git_commit_message}`,
+    );
+    log.line('build', `#1 [internal] load build definition from ${service.dockerfile_path || 'Dockerfile'}`);
+    log.line('build', '#2 [build 1/2] COPY . /app');
+    log.line('build', '#3 [build 2/2] RUN make');
+  }
 }
 
 const hex = (text: string) => createHash('sha256').update(text).digest('hex');

@@ -1,0 +1,129 @@
+import { sql } from 'kysely';
+import type { DeployStep, OperationState } from '../../domain/deployment-states.ts';
+import type { Db } from '../database.ts';
+import type { DeploymentLogRow, DeploymentOperationRow } from '../schema.ts';
+
+/** Lines a deployment keeps; older ones are dropped, and one marker line says how many. */
+export const MAX_LOG_LINES = 2000;
+/** NOTIFY channel of new log lines; the payload is the deployment id. */
+export const LOG_CHANNEL = 'berth_deployment_logs';
+
+export interface LogEntry {
+  step: DeployStep;
+  line: string;
+  at: Date;
+}
+
+/** A step's state as a writer last saw it; `started_at` of a step already recorded is kept. */
+export interface OperationChange {
+  step: DeployStep;
+  state: OperationState;
+  detail?: string;
+  startedAt: Date;
+  finishedAt: Date | null;
+}
+
+/**
+ * Appends lines and operation changes to a deployment's log. `trx` must be a transaction: the advisory
+ * lock on the deployment it takes lasts until commit, so lines of one deployment commit in `seq` order
+ * and a follower reading after a cursor never skips a line committed late.
+ */
+export async function appendDeploymentLog(
+  trx: Db,
+  deploymentId: string,
+  entries: LogEntry[],
+  operations: OperationChange[] = [],
+): Promise<void> {
+  if (entries.length === 0 && operations.length === 0) return;
+  await sql`SELECT pg_advisory_xact_lock(hashtext(${deploymentId}))`.execute(trx);
+  if (entries.length > 0) {
+    await trx
+      .insertInto('deployment_logs')
+      .values(entries.map((e) => ({ deployment_id: deploymentId, step: e.step, line: e.line, at: e.at })))
+      .execute();
+    await trimLog(trx, deploymentId);
+  }
+  for (const op of operations) {
+    await trx
+      .insertInto('deployment_operations')
+      .values({
+        deployment_id: deploymentId,
+        step: op.step,
+        state: op.state,
+        detail: op.detail ?? '',
+        started_at: op.startedAt,
+        finished_at: op.finishedAt,
+      })
+      .onConflict((oc) =>
+        oc.columns(['deployment_id', 'step']).doUpdateSet((eb) => ({
+          state: eb.ref('excluded.state'),
+          detail: sql<string>`CASE WHEN excluded.detail <> '' THEN excluded.detail ELSE deployment_operations.detail END`,
+          finished_at: eb.ref('excluded.finished_at'),
+        })),
+      )
+      .execute();
+  }
+  await sql`SELECT pg_notify(${LOG_CHANNEL}, ${deploymentId})`.execute(trx);
+}
+
+/**
+ * Keeps the newest MAX_LOG_LINES lines. The newest of the lines dropped becomes the marker (so it sorts
+ * before every line kept) and counts every line dropped so far; the previous marker goes.
+ */
+async function trimLog(trx: Db, deploymentId: string): Promise<void> {
+  const { count } = await trx
+    .selectFrom('deployment_logs')
+    .select((eb) => eb.fn.countAll<string>().as('count'))
+    .where('deployment_id', '=', deploymentId)
+    .where('dropped', 'is', null)
+    .executeTakeFirstOrThrow();
+  const excess = Number(count) - MAX_LOG_LINES;
+  if (excess <= 0) return;
+  const oldest = await trx
+    .selectFrom('deployment_logs')
+    .select(['seq', 'step'])
+    .where('deployment_id', '=', deploymentId)
+    .where('dropped', 'is', null)
+    .orderBy('seq')
+    .limit(excess)
+    .execute();
+  const marker = await trx
+    .selectFrom('deployment_logs')
+    .select(['seq', 'dropped'])
+    .where('deployment_id', '=', deploymentId)
+    .where('dropped', 'is not', null)
+    .executeTakeFirst();
+  const total = (marker?.dropped ?? 0) + excess;
+  const keep = oldest.at(-1) as { seq: string };
+  const gone = [...oldest.slice(0, -1).map((r) => r.seq), ...(marker ? [marker.seq] : [])];
+  if (gone.length > 0) await trx.deleteFrom('deployment_logs').where('seq', 'in', gone).execute();
+  await trx
+    .updateTable('deployment_logs')
+    .set({
+      dropped: total,
+      line: `[${total} earlier lines dropped: a deployment keeps its newest ${MAX_LOG_LINES} lines]`,
+    })
+    .where('seq', '=', keep.seq)
+    .execute();
+}
+
+/** Lines after `afterSeq` (all when null), oldest first, at most `limit`. */
+export async function deploymentLogAfter(
+  db: Db,
+  deploymentId: string,
+  afterSeq: string | null,
+  limit: number,
+): Promise<DeploymentLogRow[]> {
+  let query = db.selectFrom('deployment_logs').selectAll().where('deployment_id', '=', deploymentId);
+  if (afterSeq !== null) query = query.where('seq', '>', afterSeq);
+  return query.orderBy('seq').limit(limit).execute();
+}
+
+export async function deploymentOperations(db: Db, deploymentId: string): Promise<DeploymentOperationRow[]> {
+  return db
+    .selectFrom('deployment_operations')
+    .selectAll()
+    .where('deployment_id', '=', deploymentId)
+    .orderBy('started_at')
+    .execute();
+}

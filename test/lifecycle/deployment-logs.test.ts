@@ -1,0 +1,158 @@
+import assert from 'node:assert/strict';
+import type { AddressInfo } from 'node:net';
+import { after, before, test } from 'node:test';
+import { appendDeploymentLog, MAX_LOG_LINES } from '../../src/store/repositories/deployment-logs.ts';
+import { type Harness, startHarness, type Tenant, VALID_SERVICE } from '../helpers/harness.ts';
+import { pollUntil } from '../helpers/poll.ts';
+import { openSse } from '../helpers/sse.ts';
+
+/** A deployment's log and operations on the sim provider: written by the worker, read and followed. */
+let h: Harness;
+let t: Tenant;
+let baseUrl: string;
+let serviceUrl: string;
+before(async () => {
+  h = await startHarness({ providerEnv: { BERTH_SIM_STEP_MS: '150' } });
+  await h.startWorker();
+  t = await h.tenant();
+  await h.app.listen({ port: 0, host: '127.0.0.1' });
+  baseUrl = `http://127.0.0.1:${(h.app.server.address() as AddressInfo).port}`;
+  const created = await h.request('POST', `/v1/environments/${t.envId}/services`, {
+    token: t.token,
+    body: { ...VALID_SERVICE.docker, replica_count: 2 },
+  });
+  assert.equal(created.status, 200, created.raw);
+  serviceUrl = `/v1/environments/${t.envId}/services/${created.body.data.service.id}`;
+});
+after(() => h.close());
+
+async function deploy(body: Record<string, unknown> = {}): Promise<string> {
+  const res = await h.request('POST', `${serviceUrl}/deploy`, { token: t.token, body });
+  assert.equal(res.status, 200, res.raw);
+  return res.body.data.deployment_id;
+}
+
+const STEPS_OF_A_SUCCESS = ['accept', 'queue', 'source', 'pull', 'rollout', 'traffic', 'drain', 'outcome'];
+
+test('following a deployment streams its log in order until it is terminal, then ends', async () => {
+  const id = await deploy({ docker_image_tag: 'v1' });
+  const stream = await openSse(`${baseUrl}/v1/deployments/${id}/logs?follow=true`, t.token);
+  assert.equal(stream.status, 200);
+  await stream.ended;
+  const lines = stream.events.filter((e) => e.event === 'line');
+  const end = stream.events.at(-1);
+  assert.equal(end?.event, 'end');
+  assert.equal(end?.data.deployment.state, 'success');
+  assert.equal(stream.events.filter((e) => e.event === 'end').length, 1);
+  const cursors = lines.map((e) => BigInt(e.id as string));
+  assert.deepEqual(
+    cursors,
+    [...cursors].sort((a, b) => (a < b ? -1 : 1)),
+    'ids increase',
+  );
+  assert.equal(new Set(cursors).size, cursors.length, 'no line twice');
+  for (const e of lines) assert.equal(e.id, e.data.cursor);
+  const steps = [...new Set(lines.map((e) => e.data.step))];
+  assert.deepEqual(steps, STEPS_OF_A_SUCCESS);
+  const text = lines.map((e) => e.data.line).join('\n');
+  assert.match(text, /Deployment of v1 accepted/);
+  assert.match(text, /Digest: sha256:[0-9a-f]{64}/);
+  assert.match(text, /Replica 1 created/);
+  assert.match(text, /Traffic moved to this deployment/);
+  assert.match(lines.at(-1)?.data.line, /^Deployment succeeded$/);
+
+  // The same log read as JSON, and read on from a cursor in the middle: exactly the rest.
+  const all = await h.request('GET', `/v1/deployments/${id}/logs`, { token: t.token });
+  assert.equal(all.status, 200, all.raw);
+  assert.deepEqual(
+    all.body.data.lines.map((l: { cursor: string }) => l.cursor),
+    lines.map((e) => e.id),
+  );
+  assert.equal(all.body.data.deployment.state, 'success');
+  const middle = lines[3]?.id as string;
+  const rest = await h.request('GET', `/v1/deployments/${id}/logs?cursor=${middle}`, { token: t.token });
+  assert.deepEqual(
+    rest.body.data.lines.map((l: { cursor: string }) => l.cursor),
+    lines.slice(4).map((e) => e.id),
+  );
+  assert.equal(rest.body.data.next_cursor, lines.at(-1)?.id);
+
+  // An EventSource reconnecting sends Last-Event-ID: the stream resumes after it.
+  const resumed = await openSse(`${baseUrl}/v1/deployments/${id}/logs?follow=true`, t.token, {
+    'last-event-id': middle,
+  });
+  await resumed.ended;
+  assert.deepEqual(
+    resumed.events.filter((e) => e.event === 'line').map((e) => e.id),
+    lines.slice(4).map((e) => e.id),
+  );
+
+  const ops = await h.request('GET', `/v1/deployments/${id}/operations`, { token: t.token });
+  assert.equal(ops.status, 200, ops.raw);
+  assert.deepEqual(
+    ops.body.data.operations.map((o: { step: string }) => o.step),
+    STEPS_OF_A_SUCCESS,
+  );
+  for (const op of ops.body.data.operations) {
+    assert.equal(op.state, 'success', JSON.stringify(op));
+    assert.ok(op.finished_at >= op.started_at);
+    assert.ok(op.duration_ms >= 0);
+  }
+  // The get endpoint keeps op_ids and ops empty, as the spec says.
+  const got = await h.request('GET', `/v1/deployments/${id}`, { token: t.token });
+  assert.deepEqual(got.body.data.deployment.op_ids, []);
+  assert.deepEqual(got.body.data.deployment.ops, {});
+});
+
+test('a deployment queued behind another says so; a failed one ends with its reason', async () => {
+  const first = await deploy({ docker_image_tag: 'v2' });
+  const second = await deploy({ docker_image_tag: 'fail-on-purpose' });
+  const log = await pollUntil('the second deployment to end', async () => {
+    const res = await h.request('GET', `/v1/deployments/${second}/logs`, { token: t.token });
+    return ['success', 'failed'].includes(res.body.data.deployment.state) ? res.body.data : undefined;
+  });
+  const text = log.lines.map((l: { line: string }) => l.line);
+  assert.match(text[1], new RegExp(`^Queued behind deployment ${first} \\((queued|in_progress)\\)$`));
+  assert.match(text.at(-1), /^Deployment failed: simulated failure: the target fail-on-purpose/);
+  const ops = await h.request('GET', `/v1/deployments/${second}/operations`, { token: t.token });
+  const byStep = Object.fromEntries(
+    ops.body.data.operations.map((o: { step: string; state: string }) => [o.step, o.state]),
+  );
+  assert.equal(byStep.pull, 'failed');
+  assert.equal(byStep.outcome, 'failed');
+  assert.equal(byStep.traffic, undefined, 'traffic never moved');
+});
+
+test('the log is bounded: the oldest lines are dropped and one marker line counts them', async () => {
+  const id = await deploy({ docker_image_tag: 'v3' });
+  await pollUntil('the deployment to end', async () => {
+    const res = await h.request('GET', `/v1/deployments/${id}`, { token: t.token });
+    return res.body.data.deployment.state === 'success' ? true : undefined;
+  });
+  const at = new Date();
+  for (let batch = 0; batch < 3; batch++) {
+    await h.deps.store.db.transaction().execute((trx) =>
+      appendDeploymentLog(
+        trx,
+        id,
+        Array.from({ length: 1000 }, (_, i) => ({ step: 'build' as const, line: `noise ${batch}-${i}`, at })),
+      ),
+    );
+  }
+  const res = await h.request('GET', `/v1/deployments/${id}/logs?limit=2000`, { token: t.token });
+  const lines = res.body.data.lines;
+  assert.equal(lines.length, MAX_LOG_LINES);
+  const marker = lines[0];
+  const dropped = marker.dropped;
+  assert.ok(dropped > 1000, `dropped ${dropped}`);
+  assert.match(marker.line, new RegExp(`^\\[${dropped} earlier lines dropped`));
+  for (const line of lines.slice(1)) assert.equal(line.dropped, null);
+  // The marker and the newest MAX_LOG_LINES lines: one more than a page holds.
+  const more = await h.request('GET', `/v1/deployments/${id}/logs?cursor=${lines.at(-1).cursor}`, {
+    token: t.token,
+  });
+  assert.deepEqual(
+    more.body.data.lines.map((l: { line: string }) => l.line),
+    ['noise 2-999'],
+  );
+});
