@@ -13,6 +13,7 @@ import type { EnvironmentRow, JobRow, ServiceRow } from '../../store/schema.ts';
 import { DeploymentLogWriter } from '../deployment-log.ts';
 import { desiredStateOf } from '../desired-state.ts';
 import { TerminalError } from '../errors.ts';
+import { provisionDependencies } from '../resources.ts';
 import type { JobHandler } from '../worker.ts';
 
 /**
@@ -52,6 +53,14 @@ export function deployHandler(deps: Deps): JobHandler {
       let failure: string | undefined;
       let failedSource: DeployedSource | undefined;
       try {
+        // The new version starts only once its resources exist, with their exports resolved.
+        const exported = await provisionDependencies(
+          deps,
+          { service, environment, ops: desired.ops },
+          signal,
+        );
+        log.maskValues(exported.passwords);
+        desired.variables = { ...exported.variables, ...desired.variables };
         applied = await deps.provider.apply(desired, signal, log);
       } catch (error) {
         await log.flush();
