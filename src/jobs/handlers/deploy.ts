@@ -3,16 +3,18 @@ import { type Applied, type DeployedSource, DeployFailed } from '../../providers
 import { appendDeploymentLog } from '../../store/repositories/deployment-logs.ts';
 import {
   findDeploymentById,
+  findDeploymentToRun,
   noteUnfinishedDeployment,
+  startDeployment,
   transitionDeployment,
 } from '../../store/repositories/deployments.ts';
-import { findEnvironmentById } from '../../store/repositories/environments.ts';
 import { recordObservation } from '../../store/repositories/observations.ts';
-import { findServiceById, followDeployment } from '../../store/repositories/services.ts';
-import type { EnvironmentRow, JobRow, ServiceRow } from '../../store/schema.ts';
+import { followDeployment } from '../../store/repositories/services.ts';
+import type { JobRow } from '../../store/schema.ts';
 import { DeploymentLogWriter } from '../deployment-log.ts';
 import { desiredStateOf } from '../desired-state.ts';
 import { TerminalError } from '../errors.ts';
+import { provisionDependencies } from '../resources.ts';
 import type { JobHandler } from '../worker.ts';
 
 /**
@@ -24,18 +26,18 @@ import type { JobHandler } from '../worker.ts';
 export function deployHandler(deps: Deps): JobHandler {
   const { db } = deps.store;
   return {
-    async run(job: JobRow, signal: AbortSignal) {
-      const deployment = await findDeploymentById(db, job.subject_id);
-      if (!deployment || deployment.state === 'success' || deployment.state === 'failed') return;
-      const service = (await findServiceById(db, deployment.service_id)) as ServiceRow;
-      const environment = (await findEnvironmentById(db, deployment.environment_id)) as EnvironmentRow;
+    async run(job: JobRow, signal: AbortSignal, finish) {
+      const found = await findDeploymentToRun(db, job.subject_id);
+      if (!found) return;
+      const { deployment, service, environment } = found;
+      if (deployment.state === 'success' || deployment.state === 'failed') return;
       const log = new DeploymentLogWriter(db, deployment.id, deps.logger);
       const attempt = `attempt ${job.attempts} of ${job.max_attempts}`;
       if (deployment.state === 'queued') {
         const started = await db.transaction().execute(async (trx) => {
-          const moved = await transitionDeployment(trx, deployment.id, ['queued'], 'in_progress');
+          // The deployment and its service move in one statement; the log line commits with them.
+          const moved = await startDeployment(trx, deployment.id);
           if (moved) {
-            await followDeployment(trx, service.id, deployment.id, 'deploying');
             log.end('queue', 'success', `Started (${attempt})`);
             await log.writeIn(trx);
           }
@@ -52,6 +54,14 @@ export function deployHandler(deps: Deps): JobHandler {
       let failure: string | undefined;
       let failedSource: DeployedSource | undefined;
       try {
+        // The new version starts only once its resources exist, with their exports resolved.
+        const exported = await provisionDependencies(
+          deps,
+          { service, environment, ops: desired.ops },
+          signal,
+        );
+        log.maskValues(exported.passwords);
+        desired.variables = { ...exported.variables, ...desired.variables };
         applied = await deps.provider.apply(desired, signal, log);
       } catch (error) {
         await log.flush();
@@ -93,6 +103,7 @@ export function deployHandler(deps: Deps): JobHandler {
         }
         await log.writeIn(trx);
         await recordObservation(trx, service.id, observed, observedAt);
+        await finish?.(trx);
       });
     },
     async retrying(job: JobRow, reason: string) {

@@ -227,9 +227,7 @@ export class DockerProvider implements Provider {
       [LABEL.generation]: String(generation),
       [LABEL.role]: role,
     });
-    const exportsAsVariables = Object.fromEntries(ops.dependencies.flatMap((d) => Object.entries(d.exports)));
     const variables = {
-      ...exportsAsVariables,
       ...desired.variables,
       ...(service.port ? { PORT: String(service.port) } : {}),
     };
