@@ -26,7 +26,7 @@ function databaseStore(db: Db) {
       .then(
         ({ hits, ttlMs }) => {
           const first = hits - batch.length + 1;
-          batch.forEach((counted, i) => counted(null, { current: first + i, ttl: ttlMs }));
+          for (const [i, counted] of batch.entries()) counted(null, { current: first + i, ttl: ttlMs });
         },
         (error: Error) => {
           for (const counted of batch) counted(error);
