@@ -265,3 +265,25 @@ describe('cron.cron_jobs on the simulated cloud', () => {
     }
   });
 });
+
+describe('a provider that cannot make dependencies', () => {
+  test('fails a deployment that declares any, naming the resource, and never passes a $ token on', async () => {
+    const provider = h.deps.provider as { resources?: unknown };
+    const resources = provider.resources;
+    provider.resources = undefined;
+    try {
+      const serviceId = await createService({
+        dependencies: { sqs: { queues: [{ id: 'jobs', exports: { QUEUE: '$name' } }] } },
+      });
+      const deployment = await deployed(serviceId);
+      assert.equal(deployment.state, 'failed');
+      assert.equal(
+        deployment.failure_reason,
+        'The dependency sqs queues jobs could not be made: this provider cannot provision dependencies (sqs queues jobs)',
+      );
+      assert.equal(applied.has(deployment.id), false);
+    } finally {
+      provider.resources = resources;
+    }
+  });
+});
