@@ -21,7 +21,13 @@ function exposedGc(): () => void {
   return vm.runInNewContext('gc') as () => void;
 }
 
-export function collectWhenIdle(idleMs: number, collect: () => void = exposedGc()): IdleCollector {
+/** The memory-reducing flavour: a plain major collection frees the objects but keeps most pages committed. */
+function collectAll(): () => void {
+  const gc = exposedGc() as (options?: { type: string; execution: string; flavor: string }) => void;
+  return () => gc({ type: 'major', execution: 'sync', flavor: 'last-resort' });
+}
+
+export function collectWhenIdle(idleMs: number, collect: () => void = collectAll()): IdleCollector {
   let lastActivity = 0;
   let dirty = false;
   const timer = setInterval(() => {
