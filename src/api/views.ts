@@ -6,6 +6,7 @@
 import type { DnsRecordSpec } from '../domain/custom-domain-rules.ts';
 import { opsConfigOf, opsDependencies } from '../domain/ops-json.ts';
 import type { StoredSecret } from '../domain/secret-rules.ts';
+import { specView } from '../domain/service-fields.ts';
 import type { EnvironmentIdentity, Observed } from '../providers/provider.ts';
 import type {
   AuditLogRow,
@@ -89,36 +90,12 @@ export interface ServiceViewOptions {
 export function serviceView(s: ServiceRow, options: ServiceViewOptions) {
   const base = {
     id: s.id,
-    name: s.name,
-    type: s.type,
+    ...specView(s),
     state: s.state,
-    replica_count: s.replica_count,
-    cpu_count_min: unset(s.cpu_count_min),
-    cpu_count_max: unset(s.cpu_count_max),
-    memory_mb_min: unset(s.memory_mb_min),
-    memory_mb_max: unset(s.memory_mb_max),
-    source: s.source,
-    port: s.port,
-    cron_schedule: s.cron_schedule,
-    auto_deploy: unset(s.auto_deploy),
     gitlab_connection_id: unset(s.gitlab_connection_id),
-    git_repo_full_name: unset(s.git_repo_full_name),
-    git_repo_branch: unset(s.git_repo_branch),
-    dockerfile_path: unset(s.dockerfile_path),
-    build_context: unset(s.build_context),
-    run_command: unset(s.run_command),
-    ops_json_path: unset(s.ops_json_path),
-    ops_json: unset(s.ops_json),
-    docker_registry: unset(s.docker_registry),
-    docker_image: unset(s.docker_image),
-    helm_chart_repo: unset(s.helm_chart_repo),
-    helm_chart_name: unset(s.helm_chart_name),
-    helm_values_yml: unset(s.helm_values_yml),
-    prov_node_group_id: s.prov_node_group_id,
     account_id: s.account_id,
     private_instance_id: s.environment_id,
     subdomain: s.subdomain,
-    is_protected: s.is_protected,
     is_deleted: s.is_deleted,
     latest_deployment: options.latestDeployment ? deploymentView(options.latestDeployment) : null,
     created_at: iso(s.created_at),
@@ -130,8 +107,6 @@ export function serviceView(s: ServiceRow, options: ServiceViewOptions) {
     custom_domain: options.activeDomain ? customDomainSummary(options.activeDomain) : null,
     origin: originOf(s.subdomain, options.identity, options.activeDomain),
     parent_service_id: s.parent_service_id,
-    enable_previews: s.enable_previews,
-    enable_code_review: s.enable_code_review,
     is_preview: s.is_preview,
     pr_number: s.pr_number,
     pr_comment_id: s.pr_comment_id,

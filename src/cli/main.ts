@@ -1,4 +1,5 @@
-import { Command, InvalidArgumentError } from 'commander';
+import tab from '@bomb.sh/tab/commander';
+import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import packageJson from '../../package.json' with { type: 'json' };
 import { ConfigError, loadConfig } from '../config.ts';
 import { FEATURES, PLANS } from '../domain/plans.ts';
@@ -8,6 +9,12 @@ import { DataDirLockedError } from '../store/data-dir-lock.ts';
 import { MigrationError } from '../store/migrate.ts';
 import { MasterKeyError } from '../store/secret-box.ts';
 import { adminCommand } from './admin.ts';
+import { authCommands } from './dev/auth.ts';
+import { domainCommands } from './dev/domains.ts';
+import { cliErrorOf, EXIT } from './dev/errors.ts';
+import { logCommands } from './dev/logs.ts';
+import { resourceCommands } from './dev/resources.ts';
+import { secretCommands } from './dev/secrets.ts';
 import { withExamples } from './help.ts';
 import { migrateCommand, serveCommand, workerCommand } from './processes.ts';
 
@@ -32,7 +39,16 @@ export function buildCli(): Command {
     .description('Berth: a self-hostable control plane for the Environment and Service Management API')
     .version(packageJson.version, '-v, --version', 'print the version')
     .showHelpAfterError();
-  withExamples(program, 'serve', 'admin accounts list', 'help admin');
+  withExamples(
+    program,
+    'serve',
+    'login --url http://127.0.0.1:8080',
+    'services create -f service.yaml',
+    'deploy "hello web" --tag v2 --wait',
+    'secrets set "hello web" LOG_LEVEL=debug',
+    'admin accounts list',
+    'help deploy',
+  );
 
   withExamples(
     program
@@ -60,7 +76,61 @@ export function buildCli(): Command {
   ).action(() => migrateCommand(loadConfig()));
 
   program.addCommand(adminCommand(PLANS, FEATURES));
+
+  authCommands(program);
+  resourceCommands(program);
+  secretCommands(program);
+  domainCommands(program);
+  logCommands(program);
+
+  // Last: the completion scripts describe every command added before.
+  tab(program, { completionCommandName: 'completion' });
+  for (const command of program.commands) {
+    if (command.name() === 'completion') {
+      withExamples(
+        command.description('print the shell completion script (bash, zsh, fish or powershell)'),
+        'completion bash > /etc/bash_completion.d/berth',
+        'completion zsh > ~/.zfunc/_berth',
+        'completion fish > ~/.config/fish/completions/berth.fish',
+      );
+    }
+    if (command.name() === 'complete') withExamples(command, 'complete -- services g');
+  }
+  program.addHelpText('after', `\n${everyCommandHelp(program)}\n${EXIT_CODES_HELP}`);
+  exitOverrideEverywhere(program);
   return program;
+}
+
+const EXIT_CODES_HELP = `Exit codes:
+  0  done
+  1  unexpected: a bug, the server unreachable or failing (5xx)
+  2  usage: wrong arguments, no environment chosen, a bad config file
+  3  auth: not logged in, or the API answered 401 or 403
+  4  not found: the API answered 404, or no service or environment by that name
+  5  validation: the API answered 422 (each field error is printed)
+  6  conflict: the API answered 409, or a conditional write kept meeting newer changes
+  7  deployment failed (deploy --wait, deployments wait)`;
+
+/** Every command's full name and description, so that `berth --help` lists all of them. */
+function everyCommandHelp(program: Command): string {
+  const lines: string[] = [];
+  const walk = (command: Command, prefix: string) => {
+    for (const sub of command.commands) {
+      if ((sub as unknown as { _hidden: boolean })._hidden) continue;
+      const usage =
+        `${prefix}${sub.name()} ${sub.registeredArguments.map((a) => (a.required ? `<${a.name()}${a.variadic ? '...' : ''}>` : `[${a.name()}${a.variadic ? '...' : ''}]`)).join(' ')}`.trim();
+      if (sub.commands.length === 0) lines.push(`  berth ${usage.padEnd(46)} ${sub.description()}`);
+      walk(sub, `${prefix}${sub.name()} `);
+    }
+  };
+  walk(program, '');
+  return `All commands:\n${lines.join('\n')}\n`;
+}
+
+/** Usage errors throw (CommanderError) instead of exiting, so that main() gives them exit code 2. */
+function exitOverrideEverywhere(command: Command): void {
+  command.exitOverride();
+  for (const sub of command.commands) exitOverrideEverywhere(sub);
 }
 
 /**
@@ -71,6 +141,13 @@ export async function main(argv: string[]): Promise<void> {
   try {
     await buildCli().parseAsync(argv);
   } catch (error) {
+    // Commander has printed the usage error (or the help, or the version) already.
+    if (error instanceof CommanderError) process.exit(error.exitCode === 0 ? 0 : EXIT.usage);
+    const cliError = cliErrorOf(error);
+    if (cliError) {
+      process.stderr.write(`berth: ${cliError.message}\n`);
+      process.exit(cliError.exitCode);
+    }
     const known =
       USER_ERRORS.some((E) => error instanceof E) || (error as { isUserError?: boolean }).isUserError;
     const message = error instanceof Error ? error.message : String(error);

@@ -422,43 +422,45 @@ export interface paths {
                                     /** @enum {string|null} */
                                     type: "web" | "internal" | "worker" | "cron" | "job" | null;
                                     /** @enum {string} */
-                                    state: "deploy_pending" | "deploy_queued" | "deploying" | "deploy_failed" | "running" | "delete_pending" | "delete_queued" | "deleting" | "deleted" | "delete_failed";
-                                    /** @description live; only on the get-service response */
-                                    run_status?: string;
-                                    /** @description live; only on the get-service response */
-                                    ready_count?: number;
+                                    source: "github" | "gitlab" | "docker_image" | "helm_chart";
+                                    port: number | null;
+                                    cron_schedule: string | null;
                                     replica_count: number | null;
                                     cpu_count_min?: number;
                                     cpu_count_max?: number;
                                     memory_mb_min?: number;
                                     memory_mb_max?: number;
-                                    /** @enum {string} */
-                                    source: "github" | "gitlab" | "docker_image" | "helm_chart";
-                                    port: number | null;
-                                    cron_schedule: string | null;
-                                    auto_deploy?: boolean;
                                     /** Format: uuid */
-                                    gitlab_connection_id?: string;
+                                    prov_node_group_id: string | null;
+                                    is_protected: boolean;
                                     git_repo_full_name?: string;
                                     git_repo_branch?: string;
+                                    auto_deploy?: boolean;
                                     dockerfile_path?: string;
                                     build_context?: string;
                                     run_command?: string;
                                     ops_json_path?: string;
                                     ops_json?: string;
+                                    enable_previews: boolean;
+                                    enable_code_review: boolean;
                                     docker_registry?: string;
                                     docker_image?: string;
                                     helm_chart_repo?: string;
                                     helm_chart_name?: string;
                                     helm_values_yml?: string;
+                                    /** @enum {string} */
+                                    state: "deploy_pending" | "deploy_queued" | "deploying" | "deploy_failed" | "running" | "delete_pending" | "delete_queued" | "deleting" | "deleted" | "delete_failed";
+                                    /** @description live; only on the get-service response */
+                                    run_status?: string;
+                                    /** @description live; only on the get-service response */
+                                    ready_count?: number;
                                     /** Format: uuid */
-                                    prov_node_group_id: string | null;
+                                    gitlab_connection_id?: string;
                                     /** Format: uuid */
                                     account_id: string;
                                     /** Format: uuid */
                                     private_instance_id: string;
                                     subdomain: string;
-                                    is_protected: boolean;
                                     is_deleted: boolean;
                                     latest_deployment: {
                                         /** Format: uuid */
@@ -542,8 +544,6 @@ export interface paths {
                                     origin: string;
                                     /** Format: uuid */
                                     parent_service_id: string | null;
-                                    enable_previews: boolean;
-                                    enable_code_review: boolean;
                                     is_preview: boolean;
                                     pr_number: number | null;
                                     pr_comment_id: number | null;
@@ -724,43 +724,45 @@ export interface paths {
                                     /** @enum {string|null} */
                                     type: "web" | "internal" | "worker" | "cron" | "job" | null;
                                     /** @enum {string} */
-                                    state: "deploy_pending" | "deploy_queued" | "deploying" | "deploy_failed" | "running" | "delete_pending" | "delete_queued" | "deleting" | "deleted" | "delete_failed";
-                                    /** @description live; only on the get-service response */
-                                    run_status?: string;
-                                    /** @description live; only on the get-service response */
-                                    ready_count?: number;
+                                    source: "github" | "gitlab" | "docker_image" | "helm_chart";
+                                    port: number | null;
+                                    cron_schedule: string | null;
                                     replica_count: number | null;
                                     cpu_count_min?: number;
                                     cpu_count_max?: number;
                                     memory_mb_min?: number;
                                     memory_mb_max?: number;
-                                    /** @enum {string} */
-                                    source: "github" | "gitlab" | "docker_image" | "helm_chart";
-                                    port: number | null;
-                                    cron_schedule: string | null;
-                                    auto_deploy?: boolean;
                                     /** Format: uuid */
-                                    gitlab_connection_id?: string;
+                                    prov_node_group_id: string | null;
+                                    is_protected: boolean;
                                     git_repo_full_name?: string;
                                     git_repo_branch?: string;
+                                    auto_deploy?: boolean;
                                     dockerfile_path?: string;
                                     build_context?: string;
                                     run_command?: string;
                                     ops_json_path?: string;
                                     ops_json?: string;
+                                    enable_previews: boolean;
+                                    enable_code_review: boolean;
                                     docker_registry?: string;
                                     docker_image?: string;
                                     helm_chart_repo?: string;
                                     helm_chart_name?: string;
                                     helm_values_yml?: string;
+                                    /** @enum {string} */
+                                    state: "deploy_pending" | "deploy_queued" | "deploying" | "deploy_failed" | "running" | "delete_pending" | "delete_queued" | "deleting" | "deleted" | "delete_failed";
+                                    /** @description live; only on the get-service response */
+                                    run_status?: string;
+                                    /** @description live; only on the get-service response */
+                                    ready_count?: number;
                                     /** Format: uuid */
-                                    prov_node_group_id: string | null;
+                                    gitlab_connection_id?: string;
                                     /** Format: uuid */
                                     account_id: string;
                                     /** Format: uuid */
                                     private_instance_id: string;
                                     subdomain: string;
-                                    is_protected: boolean;
                                     is_deleted: boolean;
                                     latest_deployment: {
                                         /** Format: uuid */
@@ -844,8 +846,6 @@ export interface paths {
                                     origin: string;
                                     /** Format: uuid */
                                     parent_service_id: string | null;
-                                    enable_previews: boolean;
-                                    enable_code_review: boolean;
                                     is_preview: boolean;
                                     pr_number: number | null;
                                     pr_comment_id: number | null;
@@ -972,43 +972,45 @@ export interface paths {
                                     /** @enum {string|null} */
                                     type: "web" | "internal" | "worker" | "cron" | "job" | null;
                                     /** @enum {string} */
-                                    state: "deploy_pending" | "deploy_queued" | "deploying" | "deploy_failed" | "running" | "delete_pending" | "delete_queued" | "deleting" | "deleted" | "delete_failed";
-                                    /** @description live; only on the get-service response */
-                                    run_status?: string;
-                                    /** @description live; only on the get-service response */
-                                    ready_count?: number;
+                                    source: "github" | "gitlab" | "docker_image" | "helm_chart";
+                                    port: number | null;
+                                    cron_schedule: string | null;
                                     replica_count: number | null;
                                     cpu_count_min?: number;
                                     cpu_count_max?: number;
                                     memory_mb_min?: number;
                                     memory_mb_max?: number;
-                                    /** @enum {string} */
-                                    source: "github" | "gitlab" | "docker_image" | "helm_chart";
-                                    port: number | null;
-                                    cron_schedule: string | null;
-                                    auto_deploy?: boolean;
                                     /** Format: uuid */
-                                    gitlab_connection_id?: string;
+                                    prov_node_group_id: string | null;
+                                    is_protected: boolean;
                                     git_repo_full_name?: string;
                                     git_repo_branch?: string;
+                                    auto_deploy?: boolean;
                                     dockerfile_path?: string;
                                     build_context?: string;
                                     run_command?: string;
                                     ops_json_path?: string;
                                     ops_json?: string;
+                                    enable_previews: boolean;
+                                    enable_code_review: boolean;
                                     docker_registry?: string;
                                     docker_image?: string;
                                     helm_chart_repo?: string;
                                     helm_chart_name?: string;
                                     helm_values_yml?: string;
+                                    /** @enum {string} */
+                                    state: "deploy_pending" | "deploy_queued" | "deploying" | "deploy_failed" | "running" | "delete_pending" | "delete_queued" | "deleting" | "deleted" | "delete_failed";
+                                    /** @description live; only on the get-service response */
+                                    run_status?: string;
+                                    /** @description live; only on the get-service response */
+                                    ready_count?: number;
                                     /** Format: uuid */
-                                    prov_node_group_id: string | null;
+                                    gitlab_connection_id?: string;
                                     /** Format: uuid */
                                     account_id: string;
                                     /** Format: uuid */
                                     private_instance_id: string;
                                     subdomain: string;
-                                    is_protected: boolean;
                                     is_deleted: boolean;
                                     latest_deployment: {
                                         /** Format: uuid */
@@ -1092,8 +1094,6 @@ export interface paths {
                                     origin: string;
                                     /** Format: uuid */
                                     parent_service_id: string | null;
-                                    enable_previews: boolean;
-                                    enable_code_review: boolean;
                                     is_preview: boolean;
                                     pr_number: number | null;
                                     pr_comment_id: number | null;
@@ -1252,12 +1252,15 @@ export interface paths {
         head?: never;
         /**
          * Update Service
-         * @description Any subset of the create fields except deploy_now and secrets; the merged result must pass the create rules (names may also hold hyphens). Changing `source` clears the old source's fields and requires the new source's fields in the same request. Takes effect on the next deployment.
+         * @description Any subset of the create fields except deploy_now and secrets; the merged result must pass the create rules (names may also hold hyphens). Changing `source` clears the old source's fields and requires the new source's fields in the same request. Takes effect on the next deployment. With If-Match (the ETag of GET service) the change is made only if the service is still as read, else 412 `conflict`.
          */
         patch: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description The ETag of the representation the change was made from (from its GET): when the resource changed since, the answer is 412 `conflict` and nothing is written. Without it the write is unconditional. */
+                    "if-match"?: string;
+                };
                 path: {
                     envId: string;
                     serviceId: string;
@@ -1398,43 +1401,45 @@ export interface paths {
                                     /** @enum {string|null} */
                                     type: "web" | "internal" | "worker" | "cron" | "job" | null;
                                     /** @enum {string} */
-                                    state: "deploy_pending" | "deploy_queued" | "deploying" | "deploy_failed" | "running" | "delete_pending" | "delete_queued" | "deleting" | "deleted" | "delete_failed";
-                                    /** @description live; only on the get-service response */
-                                    run_status?: string;
-                                    /** @description live; only on the get-service response */
-                                    ready_count?: number;
+                                    source: "github" | "gitlab" | "docker_image" | "helm_chart";
+                                    port: number | null;
+                                    cron_schedule: string | null;
                                     replica_count: number | null;
                                     cpu_count_min?: number;
                                     cpu_count_max?: number;
                                     memory_mb_min?: number;
                                     memory_mb_max?: number;
-                                    /** @enum {string} */
-                                    source: "github" | "gitlab" | "docker_image" | "helm_chart";
-                                    port: number | null;
-                                    cron_schedule: string | null;
-                                    auto_deploy?: boolean;
                                     /** Format: uuid */
-                                    gitlab_connection_id?: string;
+                                    prov_node_group_id: string | null;
+                                    is_protected: boolean;
                                     git_repo_full_name?: string;
                                     git_repo_branch?: string;
+                                    auto_deploy?: boolean;
                                     dockerfile_path?: string;
                                     build_context?: string;
                                     run_command?: string;
                                     ops_json_path?: string;
                                     ops_json?: string;
+                                    enable_previews: boolean;
+                                    enable_code_review: boolean;
                                     docker_registry?: string;
                                     docker_image?: string;
                                     helm_chart_repo?: string;
                                     helm_chart_name?: string;
                                     helm_values_yml?: string;
+                                    /** @enum {string} */
+                                    state: "deploy_pending" | "deploy_queued" | "deploying" | "deploy_failed" | "running" | "delete_pending" | "delete_queued" | "deleting" | "deleted" | "delete_failed";
+                                    /** @description live; only on the get-service response */
+                                    run_status?: string;
+                                    /** @description live; only on the get-service response */
+                                    ready_count?: number;
                                     /** Format: uuid */
-                                    prov_node_group_id: string | null;
+                                    gitlab_connection_id?: string;
                                     /** Format: uuid */
                                     account_id: string;
                                     /** Format: uuid */
                                     private_instance_id: string;
                                     subdomain: string;
-                                    is_protected: boolean;
                                     is_deleted: boolean;
                                     latest_deployment: {
                                         /** Format: uuid */
@@ -1518,8 +1523,6 @@ export interface paths {
                                     origin: string;
                                     /** Format: uuid */
                                     parent_service_id: string | null;
-                                    enable_previews: boolean;
-                                    enable_code_review: boolean;
                                     is_preview: boolean;
                                     pr_number: number | null;
                                     pr_comment_id: number | null;
@@ -1548,6 +1551,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                412: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2131,12 +2143,15 @@ export interface paths {
         };
         /**
          * Replace Service Secrets
-         * @description A full replace, not a merge: keys left out are removed. Everything is validated before anything is written. Sensitive values are write-only: reads leave them out, and an entry for a stored sensitive key without `value` keeps the stored value. Stored at once; written to the provider asynchronously; rolled out by the next deployment.
+         * @description A full replace, not a merge: keys left out are removed. Everything is validated before anything is written. Sensitive values are write-only: reads leave them out, and an entry for a stored sensitive key without `value` keeps the stored value. Stored at once; written to the provider asynchronously; rolled out by the next deployment. With If-Match (the ETag of the matching GET), the replace happens only if the secrets are still what was read, else 412 `conflict`: a read-modify-write that never wipes a key another writer changed in between.
          */
         put: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description The ETag of the representation the change was made from (from its GET): when the resource changed since, the answer is 412 `conflict` and nothing is written. Without it the write is unconditional. */
+                    "if-match"?: string;
+                };
                 path: {
                     envId: string;
                     serviceId: string;
@@ -2214,6 +2229,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                412: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2368,12 +2392,15 @@ export interface paths {
         };
         /**
          * Replace Environment Secrets
-         * @description A full replace, not a merge: keys left out are removed. Everything is validated before anything is written. Sensitive values are write-only: reads leave them out, and an entry for a stored sensitive key without `value` keeps the stored value. Stored at once; written to the provider asynchronously; rolled out by the next deployment. A service's own key wins over the environment's.
+         * @description A full replace, not a merge: keys left out are removed. Everything is validated before anything is written. Sensitive values are write-only: reads leave them out, and an entry for a stored sensitive key without `value` keeps the stored value. Stored at once; written to the provider asynchronously; rolled out by the next deployment. A service's own key wins over the environment's. With If-Match (the ETag of the matching GET), the replace happens only if the secrets are still what was read, else 412 `conflict`: a read-modify-write that never wipes a key another writer changed in between.
          */
         put: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description The ETag of the representation the change was made from (from its GET): when the resource changed since, the answer is 412 `conflict` and nothing is written. Without it the write is unconditional. */
+                    "if-match"?: string;
+                };
                 path: {
                     envId: string;
                 };
@@ -2450,6 +2477,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                412: {
                     headers: {
                         [name: string]: unknown;
                     };

@@ -51,6 +51,12 @@ export class ConflictError extends ApiError {
   readonly code = 'conflict';
 }
 
+/** 412: a conditional write (If-Match) whose resource changed since the client read it; `conflict`-shaped. */
+export class PreconditionFailedError extends ApiError {
+  readonly status = 412;
+  readonly code = 'conflict';
+}
+
 /** 422: a field rule failed, or the body is not a JSON object. */
 export class ValidationError extends ApiError {
   readonly status = 422;

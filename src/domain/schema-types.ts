@@ -22,3 +22,15 @@ export function StringEnum<const T extends readonly string[]>(
 ) {
   return Type.Unsafe<T[number]>({ type: 'string', enum: [...values], ...options });
 }
+
+/**
+ * Request bodies refuse fields they do not declare (a typo must never do something else silently):
+ * every body object is `additionalProperties: false`, and the refusal names the field (plugins/errors.ts).
+ */
+export const CLOSED = { additionalProperties: false } as const;
+
+/**
+ * A read-only field of the resource, accepted in a request body and ignored, so that a client can send
+ * back what it read (read-modify-write). Never suggested for a misspelled field.
+ */
+export const ReadOnly = (description: string) => Type.Optional(Type.Unknown({ readOnly: true, description }));

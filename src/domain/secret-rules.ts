@@ -1,17 +1,8 @@
 import type { FieldError } from './errors.ts';
+import type { SecretEntry } from './inputs.ts';
 import { isVariableName, VARIABLE_NAME_RULE } from './variable-names.ts';
 
-/** A secret entry as sent by a caller (shape already checked). */
-export interface SecretEntry {
-  key: string;
-  value?: string;
-  description?: string;
-  use_preview?: boolean;
-  is_sensitive?: boolean;
-  expose_to_chart?: boolean | null;
-  chart_default_val?: string | null;
-  dep_export?: boolean | null;
-}
+export type { SecretEntry };
 
 /**
  * Field errors of a secrets array, and the first repeated key (reported as `Duplicate secret key: <key>`).

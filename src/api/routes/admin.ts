@@ -1,9 +1,8 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { CLOUDS } from '../../domain/environment-states.ts';
 import { NotFoundError, UnauthorizedError } from '../../domain/errors.ts';
-import { PLANS } from '../../domain/plans.ts';
+import { AccountChangeBody, NewAccountBody, NewEnvironmentBody } from '../../domain/inputs.ts';
 import {
   changeAccount,
   createAccount,
@@ -20,8 +19,8 @@ import type { AccountRow } from '../../store/schema.ts';
 import { callOf, type TokenAuthenticator } from '../plugins/auth.ts';
 import type { AuthFailureLimit } from '../plugins/auth-failures.ts';
 import { registerIdempotency } from '../plugins/idempotency.ts';
-import { Account, ApiToken, Features } from '../schemas/admin.ts';
-import { CLOSED, Envelope, errorResponses, StringEnum, Uuid } from '../schemas/common.ts';
+import { Account, ApiToken } from '../schemas/admin.ts';
+import { Envelope, errorResponses, Uuid } from '../schemas/common.ts';
 import { Environment } from '../schemas/environments.ts';
 import { environmentView, success } from '../views.ts';
 
@@ -74,14 +73,7 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{
     {
       schema: {
         summary: 'Create an account',
-        body: Type.Object(
-          {
-            name: Type.String({ minLength: 1, maxLength: 100 }),
-            plan: Type.Optional(StringEnum(PLANS, { description: 'default starter' })),
-            features: Type.Optional(Features),
-          },
-          CLOSED,
-        ),
+        body: NewAccountBody,
         response: { 200: Envelope(Type.Object({ account: Account })), ...ADMIN_ERRORS },
       },
     },
@@ -97,10 +89,7 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{
       schema: {
         summary: "Change an account's plan or features",
         params: AccountParams,
-        body: Type.Object(
-          { plan: Type.Optional(StringEnum(PLANS)), features: Type.Optional(Features) },
-          CLOSED,
-        ),
+        body: AccountChangeBody,
         response: { 200: Envelope(Type.Object({ account: Account })), ...ADMIN_ERRORS },
       },
       preValidation: async (request) => assertUuid(request.params.id, 'Account'),
@@ -192,16 +181,7 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{
         summary:
           'Create an environment (starts provisioning; poll GET /v1/environments/{id} until available)',
         params: AccountParams,
-        body: Type.Object(
-          {
-            name: Type.String({ minLength: 1, maxLength: 100 }),
-            cloud: Type.Optional(StringEnum(CLOUDS, { description: 'default aws' })),
-            region: Type.Optional(
-              Type.String({ pattern: '^[a-z]+(-[a-z0-9]+)+$', maxLength: 50, description: 'e.g. us-east-1' }),
-            ),
-          },
-          CLOSED,
-        ),
+        body: NewEnvironmentBody,
         response: { 200: Envelope(Type.Object({ environment: Environment })), ...ADMIN_ERRORS },
       },
       preValidation: async (request) => assertUuid(request.params.id, 'Account'),

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
+import { CustomDomainBody } from '../../domain/inputs.ts';
 import type { Deps } from '../../domain/usecases/context.ts';
 import {
   addCustomDomain,
@@ -14,15 +15,7 @@ import { actorOf, authOf, requireFeature } from '../plugins/auth.ts';
 import { conditionalResponses, WaitingHeaders } from '../plugins/conditional-reads.ts';
 import { customDomainOf, environmentOf, loadScope, serviceOf } from '../plugins/scope.ts';
 import { cachedGet, type ReadCache } from '../read-cache.ts';
-import {
-  AUTH_ERRORS,
-  CLOSED,
-  Envelope,
-  errorResponses,
-  Nullable,
-  ServiceParams,
-  Uuid,
-} from '../schemas/common.ts';
+import { AUTH_ERRORS, Envelope, errorResponses, Nullable, ServiceParams, Uuid } from '../schemas/common.ts';
 import { CustomDomain } from '../schemas/custom-domains.ts';
 import { customDomainView, success } from '../views.ts';
 
@@ -49,10 +42,7 @@ export const customDomainRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; reads: 
           '`verify_acm` CNAME and a `route_app_traffic` record (CNAME to the ingress host on AWS, an A record to the ' +
           'ingress address on GCP). A domain held by any account: 409. Next: create the records, then call verify.',
         params: ServiceParams,
-        body: Type.Object(
-          { domain: Type.String({ maxLength: 300, description: 'e.g. app.example.com' }) },
-          CLOSED,
-        ),
+        body: CustomDomainBody,
         response: { 200: CustomDomainData, ...errorResponses(...AUTH_ERRORS, 409, 422) },
       },
     },

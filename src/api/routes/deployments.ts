@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { TERMINAL_DEPLOYMENT_STATES } from '../../domain/deployment-states.ts';
+import { DeployRequestBody } from '../../domain/inputs.ts';
 import type { Deps } from '../../domain/usecases/context.ts';
 import { deploy } from '../../domain/usecases/deployments.ts';
 import { liveIdentity } from '../../domain/usecases/environments.ts';
@@ -13,7 +14,6 @@ import { deploymentOf, environmentOf, loadScope, serviceOf } from '../plugins/sc
 import { cachedGet, type ReadCache } from '../read-cache.ts';
 import {
   AUTH_ERRORS,
-  CLOSED,
   Envelope,
   errorResponses,
   pagedListSchema,
@@ -22,35 +22,6 @@ import {
 } from '../schemas/common.ts';
 import { Deployment } from '../schemas/deployments.ts';
 import { deploymentView, originOf, success } from '../views.ts';
-
-const DeployRequestBody = Type.Object(
-  {
-    commit_id: Type.Optional(
-      Type.String({ maxLength: 100, description: 'git sources: the commit to deploy' }),
-    ),
-    docker_image_tag: Type.Optional(
-      Type.String({ maxLength: 128, description: 'docker_image: the tag (default latest)' }),
-    ),
-    helm_chart_version: Type.Optional(
-      Type.String({ maxLength: 100, description: 'helm_chart: the chart version' }),
-    ),
-    note: Type.Optional(Type.String({ maxLength: 300 })),
-    preview: Type.Optional(
-      Type.Boolean({ description: 'preview mode: needs commit_id, branch and pr_number' }),
-    ),
-    branch: Type.Optional(
-      Type.String({ maxLength: 100, description: 'preview mode: the pull request branch' }),
-    ),
-    pr_number: Type.Optional(
-      Type.Integer({ minimum: 1, maximum: 2_147_483_647, description: 'preview mode' }),
-    ),
-  },
-  {
-    ...CLOSED,
-    description:
-      'At most one target, fitting the source. `{}` deploys the branch head, the tag latest, or the latest chart.',
-  },
-);
 
 const DeployResponse = Envelope(
   Type.Union([

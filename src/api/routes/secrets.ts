@@ -1,13 +1,19 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
+import type { StoredSecret } from '../../domain/secret-rules.ts';
 import type { Deps } from '../../domain/usecases/context.ts';
 import { getSecrets, putSecrets, type SecretScope } from '../../domain/usecases/secrets.ts';
 import { actorOf } from '../plugins/auth.ts';
 import { ConditionalHeaders, conditionalResponses } from '../plugins/conditional-reads.ts';
+import { ConditionalWriteHeaders, ifMatchCheck } from '../plugins/conditional-writes.ts';
 import { environmentOf, serviceOf } from '../plugins/scope.ts';
 import { AUTH_ERRORS, Envelope, EnvIdParams, errorResponses, ServiceParams } from '../schemas/common.ts';
 import { SecretsBody, SecretsData } from '../schemas/secrets.ts';
 import { secretView, success } from '../views.ts';
+
+const IF_MATCH_NOTE =
+  'With If-Match (the ETag of the matching GET), the replace happens only if the secrets are still what was read, ' +
+  'else 412 `conflict`: a read-modify-write that never wipes a key another writer changed in between.';
 
 const PUT_DESCRIPTION =
   'A full replace, not a merge: keys left out are removed. Everything is validated before anything is written. ' +
@@ -24,10 +30,16 @@ function environmentScope(request: FastifyRequest): SecretScope {
   return { scope: 'environment', id: env.id, environmentId: env.id };
 }
 
+/** What GET .../secrets sends; PUT's If-Match is compared with its ETag. */
+const SecretsRead = Envelope(SecretsData);
+const secretsBody = (secrets: StoredSecret[]) => ({
+  message: 'success' as const,
+  data: { secrets: secrets.map(secretView) },
+});
+
 export const secretRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app, { deps }) => {
   const read = (scopeOf: (r: FastifyRequest) => SecretScope) => async (request: FastifyRequest) => {
-    const secrets = await getSecrets(deps, scopeOf(request));
-    return { message: 'success' as const, data: { secrets: secrets.map(secretView) } };
+    return secretsBody(await getSecrets(deps, scopeOf(request)));
   };
 
   app.get(
@@ -38,7 +50,7 @@ export const secretRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (ap
         summary: "Read a service's secrets, sorted by key",
         params: ServiceParams,
         headers: ConditionalHeaders,
-        response: { ...conditionalResponses(Envelope(SecretsData)), ...errorResponses(...AUTH_ERRORS) },
+        response: { ...conditionalResponses(SecretsRead), ...errorResponses(...AUTH_ERRORS) },
       },
     },
     read(serviceScope),
@@ -49,17 +61,19 @@ export const secretRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (ap
     {
       schema: {
         summary: 'Replace Service Secrets',
-        description: PUT_DESCRIPTION,
+        description: `${PUT_DESCRIPTION} ${IF_MATCH_NOTE}`,
         params: ServiceParams,
+        headers: ConditionalWriteHeaders,
         body: SecretsBody,
-        response: { 200: Envelope(SecretsData), ...errorResponses(...AUTH_ERRORS, 422) },
+        response: { 200: Envelope(SecretsData), ...errorResponses(...AUTH_ERRORS, 412, 422) },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const body = request.body;
       const target = serviceScope(request);
-      // Shape and key rules first (422), then the service's state (403).
-      const stored = await putSecrets(deps, actorOf(request), target, body.secrets);
+      const check = ifMatchCheck(request, reply, SecretsRead, "The service's secrets", secretsBody);
+      // Shape and key rules first (422), then the service's state (403), then If-Match (412).
+      const stored = await putSecrets(deps, actorOf(request), target, body.secrets, check);
       return success({ secrets: stored.map(secretView) });
     },
   );
@@ -72,7 +86,7 @@ export const secretRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (ap
         summary: "Read an environment's secrets (shared by all its services), sorted by key",
         params: EnvIdParams,
         headers: ConditionalHeaders,
-        response: { ...conditionalResponses(Envelope(SecretsData)), ...errorResponses(...AUTH_ERRORS) },
+        response: { ...conditionalResponses(SecretsRead), ...errorResponses(...AUTH_ERRORS) },
       },
     },
     read(environmentScope),
@@ -83,15 +97,17 @@ export const secretRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (ap
     {
       schema: {
         summary: 'Replace Environment Secrets',
-        description: `${PUT_DESCRIPTION} A service's own key wins over the environment's.`,
+        description: `${PUT_DESCRIPTION} A service's own key wins over the environment's. ${IF_MATCH_NOTE}`,
         params: EnvIdParams,
+        headers: ConditionalWriteHeaders,
         body: SecretsBody,
-        response: { 200: Envelope(SecretsData), ...errorResponses(...AUTH_ERRORS, 422) },
+        response: { 200: Envelope(SecretsData), ...errorResponses(...AUTH_ERRORS, 412, 422) },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const body = request.body;
-      const stored = await putSecrets(deps, actorOf(request), environmentScope(request), body.secrets);
+      const check = ifMatchCheck(request, reply, SecretsRead, "The environment's secrets", secretsBody);
+      const stored = await putSecrets(deps, actorOf(request), environmentScope(request), body.secrets, check);
       return success({ secrets: stored.map(secretView) });
     },
   );

@@ -1,4 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { withoutFields } from '../../domain/field-errors.ts';
 import type { Deps } from '../../domain/usecases/context.ts';
@@ -12,6 +13,7 @@ import type { ServiceRow } from '../../store/schema.ts';
 import { nextCursor, pageOf } from '../paging.ts';
 import { actorOf, authOf } from '../plugins/auth.ts';
 import { conditionalResponses, WaitingHeaders } from '../plugins/conditional-reads.ts';
+import { ConditionalWriteHeaders, ifMatchCheck } from '../plugins/conditional-writes.ts';
 import { attachedFieldErrors } from '../plugins/errors.ts';
 import { environmentOf, loadScope, serviceOf } from '../plugins/scope.ts';
 import { cachedGet, type ReadCache } from '../read-cache.ts';
@@ -27,6 +29,39 @@ import { CreateServiceBody as CreateBodySchema, PatchServiceBody, Service } from
 import { serviceView, success } from '../views.ts';
 
 const ServiceData = Envelope(Type.Object({ service: Service }));
+
+/** What GET service sends; PATCH's If-Match is compared with its ETag. */
+const ServiceRead = Envelope(
+  Type.Object({
+    service: Service,
+    state: Type.String({ maxLength: 30 }),
+    run_status: Type.String({ maxLength: 30 }),
+    ready_count: Type.Integer(),
+    svc_alias: Type.String({ maxLength: 300 }),
+  }),
+);
+
+/** The body of GET service, from the row and what is read beside it (the path's scope, identity, observation). */
+function serviceRead(
+  request: FastifyRequest,
+  service: ServiceRow,
+  identity: Awaited<ReturnType<typeof liveIdentity>>,
+  live: Awaited<ReturnType<typeof findObservation>>,
+) {
+  const view = serviceView(service, {
+    identity,
+    latestDeployment: request.scope.latestDeployment ?? null,
+    activeDomain: request.scope.activeDomain ?? null,
+    live,
+  });
+  return success({
+    service: view,
+    state: service.state,
+    run_status: live.run_status,
+    ready_count: live.ready_count,
+    svc_alias: service.kube_svc_alias ?? '',
+  });
+}
 
 export const serviceRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; reads: ReadCache }> = async (
   app,
@@ -111,20 +146,7 @@ export const serviceRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; reads: ReadC
           '(= kube_svc_alias, empty until provisioned). Deleted services stay readable.',
         params: ServiceParams,
         headers: WaitingHeaders,
-        response: {
-          ...conditionalResponses(
-            Envelope(
-              Type.Object({
-                service: Service,
-                state: Type.String({ maxLength: 30 }),
-                run_status: Type.String({ maxLength: 30 }),
-                ready_count: Type.Integer(),
-                svc_alias: Type.String({ maxLength: 300 }),
-              }),
-            ),
-          ),
-          ...errorResponses(...AUTH_ERRORS),
-        },
+        response: { ...conditionalResponses(ServiceRead), ...errorResponses(...AUTH_ERRORS) },
       },
     },
     async (request, reply) => {
@@ -141,21 +163,7 @@ export const serviceRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; reads: ReadC
             liveIdentity(deps, environment),
             findObservation(deps.store.db, service.id),
           ]);
-          const view = serviceView(service, {
-            identity,
-            latestDeployment: request.scope.latestDeployment ?? null,
-            activeDomain: request.scope.activeDomain ?? null,
-            live,
-          });
-          return {
-            payload: success({
-              service: view,
-              state: service.state,
-              run_status: live.run_status,
-              ready_count: live.ready_count,
-              svc_alias: service.kube_svc_alias ?? '',
-            }),
-          };
+          return { payload: serviceRead(request, service, identity, live) };
         },
       });
     },
@@ -170,16 +178,25 @@ export const serviceRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; reads: ReadC
         description:
           'Any subset of the create fields except deploy_now and secrets; the merged result must pass the create rules ' +
           "(names may also hold hyphens). Changing `source` clears the old source's fields and requires the new " +
-          "source's fields in the same request. Takes effect on the next deployment.",
+          "source's fields in the same request. Takes effect on the next deployment. With If-Match (the ETag of GET " +
+          'service) the change is made only if the service is still as read, else 412 `conflict`.',
         params: ServiceParams,
+        headers: ConditionalWriteHeaders,
         body: PatchServiceBody,
-        response: { 200: ServiceData, ...errorResponses(...AUTH_ERRORS, 422) },
+        response: { 200: ServiceData, ...errorResponses(...AUTH_ERRORS, 412, 422) },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const environment = environmentOf(request);
       const service = serviceOf(request);
-      const identity = await liveIdentity(deps, environment);
+      // Read before the transaction (the embedded database has one connection): the check only renders.
+      const [identity, live] = await Promise.all([
+        liveIdentity(deps, environment),
+        findObservation(deps.store.db, service.id),
+      ]);
+      const check = ifMatchCheck(request, reply, ServiceRead, 'The service', (current: ServiceRow) =>
+        serviceRead(request, current, identity, live),
+      );
       const shape = attachedFieldErrors(request);
       const row = await patchService(
         deps,
@@ -187,6 +204,7 @@ export const serviceRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; reads: ReadC
         service,
         withoutFields(request.body, shape),
         shape,
+        check,
       );
       return success({
         service: serviceView(row, {

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { FEATURES, PLANS } from '../../domain/plans.ts';
+import { PLANS } from '../../domain/plans.ts';
 import { DateTime, Nullable, StringEnum, Uuid } from './common.ts';
 
 export const Account = Type.Object({
@@ -10,8 +10,6 @@ export const Account = Type.Object({
   created_at: DateTime,
   updated_at: DateTime,
 });
-
-export const Features = Type.Array(StringEnum(FEATURES), { maxItems: FEATURES.length, uniqueItems: true });
 
 /** An API token as the operator sees it: never the token or its hash (shown once, when issued). */
 export const ApiToken = Type.Object({

@@ -1,24 +1,12 @@
 import { type TArray, type TSchema, Type } from 'typebox';
 import { ERROR_CODES } from '../../domain/errors.ts';
-import { Nullable, StringEnum, Uuid } from '../../domain/schema-types.ts';
+import { CLOSED, Nullable, ReadOnly, StringEnum, Uuid } from '../../domain/schema-types.ts';
 
-export { Nullable, StringEnum, Uuid };
+export { CLOSED, Nullable, ReadOnly, StringEnum, Uuid };
 
 /** Shared schema pieces. Every string has a maximum length; every response is a deliberate projection. */
 export const DateTime = Type.String({ format: 'date-time', maxLength: 40 });
 export const ZERO_UUID = '00000000-0000-0000-0000-000000000000';
-
-/**
- * Request bodies refuse fields they do not declare (a typo must never do something else silently):
- * every body object is `additionalProperties: false`, and the refusal names the field (plugins/errors.ts).
- */
-export const CLOSED = { additionalProperties: false } as const;
-
-/**
- * A read-only field of the resource, accepted in a request body and ignored, so that a client can send
- * back what it read (read-modify-write). Never suggested for a misspelled field.
- */
-export const ReadOnly = (description: string) => Type.Optional(Type.Unknown({ readOnly: true, description }));
 
 export function Envelope<T extends TSchema>(data: T) {
   return Type.Object({ message: Type.Literal('success'), data });

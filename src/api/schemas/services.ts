@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { SERVICE_TYPES, SOURCES, SPEC_SCHEMAS } from '../../domain/service-fields.ts';
+import { SPEC_SCHEMAS, SPEC_VIEW_SCHEMAS } from '../../domain/service-fields.ts';
 import { SERVICE_STATES } from '../../domain/service-states.ts';
 import { CLOSED, DateTime, Nullable, ReadOnly, StringEnum, Uuid } from './common.ts';
 import { CustomDomainSummary } from './custom-domains.ts';
@@ -39,40 +39,20 @@ export const OpsDependency = Type.Object({
 
 const opt = <T extends Parameters<typeof Type.Optional>[0]>(s: T) => Type.Optional(s);
 
+/**
+ * A service as reads return it: its spec fields as domain/service-fields.ts declares them (never
+ * listed here), then what Berth keeps beside them.
+ */
 export const Service = Type.Object({
   id: Uuid,
-  name: Type.String({ maxLength: 100 }),
-  type: Nullable(StringEnum(SERVICE_TYPES, { maxLength: 20 })),
+  ...SPEC_VIEW_SCHEMAS,
   state: StringEnum(SERVICE_STATES, { maxLength: 30 }),
   run_status: opt(Type.String({ maxLength: 30, description: 'live; only on the get-service response' })),
   ready_count: opt(Type.Integer({ description: 'live; only on the get-service response' })),
-  replica_count: Nullable(Type.Integer()),
-  cpu_count_min: opt(Type.Number()),
-  cpu_count_max: opt(Type.Number()),
-  memory_mb_min: opt(Type.Integer()),
-  memory_mb_max: opt(Type.Integer()),
-  source: StringEnum(SOURCES, { maxLength: 20 }),
-  port: Nullable(Type.Integer()),
-  cron_schedule: Nullable(Type.String({ maxLength: 100 })),
-  auto_deploy: opt(Type.Boolean()),
   gitlab_connection_id: opt(Uuid),
-  git_repo_full_name: opt(Type.String({ maxLength: 200 })),
-  git_repo_branch: opt(Type.String({ maxLength: 100 })),
-  dockerfile_path: opt(Type.String({ maxLength: 100 })),
-  build_context: opt(Type.String({ maxLength: 100 })),
-  run_command: opt(Type.String({ maxLength: 100 })),
-  ops_json_path: opt(Type.String({ maxLength: 100 })),
-  ops_json: opt(Type.String({ maxLength: 262_144 })),
-  docker_registry: opt(Type.String({ maxLength: 100 })),
-  docker_image: opt(Type.String({ maxLength: 100 })),
-  helm_chart_repo: opt(Type.String({ maxLength: 100 })),
-  helm_chart_name: opt(Type.String({ maxLength: 100 })),
-  helm_values_yml: opt(Type.String({ maxLength: 262_144 })),
-  prov_node_group_id: Nullable(Uuid),
   account_id: Uuid,
   private_instance_id: Uuid,
   subdomain: Type.String({ maxLength: 100 }),
-  is_protected: Type.Boolean(),
   is_deleted: Type.Boolean(),
   latest_deployment: Nullable(Deployment),
   created_at: DateTime,
@@ -90,8 +70,6 @@ export const Service = Type.Object({
   custom_domain: Nullable(CustomDomainSummary),
   origin: Type.String({ maxLength: 400 }),
   parent_service_id: Nullable(Uuid),
-  enable_previews: Type.Boolean(),
-  enable_code_review: Type.Boolean(),
   is_preview: Type.Boolean(),
   pr_number: Nullable(Type.Integer()),
   pr_comment_id: Nullable(Type.Integer()),

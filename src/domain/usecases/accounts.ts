@@ -15,7 +15,7 @@ import { listEnvironments } from '../../store/repositories/environments.ts';
 import type { AccountRow } from '../../store/schema.ts';
 import { hashApiToken, newApiToken } from '../api-token.ts';
 import { NotFoundError } from '../errors.ts';
-import type { Plan } from '../plans.ts';
+import type { AccountChange, NewAccount } from '../inputs.ts';
 import { recordAudit } from './audit.ts';
 import type { Call, Deps } from './context.ts';
 
@@ -24,7 +24,7 @@ const operator = (accountId: string, call: Call) => ({ accountId, tokenId: null,
 export async function createAccount(
   deps: Pick<Deps, 'store'>,
   call: Call,
-  input: { name: string; plan?: Plan; features?: string[] },
+  input: NewAccount,
 ): Promise<AccountRow> {
   return deps.store.db.transaction().execute(async (trx) => {
     const account = await insertAccount(trx, {
@@ -42,7 +42,7 @@ export async function changeAccount(
   deps: Pick<Deps, 'store'>,
   call: Call,
   id: string,
-  patch: { plan?: Plan; features?: string[] },
+  patch: AccountChange,
 ): Promise<AccountRow> {
   return deps.store.db.transaction().execute(async (trx) => {
     const account = await updateAccount(trx, id, patch);

@@ -19,6 +19,7 @@ import {
 } from '../custom-domain-rules.ts';
 import type { CustomDomainState } from '../custom-domain-states.ts';
 import { ConflictError, DomainVerificationError, type FieldError, ValidationError } from '../errors.ts';
+import type { CustomDomainInput } from '../inputs.ts';
 import { recordAudit } from './audit.ts';
 import type { Actor, Deps } from './context.ts';
 import { liveIdentity } from './environments.ts';
@@ -58,7 +59,7 @@ export async function addCustomDomain(
   deps: Pick<Deps, 'store' | 'provider' | 'dns'>,
   actor: Actor,
   service: ServiceRow,
-  body: { domain?: unknown },
+  body: CustomDomainInput,
 ): Promise<CustomDomainRow> {
   const checked = checkDomainName(body.domain);
   if ('error' in checked) throw ValidationError.fields([checked.error]);

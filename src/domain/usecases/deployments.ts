@@ -5,18 +5,12 @@ import { findDeploymentById, insertDeployment } from '../../store/repositories/d
 import { enqueue } from '../../store/repositories/jobs.ts';
 import type { DeploymentRow, ServiceRow } from '../../store/schema.ts';
 import { type FieldError, ValidationError } from '../errors.ts';
+import type { DeployBody } from '../inputs.ts';
 import { registryErrors } from '../registries.ts';
 import type { Source } from '../service-fields.ts';
 import { recordAudit } from './audit.ts';
 import type { Actor, Deps } from './context.ts';
 import { assertNotDeleting, lockLiveService, lockService, moveLiveService } from './service-guards.ts';
-
-export interface DeployBody {
-  commit_id?: string;
-  docker_image_tag?: string;
-  helm_chart_version?: string;
-  note?: string;
-}
 
 const TARGET_SOURCES: Record<'commit_id' | 'docker_image_tag' | 'helm_chart_version', readonly Source[]> = {
   commit_id: ['github', 'gitlab'],

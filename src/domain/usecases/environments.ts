@@ -5,6 +5,7 @@ import { insertEnvironment } from '../../store/repositories/environments.ts';
 import { enqueue } from '../../store/repositories/jobs.ts';
 import type { EnvironmentRow } from '../../store/schema.ts';
 import { NotFoundError } from '../errors.ts';
+import type { NewEnvironment } from '../inputs.ts';
 import { recordAudit } from './audit.ts';
 import type { Actor, Deps } from './context.ts';
 
@@ -21,12 +22,6 @@ export async function liveIdentity(
   const identity = await deps.provider.identity(env);
   identityCache.set(env.id, { at: Date.now(), identity });
   return identity;
-}
-
-export interface NewEnvironment {
-  name: string;
-  cloud?: 'aws' | 'gcp';
-  region?: string;
 }
 
 /** Operator action: the environment starts `provisioning`; a job makes it `available` through the provider. */

@@ -3,6 +3,7 @@ import type { Db } from '../../store/database.ts';
 import { findPreview, insertService } from '../../store/repositories/services.ts';
 import type { ServiceRow } from '../../store/schema.ts';
 import { type FieldError, ValidationError } from '../errors.ts';
+import type { DeployBody } from '../inputs.ts';
 import { kubeSecretNames } from '../subdomain.ts';
 import { recordAudit } from './audit.ts';
 import type { Actor, Deps } from './context.ts';
@@ -10,17 +11,7 @@ import { acceptDeployment } from './deployments.ts';
 import { readSecrets, storeSecrets } from './secrets.ts';
 import { assertNotDeleting, lockLiveService } from './service-guards.ts';
 
-export interface PreviewBody {
-  preview?: boolean;
-  commit_id?: string;
-  branch?: string;
-  pr_number?: number;
-  note?: string;
-  docker_image_tag?: string;
-  helm_chart_version?: string;
-}
-
-function checkPreview(parent: ServiceRow, body: PreviewBody): FieldError[] {
+function checkPreview(parent: ServiceRow, body: DeployBody): FieldError[] {
   const errors: FieldError[] = [];
   for (const field of ['commit_id', 'branch', 'pr_number'] as const) {
     if (body[field] === undefined || body[field] === '')
@@ -44,7 +35,7 @@ async function createPreviewService(
   trx: Db,
   deps: Pick<Deps, 'store' | 'secretBox'>,
   parent: ServiceRow,
-  body: PreviewBody,
+  body: DeployBody,
 ): Promise<ServiceRow> {
   const id = randomUUID();
   const subdomain = `pr-${body.pr_number}-${parent.subdomain}`;
@@ -89,7 +80,7 @@ export async function deployPreview(
   deps: Pick<Deps, 'store' | 'secretBox'>,
   actor: Actor,
   parent: ServiceRow,
-  body: PreviewBody,
+  body: DeployBody,
 ) {
   const errors = checkPreview(parent, body);
   if (errors.length > 0) throw ValidationError.fields(errors);

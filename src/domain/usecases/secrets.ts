@@ -78,6 +78,8 @@ export async function putSecrets(
   actor: Actor,
   target: SecretScope,
   entries: SecretEntry[],
+  /** A conditional write's check (If-Match), given the secrets as they are under the lock. */
+  precondition?: (current: StoredSecret[]) => void,
 ): Promise<StoredSecret[]> {
   assertValidSecrets(entries, 'secrets');
   return deps.store.db.transaction().execute(async (trx) => {
@@ -88,6 +90,7 @@ export async function putSecrets(
     } else {
       await lockEnvironment(trx, target.id);
     }
+    precondition?.(await readSecrets(trx, deps.secretBox, target.id));
     const stored = await storeSecrets(trx, deps.secretBox, target, entries);
     await recordAudit(trx, actor, `${target.scope}.secrets.replace`, {
       id: target.id,

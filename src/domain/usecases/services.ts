@@ -118,9 +118,12 @@ export async function patchService(
   service: ServiceRow,
   body: SpecInput,
   shapeErrors: FieldError[] = [],
+  /** A conditional write's check (If-Match), given the service as it is under the lock. */
+  precondition?: (current: ServiceRow) => void,
 ) {
   return deps.store.db.transaction().execute(async (trx) => {
     const current = await lockService(trx, service.id);
+    precondition?.(current);
     const { spec, errors } = checkPatch(current, body);
     const all = mergeFieldErrors(shapeErrors, [
       ...errors,

@@ -1,0 +1,140 @@
+import readline from 'node:readline/promises';
+import { text } from 'node:stream/consumers';
+import type { Command } from 'commander';
+import { unwrap } from '../../client/index.ts';
+import { withExamples } from '../help.ts';
+import { common, withSession } from './common.ts';
+import { configFile, readContexts, selectContext, writeContexts } from './contexts.ts';
+import { CliError, EXIT } from './errors.ts';
+import { makeOutput } from './output.ts';
+import { clientFor } from './session.ts';
+
+const DEFAULT_URL = 'http://127.0.0.1:8080';
+
+/** The token from the flag, BERTH_TOKEN, piped stdin, or a prompt on a terminal. */
+async function tokenFrom(option: string | undefined): Promise<string> {
+  const given = option ?? process.env.BERTH_TOKEN;
+  if (given) return given.trim();
+  if (!process.stdin.isTTY) return (await text(process.stdin)).trim();
+  const prompt = readline.createInterface({ input: process.stdin, output: process.stderr });
+  try {
+    return (await prompt.question('API token: ')).trim();
+  } finally {
+    prompt.close();
+  }
+}
+
+export function authCommands(program: Command): void {
+  withExamples(
+    program
+      .command('login')
+      .description('check a server and API token, and keep them as a named context (the current one)')
+      .option('--url <url>', `the server (default BERTH_URL, else ${DEFAULT_URL})`)
+      .option('--token <token>', 'the API token (default BERTH_TOKEN, else read from stdin or asked)')
+      .option('--context <name>', 'the name to keep them under', 'default')
+      .option('-e, --env <env>', 'the environment commands use by default (name or id)'),
+    'login --url http://127.0.0.1:8080',
+    'login --url https://berth.example.com --context prod --env production < token.txt',
+  ).action(async (options: { url?: string; token?: string; context: string; env?: string }) => {
+    const url = (options.url ?? process.env.BERTH_URL ?? DEFAULT_URL).replace(/\/+$/, '');
+    if (!/^https?:\/\//.test(url))
+      throw new CliError(`--url must start with http:// or https:// (got "${url}")`, EXIT.usage);
+    const token = await tokenFrom(options.token);
+    if (!token) throw new CliError('no API token given: pass --token or pipe it in', EXIT.usage);
+    const { environments } = unwrap(await clientFor({ url, token }).GET('/v1/environments'));
+    let env: string | undefined;
+    if (options.env !== undefined) {
+      const found = environments.find((e) => e.id === options.env || e.name === options.env);
+      if (!found) throw new CliError(`no environment "${options.env}" for this token`, EXIT.notFound);
+      env = found.name;
+    }
+    const file = readContexts();
+    file.contexts[options.context] = { url, token, ...(env && { env }) };
+    file.current = options.context;
+    writeContexts(file);
+    process.stderr.write(
+      `Logged in to ${url} as context "${options.context}" (${environments.length} environment${environments.length === 1 ? '' : 's'}), kept in ${configFile()}\n`,
+    );
+  });
+
+  withExamples(
+    program
+      .command('logout')
+      .description('forget a context and its token')
+      .option('--context <name>', 'the context (default the current one)'),
+    'logout',
+    'logout --context prod',
+  ).action((options: { context?: string }) => {
+    const file = readContexts();
+    const name = options.context ?? file.current;
+    if (name === undefined || !file.contexts[name])
+      throw new CliError(`no context "${name ?? ''}"`, EXIT.notFound);
+    delete file.contexts[name];
+    if (file.current === name) file.current = Object.keys(file.contexts)[0];
+    writeContexts(file);
+    process.stderr.write(`Forgot context "${name}"\n`);
+  });
+
+  withExamples(
+    common(program.command('whoami').description('the server, context and account the commands use'), {
+      env: false,
+    }),
+    'whoami',
+    'whoami -o json',
+  ).action(
+    withSession(async (session) => {
+      const environments = await session.environments();
+      const me = {
+        url: session.context.url,
+        context: session.contextName ?? null,
+        account_id: environments[0]?.account_id ?? null,
+        environments: environments.map((e) => e.name),
+        default_env: session.context.env ?? null,
+        token: `…${session.context.token.slice(-4)}`,
+      };
+      session.out.item(me, undefined, me);
+    }),
+  );
+
+  const contexts = withExamples(
+    program.command('contexts').description('the login contexts kept in your config directory'),
+    'contexts ls',
+  );
+  withExamples(
+    contexts
+      .command('ls')
+      .description('list the contexts (tokens are not shown)')
+      .option('-o, --output <format>', 'table, json or yaml'),
+    'contexts ls',
+  ).action((options: { output?: string }) => {
+    const file = readContexts();
+    const rows = Object.entries(file.contexts).map(([name, c]) => ({
+      name,
+      url: c.url,
+      env: c.env ?? null,
+      current: name === file.current,
+    }));
+    makeOutput(options.output).list(
+      rows,
+      [
+        { header: 'CURRENT', value: (r) => (r.current ? '*' : '') },
+        { header: 'NAME', value: (r) => r.name },
+        { header: 'URL', value: (r) => r.url },
+        { header: 'ENV', value: (r) => r.env },
+      ],
+      { contexts: rows },
+    );
+  });
+  withExamples(
+    contexts.command('use <name>').description('make a context the current one'),
+    'contexts use prod',
+  ).action((name: string) => {
+    const file = readContexts();
+    if (!file.contexts[name])
+      throw new CliError(`no context "${name}": run berth login --context ${name}`, EXIT.notFound);
+    file.current = name;
+    writeContexts(file);
+    selectContext(name);
+    process.stderr.write(`Using context "${name}"\n`);
+  });
+}

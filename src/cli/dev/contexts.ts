@@ -1,0 +1,83 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import envPaths from 'env-paths';
+import { CliError, EXIT } from './errors.ts';
+
+/** A server and a token to call it with, under a name; `env` is the environment used when --env is not given. */
+export interface Context {
+  url: string;
+  token: string;
+  env?: string;
+}
+
+export interface ContextFile {
+  current?: string;
+  contexts: Record<string, Context>;
+}
+
+/** The user's config directory (XDG_CONFIG_HOME, else ~/.config on Linux; the platform's own elsewhere). */
+export function configFile(): string {
+  return path.join(envPaths('berth', { suffix: '' }).config, 'config.json');
+}
+
+export function readContexts(file = configFile()): ContextFile {
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { contexts: {} };
+    throw error;
+  }
+  try {
+    const parsed = JSON.parse(text) as ContextFile;
+    return { current: parsed.current, contexts: parsed.contexts ?? {} };
+  } catch {
+    throw new CliError(
+      `${file} is not valid JSON: fix it or remove it and run berth login again`,
+      EXIT.usage,
+    );
+  }
+}
+
+/** Written whole to a temporary file, then renamed: readable only by the user (it holds tokens). */
+export function writeContexts(contents: ContextFile, file = configFile()): void {
+  fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+  const temporary = `${file}.${process.pid}.tmp`;
+  fs.writeFileSync(temporary, `${JSON.stringify(contents, null, 2)}\n`, { mode: 0o600 });
+  fs.chmodSync(temporary, 0o600);
+  fs.renameSync(temporary, file);
+}
+
+export interface Selection {
+  /** The context's name, or undefined when BERTH_URL and BERTH_TOKEN alone say where to go. */
+  name: string | undefined;
+  context: Context;
+}
+
+/**
+ * The context a command uses: --context, else BERTH_CONTEXT, else the current one; BERTH_URL and
+ * BERTH_TOKEN override its server and token (and are enough without any context).
+ */
+export function selectContext(wanted: string | undefined, env = process.env): Selection {
+  const file = readContexts();
+  // An empty variable counts as unset.
+  const asked = wanted || env.BERTH_CONTEXT || undefined;
+  const name = asked ?? file.current;
+  const stored = name === undefined ? undefined : file.contexts[name];
+  if (asked !== undefined && stored === undefined) {
+    const known = Object.keys(file.contexts);
+    throw new CliError(
+      `no context named "${name}"${known.length ? ` (known: ${known.join(', ')})` : ''}: run berth login --context ${name}`,
+      EXIT.usage,
+    );
+  }
+  const url = env.BERTH_URL || stored?.url;
+  const token = env.BERTH_TOKEN || stored?.token;
+  if (!url || !token) {
+    throw new CliError(
+      'not logged in: run berth login --url <server> (or set BERTH_URL and BERTH_TOKEN)',
+      EXIT.auth,
+    );
+  }
+  return { name: stored ? name : undefined, context: { url, token, env: stored?.env } };
+}

@@ -1,0 +1,362 @@
+import fs from 'node:fs';
+import { type Command, Option } from 'commander';
+import YAML from 'yaml';
+import { type Deployment, type paths, unwrap, waitForDeployment } from '../../client/index.ts';
+import { withExamples } from '../help.ts';
+import { common, withSession } from './common.ts';
+import { CliError, EXIT } from './errors.ts';
+import { type Column, stateText } from './output.ts';
+import type { Environment, Service, Session } from './session.ts';
+
+type CreateBody =
+  paths['/v1/environments/{envId}/services']['post']['requestBody']['content']['application/json'];
+type PatchBody =
+  paths['/v1/environments/{envId}/services/{serviceId}']['patch']['requestBody']['content']['application/json'];
+
+const ENV_COLUMNS: Column<Environment>[] = [
+  { header: 'NAME', value: (e) => e.name },
+  { header: 'ID', value: (e) => e.id },
+  { header: 'CLOUD', value: (e) => `${e.cloud} ${e.region}` },
+  { header: 'STATE', value: (e) => stateText(e.state) },
+];
+
+const SERVICE_COLUMNS: Column<Service>[] = [
+  { header: 'NAME', value: (s) => s.name },
+  { header: 'ID', value: (s) => s.id },
+  { header: 'TYPE', value: (s) => s.type },
+  { header: 'SOURCE', value: (s) => s.source },
+  { header: 'STATE', value: (s) => stateText(s.state) },
+  { header: 'ORIGIN', value: (s) => s.origin },
+];
+
+const DEPLOYMENT_COLUMNS: Column<Deployment>[] = [
+  { header: 'ID', value: (d) => d.id },
+  { header: 'STATE', value: (d) => stateText(d.state) },
+  { header: 'TARGET', value: (d) => d.git_commit_ref || d.docker_image_tag || d.helm_chart_version },
+  { header: 'NOTE', value: (d) => d.note },
+  { header: 'CREATED', value: (d) => d.created_at },
+  { header: 'REASON', value: (d) => d.failure_reason },
+];
+
+const SERVICE_FIELDS = [
+  'name',
+  'id',
+  'type',
+  'source',
+  'state',
+  'run_status',
+  'ready_count',
+  'replica_count',
+  'port',
+  'docker_image',
+  'git_repo_full_name',
+  'git_repo_branch',
+  'helm_chart_name',
+  'cron_schedule',
+  'origin',
+  'subdomain',
+  'is_protected',
+  'created_at',
+  'updated_at',
+];
+
+/** Service fields settable with flags: flag, body field, how to read the value. */
+const SERVICE_FLAGS: [string, string, keyof CreateBody, (v: string) => unknown][] = [
+  ['--name <name>', 'name (3 to 50 letters and spaces)', 'name', String],
+  ['--type <type>', 'web, internal, worker, cron or job', 'type', String],
+  ['--source <source>', 'github, gitlab, docker_image or helm_chart', 'source', String],
+  ['--port <port>', 'the port a web or internal service listens on', 'port', Number],
+  ['--replicas <n>', 'replica_count', 'replica_count', Number],
+  ['--cpu <n>', 'cpu_count_min', 'cpu_count_min', Number],
+  ['--memory <mb>', 'memory_mb_min, in megabytes', 'memory_mb_min', Number],
+  ['--image <image>', 'docker_image: the image to run', 'docker_image', String],
+  ['--registry <registry>', 'docker_image: the registry to pull from', 'docker_registry', String],
+  ['--repo <org/repo>', 'git sources: the repository', 'git_repo_full_name', String],
+  ['--branch <branch>', 'git sources: the branch', 'git_repo_branch', String],
+  ['--chart-repo <url>', 'helm_chart: the chart repository', 'helm_chart_repo', String],
+  ['--chart-name <name>', 'helm_chart: the chart', 'helm_chart_name', String],
+  ['--cron <schedule>', 'cron: the schedule', 'cron_schedule', String],
+  ['--run-command <command>', 'the command to run', 'run_command', String],
+];
+
+function withServiceFlags(command: Command): Command {
+  command.option('-f, --file <file>', 'the fields as a JSON or YAML file (flags override it)');
+  for (const [flags, description] of SERVICE_FLAGS) command.option(flags, description);
+  return command;
+}
+
+/** Reads a JSON or YAML object from a file (YAML is a superset of JSON). */
+export function readObjectFile(file: string): Record<string, unknown> {
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch (error) {
+    throw new CliError(`cannot read ${file}: ${(error as Error).message}`, EXIT.usage);
+  }
+  let value: unknown;
+  try {
+    value = YAML.parse(text);
+  } catch (error) {
+    throw new CliError(`${file} is neither JSON nor YAML: ${(error as Error).message}`, EXIT.usage);
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new CliError(`${file} must hold one object of service fields`, EXIT.usage);
+  }
+  return value as Record<string, unknown>;
+}
+
+function serviceBody(options: Record<string, unknown>): Record<string, unknown> {
+  const body = typeof options.file === 'string' ? readObjectFile(options.file) : {};
+  for (const [flags, , field, read] of SERVICE_FLAGS) {
+    const key = flags.slice(2, flags.indexOf(' ')).replace(/-(\w)/g, (_, c: string) => c.toUpperCase());
+    const value = options[key];
+    if (typeof value === 'string') {
+      const parsed = read(value);
+      if (typeof parsed === 'number' && Number.isNaN(parsed)) {
+        throw new CliError(`${flags.split(' ')[0]} takes a number (got "${value}")`, EXIT.usage);
+      }
+      body[field] = parsed;
+    }
+  }
+  return body;
+}
+
+async function showService(session: Session, envId: string, serviceId: string) {
+  const data = unwrap(
+    await session.api.GET('/v1/environments/{envId}/services/{serviceId}', {
+      params: { path: { envId, serviceId } },
+    }),
+  );
+  session.out.item(data.service, SERVICE_FIELDS, data.service);
+}
+
+function elapsed(since: number): string {
+  const s = Math.round((Date.now() - since) / 1000);
+  return s < 60 ? `${s}s` : `${Math.floor(s / 60)}m${String(s % 60).padStart(2, '0')}s`;
+}
+
+/** Waits for a deployment, printing each state it moves to; exits 7 when it failed. */
+async function waitAndReport(session: Session, deploymentId: string, intervalMs: number) {
+  const started = Date.now();
+  const deployment = await waitForDeployment(session.api, deploymentId, {
+    intervalMs,
+    onChange: (d) => session.out.notice(`${stateText(d.state)} (${elapsed(started)})`),
+  });
+  session.out.item(deployment, undefined, deployment);
+  if (deployment.state === 'failed') {
+    throw new CliError(
+      `deployment ${deployment.id} failed${deployment.failure_reason ? `: ${deployment.failure_reason}` : ''}`,
+      EXIT.deploymentFailed,
+    );
+  }
+}
+
+const intervalOption = () =>
+  new Option('--interval <ms>', 'how often to read the deployment while waiting')
+    .default(1000)
+    .argParser(Number);
+
+export function resourceCommands(program: Command): void {
+  const envs = withExamples(program.command('envs').description('environments of your account'), 'envs ls');
+  withExamples(
+    common(envs.command('ls').description('list the environments'), { env: false }),
+    'envs ls',
+  ).action(
+    withSession(async (session) => {
+      const environments = await session.environments();
+      session.out.list(environments, ENV_COLUMNS, { environments });
+    }),
+  );
+  withExamples(
+    common(envs.command('get [env]').description('an environment with its live network identity'), {
+      env: false,
+    }),
+    'envs get default',
+    'envs get default -o json',
+  ).action(
+    withSession<[string | undefined]>(async (session, [reference]) => {
+      const env = await session.environment(reference);
+      const { environment } = unwrap(
+        await session.api.GET('/v1/environments/{envId}', { params: { path: { envId: env.id } } }),
+      );
+      session.out.item(environment, undefined, environment);
+    }),
+  );
+
+  const services = withExamples(
+    program.command('services').description('services of an environment (by name or id)'),
+    'services ls',
+  );
+  withExamples(
+    common(services.command('ls').description('list the services')),
+    'services ls --env staging',
+  ).action(
+    withSession(async (session) => {
+      const env = await session.environment();
+      const list = await session.services(env.id);
+      session.out.list(list, SERVICE_COLUMNS, { services: list });
+    }),
+  );
+  withExamples(
+    common(services.command('get <service>').description('a service, hydrated')),
+    'services get "hello web"',
+    'services get "hello web" -o yaml',
+  ).action(
+    withSession(async (session, [reference = '']) => {
+      const { env, service } = await session.service(reference);
+      await showService(session, env.id, service.id);
+    }),
+  );
+  withExamples(
+    withServiceFlags(
+      common(
+        services
+          .command('create')
+          .description('create a service from flags or from a JSON/YAML file of Create Service fields')
+          .option('--deploy-now', 'deploy it at once'),
+      ),
+    ),
+    'services create -f service.yaml',
+    'services create --name "hello web" --source docker_image --image acme/hello --type web --port 8080 --replicas 1 --cpu 0.5 --memory 256',
+  ).action(
+    withSession<[], Record<string, unknown>>(async (session, _args, options) => {
+      const env = await session.environment();
+      const body = serviceBody(options);
+      if (options.deployNow) body.deploy_now = true;
+      const { service } = unwrap(
+        await session.api.POST('/v1/environments/{envId}/services', {
+          params: { path: { envId: env.id } },
+          body: body as CreateBody,
+        }),
+      );
+      session.out.notice(`created service ${service.name} (${service.id})`);
+      session.out.item(service, SERVICE_FIELDS, service);
+    }),
+  );
+  withExamples(
+    withServiceFlags(
+      common(services.command('patch <service>').description('change some fields of a service')),
+    ),
+    'services patch "hello web" --replicas 3',
+    'services patch "hello web" -f changes.yaml',
+  ).action(
+    withSession<[string], Record<string, unknown>>(async (session, [reference], options) => {
+      const { env, service } = await session.service(reference);
+      const body = serviceBody(options);
+      if (Object.keys(body).length === 0)
+        throw new CliError('nothing to change: give flags or -f <file>', EXIT.usage);
+      const updated = unwrap(
+        await session.api.PATCH('/v1/environments/{envId}/services/{serviceId}', {
+          params: { path: { envId: env.id, serviceId: service.id } },
+          body: body as PatchBody,
+        }),
+      ).service;
+      session.out.item(updated, SERVICE_FIELDS, updated);
+    }),
+  );
+  withExamples(
+    common(services.command('delete <service>').description('delete a service (asynchronous)')),
+    'services delete "hello web"',
+  ).action(
+    withSession(async (session, [reference = '']) => {
+      const { env, service } = await session.service(reference);
+      unwrap(
+        await session.api.DELETE('/v1/environments/{envId}/services/{serviceId}', {
+          params: { path: { envId: env.id, serviceId: service.id } },
+        }),
+      );
+      session.out.notice(`deleting service ${service.name} (${service.id})`);
+      session.out.item({ id: service.id, name: service.name, accepted: true });
+    }),
+  );
+
+  withExamples(
+    common(
+      program
+        .command('deploy <service>')
+        .description('deploy a service; with --wait, follow it and exit 7 if it fails')
+        .option('--commit <sha>', 'git sources: the commit (default the branch head)')
+        .option('--tag <tag>', 'docker_image: the image tag (default latest)')
+        .option('--chart-version <version>', 'helm_chart: the chart version')
+        .option('--note <text>', 'a note kept with the deployment')
+        .option('--wait', 'wait until the deployment succeeds or fails, showing its progress')
+        .addOption(intervalOption()),
+    ),
+    'deploy "hello web" --tag v2 --note "release 2" --wait',
+    'deploy "hello web" --commit 4f2a9c1',
+  ).action(
+    withSession<
+      [string],
+      {
+        commit?: string;
+        tag?: string;
+        chartVersion?: string;
+        note?: string;
+        wait?: boolean;
+        interval: number;
+      }
+    >(async (session, [reference], options) => {
+      const { env, service } = await session.service(reference);
+      const data = unwrap(
+        await session.api.POST('/v1/environments/{envId}/services/{serviceId}/deploy', {
+          params: { path: { envId: env.id, serviceId: service.id } },
+          body: {
+            commit_id: options.commit,
+            docker_image_tag: options.tag,
+            helm_chart_version: options.chartVersion,
+            note: options.note,
+          },
+        }),
+      );
+      if (!('deployment_id' in data))
+        throw new CliError('the API answered a preview deploy', EXIT.unexpected);
+      session.out.notice(`deploying ${service.name}: deployment ${data.deployment_id}`);
+      if (options.wait) await waitAndReport(session, data.deployment_id, options.interval);
+      else session.out.item(data, undefined, data);
+    }),
+  );
+
+  const deployments = withExamples(
+    program.command('deployments').description('deployments of a service'),
+    'deployments ls "hello web"',
+  );
+  withExamples(
+    common(deployments.command('ls <service>').description("a service's deployments, newest first")),
+    'deployments ls "hello web"',
+  ).action(
+    withSession(async (session, [reference = '']) => {
+      const { env, service } = await session.service(reference);
+      const data = unwrap(
+        await session.api.GET('/v1/environments/{envId}/services/{serviceId}/deployments', {
+          params: { path: { envId: env.id, serviceId: service.id } },
+        }),
+      );
+      session.out.list(data.deployments, DEPLOYMENT_COLUMNS, data);
+    }),
+  );
+  withExamples(
+    common(deployments.command('get <deploymentId>').description('a deployment'), { env: false }),
+    'deployments get <deploymentId> -o json',
+  ).action(
+    withSession(async (session, [deploymentId = '']) => {
+      const { deployment } = unwrap(
+        await session.api.GET('/v1/deployments/{deploymentId}', { params: { path: { deploymentId } } }),
+      );
+      session.out.item(deployment, undefined, deployment);
+    }),
+  );
+  withExamples(
+    common(
+      deployments
+        .command('wait <deploymentId>')
+        .description('wait until a deployment succeeds or fails (exit 7 if it fails)')
+        .addOption(intervalOption()),
+      { env: false },
+    ),
+    'deployments wait <deploymentId>',
+  ).action(
+    withSession<[string], { interval: number }>(async (session, [deploymentId], options) => {
+      await waitAndReport(session, deploymentId, options.interval);
+    }),
+  );
+}

@@ -1,0 +1,101 @@
+import packageJson from '../../../package.json' with { type: 'json' };
+import { type BerthClient, createClient, unwrap } from '../../client/index.ts';
+import { type Context, selectContext } from './contexts.ts';
+import { CliError, EXIT } from './errors.ts';
+import { makeOutput, type Output } from './output.ts';
+
+/** The options every developer command takes (common.ts adds them). */
+export interface CommonOptions {
+  context?: string;
+  env?: string;
+  output?: string;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export function clientFor(context: Pick<Context, 'url' | 'token'>): BerthClient {
+  return createClient({
+    baseUrl: context.url,
+    token: context.token,
+    userAgent: `berth-cli/${packageJson.version}`,
+  });
+}
+
+export type Environment = Awaited<ReturnType<Session['environments']>>[number];
+export type Service = Awaited<ReturnType<Session['services']>>[number];
+
+/** What a command works with: the API client, the chosen context, and where to print. */
+export class Session {
+  readonly api: BerthClient;
+  readonly context: Context;
+  readonly contextName: string | undefined;
+  readonly out: Output;
+  private readonly envOption: string | undefined;
+
+  constructor(options: CommonOptions) {
+    this.out = makeOutput(options.output);
+    const selected = selectContext(options.context);
+    this.context = selected.context;
+    this.contextName = selected.name;
+    this.api = clientFor(this.context);
+    this.envOption = options.env || process.env.BERTH_ENV || undefined;
+  }
+
+  async environments() {
+    return unwrap(await this.api.GET('/v1/environments')).environments;
+  }
+
+  /** --env (a name or an id), else BERTH_ENV, else the context's, else the account's only environment. */
+  async environment(reference = this.envOption ?? this.context.env): Promise<Environment> {
+    const all = await this.environments();
+    if (reference === undefined) {
+      if (all.length === 1 && all[0]) return all[0];
+      throw new CliError(
+        `choose an environment with --env (one of: ${all.map((e) => e.name).join(', ') || 'none'})`,
+        EXIT.usage,
+      );
+    }
+    const found = all.filter((e) => e.id === reference || e.name === reference);
+    if (found.length === 1 && found[0]) return found[0];
+    if (found.length > 1)
+      throw new CliError(`several environments are named "${reference}": use its id`, EXIT.usage);
+    throw new CliError(
+      `no environment "${reference}" (known: ${all.map((e) => e.name).join(', ')})`,
+      EXIT.notFound,
+    );
+  }
+
+  /** Every service of the environment, all pages. */
+  async services(envId: string) {
+    const services = [];
+    let cursor: string | undefined;
+    do {
+      const page = unwrap(
+        await this.api.GET('/v1/environments/{envId}/services', {
+          params: { path: { envId }, query: { limit: 100, cursor } },
+        }),
+      );
+      services.push(...page.services);
+      cursor = page.next_cursor ?? undefined;
+    } while (cursor);
+    return services;
+  }
+
+  /** A service by id, or by its exact name within the environment. */
+  async service(reference: string): Promise<{ env: Environment; service: Service }> {
+    const env = await this.environment();
+    if (UUID.test(reference)) {
+      const { service } = unwrap(
+        await this.api.GET('/v1/environments/{envId}/services/{serviceId}', {
+          params: { path: { envId: env.id, serviceId: reference } },
+        }),
+      );
+      return { env, service };
+    }
+    const found = (await this.services(env.id)).filter((s) => s.name === reference);
+    if (found.length === 1 && found[0]) return { env, service: found[0] };
+    if (found.length > 1)
+      throw new CliError(`several services are named "${reference}": use its id`, EXIT.usage);
+    throw new CliError(`no service named "${reference}" in environment ${env.name}`, EXIT.notFound);
+  }
+}

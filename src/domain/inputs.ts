@@ -1,0 +1,112 @@
+/**
+ * What the use cases take, declared once as schemas: the API validates and documents request bodies
+ * with them, and each use case's input is the `Static` type of its schema. (The service's own fields
+ * are in service-fields.ts.)
+ * @module
+ */
+import { type Static, Type } from 'typebox';
+import { CLOUDS } from './environment-states.ts';
+import { FEATURES, PLANS } from './plans.ts';
+import { CLOSED, Nullable, ReadOnly, StringEnum } from './schema-types.ts';
+
+/** A secret's fields, shared by what a caller sends and what a read returns. */
+export const SECRET_FIELDS = {
+  key: Type.String({
+    maxLength: 256,
+    description:
+      'non-empty after trimming; unique within the array; an environment variable name after trimming (letters, digits and underscores, not starting with a digit)',
+  }),
+  value: Type.String({ maxLength: 65_536 }),
+  description: Type.String({ maxLength: 1000 }),
+  use_preview: Type.Boolean({ description: 'also inject into preview services of this service' }),
+  is_sensitive: Type.Boolean({ description: 'write-only: reads leave value out' }),
+  expose_to_chart: Nullable(Type.Boolean()),
+  chart_default_val: Nullable(Type.String({ maxLength: 65_536 })),
+  dep_export: Nullable(Type.Boolean()),
+};
+
+export const SecretInput = Type.Object(
+  {
+    key: SECRET_FIELDS.key,
+    value: Type.Optional(SECRET_FIELDS.value),
+    description: Type.Optional(SECRET_FIELDS.description),
+    use_preview: Type.Optional(SECRET_FIELDS.use_preview),
+    is_sensitive: Type.Optional(SECRET_FIELDS.is_sensitive),
+    expose_to_chart: Type.Optional(SECRET_FIELDS.expose_to_chart),
+    chart_default_val: Type.Optional(SECRET_FIELDS.chart_default_val),
+    dep_export: Type.Optional(SECRET_FIELDS.dep_export),
+    updated_at: ReadOnly('read-only: ignored, so that entries read back can be sent as they are'),
+  },
+  CLOSED,
+);
+/** A secret entry as sent by a caller (shape already checked). */
+export type SecretEntry = Static<typeof SecretInput>;
+
+export const SecretsBody = Type.Object({ secrets: Type.Array(SecretInput, { maxItems: 500 }) }, CLOSED);
+
+export const DeployRequestBody = Type.Object(
+  {
+    commit_id: Type.Optional(
+      Type.String({ maxLength: 100, description: 'git sources: the commit to deploy' }),
+    ),
+    docker_image_tag: Type.Optional(
+      Type.String({ maxLength: 128, description: 'docker_image: the tag (default latest)' }),
+    ),
+    helm_chart_version: Type.Optional(
+      Type.String({ maxLength: 100, description: 'helm_chart: the chart version' }),
+    ),
+    note: Type.Optional(Type.String({ maxLength: 300 })),
+    preview: Type.Optional(
+      Type.Boolean({ description: 'preview mode: needs commit_id, branch and pr_number' }),
+    ),
+    branch: Type.Optional(
+      Type.String({ maxLength: 100, description: 'preview mode: the pull request branch' }),
+    ),
+    pr_number: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: 2_147_483_647, description: 'preview mode' }),
+    ),
+  },
+  {
+    ...CLOSED,
+    description:
+      'At most one target, fitting the source. `{}` deploys the branch head, the tag latest, or the latest chart.',
+  },
+);
+/** A deploy request; preview mode (`preview: true`) is the same body with its own rules. */
+export type DeployBody = Static<typeof DeployRequestBody>;
+
+export const CustomDomainBody = Type.Object(
+  { domain: Type.String({ maxLength: 300, description: 'e.g. app.example.com' }) },
+  CLOSED,
+);
+export type CustomDomainInput = Static<typeof CustomDomainBody>;
+
+export const Features = Type.Array(StringEnum(FEATURES), { maxItems: FEATURES.length, uniqueItems: true });
+
+export const NewAccountBody = Type.Object(
+  {
+    name: Type.String({ minLength: 1, maxLength: 100 }),
+    plan: Type.Optional(StringEnum(PLANS, { description: 'default starter' })),
+    features: Type.Optional(Features),
+  },
+  CLOSED,
+);
+export type NewAccount = Static<typeof NewAccountBody>;
+
+export const AccountChangeBody = Type.Object(
+  { plan: Type.Optional(StringEnum(PLANS)), features: Type.Optional(Features) },
+  CLOSED,
+);
+export type AccountChange = Static<typeof AccountChangeBody>;
+
+export const NewEnvironmentBody = Type.Object(
+  {
+    name: Type.String({ minLength: 1, maxLength: 100 }),
+    cloud: Type.Optional(StringEnum(CLOUDS, { description: 'default aws' })),
+    region: Type.Optional(
+      Type.String({ pattern: '^[a-z]+(-[a-z0-9]+)+$', maxLength: 50, description: 'e.g. us-east-1' }),
+    ),
+  },
+  CLOSED,
+);
+export type NewEnvironment = Static<typeof NewEnvironmentBody>;
