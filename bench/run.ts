@@ -315,6 +315,28 @@ async function baseline(body: Buffer): Promise<Proc & { url: string; startMs: nu
   return Object.assign(proc, { url, startMs: performance.now() - started });
 }
 
+/** Rounds of load on `url`, each right after the same load on node:http answering `sample`'s bytes. */
+async function againstBaseline(berth: Berth, url: string, sample: Reply): Promise<Record<string, number>[]> {
+  const base = await baseline(sample.raw);
+  const rounds: Record<string, number>[] = [];
+  for (let r = 0; r < SETTINGS.rounds; r++) {
+    const b = await load(base.url, {});
+    const m = await load(url, { authorization: `Bearer ${berth.token}` });
+    rounds.push({
+      berth_rps: m.requests_per_sec,
+      berth_p50_ms: m.p50_ms,
+      berth_p99_ms: m.p99_ms,
+      baseline_rps: b.requests_per_sec,
+      baseline_p50_ms: b.p50_ms,
+      baseline_p99_ms: b.p99_ms,
+      ratio_rps: m.requests_per_sec / b.requests_per_sec,
+      ratio_p99: m.p99_ms / Math.max(1, b.p99_ms),
+    });
+  }
+  await base.stop();
+  return rounds;
+}
+
 interface Row {
   measure: string;
   target: string;
@@ -351,22 +373,7 @@ async function pollRows(): Promise<void> {
     const deploymentId = deployed.body.data.deployment_id;
     await finished(berth, deploymentId);
     const url = `${berth.url}/v1/deployments/${deploymentId}`;
-    const sample = await call(berth, 'GET', url);
-    const base = await baseline(sample.raw);
-    const rounds: Record<string, number>[] = [];
-    for (let r = 0; r < SETTINGS.rounds; r++) {
-      const b = await load(base.url, {});
-      const m = await load(url, { authorization: `Bearer ${berth.token}` });
-      rounds.push({
-        berth_rps: m.requests_per_sec,
-        berth_p99_ms: m.p99_ms,
-        baseline_rps: b.requests_per_sec,
-        baseline_p99_ms: b.p99_ms,
-        ratio_rps: m.requests_per_sec / b.requests_per_sec,
-        ratio_p99: m.p99_ms / Math.max(1, b.p99_ms),
-      });
-    }
-    await base.stop();
+    const rounds = await againstBaseline(berth, url, await call(berth, 'GET', url));
     await berth.stop();
     addRow(
       `poll GET /v1/deployments/{id}, ${kind}`,
@@ -456,20 +463,7 @@ async function listRow(): Promise<void> {
   const url = `${berth.url}/v1/environments/${berth.envId}/services?limit=100`;
   const sample = await call(berth, 'GET', url);
   if (sample.body.data.services.length !== 100) throw new Error('the list page should hold 100 services');
-  const base = await baseline(sample.raw);
-  const rounds: Record<string, number>[] = [];
-  for (let r = 0; r < SETTINGS.rounds; r++) {
-    const b = await load(base.url, {});
-    const m = await load(url, { authorization: `Bearer ${berth.token}` });
-    rounds.push({
-      berth_p50_ms: m.p50_ms,
-      berth_rps: m.requests_per_sec,
-      baseline_p50_ms: b.p50_ms,
-      baseline_rps: b.requests_per_sec,
-      ratio_rps: m.requests_per_sec / b.requests_per_sec,
-    });
-  }
-  await base.stop();
+  const rounds = await againstBaseline(berth, url, sample);
   await berth.stop();
   addRow(
     `list services, page of 100 of ${SETTINGS.list_services}, Postgres, ${SETTINGS.connections} connections`,

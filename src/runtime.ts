@@ -6,9 +6,9 @@ import { DnsLookup } from './dns.ts';
 import type { Deps } from './domain/usecases/context.ts';
 import { jobHandlers } from './jobs/handlers/index.ts';
 import { startObserver } from './jobs/observer.ts';
-import { Worker } from './jobs/worker.ts';
+import { DEFAULT_CONCURRENCY, Worker } from './jobs/worker.ts';
 import { openProvider, providerName } from './providers/registry.ts';
-import { openStore } from './store/database.ts';
+import { openStore, type Store } from './store/database.ts';
 import { releaseAllLeases } from './store/repositories/jobs.ts';
 import { checkMasterKey, loadMasterKeys, SecretBox } from './store/secret-box.ts';
 
@@ -105,6 +105,7 @@ export async function startServer(
   let app: Awaited<ReturnType<typeof buildApp>> | null = null;
   let worker: Worker | null = null;
   let observer: ReturnType<typeof startObserver> | null = null;
+  let workerStore: Store | null = null;
   try {
     // The embedded database has one process, so a lease left in it belongs to a process that is gone.
     if (deps.store.kind === 'embedded') await releaseAllLeases(deps.store.db);
@@ -116,10 +117,25 @@ export async function startServer(
     await deps.provider.serving?.start();
     admin.save();
     const first = await firstStart(deps);
-    worker = options.workers === false ? null : startWorker(deps);
+    // On Postgres the workers get a pool of their own: API requests cannot starve a lease renewal, nor
+    // a burst of jobs the API. The embedded database has one connection to share.
+    workerStore =
+      options.workers !== false && deps.store.kind === 'postgres'
+        ? await openStore({
+            databaseUrl: config.databaseUrl,
+            dataDir: config.dataDir,
+            migrate: false,
+            // Each job holds one connection at a time, plus lease renewals and the observer.
+            poolSize: DEFAULT_CONCURRENCY + 2,
+            onConnectionError: (err) =>
+              deps.logger.warn({ err }, 'an idle database connection failed; the pool replaces it'),
+          })
+        : null;
+    const workerDeps: Deps = workerStore ? { ...deps, store: workerStore } : deps;
+    worker = options.workers === false ? null : startWorker(workerDeps);
     await worker?.start();
-    observer = worker ? startObserver(deps) : null;
-    const running = { app, worker, observer };
+    observer = worker ? startObserver(workerDeps) : null;
+    const running = { app, worker, observer, workerStore };
     return {
       url: address,
       adminToken: admin.token,
@@ -130,6 +146,7 @@ export async function startServer(
         await running.app.close();
         await running.worker?.stop();
         await running.observer?.stop();
+        await running.workerStore?.close();
         await runtime.close();
       },
     };
@@ -137,6 +154,7 @@ export async function startServer(
     await app?.close();
     await worker?.stop();
     await observer?.stop();
+    await workerStore?.close();
     await runtime.close();
     throw error;
   }

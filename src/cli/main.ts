@@ -115,8 +115,9 @@ const EXIT_CODES_HELP = `Exit codes:
 function everyCommandHelp(program: Command): string {
   const lines: string[] = [];
   const walk = (command: Command, prefix: string) => {
+    const visible = new Set(command.createHelp().visibleCommands(command));
     for (const sub of command.commands) {
-      if ((sub as unknown as { _hidden: boolean })._hidden) continue;
+      if (!visible.has(sub)) continue;
       const usage =
         `${prefix}${sub.name()} ${sub.registeredArguments.map((a) => (a.required ? `<${a.name()}${a.variadic ? '...' : ''}>` : `[${a.name()}${a.variadic ? '...' : ''}]`)).join(' ')}`.trim();
       if (sub.commands.length === 0) lines.push(`  berth ${usage.padEnd(46)} ${sub.description()}`);

@@ -2529,6 +2529,116 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/environments/{envId}/services/{serviceId}/dependencies": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A service's ops.json dependencies as made
+         * @description Each resource the provider made (or is making) for the ops.json `dependencies` of the service: its kind, type, id and prefix, its state, its resolved attributes (never a password) and when it was provisioned. A deployment makes, updates and deletes them; docs/ops-json.md.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    envId: string;
+                    serviceId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            message: "success";
+                            data: {
+                                dependencies: {
+                                    /** @description the key it is declared under, e.g. `s3`, `rds` (an open set) */
+                                    kind: string;
+                                    /** @description its resource type, e.g. `buckets`, `instances` */
+                                    type: string;
+                                    id: string;
+                                    prefix: string;
+                                    /** @enum {string} */
+                                    state: "provisioning" | "available" | "failed" | "deleting";
+                                    /** @description resolved `$...` attributes by name (without `$`); a password is never among them */
+                                    attributes: {
+                                        [key: string]: string;
+                                    };
+                                    /** @description why it could not be made; empty when it was */
+                                    error: string;
+                                    /** Format: date-time */
+                                    provisioned_at: string | null;
+                                }[];
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/environments/{envId}/services/{serviceId}/custom-domains": {
         parameters: {
             query?: never;

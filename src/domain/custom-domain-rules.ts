@@ -39,6 +39,19 @@ export function checkDomainName(input: unknown): { domain: string } | { error: F
  */
 export const DOMAIN_SERVICE_TYPES: readonly ServiceType[] = ['web'];
 
+/**
+ * A PATCH that makes a service with a custom domain a type no domain fits is refused, not carried out
+ * by retiring the domain: a registration is the account's claim on the name (freed once retired, for
+ * anyone to take), and the API cannot delete a domain yet. `held` is a domain the service holds.
+ */
+export function checkTypeKeepsDomain(type: string | null, held: string | null): FieldError | null {
+  if (held === null || DOMAIN_SERVICE_TYPES.includes(type as ServiceType)) return null;
+  return {
+    field: 'type',
+    error: `type must stay ${DOMAIN_SERVICE_TYPES.join(' or ')} while the service has the custom domain ${held}`,
+  };
+}
+
 export function checkDomainServiceType(type: string | null): FieldError | null {
   if (DOMAIN_SERVICE_TYPES.includes(type as ServiceType)) return null;
   const kind = type ? `${/^[aeiou]/.test(type) ? 'an' : 'a'} ${type} service` : 'a service without a type';

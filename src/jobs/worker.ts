@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
-import type { Store } from '../store/database.ts';
+import type { Db, Store } from '../store/database.ts';
 import { claim, complete, type JobKind, renewLease, retryLater } from '../store/repositories/jobs.ts';
 import type { JobRow } from '../store/schema.ts';
 import { TerminalError } from './errors.ts';
@@ -12,13 +12,24 @@ import { TerminalError } from './errors.ts';
  * handler must not record an outcome.
  */
 export interface JobHandler {
-  run(job: JobRow, signal: AbortSignal): Promise<void>;
+  /**
+   * `finish`, called inside the transaction that records the outcome, removes the job in that same
+   * transaction (one commit for both), fenced by this claim: it throws LostClaimError when another
+   * worker holds the job now, so the outcome is rolled back with it. A handler that does not call it
+   * has its job removed after it returns.
+   */
+  run(job: JobRow, signal: AbortSignal, finish?: (trx: Db) => Promise<void>): Promise<void>;
   fail(job: JobRow, reason: string): Promise<void>;
   /** Shows a failed attempt that will be retried on the subject, so nobody waits on a silent retry. */
   retrying?(job: JobRow, reason: string): Promise<void>;
 }
 
 export type JobHandlers = Record<JobKind, JobHandler>;
+
+export const DEFAULT_CONCURRENCY = 8;
+
+/** The claim was lost before the outcome committed: the outcome is another worker's to record. */
+export class LostClaimError extends Error {}
 
 export interface WorkerOptions {
   store: Store;
@@ -44,7 +55,7 @@ export class Worker {
 
   constructor(options: WorkerOptions) {
     this.options = options;
-    this.concurrency = options.concurrency ?? 8;
+    this.concurrency = options.concurrency ?? DEFAULT_CONCURRENCY;
     this.pollMs = options.pollMs ?? 1000;
   }
 
@@ -160,12 +171,25 @@ export class Worker {
         await complete(store.db, fence);
         return;
       }
-      await handler.run(job, lease.signal);
+      let finished = false;
+      await handler.run(job, lease.signal, async (trx) => {
+        if (!(await complete(trx, fence))) throw new LostClaimError('another worker holds this job now');
+        finished = true;
+      });
+      // The outcome committed with the job's removal: nothing is left to do.
+      if (finished) {
+        log.debug('job done');
+        return;
+      }
       // A handler that was stopped did not finish: the job runs again, here or elsewhere.
       lease.signal.throwIfAborted();
       if (await complete(store.db, fence)) log.debug('job done');
       else log.warn('finished a job another worker holds now: its outcome is theirs');
     } catch (error) {
+      if (error instanceof LostClaimError) {
+        log.warn('finished a job another worker holds now: its outcome is theirs');
+        return;
+      }
       const message = error instanceof Error ? error.message : String(error);
       const retryable = !(error instanceof TerminalError);
       try {

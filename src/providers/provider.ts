@@ -14,7 +14,7 @@
  * @module
  */
 import type { DeployStep } from '../domain/deployment-states.ts';
-import type { OpsConfig } from '../domain/ops-json.ts';
+import type { OpsConfig, OpsResource } from '../domain/ops-json.ts';
 import { TerminalError } from '../jobs/errors.ts';
 import type { ServiceRow } from '../store/schema.ts';
 
@@ -90,7 +90,7 @@ export interface DesiredService {
   generation: number;
   target: DeployTarget;
   ops: OpsConfig;
-  /** Variables the service runs with: secrets (environment overlaid by service). */
+  /** Variables the service runs with: its dependencies' resolved exports, overlaid by secrets (environment, then service). */
   variables: Record<string, string>;
   /** The service's active custom domains: the hosts it is served under besides its subdomain. */
   domains: string[];
@@ -211,6 +211,33 @@ export interface Admission {
   refusal(service: ServiceSpec): string | null;
 }
 
+/** What names a dependency: changing any of these replaces the resource. */
+export type ResourceKey = Pick<OpsResource, 'kind' | 'type' | 'id' | 'prefix'>;
+
+/** A dependency made: its `$...` attributes by name (without the `$`), and a generated password apart. */
+export interface ProvisionedResource {
+  attributes: Record<string, string>;
+  password?: string;
+}
+
+/**
+ * ops.json dependencies as real resources. The jobs layer decides what to make, update and delete (and
+ * records it); a driver only makes each resource as declared. A kind or type the driver cannot make is a
+ * TerminalError whose message names it.
+ */
+export interface Resources {
+  /**
+   * Makes the resource exist as declared, at most once: the same value again changes nothing and returns
+   * the same attributes (and password); changed properties update it in place. `signal` as for apply.
+   */
+  ensure(
+    request: { service: ServiceRef; environment: EnvironmentRef; resource: OpsResource },
+    signal: AbortSignal,
+  ): Promise<ProvisionedResource>;
+  /** Deletes the resource and its data; one already gone is fine. */
+  delete(service: ServiceRef, resource: ResourceKey): Promise<void>;
+}
+
 export interface Provider {
   /**
    * Makes the service run as desired; resolves once it does. Applying the generation already in place
@@ -232,6 +259,8 @@ export interface Provider {
   logs: ServiceLogs;
   serving?: Serving;
   secrets?: SecretStore;
+  /** ops.json dependencies; without it, a deployment that declares any fails naming them. */
+  resources?: Resources;
   admission?: Admission;
   close(): Promise<void>;
 }

@@ -148,9 +148,12 @@ export function postgresChangeSource(
   };
 }
 
-/** Tables whose rows the triggers announce; a write to one is a change this process made. */
+/**
+ * Tables whose rows the triggers announce; a write to one is a change this process made. Anywhere in
+ * the statement: a data-modifying WITH writes too.
+ */
 const WATCHED_WRITE =
-  /^(?:insert into|update|delete from) "(?:deployments|services|custom_domains|service_observations|environments)"/;
+  /\b(?:insert into|update|delete from) "(?:deployments|services|custom_domains|service_observations|environments)"/;
 
 /**
  * The dialect, telling `committed` when a write to a watched table is durable: when a statement

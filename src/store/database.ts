@@ -26,6 +26,8 @@ export interface OpenStoreOptions {
   migrate?: boolean;
   /** Sees every query Kysely runs (tests count queries per request with it). */
   onQuery?: (sql: string) => void;
+  /** Postgres: connections in this store's pool (default 10). */
+  poolSize?: number;
   /** A pooled Postgres connection failed while idle (a server restart, say); the pool replaces it. */
   onConnectionError?: (error: Error) => void;
 }
@@ -66,8 +68,9 @@ function openPostgres(
   databaseUrl: string,
   log: KyselyConfig['log'],
   onConnectionError: (error: Error) => void,
+  poolSize: number,
 ): Store {
-  const pool = new pg.Pool({ connectionString: databaseUrl, max: 10 });
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: poolSize });
   // Without a listener an idle connection's error would end the process.
   pool.on('error', onConnectionError);
   const changes = new ChangeFeed(postgresChangeSource(databaseUrl, onConnectionError));
@@ -103,7 +106,12 @@ export async function openStore(options: OpenStoreOptions): Promise<Store> {
   const onQuery = options.onQuery;
   const log: KyselyConfig['log'] = onQuery ? (event) => onQuery(event.query.sql) : undefined;
   const store = options.databaseUrl
-    ? openPostgres(options.databaseUrl, log, options.onConnectionError ?? (() => undefined))
+    ? openPostgres(
+        options.databaseUrl,
+        log,
+        options.onConnectionError ?? (() => undefined),
+        options.poolSize ?? 10,
+      )
     : await openEmbedded(options.dataDir, log);
   if (options.migrate !== false) {
     try {

@@ -184,6 +184,26 @@ export interface IdempotencyKeysTable {
   created_at: Generated<Date>;
 }
 
+/** A dependency of ops.json: what Berth asked the provider to make for a service, and what it got. */
+export interface ServiceResourcesTable {
+  service_id: string;
+  kind: string;
+  type: string;
+  resource_id: string;
+  prefix: string;
+  /** The declared resource it was made from (jsonb; pg parses it): a change updates it. */
+  spec: ColumnType<unknown, string, string>;
+  state: ResourceState;
+  attributes: ColumnType<Record<string, string>, string | undefined, string>;
+  /** A generated password, sealed like a secret. */
+  password: string | null;
+  /** Why it could not be made (while retried, or for good when failed). */
+  error: Generated<string>;
+  provisioned_at: Date | null;
+  updated_at: Generated<Date>;
+}
+
+export type ResourceState = 'provisioning' | 'available' | 'failed' | 'deleting';
 export interface DeploymentLogsTable {
   /** bigint: read as a string. */
   seq: Generated<string>;
@@ -217,6 +237,7 @@ export interface Database {
   settings: SettingsTable;
   rate_limit_windows: RateLimitWindowsTable;
   idempotency_keys: IdempotencyKeysTable;
+  service_resources: ServiceResourcesTable;
   deployment_logs: DeploymentLogsTable;
   deployment_operations: DeploymentOperationsTable;
 }
@@ -233,5 +254,6 @@ export type DeploymentRow = Selectable<DeploymentsTable>;
 export type SecretRow = Selectable<SecretsTable>;
 export type JobRow = Selectable<JobsTable>;
 export type CustomDomainRow = Selectable<CustomDomainsTable>;
+export type ServiceResourceRow = Selectable<ServiceResourcesTable>;
 export type DeploymentLogRow = Selectable<DeploymentLogsTable>;
 export type DeploymentOperationRow = Selectable<DeploymentOperationsTable>;

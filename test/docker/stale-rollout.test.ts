@@ -4,7 +4,7 @@ import { after, before, test } from 'node:test';
 import pino from 'pino';
 import { loadConfig } from '../../src/config.ts';
 import { DEFAULT_OPS_CONFIG } from '../../src/domain/ops-json.ts';
-import type { DesiredService, Provider, ServiceSpec } from '../../src/providers/provider.ts';
+import type { DesiredService, Provider } from '../../src/providers/provider.ts';
 import { openProvider } from '../../src/providers/registry.ts';
 import { openStore, type Store } from '../../src/store/database.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
@@ -18,6 +18,7 @@ import {
   requireDocker,
 } from '../helpers/docker.ts';
 import { pollUntil } from '../helpers/poll.ts';
+import { serviceSpecIn } from '../helpers/provider-contract.ts';
 
 /**
  * Issue 17: a worker that loses its job's lease while its rollout waits (for health checks, for a job
@@ -60,32 +61,12 @@ function desired(
   generation: number,
   runCommand: string,
 ): DesiredService {
-  const service: ServiceSpec = {
-    id: serviceId,
-    account_id: environment.account_id,
-    environment_id: environment.id,
-    name: `Stale ${serviceId.slice(0, 8)}`,
-    subdomain: `stale-${serviceId.slice(0, 8)}`,
+  const service = serviceSpecIn(environment, serviceId, {
     type,
-    source: 'docker_image',
     port: type === 'web' ? 8080 : null,
-    cron_schedule: null,
-    replica_count: 1,
-    cpu_count_min: 0.25,
-    cpu_count_max: null,
-    memory_mb_min: 32,
-    memory_mb_max: null,
     docker_image: BASE_IMAGE.replace(/:latest$/, ''),
-    docker_registry: null,
-    git_repo_full_name: null,
-    git_repo_branch: null,
-    build_context: null,
-    dockerfile_path: null,
-    ops_json_path: null,
     run_command: runCommand,
-    helm_chart_repo: null,
-    helm_chart_name: null,
-  };
+  });
   return {
     service,
     environment,

@@ -24,6 +24,41 @@ export interface ContractDriver {
 
 const never = new AbortController().signal;
 
+/** A worker service of the environment with the given id, named after it, changed by `extra`. */
+export function serviceSpecIn(
+  environment: EnvironmentRef,
+  id: string,
+  extra: Partial<ServiceSpec>,
+): ServiceSpec {
+  return {
+    id,
+    account_id: environment.account_id,
+    environment_id: environment.id,
+    name: `Service ${id.slice(0, 8)}`,
+    subdomain: `service-${id.slice(0, 8)}`,
+    type: 'worker',
+    source: 'docker_image',
+    port: null,
+    cron_schedule: null,
+    replica_count: 1,
+    cpu_count_min: 0.25,
+    cpu_count_max: null,
+    memory_mb_min: 32,
+    memory_mb_max: null,
+    docker_image: null,
+    docker_registry: null,
+    git_repo_full_name: null,
+    git_repo_branch: null,
+    build_context: null,
+    dockerfile_path: null,
+    ops_json_path: null,
+    run_command: null,
+    helm_chart_repo: null,
+    helm_chart_name: null,
+    ...extra,
+  };
+}
+
 export function providerContract(name: string, setup: () => Promise<ContractDriver>): void {
   describe(`the provider contract: ${name}`, () => {
     let d: ContractDriver;
@@ -34,33 +69,11 @@ export function providerContract(name: string, setup: () => Promise<ContractDriv
     after(() => d.close());
 
     function desired(serviceId: string, generation: number, extra: Partial<DesiredService> = {}) {
-      const service: ServiceSpec = {
-        id: serviceId,
-        account_id: d.environment.account_id,
-        environment_id: d.environment.id,
+      const service = serviceSpecIn(d.environment, serviceId, {
         name: `Contract ${serviceId.slice(0, 8)}`,
         subdomain: `contract-${serviceId.slice(0, 8)}`,
-        type: 'worker',
-        source: 'docker_image',
-        port: null,
-        cron_schedule: null,
-        replica_count: 1,
-        cpu_count_min: 0.25,
-        cpu_count_max: null,
-        memory_mb_min: 32,
-        memory_mb_max: null,
-        docker_image: null,
-        docker_registry: null,
-        git_repo_full_name: null,
-        git_repo_branch: null,
-        build_context: null,
-        dockerfile_path: null,
-        ops_json_path: null,
-        run_command: null,
-        helm_chart_repo: null,
-        helm_chart_name: null,
         ...d.spec(),
-      };
+      });
       return {
         service,
         environment: d.environment,

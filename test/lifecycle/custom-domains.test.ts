@@ -169,6 +169,49 @@ describe('registration', () => {
     assert.equal(ok.status, 200, 'a refused name was not taken');
   });
 
+  test('a web service holding a domain cannot be PATCHed to a type no domain fits: 422 on type, nothing changed', async () => {
+    const web = await newService();
+    const patch = (body: object) => h.request('PATCH', web, { token: t.token, body });
+    assert.equal((await patch({ type: 'worker' })).status, 200, 'without a domain the type may change');
+    assert.equal((await patch({ type: 'web' })).status, 200);
+    await addDomain(web, 'keeps-web.example.com');
+    for (const type of ['worker', 'internal', 'job']) {
+      const res = await patch({ type, port: type === 'internal' ? 8080 : undefined });
+      assert.equal(res.status, 422, `${type}: ${res.raw}`);
+      assert.deepEqual(res.body.errors, [
+        {
+          field: 'type',
+          error: 'type must stay web while the service has the custom domain keeps-web.example.com',
+        },
+      ]);
+    }
+    const read = await h.request('GET', web, { token: t.token });
+    assert.equal(read.body.data.service.type, 'web');
+    assert.equal((await patch({ name: 'Still Web', type: 'web' })).status, 200, 'other changes still pass');
+  });
+
+  test('a type change racing a domain registration never leaves a worker holding a domain', async () => {
+    for (let round = 0; round < 10; round++) {
+      const web = await newService();
+      const [patched, added] = await Promise.all([
+        h.request('PATCH', web, { token: t.token, body: { type: 'worker' } }),
+        h.request('POST', `${web}/custom-domains`, {
+          token: t.token,
+          body: { domain: `race-${round}.example.com` },
+        }),
+      ]);
+      const read = await h.request('GET', web, { token: t.token });
+      const pair = await h.request('GET', `${web}/custom-domains`, { token: t.token });
+      const holds = pair.body.data.custom_domain.pending_domain !== null;
+      assert.ok(!(read.body.data.service.type === 'worker' && holds), `round ${round}`);
+      assert.equal(
+        [patched.status, added.status].filter((s) => s === 200).length,
+        1,
+        `round ${round}: one wins`,
+      );
+    }
+  });
+
   test('a domain any account holds is a 409; another account cannot see or verify it', async () => {
     const mine = await newService();
     const domain = await addDomain(mine, 'taken.example.com');

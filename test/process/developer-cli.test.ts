@@ -132,7 +132,10 @@ test('deploy --wait shows the deployment moving and exits 0 on success, 7 on fai
   ]);
   assert.equal(ok.code, 0, ok.err);
   assert.match(ok.err, /deploying hello web: deployment [0-9a-f-]{36}\n/);
-  assert.match(ok.err, /\nsuccess \(\d+s\)\n$/);
+  assert.match(ok.err, /^success \(\d+s\)$/m);
+  // The deployment's log, line by line, as it is written.
+  assert.match(ok.err, /^ {2}pull: Pulling acme\/hello:v2$/m);
+  assert.match(ok.err, /^ {2}outcome: Deployment succeeded$/m);
   assert.match(ok.out, /^state\tsuccess$/m);
 
   const failed = await berth([

@@ -21,6 +21,10 @@ const IF_MATCH = Type.String({
 /** Request headers of a conditional write, for the OpenAPI document (and so the typed client). */
 export const ConditionalWriteHeaders = Type.Object({ 'if-match': Type.Optional(IF_MATCH) });
 
+/** Fastify types schemas as plain JSON objects; a TypeBox schema is one (the same object, so cached). */
+const isJsonObject = (value: unknown): value is { [key: string]: unknown } =>
+  typeof value === 'object' && value !== null;
+
 /**
  * The check of one conditional write, or undefined without If-Match. `representation` turns the
  * resource as it is under the lock into the body its GET sends; `schema` is that GET's 200 schema.
@@ -36,7 +40,8 @@ export function ifMatchCheck<T>(
   if (header === undefined) return undefined;
   return (current) => {
     const body = representation(current) as Record<string, unknown>;
-    const etag = etagOf(reply.serializeInput(body, schema as unknown as Record<string, unknown>));
+    if (!isJsonObject(schema)) throw new Error('a response schema is a JSON object');
+    const etag = etagOf(reply.serializeInput(body, schema));
     if (!matches(header, etag)) {
       throw new PreconditionFailedError(
         `${what} changed since you read it (If-Match does not name its current ETag ${etag}): read it again and redo the change`,

@@ -28,6 +28,11 @@ function printer(session: Session): (line: LogLine) => void {
   };
 }
 
+/** The events of a server-sent events body (text/event-stream), as they arrive. */
+export function sseEvents(body: ReadableStream<Uint8Array>) {
+  return body.pipeThrough(new TextDecoderStream()).pipeThrough(new EventSourceParserStream());
+}
+
 /** Follows the server-sent events stream, printing each `line` event as it comes, until it ends. */
 async function follow(
   session: Session,
@@ -43,10 +48,7 @@ async function follow(
     throw new ApiError(result.response.status, await result.response.json().catch(() => ({})));
   }
   const print = printer(session);
-  const events = (result.data as ReadableStream<Uint8Array>)
-    .pipeThrough(new TextDecoderStream())
-    .pipeThrough(new EventSourceParserStream());
-  for await (const event of events) {
+  for await (const event of sseEvents(result.data as ReadableStream<Uint8Array>)) {
     if (event.event === 'line') print(JSON.parse(event.data) as LogLine);
   }
 }

@@ -1,10 +1,13 @@
 import fs from 'node:fs';
+import { setTimeout as delay } from 'node:timers/promises';
+import { styleText } from 'node:util';
 import { type Command, Option } from 'commander';
 import YAML from 'yaml';
 import { type Deployment, type paths, unwrap, waitForDeployment } from '../../client/index.ts';
 import { withExamples } from '../help.ts';
 import { common, withSession } from './common.ts';
 import { CliError, EXIT } from './errors.ts';
+import { sseEvents } from './logs.ts';
 import { type Column, stateText } from './output.ts';
 import type { Environment, Service, Session } from './session.ts';
 
@@ -135,13 +138,38 @@ function elapsed(since: number): string {
   return s < 60 ? `${s}s` : `${Math.floor(s / 60)}m${String(s % 60).padStart(2, '0')}s`;
 }
 
-/** Waits for a deployment, printing each state it moves to; exits 7 when it failed. */
+/** Prints the deployment's log lines as they are written, until its `end` event (it is terminal). */
+async function followDeploymentLog(session: Session, deploymentId: string, signal: AbortSignal) {
+  const result = await session.api.GET('/v1/deployments/{deploymentId}/logs', {
+    params: { path: { deploymentId }, query: { follow: true } },
+    headers: { accept: 'text/event-stream' },
+    parseAs: 'stream',
+    signal,
+  });
+  // A server without deployment logs: the states alone show the progress.
+  if (!result.response.ok || !result.data) return;
+  for await (const event of sseEvents(result.data as ReadableStream<Uint8Array>)) {
+    if (event.event === 'end') return;
+    if (event.event !== 'line') continue;
+    const line = JSON.parse(event.data) as { step: string; line: string };
+    session.out.notice(`  ${styleText('dim', line.step)}: ${line.line}`);
+  }
+}
+
+/** After the deployment ended, how long its log stream may take to deliver its last lines. */
+const LOG_DRAIN_MS = 3000;
+
+/** Waits for a deployment, printing each state it moves to and its log lines; exits 7 when it failed. */
 async function waitAndReport(session: Session, deploymentId: string, intervalMs: number) {
   const started = Date.now();
+  const stopLog = new AbortController();
+  const log = followDeploymentLog(session, deploymentId, stopLog.signal).catch(() => undefined);
   const deployment = await waitForDeployment(session.api, deploymentId, {
     intervalMs,
     onChange: (d) => session.out.notice(`${stateText(d.state)} (${elapsed(started)})`),
   });
+  await Promise.race([log, delay(LOG_DRAIN_MS, undefined, { ref: false })]);
+  stopLog.abort();
   session.out.item(deployment, undefined, deployment);
   if (deployment.state === 'failed') {
     throw new CliError(

@@ -67,7 +67,9 @@ export async function addCustomDomain(
   if (untyped) throw ValidationError.fields([untyped]);
   assertNotDeleting(service);
   return deps.store.db.transaction().execute(async (trx) => {
-    await lockLiveService(trx, service.id);
+    // The type again, as locked: a PATCH that changed it meanwhile saw no domain to keep.
+    const lockedType = checkDomainServiceType((await lockLiveService(trx, service.id)).type);
+    if (lockedType) throw ValidationError.fields([lockedType]);
     const taken = new ConflictError(`The domain ${checked.domain} is already registered`);
     if (await domainTaken(trx, checked.domain)) throw taken;
     // Two accounts racing for one name: the unique index decides, and the loser hears 409 too.

@@ -51,9 +51,11 @@ export async function acceptDeployment(
   serviceId: string,
   body: DeployBody,
   refusal: string | null = null,
+  locked?: ServiceRow,
   copy?: { type: 'restore' | 'restart'; of: DeploymentRow },
 ): Promise<DeploymentRow> {
-  const service = await lockService(trx, serviceId);
+  // A caller that already locked the row (to check it) hands it over: one lock, one statement.
+  const service = locked ?? (await lockService(trx, serviceId));
   const target = copy
     ? {
         // What the earlier deployment resolved and ran with: its commit, tag or chart, ops and variables.
@@ -147,8 +149,8 @@ export async function deploy(
   if (errors.length > 0) throw ValidationError.fields(errors);
   assertNotDeleting(service);
   return deps.store.db.transaction().execute(async (trx) => {
-    await lockLiveService(trx, service.id);
-    const deployment = await acceptDeployment(trx, service.id, body);
+    const locked = await lockLiveService(trx, service.id);
+    const deployment = await acceptDeployment(trx, service.id, body, null, locked);
     await recordAudit(trx, actor, 'deployment.create', {
       id: deployment.id,
       environmentId: service.environment_id,

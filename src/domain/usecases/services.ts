@@ -1,9 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type { Db } from '../../store/database.ts';
+import { heldDomain } from '../../store/repositories/custom-domains.ts';
 import { transitionDeployment, unfinishedDeployments } from '../../store/repositories/deployments.ts';
 import { dropJobs, enqueue } from '../../store/repositories/jobs.ts';
 import { insertService, subdomainTaken, updateService } from '../../store/repositories/services.ts';
 import type { EnvironmentRow, ServiceRow } from '../../store/schema.ts';
+import { checkTypeKeepsDomain } from '../custom-domain-rules.ts';
 import {
   BusinessRuleError,
   ConflictError,
@@ -125,8 +127,12 @@ export async function patchService(
     const current = await lockService(trx, service.id);
     precondition?.(current);
     const { spec, errors } = checkPatch(current, body);
+    // Under the row lock: a domain added meanwhile waits for this PATCH, and sees its type.
+    const held = spec.type === current.type ? undefined : await heldDomain(trx, service.id);
+    const keeps = checkTypeKeepsDomain(spec.type, held?.domain ?? null);
     const all = mergeFieldErrors(shapeErrors, [
       ...errors,
+      ...(keeps ? [keeps] : []),
       ...registryErrors(spec, deps.config.allowedRegistries),
     ]);
     if (all.length > 0) throw ValidationError.fields(all);

@@ -3,6 +3,7 @@ import { retireAllDomains } from '../../store/repositories/custom-domains.ts';
 import { recordObservation } from '../../store/repositories/observations.ts';
 import { findServiceById, transitionService } from '../../store/repositories/services.ts';
 import type { JobRow } from '../../store/schema.ts';
+import { removeDependencies } from '../resources.ts';
 import type { JobHandler } from '../worker.ts';
 
 /**
@@ -19,6 +20,7 @@ export function deleteServiceHandler(deps: Deps): JobHandler {
       await transitionService(db, service.id, ['delete_pending'], 'delete_queued');
       const deleting = await transitionService(db, service.id, ['delete_queued', 'deleting'], 'deleting');
       if (!deleting) return;
+      await removeDependencies(deps, service);
       await deps.provider.remove(service);
       await db.transaction().execute(async (trx) => {
         const deleted = await transitionService(trx, service.id, ['deleting'], 'deleted', {

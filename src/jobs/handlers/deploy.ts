@@ -9,17 +9,19 @@ import { appendDeploymentLog } from '../../store/repositories/deployment-logs.ts
 import {
   cancelRequested,
   findDeploymentById,
+  findDeploymentToRun,
   noteUnfinishedDeployment,
   recordSnapshot,
+  startDeployment,
   transitionDeployment,
 } from '../../store/repositories/deployments.ts';
-import { findEnvironmentById } from '../../store/repositories/environments.ts';
 import { recordObservation } from '../../store/repositories/observations.ts';
-import { findServiceById, followDeployment } from '../../store/repositories/services.ts';
-import type { EnvironmentRow, JobRow, ServiceRow } from '../../store/schema.ts';
+import { followDeployment } from '../../store/repositories/services.ts';
+import type { JobRow } from '../../store/schema.ts';
 import { DeploymentLogWriter } from '../deployment-log.ts';
 import { desiredStateOf } from '../desired-state.ts';
 import { TerminalError } from '../errors.ts';
+import { provisionDependencies } from '../resources.ts';
 import type { JobHandler } from '../worker.ts';
 
 /**
@@ -34,18 +36,18 @@ const CANCEL_POLL_MS = 300;
 export function deployHandler(deps: Deps): JobHandler {
   const { db } = deps.store;
   return {
-    async run(job: JobRow, signal: AbortSignal) {
-      const deployment = await findDeploymentById(db, job.subject_id);
-      if (!deployment || deployment.state === 'success' || deployment.state === 'failed') return;
-      const service = (await findServiceById(db, deployment.service_id)) as ServiceRow;
-      const environment = (await findEnvironmentById(db, deployment.environment_id)) as EnvironmentRow;
+    async run(job: JobRow, signal: AbortSignal, finish) {
+      const found = await findDeploymentToRun(db, job.subject_id);
+      if (!found) return;
+      const { deployment, service, environment } = found;
+      if (deployment.state === 'success' || deployment.state === 'failed') return;
       const log = new DeploymentLogWriter(db, deployment.id, deps.logger);
       const attempt = `attempt ${job.attempts} of ${job.max_attempts}`;
       if (deployment.state === 'queued') {
         const started = await db.transaction().execute(async (trx) => {
-          const moved = await transitionDeployment(trx, deployment.id, ['queued'], 'in_progress');
+          // The deployment and its service move in one statement; the log line commits with them.
+          const moved = await startDeployment(trx, deployment.id);
           if (moved) {
-            await followDeployment(trx, service.id, deployment.id, 'deploying');
             log.end('queue', 'success', `Started (${attempt})`);
             await log.writeIn(trx);
           }
@@ -75,7 +77,12 @@ export function deployHandler(deps: Deps): JobHandler {
       }, CANCEL_POLL_MS);
       try {
         if (await cancelRequested(db, deployment.id)) cancel.abort(new DeploymentCancelled());
-        applied = await deps.provider.apply(desired, AbortSignal.any([signal, cancel.signal]), log);
+        const stop = AbortSignal.any([signal, cancel.signal]);
+        // The new version starts only once its resources exist, with their exports resolved.
+        const exported = await provisionDependencies(deps, { service, environment, ops: desired.ops }, stop);
+        log.maskValues([...Object.values(desired.variables), ...exported.passwords]);
+        desired.variables = { ...exported.variables, ...desired.variables };
+        applied = await deps.provider.apply(desired, stop, log);
       } catch (error) {
         await log.flush();
         // Another worker may hold the job now: its run records the outcome, not this one.
@@ -125,6 +132,7 @@ export function deployHandler(deps: Deps): JobHandler {
         }
         await log.writeIn(trx);
         await recordObservation(trx, service.id, observed, observedAt);
+        await finish?.(trx);
       });
     },
     async retrying(job: JobRow, reason: string) {

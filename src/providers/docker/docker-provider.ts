@@ -241,9 +241,7 @@ export class DockerProvider implements Provider {
       [LABEL.generation]: String(generation),
       [LABEL.role]: role,
     });
-    const exportsAsVariables = Object.fromEntries(ops.dependencies.flatMap((d) => Object.entries(d.exports)));
     const variables = {
-      ...exportsAsVariables,
       ...desired.variables,
       ...(service.port ? { PORT: String(service.port) } : {}),
     };
@@ -560,7 +558,7 @@ export class DockerProvider implements Provider {
   /** The last `lines` lines a container printed, stdout and stderr together. */
   private async output(container: Docker.Container, lines: number): Promise<string> {
     try {
-      const buffer = (await container.logs({ stdout: true, stderr: true, tail: lines })) as unknown as Buffer;
+      const buffer = await container.logs({ stdout: true, stderr: true, tail: lines, follow: false });
       return demultiplex(buffer).trim() || '(no output)';
     } catch {
       return '(its output could not be read)';

@@ -9,12 +9,18 @@ import type { EnvironmentIdentity, EnvironmentRef } from '../provider.ts';
 
 const DOC_RANGES = ['192.0.2', '198.51.100', '203.0.113'];
 
+/** The environment's simulated cloud account number (12 digits, as AWS's). */
+export function simAccountNumber(env: Pick<EnvironmentRef, 'id'>): string {
+  const digest = createHash('sha256').update(env.id).digest();
+  return String(digest.readUInt32BE(4) * 1000 + (digest[8] ?? 0))
+    .padStart(12, '0')
+    .slice(0, 12);
+}
+
 export function simIdentity(env: EnvironmentRef): EnvironmentIdentity {
   const digest = createHash('sha256').update(env.id).digest();
   const short = digest.subarray(0, 4).toString('hex');
-  const accountNumber = String(digest.readUInt32BE(4) * 1000 + (digest[8] ?? 0))
-    .padStart(12, '0')
-    .slice(0, 12);
+  const accountNumber = simAccountNumber(env);
   const nat = [0, 1].map(
     (i) => `${DOC_RANGES[(digest[9 + i] ?? 0) % 3]}.${1 + ((digest[11 + i] ?? 0) % 254)}`,
   );

@@ -1,9 +1,10 @@
 import { createHash } from 'node:crypto';
 import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { isDeepStrictEqual } from 'node:util';
 import { sql } from 'kysely';
 import { intSetting } from '../../config.ts';
-import { SupersededError } from '../../jobs/errors.ts';
+import { SupersededError, TerminalError } from '../../jobs/errors.ts';
 import type { Db } from '../../store/database.ts';
 import {
   type Admission,
@@ -16,7 +17,10 @@ import {
   type EnvironmentRef,
   type Observed,
   type Provider,
+  type ProvisionedResource,
   REMOVED_GENERATION,
+  type ResourceKey,
+  type Resources,
   type SecretStore,
   type ServiceLogs,
   type ServiceRef,
@@ -25,6 +29,7 @@ import {
 } from '../provider.ts';
 import { simIdentity } from './identity.ts';
 import { SimLogs } from './logs.ts';
+import { SIM_RESOURCE_STEPS, simAttributes } from './resources.ts';
 import { type SimDb, simTables } from './tables.ts';
 
 /** The sim driver's settings, from the environment. */
@@ -78,6 +83,87 @@ export class SimProvider implements Provider {
   }
 
   readonly admission: Admission = { refusal: simRefusal };
+
+  /**
+   * Each resource takes its kind's steps to make; a prefix starting with `fail` fails (deterministic,
+   * as for deploy targets). Made at most once: its row is the cloud's record of it, and a call that finds
+   * it with the same spec returns it as it is.
+   */
+  readonly resources: Resources = {
+    ensure: async ({ service, environment, resource }, signal): Promise<ProvisionedResource> => {
+      const key = `${resource.kind}.${resource.type}`;
+      const steps = SIM_RESOURCE_STEPS[key];
+      if (steps === undefined) {
+        throw new TerminalError(`the simulated cloud cannot provision ${resource.kind} ${resource.type}`);
+      }
+      const spec = { prefix: resource.prefix, properties: resource.properties };
+      const find = () =>
+        this.db
+          .selectFrom('sim_resources')
+          .selectAll()
+          .where('service_id', '=', service.id)
+          .where('kind', '=', resource.kind)
+          .where('type', '=', resource.type)
+          .where('resource_id', '=', resource.id)
+          .executeTakeFirst();
+      const existing = await find();
+      const made = (row: NonNullable<typeof existing>) => ({
+        attributes: row.attributes,
+        ...(row.password ? { password: row.password } : {}),
+      });
+      if (existing?.prefix === resource.prefix && isDeepStrictEqual(existing.spec, spec))
+        return made(existing);
+      signal.throwIfAborted();
+      const operation = existing ? 'update_resource' : 'create_resource';
+      await this.record(operation, service.id, service.id, async () => {
+        for (let i = 0; i < steps; i++) await sleep(this.stepMs);
+        if (resource.prefix.startsWith('fail')) {
+          const reason = `simulated failure: the ${key} prefix ${resource.prefix} starts with "fail"`;
+          return { outcome: reason, error: new TerminalError(reason) };
+        }
+        signal.throwIfAborted();
+        const { attributes, password } = simAttributes(environment, service, resource);
+        await this.db
+          .insertInto('sim_resources')
+          .values({
+            service_id: service.id,
+            kind: resource.kind,
+            type: resource.type,
+            resource_id: resource.id,
+            prefix: resource.prefix,
+            spec: JSON.stringify(spec),
+            attributes: JSON.stringify(attributes),
+            password: password ?? null,
+          })
+          .onConflict((oc) =>
+            // An update keeps the password it was made with.
+            oc.columns(['service_id', 'kind', 'type', 'resource_id']).doUpdateSet({
+              prefix: resource.prefix,
+              spec: JSON.stringify(spec),
+              attributes: JSON.stringify(attributes),
+            }),
+          )
+          .execute();
+        return { outcome: `${key} ${resource.id}` };
+      });
+      const row = await find();
+      if (!row) throw new Error(`the simulated ${key} ${resource.id} vanished while it was made`);
+      return made(row);
+    },
+    delete: async (service: ServiceRef, resource: ResourceKey): Promise<void> => {
+      await this.record('delete_resource', service.id, service.id, async () => {
+        await sleep(this.stepMs);
+        await this.db
+          .deleteFrom('sim_resources')
+          .where('service_id', '=', service.id)
+          .where('kind', '=', resource.kind)
+          .where('type', '=', resource.type)
+          .where('resource_id', '=', resource.id)
+          .execute();
+        return { outcome: `${resource.kind}.${resource.type} ${resource.id}` };
+      });
+    },
+  };
 
   /** Runs one call, recorded with its outcome; a failed call is recorded, then thrown. */
   private async record(

@@ -1,4 +1,4 @@
-import type { Generated } from 'kysely';
+import type { ColumnType, Generated } from 'kysely';
 import type { Migration } from 'kysely/migration';
 import type { Db } from '../../store/database.ts';
 import { runStatements } from '../../store/migrations/run-statements.ts';
@@ -31,9 +31,23 @@ export interface SimCallsTable {
   finished_at: Date | null;
 }
 
+/** The simulated cloud's resources (ops.json dependencies), with the password it generated. */
+export interface SimResourcesTable {
+  service_id: string;
+  kind: string;
+  type: string;
+  resource_id: string;
+  prefix: string;
+  spec: ColumnType<unknown, string, string>;
+  attributes: ColumnType<Record<string, string>, string, string>;
+  password: string | null;
+  created_at: Generated<Date>;
+}
+
 export type SimTables = {
   sim_workloads: SimWorkloadsTable;
   sim_calls: SimCallsTable;
+  sim_resources: SimResourcesTable;
 };
 
 export function simTables(db: Db) {
@@ -72,5 +86,22 @@ export const simMigrations: Record<string, Migration> = {
   '0001-generation': {
     up: (db) =>
       runStatements(db, ['ALTER TABLE sim_workloads ADD COLUMN generation bigint NOT NULL DEFAULT 0']),
+  },
+  '0002-resources': {
+    up: (db) =>
+      runStatements(db, [
+        `CREATE TABLE sim_resources (
+          service_id uuid NOT NULL,
+          kind text NOT NULL,
+          type text NOT NULL,
+          resource_id text NOT NULL,
+          prefix text NOT NULL,
+          spec jsonb NOT NULL,
+          attributes jsonb NOT NULL,
+          password text,
+          created_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+          PRIMARY KEY (service_id, kind, type, resource_id)
+        )`,
+      ]),
   },
 };

@@ -44,6 +44,18 @@ export async function findCustomDomainsByIds(db: Db, ids: string[]): Promise<Cus
   return db.selectFrom('custom_domains').selectAll().where('id', 'in', ids).execute();
 }
 
+/** The newest domain the service holds (in any state but deleted), if any. */
+export async function heldDomain(db: Db, serviceId: string): Promise<CustomDomainRow | undefined> {
+  return db
+    .selectFrom('custom_domains')
+    .selectAll()
+    .where('service_id', '=', serviceId)
+    .where('state', '!=', 'deleted')
+    .orderBy('created_at', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+}
+
 /** The newest domain of a service in one of `states`. */
 export async function newestDomainIn(db: Db, serviceId: string, states: CustomDomainState[]) {
   return db

@@ -1,8 +1,10 @@
-import type { Insertable } from 'kysely';
+import { type Insertable, sql } from 'kysely';
+import { DELETE_STATES } from '../../domain/service-states.ts';
 import type { DeployedSource } from '../../providers/provider.ts';
 import type { Db } from '../database.ts';
-import type { DeploymentRow, DeploymentsTable } from '../schema.ts';
+import type { DeploymentRow, DeploymentsTable, EnvironmentRow } from '../schema.ts';
 import { type Page, pageAfter } from './paging.ts';
+import { type AsJson, withDates } from './scope.ts';
 
 export async function insertDeployment(db: Db, row: Insertable<DeploymentsTable>): Promise<DeploymentRow> {
   return db.insertInto('deployments').values(row).returningAll().executeTakeFirstOrThrow();
@@ -24,6 +26,62 @@ export async function findDeployment(
 
 export async function findDeploymentById(db: Db, id: string): Promise<DeploymentRow | undefined> {
   return db.selectFrom('deployments').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+/** A deployment with its service and environment, in one query (what a deploy job starts from). */
+export async function findDeploymentToRun(db: Db, id: string) {
+  const row = await db
+    .selectFrom('deployments as d')
+    .innerJoin('services as s', 's.id', 'd.service_id')
+    .innerJoin('environments as e', 'e.id', 'd.environment_id')
+    .selectAll('s')
+    .select([
+      // generation is a bigint: read as text, like a plain select reads it.
+      sql<AsJson<DeploymentRow>>`to_jsonb(d.*) || jsonb_build_object('generation', d.generation::text)`.as(
+        '_deployment',
+      ),
+      sql<AsJson<EnvironmentRow>>`to_jsonb(e.*)`.as('_environment'),
+    ])
+    .where('d.id', '=', id)
+    .executeTakeFirst();
+  if (!row) return undefined;
+  const { _deployment, _environment, ...service } = row;
+  return {
+    deployment: withDates<DeploymentRow>(_deployment),
+    service,
+    environment: withDates<EnvironmentRow>(_environment),
+  };
+}
+
+/**
+ * Starts a queued deployment and moves its service to `deploying` (when it is still the service's
+ * latest and no delete reached it), in one statement; false when the deployment was not queued.
+ */
+export async function startDeployment(db: Db, id: string): Promise<boolean> {
+  const now = new Date();
+  const result = await db
+    .with('moved', (q) =>
+      q
+        .updateTable('deployments')
+        .set({ state: 'in_progress', updated_at: now })
+        .where('id', '=', id)
+        .where('state', '=', 'queued')
+        .returning(['id', 'service_id']),
+    )
+    .with('followed', (q) =>
+      q
+        .updateTable('services')
+        .from('moved')
+        .set({ state: 'deploying', updated_at: now })
+        .whereRef('services.id', '=', 'moved.service_id')
+        .whereRef('services.latest_deployment_id', '=', 'moved.id')
+        .where('services.state', 'not in', DELETE_STATES)
+        .returning('services.id'),
+    )
+    .selectFrom('moved')
+    .select((eb) => eb.fn.countAll<string>().as('moved'))
+    .executeTakeFirstOrThrow();
+  return Number(result.moved) > 0;
 }
 
 export async function findDeploymentsByIds(db: Db, ids: string[]): Promise<DeploymentRow[]> {

@@ -40,15 +40,15 @@ export async function findServiceInScope(
   };
 }
 
-interface Stamped {
+export interface Stamped {
   created_at: Date;
   updated_at: Date;
 }
 
 /** A row as to_jsonb renders it: its timestamps as text. */
-type AsJson<T extends Stamped> = Omit<T, keyof Stamped> & { created_at: string; updated_at: string };
+export type AsJson<T extends Stamped> = Omit<T, keyof Stamped> & { created_at: string; updated_at: string };
 
 /** Turns to_jsonb's timestamps back into Dates. */
-function withDates<T extends Stamped>(record: AsJson<T>): Omit<T, keyof Stamped> & Stamped {
+export function withDates<T extends Stamped>(record: AsJson<T>): Omit<T, keyof Stamped> & Stamped {
   return { ...record, created_at: new Date(record.created_at), updated_at: new Date(record.updated_at) };
 }

@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import { DELETE_STATES, type ServiceState } from '../../domain/service-states.ts';
 import type { Db } from '../database.ts';
 import type { NewService, ServiceRow, ServiceUpdate } from '../schema.ts';
@@ -102,11 +103,18 @@ export async function followDeployment(
   provisioned?: { namespace_name: string; kube_svc_alias: string },
 ): Promise<void> {
   if (provisioned) {
+    // One statement: what was provisioned is always written, the state only as below.
     await db
       .updateTable('services')
-      .set({ ...provisioned, updated_at: new Date() })
+      .set({
+        ...provisioned,
+        state: sql<ServiceState>`CASE WHEN latest_deployment_id = ${deploymentId}
+          AND state NOT IN (${sql.join(DELETE_STATES)}) THEN ${state} ELSE state END`,
+        updated_at: new Date(),
+      })
       .where('id', '=', serviceId)
       .execute();
+    return;
   }
   await db
     .updateTable('services')

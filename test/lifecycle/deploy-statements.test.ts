@@ -1,0 +1,82 @@
+/**
+ * What one deployment costs the database, end to end (accepted through the API, carried out by a
+ * worker): the statements and the commits. A guard against regressions, not a timing.
+ */
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { type Harness, startHarness, type Tenant, VALID_SERVICE } from '../helpers/harness.ts';
+import { pollUntil } from '../helpers/poll.ts';
+
+let h: Harness;
+let t: Tenant;
+before(async () => {
+  h = await startHarness({ rateLimitPerMin: 1_000_000 });
+  t = await h.tenant();
+});
+after(() => h.close());
+
+test('one deployment costs at most 18 statements besides its log, its outcome and the job removal one commit', async () => {
+  const created = await h.request('POST', `/v1/environments/${t.envId}/services`, {
+    token: t.token,
+    body: VALID_SERVICE.docker,
+  });
+  const serviceId = created.body.data.service.id;
+  const worker = await h.startWorker();
+  // Warm: the first deployment provisions what later ones reuse.
+  const first = await h.request('POST', `/v1/environments/${t.envId}/services/${serviceId}/deploy`, {
+    token: t.token,
+    body: {},
+  });
+  const ended = async (id: string) =>
+    pollUntil('the deployment to succeed', async () => {
+      const row = await h.deps.store.db
+        .selectFrom('deployments')
+        .select('state')
+        .where('id', '=', id)
+        .executeTakeFirst();
+      return row?.state === 'success' ? true : undefined;
+    });
+  await ended(first.body.data.deployment_id);
+  await worker.stop();
+
+  h.queries.length = 0;
+  const second = await h.request('POST', `/v1/environments/${t.envId}/services/${serviceId}/deploy`, {
+    token: t.token,
+    body: {},
+  });
+  const worker2 = await h.startWorker();
+  await ended(second.body.data.deployment_id);
+  await worker2.stop();
+  // Berth's own statements: not the simulated provider's tables, not idle workers' empty claims, not
+  // the token lookup or the rate-limit window, the deployment's log lines, and not this test's polling.
+  const own = h.queries.filter(
+    (q) =>
+      !/"?sim_\w+"?/.test(q) &&
+      !/UPDATE jobs SET locked_by/.test(q) &&
+      !q.includes('rate_limit_windows') &&
+      !q.includes('api_tokens') &&
+      // The deployment's log (its lines, steps and their notifications) is counted apart.
+      !/deployment_logs|deployment_operations|pg_advisory_xact_lock|pg_notify\(\$1, \$2\)/.test(q) &&
+      !q.startsWith('select "state" from "deployments"'),
+  );
+  const statements = own.filter((q) => !/^(begin|commit|rollback)$/i.test(q.trim()));
+  // Accept: scope, lock, insert, service, job, notify, a read of the deployment, audit. Run: read (one
+  // join), start (one statement), secrets (2), domains, the service's ops.json resources (one read, to
+  // delete those no longer declared), then outcome, service, observation and the job's removal.
+  assert.ok(statements.length <= 18, `${statements.length} statements:\n${statements.join('\n')}`);
+  if (h.deps.store.kind === 'postgres') {
+    // The outcome and the job's removal commit together.
+    const last = own.lastIndexOf('begin');
+    const outcome = own.slice(last, own.indexOf('commit', last) + 1);
+    assert.ok(
+      outcome.some((q) => q.startsWith('update "deployments" set "state"')),
+      outcome.join('\n'),
+    );
+    assert.ok(
+      outcome.some((q) => q.startsWith('delete from "jobs"')),
+      outcome.join('\n'),
+    );
+    // Three commits: accepting, the start (with its log line), the outcome with the job's removal.
+    assert.equal(own.filter((q) => q.trim() === 'commit').length, 3, own.join('\n'));
+  }
+});

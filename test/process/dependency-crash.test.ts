@@ -1,0 +1,107 @@
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { simTables } from '../../src/providers/sim/tables.ts';
+import { openStore } from '../../src/store/database.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
+import { pollUntil } from '../helpers/poll.ts';
+import { api, deploymentEnd, firstStartOf, startBerth } from '../helpers/process.ts';
+
+/**
+ * A server SIGKILLed while a deployment's dependency is being made: started again on the same database,
+ * the deployment still succeeds and every resource was made exactly once.
+ */
+let db: TestDatabase;
+before(async () => {
+  db = await createTestDatabase();
+});
+after(() => db.drop());
+
+const env = () => ({
+  BERTH_DATA_DIR: db.dataDir,
+  BERTH_DATABASE_URL: db.databaseUrl ?? '',
+  BERTH_SIM_STEP_MS: '400',
+  BERTH_JOB_LEASE_MS: '1500',
+  BERTH_RATE_LIMIT_PER_MIN: '100000',
+});
+
+test('SIGKILL while a dependency is provisioned: after a restart the deployment succeeds, each resource made once', async () => {
+  const first = await startBerth(env());
+  const { token, envId } = await firstStartOf(first);
+  const ops = {
+    dependencies: {
+      rds: { instances: [{ id: 'main-db', prefix: 'userdata', exports: { DB_HOST: '$address' } }] },
+      s3: { buckets: [{ id: 'files', exports: { BUCKET: '$name' } }] },
+    },
+  };
+  const created = await api(`${first.url}/v1/environments/${envId}/services`, token, 'POST', {
+    name: 'Crash Deps',
+    source: 'docker_image',
+    type: 'worker',
+    replica_count: 1,
+    cpu_count_min: 0.5,
+    memory_mb_min: 128,
+    docker_image: 'acme/crash',
+    ops_json: JSON.stringify(ops),
+  });
+  assert.equal(created.status, 200, JSON.stringify(created.body));
+  const serviceId = created.body.data.service.id;
+  const serviceUrl = (url: string) => `${url}/v1/environments/${envId}/services/${serviceId}`;
+  const deployed = await api(`${serviceUrl(first.url)}/deploy`, token, 'POST', {});
+  const deploymentId = deployed.body.data.deployment_id;
+
+  // The rds instance takes three steps: it is being made while its row says provisioning.
+  await pollUntil('the database to be provisioning', async () => {
+    const res = await api(`${serviceUrl(first.url)}/dependencies`, token);
+    const rds = res.body.data.dependencies.find((d: { kind: string }) => d.kind === 'rds');
+    return rds?.state === 'provisioning' ? true : undefined;
+  });
+  assert.equal(await first.kill('SIGKILL'), 'SIGKILL');
+
+  const second = await startBerth(env());
+  const deployment = await deploymentEnd(second.url, token, deploymentId);
+  assert.equal(deployment.state, 'success', deployment.failure_reason);
+  const listed = await api(`${serviceUrl(second.url)}/dependencies`, token);
+  assert.deepEqual(
+    listed.body.data.dependencies.map((d: { kind: string; state: string }) => `${d.kind}:${d.state}`).sort(),
+    ['rds:available', 's3:available'],
+  );
+  assert.equal(await second.kill('SIGTERM'), 0);
+
+  const store = await openStore({ databaseUrl: db.databaseUrl, dataDir: db.dataDir });
+  try {
+    const sim = simTables(store.db);
+    const made = await sim
+      .selectFrom('sim_resources')
+      .select(['kind', 'resource_id'])
+      .where('service_id', '=', serviceId)
+      .execute();
+    assert.deepEqual(made.map((r) => `${r.kind}:${r.resource_id}`).sort(), ['rds:main-db', 's3:files']);
+    const calls = await sim
+      .selectFrom('sim_calls')
+      .select(['outcome', 'finished_at'])
+      .where('service_id', '=', serviceId)
+      .where('operation', '=', 'create_resource')
+      .execute();
+    const finished = calls.filter((c) => c.finished_at !== null).map((c) => c.outcome);
+    assert.deepEqual(
+      finished.sort(),
+      ['rds.instances main-db', 's3.buckets files'],
+      'each made exactly once',
+    );
+    assert.equal(
+      calls.filter((c) => c.finished_at === null).length,
+      1,
+      'the kill interrupted the database while it was being made',
+    );
+    assert.deepEqual(
+      await sim
+        .selectFrom('sim_calls')
+        .select('id')
+        .where('operation', 'in', ['update_resource', 'delete_resource'])
+        .execute(),
+      [],
+    );
+  } finally {
+    await store.close();
+  }
+});
