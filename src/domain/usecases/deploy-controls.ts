@@ -104,6 +104,7 @@ export async function rollback(
       service.id,
       { note: body.note ?? `Rollback to ${target.id}` },
       null,
+      undefined,
       {
         type: 'restore',
         of: target,
@@ -135,6 +136,7 @@ export async function restart(
       service.id,
       { note: body.note ?? `Restart of ${serving.id}` },
       null,
+      undefined,
       {
         type: 'restart',
         of: serving,
