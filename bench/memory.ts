@@ -99,56 +99,53 @@ function growth(a: HeapSummary, b: HeapSummary, top = 8) {
     .slice(0, top);
 }
 
-/** Asks the server for a heap snapshot (it runs with --heapsnapshot-signal) and reads it once written. */
-async function heapSnapshot(child: ChildProcess, dir: string): Promise<HeapSummary> {
+/**
+ * Sends `signal` to the server, which answers by writing a file (a heap snapshot, a diagnostic report)
+ * into `dir`; returns what `read` makes of that file once it can be read whole.
+ */
+async function askForFile<T>(
+  child: ChildProcess,
+  dir: string,
+  signal: NodeJS.Signals,
+  read: (file: string) => T,
+): Promise<T> {
   const known = new Set(fs.readdirSync(dir));
-  child.kill('SIGUSR2');
+  child.kill(signal);
   const deadline = Date.now() + 120_000;
   for (;;) {
-    const file = fs.readdirSync(dir).find((f) => f.endsWith('.heapsnapshot') && !known.has(f));
+    const file = fs.readdirSync(dir).find((f) => !known.has(f) && /\.(json|heapsnapshot)$/.test(f));
     if (file) {
       try {
-        const summary = summarize(path.join(dir, file));
+        const value = read(path.join(dir, file));
         fs.rmSync(path.join(dir, file));
-        return summary;
+        return value;
       } catch {
         // Still being written.
       }
     }
-    if (Date.now() > deadline) throw new Error('the server wrote no heap snapshot');
+    if (Date.now() > deadline) throw new Error(`the server wrote no file after ${signal}`);
     await sleep(250);
   }
 }
 
+/** A heap snapshot (the server runs with --heapsnapshot-signal=SIGUSR2), summarized. */
+const heapSnapshot = (child: ChildProcess, dir: string) => askForFile(child, dir, 'SIGUSR2', summarize);
+
 /** Where the RSS goes (a Node.js diagnostic report, asked for with SIGTTIN): V8's heap, external memory, the rest. */
-async function memoryReport(child: ChildProcess, dir: string) {
-  const known = new Set(fs.readdirSync(dir));
-  child.kill('SIGTTIN');
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    const file = fs.readdirSync(dir).find((f) => f.startsWith('report.') && !known.has(f));
-    if (file) {
-      try {
-        const report = JSON.parse(fs.readFileSync(path.join(dir, file), 'utf8')) as {
-          javascriptHeap: { totalCommittedMemory: number; usedMemory: number; externalMemory: number };
-          resourceUsage: { rss: number };
-        };
-        fs.rmSync(path.join(dir, file));
-        const heap = report.javascriptHeap;
-        return {
-          v8_committed: mb(heap.totalCommittedMemory),
-          v8_used: mb(heap.usedMemory),
-          external: mb(heap.externalMemory),
-          rest: mb(report.resourceUsage.rss - heap.totalCommittedMemory - heap.externalMemory),
-        };
-      } catch {
-        // Still being written.
-      }
-    }
-    if (Date.now() > deadline) throw new Error('the server wrote no diagnostic report');
-    await sleep(250);
-  }
-}
+const memoryReport = (child: ChildProcess, dir: string) =>
+  askForFile(child, dir, 'SIGTTIN', (file) => {
+    const report = JSON.parse(fs.readFileSync(file, 'utf8')) as {
+      javascriptHeap: { totalCommittedMemory: number; usedMemory: number; externalMemory: number };
+      resourceUsage: { rss: number };
+    };
+    const heap = report.javascriptHeap;
+    return {
+      v8_committed: mb(heap.totalCommittedMemory),
+      v8_used: mb(heap.usedMemory),
+      external: mb(heap.externalMemory),
+      rest: mb(report.resourceUsage.rss - heap.totalCommittedMemory - heap.externalMemory),
+    };
+  });
 
 async function postgresDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
   const name = `berth_bench_${randomBytes(6).toString('hex')}`;

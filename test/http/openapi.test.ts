@@ -4,6 +4,11 @@ import { after, before, describe, test } from 'node:test';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { sql } from 'kysely';
 import { hashApiToken } from '../../src/domain/api-token.ts';
+import { DEPLOYMENT_STATES, DEPLOYMENT_TYPES } from '../../src/domain/deployment-states.ts';
+import { CLOUDS, ENVIRONMENT_STATES } from '../../src/domain/environment-states.ts';
+import { ERROR_CODES } from '../../src/domain/errors.ts';
+import { SERVICE_TYPES, SOURCES } from '../../src/domain/service-fields.ts';
+import { SERVICE_STATES } from '../../src/domain/service-states.ts';
 import { type Harness, type Reply, startHarness, type Tenant, VALID_SERVICE } from '../helpers/harness.ts';
 import { registeredRoutes as listRoutes } from '../helpers/routes.ts';
 
@@ -213,6 +218,29 @@ describe('the description', () => {
         `${key} documents a success it never gives`,
       );
     }
+  });
+});
+
+/** The properties of `key` in the 200 answer of GET `path`. */
+function readProperties(path: string, key: string): Record<string, Schema> {
+  const schema = resolve(doc.paths[path].get.responses['200'].content['application/json'].schema);
+  return resolve(resolve(schema.properties.data).properties[key]).properties;
+}
+
+describe("the domain's enums are listed (issue 8: the document differs from before only by them)", () => {
+  test('states, types, sources, clouds and error codes are enums of the domain constants', () => {
+    const service = readProperties('/v1/environments/{envId}/services/{serviceId}', 'service');
+    const deployment = readProperties('/v1/deployments/{deploymentId}', 'deployment');
+    const environment = readProperties('/v1/environments/{envId}', 'environment');
+    const enumOf = (schema: Schema) => resolve(schema).enum;
+    assert.deepEqual(enumOf(service.state), [...SERVICE_STATES]);
+    assert.deepEqual(enumOf(service.type), [...SERVICE_TYPES, null]);
+    assert.deepEqual(enumOf(service.source), [...SOURCES]);
+    assert.deepEqual(enumOf(deployment.state), [...DEPLOYMENT_STATES]);
+    assert.deepEqual(enumOf(deployment.type), [...DEPLOYMENT_TYPES]);
+    assert.deepEqual(enumOf(environment.state), [...ENVIRONMENT_STATES]);
+    assert.deepEqual(enumOf(environment.cloud), [...CLOUDS]);
+    assert.deepEqual(enumOf(doc.components.schemas.ErrorBody.properties.error_code), [...ERROR_CODES]);
   });
 });
 

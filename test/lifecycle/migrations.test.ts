@@ -26,6 +26,7 @@ async function executed(db: Db, history: string): Promise<string[]> {
 }
 
 const SIM_WORKLOADS = [
+  'cron_jobs',
   'deployment_id',
   'generation',
   'replicas',
@@ -125,22 +126,27 @@ describe('a database the old core migrations made', () => {
   });
 });
 
-describe('secrets jobs queued before their kind named the scope', () => {
-  let h: Harness;
-  let t: Tenant;
-  before(async () => {
-    h = await startHarness();
-    t = await h.tenant();
-  });
-  after(() => h.close());
+// The data migrations below run on a database with Berth's tables in use: one app for both.
+let h: Harness;
+let t: Tenant;
+before(async () => {
+  h = await startHarness();
+  t = await h.tenant();
+});
+after(() => h.close());
 
+async function newServiceId(): Promise<string> {
+  const created = await h.request('POST', `/v1/environments/${t.envId}/services`, {
+    token: t.token,
+    body: VALID_SERVICE.docker,
+  });
+  assert.equal(created.status, 200);
+  return created.body.data.service.id;
+}
+
+describe('secrets jobs queued before their kind named the scope', () => {
   test('are given the scope of their subject by migration 0012', async () => {
-    const created = await h.request('POST', `/v1/environments/${t.envId}/services`, {
-      token: t.token,
-      body: VALID_SERVICE.docker,
-    });
-    assert.equal(created.status, 200);
-    const serviceId = created.body.data.service.id;
+    const serviceId = await newServiceId();
     const { db } = h.deps.store;
     await db.deleteFrom('jobs').execute();
     for (const subject of [serviceId, t.envId]) {
@@ -158,21 +164,8 @@ describe('secrets jobs queued before their kind named the scope', () => {
 });
 
 describe('services stored with the old array form of ops.json dependencies', () => {
-  let h: Harness;
-  let t: Tenant;
-  before(async () => {
-    h = await startHarness();
-    t = await h.tenant();
-  });
-  after(() => h.close());
-
   test('are rewritten to the hosted form by migration 0014, keeping ids, kinds, exports and other keys', async () => {
-    const created = await h.request('POST', `/v1/environments/${t.envId}/services`, {
-      token: t.token,
-      body: VALID_SERVICE.docker,
-    });
-    assert.equal(created.status, 200);
-    const serviceId = created.body.data.service.id;
+    const serviceId = await newServiceId();
     const { db } = h.deps.store;
     const old = {
       deploy_timeout: 7,
