@@ -4,6 +4,7 @@ import { adminTokenFor, type FirstStart, firstStart } from './bootstrap.ts';
 import type { Config } from './config.ts';
 import { DnsLookup } from './dns.ts';
 import type { Deps } from './domain/usecases/context.ts';
+import { collectWhenIdle } from './idle-collector.ts';
 import { jobHandlers } from './jobs/handlers/index.ts';
 import { startObserver } from './jobs/observer.ts';
 import { DEFAULT_CONCURRENCY, Worker } from './jobs/worker.ts';
@@ -91,6 +92,9 @@ function listenError(error: NodeJS.ErrnoException, config: Config): Error {
   }
 }
 
+/** Ten seconds without a request count as quiet: the heap the last burst grew is given back then. */
+const IDLE_COLLECT_MS = 10_000;
+
 /**
  * `berth serve`: the API and, unless told otherwise, the workers, in one process. The API binds its
  * port before the first start creates anything (account, environment, token, admin token file): a
@@ -115,6 +119,9 @@ export async function startServer(
       throw listenError(error, config);
     });
     await deps.provider.serving?.start();
+    const collector = collectWhenIdle(IDLE_COLLECT_MS);
+    app.server.on('request', () => collector.touch());
+    app.server.on('close', () => collector.stop());
     admin.save();
     const first = await firstStart(deps);
     // On Postgres the workers get a pool of their own: API requests cannot starve a lease renewal, nor

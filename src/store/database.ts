@@ -40,9 +40,16 @@ async function openEmbedded(
   const lock = await lockDataDir(dataDir);
   try {
     const pglite = await PGlite.create(path.join(dataDir, 'pgdata'));
+    // Unlistening runs a statement: once the database is closed there is nothing left to unlisten.
+    const listen = async (channel: string, onNotify: (payload: string) => void) => {
+      const unlisten = await pglite.listen(channel, onNotify);
+      return async () => {
+        if (!pglite.closed) await unlisten();
+      };
+    };
     // In process: PGlite hands each notification over as the committing statement returns.
     const changes = new ChangeFeed(async ({ notify, up }) => {
-      const unlisten = await pglite.listen(CHANGES_CHANNEL, notify);
+      const unlisten = await listen(CHANGES_CHANNEL, notify);
       up();
       return unlisten;
     });
@@ -52,7 +59,7 @@ async function openEmbedded(
       db,
       kind: 'embedded',
       changes,
-      listen: async (channel, onNotify) => pglite.listen(channel, onNotify),
+      listen,
       close: async () => {
         await db.destroy();
         await lock.release();

@@ -240,3 +240,50 @@ describe('dependencies that cannot be made', () => {
     );
   });
 });
+
+describe('cron.cron_jobs on the simulated cloud', () => {
+  test('each tick of a short schedule requests the path on the service internal address (recorded)', async () => {
+    const serviceId = await createService({
+      cron: { cron_jobs: [{ schedule: '* * * * * *', path: '/api/v1/sync' }] },
+    });
+    const deployment = await deployed(serviceId);
+    assert.equal(deployment.state, 'success', deployment.failure_reason);
+    const got = await h.request('GET', `${servicesUrl()}/${serviceId}`, { token: t.token });
+    const alias = got.body.data.svc_alias;
+    assert.ok(alias);
+    const serving = h.deps.provider.serving;
+    assert.ok(serving, 'the simulated cloud serves cron requests');
+    await serving.start();
+    try {
+      const requests = await pollUntil('two ticks', async () => {
+        const made = await calls(serviceId, 'cron_request');
+        return made.length >= 2 ? made : undefined;
+      });
+      for (const request of requests) assert.equal(request, `GET http://${alias}:8080/api/v1/sync`);
+    } finally {
+      await serving.stop();
+    }
+  });
+});
+
+describe('a provider that cannot make dependencies', () => {
+  test('fails a deployment that declares any, naming the resource, and never passes a $ token on', async () => {
+    const provider = h.deps.provider as { resources?: unknown };
+    const resources = provider.resources;
+    provider.resources = undefined;
+    try {
+      const serviceId = await createService({
+        dependencies: { sqs: { queues: [{ id: 'jobs', exports: { QUEUE: '$name' } }] } },
+      });
+      const deployment = await deployed(serviceId);
+      assert.equal(deployment.state, 'failed');
+      assert.equal(
+        deployment.failure_reason,
+        'The dependency sqs queues jobs could not be made: this provider cannot provision dependencies (sqs queues jobs)',
+      );
+      assert.equal(applied.has(deployment.id), false);
+    } finally {
+      provider.resources = resources;
+    }
+  });
+});

@@ -26,6 +26,7 @@ async function executed(db: Db, history: string): Promise<string[]> {
 }
 
 const SIM_WORKLOADS = [
+  'cron_jobs',
   'deployment_id',
   'generation',
   'replicas',

@@ -25,8 +25,10 @@ import {
   type ServiceLogs,
   type ServiceRef,
   type ServiceSpec,
+  type Serving,
   SILENT_LOG,
 } from '../provider.ts';
+import { SimCronRequests } from './cron-requests.ts';
 import { simIdentity } from './identity.ts';
 import { SimLogs } from './logs.ts';
 import { SIM_RESOURCE_STEPS, simAttributes } from './resources.ts';
@@ -68,9 +70,11 @@ export class SimProvider implements Provider {
   private readonly caller = `${hostname()}:${process.pid}`;
   readonly secrets: SecretStore;
   readonly logs: ServiceLogs;
+  readonly serving: Serving;
 
   constructor(db: Db, settings: SimSettings) {
     this.db = simTables(db);
+    this.serving = new SimCronRequests(this.db, this.caller);
     this.stepMs = settings.stepMs;
     this.logs = new SimLogs(this.db);
     this.secrets = {
@@ -271,6 +275,12 @@ export class SimProvider implements Provider {
           replicas: service.replica_count ?? 1,
           run_status: runStatus,
           generation,
+          cron_jobs: JSON.stringify(
+            desired.ops.cron_jobs.map((job) => ({
+              ...job,
+              url: `http://${applied.svcAlias}:${service.port ?? 80}${job.path}`,
+            })),
+          ),
         })
         .onConflict((oc) =>
           oc
@@ -281,6 +291,7 @@ export class SimProvider implements Provider {
               replicas: eb.ref('excluded.replicas'),
               run_status: eb.ref('excluded.run_status'),
               generation: eb.ref('excluded.generation'),
+              cron_jobs: eb.ref('excluded.cron_jobs'),
               updated_at: sql`clock_timestamp()`,
             }))
             .whereRef('sim_workloads.generation', '<=', 'excluded.generation'),
@@ -330,6 +341,7 @@ export class SimProvider implements Provider {
         replicas: 0,
         run_status: 'deleted',
         generation: REMOVED_GENERATION,
+        cron_jobs: '[]',
       };
       await this.db
         .insertInto('sim_workloads')

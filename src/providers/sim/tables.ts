@@ -17,6 +17,8 @@ export interface SimWorkloadsTable {
   run_status: string;
   /** The generation in place (bigint: read as a string); an older one never replaces it. */
   generation: string | number;
+  /** ops.json `cron.cron_jobs` of the version in place, with the URL each tick requests. */
+  cron_jobs: ColumnType<unknown, string | undefined, string>;
   updated_at: Generated<Date>;
 }
 
@@ -103,5 +105,9 @@ export const simMigrations: Record<string, Migration> = {
           PRIMARY KEY (service_id, kind, type, resource_id)
         )`,
       ]),
+  },
+  '0003-cron-jobs': {
+    up: (db) =>
+      runStatements(db, ["ALTER TABLE sim_workloads ADD COLUMN cron_jobs jsonb NOT NULL DEFAULT '[]'"]),
   },
 };

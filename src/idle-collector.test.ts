@@ -1,0 +1,44 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { pollUntil } from '../test/helpers/poll.ts';
+import { collectWhenIdle } from './idle-collector.ts';
+
+test('collects once after activity goes quiet, never while idle with nothing new', async (ctx) => {
+  let collections = 0;
+  const collector = collectWhenIdle(50, () => {
+    collections += 1;
+  });
+  ctx.after(() => collector.stop());
+  collector.touch();
+  await pollUntil('a collection after the quiet period', async () => (collections === 1 ? true : undefined), {
+    timeoutMs: 5000,
+    intervalMs: 10,
+  });
+  // Quiet and nothing new: a second check period passes with no collection.
+  const start = Date.now();
+  await pollUntil('four check periods', async () => (Date.now() - start > 100 ? true : undefined), {
+    intervalMs: 10,
+  });
+  assert.equal(collections, 1);
+  collector.touch();
+  await pollUntil('a second collection', async () => (collections === 2 ? true : undefined), {
+    timeoutMs: 5000,
+    intervalMs: 10,
+  });
+});
+
+test('the default collection is a real one', async (ctx) => {
+  const collector = collectWhenIdle(20);
+  ctx.after(() => collector.stop());
+  let finalized = false;
+  const registry = new FinalizationRegistry(() => {
+    finalized = true;
+  });
+  registry.register({}, undefined);
+  collector.touch();
+  await pollUntil('an unreachable object to be collected', async () => (finalized ? true : undefined), {
+    timeoutMs: 5000,
+    intervalMs: 10,
+  });
+  assert.ok(registry);
+});
