@@ -24,6 +24,7 @@ import { auditRoutes } from './routes/audit.ts';
 import { comingSoonRoutes } from './routes/coming-soon.ts';
 import { customDomainRoutes } from './routes/custom-domains.ts';
 import { dependencyRoutes } from './routes/dependencies.ts';
+import { deployControlRoutes } from './routes/deploy-controls.ts';
 import { deploymentLogRoutes } from './routes/deployment-logs.ts';
 import { deploymentRoutes } from './routes/deployments.ts';
 import { environmentRoutes } from './routes/environments.ts';
@@ -162,6 +163,7 @@ export async function buildApp(deps: Deps, options: AppOptions) {
       await v1.register(auditRoutes, { deps });
       await v1.register(logRoutes, { deps });
       await v1.register(deploymentLogRoutes, { deps });
+      await v1.register(deployControlRoutes, { deps });
       await v1.register(comingSoonRoutes);
     },
     { prefix: '/v1' },

@@ -466,10 +466,10 @@ export interface paths {
                                         /** Format: uuid */
                                         id: string;
                                         /**
-                                         * @description service_update for API deploys; restore is reserved for rollbacks
+                                         * @description service_update for API deploys; restore for a rollback; restart for a restart
                                          * @enum {string}
                                          */
-                                        type: "service_update" | "restore";
+                                        type: "service_update" | "restore" | "restart";
                                         /**
                                          * @description queued, in_progress, success or failed (the last two are terminal)
                                          * @enum {string}
@@ -768,10 +768,10 @@ export interface paths {
                                         /** Format: uuid */
                                         id: string;
                                         /**
-                                         * @description service_update for API deploys; restore is reserved for rollbacks
+                                         * @description service_update for API deploys; restore for a rollback; restart for a restart
                                          * @enum {string}
                                          */
-                                        type: "service_update" | "restore";
+                                        type: "service_update" | "restore" | "restart";
                                         /**
                                          * @description queued, in_progress, success or failed (the last two are terminal)
                                          * @enum {string}
@@ -1016,10 +1016,10 @@ export interface paths {
                                         /** Format: uuid */
                                         id: string;
                                         /**
-                                         * @description service_update for API deploys; restore is reserved for rollbacks
+                                         * @description service_update for API deploys; restore for a rollback; restart for a restart
                                          * @enum {string}
                                          */
-                                        type: "service_update" | "restore";
+                                        type: "service_update" | "restore" | "restart";
                                         /**
                                          * @description queued, in_progress, success or failed (the last two are terminal)
                                          * @enum {string}
@@ -1445,10 +1445,10 @@ export interface paths {
                                         /** Format: uuid */
                                         id: string;
                                         /**
-                                         * @description service_update for API deploys; restore is reserved for rollbacks
+                                         * @description service_update for API deploys; restore for a rollback; restart for a restart
                                          * @enum {string}
                                          */
-                                        type: "service_update" | "restore";
+                                        type: "service_update" | "restore" | "restart";
                                         /**
                                          * @description queued, in_progress, success or failed (the last two are terminal)
                                          * @enum {string}
@@ -1770,10 +1770,10 @@ export interface paths {
                                     /** Format: uuid */
                                     id: string;
                                     /**
-                                     * @description service_update for API deploys; restore is reserved for rollbacks
+                                     * @description service_update for API deploys; restore for a rollback; restart for a restart
                                      * @enum {string}
                                      */
-                                    type: "service_update" | "restore";
+                                    type: "service_update" | "restore" | "restart";
                                     /**
                                      * @description queued, in_progress, success or failed (the last two are terminal)
                                      * @enum {string}
@@ -1919,10 +1919,10 @@ export interface paths {
                                     /** Format: uuid */
                                     id: string;
                                     /**
-                                     * @description service_update for API deploys; restore is reserved for rollbacks
+                                     * @description service_update for API deploys; restore for a rollback; restart for a restart
                                      * @enum {string}
                                      */
-                                    type: "service_update" | "restore";
+                                    type: "service_update" | "restore" | "restart";
                                     /**
                                      * @description queued, in_progress, success or failed (the last two are terminal)
                                      * @enum {string}
@@ -3370,10 +3370,10 @@ export interface paths {
                                     /** Format: uuid */
                                     id: string;
                                     /**
-                                     * @description service_update for API deploys; restore is reserved for rollbacks
+                                     * @description service_update for API deploys; restore for a rollback; restart for a restart
                                      * @enum {string}
                                      */
-                                    type: "service_update" | "restore";
+                                    type: "service_update" | "restore" | "restart";
                                     /**
                                      * @description queued, in_progress, success or failed (the last two are terminal)
                                      * @enum {string}
@@ -3585,6 +3585,404 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/deployments/{deploymentId}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel Deployment
+         * @description A queued deployment ends failed with failure_reason `cancelled` at once and never runs. One in progress stops before traffic moves and then ends failed, reason `cancelled` (one that already moved traffic finishes). A terminal deployment is 409.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    deploymentId: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            message: "success";
+                            data: {
+                                deployment: {
+                                    /** Format: uuid */
+                                    id: string;
+                                    /**
+                                     * @description service_update for API deploys; restore for a rollback; restart for a restart
+                                     * @enum {string}
+                                     */
+                                    type: "service_update" | "restore" | "restart";
+                                    /**
+                                     * @description queued, in_progress, success or failed (the last two are terminal)
+                                     * @enum {string}
+                                     */
+                                    state: "queued" | "in_progress" | "success" | "failed";
+                                    /** Format: uuid */
+                                    service_id: string;
+                                    /** Format: uuid */
+                                    private_instance_id: string;
+                                    /** Format: uuid */
+                                    cloud_connection_id: string;
+                                    /** Format: uuid */
+                                    account_id: string;
+                                    /** Format: uuid */
+                                    prev_deployment_id: string;
+                                    prov_deployment_id: string;
+                                    op_ids: string[];
+                                    ops: Record<string, never>;
+                                    /** @description the commit asked for; once the provider resolved it, the full id of the commit deployed */
+                                    git_commit_ref: string;
+                                    /** @description `Name <email>` of the commit deployed */
+                                    git_commit_author: string;
+                                    /** @description the message of the commit deployed */
+                                    git_commit_message: string;
+                                    docker_image_tag: string;
+                                    helm_chart_version: string;
+                                    helm_values_yml: string;
+                                    /** @description the image the deployment ran, `sha256:...` (its registry digest when pulled, else the local image id); empty until the provider resolved it */
+                                    docker_image_digest: string;
+                                    note: string;
+                                    /** @description why a failed deployment failed; while a transient provider error is retried, that attempt's error; empty otherwise */
+                                    failure_reason: string;
+                                    /** Format: uuid */
+                                    created_by_id: string;
+                                    /** Format: date-time */
+                                    created_at: string;
+                                    /** Format: date-time */
+                                    updated_at: string;
+                                };
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/environments/{envId}/services/{serviceId}/rollback": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Roll Back Service
+         * @description A new deployment of type `restore` with an earlier successful deployment's target (the commit, image tag or chart it ran), ops.json and secrets as they were then. `deployment_id` names it; by default the last successful deployment before the one serving now. 409 when there is none.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    envId: string;
+                    serviceId: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        deployment_id?: string;
+                        note?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            message: "success";
+                            data: {
+                                /** Format: uuid */
+                                deployment_id: string;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/environments/{envId}/services/{serviceId}/restart": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Restart Service
+         * @description A new deployment of type `restart` that replaces the replicas with the serving version (same target, ops.json and secrets), new ones healthy before the old ones go. 409 when nothing has been deployed.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    envId: string;
+                    serviceId: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        note?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            message: "success";
+                            data: {
+                                /** Format: uuid */
+                                deployment_id: string;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/environments/{envId}/services/{serviceId}/custom-domains/{customDomainId}": {
         parameters: {
             query?: never;
@@ -3647,71 +4045,6 @@ export interface paths {
                 };
             };
         };
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/deployments/{deploymentId}/cancel": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Cancel deployment (coming soon: 404 today) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    deploymentId: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-            };
-        };
-        delete?: never;
         options?: never;
         head?: never;
         patch?: never;

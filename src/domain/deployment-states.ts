@@ -4,7 +4,8 @@ export type DeploymentState = (typeof DEPLOYMENT_STATES)[number];
 /** A deployment in one of these never changes again. */
 export const TERMINAL_DEPLOYMENT_STATES: readonly DeploymentState[] = ['success', 'failed'];
 
-export const DEPLOYMENT_TYPES = ['service_update', 'restore'] as const;
+/** restore: a rollback to an earlier deployment; restart: the serving deployment again, new replicas. */
+export const DEPLOYMENT_TYPES = ['service_update', 'restore', 'restart'] as const;
 export type DeploymentType = (typeof DEPLOYMENT_TYPES)[number];
 
 /**

@@ -1,4 +1,4 @@
-import { opsConfigOf } from '../domain/ops-json.ts';
+import { type OpsConfig, opsConfigOf } from '../domain/ops-json.ts';
 import type { Deps } from '../domain/usecases/context.ts';
 import { effectiveSecrets } from '../domain/usecases/secrets.ts';
 import type { DesiredService } from '../providers/provider.ts';
@@ -9,7 +9,9 @@ import type { DeploymentRow, EnvironmentRow, ServiceRow } from '../store/schema.
 /**
  * The desired state of a service as one plain value: what a deployment asks the provider to run (its
  * spec, target, variables, ops config, active domains) and its generation, the fencing token. `domains`
- * adds names not yet recorded as deployed (the custom domain being cut over).
+ * adds names not yet recorded as deployed (the custom domain being cut over). A deployment that has
+ * run (or a restore or restart, which copies one that has) runs with the ops config and variables it
+ * recorded, not with today's: a rollback brings back the secrets as they were.
  */
 export async function desiredStateOf(
   deps: Pick<Deps, 'store' | 'secretBox'>,
@@ -27,8 +29,10 @@ export async function desiredStateOf(
       docker_image_tag: deployment.docker_image_tag,
       helm_chart_version: deployment.helm_chart_version,
     },
-    ops: opsConfigOf(service),
-    variables: await effectiveSecrets(db, deps.secretBox, environment.id, service.id),
+    ops: deployment.ops_snapshot ? (JSON.parse(deployment.ops_snapshot) as OpsConfig) : opsConfigOf(service),
+    variables: deployment.variables_sealed
+      ? (JSON.parse(deps.secretBox.open(deployment.variables_sealed)) as Record<string, string>)
+      : await effectiveSecrets(db, deps.secretBox, environment.id, service.id),
     domains: await servedDomains(db, service.id, input.domains),
   };
 }

@@ -119,6 +119,16 @@ export interface Applied {
   source?: DeployedSource;
 }
 
+/**
+ * The reason a deploy's `signal` carries when a user cancelled it (rather than the worker losing its
+ * job): the driver removes what the rollout started, since no other worker will take it over.
+ */
+export class DeploymentCancelled extends Error {
+  constructor() {
+    super('cancelled');
+  }
+}
+
 /** A rollout that failed for good after its source was resolved: the deployment records what it ran. */
 export class DeployFailed extends TerminalError {
   readonly source: DeployedSource;

@@ -15,6 +15,7 @@ import * as changeNotifications from './migrations/0013-change-notifications.ts'
 import * as opsJsonHostedDependencies from './migrations/0014-ops-json-hosted-dependencies.ts';
 import * as deploymentLogs from './migrations/0015-deployment-logs.ts';
 import * as serviceResources from './migrations/0016-service-resources.ts';
+import * as deployControls from './migrations/0017-deploy-controls.ts';
 import type { Database } from './schema.ts';
 
 /** Every migration, in order. Listed here rather than read from disk so the build carries them. */
@@ -35,6 +36,7 @@ const migrations: Record<string, Migration> = {
   '0014-ops-json-hosted-dependencies': opsJsonHostedDependencies,
   '0015-deployment-logs': deploymentLogs,
   '0016-service-resources': serviceResources,
+  '0017-deploy-controls': deployControls,
 };
 
 export class MigrationError extends Error {}

@@ -102,6 +102,10 @@ export interface DeploymentsTable {
   docker_image_digest: ColumnType<string, string | undefined, string>;
   note: ColumnType<string, string | undefined, string>;
   failure_reason: ColumnType<string, string | undefined, string>;
+  ops_snapshot: ColumnType<string | null, string | null | undefined, string | null>;
+  variables_sealed: ColumnType<string | null, string | null | undefined, string | null>;
+  restored_from: ColumnType<string | null, string | null | undefined, string | null>;
+  cancel_requested: ColumnType<boolean, boolean | undefined, boolean>;
   /** Fencing token of the provider changes this deployment makes (bigint: read as a string). */
   generation: Generated<string>;
   created_at: Generated<Date>;

@@ -5,7 +5,16 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
-import { BASE_IMAGE, buildBaseImage, freePort, removeEnvironment, requireDocker } from '../helpers/docker.ts';
+import {
+  BASE_IMAGE,
+  buildBaseImage,
+  buildImage,
+  containersOfService,
+  docker,
+  freePort,
+  removeEnvironment,
+  requireDocker,
+} from '../helpers/docker.ts';
 import { createRepo } from '../helpers/git.ts';
 import { pollUntil } from '../helpers/poll.ts';
 import { api, type BerthProcess, deploymentEnd, firstStartOf, startBerth } from '../helpers/process.ts';
@@ -24,6 +33,11 @@ before(async () => {
   await requireDocker();
   db = await createTestDatabase();
   await buildBaseImage();
+  for (const tag of ['v1', 'v2'])
+    await buildImage(
+      `berth-test/echo:${tag}`,
+      `FROM ${BASE_IMAGE}\nCMD ["/bin/sh", "-c", "while true; do echo running ${tag}; sleep 1; done"]\n`,
+    );
   gitRoot = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-git-'));
   commits = await createRepo(gitRoot, 'acme/logbook', [
     {
@@ -186,4 +200,102 @@ test('deployment log: a git build streams its output to the end; a failed health
   const ops = await api(`${berth.url}/v1/deployments/${second.id}/operations`, token);
   const rollout = ops.body.data.operations.find((o: { step: string }) => o.step === 'rollout');
   assert.equal(rollout.state, 'failed');
+});
+
+/** The running replicas of one deployment: image and variables, as the Engine reports them. */
+async function replicasOf(serviceId: string, deploymentId: string) {
+  const running = await containersOfService(serviceId, false);
+  const mine = running.filter((c) => c.Labels['berth.deployment'] === deploymentId);
+  return Promise.all(
+    mine.map(async (c) => {
+      const info = await docker.getContainer(c.Id).inspect();
+      return { id: c.Id, image: info.Config.Image, env: info.Config.Env };
+    }),
+  );
+}
+
+test('cancel on docker: a queued deployment never runs; one waiting for health stops, its containers removed', async () => {
+  const stuck = await create({
+    name: 'Stuck Worker',
+    type: 'worker',
+    docker_image: 'berth-test/echo',
+    ops_json: JSON.stringify({
+      health_check: { type: 'shell', command: 'exit 1', timeout: 1 },
+      deploy_timeout: 5,
+    }),
+  });
+  const serviceUrl = `${envUrl}/services/${stuck.id}`;
+  const running = (await api(`${serviceUrl}/deploy`, token, 'POST', { docker_image_tag: 'v1' })).body.data
+    .deployment_id;
+  const queued = (await api(`${serviceUrl}/deploy`, token, 'POST', { docker_image_tag: 'v2' })).body.data
+    .deployment_id;
+  const cancelQueued = await api(`${berth.url}/v1/deployments/${queued}/cancel`, token, 'POST', {});
+  assert.equal(cancelQueued.status, 200, JSON.stringify(cancelQueued.body));
+  assert.equal(cancelQueued.body.data.deployment.failure_reason, 'cancelled');
+
+  await pollUntil('the first deployment to have a replica', async () =>
+    (await replicasOf(stuck.id, running)).length > 0 ? true : undefined,
+  );
+  const cancelled = await api(`${berth.url}/v1/deployments/${running}/cancel`, token, 'POST', {});
+  assert.equal(cancelled.status, 200, JSON.stringify(cancelled.body));
+  const end = await deploymentEnd(berth.url, token, running, 60_000);
+  assert.equal(end.state, 'failed');
+  assert.equal(end.failure_reason, 'cancelled');
+  const left = await containersOfService(stuck.id);
+  assert.deepEqual(
+    left.filter((c) => [running, queued].includes(c.Labels['berth.deployment'] ?? '')),
+    [],
+    'nothing of either deployment is left',
+  );
+  const ops = await api(`${berth.url}/v1/deployments/${running}/operations`, token);
+  assert.equal(
+    ops.body.data.operations.some((o: { step: string }) => o.step === 'traffic'),
+    false,
+  );
+  const again = await api(`${berth.url}/v1/deployments/${running}/cancel`, token, 'POST', {});
+  assert.equal(again.status, 409);
+});
+
+test('rollback on docker brings back the old image and the old secret value; restart replaces the replicas', async () => {
+  const svc = await create({
+    name: 'Versioned Worker',
+    type: 'worker',
+    docker_image: 'berth-test/echo',
+    secrets: [{ key: 'API_KEY', value: 'docker-secret-one' }],
+  });
+  const serviceUrl = `${envUrl}/services/${svc.id}`;
+  const v1 = await deployAndWait(svc.id, { docker_image_tag: 'v1' });
+  assert.equal(v1.state, 'success', v1.failure_reason);
+  const put = await api(`${serviceUrl}/secrets`, token, 'PUT', {
+    secrets: [{ key: 'API_KEY', value: 'docker-secret-two' }],
+  });
+  assert.equal(put.status, 200);
+  const v2 = await deployAndWait(svc.id, { docker_image_tag: 'v2' });
+  assert.equal(v2.state, 'success', v2.failure_reason);
+  const [now] = await replicasOf(svc.id, v2.id);
+  assert.equal(now?.image, 'berth-test/echo:v2');
+  assert.ok(now?.env.includes('API_KEY=docker-secret-two'));
+
+  const rolled = await api(`${serviceUrl}/rollback`, token, 'POST', {});
+  assert.equal(rolled.status, 200, JSON.stringify(rolled.body));
+  const restore = await deploymentEnd(berth.url, token, rolled.body.data.deployment_id, 120_000);
+  assert.equal(restore.state, 'success', restore.failure_reason);
+  assert.equal(restore.type, 'restore');
+  const [back] = await replicasOf(svc.id, restore.id);
+  assert.equal(back?.image, 'berth-test/echo:v1', 'the old image');
+  assert.ok(back?.env.includes('API_KEY=docker-secret-one'), 'the old secret value');
+
+  const restarted = await api(`${serviceUrl}/restart`, token, 'POST', {});
+  assert.equal(restarted.status, 200, JSON.stringify(restarted.body));
+  const again = await deploymentEnd(berth.url, token, restarted.body.data.deployment_id, 120_000);
+  assert.equal(again.state, 'success', again.failure_reason);
+  assert.equal(again.type, 'restart');
+  const [fresh] = await replicasOf(svc.id, again.id);
+  assert.ok(fresh, 'a new replica');
+  assert.notEqual(fresh.id, back?.id);
+  assert.equal(fresh.image, 'berth-test/echo:v1', 'the serving version');
+  assert.ok(fresh.env.includes('API_KEY=docker-secret-one'));
+  await pollUntil('the replaced replica to go', async () =>
+    (await replicasOf(svc.id, restore.id)).length === 0 ? true : undefined,
+  );
 });

@@ -98,12 +98,10 @@ describe('envelope, routes and ids', () => {
   });
 
   test('coming-soon routes answer 404', async () => {
-    const deploymentId = randomUUID();
     for (const [method, url] of [
       ['POST', '/v1/environments'],
       ['DELETE', `/v1/environments/${t.envId}`],
       ['DELETE', `/v1/environments/${t.envId}/services/${randomUUID()}/custom-domains/${randomUUID()}`],
-      ['POST', `/v1/deployments/${deploymentId}/cancel`],
     ]) {
       const res = await h.request(method as string, url as string, {
         token: t.token,

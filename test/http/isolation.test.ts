@@ -59,6 +59,9 @@ const ROUTES: RouteCase[] = [
   { method: 'GET', url: '/v1/environments/:envId/services/:serviceId/dependencies' },
   { method: 'GET', url: '/v1/deployments/:deploymentId/logs' },
   { method: 'GET', url: '/v1/deployments/:deploymentId/operations' },
+  { method: 'POST', url: '/v1/deployments/:deploymentId/cancel', body: {} },
+  { method: 'POST', url: '/v1/environments/:envId/services/:serviceId/rollback', body: {} },
+  { method: 'POST', url: '/v1/environments/:envId/services/:serviceId/restart', body: {} },
   {
     method: 'POST',
     url: '/v1/environments/:envId/services/:serviceId/custom-domains',
@@ -73,7 +76,6 @@ const ROUTES: RouteCase[] = [
   // Coming soon (404 today), but they name ids too, so they must not tell them apart either.
   { method: 'DELETE', url: '/v1/environments/:envId' },
   { method: 'DELETE', url: '/v1/environments/:envId/services/:serviceId/custom-domains/:customDomainId' },
-  { method: 'POST', url: '/v1/deployments/:deploymentId/cancel', body: {} },
 ];
 
 const key = (r: { method: string; url: string }) => `${r.method} ${r.url}`;

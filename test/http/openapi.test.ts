@@ -44,7 +44,6 @@ const COMING_SOON = [
   'post /v1/environments',
   'delete /v1/environments/{envId}',
   'delete /v1/environments/{envId}/services/{serviceId}/custom-domains/{customDomainId}',
-  'post /v1/deployments/{deploymentId}/cancel',
 ];
 
 // biome-ignore lint/suspicious/noExplicitAny: JSON Schema nodes

@@ -54,7 +54,6 @@ const COMING_SOON = new Set([
   'POST /v1/environments',
   'DELETE /v1/environments/:envId',
   'DELETE /v1/environments/:envId/services/:serviceId/custom-domains/:customDomainId',
-  'POST /v1/deployments/:deploymentId/cancel',
 ]);
 const keyOf = (route: Route) => `${route.method} ${route.url}`;
 

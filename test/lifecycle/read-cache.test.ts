@@ -9,6 +9,7 @@ import { after, before, test } from 'node:test';
 import { sql } from 'kysely';
 import pg from 'pg';
 import { TEST_DATABASE } from '../helpers/database.ts';
+import { acceptedDeployment } from '../helpers/deployments.ts';
 import { type Harness, startHarness, type Tenant, VALID_SERVICE } from '../helpers/harness.ts';
 import { pollUntil } from '../helpers/poll.ts';
 import { type BerthProcess, runBerth } from '../helpers/process.ts';
@@ -40,20 +41,7 @@ const cached = (url: string) =>
     (await get(url)).queries.length === 0 ? true : undefined,
   );
 
-async function queuedDeployment(): Promise<{ serviceId: string; deploymentId: string }> {
-  const created = await h.request('POST', `/v1/environments/${t.envId}/services`, {
-    token: t.token,
-    body: VALID_SERVICE.docker,
-  });
-  assert.equal(created.status, 200, created.raw);
-  const serviceId = created.body.data.service.id;
-  const deployed = await h.request('POST', `/v1/environments/${t.envId}/services/${serviceId}/deploy`, {
-    token: t.token,
-    body: {},
-  });
-  assert.equal(deployed.status, 200, deployed.raw);
-  return { serviceId, deploymentId: deployed.body.data.deployment_id };
-}
+const queuedDeployment = () => acceptedDeployment(h, t);
 
 test('a poll is served from the cache, and a change made through the API shows at once', async () => {
   const { serviceId } = await queuedDeployment();

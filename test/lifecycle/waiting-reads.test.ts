@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { preferredWait } from '../../src/api/read-cache.ts';
+import { acceptedDeployment } from '../helpers/deployments.ts';
 import { type Harness, type Reply, startHarness, type Tenant, VALID_SERVICE } from '../helpers/harness.ts';
 import { pollUntil } from '../helpers/poll.ts';
 
@@ -16,19 +17,7 @@ before(async () => {
 });
 after(() => h.close());
 
-async function queuedDeployment(): Promise<{ serviceId: string; deploymentId: string }> {
-  const created = await h.request('POST', `/v1/environments/${t.envId}/services`, {
-    token: t.token,
-    body: VALID_SERVICE.docker,
-  });
-  assert.equal(created.status, 200, created.raw);
-  const serviceId = created.body.data.service.id;
-  const deployed = await h.request('POST', `/v1/environments/${t.envId}/services/${serviceId}/deploy`, {
-    token: t.token,
-    body: {},
-  });
-  return { serviceId, deploymentId: deployed.body.data.deployment_id };
-}
+const queuedDeployment = () => acceptedDeployment(h, t);
 
 /** The ETag of `url` once it is served from the cache (the notification connection may be coming up). */
 async function cachedEtag(url: string): Promise<string> {

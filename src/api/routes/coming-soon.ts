@@ -14,7 +14,6 @@ const COMING_SOON: [method: 'POST' | 'DELETE' | 'GET', path: string, what: strin
     '/environments/:envId/services/:serviceId/custom-domains/:customDomainId',
     'Delete custom domain',
   ],
-  ['POST', '/deployments/:deploymentId/cancel', 'Cancel deployment'],
 ];
 
 async function notLiveYet(): Promise<never> {

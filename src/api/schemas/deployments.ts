@@ -6,7 +6,7 @@ export const Deployment = Type.Object({
   id: Uuid,
   type: StringEnum(DEPLOYMENT_TYPES, {
     maxLength: 30,
-    description: 'service_update for API deploys; restore is reserved for rollbacks',
+    description: 'service_update for API deploys; restore for a rollback; restart for a restart',
   }),
   state: StringEnum(DEPLOYMENT_STATES, {
     maxLength: 20,

@@ -52,22 +52,37 @@ export async function acceptDeployment(
   body: DeployBody,
   refusal: string | null = null,
   locked?: ServiceRow,
+  copy?: { type: 'restore' | 'restart'; of: DeploymentRow },
 ): Promise<DeploymentRow> {
   // A caller that already locked the row (to check it) hands it over: one lock, one statement.
   const service = locked ?? (await lockService(trx, serviceId));
+  const target = copy
+    ? {
+        // What the earlier deployment resolved and ran with: its commit, tag or chart, ops and variables.
+        git_commit_ref: copy.of.git_commit_ref,
+        docker_image_tag: copy.of.docker_image_tag,
+        helm_chart_version: copy.of.helm_chart_version,
+        helm_values_yml: copy.of.helm_values_yml,
+        ops_snapshot: copy.of.ops_snapshot,
+        variables_sealed: copy.of.variables_sealed,
+        restored_from: copy.of.id,
+      }
+    : {
+        git_commit_ref: body.commit_id ?? '',
+        docker_image_tag: service.source === 'docker_image' ? (body.docker_image_tag ?? 'latest') : '',
+        helm_chart_version: body.helm_chart_version ?? '',
+        helm_values_yml: service.source === 'helm_chart' ? (service.helm_values_yml ?? '') : '',
+      };
   const deployment = await insertDeployment(trx, {
     id: randomUUID(),
     account_id: service.account_id,
     environment_id: service.environment_id,
     service_id: service.id,
-    type: 'service_update',
+    type: copy?.type ?? 'service_update',
     state: refusal === null ? 'queued' : 'failed',
     failure_reason: refusal ?? '',
     prev_deployment_id: service.latest_deployment_id,
-    git_commit_ref: body.commit_id ?? '',
-    docker_image_tag: service.source === 'docker_image' ? (body.docker_image_tag ?? 'latest') : '',
-    helm_chart_version: body.helm_chart_version ?? '',
-    helm_values_yml: service.source === 'helm_chart' ? (service.helm_values_yml ?? '') : '',
+    ...target,
     note: body.note ?? '',
   });
   await moveLiveService(trx, service.id, refusal === null ? 'deploy_queued' : 'deploy_failed', {
@@ -88,7 +103,10 @@ async function logAccepted(trx: Db, deployment: DeploymentRow, refusal: string |
     deployment.docker_image_tag ||
     'the head of the configured branch';
   const note = deployment.note ? ` (note: ${deployment.note})` : '';
-  const what = deployment.type === 'service_update' ? 'Deployment' : `A ${deployment.type} deployment`;
+  const what =
+    deployment.type === 'service_update'
+      ? 'Deployment'
+      : `A ${deployment.type} deployment (bringing back ${deployment.restored_from})`;
   const previous = deployment.prev_deployment_id
     ? await findDeploymentById(trx, deployment.prev_deployment_id)
     : undefined;

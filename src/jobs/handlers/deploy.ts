@@ -1,10 +1,17 @@
 import type { Deps } from '../../domain/usecases/context.ts';
-import { type Applied, type DeployedSource, DeployFailed } from '../../providers/provider.ts';
+import {
+  type Applied,
+  type DeployedSource,
+  DeployFailed,
+  DeploymentCancelled,
+} from '../../providers/provider.ts';
 import { appendDeploymentLog } from '../../store/repositories/deployment-logs.ts';
 import {
+  cancelRequested,
   findDeploymentById,
   findDeploymentToRun,
   noteUnfinishedDeployment,
+  recordSnapshot,
   startDeployment,
   transitionDeployment,
 } from '../../store/repositories/deployments.ts';
@@ -23,6 +30,9 @@ import type { JobHandler } from '../worker.ts';
  * instead of rolling it out again. A TerminalError from the provider fails the deployment with its
  * message; any other error is retried. What runs afterwards is observed and written back.
  */
+/** How often a running deployment looks for a cancel. */
+const CANCEL_POLL_MS = 300;
+
 export function deployHandler(deps: Deps): JobHandler {
   const { db } = deps.store;
   return {
@@ -49,27 +59,42 @@ export function deployHandler(deps: Deps): JobHandler {
         log.line('outcome', `Started again (${attempt})`);
       }
       const desired = await desiredStateOf(deps, { deployment, service, environment });
+      await recordSnapshot(db, deployment.id, {
+        ops_snapshot: JSON.stringify(desired.ops),
+        variables_sealed: deps.secretBox.seal(JSON.stringify(desired.variables)),
+      });
       log.maskValues(Object.values(desired.variables));
       let applied: Applied | undefined;
       let failure: string | undefined;
       let failedSource: DeployedSource | undefined;
+      // A cancel is a flag on the row: looked at while the provider works, it aborts the rollout before
+      // traffic moves (the driver checks the signal before each side effect).
+      const cancel = new AbortController();
+      const watch = setInterval(() => {
+        cancelRequested(db, deployment.id)
+          .then((asked) => asked && cancel.abort(new DeploymentCancelled()))
+          .catch(() => undefined);
+      }, CANCEL_POLL_MS);
       try {
+        if (await cancelRequested(db, deployment.id)) cancel.abort(new DeploymentCancelled());
+        const stop = AbortSignal.any([signal, cancel.signal]);
         // The new version starts only once its resources exist, with their exports resolved.
-        const exported = await provisionDependencies(
-          deps,
-          { service, environment, ops: desired.ops },
-          signal,
-        );
-        log.maskValues(exported.passwords);
+        const exported = await provisionDependencies(deps, { service, environment, ops: desired.ops }, stop);
+        log.maskValues([...Object.values(desired.variables), ...exported.passwords]);
         desired.variables = { ...exported.variables, ...desired.variables };
-        applied = await deps.provider.apply(desired, signal, log);
+        applied = await deps.provider.apply(desired, stop, log);
       } catch (error) {
         await log.flush();
         // Another worker may hold the job now: its run records the outcome, not this one.
         if (signal.aborted) return;
-        if (!(error instanceof TerminalError)) throw error;
-        failure = log.masked(error.message);
-        if (error instanceof DeployFailed) failedSource = error.source;
+        if (cancel.signal.aborted) failure = 'cancelled';
+        else if (!(error instanceof TerminalError)) throw error;
+        else {
+          failure = log.masked(error.message);
+          if (error instanceof DeployFailed) failedSource = error.source;
+        }
+      } finally {
+        clearInterval(watch);
       }
       if (signal.aborted) {
         await log.flush();
@@ -98,7 +123,11 @@ export function deployHandler(deps: Deps): JobHandler {
           });
           if (moved) {
             await followDeployment(trx, service.id, deployment.id, 'deploy_failed');
-            log.end('outcome', 'failed', `Deployment failed: ${failure ?? ''}`);
+            log.end(
+              'outcome',
+              'failed',
+              failure === 'cancelled' ? 'Deployment cancelled' : `Deployment failed: ${failure ?? ''}`,
+            );
           }
         }
         await log.writeIn(trx);

@@ -12,6 +12,7 @@ import {
   type DeployedSource,
   DeployFailed,
   type DeployLog,
+  DeploymentCancelled,
   type DesiredService,
   type EnvironmentIdentity,
   type EnvironmentRef,
@@ -171,6 +172,19 @@ export class DockerProvider implements Provider {
   }
 
   async apply(desired: DesiredService, signal: AbortSignal, log: DeployLog = SILENT_LOG): Promise<Applied> {
+    try {
+      return await this.rollout(desired, signal, log);
+    } catch (error) {
+      // A lost lease leaves the containers to the worker that took over; a cancel has no such worker.
+      if (signal.reason instanceof DeploymentCancelled) {
+        await this.removeContainers({ [LABEL.deployment]: desired.deploymentId });
+        log.line('outcome', 'Cancelled: the containers this rollout started were removed');
+      }
+      throw error;
+    }
+  }
+
+  private async rollout(desired: DesiredService, signal: AbortSignal, log: DeployLog): Promise<Applied> {
     const { service, deploymentId, environment, generation } = desired;
     const namespaceName = `env-${environment.id.slice(0, 8)}`;
     const svcAlias = `${service.subdomain}.${namespaceName}.svc.cluster.local`;

@@ -147,3 +147,49 @@ export async function newestSuccessfulDeployment(db: Db, serviceId: string) {
     .limit(1)
     .executeTakeFirst();
 }
+
+/** Records what a deployment runs with, once: a rerun (or a restore copying it) finds it there. */
+export async function recordSnapshot(
+  db: Db,
+  id: string,
+  snapshot: { ops_snapshot: string; variables_sealed: string },
+): Promise<void> {
+  await db
+    .updateTable('deployments')
+    .set(snapshot)
+    .where('id', '=', id)
+    .where('variables_sealed', 'is', null)
+    .execute();
+}
+
+/** Asks the worker running a deployment to stop before traffic moves; false when it is not in progress. */
+export async function requestCancel(db: Db, id: string): Promise<boolean> {
+  const result = await db
+    .updateTable('deployments')
+    .set({ cancel_requested: true, updated_at: new Date() })
+    .where('id', '=', id)
+    .where('state', '=', 'in_progress')
+    .executeTakeFirst();
+  return result.numUpdatedRows > 0n;
+}
+
+export async function cancelRequested(db: Db, id: string): Promise<boolean> {
+  const row = await db
+    .selectFrom('deployments')
+    .select('cancel_requested')
+    .where('id', '=', id)
+    .executeTakeFirst();
+  return row?.cancel_requested === true;
+}
+
+/** The service's successful deployments, newest generation first. */
+export async function successfulDeployments(db: Db, serviceId: string, limit: number) {
+  return db
+    .selectFrom('deployments')
+    .selectAll()
+    .where('service_id', '=', serviceId)
+    .where('state', '=', 'success')
+    .orderBy('generation', 'desc')
+    .limit(limit)
+    .execute();
+}

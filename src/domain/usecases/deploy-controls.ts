@@ -1,0 +1,151 @@
+import { appendDeploymentLog } from '../../store/repositories/deployment-logs.ts';
+import {
+  findDeployment,
+  requestCancel,
+  successfulDeployments,
+  transitionDeployment,
+} from '../../store/repositories/deployments.ts';
+import { followDeployment } from '../../store/repositories/services.ts';
+import type { DeploymentRow, ServiceRow } from '../../store/schema.ts';
+import { ConflictError, ValidationError } from '../errors.ts';
+import { recordAudit } from './audit.ts';
+import type { Actor, Deps } from './context.ts';
+import { acceptDeployment } from './deployments.ts';
+import { assertNotDeleting, lockLiveService } from './service-guards.ts';
+
+/**
+ * Cancel: a queued deployment ends `failed` (reason `cancelled`) at once and never runs; one in
+ * progress is flagged, and its worker stops it before traffic moves (then it ends `failed`, reason
+ * `cancelled`; past that point it finishes). A terminal one is a 409.
+ */
+export async function cancelDeployment(
+  deps: Pick<Deps, 'store'>,
+  actor: Actor,
+  deployment: DeploymentRow,
+): Promise<DeploymentRow> {
+  return deps.store.db.transaction().execute(async (trx) => {
+    const at = new Date();
+    if (
+      await transitionDeployment(trx, deployment.id, ['queued'], 'failed', { failure_reason: 'cancelled' })
+    ) {
+      await followDeployment(trx, deployment.service_id, deployment.id, 'deploy_failed');
+      await appendDeploymentLog(
+        trx,
+        deployment.id,
+        [{ step: 'outcome', line: 'Deployment cancelled before it started', at }],
+        [
+          { step: 'queue', state: 'failed', startedAt: deployment.created_at, finishedAt: at },
+          { step: 'outcome', state: 'failed', startedAt: at, finishedAt: at },
+        ],
+      );
+    } else if (await requestCancel(trx, deployment.id)) {
+      await appendDeploymentLog(trx, deployment.id, [
+        { step: 'outcome', line: 'Cancel requested: the rollout stops before traffic moves', at },
+      ]);
+    } else {
+      throw new ConflictError(
+        `Deployment ${deployment.id} has ended (${deployment.state}): there is nothing to cancel`,
+      );
+    }
+    await recordAudit(trx, actor, 'deployment.cancel', {
+      id: deployment.id,
+      environmentId: deployment.environment_id,
+    });
+    return (await findDeployment(trx, actor.accountId, deployment.id)) as DeploymentRow;
+  });
+}
+
+/** An earlier deployment can be brought back only if it recorded what it ran with. */
+function assertRestorable(d: DeploymentRow): void {
+  if (d.variables_sealed === null) {
+    throw new ConflictError(
+      `Deployment ${d.id} ran before Berth recorded what deployments run with: deploy its target again instead`,
+    );
+  }
+}
+
+/**
+ * Rollback: a new `restore` deployment with an earlier successful deployment's target (its resolved
+ * commit, image tag or chart), ops config and variables as they were then. By default the last
+ * successful one before the one serving now.
+ */
+export async function rollback(
+  deps: Pick<Deps, 'store'>,
+  actor: Actor,
+  service: ServiceRow,
+  body: { deployment_id?: string; note?: string },
+): Promise<DeploymentRow> {
+  assertNotDeleting(service);
+  return deps.store.db.transaction().execute(async (trx) => {
+    await lockLiveService(trx, service.id);
+    let target: DeploymentRow | undefined;
+    if (body.deployment_id) {
+      target = await findDeployment(trx, actor.accountId, body.deployment_id);
+      if (!target || target.service_id !== service.id) {
+        throw ValidationError.fields([
+          { field: 'deployment_id', error: 'deployment_id must name a deployment of this service' },
+        ]);
+      }
+      if (target.state !== 'success') {
+        throw ValidationError.fields([
+          {
+            field: 'deployment_id',
+            error: `deployment_id must name a successful deployment (it is ${target.state})`,
+          },
+        ]);
+      }
+    } else {
+      target = (await successfulDeployments(trx, service.id, 2))[1];
+      if (!target) throw new ConflictError('There is no earlier successful deployment to roll back to');
+    }
+    assertRestorable(target);
+    const deployment = await acceptDeployment(
+      trx,
+      service.id,
+      { note: body.note ?? `Rollback to ${target.id}` },
+      null,
+      undefined,
+      {
+        type: 'restore',
+        of: target,
+      },
+    );
+    await recordAudit(trx, actor, 'deployment.rollback', {
+      id: deployment.id,
+      environmentId: service.environment_id,
+    });
+    return deployment;
+  });
+}
+
+/** Restart: the serving deployment again (same target, ops and variables), as new replicas. */
+export async function restart(
+  deps: Pick<Deps, 'store'>,
+  actor: Actor,
+  service: ServiceRow,
+  body: { note?: string },
+): Promise<DeploymentRow> {
+  assertNotDeleting(service);
+  return deps.store.db.transaction().execute(async (trx) => {
+    await lockLiveService(trx, service.id);
+    const [serving] = await successfulDeployments(trx, service.id, 1);
+    if (!serving) throw new ConflictError('The service has no successful deployment to restart');
+    assertRestorable(serving);
+    const deployment = await acceptDeployment(
+      trx,
+      service.id,
+      { note: body.note ?? `Restart of ${serving.id}` },
+      null,
+      undefined,
+      {
+        type: 'restart',
+        of: serving,
+      },
+    );
+    await recordAudit(trx, actor, 'deployment.restart', {
+      id: deployment.id,
+      environmentId: service.environment_id,
+    });
+    return deployment;
+  });
+}
