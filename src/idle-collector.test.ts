@@ -5,8 +5,11 @@ import { collectWhenIdle } from './idle-collector.ts';
 
 test('collects once after activity goes quiet, never while idle with nothing new', async (ctx) => {
   let collections = 0;
-  const collector = collectWhenIdle(50, () => {
-    collections += 1;
+  const collector = collectWhenIdle({
+    idleMs: 50,
+    collect: () => {
+      collections += 1;
+    },
   });
   ctx.after(() => collector.stop());
   collector.touch();
@@ -28,7 +31,7 @@ test('collects once after activity goes quiet, never while idle with nothing new
 });
 
 test('the default collection is a real one', async (ctx) => {
-  const collector = collectWhenIdle(20);
+  const collector = collectWhenIdle({ idleMs: 20 });
   ctx.after(() => collector.stop());
   let finalized = false;
   const registry = new FinalizationRegistry(() => {
@@ -41,4 +44,28 @@ test('the default collection is a real one', async (ctx) => {
     intervalMs: 10,
   });
   assert.ok(registry);
+});
+
+test('while quiet, background allocation past the threshold earns another collection', async (ctx) => {
+  let collections = 0;
+  let used = 100;
+  const collector = collectWhenIdle({
+    idleMs: 20,
+    regrowBytes: 50,
+    heapUsed: () => used,
+    collect: () => {
+      collections += 1;
+    },
+  });
+  ctx.after(() => collector.stop());
+  const start = Date.now();
+  await pollUntil('several check periods', async () => (Date.now() - start > 80 ? true : undefined), {
+    intervalMs: 10,
+  });
+  assert.equal(collections, 0, 'nothing grew and nothing was served');
+  used = 200;
+  await pollUntil('a collection for the growth', async () => (collections === 1 ? true : undefined), {
+    timeoutMs: 5000,
+    intervalMs: 10,
+  });
 });

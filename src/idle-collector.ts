@@ -27,13 +27,28 @@ function collectAll(): () => void {
   return () => gc({ type: 'major', execution: 'sync', flavor: 'last-resort' });
 }
 
-export function collectWhenIdle(idleMs: number, collect: () => void = collectAll()): IdleCollector {
+export interface CollectorOptions {
+  /** This long without a request counts as quiet. */
+  idleMs: number;
+  /** While quiet, background work (the observer, schedules) allocating this much since the last collection earns another. */
+  regrowBytes?: number;
+  collect?: () => void;
+  heapUsed?: () => number;
+}
+
+export function collectWhenIdle(options: CollectorOptions): IdleCollector {
+  const { idleMs, regrowBytes = 16 * 1024 * 1024 } = options;
+  const collect = options.collect ?? collectAll();
+  const heapUsed = options.heapUsed ?? (() => v8.getHeapStatistics().used_heap_size);
   let lastActivity = 0;
   let dirty = false;
+  let usedAfterCollection = heapUsed();
   const timer = setInterval(() => {
-    if (dirty && Date.now() - lastActivity >= idleMs) {
+    if (Date.now() - lastActivity < idleMs) return;
+    if (dirty || heapUsed() - usedAfterCollection > regrowBytes) {
       dirty = false;
       collect();
+      usedAfterCollection = heapUsed();
     }
   }, idleMs / 2);
   timer.unref();

@@ -119,7 +119,7 @@ export async function startServer(
       throw listenError(error, config);
     });
     await deps.provider.serving?.start();
-    const collector = collectWhenIdle(IDLE_COLLECT_MS);
+    const collector = collectWhenIdle({ idleMs: IDLE_COLLECT_MS });
     app.server.on('request', () => collector.touch());
     app.server.on('close', () => collector.stop());
     admin.save();
