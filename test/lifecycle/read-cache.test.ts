@@ -10,7 +10,7 @@ import { sql } from 'kysely';
 import pg from 'pg';
 import { TEST_DATABASE } from '../helpers/database.ts';
 import { acceptedDeployment } from '../helpers/deployments.ts';
-import { type Harness, startHarness, type Tenant, VALID_SERVICE } from '../helpers/harness.ts';
+import { type Harness, startHarness, type Tenant } from '../helpers/harness.ts';
 import { pollUntil } from '../helpers/poll.ts';
 import { type BerthProcess, runBerth } from '../helpers/process.ts';
 

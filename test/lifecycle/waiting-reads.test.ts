@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { preferredWait } from '../../src/api/read-cache.ts';
 import { acceptedDeployment } from '../helpers/deployments.ts';
-import { type Harness, type Reply, startHarness, type Tenant, VALID_SERVICE } from '../helpers/harness.ts';
+import { type Harness, type Reply, startHarness, type Tenant } from '../helpers/harness.ts';
 import { pollUntil } from '../helpers/poll.ts';
 
 let h: Harness;
