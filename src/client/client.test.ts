@@ -132,3 +132,33 @@ test('waitForDeployment reports each state once and returns the terminal deploym
   assert.deepEqual(changes, ['queued', 'in_progress', 'failed']);
   assert.equal(seen.length, 5);
 });
+
+test('waitForDeployment holds each read on the server (If-None-Match + Prefer: wait) instead of polling', async () => {
+  const tags: (string | undefined)[] = [];
+  const prefers: (string | undefined)[] = [];
+  const answers = [
+    {
+      status: 200,
+      headers: { etag: '"q"' },
+      body: { message: 'success', data: { deployment: { id: 'd2', state: 'queued' } } },
+    },
+    { status: 304, headers: { etag: '"q"' } },
+    {
+      status: 200,
+      headers: { etag: '"s"' },
+      body: { message: 'success', data: { deployment: { id: 'd2', state: 'success' } } },
+    },
+  ];
+  reset((request) => {
+    tags.push(request.headers['if-none-match'] as string | undefined);
+    prefers.push(request.headers.prefer as string | undefined);
+    return answers.shift() ?? { status: 500 };
+  });
+  // A poll would sleep an hour between reads: the test ends only if every read after the first waits on the server.
+  const deployment = await waitForDeployment(client, 'd2', { intervalMs: 3_600_000, timeoutMs: 60_000 });
+  assert.equal(deployment.state, 'success');
+  assert.deepEqual(tags, [undefined, '"q"', '"q"']);
+  assert.equal(prefers[0], undefined);
+  assert.match(prefers[1] ?? '', /^wait=\d+$/);
+  assert.ok(Number(prefers[1]?.slice(5)) <= 60);
+});

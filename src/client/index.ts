@@ -65,7 +65,7 @@ export function unwrap<T>(result: { data?: T; error?: unknown; response: Respons
 export const TERMINAL_DEPLOYMENT_STATES: readonly string[] = ['success', 'failed'];
 
 export interface WaitOptions {
-  /** Between two reads (default 1 s). */
+  /** Between two reads when the server cannot hold a request (no ETag in its answer; default 1 s). */
   intervalMs?: number;
   /** Give up after this long (default 30 min). */
   timeoutMs?: number;
@@ -76,7 +76,18 @@ export interface WaitOptions {
 
 export class WaitTimeoutError extends Error {}
 
-/** Polls a deployment until it is `success` or `failed`, and returns it (a failed one too: check its state). */
+/**
+ * How long one request asks the server to hold it: under the server's default request timeout (30 s),
+ * which would otherwise cut a held request off.
+ */
+const HOLD_S = 25;
+
+/**
+ * Waits for a deployment to be `success` or `failed`, and returns it (a failed one too: check its state).
+ * Each read after the first is a waiting read (`If-None-Match` + `Prefer: wait`): the server answers the
+ * moment the deployment changes, or 304 after the hold, so the outcome arrives within milliseconds of its
+ * commit without polling. A server whose answers carry no ETag is polled every `intervalMs`.
+ */
 export async function waitForDeployment(
   client: BerthClient,
   deploymentId: string,
@@ -85,19 +96,25 @@ export async function waitForDeployment(
   const intervalMs = options.intervalMs ?? 1000;
   const deadline = Date.now() + (options.timeoutMs ?? 30 * 60_000);
   let seen: string | undefined;
+  let etag: string | null = null;
   for (;;) {
-    const { deployment } = unwrap(
-      await client.GET('/v1/deployments/{deploymentId}', {
-        params: { path: { deploymentId } },
-        signal: options.signal,
-      }),
-    );
-    if (deployment.state !== seen) options.onChange?.(deployment);
-    seen = deployment.state;
-    if (TERMINAL_DEPLOYMENT_STATES.includes(deployment.state)) return deployment;
-    if (Date.now() > deadline) {
-      throw new WaitTimeoutError(`deployment ${deploymentId} is still ${deployment.state}: stopped waiting`);
+    const holdS = Math.max(1, Math.min(HOLD_S, Math.ceil((deadline - Date.now()) / 1000)));
+    const headers: Record<string, string> = etag ? { 'if-none-match': etag, prefer: `wait=${holdS}` } : {};
+    const result = await client.GET('/v1/deployments/{deploymentId}', {
+      params: { path: { deploymentId } },
+      headers,
+      signal: options.signal,
+    });
+    if (result.response.status !== 304) {
+      etag = result.response.headers.get('etag');
+      const { deployment } = unwrap(result);
+      if (deployment.state !== seen) options.onChange?.(deployment);
+      seen = deployment.state;
+      if (TERMINAL_DEPLOYMENT_STATES.includes(deployment.state)) return deployment;
     }
-    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+    if (Date.now() > deadline) {
+      throw new WaitTimeoutError(`deployment ${deploymentId} is still ${seen}: stopped waiting`);
+    }
+    if (!etag) await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }
 }
