@@ -98,7 +98,10 @@ export function postgresChangeSource(
 ): ChangeSource {
   return async ({ notify, up, down }) => {
     let stopped = false;
-    let client: pg.Client | undefined;
+    let stopRequested: () => void = () => undefined;
+    const stopping = new Promise<void>((resolve) => {
+      stopRequested = resolve;
+    });
     let wake: (() => void) | undefined;
     const pause = (ms: number) =>
       new Promise<void>((resolve) => {
@@ -112,7 +115,6 @@ export function postgresChangeSource(
       let backoffMs = 100;
       while (!stopped) {
         const current = new pg.Client({ connectionString: databaseUrl });
-        client = current;
         const lost = new Promise<void>((resolve) => {
           current.on('error', (error) => {
             onConnectionError(error);
@@ -123,26 +125,33 @@ export function postgresChangeSource(
         current.on('notification', (message) => {
           if (message.channel === CHANGES_CHANNEL) notify(message.payload ?? '');
         });
+        // A connection ended while it is still being made may never settle its connect(): a stop does
+        // not wait on it (a server that stopped at once would otherwise hang on its way out).
+        const listening = current.connect().then(() => current.query(`LISTEN ${CHANGES_CHANNEL}`));
+        listening.catch(() => undefined);
         try {
-          await current.connect();
-          await current.query(`LISTEN ${CHANGES_CHANNEL}`);
-          backoffMs = 100;
-          if (!stopped) up();
-          await lost;
+          await Promise.race([listening, stopping]);
+          if (!stopped) {
+            backoffMs = 100;
+            up();
+            await Promise.race([lost, stopping]);
+          }
         } catch (error) {
           onConnectionError(error as Error);
         }
         down();
-        await current.end().catch(() => undefined);
-        if (!stopped) await pause(backoffMs);
+        const ended = current.end().catch(() => undefined);
+        if (stopped) break;
+        await ended;
+        await pause(backoffMs);
         backoffMs = Math.min(5000, backoffMs * 2);
       }
     };
     const running = run();
     return async () => {
       stopped = true;
+      stopRequested();
       wake?.();
-      await client?.end().catch(() => undefined);
       await running;
     };
   };
