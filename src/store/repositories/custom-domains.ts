@@ -1,5 +1,5 @@
 import type { Insertable } from 'kysely';
-import type { CustomDomainState } from '../../domain/custom-domain-states.ts';
+import { CUSTOM_DOMAIN_STATES, type CustomDomainState } from '../../domain/custom-domain-states.ts';
 import type { Db } from '../database.ts';
 import type { CustomDomainRow, CustomDomainsTable } from '../schema.ts';
 
@@ -44,16 +44,11 @@ export async function findCustomDomainsByIds(db: Db, ids: string[]): Promise<Cus
   return db.selectFrom('custom_domains').selectAll().where('id', 'in', ids).execute();
 }
 
+const HELD_STATES = CUSTOM_DOMAIN_STATES.filter((state) => state !== 'deleted');
+
 /** The newest domain the service holds (in any state but deleted), if any. */
 export async function heldDomain(db: Db, serviceId: string): Promise<CustomDomainRow | undefined> {
-  return db
-    .selectFrom('custom_domains')
-    .selectAll()
-    .where('service_id', '=', serviceId)
-    .where('state', '!=', 'deleted')
-    .orderBy('created_at', 'desc')
-    .limit(1)
-    .executeTakeFirst();
+  return newestDomainIn(db, serviceId, HELD_STATES);
 }
 
 /** The newest domain of a service in one of `states`. */
