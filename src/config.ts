@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { DEFAULT_EVENT_RETENTION_HOURS } from './domain/events.ts';
 
 /** Every setting Berth reads, with its default. The table in README.md mirrors this file. */
 export interface Config {
@@ -25,6 +26,8 @@ export interface Config {
   /** How long an idle keep-alive connection stays open. */
   keepAliveTimeoutMs: number;
   jobLeaseMs: number;
+  /** Hours an event is kept for GET /v1/events resumes and webhook redeliveries. */
+  eventRetentionHours: number;
   logLevel: string;
 }
 
@@ -89,6 +92,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     keepAliveTimeoutMs: intSetting(env, 'BERTH_KEEP_ALIVE_TIMEOUT_MS', 72_000, 100, 3_600_000),
     // A worker renews its lease every third of this; a job whose lease lapses is run again.
     jobLeaseMs: intSetting(env, 'BERTH_JOB_LEASE_MS', 15_000, 1_000, 3_600_000),
+    eventRetentionHours: intSetting(
+      env,
+      'BERTH_EVENT_RETENTION_HOURS',
+      DEFAULT_EVENT_RETENTION_HOURS,
+      1,
+      24 * 365,
+    ),
     logLevel: env.BERTH_LOG_LEVEL || 'info',
   };
 }

@@ -5,6 +5,7 @@ import type { Config } from './config.ts';
 import { DnsLookup } from './dns.ts';
 import type { Deps } from './domain/usecases/context.ts';
 import { collectWhenIdle } from './idle-collector.ts';
+import { startEventRetention } from './jobs/event-retention.ts';
 import { jobHandlers } from './jobs/handlers/index.ts';
 import { startObserver } from './jobs/observer.ts';
 import { DEFAULT_CONCURRENCY, Worker } from './jobs/worker.ts';
@@ -109,6 +110,7 @@ export async function startServer(
   let app: Awaited<ReturnType<typeof buildApp>> | null = null;
   let worker: Worker | null = null;
   let observer: ReturnType<typeof startObserver> | null = null;
+  let retention: ReturnType<typeof startEventRetention> | null = null;
   let workerStore: Store | null = null;
   try {
     // The embedded database has one process, so a lease left in it belongs to a process that is gone.
@@ -142,7 +144,8 @@ export async function startServer(
     worker = options.workers === false ? null : startWorker(workerDeps);
     await worker?.start();
     observer = worker ? startObserver(workerDeps) : null;
-    const running = { app, worker, observer, workerStore };
+    retention = worker ? startEventRetention(workerDeps) : null;
+    const running = { app, worker, observer, retention, workerStore };
     return {
       url: address,
       adminToken: admin.token,
@@ -153,6 +156,7 @@ export async function startServer(
         await running.app.close();
         await running.worker?.stop();
         await running.observer?.stop();
+        await running.retention?.stop();
         await running.workerStore?.close();
         await runtime.close();
       },
@@ -161,6 +165,7 @@ export async function startServer(
     await app?.close();
     await worker?.stop();
     await observer?.stop();
+    await retention?.stop();
     await workerStore?.close();
     await runtime.close();
     throw error;

@@ -28,11 +28,13 @@ import { deployControlRoutes } from './routes/deploy-controls.ts';
 import { deploymentLogRoutes } from './routes/deployment-logs.ts';
 import { deploymentRoutes } from './routes/deployments.ts';
 import { environmentRoutes } from './routes/environments.ts';
+import { eventRoutes } from './routes/events.ts';
 import { healthRoutes } from './routes/health.ts';
 import { logRoutes } from './routes/logs.ts';
 import { secretRoutes } from './routes/secrets.ts';
 import { serviceRoutes } from './routes/services.ts';
 import { ErrorBody } from './schemas/common.ts';
+import { endStreamsOnClose } from './sse.ts';
 import { validatorCompiler } from './validation.ts';
 
 export type App = FastifyInstance;
@@ -134,6 +136,7 @@ export async function buildApp(deps: Deps, options: AppOptions) {
   app.addHook('onClose', unsubscribe);
   // Held reads end (304) when the server closes, rather than holding the close for up to a minute.
   app.addHook('preClose', async () => reads.release());
+  endStreamsOnClose(app);
   const authFailures = await authFailureLimit(app, deps.config.authFailuresPerMin);
   await app.register(
     async (v1) => {
@@ -164,6 +167,7 @@ export async function buildApp(deps: Deps, options: AppOptions) {
       await v1.register(logRoutes, { deps });
       await v1.register(deploymentLogRoutes, { deps });
       await v1.register(deployControlRoutes, { deps });
+      await v1.register(eventRoutes, { deps });
       await v1.register(comingSoonRoutes);
     },
     { prefix: '/v1' },

@@ -1,5 +1,6 @@
 import { once } from 'node:events';
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Server } from 'node:http';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 
 /** A comment line this often keeps proxies and clients from taking a quiet stream for a dead one. */
 const HEARTBEAT_MS = 15_000;
@@ -12,6 +13,16 @@ export interface SseStream {
   /** One event; waits while the client reads slower than events come (backpressure). */
   send(event: string, data: unknown, id?: string): Promise<void>;
   end(): void;
+}
+
+/** The streams open on each server: a closing server ends them rather than wait for their clients. */
+const openStreams = new WeakMap<Server, Set<() => void>>();
+
+/** Ends every stream still open when the app closes (a stream would otherwise hold the close forever). */
+export function endStreamsOnClose(app: FastifyInstance): void {
+  app.addHook('preClose', async () => {
+    for (const end of openStreams.get(app.server) ?? []) end();
+  });
 }
 
 /**
@@ -33,8 +44,19 @@ export function openSse(request: FastifyRequest, reply: FastifyReply): SseStream
   raw.write(`retry: ${RETRY_MS}\n\n`);
   const controller = new AbortController();
   const heartbeat = setInterval(() => raw.write(': keep-alive\n\n'), HEARTBEAT_MS);
+  let streams = openStreams.get(reply.server.server);
+  if (!streams) {
+    streams = new Set();
+    openStreams.set(reply.server.server, streams);
+  }
+  const ending = () => {
+    close();
+    raw.end();
+  };
+  streams.add(ending);
   const close = () => {
     clearInterval(heartbeat);
+    streams.delete(ending);
     controller.abort();
   };
   raw.on('close', close);
@@ -46,9 +68,6 @@ export function openSse(request: FastifyRequest, reply: FastifyReply): SseStream
       const frame = `${id === undefined ? '' : `id: ${id}\n`}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
       if (!raw.write(frame)) await once(raw, 'drain', { signal: controller.signal }).catch(() => undefined);
     },
-    end() {
-      close();
-      raw.end();
-    },
+    end: ending,
   };
 }

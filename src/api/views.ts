@@ -15,6 +15,7 @@ import type {
   DeploymentOperationRow,
   DeploymentRow,
   EnvironmentRow,
+  EventRow,
   ServiceRow,
 } from '../store/schema.ts';
 import { ZERO_UUID } from './schemas/common.ts';
@@ -191,4 +192,29 @@ export function operationView(o: DeploymentOperationRow) {
     finished_at: o.finished_at ? iso(o.finished_at) : null,
     duration_ms: o.finished_at ? o.finished_at.getTime() - o.started_at.getTime() : null,
   };
+}
+
+/** The columns an event kept (migration 0018), in the API's names and shapes (dates as ISO strings). */
+export function eventView(e: EventRow) {
+  // biome-ignore lint/suspicious/noExplicitAny: a jsonb snapshot whose columns the kind fixes
+  const state = e.data as Record<string, any>;
+  const kind = e.type.slice(0, e.type.indexOf('.'));
+  const { environment_id, ...rest } = state;
+  const data =
+    kind === 'deployment'
+      ? deploymentView({
+          ...(state as DeploymentRow),
+          created_at: new Date(state.created_at),
+          updated_at: new Date(state.updated_at),
+        })
+      : {
+          ...rest,
+          ...(environment_id !== undefined && { private_instance_id: environment_id }),
+          ...Object.fromEntries(
+            ['created_at', 'updated_at', 'provisioned_at']
+              .filter((k) => typeof state[k] === 'string')
+              .map((k) => [k, iso(new Date(state[k]))]),
+          ),
+        };
+  return { id: String(e.seq), type: e.type, account_id: e.account_id, timestamp: iso(e.at), data };
 }

@@ -1,5 +1,6 @@
 import type { Config } from '../config.ts';
 import { ConfigError } from '../config.ts';
+import { startEventRetention } from '../jobs/event-retention.ts';
 import { startObserver } from '../jobs/observer.ts';
 import { providerName } from '../providers/registry.ts';
 import { makeLogger, openRuntime, startServer, startWorker } from '../runtime.ts';
@@ -62,9 +63,11 @@ export async function workerCommand(config: Config, options: { concurrency: numb
   const runtime = await openRuntime(config);
   const worker = startWorker(runtime.deps, { concurrency: options.concurrency });
   const observer = startObserver(runtime.deps);
+  const retention = startEventRetention(runtime.deps);
   onShutdown(async () => {
     await worker.stop();
     await observer.stop();
+    await retention.stop();
     await runtime.close();
   });
   await worker.start();

@@ -3983,6 +3983,276 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The account's state changes, live
+         * @description A server-sent events stream of every change to the account's deployments, services, custom domains and dependencies, and every secret write (never a value), as each commits, in order. Each frame: `id:` the event id, `event:` its type, `data:` the Event (docs/events.md). Without Last-Event-ID it starts with the next change; with it (header, or `last_event_id`) it resumes right after that event, nothing lost or repeated. Events are kept BERTH_EVENT_RETENTION_HOURS (72 by default); a Last-Event-ID older than that gets one `expired` event first, then the stream goes on from the oldest event kept. A `: keep-alive` comment comes every 15 s.
+         */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description resume after this event (what the Last-Event-ID header says, for clients that cannot set it) */
+                    last_event_id?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description text/event-stream: `event: <type>` frames whose data is an Event; `expired` first when resuming past retention */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "text/event-stream": ({
+                            /** @description ordered within the account; pass back as Last-Event-ID */
+                            id: string;
+                            /** @enum {string} */
+                            type: "deployment.created" | "deployment.updated" | "deployment.deleted";
+                            /** Format: uuid */
+                            account_id: string;
+                            /**
+                             * Format: date-time
+                             * @description when the change committed
+                             */
+                            timestamp: string;
+                            data: {
+                                /** Format: uuid */
+                                id: string;
+                                /**
+                                 * @description service_update for API deploys; restore for a rollback; restart for a restart
+                                 * @enum {string}
+                                 */
+                                type: "service_update" | "restore" | "restart";
+                                /**
+                                 * @description queued, in_progress, success or failed (the last two are terminal)
+                                 * @enum {string}
+                                 */
+                                state: "queued" | "in_progress" | "success" | "failed";
+                                /** Format: uuid */
+                                service_id: string;
+                                /** Format: uuid */
+                                private_instance_id: string;
+                                /** Format: uuid */
+                                cloud_connection_id: string;
+                                /** Format: uuid */
+                                account_id: string;
+                                /** Format: uuid */
+                                prev_deployment_id: string;
+                                prov_deployment_id: string;
+                                op_ids: string[];
+                                ops: Record<string, never>;
+                                /** @description the commit asked for; once the provider resolved it, the full id of the commit deployed */
+                                git_commit_ref: string;
+                                /** @description `Name <email>` of the commit deployed */
+                                git_commit_author: string;
+                                /** @description the message of the commit deployed */
+                                git_commit_message: string;
+                                docker_image_tag: string;
+                                helm_chart_version: string;
+                                helm_values_yml: string;
+                                /** @description the image the deployment ran, `sha256:...` (its registry digest when pulled, else the local image id); empty until the provider resolved it */
+                                docker_image_digest: string;
+                                note: string;
+                                /** @description why a failed deployment failed; while a transient provider error is retried, that attempt's error; empty otherwise */
+                                failure_reason: string;
+                                /** Format: uuid */
+                                created_by_id: string;
+                                /** Format: date-time */
+                                created_at: string;
+                                /** Format: date-time */
+                                updated_at: string;
+                            };
+                        } | {
+                            /** @description ordered within the account; pass back as Last-Event-ID */
+                            id: string;
+                            /** @enum {string} */
+                            type: "service.created" | "service.updated" | "service.deleted";
+                            /** Format: uuid */
+                            account_id: string;
+                            /**
+                             * Format: date-time
+                             * @description when the change committed
+                             */
+                            timestamp: string;
+                            data: {
+                                /** Format: uuid */
+                                id: string;
+                                /** Format: uuid */
+                                account_id: string;
+                                /** Format: uuid */
+                                private_instance_id: string;
+                                name: string;
+                                /** @enum {string} */
+                                state: "deploy_pending" | "deploy_queued" | "deploying" | "deploy_failed" | "running" | "delete_pending" | "delete_queued" | "deleting" | "deleted" | "delete_failed";
+                                is_deleted: boolean;
+                                subdomain: string;
+                                /** Format: uuid */
+                                latest_deployment_id: string | null;
+                                /** Format: date-time */
+                                created_at: string;
+                                /** Format: date-time */
+                                updated_at: string;
+                            };
+                        } | {
+                            /** @description ordered within the account; pass back as Last-Event-ID */
+                            id: string;
+                            /** @enum {string} */
+                            type: "custom_domain.created" | "custom_domain.updated" | "custom_domain.deleted";
+                            /** Format: uuid */
+                            account_id: string;
+                            /**
+                             * Format: date-time
+                             * @description when the change committed
+                             */
+                            timestamp: string;
+                            data: {
+                                /** Format: uuid */
+                                id: string;
+                                /** Format: uuid */
+                                account_id: string;
+                                /** Format: uuid */
+                                private_instance_id: string;
+                                /** Format: uuid */
+                                service_id: string;
+                                domain: string;
+                                /** @enum {string} */
+                                state: "unverified" | "verified" | "deploy_queued" | "deploying" | "deployed" | "deploy_failed" | "delete_queued" | "deleting" | "deleted" | "delete_failed";
+                                failure_reason: string;
+                                /** Format: date-time */
+                                created_at: string;
+                                /** Format: date-time */
+                                updated_at: string;
+                            };
+                        } | {
+                            /** @description ordered within the account; pass back as Last-Event-ID */
+                            id: string;
+                            /** @enum {string} */
+                            type: "dependency.created" | "dependency.updated" | "dependency.deleted";
+                            /** Format: uuid */
+                            account_id: string;
+                            /**
+                             * Format: date-time
+                             * @description when the change committed
+                             */
+                            timestamp: string;
+                            data: {
+                                /** Format: uuid */
+                                service_id: string;
+                                kind: string;
+                                type: string;
+                                resource_id: string;
+                                /** @enum {string} */
+                                state: "provisioning" | "available" | "failed" | "deleting";
+                                error: string;
+                                /** Format: date-time */
+                                provisioned_at: string | null;
+                                /** Format: date-time */
+                                updated_at: string;
+                            };
+                        } | {
+                            /** @description ordered within the account; pass back as Last-Event-ID */
+                            id: string;
+                            /** @enum {string} */
+                            type: "secret.created" | "secret.updated" | "secret.deleted";
+                            /** Format: uuid */
+                            account_id: string;
+                            /**
+                             * Format: date-time
+                             * @description when the change committed
+                             */
+                            timestamp: string;
+                            data: {
+                                /** @enum {string} */
+                                scope: "service" | "environment";
+                                /** Format: uuid */
+                                scope_id: string;
+                                key: string;
+                                is_sensitive: boolean;
+                                description: string;
+                                /** Format: date-time */
+                                updated_at: string;
+                            };
+                        }) | {
+                            last_event_id: string;
+                            /** @description the stream goes on after this id */
+                            oldest_event_id: string;
+                            message: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/environments/{envId}/services/{serviceId}/custom-domains/{customDomainId}": {
         parameters: {
             query?: never;

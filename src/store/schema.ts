@@ -223,6 +223,18 @@ export interface DeploymentOperationsTable {
   finished_at: Date | null;
 }
 
+/** One state change of an account (migration 0018's triggers write them). */
+export interface EventsTable {
+  /** bigint: read as a string. */
+  seq: Generated<string>;
+  account_id: string;
+  /** `<kind>.<created|updated|deleted>`. */
+  type: string;
+  /** The resource's new state: the columns the trigger keeps (pg parses jsonb). */
+  data: ColumnType<Record<string, unknown>, string, string>;
+  at: Generated<Date>;
+}
+
 export interface Database {
   accounts: AccountsTable;
   api_tokens: ApiTokensTable;
@@ -240,6 +252,7 @@ export interface Database {
   service_resources: ServiceResourcesTable;
   deployment_logs: DeploymentLogsTable;
   deployment_operations: DeploymentOperationsTable;
+  events: EventsTable;
 }
 
 export type AccountRow = Selectable<AccountsTable>;
@@ -257,3 +270,4 @@ export type CustomDomainRow = Selectable<CustomDomainsTable>;
 export type ServiceResourceRow = Selectable<ServiceResourcesTable>;
 export type DeploymentLogRow = Selectable<DeploymentLogsTable>;
 export type DeploymentOperationRow = Selectable<DeploymentOperationsTable>;
+export type EventRow = Selectable<EventsTable>;

@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { type Harness, type Reply, startHarness, type Tenant, VALID_SERVICE } from '../helpers/harness.ts';
 import { registeredRoutes as listRoutes } from '../helpers/routes.ts';
+import { openSse } from '../helpers/sse.ts';
 
 /**
  * Spec: "Resources are scoped to the caller's account. A resource of another account behaves as if it
@@ -297,5 +299,30 @@ describe("B's resources are untouched and nothing of B shows in A's lists", () =
     // B's own log does have B's entries, so the filter above had something to leave out.
     const theirs = await h.request('GET', '/v1/audit-logs?limit=100', { token: b.token });
     assert.ok(theirs.body.data.audit_logs.some((e: { resource_id: string }) => e.resource_id === bServiceId));
+  });
+
+  test("A's event stream carries A's changes and none of B's", async () => {
+    await h.app.listen({ port: 0, host: '127.0.0.1' });
+    const base = `http://127.0.0.1:${(h.app.server.address() as AddressInfo).port}/v1/events`;
+    const ours = await openSse(`${base}?last_event_id=0`, a.token);
+    const theirs = await openSse(`${base}?last_event_id=0`, b.token);
+    // A marker change of A's, read after everything before it: the stream has shown all it would.
+    const marker = await h.request('PUT', `/v1/environments/${a.envId}/secrets`, {
+      token: a.token,
+      body: { secrets: [{ key: 'A_MARKER', value: 'a' }] },
+    });
+    assert.equal(marker.status, 200, marker.raw);
+    await ours.until("A's marker", (events) => events.some((e) => e.data.data?.key === 'A_MARKER'));
+    await theirs.until("B's service", (events) => events.some((e) => e.data.data?.id === bServiceId));
+    ours.close();
+    theirs.close();
+    assert.ok(ours.events.some((e) => e.event === 'service.created' && e.data.data.id === aServiceId));
+    const bIds = [b.accountId, b.envId, bServiceId, bDeploymentId, bCustomDomainId];
+    for (const event of ours.events) {
+      assert.equal(event.data.account_id, a.accountId);
+      for (const id of bIds)
+        assert.equal(JSON.stringify(event).includes(id), false, `A's stream names ${id}`);
+    }
+    assert.ok(theirs.events.every((e) => e.data.account_id === b.accountId));
   });
 });

@@ -1,0 +1,106 @@
+import { type TSchema, Type } from 'typebox';
+import { CUSTOM_DOMAIN_STATES } from '../../domain/custom-domain-states.ts';
+import { EVENT_ACTIONS, type EventKind } from '../../domain/events.ts';
+import { SERVICE_STATES } from '../../domain/service-states.ts';
+import { DateTime, Nullable, StringEnum, Uuid } from './common.ts';
+import { Deployment } from './deployments.ts';
+
+/** A service's state in an event: what changes when it moves, not its whole configuration. */
+const ServiceState = Type.Object({
+  id: Uuid,
+  account_id: Uuid,
+  private_instance_id: Uuid,
+  name: Type.String({ maxLength: 200 }),
+  state: StringEnum(SERVICE_STATES, { maxLength: 30 }),
+  is_deleted: Type.Boolean(),
+  subdomain: Type.String({ maxLength: 100 }),
+  latest_deployment_id: Nullable(Uuid),
+  created_at: DateTime,
+  updated_at: DateTime,
+});
+
+const CustomDomainState = Type.Object({
+  id: Uuid,
+  account_id: Uuid,
+  private_instance_id: Uuid,
+  service_id: Uuid,
+  domain: Type.String({ maxLength: 253 }),
+  state: StringEnum(CUSTOM_DOMAIN_STATES, { maxLength: 30 }),
+  failure_reason: Type.String({ maxLength: 2000 }),
+  created_at: DateTime,
+  updated_at: DateTime,
+});
+
+/** An ops.json dependency of a service; its attributes (which may carry credentials) never appear. */
+const DependencyState = Type.Object({
+  service_id: Uuid,
+  kind: Type.String({ maxLength: 40 }),
+  type: Type.String({ maxLength: 40 }),
+  resource_id: Type.String({ maxLength: 200 }),
+  state: StringEnum(['provisioning', 'available', 'failed', 'deleting'] as const, { maxLength: 20 }),
+  error: Type.String({ maxLength: 2000 }),
+  provisioned_at: Nullable(DateTime),
+  updated_at: DateTime,
+});
+
+/** A secret write: which key of which scope; never its value. */
+const SecretState = Type.Object({
+  scope: StringEnum(['service', 'environment'] as const, { maxLength: 20 }),
+  scope_id: Uuid,
+  key: Type.String({ maxLength: 200 }),
+  is_sensitive: Type.Boolean(),
+  description: Type.String({ maxLength: 2000 }),
+  updated_at: DateTime,
+});
+
+const STATE_OF: Record<EventKind, TSchema> = {
+  deployment: Deployment,
+  service: ServiceState,
+  custom_domain: CustomDomainState,
+  dependency: DependencyState,
+  secret: SecretState,
+};
+
+/**
+ * One event, as GET /v1/events streams it (`data:` of an SSE frame whose `id:` is `id` and whose
+ * `event:` is `type`) and as a webhook delivers it (the Standard Webhooks payload: type, timestamp, data). `data` is the resource's state after the change
+ * (before it, for `deleted`).
+ */
+export const Event = Type.Union(
+  Object.entries(STATE_OF).map(([kind, state]) =>
+    Type.Object({
+      id: Type.String({
+        maxLength: 19,
+        description: 'ordered within the account; pass back as Last-Event-ID',
+      }),
+      type: StringEnum(
+        EVENT_ACTIONS.map((action) => `${kind}.${action}`),
+        { maxLength: 40 },
+      ),
+      account_id: Uuid,
+      timestamp: { ...DateTime, description: 'when the change committed' },
+      data: state,
+    }),
+  ),
+);
+
+/** Sent first when Last-Event-ID is older than retention: events after it may be gone. */
+export const EventsExpired = Type.Object({
+  last_event_id: Type.String({ maxLength: 19 }),
+  oldest_event_id: Type.String({ maxLength: 19, description: 'the stream goes on after this id' }),
+  message: Type.String({ maxLength: 300 }),
+});
+
+export const EventsQuery = Type.Object(
+  {
+    last_event_id: Type.Optional(
+      Type.String({
+        pattern: '^[0-9]{1,19}$',
+        maxLength: 19,
+        description:
+          'resume after this event (what the Last-Event-ID header says, for clients that cannot set it)',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);

@@ -1,0 +1,16 @@
+/**
+ * What GET /v1/events and webhooks report: every state change of an account's deployments, services,
+ * custom domains and dependencies, and every secret write (migration 0018's triggers record them).
+ * A type is `<kind>.<created|updated|deleted>`.
+ */
+export const EVENT_KINDS = ['deployment', 'service', 'custom_domain', 'dependency', 'secret'] as const;
+export type EventKind = (typeof EVENT_KINDS)[number];
+export const EVENT_ACTIONS = ['created', 'updated', 'deleted'] as const;
+
+export const EVENT_TYPES = EVENT_KINDS.flatMap((kind) =>
+  EVENT_ACTIONS.map((action) => `${kind}.${action}` as const),
+);
+export type EventType = (typeof EVENT_TYPES)[number];
+
+/** Events older than this many hours are dropped (BERTH_EVENT_RETENTION_HOURS): three days by default. */
+export const DEFAULT_EVENT_RETENTION_HOURS = 72;
