@@ -125,13 +125,15 @@ export async function containersOfService(serviceId: string, all = true) {
   return docker.listContainers({ all, filters: { label: [`berth.service=${serviceId}`] } });
 }
 
-/** Removes what a test's environment left in Docker: its containers and its network. */
+/** Removes what a test's environment left in Docker: its containers, their volumes and its network. */
 export async function removeEnvironment(envId: string): Promise<void> {
   const containers = await docker.listContainers({
     all: true,
     filters: { label: [`berth.environment=${envId}`] },
   });
   for (const c of containers) await docker.getContainer(c.Id).remove({ force: true });
+  const { Volumes } = await docker.listVolumes({ filters: { label: [`berth.environment=${envId}`] } });
+  for (const v of Volumes) await docker.getVolume(v.Name).remove();
   const networks = await docker.listNetworks({ filters: { label: [`berth.environment=${envId}`] } });
   for (const n of networks) await docker.getNetwork(n.Id).remove();
 }

@@ -79,7 +79,12 @@ export function deployHandler(deps: Deps): JobHandler {
         if (await cancelRequested(db, deployment.id)) cancel.abort(new DeploymentCancelled());
         const stop = AbortSignal.any([signal, cancel.signal]);
         // The new version starts only once its resources exist, with their exports resolved.
-        const exported = await provisionDependencies(deps, { service, environment, ops: desired.ops }, stop);
+        const exported = await provisionDependencies(
+          deps,
+          { service, environment, ops: desired.ops },
+          stop,
+          log,
+        );
         log.maskValues([...Object.values(desired.variables), ...exported.passwords]);
         desired.variables = { ...exported.variables, ...desired.variables };
         applied = await deps.provider.apply(desired, stop, log);

@@ -32,6 +32,8 @@ import { buildImage, engineError, imageReference, pullImage } from './images.ts'
 import { type Ingress, startIngress } from './ingress.ts';
 import { LABEL, labelFilter, networkName, type Role } from './labels.ts';
 import { DockerLogs } from './logs.ts';
+import { demultiplex } from './output.ts';
+import { DockerResources } from './resources.ts';
 import type { DockerSettings } from './settings.ts';
 import { type DockerDb, dockerTables } from './tables.ts';
 
@@ -60,11 +62,13 @@ export class DockerProvider implements Provider {
   private readonly drainer: Drainer;
   readonly serving: Serving;
   readonly logs: ServiceLogs;
+  readonly resources: DockerResources;
 
   constructor(options: DockerProviderOptions) {
     this.options = options;
     this.logs = new DockerLogs(this.docker);
     this.db = dockerTables(options.db);
+    this.resources = new DockerResources(this.docker, options.settings, (env) => this.ensureNetwork(env));
     this.drainer = new Drainer({
       docker: this.docker,
       db: this.db,
@@ -220,18 +224,6 @@ export class DockerProvider implements Provider {
     const { image, ops, source } = await this.prepareImage(desired, log);
     applied.source = source;
     signal.throwIfAborted();
-    for (const d of ops.dependencies)
-      log.line(
-        'dependencies',
-        `${d.kind} ${d.id}: exports ${Object.keys(d.exports).join(', ') || 'nothing'}`,
-      );
-    if (ops.dependencies.length > 0)
-      log.end(
-        'dependencies',
-        'success',
-        'Dependencies reach the service as variables holding their $ tokens',
-      );
-
     const labels = (role: Role): Record<string, string> => ({
       [LABEL.managed]: 'true',
       [LABEL.account]: service.account_id,
@@ -635,17 +627,6 @@ export class DockerProvider implements Provider {
       await this.docker.getImage(image.Id).remove({ force: true }).catch(ignoreGone);
     }
   }
-}
-
-/** Docker frames a non-TTY container's output: 8 bytes (stream, 0, 0, 0, size) before each chunk. */
-function demultiplex(buffer: Buffer): string {
-  const chunks: Buffer[] = [];
-  for (let at = 0; at + 8 <= buffer.length; ) {
-    const size = buffer.readUInt32BE(at + 4);
-    chunks.push(buffer.subarray(at + 8, at + 8 + size));
-    at += 8 + size;
-  }
-  return Buffer.concat(chunks).toString('utf8');
 }
 
 /** Removing what is already gone is done. */
