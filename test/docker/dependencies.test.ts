@@ -4,7 +4,7 @@ import { after, before, test } from 'node:test';
 import { GetObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
 import { buildDependencyImages } from '../helpers/dependency-images.ts';
-import { docker, freePort, removeEnvironment, requireDocker } from '../helpers/docker.ts';
+import { buildImage, docker, freePort, removeEnvironment, requireDocker } from '../helpers/docker.ts';
 import { pollUntil } from '../helpers/poll.ts';
 import { api, type BerthProcess, deploymentEnd, firstStartOf, startBerth } from '../helpers/process.ts';
 
@@ -12,8 +12,7 @@ import { api, type BerthProcess, deploymentEnd, firstStartOf, startBerth } from 
  * Issue 11 on the docker provider: ops.json dependencies are containers of their own on the environment's
  * network (postgres, mariadb, redis, an s3 bucket), the service reaches them with only its exported
  * variables, their data outlives redeploys, and removing a dependency or the service removes its
- * container and volume. The service runs from the postgres dependency image: it has psql, the mariadb
- * client and redis-cli.
+ * container and volume. The service's image is made from the postgres dependency image.
  */
 let db: TestDatabase;
 let berth: BerthProcess & { url: string };
@@ -27,6 +26,9 @@ before(
     await requireDocker();
     db = await createTestDatabase();
     await buildDependencyImages();
+    await buildImage(SERVICE_IMAGE, 'FROM berth-deps/postgres:latest\nCOPY visit.sh /visit.sh\n', {
+      'visit.sh': VISIT,
+    });
     berth = await startBerth({
       BERTH_DATA_DIR: db.dataDir,
       BERTH_DATABASE_URL: db.databaseUrl ?? '',
@@ -90,8 +92,11 @@ const DEPENDENCIES = {
   },
 };
 
-/** Counts its visits in each store; fails (with what it saw) unless every count is `expected`. */
-const visit = (expected: number) => `set -e
+/**
+ * The service's program, in an image made from the postgres dependency image (psql, the mariadb client
+ * and redis-cli): counts its visit in each store and fails, with what it saw, unless every count is $1.
+ */
+const VISIT = `set -e
 export PGPASSWORD="$DB_PASSWORD"
 pg="host=$DB_HOST port=$DB_PORT user=$DB_USER dbname=$DB_NAME"
 psql "$pg" -v ON_ERROR_STOP=1 -qc "CREATE TABLE IF NOT EXISTS visits (at timestamptz DEFAULT now()); INSERT INTO visits DEFAULT VALUES"
@@ -101,7 +106,9 @@ $my -e "CREATE TABLE IF NOT EXISTS visits (n int); INSERT INTO visits VALUES (1)
 myrows=$($my -N -e "SELECT count(*) FROM visits")
 hits=$(redis-cli -u "redis://$REDIS_ENDPOINT" INCR visits)
 echo "postgres=$rows mariadb=$myrows redis=$hits"
-[ "$rows/$myrows/$hits" = "${expected}/${expected}/${expected}" ]`;
+[ "$rows/$myrows/$hits" = "$1/$1/$1" ]
+`;
+const SERVICE_IMAGE = 'berth-test/deps-visitor:latest';
 
 async function deployAndWait(serviceId: string) {
   const res = await api(`${envUrl}/services/${serviceId}/deploy`, token, 'POST', {});
@@ -148,9 +155,9 @@ test('a service reaches its postgres, mariadb, redis and bucket by its exports; 
   const created = await api(`${envUrl}/services`, token, 'POST', {
     name: 'Visit Counter',
     source: 'docker_image',
-    docker_image: 'berth-deps/postgres',
+    docker_image: 'berth-test/deps-visitor',
     type: 'job',
-    run_command: visit(1),
+    run_command: 'sh /visit.sh 1',
     replica_count: 1,
     cpu_count_min: 0.25,
     memory_mb_min: 64,
@@ -209,7 +216,7 @@ test('a service reaches its postgres, mariadb, redis and bucket by its exports; 
   assert.notEqual((await probe(otherNetwork, `pg_isready -h ${pgIp} -p 5432 -t 3`)).code, 0);
 
   // A redeploy finds every store as it was: each count is now 2.
-  await api(`${envUrl}/services/${id}`, token, 'PATCH', { run_command: visit(2) });
+  await api(`${envUrl}/services/${id}`, token, 'PATCH', { run_command: 'sh /visit.sh 2' });
   const second = await deployAndWait(id);
   assert.equal(second.state, 'success', second.failure_reason);
   const s3Again = await s3.send(new GetObjectCommand({ Bucket: bucket.attributes.name, Key: 'a.txt' }));

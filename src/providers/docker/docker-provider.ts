@@ -32,6 +32,7 @@ import { buildImage, engineError, imageReference, pullImage } from './images.ts'
 import { type Ingress, startIngress } from './ingress.ts';
 import { LABEL, labelFilter, networkName, type Role } from './labels.ts';
 import { DockerLogs } from './logs.ts';
+import { OpsCronJobs } from './ops-cron.ts';
 import { demultiplex } from './output.ts';
 import { DockerResources } from './resources.ts';
 import type { DockerSettings } from './settings.ts';
@@ -58,6 +59,7 @@ export class DockerProvider implements Provider {
   private readonly options: DockerProviderOptions;
   private readonly db: DockerDb;
   private readonly cron: CronScheduler;
+  private readonly opsCron: OpsCronJobs;
   private ingress: Ingress | undefined;
   private readonly drainer: Drainer;
   readonly serving: Serving;
@@ -87,6 +89,7 @@ export class DockerProvider implements Provider {
         .execute();
       return new Set(rows.map((r) => r.service_id));
     });
+    this.opsCron = new OpsCronJobs(this.docker, this.db, options.logger);
     this.serving = {
       start: async () => {
         this.ingress = await startIngress({
@@ -98,10 +101,12 @@ export class DockerProvider implements Provider {
           ingressHost: this.options.settings.ingressHost,
         });
         await this.cron.start();
+        await this.opsCron.start();
         await this.drainer.drainAll();
       },
       stop: async () => {
         this.cron.stop();
+        this.opsCron.stop();
         await this.ingress?.close();
         // A graceful shutdown lets drains finish (a stop takes ten seconds at most); a crash leaves them
         // to the next start or deployment.
