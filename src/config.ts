@@ -28,6 +28,10 @@ export interface Config {
   jobLeaseMs: number;
   /** Hours an event is kept for GET /v1/events resumes and webhook redeliveries. */
   eventRetentionHours: number;
+  /** Webhook receivers on private, loopback or link-local addresses are allowed (off: refused, SSRF). */
+  webhookAllowPrivate: boolean;
+  /** The first wait before a failed webhook delivery is tried again (then four times longer each time). */
+  webhookRetryBaseMs: number;
   logLevel: string;
 }
 
@@ -99,6 +103,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       1,
       24 * 365,
     ),
+    webhookAllowPrivate: /^(1|true|yes)$/i.test(env.BERTH_WEBHOOK_ALLOW_PRIVATE ?? ''),
+    webhookRetryBaseMs: intSetting(env, 'BERTH_WEBHOOK_RETRY_BASE_MS', 5_000, 1, 3_600_000),
     logLevel: env.BERTH_LOG_LEVEL || 'info',
   };
 }

@@ -33,6 +33,7 @@ import { healthRoutes } from './routes/health.ts';
 import { logRoutes } from './routes/logs.ts';
 import { secretRoutes } from './routes/secrets.ts';
 import { serviceRoutes } from './routes/services.ts';
+import { webhookRoutes } from './routes/webhooks.ts';
 import { ErrorBody } from './schemas/common.ts';
 import { endStreamsOnClose } from './sse.ts';
 import { validatorCompiler } from './validation.ts';
@@ -168,6 +169,7 @@ export async function buildApp(deps: Deps, options: AppOptions) {
       await v1.register(deploymentLogRoutes, { deps });
       await v1.register(deployControlRoutes, { deps });
       await v1.register(eventRoutes, { deps });
+      await v1.register(webhookRoutes, { deps });
       await v1.register(comingSoonRoutes);
     },
     { prefix: '/v1' },

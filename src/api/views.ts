@@ -7,6 +7,7 @@ import type { DnsRecordSpec } from '../domain/custom-domain-rules.ts';
 import { opsConfigOf, opsDependencies } from '../domain/ops-json.ts';
 import type { StoredSecret } from '../domain/secret-rules.ts';
 import { specView } from '../domain/service-fields.ts';
+import { deploymentView } from '../domain/usecases/projections.ts';
 import type { EnvironmentIdentity, Observed } from '../providers/provider.ts';
 import type {
   AuditLogRow,
@@ -15,10 +16,13 @@ import type {
   DeploymentOperationRow,
   DeploymentRow,
   EnvironmentRow,
-  EventRow,
   ServiceRow,
+  WebhookDeliveryRow,
+  WebhookRow,
 } from '../store/schema.ts';
 import { ZERO_UUID } from './schemas/common.ts';
+
+export { deploymentView, eventView } from '../domain/usecases/projections.ts';
 
 const iso = (d: Date) => d.toISOString();
 const unset = <T>(v: T | null | undefined): T | undefined => (v === null ? undefined : v);
@@ -33,35 +37,6 @@ export function environmentView(env: EnvironmentRow) {
     state: env.state,
     created_at: iso(env.created_at),
     updated_at: iso(env.updated_at),
-  };
-}
-
-export function deploymentView(d: DeploymentRow) {
-  return {
-    id: d.id,
-    type: d.type,
-    state: d.state,
-    service_id: d.service_id,
-    private_instance_id: d.environment_id,
-    // Environments here are not tied to separate cloud connection records.
-    cloud_connection_id: ZERO_UUID,
-    account_id: d.account_id,
-    prev_deployment_id: d.prev_deployment_id ?? ZERO_UUID,
-    prov_deployment_id: d.prov_deployment_id,
-    op_ids: [],
-    ops: {},
-    git_commit_ref: d.git_commit_ref,
-    git_commit_author: d.git_commit_author,
-    git_commit_message: d.git_commit_message,
-    docker_image_tag: d.docker_image_tag,
-    helm_chart_version: d.helm_chart_version,
-    helm_values_yml: d.helm_values_yml,
-    docker_image_digest: d.docker_image_digest,
-    note: d.note,
-    failure_reason: d.failure_reason,
-    created_by_id: ZERO_UUID,
-    created_at: iso(d.created_at),
-    updated_at: iso(d.updated_at),
   };
 }
 
@@ -194,27 +169,27 @@ export function operationView(o: DeploymentOperationRow) {
   };
 }
 
-/** The columns an event kept (migration 0018), in the API's names and shapes (dates as ISO strings). */
-export function eventView(e: EventRow) {
-  // biome-ignore lint/suspicious/noExplicitAny: a jsonb snapshot whose columns the kind fixes
-  const state = e.data as Record<string, any>;
-  const kind = e.type.slice(0, e.type.indexOf('.'));
-  const { environment_id, ...rest } = state;
-  const data =
-    kind === 'deployment'
-      ? deploymentView({
-          ...(state as DeploymentRow),
-          created_at: new Date(state.created_at),
-          updated_at: new Date(state.updated_at),
-        })
-      : {
-          ...rest,
-          ...(environment_id !== undefined && { private_instance_id: environment_id }),
-          ...Object.fromEntries(
-            ['created_at', 'updated_at', 'provisioned_at']
-              .filter((k) => typeof state[k] === 'string')
-              .map((k) => [k, iso(new Date(state[k]))]),
-          ),
-        };
-  return { id: String(e.seq), type: e.type, account_id: e.account_id, timestamp: iso(e.at), data };
+export function webhookView(w: WebhookRow) {
+  return {
+    id: w.id,
+    url: w.url,
+    event_types: w.event_types,
+    description: w.description,
+    created_at: iso(w.created_at),
+  };
+}
+
+export function webhookDeliveryView(d: WebhookDeliveryRow) {
+  return {
+    id: d.id,
+    webhook_id: d.webhook_id,
+    event_id: String(d.event_seq),
+    event_type: d.event_type,
+    state: d.state,
+    attempts: d.attempts,
+    response_code: d.response_code,
+    last_error: d.last_error,
+    created_at: iso(d.created_at),
+    updated_at: iso(d.updated_at),
+  };
 }

@@ -6,8 +6,10 @@
  */
 import { type Static, Type } from 'typebox';
 import { CLOUDS } from './environment-states.ts';
+import { EVENT_TYPES } from './events.ts';
 import { FEATURES, PLANS } from './plans.ts';
 import { CLOSED, Nullable, ReadOnly, StringEnum } from './schema-types.ts';
+import { MAX_WEBHOOK_URL } from './webhook-rules.ts';
 
 /** A secret's fields, shared by what a caller sends and what a read returns. */
 export const SECRET_FIELDS = {
@@ -157,3 +159,24 @@ export const GitConnectionBody = Type.Object(
   },
 );
 export type GitConnectionInput = Static<typeof GitConnectionBody>;
+
+/** POST /v1/webhooks. */
+export const WebhookBody = Type.Object(
+  {
+    url: Type.String({
+      minLength: 1,
+      maxLength: MAX_WEBHOOK_URL,
+      description: 'http:// or https://; a private, loopback or link-local address is refused',
+    }),
+    event_types: Type.Optional(
+      Type.Array(StringEnum(EVENT_TYPES, { maxLength: 40 }), {
+        maxItems: EVENT_TYPES.length,
+        uniqueItems: true,
+        description: 'the event types to deliver (docs/events.md); empty or absent: every type',
+      }),
+    ),
+    description: Type.Optional(Type.String({ maxLength: 300 })),
+  },
+  CLOSED,
+);
+export type WebhookInput = Static<typeof WebhookBody>;

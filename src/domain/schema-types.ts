@@ -6,6 +6,8 @@
 import { type Static, type TSchema, Type } from 'typebox';
 
 export const Uuid = Type.String({ format: 'uuid', maxLength: 36 });
+/** The spec's id for "none" where a field is a uuid that is never null. */
+export const ZERO_UUID = '00000000-0000-0000-0000-000000000000';
 
 /** A JSON Schema type that also admits null (OpenAPI 3.1 style `type: [T, "null"]`). */
 export function Nullable<T extends TSchema>(schema: T) {

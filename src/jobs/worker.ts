@@ -22,6 +22,8 @@ export interface JobHandler {
   fail(job: JobRow, reason: string): Promise<void>;
   /** Shows a failed attempt that will be retried on the subject, so nobody waits on a silent retry. */
   retrying?(job: JobRow, reason: string): Promise<void>;
+  /** How long after a failed attempt the job runs again; the queue's backoff when absent. */
+  retryDelayMs?(attempts: number): number;
 }
 
 export type JobHandlers = Record<JobKind, JobHandler>;
@@ -195,7 +197,7 @@ export class Worker {
       try {
         if (retryable && job.attempts < job.max_attempts) {
           log.warn({ err: error }, 'job failed; it will be retried');
-          await retryLater(store.db, fence, message);
+          await retryLater(store.db, fence, message, handler.retryDelayMs?.(job.attempts));
           // A worker that may have lost the job leaves the subject to the one that holds it.
           if (!lease.signal.aborted) await handler.retrying?.(job, message);
         } else if (await renewLease(store.db, fence, leaseMs)) {

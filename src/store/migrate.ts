@@ -17,6 +17,7 @@ import * as deploymentLogs from './migrations/0015-deployment-logs.ts';
 import * as serviceResources from './migrations/0016-service-resources.ts';
 import * as deployControls from './migrations/0017-deploy-controls.ts';
 import * as events from './migrations/0018-events.ts';
+import * as webhooks from './migrations/0019-webhooks.ts';
 import * as gitConnections from './migrations/0022-git-connections.ts';
 import type { Database } from './schema.ts';
 
@@ -40,6 +41,7 @@ const migrations: Record<string, Migration> = {
   '0016-service-resources': serviceResources,
   '0017-deploy-controls': deployControls,
   '0018-events': events,
+  '0019-webhooks': webhooks,
   '0022-git-connections': gitConnections,
 };
 

@@ -12,6 +12,7 @@ import type {
   OperationState,
 } from '../domain/deployment-states.ts';
 import type { Cloud, EnvironmentState } from '../domain/environment-states.ts';
+import type { EventType } from '../domain/events.ts';
 import type { Plan } from '../domain/plans.ts';
 import type { ServiceSpec } from '../domain/service-fields.ts';
 import type { ServiceState } from '../domain/service-states.ts';
@@ -235,6 +236,35 @@ export interface EventsTable {
   at: Generated<Date>;
 }
 
+/** A webhook subscription (migration 0019). */
+export interface WebhooksTable {
+  id: string;
+  account_id: string;
+  url: string;
+  /** Empty: every type. */
+  event_types: ColumnType<EventType[], EventType[], EventType[]>;
+  description: ColumnType<string, string | undefined, string>;
+  /** The signing secret (`whsec_...`), sealed (secret-box.ts). */
+  secret_sealed: string;
+  created_at: Generated<Date>;
+}
+
+export type WebhookDeliveryState = 'pending' | 'succeeded' | 'failed';
+
+export interface WebhookDeliveriesTable {
+  id: Generated<string>;
+  webhook_id: string;
+  /** bigint: read as a string. */
+  event_seq: string;
+  event_type: EventType;
+  state: ColumnType<WebhookDeliveryState, WebhookDeliveryState | undefined, WebhookDeliveryState>;
+  attempts: ColumnType<number, number | undefined, number>;
+  response_code: number | null;
+  last_error: ColumnType<string, string | undefined, string>;
+  created_at: Generated<Date>;
+  updated_at: Generated<Date>;
+}
+
 export type GitKind = 'github' | 'gitlab';
 export type GitCredentialKind = 'github_app' | 'token';
 
@@ -281,6 +311,8 @@ export interface Database {
   deployment_logs: DeploymentLogsTable;
   deployment_operations: DeploymentOperationsTable;
   events: EventsTable;
+  webhooks: WebhooksTable;
+  webhook_deliveries: WebhookDeliveriesTable;
   git_connections: GitConnectionsTable;
   git_deliveries: GitDeliveriesTable;
 }
@@ -302,3 +334,5 @@ export type DeploymentLogRow = Selectable<DeploymentLogsTable>;
 export type DeploymentOperationRow = Selectable<DeploymentOperationsTable>;
 export type EventRow = Selectable<EventsTable>;
 export type GitConnectionRow = Selectable<GitConnectionsTable>;
+export type WebhookRow = Selectable<WebhooksTable>;
+export type WebhookDeliveryRow = Selectable<WebhookDeliveriesTable>;

@@ -389,3 +389,79 @@ describe("git connections: a service may name only its own account's connection"
     );
   });
 });
+
+describe("webhooks: A's token on B's webhook answers exactly as for one that never existed", () => {
+  let bWebhookId: string;
+  let bDeliveryId: string;
+  let aWebhookId: string;
+  before(async () => {
+    // A literal public address: no DNS needed, and no worker runs here to send anything.
+    const url = 'https://93.184.215.14/hooks';
+    const theirs = await h.request('POST', '/v1/webhooks', { token: b.token, body: { url } });
+    assert.equal(theirs.status, 200, theirs.raw);
+    bWebhookId = theirs.body.data.webhook.id;
+    const ours = await h.request('POST', '/v1/webhooks', { token: a.token, body: { url } });
+    aWebhookId = ours.body.data.webhook.id;
+    await h.request('PUT', `/v1/environments/${b.envId}/secrets`, {
+      token: b.token,
+      body: { secrets: [{ key: 'B_HOOKED', value: 'b-hooked-value' }] },
+    });
+    const deliveries = await h.request('GET', `/v1/webhooks/${bWebhookId}/deliveries`, { token: b.token });
+    bDeliveryId = deliveries.body.data.deliveries[0].id;
+  });
+
+  const WEBHOOK_ROUTES: RouteCase[] = [
+    { method: 'GET', url: '/v1/webhooks/:webhookId' },
+    { method: 'DELETE', url: '/v1/webhooks/:webhookId' },
+    { method: 'GET', url: '/v1/webhooks/:webhookId/deliveries' },
+    { method: 'POST', url: '/v1/webhooks/:webhookId/deliveries/:deliveryId/redeliver', body: {} },
+  ];
+
+  test('the table covers every webhook route with an id', () => {
+    const registered = registeredRoutes()
+      .filter((r) => /:webhookId\b/.test(r.url))
+      .map(key)
+      .sort();
+    assert.deepEqual(WEBHOOK_ROUTES.map(key).sort(), registered);
+  });
+
+  for (const route of WEBHOOK_ROUTES) {
+    test(key(route), async () => {
+      const at = (webhookId: string, deliveryId: string) =>
+        h.request(
+          route.method,
+          route.url.replace(':webhookId', webhookId).replace(':deliveryId', deliveryId),
+          { token: a.token, body: route.body },
+        );
+      const res = await at(bWebhookId, bDeliveryId);
+      const baseline = await at(randomUUID(), randomUUID());
+      assert.equal(res.status, 404, res.raw);
+      assert.deepEqual(res.body, baseline.body);
+    });
+  }
+
+  test("A's own webhook with B's delivery: not found", async () => {
+    const res = await h.request('POST', `/v1/webhooks/${aWebhookId}/deliveries/${bDeliveryId}/redeliver`, {
+      token: a.token,
+      body: {},
+    });
+    assert.equal(res.status, 404, res.raw);
+    assert.equal(res.body.message, 'Webhook delivery not found');
+  });
+
+  test("A's list and deliveries hold nothing of B's; B's webhook is untouched", async () => {
+    const list = await h.request('GET', '/v1/webhooks', { token: a.token });
+    assert.deepEqual(
+      list.body.data.webhooks.map((w: { id: string }) => w.id),
+      [aWebhookId],
+    );
+    const ours = await h.request('GET', `/v1/webhooks/${aWebhookId}/deliveries`, { token: a.token });
+    assert.equal(ours.raw.includes('B_HOOKED'), false);
+    for (const d of ours.body.data.deliveries) assert.notEqual(d.id, bDeliveryId);
+    const theirs = await h.request('GET', `/v1/webhooks/${bWebhookId}`, { token: b.token });
+    assert.equal(theirs.status, 200);
+    const deliveries = await h.request('GET', `/v1/webhooks/${bWebhookId}/deliveries`, { token: b.token });
+    assert.equal(deliveries.body.data.deliveries[0].id, bDeliveryId);
+    assert.equal(deliveries.body.data.deliveries[0].state, 'pending', 'A did not redeliver it');
+  });
+});

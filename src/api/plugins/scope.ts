@@ -12,7 +12,14 @@ import { findCustomDomain } from '../../store/repositories/custom-domains.ts';
 import { findDeployment } from '../../store/repositories/deployments.ts';
 import { findEnvironment } from '../../store/repositories/environments.ts';
 import { findServiceInScope } from '../../store/repositories/scope.ts';
-import type { CustomDomainRow, DeploymentRow, EnvironmentRow, ServiceRow } from '../../store/schema.ts';
+import { findWebhook } from '../../store/repositories/webhooks.ts';
+import type {
+  CustomDomainRow,
+  DeploymentRow,
+  EnvironmentRow,
+  ServiceRow,
+  WebhookRow,
+} from '../../store/schema.ts';
 import { authOf } from './auth.ts';
 
 export interface Scope {
@@ -22,6 +29,7 @@ export interface Scope {
   activeDomain?: CustomDomainRow | null;
   customDomain?: CustomDomainRow;
   deployment?: DeploymentRow;
+  webhook?: WebhookRow;
 }
 
 declare module 'fastify' {
@@ -35,6 +43,8 @@ export const RESOURCE_OF_PARAM: Record<string, string> = {
   serviceId: 'Service',
   deploymentId: 'Deployment',
   customDomainId: 'Custom domain',
+  webhookId: 'Webhook',
+  deliveryId: 'Webhook delivery',
 };
 
 /** The path's parameters as strings, whatever the route's params type says before validation. */
@@ -80,6 +90,10 @@ export async function loadScope(db: Db, request: FastifyRequest): Promise<Scope>
     scope.deployment = await findDeployment(db, accountId, params.deploymentId);
     if (!scope.deployment) throw new NotFoundError('Deployment');
   }
+  if (params.webhookId) {
+    scope.webhook = await findWebhook(db, accountId, params.webhookId);
+    if (!scope.webhook) throw new NotFoundError('Webhook');
+  }
   return scope;
 }
 
@@ -94,3 +108,4 @@ export const serviceOf = (request: FastifyRequest) => inScope(request.scope.serv
 export const deploymentOf = (request: FastifyRequest) => inScope(request.scope.deployment, 'deployment');
 export const customDomainOf = (request: FastifyRequest) =>
   inScope(request.scope.customDomain, 'custom domain');
+export const webhookOf = (request: FastifyRequest) => inScope(request.scope.webhook, 'webhook');

@@ -1,12 +1,11 @@
 import { type TArray, type TSchema, Type } from 'typebox';
 import { ERROR_CODES } from '../../domain/errors.ts';
-import { CLOSED, Nullable, ReadOnly, StringEnum, Uuid } from '../../domain/schema-types.ts';
+import { CLOSED, Nullable, ReadOnly, StringEnum, Uuid, ZERO_UUID } from '../../domain/schema-types.ts';
 
-export { CLOSED, Nullable, ReadOnly, StringEnum, Uuid };
+export { CLOSED, Nullable, ReadOnly, StringEnum, Uuid, ZERO_UUID };
 
 /** Shared schema pieces. Every string has a maximum length; every response is a deliberate projection. */
 export const DateTime = Type.String({ format: 'date-time', maxLength: 40 });
-export const ZERO_UUID = '00000000-0000-0000-0000-000000000000';
 
 export function Envelope<T extends TSchema>(data: T) {
   return Type.Object({ message: Type.Literal('success'), data });

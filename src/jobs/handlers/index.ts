@@ -2,6 +2,7 @@ import type { Deps } from '../../domain/usecases/context.ts';
 import type { JobHandlers } from '../worker.ts';
 import { deployCustomDomainHandler, retireCustomDomainHandler } from './custom-domains.ts';
 import { deleteServiceHandler } from './delete-service.ts';
+import { deliverWebhookHandler } from './deliver-webhook.ts';
 import { deployHandler } from './deploy.ts';
 import { provisionEnvironmentHandler } from './provision-environment.ts';
 import { writeSecretsHandler } from './write-secrets.ts';
@@ -15,5 +16,6 @@ export function jobHandlers(deps: Deps): JobHandlers {
     write_environment_secrets: writeSecretsHandler(deps, 'environment'),
     deploy_custom_domain: deployCustomDomainHandler(deps),
     retire_custom_domain: retireCustomDomainHandler(deps),
+    deliver_webhook: deliverWebhookHandler(deps),
   };
 }

@@ -59,10 +59,18 @@ export async function pruneEvents(db: Db, before: Date): Promise<number> {
     if (!edge?.seq) return 0;
     const through = String(edge.seq);
     const removed = await trx.deleteFrom('events').where('seq', '<=', through).executeTakeFirst();
+    await trx.deleteFrom('webhook_deliveries').where('event_seq', '<=', through).execute();
     await sql`INSERT INTO settings (key, value) VALUES (${PRUNED_THROUGH}, ${through})
       ON CONFLICT (key) DO UPDATE SET value = GREATEST(settings.value::bigint, excluded.value::bigint)::text`.execute(
       trx,
     );
     return Number(removed.numDeletedRows);
   });
+}
+
+/** Whether the event is still kept (retention has not dropped it). */
+export async function eventKept(db: Db, seq: string): Promise<boolean> {
+  return (
+    (await db.selectFrom('events').select('seq').where('seq', '=', seq).executeTakeFirst()) !== undefined
+  );
 }

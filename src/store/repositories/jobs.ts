@@ -18,7 +18,8 @@ export type JobKind =
   | 'write_service_secrets'
   | 'write_environment_secrets'
   | 'deploy_custom_domain'
-  | 'retire_custom_domain';
+  | 'retire_custom_domain'
+  | 'deliver_webhook';
 
 export interface NewJob {
   kind: JobKind;
@@ -94,14 +95,20 @@ export function backoffMs(attempts: number): number {
   return Math.min(60_000, 1000 * 2 ** Math.max(0, attempts - 1));
 }
 
-export async function retryLater(db: Db, fence: Fence, error: string): Promise<void> {
+/** Puts a failed job back, due after `delayMs` (by default the backoff above). */
+export async function retryLater(
+  db: Db,
+  fence: Fence,
+  error: string,
+  delayMs = backoffMs(fence.attempts),
+): Promise<void> {
   await db
     .updateTable('jobs')
     .set({
       locked_by: null,
       locked_until: null,
       last_error: error.slice(0, 2000),
-      run_after: sql`clock_timestamp() + ${`${backoffMs(fence.attempts)} milliseconds`}::interval`,
+      run_after: sql`clock_timestamp() + ${`${delayMs} milliseconds`}::interval`,
     })
     .where(held(fence))
     .execute();
