@@ -19,11 +19,19 @@
  * Every Berth is its own process (bin/berth.js), as a user runs it; the load comes from this one.
  * Settings: BENCH_ROUNDS (3), BENCH_DURATION_S (5), BENCH_WARMUP_S (1), BENCH_CONNECTIONS (50),
  * BENCH_DEPLOY_SERVICES (100), BENCH_DEPLOY_EACH (5), BENCH_LIST_SERVICES (10000), BENCH_IDLE_S (5),
+ * - streams: BENCH_STREAMS (1000) clients on GET /v1/events of one account (Postgres): the server's
+ *   RSS and CPU per stream while they are connected and quiet, and the time from a change's request to
+ *   its event reaching every one of them.
+ * - log: BENCH_LOG_FOLLOWERS (100) clients following one deployment's log to its end (Postgres,
+ *   BERTH_SIM_STEP_MS=200): the server's RSS and CPU per follower over the deployment, against the same
+ *   deployment unfollowed in the same round, and how long after the deployment ended the last follower
+ *   got its `end` event.
  * BENCH_POSTGRES_URL (an admin connection; the run creates and drops databases of its own).
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -53,6 +61,8 @@ const SETTINGS = {
   deploy_each: setting('BENCH_DEPLOY_EACH', 5, 1, 100),
   list_services: setting('BENCH_LIST_SERVICES', 10_000, 100, 100_000),
   idle_s: setting('BENCH_IDLE_S', 5, 0, 120),
+  streams: setting('BENCH_STREAMS', 1000, 1, 10_000),
+  log_followers: setting('BENCH_LOG_FOLLOWERS', 100, 1, 1000),
 };
 const POSTGRES_ADMIN_URL = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
@@ -527,6 +537,156 @@ async function startRow(): Promise<void> {
   );
 }
 
+/**
+ * A server-sent events client on node:http (cheap enough to hold thousands in this process): resolves
+ * once the answer's headers arrived; `onText` sees each chunk.
+ */
+function openStream(
+  berth: Berth,
+  path: string,
+  agent: http.Agent,
+  onText: (text: string) => void,
+): Promise<http.ClientRequest> {
+  return new Promise((resolve, reject) => {
+    const request = http.get(
+      new URL(path, berth.url),
+      { agent, headers: { authorization: `Bearer ${berth.token}`, accept: 'text/event-stream' } },
+      (response) => {
+        if (response.statusCode !== 200) reject(new Error(`${path}: HTTP ${response.statusCode}`));
+        response.setEncoding('utf8');
+        response.on('data', onText);
+        response.on('error', () => undefined);
+        resolve(request);
+      },
+    );
+    request.on('error', reject);
+  });
+}
+
+async function streamsRow(): Promise<void> {
+  const count = SETTINGS.streams;
+  log(`streams: ${count} clients on GET /v1/events, Postgres`);
+  const berth = await startBerth('postgres');
+  const agent = new http.Agent({ keepAlive: false, maxSockets: Number.POSITIVE_INFINITY });
+  const pid = berth.child.pid;
+  await sleep(2000);
+  const rssBefore = rssMb(pid);
+  const seen = new Array<string>(count).fill('');
+  const streams: http.ClientRequest[] = [];
+  for (let i = 0; i < count; i += 100) {
+    const batch = Array.from({ length: Math.min(100, count - i) }, (_, j) =>
+      openStream(berth, '/v1/events', agent, (text) => {
+        seen[i + j] += text;
+      }),
+    );
+    streams.push(...(await Promise.all(batch)));
+  }
+  await sleep(2000);
+  const cpuQuietFrom = cpuSeconds(pid);
+  const quietS = 10;
+  await sleep(quietS * 1000);
+  const cpuQuiet = cpuSeconds(pid) - cpuQuietFrom;
+  const rssConnected = rssMb(pid);
+  const rounds: Record<string, number>[] = [];
+  for (let r = 0; r < SETTINGS.rounds; r++) {
+    const marker = `BENCH_MARK_${r}`;
+    const cpuFrom = cpuSeconds(pid);
+    const sent = performance.now();
+    await call(berth, 'PUT', `/v1/environments/${berth.envId}/secrets`, {
+      secrets: [{ key: marker, value: 'x' }],
+    });
+    await waitFor(`the event to reach all ${count} streams`, () =>
+      seen.every((text) => text.includes(marker)) ? true : undefined,
+    );
+    rounds.push({
+      all_streams_ms: performance.now() - sent,
+      server_cpu_ms_per_event: (cpuSeconds(pid) - cpuFrom) * 1000,
+      rss_per_stream_kb: ((rssConnected - rssBefore) * 1024) / count,
+      idle_cpu_ms_per_stream_per_min: (cpuQuiet * 1000 * (60 / quietS)) / count,
+      load_average_1m: os.loadavg()[0] as number,
+    });
+  }
+  for (const stream of streams) stream.destroy();
+  agent.destroy();
+  await berth.stop();
+  addRow(
+    `${count} GET /v1/events streams, Postgres: one event to all`,
+    'measured (issue 13): no target',
+    rounds,
+    () => true,
+  );
+}
+
+async function logFollowRow(): Promise<void> {
+  const followers = SETTINGS.log_followers;
+  log(`log: ${followers} followers of a deployment's log, Postgres`);
+  const berth = await startBerth('postgres', { BERTH_SIM_STEP_MS: '200' });
+  const pid = berth.child.pid;
+  const agent = new http.Agent({ keepAlive: false, maxSockets: Number.POSITIVE_INFINITY });
+  const [serviceId] = await createServices(berth, 1);
+  const deploy = async () =>
+    (await call(berth, 'POST', `/v1/environments/${berth.envId}/services/${serviceId}/deploy`, {})).body.data
+      .deployment_id as string;
+  const rounds: Record<string, number>[] = [];
+  for (let r = 0; r < SETTINGS.rounds; r++) {
+    // The same deployment unfollowed: what the deployment itself costs the server.
+    let cpuFrom = cpuSeconds(pid);
+    await finished(berth, await deploy());
+    const alone = cpuSeconds(pid) - cpuFrom;
+    await sleep(500);
+    const rssBefore = rssMb(pid);
+    cpuFrom = cpuSeconds(pid);
+    const id = await deploy();
+    const ends: number[] = [];
+    let lines = 0;
+    const followed: Array<{ connected: Promise<unknown>; ended: Promise<void> }> = Array.from(
+      { length: followers },
+      () => {
+        let text = '';
+        let done = false;
+        let ended: () => void = () => undefined;
+        const end = new Promise<void>((resolve) => {
+          ended = resolve;
+        });
+        const connected = openStream(berth, `/v1/deployments/${id}/logs?follow=true`, agent, (chunk) => {
+          text += chunk;
+          if (!done && text.includes('event: end')) {
+            done = true;
+            ends.push(Date.now());
+            lines += text.split('event: line').length - 1;
+            ended();
+          }
+        }).then((request) => request.on('close', ended));
+        return { connected, ended: end };
+      },
+    );
+    // Memory while every follower is connected and the deployment runs.
+    await Promise.all(followed.map((f) => f.connected));
+    const rssDuring = rssMb(pid);
+    await Promise.all(followed.map((f) => f.ended));
+    const cpuFollowed = cpuSeconds(pid) - cpuFrom;
+    await finished(berth, id);
+    const endedAt = Date.parse(
+      (await call(berth, 'GET', `/v1/deployments/${id}`)).body.data.deployment.updated_at,
+    );
+    rounds.push({
+      cpu_ms_per_follower: ((cpuFollowed - alone) * 1000) / followers,
+      rss_per_follower_kb: ((rssDuring - rssBefore) * 1024) / followers,
+      lines_per_follower: lines / followers,
+      last_end_after_ms: Math.max(...ends) - endedAt,
+      load_average_1m: os.loadavg()[0] as number,
+    });
+  }
+  agent.destroy();
+  await berth.stop();
+  addRow(
+    `${followers} followers of one deployment's log, Postgres`,
+    'measured (issue 13): no target',
+    rounds,
+    () => true,
+  );
+}
+
 function gitCommit(): string | null {
   try {
     return execFileSync('git', ['rev-parse', 'HEAD'], { cwd: HERE, encoding: 'utf8' }).trim();
@@ -537,7 +697,15 @@ function gitCommit(): string | null {
 
 async function main(): Promise<void> {
   const started = Date.now();
-  const all = { poll: pollRows, deploy: deployRows, scaleout: scaleOutRow, list: listRow, start: startRow };
+  const all = {
+    poll: pollRows,
+    deploy: deployRows,
+    scaleout: scaleOutRow,
+    list: listRow,
+    start: startRow,
+    streams: streamsRow,
+    log: logFollowRow,
+  };
   // BENCH_ROWS=list,start measures those rows again; the report keeps the other rows of the last run.
   const only = process.env.BENCH_ROWS?.split(',').map((r) => r.trim());
   for (const [name, measure] of Object.entries(all)) if (!only || only.includes(name)) await measure();
