@@ -12,6 +12,7 @@ import { adminCommand } from './admin.ts';
 import { authCommands } from './dev/auth.ts';
 import { domainCommands } from './dev/domains.ts';
 import { cliErrorOf, EXIT } from './dev/errors.ts';
+import { eventCommands } from './dev/events.ts';
 import { logCommands } from './dev/logs.ts';
 import { resourceCommands } from './dev/resources.ts';
 import { secretCommands } from './dev/secrets.ts';
@@ -82,6 +83,7 @@ export function buildCli(): Command {
   secretCommands(program);
   domainCommands(program);
   logCommands(program);
+  eventCommands(program);
 
   // Last: the completion scripts describe every command added before.
   tab(program, { completionCommandName: 'completion' });

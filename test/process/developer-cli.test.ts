@@ -181,6 +181,29 @@ test('logs prints what the service printed; logs -f keeps printing lines as they
   }
 });
 
+test('events follows the account\'s changes: from the oldest kept with --after 0, then as they come', async () => {
+  const following = runBerth(['events', '--after', '0', '-o', 'json'], userEnv());
+  try {
+    await following.waitForOutput(/"type":"service\.created"/, 30_000);
+    const marker = await berth(['secrets', 'set', SERVICE, 'EVENTS_MARKER=on']);
+    assert.equal(marker.code, 0, marker.err);
+    await following.waitForOutput(/"type":"secret\.created".*"key":"EVENTS_MARKER"/, 30_000);
+    const events = following
+      .stdout()
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line));
+    const ids = events.map((e) => BigInt(e.id));
+    assert.deepEqual(ids, [...ids].sort((a, b) => (a < b ? -1 : 1)));
+    assert.equal(following.stdout().includes('"value"'), false, 'no secret value');
+  } finally {
+    await following.kill('SIGTERM');
+  }
+  const bad = await berth(['events', '--after', 'yesterday']);
+  assert.equal(bad.code, 2);
+  assert.match(bad.err, /--after takes an event id/);
+});
+
 test('secrets set / unset / import keep the other keys; sensitive values are never printed', async () => {
   const set = await berth(['secrets', 'set', SERVICE, 'A=1', 'B=two words', 'URL=https://x.test/?a=b']);
   assert.equal(set.code, 0, set.err);
@@ -260,6 +283,7 @@ test('berth --help lists every command and the exit codes; completion scripts fo
     'services delete',
     'deploy <service>',
     'deployments ls',
+    'events',
     'deployments get',
     'deployments wait',
     'secrets ls',
