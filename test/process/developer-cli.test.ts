@@ -181,7 +181,7 @@ test('logs prints what the service printed; logs -f keeps printing lines as they
   }
 });
 
-test('events follows the account\'s changes: from the oldest kept with --after 0, then as they come', async () => {
+test("events follows the account's changes: from the oldest kept with --after 0, then as they come", async () => {
   const following = runBerth(['events', '--after', '0', '-o', 'json'], userEnv());
   try {
     await following.waitForOutput(/"type":"service\.created"/, 30_000);
@@ -194,7 +194,10 @@ test('events follows the account\'s changes: from the oldest kept with --after 0
       .split('\n')
       .map((line) => JSON.parse(line));
     const ids = events.map((e) => BigInt(e.id));
-    assert.deepEqual(ids, [...ids].sort((a, b) => (a < b ? -1 : 1)));
+    assert.deepEqual(
+      ids,
+      [...ids].sort((a, b) => (a < b ? -1 : 1)),
+    );
     assert.equal(following.stdout().includes('"value"'), false, 'no secret value');
   } finally {
     await following.kill('SIGTERM');

@@ -43,7 +43,7 @@ export function eventCommands(program: Command): void {
     'events',
     'events --after 0 -o json',
   ).action(
-    withSession<[], { after?: string }>(async (session, [], options) => {
+    withSession<[], { after?: string }>(async (session, _args, options) => {
       if (options.after !== undefined && !/^[0-9]{1,19}$/.test(options.after)) {
         throw new CliError(`--after takes an event id, a whole number (got "${options.after}")`, EXIT.usage);
       }
