@@ -569,7 +569,9 @@ async function streamsRow(): Promise<void> {
   const berth = await startBerth('postgres');
   const agent = new http.Agent({ keepAlive: false, maxSockets: Number.POSITIVE_INFINITY });
   const pid = berth.child.pid;
-  await sleep(2000);
+  // berth serve collects garbage after 10 s without a request: both RSS readings come after one.
+  const collected = () => sleep(12_000);
+  await collected();
   const rssBefore = rssMb(pid);
   const seen = new Array<string>(count).fill('');
   const streams: http.ClientRequest[] = [];
@@ -581,12 +583,12 @@ async function streamsRow(): Promise<void> {
     );
     streams.push(...(await Promise.all(batch)));
   }
-  await sleep(2000);
+  await collected();
+  const rssConnected = rssMb(pid);
   const cpuQuietFrom = cpuSeconds(pid);
   const quietS = 10;
   await sleep(quietS * 1000);
   const cpuQuiet = cpuSeconds(pid) - cpuQuietFrom;
-  const rssConnected = rssMb(pid);
   const rounds: Record<string, number>[] = [];
   for (let r = 0; r < SETTINGS.rounds; r++) {
     const marker = `BENCH_MARK_${r}`;
