@@ -202,6 +202,9 @@ test("events follows the account's changes: from the oldest kept with --after 0,
   } finally {
     await following.kill('SIGTERM');
   }
+  // The tests below see the service's secrets as they left them.
+  const unset = await berth(['secrets', 'unset', SERVICE, 'EVENTS_MARKER']);
+  assert.equal(unset.code, 0, unset.err);
   const bad = await berth(['events', '--after', 'yesterday']);
   assert.equal(bad.code, 2);
   assert.match(bad.err, /--after takes an event id/);
