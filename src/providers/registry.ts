@@ -8,6 +8,9 @@ import { migrateDriver } from './migrations.ts';
 import type { Provider } from './provider.ts';
 import { SimProvider, simSettings } from './sim/sim-provider.ts';
 import { simMigrations } from './sim/tables.ts';
+import { swarmSettings } from './swarm/settings.ts';
+import { SwarmProvider } from './swarm/swarm-provider.ts';
+import { swarmMigrations } from './swarm/tables.ts';
 
 export class ProviderUnavailableError extends Error {}
 
@@ -36,9 +39,16 @@ const DRIVERS: Record<string, (context: DriverContext) => Promise<Provider>> = {
       settings,
     });
   },
+  // Docker Engine in swarm mode: it shares the docker driver's routing table (and so its migrations).
+  swarm: async ({ config, db, logger }) => {
+    const settings = swarmSettings(config.providerEnv);
+    await migrateDriver(db, 'docker', dockerMigrations);
+    await migrateDriver(db, 'swarm', swarmMigrations);
+    return new SwarmProvider({ db, logger: logger.child({ component: 'swarm' }), settings });
+  },
   kubernetes: async () => {
     throw new ProviderUnavailableError(
-      'BERTH_PROVIDER=kubernetes is not available in this version; use sim (the default) or docker',
+      'BERTH_PROVIDER=kubernetes is not available in this version; use sim (the default), docker or swarm',
     );
   },
 };

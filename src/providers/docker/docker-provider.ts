@@ -29,9 +29,10 @@ import { Drainer } from './drain.ts';
 import { checkout, inside } from './git-source.ts';
 import { type Target, waitReady } from './health.ts';
 import { buildImage, engineError, imageReference, pullImage } from './images.ts';
-import { type Ingress, startIngress } from './ingress.ts';
+import { containerTargets, type Ingress, startIngress } from './ingress.ts';
 import { LABEL, labelFilter, networkName, type Role } from './labels.ts';
-import { DockerLogs } from './logs.ts';
+import { containerSources, EngineLogs } from './logs.ts';
+import { bury, promote, routeOf } from './routes.ts';
 import type { DockerSettings } from './settings.ts';
 import { type DockerDb, dockerTables } from './tables.ts';
 
@@ -63,7 +64,7 @@ export class DockerProvider implements Provider {
 
   constructor(options: DockerProviderOptions) {
     this.options = options;
-    this.logs = new DockerLogs(this.docker);
+    this.logs = new EngineLogs(this.docker, containerSources(this.docker));
     this.db = dockerTables(options.db);
     this.drainer = new Drainer({
       docker: this.docker,
@@ -87,7 +88,7 @@ export class DockerProvider implements Provider {
       start: async () => {
         this.ingress = await startIngress({
           db: this.db,
-          docker: this.docker,
+          targets: containerTargets(this.docker),
           logger: this.options.logger,
           host: this.options.settings.ingressBind,
           port: this.options.settings.ingressPort,
@@ -162,15 +163,6 @@ export class DockerProvider implements Provider {
     }
   }
 
-  /** What the routing table holds for a service: the deployment in place and its generation. */
-  private async routeOf(serviceId: string) {
-    return this.db
-      .selectFrom('docker_routes')
-      .select(['deployment_id', 'generation'])
-      .where('service_id', '=', serviceId)
-      .executeTakeFirst();
-  }
-
   async apply(desired: DesiredService, signal: AbortSignal, log: DeployLog = SILENT_LOG): Promise<Applied> {
     try {
       return await this.rollout(desired, signal, log);
@@ -198,13 +190,13 @@ export class DockerProvider implements Provider {
         'the docker provider cannot run Helm charts: use the kubernetes provider for helm_chart services',
       );
     }
-    const route = await this.routeOf(service.id);
+    const route = await routeOf(this.db, service.id);
     if (route && Number(route.generation) > generation) {
       throw new SupersededError(`generation ${route.generation} is in place; ${generation} is older`);
     }
     // The generation in place (a rerun after a crash, or new domains): no rollout, only the routing.
     if (route?.deployment_id === deploymentId) {
-      await this.promote(desired, desired.ops);
+      await promote(this.db, desired, desired.ops);
       if (service.type === 'job' || service.type === 'cron')
         await this.retireOlder(service.id, generation, signal);
       else this.drainer.drain(service.id);
@@ -500,38 +492,6 @@ export class DockerProvider implements Provider {
     return pulled?.split('@')[1] ?? info.Id;
   }
 
-  /**
-   * Moves traffic to a deployment: from here on the ingress sends the service's requests (its subdomain
-   * and its domains) to it. Fenced: the row changes only if the generation in place is not newer.
-   * Returns whether it moved.
-   */
-  private async promote(desired: DesiredService, ops: OpsConfig): Promise<boolean> {
-    const { service, deploymentId, generation } = desired;
-    const row = {
-      deployment_id: deploymentId,
-      generation,
-      port: service.type === 'job' || service.type === 'cron' ? null : service.port,
-      ops: JSON.stringify(ops),
-      subdomain: service.subdomain,
-      environment_id: service.environment_id,
-      type: service.type,
-      domains: JSON.stringify(desired.domains.map((d) => d.toLowerCase())),
-      updated_at: new Date(),
-    };
-    const moved = await this.db
-      .insertInto('docker_routes')
-      .values({ service_id: service.id, ...row })
-      .onConflict((oc) =>
-        oc
-          .column('service_id')
-          .doUpdateSet(row)
-          .whereRef('docker_routes.generation', '<=', 'excluded.generation'),
-      )
-      .returning('service_id')
-      .executeTakeFirst();
-    return moved !== undefined;
-  }
-
   /** A new version takes over, unless a newer generation did meanwhile: then this one removes itself. */
   private async promoteOrStandDown(
     desired: DesiredService,
@@ -541,7 +501,7 @@ export class DockerProvider implements Provider {
   ): Promise<void> {
     // A worker that lost the job must not move traffic: the one that took it over decides.
     signal.throwIfAborted();
-    if (await this.promote(desired, ops)) {
+    if (await promote(this.db, desired, ops)) {
       log.end('traffic', 'success', `Traffic moved to this deployment (generation ${desired.generation})`);
       return;
     }
@@ -576,7 +536,7 @@ export class DockerProvider implements Provider {
   }
 
   async observe(service: ServiceRef): Promise<Observed> {
-    const route = await this.routeOf(service.id);
+    const route = await routeOf(this.db, service.id);
     if (route && Number(route.generation) === REMOVED_GENERATION)
       return { run_status: 'deleted', ready_count: 0, generation: null };
     const generation = route ? Number(route.generation) : null;
@@ -609,22 +569,7 @@ export class DockerProvider implements Provider {
 
   async remove(service: ServiceRef): Promise<void> {
     // The tombstone first: from here no apply of any generation routes or promotes the service again.
-    const tombstone = {
-      deployment_id: service.id,
-      generation: REMOVED_GENERATION,
-      port: null,
-      ops: JSON.stringify({}),
-      subdomain: null,
-      environment_id: null,
-      type: null,
-      domains: '[]',
-      updated_at: new Date(),
-    };
-    await this.db
-      .insertInto('docker_routes')
-      .values({ service_id: service.id, ...tombstone })
-      .onConflict((oc) => oc.column('service_id').doUpdateSet(tombstone))
-      .execute();
+    await bury(this.db, service.id);
     // The cron templates first: a tick that starts a run after this finds its template gone and
     // removes the run itself, and every run created before it is in the listing below.
     await this.removeContainers({ [LABEL.service]: service.id, [LABEL.role]: 'cron-template' });
