@@ -21,6 +21,7 @@ import type { JobRow } from '../../store/schema.ts';
 import { DeploymentLogWriter } from '../deployment-log.ts';
 import { desiredStateOf } from '../desired-state.ts';
 import { TerminalError } from '../errors.ts';
+import { gitAccessOf } from '../git-access.ts';
 import { provisionDependencies } from '../resources.ts';
 import type { JobHandler } from '../worker.ts';
 
@@ -79,8 +80,14 @@ export function deployHandler(deps: Deps): JobHandler {
         if (await cancelRequested(db, deployment.id)) cancel.abort(new DeploymentCancelled());
         const stop = AbortSignal.any([signal, cancel.signal]);
         // The new version starts only once its resources exist, with their exports resolved.
+        desired.git = await gitAccessOf(deps, service);
         const exported = await provisionDependencies(deps, { service, environment, ops: desired.ops }, stop);
-        log.maskValues([...Object.values(desired.variables), ...exported.passwords]);
+        // The git credential never reaches the log, whatever a driver or git might echo.
+        log.maskValues([
+          ...Object.values(desired.variables),
+          ...exported.passwords,
+          ...(desired.git ? [desired.git.password] : []),
+        ]);
         desired.variables = { ...exported.variables, ...desired.variables };
         applied = await deps.provider.apply(desired, stop, log);
       } catch (error) {

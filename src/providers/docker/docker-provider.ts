@@ -436,12 +436,13 @@ export class DockerProvider implements Provider {
       'source',
       `Cloning ${service.git_repo_full_name} at ${target.commit_id || `the head of ${service.git_repo_branch}`}`,
     );
-    const source = await checkout(
-      this.options.settings.gitBaseUrl,
-      service.git_repo_full_name ?? '',
-      service.git_repo_branch ?? 'main',
-      target.commit_id,
-    );
+    const source = await checkout({
+      baseUrl: this.options.settings.gitBaseUrl,
+      repo: service.git_repo_full_name ?? '',
+      branch: service.git_repo_branch ?? 'main',
+      commit: target.commit_id,
+      access: desired.git,
+    });
     log.end('source', 'success', `Commit ${source.commit} by ${source.author}: ${source.message}`);
     try {
       let ops = desired.ops;
