@@ -5,9 +5,6 @@ import { migrateDriver } from './migrations.ts';
 import type { Provider } from './provider.ts';
 import { SimProvider, simSettings } from './sim/sim-provider.ts';
 import { simMigrations } from './sim/tables.ts';
-import { swarmSettings } from './swarm/settings.ts';
-import { SwarmProvider } from './swarm/swarm-provider.ts';
-import { swarmMigrations } from './swarm/tables.ts';
 
 export class ProviderUnavailableError extends Error {}
 
@@ -45,6 +42,14 @@ const DRIVERS: Record<string, (context: DriverContext) => Promise<Provider>> = {
   },
   // Docker Engine in swarm mode: it shares the docker driver's routing table (and so its migrations).
   swarm: async ({ config, db, logger }) => {
+    // Loaded only when chosen, as the docker driver.
+    const [{ SwarmProvider }, { swarmSettings }, { swarmMigrations }, { dockerMigrations }] =
+      await Promise.all([
+        import('./swarm/swarm-provider.ts'),
+        import('./swarm/settings.ts'),
+        import('./swarm/tables.ts'),
+        import('./docker/tables.ts'),
+      ]);
     const settings = swarmSettings(config.providerEnv);
     await migrateDriver(db, 'docker', dockerMigrations);
     await migrateDriver(db, 'swarm', swarmMigrations);
