@@ -1,9 +1,7 @@
-import { readFile } from 'node:fs/promises';
-import os from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import Docker from 'dockerode';
 import type { Logger } from 'pino';
-import { type OpsConfig, parseOpsJson } from '../../domain/ops-json.ts';
+import type { OpsConfig } from '../../domain/ops-json.ts';
 import { isUuid } from '../../domain/uuid.ts';
 import { SupersededError, TerminalError } from '../../jobs/errors.ts';
 import type { Db } from '../../store/database.ts';
@@ -26,11 +24,12 @@ import {
 } from '../provider.ts';
 import { CronScheduler } from './cron.ts';
 import { Drainer } from './drain.ts';
-import { checkout, inside } from './git-source.ts';
+import { ensureNetwork, ingressIdentity } from './environment.ts';
+import { buildFromGit } from './git-build.ts';
 import { type Target, waitReady } from './health.ts';
-import { buildImage, engineError, imageReference, pullImage } from './images.ts';
+import { digestOf, engineError, imageReference, pullImage } from './images.ts';
 import { containerTargets, type Ingress, startIngress } from './ingress.ts';
-import { LABEL, labelFilter, networkName, type Role } from './labels.ts';
+import { LABEL, labelFilter, labelsOf, networkName, type Role } from './labels.ts';
 import { containerSources, EngineLogs } from './logs.ts';
 import { bury, promote, routeOf } from './routes.ts';
 import type { DockerSettings } from './settings.ts';
@@ -112,21 +111,7 @@ export class DockerProvider implements Provider {
   }
 
   private async ensureNetwork(env: EnvironmentRef): Promise<string> {
-    const name = networkName(env.id);
-    const existing = await this.docker.listNetworks({ filters: { name: [name] } });
-    if (!existing.some((n) => n.Name === name)) {
-      try {
-        await this.docker.createNetwork({
-          Name: name,
-          Driver: 'bridge',
-          Labels: { [LABEL.managed]: 'true', [LABEL.account]: env.account_id, [LABEL.environment]: env.id },
-        });
-      } catch (error) {
-        // Another worker created it between our look and our create.
-        if ((error as { statusCode?: number }).statusCode !== 409) throw error;
-      }
-    }
-    return name;
+    return ensureNetwork(this.docker, env, networkName(env.id), { Driver: 'bridge' });
   }
 
   async ensureEnvironment(env: EnvironmentRef): Promise<void> {
@@ -134,16 +119,7 @@ export class DockerProvider implements Provider {
   }
 
   async identity(): Promise<EnvironmentIdentity> {
-    const addresses = Object.values(os.networkInterfaces())
-      .flat()
-      .filter((a) => a && a.family === 'IPv4' && !a.internal)
-      .map((a) => (a as os.NetworkInterfaceInfo).address);
-    return {
-      ingress_host: this.options.settings.ingressHost,
-      ingress_url: this.options.settings.publicUrl,
-      public_nat_ips: addresses,
-      svc_role_arn: '',
-    };
+    return ingressIdentity(this.options.settings);
   }
 
   domainValidationZone(): string {
@@ -224,15 +200,7 @@ export class DockerProvider implements Provider {
         'Dependencies reach the service as variables holding their $ tokens',
       );
 
-    const labels = (role: Role): Record<string, string> => ({
-      [LABEL.managed]: 'true',
-      [LABEL.account]: service.account_id,
-      [LABEL.environment]: environment.id,
-      [LABEL.service]: service.id,
-      [LABEL.deployment]: deploymentId,
-      [LABEL.generation]: String(generation),
-      [LABEL.role]: role,
-    });
+    const labels = (role: Role): Record<string, string> => labelsOf(desired, role);
     const variables = {
       ...desired.variables,
       ...(service.port ? { PORT: String(service.port) } : {}),
@@ -427,70 +395,18 @@ export class DockerProvider implements Provider {
           log.line('pull', text),
         );
       }
-      const digest = await this.digestOf(image);
+      const digest = await digestOf(this.docker, image);
       log.end('pull', 'success');
       log.end('source', 'success', `Image ${image} is ${digest}`);
       return { image, ops: desired.ops, source: { docker_image_digest: digest } };
     }
-    log.line(
-      'source',
-      `Cloning ${service.git_repo_full_name} at ${target.commit_id || `the head of ${service.git_repo_branch}`}`,
+    return buildFromGit(
+      this.docker,
+      this.options.settings.gitBaseUrl,
+      desired,
+      `berth-${service.id}:${deploymentId}`,
+      log,
     );
-    const source = await checkout({
-      baseUrl: this.options.settings.gitBaseUrl,
-      repo: service.git_repo_full_name ?? '',
-      branch: service.git_repo_branch ?? 'main',
-      commit: target.commit_id,
-      access: desired.git,
-    });
-    log.end('source', 'success', `Commit ${source.commit} by ${source.author}: ${source.message}`);
-    try {
-      let ops = desired.ops;
-      if (service.ops_json_path) {
-        const text = await readFile(inside(source.dir, service.ops_json_path, 'ops_json_path'), 'utf8').catch(
-          () => null,
-        );
-        if (text === null) throw new TerminalError(`no ops.json at ${service.ops_json_path}`);
-        const parsed = parseOpsJson(text, service.ops_json_path, service.type);
-        if (parsed.errors.length > 0) throw new TerminalError(parsed.errors.map((e) => e.error).join('; '));
-        ops = parsed.config;
-      }
-      const image = `berth-${service.id}:${deploymentId}`;
-      await buildImage(
-        this.docker,
-        {
-          repoDir: source.dir,
-          buildContext: service.build_context,
-          dockerfilePath: service.dockerfile_path,
-          tag: image,
-          labels: { [LABEL.managed]: 'true', [LABEL.service]: service.id, [LABEL.deployment]: deploymentId },
-        },
-        (text) => log.line('build', text),
-      ).catch((error: Error) => {
-        log.end('build', 'failed', error.message);
-        throw error;
-      });
-      log.end('build', 'success', `Built ${image}`);
-      return {
-        image,
-        ops,
-        source: {
-          git_commit_ref: source.commit,
-          git_commit_author: source.author,
-          git_commit_message: source.message,
-          docker_image_digest: await this.digestOf(image),
-        },
-      };
-    } finally {
-      source.remove();
-    }
-  }
-
-  /** An image's registry digest when it came from a registry (a tag can move; this cannot), else its id. */
-  private async digestOf(image: string): Promise<string> {
-    const info = await this.docker.getImage(image).inspect();
-    const pulled = info.RepoDigests?.find((d) => image.startsWith(`${d.split('@')[0]}:`));
-    return pulled?.split('@')[1] ?? info.Id;
   }
 
   /** A new version takes over, unless a newer generation did meanwhile: then this one removes itself. */

@@ -6,7 +6,7 @@
  */
 import type Docker from 'dockerode';
 import type { HealthCheck, OpsConfig } from '../../domain/ops-json.ts';
-import { LABEL, type Role } from '../docker/labels.ts';
+import { LABEL, labelsOf, type Role } from '../docker/labels.ts';
 import type { DesiredService } from '../provider.ts';
 
 /** The placement label a node carries to run the services of a node group (`prov_node_group_id`). */
@@ -60,19 +60,6 @@ export function healthCheckOf(
     Timeout: (check?.timeout ?? 10) * SECOND,
     Retries: 3,
     StartPeriod: 0,
-  };
-}
-
-export function labelsOf(desired: DesiredService, role: Role): Record<string, string> {
-  const { service, environment, deploymentId, generation } = desired;
-  return {
-    [LABEL.managed]: 'true',
-    [LABEL.account]: service.account_id,
-    [LABEL.environment]: environment.id,
-    [LABEL.service]: service.id,
-    [LABEL.deployment]: deploymentId,
-    [LABEL.generation]: String(generation),
-    [LABEL.role]: role,
   };
 }
 

@@ -1,13 +1,14 @@
-import os from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import Docker from 'dockerode';
 import type { Logger } from 'pino';
 import type { OpsConfig } from '../../domain/ops-json.ts';
 import { SupersededError, TerminalError } from '../../jobs/errors.ts';
 import type { Db } from '../../store/database.ts';
-import { engineError, imageReference } from '../docker/images.ts';
+import { ensureNetwork, ingressIdentity } from '../docker/environment.ts';
+import { buildFromGit } from '../docker/git-build.ts';
+import { digestOf, engineError, imageReference, pushImage } from '../docker/images.ts';
 import { type Ingress, type RouteTarget, startIngress } from '../docker/ingress.ts';
-import { LABEL, labelFilter, type Role } from '../docker/labels.ts';
+import { LABEL, labelFilter, labelsOf, type Role } from '../docker/labels.ts';
 import { EngineLogs, type LogOptions, type LogSource } from '../docker/logs.ts';
 import { bury, promote, routeOf } from '../docker/routes.ts';
 import {
@@ -32,7 +33,6 @@ import {
   cronTemplateName,
   failedTasks,
   jobName,
-  labelsOf,
   ofDeployment,
   overlayName,
   running,
@@ -101,25 +101,14 @@ export class SwarmProvider implements Provider {
   }
 
   private async ensureNetwork(env: EnvironmentRef): Promise<string> {
-    const name = overlayName(env.id);
-    const existing = await this.docker.listNetworks({ filters: { name: [name] } });
-    if (!existing.some((n) => n.Name === name)) {
-      try {
-        await this.docker.createNetwork({
-          Name: name,
-          Driver: 'overlay',
-          // Attachable: Berth's own containers (a future ingress on a node) may join it.
-          Attachable: true,
-          Options: this.options.settings.encryptNetworks ? { encrypted: 'true' } : {},
-          Labels: { [LABEL.managed]: 'true', [LABEL.account]: env.account_id, [LABEL.environment]: env.id },
-        });
-      } catch (error) {
-        // Another worker created it between our look and our create.
-        if ((error as { statusCode?: number }).statusCode !== 409)
-          throw engineError(error, 'the swarm refused the network');
-      }
-    }
-    return name;
+    // Attachable: Berth's own containers (a future ingress on a node) may join it.
+    return ensureNetwork(this.docker, env, overlayName(env.id), {
+      Driver: 'overlay',
+      Attachable: true,
+      Options: this.options.settings.encryptNetworks ? { encrypted: 'true' } : {},
+    }).catch((error: unknown) => {
+      throw engineError(error, 'the swarm refused the network');
+    });
   }
 
   async ensureEnvironment(env: EnvironmentRef): Promise<void> {
@@ -127,16 +116,7 @@ export class SwarmProvider implements Provider {
   }
 
   async identity(): Promise<EnvironmentIdentity> {
-    const addresses = Object.values(os.networkInterfaces())
-      .flat()
-      .filter((a) => a && a.family === 'IPv4' && !a.internal)
-      .map((a) => (a as os.NetworkInterfaceInfo).address);
-    return {
-      ingress_host: this.options.settings.ingressHost,
-      ingress_url: this.options.settings.publicUrl,
-      public_nat_ips: addresses,
-      svc_role_arn: '',
-    };
+    return ingressIdentity(this.options.settings);
   }
 
   domainValidationZone(): string {
@@ -225,9 +205,8 @@ export class SwarmProvider implements Provider {
     }
     signal.throwIfAborted();
     const network = await this.ensureNetwork(environment);
-    const { image, source } = await this.resolveImage(desired, log);
+    const { image, ops, source } = await this.resolveImage(desired, log);
     applied.source = source;
-    const ops = desired.ops;
     const deadline = Date.now() + ops.deploy_timeout * 60_000;
     signal.throwIfAborted();
 
@@ -418,20 +397,17 @@ export class SwarmProvider implements Provider {
   }
 
   /**
-   * The image a deployment runs. Every node pulls it itself, so it must come from a registry they all
-   * reach: the manager asks the registry for its digest, and the service runs that digest (a tag can move).
+   * The image a deployment runs, and the ops.json it follows. Every node pulls the image itself, so it
+   * comes from a registry they all reach: a registry image is resolved to its digest by the manager; a
+   * git build is made on the manager (the docker driver's code) and pushed to BERTH_SWARM_REGISTRY. The
+   * service runs the digest (a tag can move).
    */
   private async resolveImage(
     desired: DesiredService,
     log: DeployLog,
-  ): Promise<{ image: string; source: DeployedSource }> {
+  ): Promise<{ image: string; ops: OpsConfig; source: DeployedSource }> {
     const { service, target } = desired;
-    if (service.source !== 'docker_image') {
-      const message =
-        'the swarm provider runs images from a registry every node reaches: git builds are not available with it yet';
-      log.end('source', 'failed', message);
-      throw new TerminalError(message);
-    }
+    if (service.source !== 'docker_image') return this.buildAndPush(desired, log);
     const image = imageReference(
       service.docker_registry,
       service.docker_image ?? '',
@@ -449,7 +425,36 @@ export class SwarmProvider implements Provider {
     const digest = info.Descriptor?.digest ?? '';
     log.end('pull', 'success', `Image ${image} is ${digest}; each node pulls it`);
     log.end('source', 'success', `Image ${image} is ${digest}`);
-    return { image: digest ? `${image}@${digest}` : image, source: { docker_image_digest: digest } };
+    return {
+      image: digest ? `${image}@${digest}` : image,
+      ops: desired.ops,
+      source: { docker_image_digest: digest },
+    };
+  }
+
+  private async buildAndPush(
+    desired: DesiredService,
+    log: DeployLog,
+  ): Promise<{ image: string; ops: OpsConfig; source: DeployedSource }> {
+    const { registry, gitBaseUrl } = this.options.settings;
+    if (!registry) {
+      const message =
+        'the swarm provider builds git services only with BERTH_SWARM_REGISTRY set: a registry every node can pull the built image from';
+      log.end('source', 'failed', message);
+      throw new TerminalError(message);
+    }
+    const tag = `${registry}/berth-${desired.service.id}:${desired.deploymentId}`;
+    const built = await buildFromGit(this.docker, gitBaseUrl, desired, tag, log).catch((error: Error) => {
+      log.end('source', 'failed', error.message);
+      throw error;
+    });
+    await pushImage(this.docker, tag, (text) => log.line('build', text)).catch((error: Error) => {
+      log.end('build', 'failed', error.message);
+      throw error;
+    });
+    const digest = await digestOf(this.docker, tag);
+    log.end('build', 'success', `Pushed ${tag} (${digest})`);
+    return { ...built, image: `${tag}@${digest}`, source: { ...built.source, docker_image_digest: digest } };
   }
 
   /** A new version takes over, unless a newer generation did meanwhile. */
