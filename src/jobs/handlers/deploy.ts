@@ -81,7 +81,12 @@ export function deployHandler(deps: Deps): JobHandler {
         const stop = AbortSignal.any([signal, cancel.signal]);
         // The new version starts only once its resources exist, with their exports resolved.
         desired.git = await gitAccessOf(deps, service);
-        const exported = await provisionDependencies(deps, { service, environment, ops: desired.ops }, stop);
+        const exported = await provisionDependencies(
+          deps,
+          { service, environment, ops: desired.ops },
+          stop,
+          log,
+        );
         // The git credential never reaches the log, whatever a driver or git might echo.
         log.maskValues([
           ...Object.values(desired.variables),
