@@ -263,6 +263,11 @@ export class SwarmProvider implements Provider {
       if (inPlace > generation)
         throw new SupersededError(`generation ${inPlace} is in place; ${generation} is older`);
     }
+    // An update replaces a version that serves; a rerun after a crash may find its own spec in place
+    // (an update when it has a previous spec, the first version when not).
+    const updating =
+      current?.Spec?.Labels?.[LABEL.deployment] !== deploymentId || Boolean(current?.PreviousSpec);
+    const isUpdate = Boolean(current) && updating;
     // The swarm's own rolling update: the version check refuses a write based on a stale read.
     if (current && current.Spec?.Labels?.[LABEL.deployment] !== deploymentId) {
       await this.docker
@@ -276,16 +281,10 @@ export class SwarmProvider implements Provider {
       await this.create(spec);
       log.line('rollout', `Service ${spec.Name} created with ${service.replica_count ?? 1} replicas`);
     }
-    const outcome = await this.waitServing(
-      desired,
-      Boolean(current?.PreviousSpec || current),
-      deadline,
-      signal,
-      log,
-    );
+    const outcome = await this.waitServing(desired, isUpdate, deadline, signal, log);
     if (!outcome.ok) {
-      const kept = current ? ' The swarm rolled back: the previous version keeps serving.' : '';
-      if (!current) await this.removeService(spec.Name as string);
+      const kept = isUpdate ? ' The swarm rolled back: the previous version keeps serving.' : '';
+      if (!isUpdate) await this.removeService(spec.Name as string);
       else await this.rollBackIfUpdating(spec.Name as string);
       log.end('rollout', 'failed', `The new version did not become healthy: ${outcome.reason}.${kept}`);
       throw new DeployFailed(`the new version did not become healthy: ${outcome.reason}.${kept}`, source);
@@ -347,7 +346,8 @@ export class SwarmProvider implements Provider {
         return { ok: false, reason: `${failed.length} tasks failed: ${taskErrors(tasks)}` };
       }
       const ready = running(tasks).length;
-      if (ready >= replicas && (!isUpdate || state === 'completed')) return { ok: true, ready };
+      // An update is done when the swarm says so, after the last replica's monitor window.
+      if (ready >= replicas && (state === undefined || state === 'completed')) return { ok: true, ready };
       if (Date.now() > deadline) {
         const why = taskErrors(tasks);
         return {
