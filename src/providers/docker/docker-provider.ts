@@ -3,7 +3,7 @@ import Docker from 'dockerode';
 import type { Logger } from 'pino';
 import type { OpsConfig } from '../../domain/ops-json.ts';
 import { isUuid } from '../../domain/uuid.ts';
-import { SupersededError, TerminalError } from '../../jobs/errors.ts';
+import { SupersededError } from '../../jobs/errors.ts';
 import type { Db } from '../../store/database.ts';
 import {
   type Applied,
@@ -34,7 +34,7 @@ import { containerSources, EngineLogs } from './logs.ts';
 import { OpsCronJobs } from './ops-cron.ts';
 import { demultiplex } from './output.ts';
 import { DockerResources } from './resources.ts';
-import { bury, promote, routeOf } from './routes.ts';
+import { admit, bury, promote, routeOf } from './routes.ts';
 import type { DockerSettings } from './settings.ts';
 import { type DockerDb, dockerTables } from './tables.ts';
 
@@ -163,22 +163,8 @@ export class DockerProvider implements Provider {
 
   private async rollout(desired: DesiredService, signal: AbortSignal, log: DeployLog): Promise<Applied> {
     const { service, deploymentId, environment, generation } = desired;
-    const namespaceName = `env-${environment.id.slice(0, 8)}`;
-    const svcAlias = `${service.subdomain}.${namespaceName}.svc.cluster.local`;
-    const applied: Applied = {
-      provDeploymentId: `docker-${deploymentId.slice(0, 8)}`,
-      namespaceName,
-      svcAlias,
-    };
-    if (service.source === 'helm_chart') {
-      throw new TerminalError(
-        'the docker provider cannot run Helm charts: use the kubernetes provider for helm_chart services',
-      );
-    }
-    const route = await routeOf(this.db, service.id);
-    if (route && Number(route.generation) > generation) {
-      throw new SupersededError(`generation ${route.generation} is in place; ${generation} is older`);
-    }
+    const { applied, route } = await admit(this.db, desired, 'docker');
+    const { svcAlias } = applied;
     // The generation in place (a rerun after a crash, or new domains): no rollout, only the routing.
     if (route?.deployment_id === deploymentId) {
       await promote(this.db, desired, desired.ops);

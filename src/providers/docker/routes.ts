@@ -1,5 +1,6 @@
 import type { OpsConfig } from '../../domain/ops-json.ts';
-import { type DesiredService, REMOVED_GENERATION } from '../provider.ts';
+import { SupersededError, TerminalError } from '../../jobs/errors.ts';
+import { type Applied, type DesiredService, REMOVED_GENERATION } from '../provider.ts';
 import type { DockerDb } from './tables.ts';
 
 /**
@@ -67,4 +68,29 @@ export async function bury(db: DockerDb, serviceId: string): Promise<void> {
     .values({ service_id: serviceId, ...tombstone })
     .onConflict((oc) => oc.column('service_id').doUpdateSet(tombstone))
     .execute();
+}
+
+/**
+ * How every rollout of an Engine-API driver begins: what it reports as applied, the refusal of Helm
+ * charts, and the fence (an older generation than the one in place is superseded). Returns the route in
+ * place, if any.
+ */
+export async function admit(db: DockerDb, desired: DesiredService, driver: 'docker' | 'swarm') {
+  const { service, deploymentId, environment, generation } = desired;
+  const namespaceName = `env-${environment.id.slice(0, 8)}`;
+  const applied: Applied = {
+    provDeploymentId: `${driver}-${deploymentId.slice(0, 8)}`,
+    namespaceName,
+    svcAlias: `${service.subdomain}.${namespaceName}.svc.cluster.local`,
+  };
+  if (service.source === 'helm_chart') {
+    throw new TerminalError(
+      `the ${driver} provider cannot run Helm charts: use the kubernetes provider for helm_chart services`,
+    );
+  }
+  const route = await routeOf(db, service.id);
+  if (route && Number(route.generation) > generation) {
+    throw new SupersededError(`generation ${route.generation} is in place; ${generation} is older`);
+  }
+  return { applied, route };
 }

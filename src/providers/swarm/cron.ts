@@ -6,23 +6,20 @@
  * once however many Berth processes there are. Concurrency policy Forbid, as the docker driver's.
  * @module
  */
-import { Cron } from 'croner';
 import type Docker from 'dockerode';
 import type { Logger } from 'pino';
 import { LABEL, labelFilter } from '../docker/labels.ts';
+import { Schedules } from '../docker/schedules.ts';
 import { REMOVED_GENERATION } from '../provider.ts';
 import { tasksOf } from './services.ts';
 import type { SwarmDb } from './tables.ts';
 
-const RESCAN_MS = 5000;
 const RUNS_KEPT = 3;
 /** Claims older than this are history nobody reads again. */
 const CLAIMS_KEPT_MS = 24 * 3600_000;
 
 export class SwarmCron {
-  private readonly schedules = new Map<string, { cron: Cron; schedule: string }>();
-  private timer: NodeJS.Timeout | undefined;
-  private started = false;
+  private readonly schedules: Schedules;
   private readonly docker: Docker;
   private readonly db: SwarmDb;
   private readonly logger: Logger;
@@ -31,26 +28,27 @@ export class SwarmCron {
     this.docker = docker;
     this.db = db;
     this.logger = logger;
+    this.schedules = new Schedules(
+      logger,
+      () => this.templates(),
+      (id, at) => this.tick(id, at),
+    );
   }
 
   async start(): Promise<void> {
-    this.started = true;
-    await this.rescan();
-    this.timer = setInterval(() => {
-      this.rescan().catch((err) => this.logger.warn({ err }, 'cron rescan failed'));
-    }, RESCAN_MS);
+    await this.schedules.start();
   }
 
   stop(): void {
-    this.started = false;
-    clearInterval(this.timer);
-    for (const { cron } of this.schedules.values()) cron.stop();
-    this.schedules.clear();
+    this.schedules.stop();
   }
 
-  /** Schedules the templates of the deployments that serve (a superseded template never ticks). */
   async rescan(): Promise<void> {
-    if (!this.started) return;
+    await this.schedules.rescan();
+  }
+
+  /** The templates of the deployments that serve (a superseded template never ticks), with their schedules. */
+  private async templates(): Promise<Map<string, string>> {
     const templates = await this.docker.listServices({
       filters: labelFilter({ [LABEL.managed]: 'true', [LABEL.role]: 'cron-template' }),
     });
@@ -61,28 +59,13 @@ export class SwarmCron {
       .where('generation', '<', REMOVED_GENERATION)
       .execute();
     const serving = new Set(routes.map((r) => r.deployment_id));
-    const seen = new Set<string>();
+    const wanted = new Map<string, string>();
     for (const template of templates) {
       const labels = template.Spec?.Labels ?? {};
       const schedule = labels[LABEL.cronSchedule];
-      if (!schedule || !serving.has(labels[LABEL.deployment] ?? '')) continue;
-      seen.add(template.ID);
-      if (this.schedules.get(template.ID)?.schedule === schedule) continue;
-      this.schedules.get(template.ID)?.cron.stop();
-      const cron = new Cron(schedule, { protect: true }, (self: Cron) => {
-        const at = self.currentRun() ?? new Date();
-        this.tick(template.ID, at).catch((err) =>
-          this.logger.warn({ err, template: template.ID }, 'cron run failed to start'),
-        );
-      });
-      this.schedules.set(template.ID, { cron, schedule });
+      if (schedule && serving.has(labels[LABEL.deployment] ?? '')) wanted.set(template.ID, schedule);
     }
-    for (const [id, { cron }] of this.schedules) {
-      if (!seen.has(id)) {
-        cron.stop();
-        this.schedules.delete(id);
-      }
-    }
+    return wanted;
   }
 
   /** Claims the tick for this process; false when another one did. */

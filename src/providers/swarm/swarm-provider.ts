@@ -10,7 +10,7 @@ import { digestOf, engineError, imageReference, pushImage } from '../docker/imag
 import { type Ingress, type RouteTarget, startIngress } from '../docker/ingress.ts';
 import { LABEL, labelFilter, labelsOf, type Role } from '../docker/labels.ts';
 import { EngineLogs, type LogOptions, type LogSource } from '../docker/logs.ts';
-import { bury, promote, routeOf } from '../docker/routes.ts';
+import { admit, bury, promote, routeOf } from '../docker/routes.ts';
 import {
   type Applied,
   type DeployedSource,
@@ -181,22 +181,8 @@ export class SwarmProvider implements Provider {
 
   private async rollout(desired: DesiredService, signal: AbortSignal, log: DeployLog): Promise<Applied> {
     const { service, deploymentId, environment, generation } = desired;
-    const namespaceName = `env-${environment.id.slice(0, 8)}`;
-    const svcAlias = `${service.subdomain}.${namespaceName}.svc.cluster.local`;
-    const applied: Applied = {
-      provDeploymentId: `swarm-${deploymentId.slice(0, 8)}`,
-      namespaceName,
-      svcAlias,
-    };
-    if (service.source === 'helm_chart') {
-      throw new TerminalError(
-        'the swarm provider cannot run Helm charts: use the kubernetes provider for helm_chart services',
-      );
-    }
-    const route = await routeOf(this.db, service.id);
-    if (route && Number(route.generation) > generation) {
-      throw new SupersededError(`generation ${route.generation} is in place; ${generation} is older`);
-    }
+    const { applied, route } = await admit(this.db, desired, 'swarm');
+    const { svcAlias } = applied;
     // The generation in place (a rerun after a crash, or new domains): no rollout, only the routing.
     if (route?.deployment_id === deploymentId) {
       await promote(this.db, desired, desired.ops);
