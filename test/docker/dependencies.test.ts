@@ -19,7 +19,8 @@ let berth: BerthProcess & { url: string };
 let token: string;
 let envUrl: string;
 let envId: string;
-const otherNetwork = `berth-deps-test-${randomUUID().slice(0, 8)}`;
+let otherEnvId: string | undefined;
+const ADMIN_TOKEN = randomUUID();
 
 before(
   async () => {
@@ -33,6 +34,7 @@ before(
       BERTH_DATA_DIR: db.dataDir,
       BERTH_DATABASE_URL: db.databaseUrl ?? '',
       BERTH_PROVIDER: 'docker',
+      BERTH_ADMIN_TOKEN: ADMIN_TOKEN,
       BERTH_INGRESS_PORT: String(await freePort()),
     });
     ({ token, envId, envUrl } = await firstStartOf(berth));
@@ -42,10 +44,7 @@ before(
 after(async () => {
   await berth?.kill('SIGTERM');
   if (envId) await removeEnvironment(envId);
-  await docker
-    .getNetwork(otherNetwork)
-    .remove()
-    .catch(() => undefined);
+  if (otherEnvId) await removeEnvironment(otherEnvId);
   await db?.drop();
 });
 
@@ -206,14 +205,43 @@ test('a service reaches its postgres, mariadb, redis and bucket by its exports; 
   const got = await s3.send(new GetObjectCommand({ Bucket: bucket.attributes.name, Key: 'a.txt' }));
   assert.equal(await got.Body?.transformToString(), 'attached');
 
-  // Reachable on the environment's network, not from another one (another environment's).
+  // Reachable on the environment's network; from a service of another environment of the same account
+  // neither its name nor its address answers (pg_isready exits 2: no response).
   const check = `pg_isready -h ${pg.attributes.address} -p 5432 -t 3`;
   assert.equal((await probe(`berth-env-${envId}`, check)).code, 0);
-  await docker.createNetwork({ Name: otherNetwork, Labels: { 'berth.environment': envId } });
   const pgIp = (await containerOf(pg.attributes.address ?? '')).NetworkSettings.Networks[`berth-env-${envId}`]
     ?.IPAddress;
-  assert.notEqual((await probe(otherNetwork, check)).code, 0, 'resolved from another network');
-  assert.notEqual((await probe(otherNetwork, `pg_isready -h ${pgIp} -p 5432 -t 3`)).code, 0);
+  const accounts = await api(`${berth.url}/admin/v1/accounts`, ADMIN_TOKEN);
+  const other = await api(
+    `${berth.url}/admin/v1/accounts/${accounts.body.data.accounts[0].id}/environments`,
+    ADMIN_TOKEN,
+    'POST',
+    { name: 'Elsewhere' },
+  );
+  assert.equal(other.status, 200, JSON.stringify(other.body));
+  otherEnvId = other.body.data.environment.id as string;
+  const otherUrl = `${berth.url}/v1/environments/${otherEnvId}`;
+  await pollUntil('the other environment to be available', async () =>
+    (await api(otherUrl, token)).body.data.environment.state === 'available' ? true : undefined,
+  );
+  const outsider = await api(`${otherUrl}/services`, token, 'POST', {
+    name: 'Outsider',
+    source: 'docker_image',
+    docker_image: 'berth-test/deps-visitor',
+    type: 'job',
+    run_command: `pg_isready -h ${pg.attributes.address} -t 3; a=$?; pg_isready -h ${pgIp} -t 3; [ $a$? = 22 ]`,
+    replica_count: 1,
+    cpu_count_min: 0.25,
+    memory_mb_min: 64,
+  });
+  assert.equal(outsider.status, 200, JSON.stringify(outsider.body));
+  const tried = await api(`${otherUrl}/services/${outsider.body.data.service.id}/deploy`, token, 'POST', {});
+  const unreachable = await deploymentEnd(berth.url, token, tried.body.data.deployment_id, 120_000);
+  assert.equal(
+    unreachable.state,
+    'success',
+    `reached from another environment: ${unreachable.failure_reason}`,
+  );
 
   // A redeploy finds every store as it was: each count is now 2.
   await api(`${envUrl}/services/${id}`, token, 'PATCH', { run_command: 'sh /visit.sh 2' });
