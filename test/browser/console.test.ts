@@ -35,7 +35,8 @@ before(async () => {
   page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
   // Nothing may leave the machine: every request goes to the server that served the console.
   page.on('request', (r) => {
-    if (!r.url().startsWith(server.url) && !r.url().startsWith('data:')) problems.push(`request to ${r.url()}`);
+    if (!r.url().startsWith(server.url) && !r.url().startsWith('data:'))
+      problems.push(`request to ${r.url()}`);
   });
 });
 
@@ -51,7 +52,9 @@ async function checkPage(name: string): Promise<void> {
     await page.setViewportSize({ width, height: 800 });
     const violations = await seriousViolations(page);
     assert.deepEqual(
-      violations.map((v) => `${v.id} (${v.impact}): ${v.help} at ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`),
+      violations.map(
+        (v) => `${v.id} (${v.impact}): ${v.help} at ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`,
+      ),
       [],
       `${name} at ${width} px`,
     );
