@@ -2,8 +2,14 @@ import './styles.css';
 import { render } from 'preact';
 import { useEffect } from 'preact/hooks';
 import { Layout } from './layout.tsx';
+import { AuditLog } from './pages/audit-log.tsx';
+import { CreateService } from './pages/create-service.tsx';
+import { DeploymentPage } from './pages/deployment.tsx';
+import { Domains } from './pages/domains.tsx';
 import { EnvironmentPage } from './pages/environment.tsx';
 import { Environments } from './pages/environments.tsx';
+import { Secrets } from './pages/secrets.tsx';
+import { ServicePage } from './pages/service.tsx';
 import { SignIn } from './pages/sign-in.tsx';
 import { match, navigate, useRoute } from './router.ts';
 import { getToken } from './session.ts';
@@ -12,6 +18,22 @@ import { getToken } from './session.ts';
 const ROUTES: [string, (p: Record<string, string>) => preact.JSX.Element][] = [
   ['/envs', () => <Environments />],
   ['/envs/:envId', (p) => <EnvironmentPage envId={p.envId as string} />],
+  ['/envs/:envId/secrets', (p) => <Secrets envId={p.envId as string} />],
+  ['/envs/:envId/services/new', (p) => <CreateService envId={p.envId as string} />],
+  [
+    '/envs/:envId/services/:serviceId',
+    (p) => <ServicePage envId={p.envId as string} serviceId={p.serviceId as string} />,
+  ],
+  [
+    '/envs/:envId/services/:serviceId/secrets',
+    (p) => <Secrets envId={p.envId as string} serviceId={p.serviceId as string} />,
+  ],
+  [
+    '/envs/:envId/services/:serviceId/domains',
+    (p) => <Domains envId={p.envId as string} serviceId={p.serviceId as string} />,
+  ],
+  ['/deployments/:deploymentId', (p) => <DeploymentPage deploymentId={p.deploymentId as string} />],
+  ['/audit', () => <AuditLog />],
 ];
 
 function App() {

@@ -3,8 +3,11 @@ import { useCallback, useEffect, useState } from 'preact/hooks';
 import { isSignedOut, messageOf } from './api.ts';
 import { navigate } from './router.ts';
 
-/** Loads data for a page; a 401 on the way signs out. */
-export function useLoad<T>(load: () => Promise<T>, deps: unknown[]) {
+/**
+ * Loads data for a page; a 401 on the way signs out. `refreshMs`: loads again that often while the tab
+ * is visible, for what changes by itself (states, run status, ready replicas).
+ */
+export function useLoad<T>(load: () => Promise<T>, deps: unknown[], options: { refreshMs?: number } = {}) {
   const [state, setState] = useState<{ data?: T; error?: unknown; loading: boolean }>({ loading: true });
   const [round, setRound] = useState(0);
   useEffect(() => {
@@ -22,6 +25,13 @@ export function useLoad<T>(load: () => Promise<T>, deps: unknown[]) {
     };
   }, [...deps, round]);
   const reload = useCallback(() => setRound((r) => r + 1), []);
+  useEffect(() => {
+    if (!options.refreshMs) return;
+    const timer = setInterval(() => {
+      if (document.visibilityState === 'visible') reload();
+    }, options.refreshMs);
+    return () => clearInterval(timer);
+  }, [options.refreshMs, reload]);
   return { ...state, reload };
 }
 
@@ -134,6 +144,7 @@ interface InputAttrs {
   spellcheck?: boolean;
   step?: string;
   inputMode?: 'numeric' | 'decimal' | 'text';
+  placeholder?: string;
 }
 
 export function TextField(
@@ -309,5 +320,18 @@ export function CopyButton(props: { text: string; label: string }) {
     >
       {copied ? 'Copied' : 'Copy'}
     </button>
+  );
+}
+
+/**
+ * A table that scrolls sideways on a narrow screen: focusable, so a keyboard can scroll it too, and named
+ * for the screen reader that lands on it.
+ */
+export function TableWrap(props: { label: string; children: ComponentChildren }) {
+  return (
+    // biome-ignore lint/a11y/noNoninteractiveTabindex: a scrolling region must be reachable by keyboard to be scrolled
+    <section class="table-wrap" aria-label={props.label} tabIndex={0}>
+      {props.children}
+    </section>
   );
 }

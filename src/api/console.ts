@@ -23,6 +23,11 @@ export const CONSOLE_CSP = [
   "frame-ancestors 'none'",
 ].join('; ');
 
+/** The console's routes: its page and Vite's output (index.html and assets/), none of them API. */
+export function isConsoleRoute(url: string): boolean {
+  return url === '/' || url === '/index.html' || url.startsWith('/assets/');
+}
+
 /**
  * The web console at `/`: static files built from `console/`, and nothing else — it calls the public
  * /v1 API with the user's token like any client. A checkout whose console was not built gets a page

@@ -1,7 +1,20 @@
 import { api, unwrap } from '../api.ts';
-import { CopyButton, Empty, ErrorBox, Loading, Page, Pager, StateBadge, useLoad, usePages } from '../ui.tsx';
+import {
+  CopyButton,
+  Empty,
+  ErrorBox,
+  Loading,
+  Page,
+  Pager,
+  StateBadge,
+  TableWrap,
+  useLoad,
+  usePages,
+} from '../ui.tsx';
 
 const PAGE_SIZE = 20;
+/** States, run status and ready replicas change by themselves: read again this often. */
+const REFRESH_MS = 5000;
 
 export function EnvironmentPage(props: { envId: string }) {
   const { envId } = props;
@@ -59,27 +72,31 @@ export function EnvironmentPage(props: { envId: string }) {
 function ServiceList(props: { envId: string }) {
   const { envId } = props;
   const pages = usePages();
-  const { data, error, loading, reload } = useLoad(async () => {
-    const client = api();
-    const page = unwrap(
-      await client.GET('/v1/environments/{envId}/services', {
-        params: {
-          path: { envId },
-          query: { limit: PAGE_SIZE, ...(pages.cursor && { cursor: pages.cursor }) },
-        },
-      }),
-    );
-    // Run status and ready replicas are live, and only the get-service answer carries them.
-    const live = await Promise.all(
-      page.services.map(async (s) => {
-        const one = await client.GET('/v1/environments/{envId}/services/{serviceId}', {
-          params: { path: { envId, serviceId: s.id } },
-        });
-        return one.response.ok ? unwrap(one).service : s;
-      }),
-    );
-    return { services: live, next: page.next_cursor };
-  }, [envId, pages.cursor]);
+  const { data, error, loading, reload } = useLoad(
+    async () => {
+      const client = api();
+      const page = unwrap(
+        await client.GET('/v1/environments/{envId}/services', {
+          params: {
+            path: { envId },
+            query: { limit: PAGE_SIZE, ...(pages.cursor && { cursor: pages.cursor }) },
+          },
+        }),
+      );
+      // Run status and ready replicas are live, and only the get-service answer carries them.
+      const live = await Promise.all(
+        page.services.map(async (s) => {
+          const one = await client.GET('/v1/environments/{envId}/services/{serviceId}', {
+            params: { path: { envId, serviceId: s.id } },
+          });
+          return one.response.ok ? unwrap(one).service : s;
+        }),
+      );
+      return { services: live, next: page.next_cursor };
+    },
+    [envId, pages.cursor],
+    { refreshMs: REFRESH_MS },
+  );
   return (
     <section aria-labelledby="services-title">
       <h2 id="services-title">Services</h2>
@@ -94,15 +111,15 @@ function ServiceList(props: { envId: string }) {
         </Empty>
       ) : (
         <>
-          <div class="table-wrap">
+          <TableWrap label="Services of this environment">
             <table>
               <caption class="sr-only">Services of this environment</caption>
               <thead>
                 <tr>
                   <th scope="col">Name</th>
                   <th scope="col">State</th>
-                  <th scope="col">Run status</th>
                   <th scope="col">Ready</th>
+                  <th scope="col">Run status</th>
                   <th scope="col">Source</th>
                 </tr>
               </thead>
@@ -115,11 +132,11 @@ function ServiceList(props: { envId: string }) {
                     <td>
                       <StateBadge state={s.state} />
                     </td>
-                    <td>{s.run_status ?? '—'}</td>
                     <td>
                       {s.ready_count ?? '—'}
                       {s.replica_count !== null && ` / ${s.replica_count}`}
                     </td>
+                    <td>{s.run_status ?? '—'}</td>
                     <td>
                       {s.source}
                       {s.type && ` · ${s.type}`}
@@ -128,7 +145,7 @@ function ServiceList(props: { envId: string }) {
                 ))}
               </tbody>
             </table>
-          </div>
+          </TableWrap>
           <Pager page={pages.page} nextCursor={data.next} pages={pages} label="Services" />
         </>
       )}

@@ -1,5 +1,5 @@
 import { api, unwrap } from '../api.ts';
-import { Empty, ErrorBox, Loading, Page, StateBadge, Time, useLoad } from '../ui.tsx';
+import { Empty, ErrorBox, Loading, Page, StateBadge, TableWrap, Time, useLoad } from '../ui.tsx';
 
 export function Environments() {
   const { data, error, loading, reload } = useLoad(
@@ -18,7 +18,7 @@ export function Environments() {
           <code>berth admin environments create ACCOUNT NAME</code>.
         </Empty>
       ) : (
-        <div class="table-wrap">
+        <TableWrap label="Environments of this account">
           <table>
             <caption class="sr-only">Environments of this account</caption>
             <thead>
@@ -48,7 +48,7 @@ export function Environments() {
               ))}
             </tbody>
           </table>
-        </div>
+        </TableWrap>
       )}
     </Page>
   );
