@@ -12,8 +12,9 @@
  *   to one server measured in the same round.
  * - list: GET a page of 100 of 10,000 services (Postgres; the rows are copied in SQL), p50, next to
  *   node:http answering the same bytes.
- * - start: `berth serve` on a fresh embedded data directory until /health answers, and its RSS idle,
- *   next to a node process starting node:http.
+ * - start: `berth serve` on a fresh embedded data directory until /health answers (wall clock and the
+ *   CPU seconds it used, which a shared machine's load hardly moves), and its RSS idle, next to a node
+ *   process starting node:http.
  *
  * Every Berth is its own process (bin/berth.js), as a user runs it; the load comes from this one.
  * Settings: BENCH_ROUNDS (3), BENCH_DURATION_S (5), BENCH_WARMUP_S (1), BENCH_CONNECTIONS (50),
@@ -110,6 +111,16 @@ function rssMb(pid: number | undefined): number {
   return Math.round(Number(/VmRSS:\s+(\d+)/.exec(status)?.[1]) / 102.4) / 10;
 }
 
+/**
+ * CPU seconds (user + system) a process has used: unlike wall-clock time it hardly moves with what the
+ * other users of a shared machine are doing.
+ */
+function cpuSeconds(pid: number | undefined): number {
+  const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+  // utime and stime are fields 14 and 15 of stat(5), in clock ticks (100 a second on Linux).
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
 interface Berth extends Proc {
   url: string;
   token: string;
@@ -143,7 +154,7 @@ async function postgresDatabase(): Promise<string> {
 async function startBerth(
   kind: 'embedded' | 'postgres',
   extra: Record<string, string> = {},
-): Promise<Berth & { startMs: number }> {
+): Promise<Berth & { startMs: number; startCpuS: number }> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-bench-'));
   cleanups.push(async () => fs.rmSync(dataDir, { recursive: true, force: true }));
   const databaseUrl = kind === 'postgres' ? await postgresDatabase() : undefined;
@@ -164,12 +175,13 @@ async function startBerth(
     (await fetch(`${url}/health`).catch(() => undefined))?.ok ? true : undefined,
   );
   const startMs = performance.now() - started;
+  const startCpuS = cpuSeconds(proc.child.pid);
   const token = await waitFor('the first start', () => /API token:\s+([0-9a-f-]{36})/.exec(proc.out())?.[1]);
   const envId = await waitFor(
     'the first start',
     () => /environment:\s+([0-9a-f-]{36})/.exec(proc.out())?.[1],
   );
-  const berth = { ...proc, url, token, envId, dataDir, databaseUrl, startMs };
+  const berth = { ...proc, url, token, envId, dataDir, databaseUrl, startMs, startCpuS };
   await waitFor('the environment to be available', async () =>
     (await call(berth, 'GET', `/v1/environments/${envId}`)).body.data.environment.state === 'available'
       ? true
@@ -492,14 +504,18 @@ async function startRow(): Promise<void> {
     const base = await baseline(Buffer.from('{}'));
     const baseStart = base.startMs;
     const baseRss = rssMb(base.child.pid);
+    const baseCpu = cpuSeconds(base.child.pid);
     await base.stop();
     const berth = await startBerth('embedded');
     await sleep(SETTINGS.idle_s * 1000);
     rounds.push({
       start_s: berth.startMs / 1000,
+      start_cpu_s: berth.startCpuS,
       rss_idle_mb: rssMb(berth.child.pid),
       baseline_start_s: baseStart / 1000,
+      baseline_cpu_s: baseCpu,
       baseline_rss_mb: baseRss,
+      load_average_1m: os.loadavg()[0] as number,
     });
     await berth.stop();
   }

@@ -4,7 +4,7 @@
 // on an older Node it runs itself again on the Node 24 that the package installs (the `node` package).
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import { createRequire } from 'node:module';
+import module, { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -35,6 +35,9 @@ function rerunOn(node) {
 }
 
 if (major >= REQUIRED_MAJOR) {
+  // Node keeps the compiled (and type-stripped) modules on disk: a start after the first loads its
+  // ~1,300 modules about a third faster.
+  module.enableCompileCache?.();
   const { main } = await import('../src/cli/main.ts');
   await main(process.argv);
 } else {

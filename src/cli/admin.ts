@@ -39,6 +39,39 @@ async function run(work: () => Promise<unknown>): Promise<void> {
   }
 }
 
+interface ConnectionOptions {
+  kind: 'github' | 'gitlab';
+  baseUrl?: string;
+  appId?: string;
+  installationId?: string;
+  privateKeyFile?: string;
+  tokenFile?: string;
+  webhookSecretFile?: string;
+}
+
+/** A secret from a file (trailing newline dropped) or an environment variable: never an argument, which `ps` shows. */
+function secretFrom(file: string | undefined, variable: string): string | undefined {
+  if (file) return fs.readFileSync(file, 'utf8').replace(/\r?\n$/, '');
+  return process.env[variable] || undefined;
+}
+
+function connectionBody(name: string, o: ConnectionOptions) {
+  const webhookSecret = secretFrom(o.webhookSecretFile, 'BERTH_GIT_WEBHOOK_SECRET');
+  if (!webhookSecret)
+    throw new AdminCliError('no webhook secret: pass --webhook-secret-file or set BERTH_GIT_WEBHOOK_SECRET');
+  const app = o.appId !== undefined || o.privateKeyFile !== undefined;
+  return {
+    kind: o.kind,
+    name,
+    base_url: o.baseUrl,
+    github_app_id: o.appId,
+    github_installation_id: o.installationId,
+    private_key: o.privateKeyFile ? fs.readFileSync(o.privateKeyFile, 'utf8') : undefined,
+    token: app ? undefined : secretFrom(o.tokenFile, 'BERTH_GIT_TOKEN'),
+    webhook_secret: webhookSecret,
+  };
+}
+
 /** `berth admin ...`: talks to the running server's admin API; it never opens the database itself. */
 export function adminCommand(plans: readonly string[], features: readonly string[]): Command {
   const admin = new Command('admin')
@@ -112,9 +145,48 @@ export function adminCommand(plans: readonly string[], features: readonly string
   ).action((id: string, name: string, o: { cloud?: Cloud; region?: string }) =>
     run(() => client(opts()).createEnvironment(id, { name, cloud: o.cloud, region: o.region })),
   );
+  const connections = admin
+    .command('connections')
+    .description('git connections: how an account clones private repositories and signs webhooks');
+  withExamples(
+    connections
+      .command('list <accountId>')
+      .description("list an account's git connections (never their secrets)"),
+    'admin connections list <accountId>',
+  ).action((id: string) => run(() => client(opts()).listGitConnections(id)));
+  withExamples(
+    connections
+      .command('create <accountId> <name>')
+      .description(
+        'connect an account to GitHub (an App, or a token) or GitLab (a token); secrets are read from files or the environment, never from the command line',
+      )
+      .addOption(new Option('--kind <kind>', 'the host kind').choices(['github', 'gitlab']).default('github'))
+      .option(
+        '--base-url <url>',
+        'GitHub Enterprise or a self-hosted GitLab (default github.com / gitlab.com)',
+      )
+      .option('--app-id <id>', 'GitHub App id')
+      .option('--installation-id <id>', "the App's installation id")
+      .option('--private-key-file <path>', "the App's private key (PEM file)")
+      .option('--token-file <path>', 'a file holding the access token (default: BERTH_GIT_TOKEN)')
+      .option(
+        '--webhook-secret-file <path>',
+        'a file holding the webhook secret (default: BERTH_GIT_WEBHOOK_SECRET)',
+      ),
+    'admin connections create <accountId> acme-github --app-id 123456 --installation-id 7890123 --private-key-file app.pem --webhook-secret-file hook.secret',
+    'BERTH_GIT_TOKEN=glpat-... BERTH_GIT_WEBHOOK_SECRET=... admin connections create <accountId> acme-gitlab --kind gitlab',
+  ).action((id: string, name: string, o: ConnectionOptions) =>
+    run(() => client(opts()).createGitConnection(id, connectionBody(name, o))),
+  );
+  withExamples(
+    connections.command('delete <connectionId>').description('delete a git connection no service uses'),
+    'admin connections delete <connectionId>',
+  ).action((id: string) => run(() => client(opts()).deleteGitConnection(id)));
+
   withExamples(admin, 'admin accounts list', 'admin --url http://127.0.0.1:8080 tokens issue <accountId>');
   withExamples(accounts, 'admin accounts list');
   withExamples(tokens, 'admin tokens list <accountId>');
   withExamples(environments, 'admin environments list <accountId>');
+  withExamples(connections, 'admin connections list <accountId>');
   return admin;
 }

@@ -3,7 +3,7 @@
  * @module
  */
 import type { Static } from 'typebox';
-import type { Account, ApiToken } from '../api/schemas/admin.ts';
+import type { Account, ApiToken, GitConnection, GitConnectionRequest } from '../api/schemas/admin.ts';
 import type { Environment } from '../api/schemas/environments.ts';
 import { retryingFetch, UnreachableError } from './retry.ts';
 
@@ -97,5 +97,21 @@ export class AdminClient {
     body: { name: string; cloud?: EnvironmentT['cloud']; region?: string },
   ) {
     return this.http.call<{ environment: EnvironmentT }>('POST', `/accounts/${accountId}/environments`, body);
+  }
+  createGitConnection(accountId: string, body: GitConnectionRequest) {
+    return this.http.call<{ git_connection: Static<typeof GitConnection> }>(
+      'POST',
+      `/accounts/${accountId}/git-connections`,
+      body,
+    );
+  }
+  listGitConnections(accountId: string) {
+    return this.http.call<{ git_connections: Static<typeof GitConnection>[] }>(
+      'GET',
+      `/accounts/${accountId}/git-connections`,
+    );
+  }
+  deleteGitConnection(connectionId: string) {
+    return this.http.call<{ deleted: boolean }>('DELETE', `/git-connections/${connectionId}`);
   }
 }

@@ -110,3 +110,50 @@ export const NewEnvironmentBody = Type.Object(
   CLOSED,
 );
 export type NewEnvironment = Static<typeof NewEnvironmentBody>;
+
+export const GIT_KINDS = ['github', 'gitlab'] as const;
+
+export const GitConnectionBody = Type.Object(
+  {
+    kind: StringEnum(GIT_KINDS),
+    name: Type.String({ minLength: 1, maxLength: 100 }),
+    base_url: Type.Optional(
+      Type.String({
+        maxLength: 300,
+        description:
+          'where org/repo is cloned from: default https://github.com or https://gitlab.com (GitHub Enterprise, a self-hosted GitLab)',
+      }),
+    ),
+    github_app_id: Type.Optional(
+      Type.String({ pattern: '^[0-9]{1,20}$', maxLength: 20, description: 'github: the App id' }),
+    ),
+    github_installation_id: Type.Optional(
+      Type.String({
+        pattern: '^[0-9]{1,20}$',
+        maxLength: 20,
+        description: "github: the App's installation id on the organization or user",
+      }),
+    ),
+    private_key: Type.Optional(
+      Type.String({ maxLength: 16_384, description: "github: the App's private key (PEM); write-only" }),
+    ),
+    token: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 1000,
+        description: 'an access token that can read the repositories (instead of an App); write-only',
+      }),
+    ),
+    webhook_secret: Type.String({
+      minLength: 16,
+      maxLength: 200,
+      description: 'the secret the host signs webhooks with (GitHub) or sends (GitLab); write-only',
+    }),
+  },
+  {
+    ...CLOSED,
+    description:
+      'github: an App (github_app_id, github_installation_id, private_key) or a token; gitlab: a token.',
+  },
+);
+export type GitConnectionInput = Static<typeof GitConnectionBody>;

@@ -1,9 +1,6 @@
 import type { Logger } from 'pino';
 import { type Config, ConfigError } from '../config.ts';
 import type { Db } from '../store/database.ts';
-import { DockerProvider } from './docker/docker-provider.ts';
-import { dockerSettings } from './docker/settings.ts';
-import { dockerMigrations } from './docker/tables.ts';
 import { migrateDriver } from './migrations.ts';
 import type { Provider } from './provider.ts';
 import { SimProvider, simSettings } from './sim/sim-provider.ts';
@@ -28,6 +25,13 @@ const DRIVERS: Record<string, (context: DriverContext) => Promise<Provider>> = {
     return new SimProvider(db, settings);
   },
   docker: async ({ config, db, logger }) => {
+    // Loaded only when chosen: dockerode and what it brings (gRPC, protobuf, ssh2) are a third of the
+    // modules a start would otherwise load.
+    const [{ DockerProvider }, { dockerSettings }, { dockerMigrations }] = await Promise.all([
+      import('./docker/docker-provider.ts'),
+      import('./docker/settings.ts'),
+      import('./docker/tables.ts'),
+    ]);
     const settings = dockerSettings(config.providerEnv);
     await migrateDriver(db, 'docker', dockerMigrations);
     return new DockerProvider({

@@ -4,6 +4,7 @@ import { Kysely, type KyselyConfig, PGliteDialect, PostgresDialect } from 'kysel
 import pg from 'pg';
 import { CHANGES_CHANNEL, ChangeFeed, postgresChangeSource, watchingCommits } from './changes.ts';
 import { lockDataDir } from './data-dir-lock.ts';
+import { EMBEDDED_START_PARAMS, snapshotFor } from './embedded-snapshot.ts';
 import { migrateToLatest } from './migrate.ts';
 import type { Database } from './schema.ts';
 
@@ -39,7 +40,11 @@ async function openEmbedded(
   // The lock comes first: a second process must not open a single database file.
   const lock = await lockDataDir(dataDir);
   try {
-    const pglite = await PGlite.create(path.join(dataDir, 'pgdata'));
+    const pgdata = path.join(dataDir, 'pgdata');
+    const pglite = await PGlite.create(pgdata, {
+      loadDataDir: snapshotFor(pgdata),
+      startParams: EMBEDDED_START_PARAMS,
+    });
     // Unlistening runs a statement: once the database is closed there is nothing left to unlisten.
     const listen = async (channel: string, onNotify: (payload: string) => void) => {
       const unlisten = await pglite.listen(channel, onNotify);

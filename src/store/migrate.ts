@@ -16,6 +16,7 @@ import * as opsJsonHostedDependencies from './migrations/0014-ops-json-hosted-de
 import * as deploymentLogs from './migrations/0015-deployment-logs.ts';
 import * as serviceResources from './migrations/0016-service-resources.ts';
 import * as deployControls from './migrations/0017-deploy-controls.ts';
+import * as gitConnections from './migrations/0022-git-connections.ts';
 import type { Database } from './schema.ts';
 
 /** Every migration, in order. Listed here rather than read from disk so the build carries them. */
@@ -37,6 +38,7 @@ const migrations: Record<string, Migration> = {
   '0015-deployment-logs': deploymentLogs,
   '0016-service-resources': serviceResources,
   '0017-deploy-controls': deployControls,
+  '0022-git-connections': gitConnections,
 };
 
 export class MigrationError extends Error {}

@@ -223,6 +223,34 @@ export interface DeploymentOperationsTable {
   finished_at: Date | null;
 }
 
+export type GitKind = 'github' | 'gitlab';
+export type GitCredentialKind = 'github_app' | 'token';
+
+/** An account's credential for a git host. The secret and the webhook secret are sealed (secret-box.ts). */
+export interface GitConnectionsTable {
+  id: string;
+  account_id: string;
+  kind: GitKind;
+  name: string;
+  /** Where repositories are cloned from: `{base_url}/{org}/{repo}`. */
+  base_url: string;
+  credential: GitCredentialKind;
+  github_app_id: string | null;
+  github_installation_id: string | null;
+  /** The GitHub App's private key (PEM), or the token. */
+  secret_sealed: string;
+  webhook_secret_sealed: string;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface GitDeliveriesTable {
+  connection_id: string;
+  delivery_id: string;
+  event: string;
+  received_at: Generated<Date>;
+}
+
 export interface Database {
   accounts: AccountsTable;
   api_tokens: ApiTokensTable;
@@ -240,6 +268,8 @@ export interface Database {
   service_resources: ServiceResourcesTable;
   deployment_logs: DeploymentLogsTable;
   deployment_operations: DeploymentOperationsTable;
+  git_connections: GitConnectionsTable;
+  git_deliveries: GitDeliveriesTable;
 }
 
 export type AccountRow = Selectable<AccountsTable>;
@@ -257,3 +287,4 @@ export type CustomDomainRow = Selectable<CustomDomainsTable>;
 export type ServiceResourceRow = Selectable<ServiceResourcesTable>;
 export type DeploymentLogRow = Selectable<DeploymentLogsTable>;
 export type DeploymentOperationRow = Selectable<DeploymentOperationsTable>;
+export type GitConnectionRow = Selectable<GitConnectionsTable>;

@@ -45,6 +45,8 @@ export interface Harness {
   admin(method: string, url: string, body?: unknown): Promise<Reply>;
   /** An account with a token and an environment already `available` (setup, not behaviour under test). */
   tenant(options?: { plan?: 'none' | 'starter' | 'pro'; cloud?: 'aws' | 'gcp' }): Promise<Tenant>;
+  /** A git connection of the tenant's account (token credential), for services that name one. */
+  gitConnection(tenant: Tenant, kind: 'github' | 'gitlab', extra?: Record<string, unknown>): Promise<string>;
   startWorker(): Promise<Worker>;
   close(): Promise<void>;
 }
@@ -135,6 +137,17 @@ export async function startHarness(overrides: Partial<Config> = {}): Promise<Har
         await setEnvironmentState(runtime.deps.store.db, envId, 'available');
       }
       return { accountId, token: token.body.data.api_token, tokenId: token.body.data.token_id, envId };
+    },
+    async gitConnection(tenant, kind, extra = {}) {
+      const res = await harness.admin('POST', `/accounts/${tenant.accountId}/git-connections`, {
+        kind,
+        name: `${kind} connection`,
+        token: 'test-token',
+        webhook_secret: 'test-webhook-secret',
+        ...extra,
+      });
+      if (res.status !== 200) throw new Error(`git connection: ${res.raw}`);
+      return res.body.data.git_connection.id as string;
     },
     async startWorker() {
       const worker = startWorker(runtime.deps, { concurrency: 4, pollMs: 100 });

@@ -310,7 +310,7 @@ describe('ids', () => {
 
   test('UUIDs are accepted; a gitlab installation_id is the GitLab connection', async () => {
     const group = randomUUID();
-    const conn = randomUUID();
+    const conn = await h.gitConnection(t, 'gitlab');
     const res = await create(gitlab({ prov_node_group_id: group, installation_id: conn }));
     assert.equal(res.status, 200, JSON.stringify(res.body));
     assert.equal(res.body.data.service.prov_node_group_id, group);
@@ -441,7 +441,7 @@ describe('git sources', () => {
   ]);
 
   test('a github service with every git option is accepted and echoes them', async () => {
-    const installation = randomUUID();
+    const installation = await h.gitConnection(t, 'github');
     const res = await create(
       github({
         installation_id: installation,

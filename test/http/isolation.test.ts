@@ -299,3 +299,66 @@ describe("B's resources are untouched and nothing of B shows in A's lists", () =
     assert.ok(theirs.body.data.audit_logs.some((e: { resource_id: string }) => e.resource_id === bServiceId));
   });
 });
+
+describe("git connections: a service may name only its own account's connection", () => {
+  const connection = async (tenant: Tenant, kind: 'github' | 'gitlab') => {
+    const res = await h.admin('POST', `/accounts/${tenant.accountId}/git-connections`, {
+      kind,
+      name: `${kind} of ${tenant.accountId.slice(0, 8)}`,
+      token: 'isolation-token',
+      webhook_secret: 'isolation-webhook-secret',
+    });
+    assert.equal(res.status, 200, res.raw);
+    return res.body.data.git_connection.id as string;
+  };
+  const notFound = (res: Reply) => {
+    assert.equal(res.status, 404, res.raw);
+    assert.deepEqual(res.body, { error_code: 'notfound', message: 'Connection not found', errors: null });
+  };
+
+  test("create and PATCH with B's connection, or with none that exists: 404 Connection not found, nothing written", async () => {
+    const bGithub = await connection(b, 'github');
+    const aGithub = await connection(a, 'github');
+    const aGitlab = await connection(a, 'gitlab');
+    const services = `/v1/environments/${a.envId}/services`;
+    const before = await h.request('GET', services, { token: a.token });
+    for (const installation_id of [bGithub, randomUUID(), aGitlab]) {
+      notFound(
+        await h.request('POST', services, {
+          token: a.token,
+          body: { ...VALID_SERVICE.github, installation_id },
+        }),
+      );
+    }
+    assert.deepEqual((await h.request('GET', services, { token: a.token })).body, before.body);
+
+    const created = await h.request('POST', services, {
+      token: a.token,
+      body: { ...VALID_SERVICE.github, installation_id: aGithub },
+    });
+    assert.equal(created.status, 200, created.raw);
+    const url = `${services}/${created.body.data.service.id}`;
+    for (const installation_id of [bGithub, randomUUID()])
+      notFound(await h.request('PATCH', url, { token: a.token, body: { installation_id } }));
+    // A gitlab service names a gitlab connection, shown as gitlab_connection_id.
+    notFound(
+      await h.request('PATCH', url, {
+        token: a.token,
+        body: { ...VALID_SERVICE.gitlab, installation_id: aGithub },
+      }),
+    );
+    const moved = await h.request('PATCH', url, {
+      token: a.token,
+      body: { ...VALID_SERVICE.gitlab, installation_id: aGitlab },
+    });
+    assert.equal(moved.status, 200, moved.raw);
+    assert.equal(moved.body.data.service.gitlab_connection_id, aGitlab);
+
+    // B's connection is still B's alone, and A's list of connections does not show it.
+    const listed = await h.admin('GET', `/accounts/${a.accountId}/git-connections`);
+    assert.deepEqual(
+      listed.body.data.git_connections.map((c: { id: string }) => c.id).sort(),
+      [aGithub, aGitlab].sort(),
+    );
+  });
+});

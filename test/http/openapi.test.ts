@@ -246,9 +246,10 @@ describe("the domain's enums are listed (issue 8: the document differs from befo
 describe('responses are serialized through their declared schemas', () => {
   let serviceId: string;
   let deploymentId: string;
-  const installationId = randomUUID();
+  let installationId: string;
 
   before(async () => {
+    installationId = await h.gitConnection(t, 'github');
     const created = await h.request('POST', `/v1/environments/${t.envId}/services`, {
       token: t.token,
       body: { ...VALID_SERVICE.github, installation_id: installationId },

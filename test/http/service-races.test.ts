@@ -10,9 +10,11 @@ import { type Harness, startHarness, type Tenant, VALID_SERVICE } from '../helpe
  */
 let h: Harness;
 let t: Tenant;
+let connectionId: string;
 before(async () => {
   h = await startHarness({ rateLimitPerMin: 1_000_000 });
   t = await h.tenant();
+  connectionId = await h.gitConnection(t, 'github');
 });
 after(() => h.close());
 
@@ -40,7 +42,7 @@ function distinctChanges(round: number): Body[] {
     { memory_mb_max: 4096 },
     { prov_node_group_id: randomUUID() },
     { is_protected: true },
-    { installation_id: randomUUID() },
+    { installation_id: connectionId },
     { git_repo_full_name: `acme/raced-${round}` },
     { git_repo_branch: `branch-${round}` },
     { auto_deploy: true },

@@ -413,7 +413,7 @@ describe('PATCH a service', () => {
   test('changing source to docker_image with docker_image: 200, and the git fields are cleared', async () => {
     const s = await create(
       github({
-        installation_id: randomUUID(),
+        installation_id: await h.gitConnection(t, 'github'),
         auto_deploy: true,
         dockerfile_path: 'Dockerfile',
         build_context: 'app',

@@ -2,7 +2,12 @@ import { timingSafeEqual } from 'node:crypto';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { NotFoundError, UnauthorizedError } from '../../domain/errors.ts';
-import { AccountChangeBody, NewAccountBody, NewEnvironmentBody } from '../../domain/inputs.ts';
+import {
+  AccountChangeBody,
+  GitConnectionBody,
+  NewAccountBody,
+  NewEnvironmentBody,
+} from '../../domain/inputs.ts';
 import {
   changeAccount,
   createAccount,
@@ -13,13 +18,18 @@ import {
 } from '../../domain/usecases/accounts.ts';
 import type { Deps } from '../../domain/usecases/context.ts';
 import { createEnvironment } from '../../domain/usecases/environments.ts';
+import {
+  createGitConnection,
+  listAccountGitConnections,
+  removeGitConnection,
+} from '../../domain/usecases/git-connections.ts';
 import { isUuid } from '../../domain/uuid.ts';
 import { listAccounts } from '../../store/repositories/accounts.ts';
-import type { AccountRow } from '../../store/schema.ts';
+import type { AccountRow, GitConnectionRow } from '../../store/schema.ts';
 import { callOf, type TokenAuthenticator } from '../plugins/auth.ts';
 import type { AuthFailureLimit } from '../plugins/auth-failures.ts';
 import { registerIdempotency } from '../plugins/idempotency.ts';
-import { Account, ApiToken } from '../schemas/admin.ts';
+import { Account, ApiToken, GitConnection } from '../schemas/admin.ts';
 import { Envelope, errorResponses, Uuid } from '../schemas/common.ts';
 import { Environment } from '../schemas/environments.ts';
 import { environmentView, success } from '../views.ts';
@@ -31,6 +41,19 @@ const accountView = (a: AccountRow) => ({
   features: a.features,
   created_at: a.created_at.toISOString(),
   updated_at: a.updated_at.toISOString(),
+});
+
+const gitConnectionView = (c: GitConnectionRow) => ({
+  id: c.id,
+  account_id: c.account_id,
+  kind: c.kind,
+  name: c.name,
+  base_url: c.base_url,
+  credential: c.credential,
+  github_app_id: c.github_app_id,
+  github_installation_id: c.github_installation_id,
+  created_at: c.created_at.toISOString(),
+  updated_at: c.updated_at.toISOString(),
 });
 
 const AccountParams = Type.Object({ id: Uuid });
@@ -194,6 +217,62 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{
         request.body,
       );
       return success({ environment: environmentView(env) });
+    },
+  );
+
+  app.post(
+    '/accounts/:id/git-connections',
+    {
+      schema: {
+        summary:
+          'Connect the account to a git host (a GitHub App, or a token; GitLab: a token). Secrets are sealed and never shown again',
+        params: AccountParams,
+        body: GitConnectionBody,
+        response: { 200: Envelope(Type.Object({ git_connection: GitConnection })), ...ADMIN_ERRORS },
+      },
+      preValidation: async (request) => assertUuid(request.params.id, 'Account'),
+    },
+    async (request) => {
+      const row = await createGitConnection(deps, callOf(request), request.params.id, request.body);
+      return success({ git_connection: gitConnectionView(row) });
+    },
+  );
+
+  app.get(
+    '/accounts/:id/git-connections',
+    {
+      schema: {
+        summary: "List an account's git connections, oldest first (never their secrets)",
+        params: AccountParams,
+        response: {
+          200: Envelope(Type.Object({ git_connections: Type.Array(GitConnection) })),
+          ...ADMIN_ERRORS,
+        },
+      },
+      preValidation: async (request) => assertUuid(request.params.id, 'Account'),
+    },
+    async (request) => {
+      const rows = await listAccountGitConnections(deps, request.params.id);
+      return success({ git_connections: rows.map(gitConnectionView) });
+    },
+  );
+
+  app.delete(
+    '/git-connections/:connectionId',
+    {
+      schema: {
+        summary: 'Delete a git connection (409 while a service clones with it)',
+        params: Type.Object({ connectionId: Uuid }),
+        response: {
+          200: Envelope(Type.Object({ deleted: Type.Boolean() })),
+          ...errorResponses(401, 404, 409, 422, 500),
+        },
+      },
+      preValidation: async (request) => assertUuid(request.params.connectionId, 'Connection'),
+    },
+    async (request) => {
+      await removeGitConnection(deps, callOf(request), request.params.connectionId);
+      return success({ deleted: true });
     },
   );
 };

@@ -1,4 +1,5 @@
 import { Type } from 'typebox';
+import { GIT_KINDS, type GitConnectionInput } from '../../domain/inputs.ts';
 import { PLANS } from '../../domain/plans.ts';
 import { DateTime, Nullable, StringEnum, Uuid } from './common.ts';
 
@@ -18,3 +19,20 @@ export const ApiToken = Type.Object({
   created_at: DateTime,
   revoked_at: Nullable(DateTime),
 });
+
+/** A git connection as the operator sees it: never its private key, token or webhook secret. */
+export const GitConnection = Type.Object({
+  id: Uuid,
+  account_id: Uuid,
+  kind: StringEnum(GIT_KINDS),
+  name: Type.String({ maxLength: 100 }),
+  base_url: Type.String({ maxLength: 300 }),
+  credential: StringEnum(['github_app', 'token'] as const),
+  github_app_id: Nullable(Type.String({ maxLength: 20 })),
+  github_installation_id: Nullable(Type.String({ maxLength: 20 })),
+  created_at: DateTime,
+  updated_at: DateTime,
+});
+
+/** What creating a connection takes (the body schema is declared in domain/inputs.ts). */
+export type GitConnectionRequest = GitConnectionInput;

@@ -23,6 +23,7 @@ import { generateSubdomain, kubeSecretNames } from '../subdomain.ts';
 import { recordAudit } from './audit.ts';
 import type { Actor, Deps } from './context.ts';
 import { acceptDeployment } from './deployments.ts';
+import { assertConnection } from './git-connections.ts';
 import { assertValidSecrets, storeSecrets } from './secrets.ts';
 import { assertNotDeleting, lockLiveService, lockService, moveLiveService } from './service-guards.ts';
 
@@ -81,6 +82,7 @@ export async function createService(
   const draft = { ...spec, id, account_id: env.account_id, environment_id: env.id, subdomain: '' };
   const refusal = body.deploy_now ? (deps.provider.admission?.refusal(draft) ?? null) : null;
   const service = await deps.store.db.transaction().execute(async (trx) => {
+    await assertConnection(trx, { ...spec, account_id: env.account_id });
     const subdomain = await uniqueSubdomain(trx, spec.name);
     const created = await insertService(trx, {
       ...spec,
@@ -137,6 +139,7 @@ export async function patchService(
     ]);
     if (all.length > 0) throw ValidationError.fields(all);
     assertNotDeleting(current);
+    await assertConnection(trx, { ...spec, account_id: current.account_id });
     const violation = businessRuleViolation(spec);
     if (violation) throw new BusinessRuleError(violation);
     const updated = await updateService(trx, service.id, {
