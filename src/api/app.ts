@@ -30,6 +30,7 @@ import { deploymentLogRoutes } from './routes/deployment-logs.ts';
 import { deploymentRoutes } from './routes/deployments.ts';
 import { environmentRoutes } from './routes/environments.ts';
 import { healthRoutes } from './routes/health.ts';
+import { hookRoutes } from './routes/hooks.ts';
 import { logRoutes } from './routes/logs.ts';
 import { secretRoutes } from './routes/secrets.ts';
 import { serviceRoutes } from './routes/services.ts';
@@ -169,6 +170,7 @@ export async function buildApp(deps: Deps, options: AppOptions) {
     },
     { prefix: '/v1' },
   );
+  await app.register(hookRoutes, { prefix: '/hooks', deps });
   await app.register(adminRoutes, {
     prefix: '/admin/v1',
     deps,

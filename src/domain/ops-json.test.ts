@@ -437,12 +437,12 @@ describe('parseOpsJson: dependencies (the hosted format)', () => {
 
   test("a known kind's exports name one of its attributes; other kinds any $ token", () => {
     const at = 'ops_json.dependencies';
-    assert.deepEqual(depFields({ s3: { buckets: [{ id: 'a', exports: { B: '$endpoint' } }] } }), [
+    assert.deepEqual(depFields({ s3: { buckets: [{ id: 'a', exports: { B: '$port' } }] } }), [
       `${at}.s3.buckets[0].exports.B`,
     ]);
     assert.match(
-      deps({ s3: { buckets: [{ id: 'a', exports: { B: '$endpoint' } }] } }).errors[0]?.error ?? '',
-      /one of \$name, \$arn/,
+      deps({ s3: { buckets: [{ id: 'a', exports: { B: '$port' } }] } }).errors[0]?.error ?? '',
+      /one of \$name, \$arn, \$endpoint, \$username, \$password/,
     );
     assert.deepEqual(depFields({ rds: { instances: [{ id: 'a', exports: { P: '$password' } }] } }), []);
     assert.deepEqual(depFields({ s3: { buckets: [{ id: 'a', exports: ['$name'] }] } }), [

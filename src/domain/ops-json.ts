@@ -11,11 +11,12 @@ import { isVariableName } from './variable-names.ts';
 /**
  * The kinds the hosted platform documents: the one resource type each declares its resources under, and
  * the `$...` attributes a resource of it exports. `$password` is Berth's: the value itself, for clients
- * that cannot read a secret by its reference (`$passwordArn`). Other kinds and types are an open set:
+ * that cannot read a secret by its reference (`$passwordArn`); s3's `$endpoint`, `$username` (access key id)
+ * and `$password` (secret key) are Berth's too, for S3-compatible servers that are not the cloud's. Other kinds and types are an open set:
  * kept as declared and reported; a provider that cannot make them fails the deployment naming them.
  */
 export const RESOURCE_KINDS = {
-  s3: { type: 'buckets', attributes: ['name', 'arn'] },
+  s3: { type: 'buckets', attributes: ['name', 'arn', 'endpoint', 'username', 'password'] },
   sns: { type: 'topics', attributes: ['name', 'arn'] },
   sqs: { type: 'queues', attributes: ['name', 'arn'] },
   rds: {

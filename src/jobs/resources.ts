@@ -9,7 +9,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { OpsConfig, OpsResource } from '../domain/ops-json.ts';
 import type { Deps } from '../domain/usecases/context.ts';
-import type { EnvironmentRef, Resources, ServiceRef } from '../providers/provider.ts';
+import type { DeployLog, EnvironmentRef, Resources, ServiceRef } from '../providers/provider.ts';
 import {
   beginResource,
   forgetResource,
@@ -57,6 +57,7 @@ export async function provisionDependencies(
   deps: Pick<Deps, 'store' | 'provider' | 'secretBox'>,
   input: { service: ServiceRow; environment: EnvironmentRef; ops: OpsConfig },
   signal: AbortSignal,
+  log: DeployLog,
 ): Promise<{ variables: Record<string, string>; passwords: string[] }> {
   const db = deps.store.db;
   const { service, environment } = input;
@@ -69,7 +70,9 @@ export async function provisionDependencies(
     const wanted = declared.find((r) => same(r, row));
     if (wanted && wanted.prefix === row.prefix) continue;
     signal.throwIfAborted();
+    log.line('dependencies', `Deleting ${describe(row)} (${wanted ? 'renamed' : 'no longer declared'})`);
     await deleteResource(deps, service, row);
+    log.line('dependencies', `Deleted ${describe(row)}`);
   }
 
   const variables: Record<string, string> = {};
@@ -83,7 +86,9 @@ export async function provisionDependencies(
     if (row?.state === 'available' && isDeepStrictEqual(row.spec, specOf(resource))) {
       attributes = row.attributes;
       password = row.password ? deps.secretBox.open(row.password) : undefined;
+      log.line('dependencies', `${describe(resource)} is in place${where(attributes)}`);
     } else {
+      log.line('dependencies', `${row ? 'Updating' : 'Making'} ${describe(resource)}`);
       await beginResource(db, service.id, { ...ref, prefix: resource.prefix, spec: specOf(resource) });
       try {
         const made = await resourcesOf(deps, describe(resource)).ensure(
@@ -94,7 +99,9 @@ export async function provisionDependencies(
         password = made.password;
       } catch (error) {
         const message = (error as Error).message;
+        log.line('dependencies', `${describe(resource)} could not be made: ${message}`);
         if (error instanceof TerminalError) {
+          log.end('dependencies', 'failed');
           await markResource(db, service.id, ref, { state: 'failed', error: message.slice(0, 2000) });
           throw new TerminalError(`The dependency ${describe(resource)} could not be made: ${message}`);
         }
@@ -103,6 +110,7 @@ export async function provisionDependencies(
       }
       const sealedPassword = password === undefined ? null : deps.secretBox.seal(password);
       await resourceMade(db, service.id, ref, { attributes, sealedPassword });
+      log.line('dependencies', `${describe(resource)} is ready${where(attributes)}`);
     }
     if (password !== undefined) passwords.push(password);
     for (const [name, token] of Object.entries(resource.exports)) {
@@ -119,8 +127,14 @@ export async function provisionDependencies(
       variables[name] = value;
     }
   }
+  if (declared.length > 0 || existing.length > 0)
+    log.end('dependencies', 'success', `${declared.length} dependencies ready`);
   return { variables, passwords };
 }
+
+/** Where a resource answers, for the log (never a password: attributes hold none). */
+const where = (attributes: Record<string, string>) =>
+  attributes.endpoint ? ` at ${attributes.endpoint}` : attributes.name ? ` as ${attributes.name}` : '';
 
 /** Deletes every resource the service had (the service is being deleted). */
 export async function removeDependencies(deps: Pick<Deps, 'store' | 'provider'>, service: ServiceRef) {

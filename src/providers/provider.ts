@@ -14,6 +14,7 @@
  * @module
  */
 import type { DeployStep } from '../domain/deployment-states.ts';
+import type { GitAccess } from '../domain/git-auth.ts';
 import type { OpsConfig, OpsResource } from '../domain/ops-json.ts';
 import { TerminalError } from '../jobs/errors.ts';
 import type { ServiceRow } from '../store/schema.ts';
@@ -94,6 +95,8 @@ export interface DesiredService {
   variables: Record<string, string>;
   /** The service's active custom domains: the hosts it is served under besides its subdomain. */
   domains: string[];
+  /** A git service's connection: its host and credential. Absent: anonymous, from the driver's default host. */
+  git?: GitAccess;
 }
 
 /**

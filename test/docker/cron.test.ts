@@ -2,8 +2,11 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
 import {
+  BASE_IMAGE,
   buildBaseImage,
+  buildImage,
   containersOfService,
+  docker,
   freePort,
   removeEnvironment,
   requireDocker,
@@ -11,7 +14,10 @@ import {
 import { pollUntil } from '../helpers/poll.ts';
 import { api, type BerthProcess, deploymentEnd, firstStartOf, startBerth } from '../helpers/process.ts';
 
-/** Issue 17 item 9: cron runs never overlap (Forbid), and a deleted service leaves nothing running. */
+/**
+ * Issue 17 item 9: cron runs never overlap (Forbid), and a deleted service leaves nothing running.
+ * Issue 11: ops.json cron jobs request their path on the service on schedule.
+ */
 let db: TestDatabase;
 let berth: BerthProcess & { url: string };
 let envId: string;
@@ -91,4 +97,49 @@ test('a cron command longer than its schedule never runs twice at once; delete s
     return Date.now() > watchUntil ? true : undefined;
   });
   assert.deepEqual(seen, []);
+});
+
+test("ops.json cron jobs: each tick requests the job's path on the serving replica", async () => {
+  const started = await firstStartOf(berth);
+  envId = started.envId;
+  const { token, envUrl } = started;
+  // busybox httpd with a CGI script that counts its requests in a file.
+  await buildImage(
+    'berth-test/deps-cron-web:latest',
+    `FROM ${BASE_IMAGE}\nRUN mkdir -p /www/cgi-bin /tmp && printf '#!/bin/sh\\necho hit >> /tmp/hits\\nprintf "Content-Type: text/plain\\\\r\\\\n\\\\r\\\\nok"\\n' > /www/cgi-bin/sync && chmod +x /www/cgi-bin/sync\nCMD ["httpd", "-f", "-p", "8080", "-h", "/www"]\n`,
+  );
+  const created = await api(`${envUrl}/services`, token, 'POST', {
+    name: 'Syncing Web',
+    source: 'docker_image',
+    docker_image: 'berth-test/deps-cron-web',
+    type: 'web',
+    port: 8080,
+    replica_count: 1,
+    cpu_count_min: 0.25,
+    memory_mb_min: 32,
+    ops_json: JSON.stringify({ cron: { cron_jobs: [{ schedule: '* * * * * *', path: '/cgi-bin/sync' }] } }),
+  });
+  assert.equal(created.status, 200, JSON.stringify(created.body));
+  const id = created.body.data.service.id as string;
+  const deploy = await api(`${envUrl}/services/${id}/deploy`, token, 'POST', {});
+  const end = await deploymentEnd(berth.url, token, deploy.body.data.deployment_id, 90_000);
+  assert.equal(end.state, 'success', end.failure_reason);
+
+  const [replica] = await containersOfService(id, false);
+  assert.ok(replica, 'a replica runs');
+  const hits = async () => {
+    const exec = await docker.getContainer(replica.Id).exec({
+      Cmd: ['/bin/sh', '-c', 'cat /tmp/hits 2>/dev/null | wc -l'],
+      AttachStdout: true,
+    });
+    const stream = await exec.start({});
+    const chunks: Buffer[] = [];
+    for await (const chunk of stream) chunks.push(chunk as Buffer);
+    return Number(/\d+/.exec(Buffer.concat(chunks).toString('latin1'))?.[0] ?? 0);
+  };
+  // Ticks every second; the rescan picks the new route up within five.
+  await pollUntil('three requests to the cron path', async () => ((await hits()) >= 3 ? true : undefined), {
+    timeoutMs: 30_000,
+    intervalMs: 500,
+  });
 });

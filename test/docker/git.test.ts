@@ -104,7 +104,10 @@ test('deploys a given commit built from build_context; a second commit changes t
 
     const missing = await deployCommit('0000000000000000000000000000000000000000');
     assert.equal(missing.state, 'failed');
-    assert.match(missing.failure_reason, /git could not check out acme\/site@0{40}/);
+    assert.equal(
+      missing.failure_reason,
+      `commit ${'0'.repeat(40)} does not exist in acme/site (looked on branch main)`,
+    );
     assert.equal((await viaIngress(ingressPort, `${service.subdomain}.localhost`)).body, 'release two\n');
 
     const built = await docker.listImages({ filters: { label: [`berth.service=${service.id}`] } });

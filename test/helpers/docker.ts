@@ -68,14 +68,22 @@ async function followBuild(stream: NodeJS.ReadableStream): Promise<void> {
   if (failed) throw new Error(failed.error);
 }
 
-/** Builds an image from a Dockerfile text, with the static busybox beside it. */
-export async function buildImage(tag: string, dockerfile: string): Promise<void> {
+/** Builds an image from a Dockerfile text, with the static busybox and `files` (name to text) beside it. */
+export async function buildImage(
+  tag: string,
+  dockerfile: string,
+  files: Record<string, string> = {},
+): Promise<void> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-image-'));
   try {
     fs.copyFileSync('/bin/busybox', path.join(dir, 'busybox'));
     fs.writeFileSync(path.join(dir, 'Dockerfile'), dockerfile);
+    for (const [name, text] of Object.entries(files)) fs.writeFileSync(path.join(dir, name), text);
     await followBuild(
-      await docker.buildImage({ context: dir, src: ['Dockerfile', 'busybox'] }, { t: tag, rm: true }),
+      await docker.buildImage(
+        { context: dir, src: ['Dockerfile', 'busybox', ...Object.keys(files)] },
+        { t: tag, rm: true },
+      ),
     );
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
@@ -125,13 +133,15 @@ export async function containersOfService(serviceId: string, all = true) {
   return docker.listContainers({ all, filters: { label: [`berth.service=${serviceId}`] } });
 }
 
-/** Removes what a test's environment left in Docker: its containers and its network. */
+/** Removes what a test's environment left in Docker: its containers, their volumes and its network. */
 export async function removeEnvironment(envId: string): Promise<void> {
   const containers = await docker.listContainers({
     all: true,
     filters: { label: [`berth.environment=${envId}`] },
   });
   for (const c of containers) await docker.getContainer(c.Id).remove({ force: true });
+  const { Volumes } = await docker.listVolumes({ filters: { label: [`berth.environment=${envId}`] } });
+  for (const v of Volumes) await docker.getVolume(v.Name).remove();
   const networks = await docker.listNetworks({ filters: { label: [`berth.environment=${envId}`] } });
   for (const n of networks) await docker.getNetwork(n.Id).remove();
 }

@@ -32,6 +32,9 @@ import { buildImage, engineError, imageReference, pullImage } from './images.ts'
 import { type Ingress, startIngress } from './ingress.ts';
 import { LABEL, labelFilter, networkName, type Role } from './labels.ts';
 import { DockerLogs } from './logs.ts';
+import { OpsCronJobs } from './ops-cron.ts';
+import { demultiplex } from './output.ts';
+import { DockerResources } from './resources.ts';
 import type { DockerSettings } from './settings.ts';
 import { type DockerDb, dockerTables } from './tables.ts';
 
@@ -56,15 +59,18 @@ export class DockerProvider implements Provider {
   private readonly options: DockerProviderOptions;
   private readonly db: DockerDb;
   private readonly cron: CronScheduler;
+  private readonly opsCron: OpsCronJobs;
   private ingress: Ingress | undefined;
   private readonly drainer: Drainer;
   readonly serving: Serving;
   readonly logs: ServiceLogs;
+  readonly resources: DockerResources;
 
   constructor(options: DockerProviderOptions) {
     this.options = options;
     this.logs = new DockerLogs(this.docker);
     this.db = dockerTables(options.db);
+    this.resources = new DockerResources(this.docker, options.settings, (env) => this.ensureNetwork(env));
     this.drainer = new Drainer({
       docker: this.docker,
       db: this.db,
@@ -83,6 +89,7 @@ export class DockerProvider implements Provider {
         .execute();
       return new Set(rows.map((r) => r.service_id));
     });
+    this.opsCron = new OpsCronJobs(this.docker, this.db, options.logger);
     this.serving = {
       start: async () => {
         this.ingress = await startIngress({
@@ -94,10 +101,12 @@ export class DockerProvider implements Provider {
           ingressHost: this.options.settings.ingressHost,
         });
         await this.cron.start();
+        await this.opsCron.start();
         await this.drainer.drainAll();
       },
       stop: async () => {
         this.cron.stop();
+        this.opsCron.stop();
         await this.ingress?.close();
         // A graceful shutdown lets drains finish (a stop takes ten seconds at most); a crash leaves them
         // to the next start or deployment.
@@ -220,18 +229,6 @@ export class DockerProvider implements Provider {
     const { image, ops, source } = await this.prepareImage(desired, log);
     applied.source = source;
     signal.throwIfAborted();
-    for (const d of ops.dependencies)
-      log.line(
-        'dependencies',
-        `${d.kind} ${d.id}: exports ${Object.keys(d.exports).join(', ') || 'nothing'}`,
-      );
-    if (ops.dependencies.length > 0)
-      log.end(
-        'dependencies',
-        'success',
-        'Dependencies reach the service as variables holding their $ tokens',
-      );
-
     const labels = (role: Role): Record<string, string> => ({
       [LABEL.managed]: 'true',
       [LABEL.account]: service.account_id,
@@ -444,12 +441,13 @@ export class DockerProvider implements Provider {
       'source',
       `Cloning ${service.git_repo_full_name} at ${target.commit_id || `the head of ${service.git_repo_branch}`}`,
     );
-    const source = await checkout(
-      this.options.settings.gitBaseUrl,
-      service.git_repo_full_name ?? '',
-      service.git_repo_branch ?? 'main',
-      target.commit_id,
-    );
+    const source = await checkout({
+      baseUrl: this.options.settings.gitBaseUrl,
+      repo: service.git_repo_full_name ?? '',
+      branch: service.git_repo_branch ?? 'main',
+      commit: target.commit_id,
+      access: desired.git,
+    });
     log.end('source', 'success', `Commit ${source.commit} by ${source.author}: ${source.message}`);
     try {
       let ops = desired.ops;
@@ -635,17 +633,6 @@ export class DockerProvider implements Provider {
       await this.docker.getImage(image.Id).remove({ force: true }).catch(ignoreGone);
     }
   }
-}
-
-/** Docker frames a non-TTY container's output: 8 bytes (stream, 0, 0, 0, size) before each chunk. */
-function demultiplex(buffer: Buffer): string {
-  const chunks: Buffer[] = [];
-  for (let at = 0; at + 8 <= buffer.length; ) {
-    const size = buffer.readUInt32BE(at + 4);
-    chunks.push(buffer.subarray(at + 8, at + 8 + size));
-    at += 8 + size;
-  }
-  return Buffer.concat(chunks).toString('utf8');
 }
 
 /** Removing what is already gone is done. */

@@ -89,16 +89,24 @@ describe('checkout', () => {
     await createRepo(path.join(root, 'base'), 'acme/app', [{ message: 'app', files: { 'a.txt': 'a' } }]);
     const before = fs.readdirSync(os.tmpdir()).filter((f) => f.startsWith('berth-src-')).length;
     for (const name of ['../secret-repo', 'acme/../../secret-repo', 'acme/-u']) {
-      await assert.rejects(checkout(`file://${root}/base/`, name, 'main', ''), (error: Error) => {
-        assert.ok(error instanceof TerminalError, 'not retried');
-        assert.match(error.message, /^git_repo_full_name must have the form org\/repo/);
-        return true;
-      });
+      await assert.rejects(
+        checkout({ baseUrl: `file://${root}/base/`, repo: name, branch: 'main', commit: '' }),
+        (error: Error) => {
+          assert.ok(error instanceof TerminalError, 'not retried');
+          assert.match(error.message, /^git_repo_full_name must have the form org\/repo/);
+          return true;
+        },
+      );
     }
     // Not even a directory to clone into was made.
     assert.equal(fs.readdirSync(os.tmpdir()).filter((f) => f.startsWith('berth-src-')).length, before);
     // A name inside the base clones as before.
-    const ok = await checkout(`file://${root}/base/`, 'acme/app', 'main', '');
+    const ok = await checkout({
+      baseUrl: `file://${root}/base/`,
+      repo: 'acme/app',
+      branch: 'main',
+      commit: '',
+    });
     assert.equal(fs.readFileSync(path.join(ok.dir, 'a.txt'), 'utf8'), 'a');
     ok.remove();
   });

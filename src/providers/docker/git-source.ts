@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { GIT_ACCESS_REFUSED, type GitAccess, gitEnv, repoUrl } from '../../domain/git-auth.ts';
 import { GIT_REPO_NAME_RULE, isGitRepoName } from '../../domain/git-repo-name.ts';
 import { TerminalError } from '../../jobs/errors.ts';
 import { failure } from '../provider.ts';
@@ -27,36 +28,67 @@ const TRANSIENT_GIT =
   /could not resolve host|connection (refused|reset|timed out)|timed out|early eof|the remote end hung up|returned error: 5\d\d|temporary failure|network is unreachable|ETIMEDOUT|ECONNRESET/i;
 
 /**
- * Clones `org/repo` from BERTH_GIT_BASE_URL and checks out the commit (or the branch head). git runs
- * with an argument list, never through a shell; git's own words are the reason of a failure.
+ * Clones `org/repo` (from the connection's host with its credential, else anonymously from
+ * BERTH_GIT_BASE_URL) and checks out the commit (or the branch head). git runs with an argument list,
+ * never through a shell, and gets the credential through its environment (domain/git-auth.ts); git's
+ * own words are the reason of a failure, and they never hold the credential.
  */
-export async function checkout(
-  baseUrl: string,
-  repo: string,
-  branch: string,
-  commit: string,
-): Promise<Checkout> {
+export async function checkout(request: {
+  baseUrl: string;
+  repo: string;
+  branch: string;
+  commit: string;
+  access?: GitAccess | undefined;
+}): Promise<Checkout> {
+  const { repo, branch, commit, access } = request;
   // Rows stored before the API checked names (or written around it) must not reach outside the base.
   if (!isGitRepoName(repo)) throw new TerminalError(`${GIT_REPO_NAME_RULE}; got ${repo}`);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-src-'));
   const remove = () => fs.rmSync(dir, { recursive: true, force: true });
-  const url = `${baseUrl.replace(/\/?$/, '/')}${repo}`;
+  const url = repoUrl(access?.baseUrl ?? request.baseUrl, repo);
+  const env = gitEnv(access);
   try {
-    await run('git', ['clone', '--quiet', '--branch', branch, '--', url, dir], { timeout: 300_000 });
+    await run('git', ['clone', '--quiet', '--branch', branch, '--', url, dir], { timeout: 300_000, env });
+    if (commit && !(await exists(dir, commit))) {
+      remove();
+      throw new TerminalError(`commit ${commit} does not exist in ${repo} (looked on branch ${branch})`);
+    }
     if (commit)
-      await run('git', ['-C', dir, 'checkout', '--quiet', '--detach', commit, '--'], { timeout: 60_000 });
+      await run('git', ['-C', dir, 'checkout', '--quiet', '--detach', commit, '--'], {
+        timeout: 60_000,
+        env,
+      });
     // The commit deployed, whatever named it (an id, a short id, the branch head). NUL cannot occur in
     // any of the three, so it separates them.
-    const { stdout } = await run('git', ['-C', dir, 'log', '-1', '--format=%H%x00%an <%ae>%x00%B']);
+    const { stdout } = await run('git', ['-C', dir, 'log', '-1', '--format=%H%x00%an <%ae>%x00%B'], { env });
     const [id = '', author = '', message = ''] = stdout.split('\0');
     return { dir, commit: id, author, message: message.trim(), remove };
   } catch (error) {
     remove();
+    if (error instanceof TerminalError) throw error;
     const said = ((error as { stderr?: string }).stderr || (error as Error).message).trim();
+    const last = said.split('\n').at(-1);
+    if (GIT_ACCESS_REFUSED.test(said)) {
+      throw new TerminalError(
+        access
+          ? `git could not read ${repo} with the service's connection: the host refused its credential (${last})`
+          : `git could not read ${repo}: the host asks for a credential; give the service an installation_id naming a git connection that can read it (${last})`,
+      );
+    }
     const killed = (error as { killed?: boolean }).killed === true;
-    throw failure(`git could not check out ${repo}@${commit || branch}: ${said.split('\n').at(-1)}`, {
+    throw failure(`git could not check out ${repo}@${commit || branch}: ${last}`, {
       retryable: killed || TRANSIENT_GIT.test(said),
     });
+  }
+}
+
+/** Whether `commit` names a commit of the clone (an id or a short id; any branch fetched). */
+async function exists(dir: string, commit: string): Promise<boolean> {
+  try {
+    await run('git', ['-C', dir, 'rev-parse', '--quiet', '--verify', `${commit}^{commit}`]);
+    return true;
+  } catch {
+    return false;
   }
 }
 

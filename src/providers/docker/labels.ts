@@ -13,6 +13,11 @@ export const LABEL = {
   generation: 'berth.generation',
   role: 'berth.role',
   cronSchedule: 'berth.cron-schedule',
+  // An ops.json dependency's container and volume carry these instead of `service`, so nothing that
+  // retires or removes a service's containers by their service touches them: only resources.ts does.
+  dependencyOf: 'berth.dependency-of',
+  dependency: 'berth.dependency',
+  engine: 'berth.engine',
 } as const;
 
 /** replica: serves traffic or works; job: one run per deployment; cron-template / cron-run: schedules. */

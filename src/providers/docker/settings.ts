@@ -14,6 +14,12 @@ export interface DockerSettings {
   pullTimeoutMs: number;
   /** BERTH_GIT_BASE_URL: where `org/repo` is cloned from. */
   gitBaseUrl: string;
+  /**
+   * The images ops.json dependencies run from, per engine: BERTH_DOCKER_POSTGRES_IMAGE,
+   * BERTH_DOCKER_MARIADB_IMAGE, BERTH_DOCKER_REDIS_IMAGE, BERTH_DOCKER_S3_IMAGE (docs/docker-provider.md
+   * says what each must do; tools/dependency-images/build.sh builds the defaults).
+   */
+  dependencyImages: Record<'postgres' | 'mariadb' | 'redis' | 's3', string>;
 }
 
 /**
@@ -50,5 +56,11 @@ export function dockerSettings(env: NodeJS.ProcessEnv): DockerSettings {
     ingressBind: env.BERTH_INGRESS_BIND || '127.0.0.1',
     gitBaseUrl: env.BERTH_GIT_BASE_URL || 'https://github.com/',
     pullTimeoutMs: intSetting(env, 'BERTH_PULL_TIMEOUT_MS', 600_000, 1_000, 3_600_000),
+    dependencyImages: {
+      postgres: env.BERTH_DOCKER_POSTGRES_IMAGE || 'berth-deps/postgres:latest',
+      mariadb: env.BERTH_DOCKER_MARIADB_IMAGE || 'berth-deps/mariadb:latest',
+      redis: env.BERTH_DOCKER_REDIS_IMAGE || 'berth-deps/redis:latest',
+      s3: env.BERTH_DOCKER_S3_IMAGE || 'berth-deps/s3:latest',
+    },
   };
 }

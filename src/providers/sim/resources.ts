@@ -6,6 +6,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import type { OpsResource } from '../../domain/ops-json.ts';
+import { resourceName } from '../../domain/resource-names.ts';
 import type { EnvironmentRef, ServiceRef } from '../provider.ts';
 import { simAccountNumber } from './identity.ts';
 
@@ -20,30 +21,21 @@ export const SIM_RESOURCE_STEPS: Record<string, number> = {
   'elasticache.clusters': 2,
 };
 
-/** A name the cloud accepts, from the prefix (lowercase letters, digits, hyphens), unique per resource. */
-function nameOf(service: ServiceRef, resource: OpsResource): string {
-  const base =
-    resource.prefix
-      .toLowerCase()
-      .replace(/[^a-z0-9-]+/g, '-')
-      .replace(/^-+|-+$/g, '')
-      .slice(0, 40) || resource.kind.replace(/[^a-z0-9]+/g, '');
-  return `${base}-${hex(`${service.id}/${resource.kind}/${resource.type}/${resource.id}/${resource.prefix}`).slice(0, 8)}`;
-}
-
 /** The attributes of a simulated resource, stable for the same service, resource and environment. */
 export function simAttributes(
   env: EnvironmentRef,
   service: ServiceRef,
   resource: OpsResource,
 ): { attributes: Record<string, string>; password?: string } {
-  const name = nameOf(service, resource);
+  const name = resourceName(service.id, resource);
   const { region } = env;
   const account = simAccountNumber(env);
   const tag = hex(name).slice(0, 12);
   switch (`${resource.kind}.${resource.type}`) {
     case 's3.buckets':
-      return { attributes: { name, arn: `arn:aws:s3:::${name}` } };
+      return {
+        attributes: { name, arn: `arn:aws:s3:::${name}`, endpoint: `https://s3.${region}.amazonaws.com` },
+      };
     case 'sns.topics':
       return { attributes: { name, arn: `arn:aws:sns:${region}:${account}:${name}` } };
     case 'sqs.queues':

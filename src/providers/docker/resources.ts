@@ -1,0 +1,349 @@
+/**
+ * ops.json dependencies as containers of their own on the environment's network: rds postgres and
+ * mysql (MariaDB), elasticache redis and s3 buckets (s3rver), each from its configured image with a
+ * named volume for its data. The container's name and its volume's derive from the resource
+ * (domain/resource-names.ts), so `ensure` finds what an earlier run made instead of making it twice,
+ * and reads the generated password back from it. sns and sqs have no honest local equivalent: they fail
+ * by name. See docs/docker-provider.md for the images' contract.
+ * @module
+ */
+import { randomBytes } from 'node:crypto';
+import type Docker from 'dockerode';
+import type { OpsResource } from '../../domain/ops-json.ts';
+import { resourceName } from '../../domain/resource-names.ts';
+import { TerminalError } from '../../jobs/errors.ts';
+import type { EnvironmentRef, ProvisionedResource, ResourceKey, Resources, ServiceRef } from '../provider.ts';
+import { waitReady } from './health.ts';
+import { engineError, pullImage } from './images.ts';
+import { LABEL, networkName } from './labels.ts';
+import { demultiplex } from './output.ts';
+import type { DockerSettings } from './settings.ts';
+
+type EngineName = keyof DockerSettings['dependencyImages'];
+
+/** What Berth tells an image and what it reads back: its port, data directory and variables. */
+interface Engine {
+  name: EngineName;
+  port: number;
+  dataDir: string;
+  /** The container's variable holding the generated password (none: the engine has no password). */
+  passwordVariable?: string;
+  environment(name: string, password: string): Record<string, string>;
+}
+
+/** The user rds instances are made with (the hosted platform's master user is a fixed name too). */
+const DB_USER = 'berth_admin';
+const dbNameOf = (name: string) => name.replace(/-/g, '_');
+
+const ENGINES: Record<EngineName, Engine> = {
+  postgres: {
+    name: 'postgres',
+    port: 5432,
+    dataDir: '/var/lib/postgresql/data',
+    passwordVariable: 'POSTGRES_PASSWORD',
+    environment: (name, password) => ({
+      POSTGRES_USER: DB_USER,
+      POSTGRES_PASSWORD: password,
+      POSTGRES_DB: dbNameOf(name),
+    }),
+  },
+  mariadb: {
+    name: 'mariadb',
+    port: 3306,
+    dataDir: '/var/lib/mysql',
+    passwordVariable: 'MARIADB_PASSWORD',
+    environment: (name, password) => ({
+      MARIADB_USER: DB_USER,
+      MARIADB_PASSWORD: password,
+      MARIADB_DATABASE: dbNameOf(name),
+      // The official image wants a root password decided; nobody needs to know it.
+      MARIADB_RANDOM_ROOT_PASSWORD: '1',
+    }),
+  },
+  redis: { name: 'redis', port: 6379, dataDir: '/data', environment: () => ({}) },
+  s3: {
+    name: 's3',
+    port: 4568,
+    dataDir: '/data',
+    passwordVariable: 'S3_SECRET_ACCESS_KEY',
+    environment: (name, password) => ({
+      S3_BUCKET: name,
+      S3_ACCESS_KEY_ID: accessKeyIdOf(name),
+      S3_SECRET_ACCESS_KEY: password,
+    }),
+  },
+};
+
+const accessKeyIdOf = (name: string) => `BERTH${name.slice(-8).toUpperCase()}`;
+
+/** rds engines by the names the hosted platform accepts; elasticache's. Others fail naming them. */
+const RDS_ENGINES: Record<string, EngineName> = {
+  postgres: 'postgres',
+  'aurora-postgresql': 'postgres',
+  mysql: 'mariadb',
+  mariadb: 'mariadb',
+  'aurora-mysql': 'mariadb',
+};
+const CACHE_ENGINES: Record<string, EngineName> = { redis: 'redis', valkey: 'redis' };
+
+/** How long a new dependency has to accept connections (a first MariaDB start initialises its data). */
+const READY_TIMEOUT_MS = 180_000;
+
+function engineOf(resource: Pick<OpsResource, 'kind' | 'type' | 'properties'>): Engine {
+  const key = `${resource.kind}.${resource.type}`;
+  const declared = String(resource.properties.engine ?? '');
+  switch (key) {
+    case 's3.buckets':
+      return ENGINES.s3;
+    case 'rds.instances': {
+      const name = RDS_ENGINES[declared];
+      if (!name)
+        throw new TerminalError(
+          `the docker provider runs rds engines ${Object.keys(RDS_ENGINES).join(', ')}, not "${declared}"`,
+        );
+      return ENGINES[name];
+    }
+    case 'elasticache.clusters': {
+      const name = CACHE_ENGINES[declared];
+      if (!name)
+        throw new TerminalError(
+          `the docker provider runs elasticache engines ${Object.keys(CACHE_ENGINES).join(', ')}, not "${declared}"`,
+        );
+      return ENGINES[name];
+    }
+    case 'sns.topics':
+    case 'sqs.queues':
+      throw new TerminalError(
+        `${resource.kind} is not available on the docker provider: no local ${resource.kind.toUpperCase()} ` +
+          'runs here that would behave like the real one. Deploy on a provider that has it, or remove it from ops.json',
+      );
+    default:
+      throw new TerminalError(`the docker provider cannot provision ${resource.kind} ${resource.type}`);
+  }
+}
+
+/** The `$...` attributes of a dependency made on the docker provider. */
+function attributesOf(
+  env: EnvironmentRef,
+  resource: Pick<OpsResource, 'kind' | 'type'>,
+  name: string,
+  engine: Engine,
+): Record<string, string> {
+  const arn = (service: string, path: string) =>
+    `arn:berth:${service}:${env.region}:${env.account_id}:${path}`;
+  const address = name;
+  const port = String(engine.port);
+  switch (resource.kind) {
+    case 's3':
+      return {
+        name,
+        arn: `arn:berth:s3:::${name}`,
+        endpoint: `http://${address}:${port}`,
+        username: accessKeyIdOf(name),
+      };
+    case 'rds':
+      return {
+        name,
+        arn: arn('rds', `db:${name}`),
+        address,
+        port,
+        endpoint: `${address}:${port}`,
+        username: DB_USER,
+        dbName: dbNameOf(name),
+        passwordArn: arn('secretsmanager', `secret:${name}/password`),
+      };
+    default:
+      return {
+        name,
+        arn: arn('elasticache', `replicationgroup:${name}`),
+        address,
+        port,
+        endpoint: `${address}:${port}`,
+      };
+  }
+}
+
+const containerNameOf = (name: string) => `berth-dep-${name}`;
+
+const isGone = (error: unknown) => (error as { statusCode?: number }).statusCode === 404;
+
+export class DockerResources implements Resources {
+  private readonly docker: Docker;
+  private readonly settings: DockerSettings;
+  private readonly ensureNetwork: (env: EnvironmentRef) => Promise<string>;
+
+  constructor(
+    docker: Docker,
+    settings: DockerSettings,
+    ensureNetwork: (env: EnvironmentRef) => Promise<string>,
+  ) {
+    this.docker = docker;
+    this.settings = settings;
+    this.ensureNetwork = ensureNetwork;
+  }
+
+  async ensure(
+    request: { service: ServiceRef; environment: EnvironmentRef; resource: OpsResource },
+    signal: AbortSignal,
+  ): Promise<ProvisionedResource> {
+    const { service, environment, resource } = request;
+    const engine = engineOf(resource);
+    const name = resourceName(service.id, resource);
+    const containerName = containerNameOf(name);
+    let info = await this.inspect(containerName);
+    // Another engine under the same name (the declared engine changed) is a different database.
+    if (info && info.Config.Labels[LABEL.engine] !== engine.name) {
+      signal.throwIfAborted();
+      await this.removeAll(name);
+      info = null;
+    }
+    let password = info ? variableOf(info.Config.Env, engine.passwordVariable) : undefined;
+    if (!info) {
+      signal.throwIfAborted();
+      password = engine.passwordVariable ? randomBytes(18).toString('base64url') : undefined;
+      info = await this.create(environment, service, resource, name, engine, password ?? '');
+    } else if (!info.State.Running) {
+      await this.docker
+        .getContainer(info.Id)
+        .start()
+        .catch((error: unknown) => {
+          throw engineError(error, `the Docker Engine could not start ${containerName}`);
+        });
+    }
+    const container = this.docker.getContainer(info.Id);
+    const network = networkName(environment.id);
+    const ip = (await container.inspect()).NetworkSettings.Networks[network]?.IPAddress ?? '';
+    const ready = await waitReady(
+      [{ container, ip }],
+      null,
+      engine.port,
+      Date.now() + READY_TIMEOUT_MS,
+      signal,
+    );
+    if (!ready.ok) {
+      throw new TerminalError(
+        `${containerName} (${engine.name}) did not accept connections: ${ready.reason}.${await tail(container)}`,
+      );
+    }
+    // Restarted with the engine only once up: a first start that fails must fail, not loop.
+    await container.update({ RestartPolicy: { Name: 'unless-stopped' } });
+    return {
+      attributes: attributesOf(environment, resource, name, engine),
+      ...(password === undefined ? {} : { password }),
+    };
+  }
+
+  async delete(service: ServiceRef, resource: ResourceKey): Promise<void> {
+    await this.removeAll(resourceName(service.id, resource));
+  }
+
+  private async inspect(containerName: string): Promise<Docker.ContainerInspectInfo | null> {
+    try {
+      return await this.docker.getContainer(containerName).inspect();
+    } catch (error) {
+      if (isGone(error)) return null;
+      throw error;
+    }
+  }
+
+  /** The container and its volume, with the data: what an earlier run left of them too. */
+  private async removeAll(name: string): Promise<void> {
+    const containerName = containerNameOf(name);
+    await this.docker
+      .getContainer(containerName)
+      .remove({ force: true, v: true })
+      .catch((error: unknown) => {
+        if (!isGone(error)) throw error;
+      });
+    await this.docker
+      .getVolume(containerName)
+      .remove()
+      .catch((error: unknown) => {
+        if (!isGone(error)) throw error;
+      });
+  }
+
+  private async create(
+    environment: EnvironmentRef,
+    service: ServiceRef,
+    resource: OpsResource,
+    name: string,
+    engine: Engine,
+    password: string,
+  ): Promise<Docker.ContainerInspectInfo> {
+    const network = await this.ensureNetwork(environment);
+    const image = this.settings.dependencyImages[engine.name];
+    await this.ensureImage(image, engine, resource);
+    const containerName = containerNameOf(name);
+    const labels = {
+      [LABEL.managed]: 'true',
+      [LABEL.account]: environment.account_id,
+      [LABEL.environment]: environment.id,
+      [LABEL.dependencyOf]: service.id,
+      [LABEL.dependency]: `${resource.kind}.${resource.type}.${resource.id}`,
+      [LABEL.engine]: engine.name,
+    };
+    await this.docker.createVolume({ Name: containerName, Labels: labels });
+    let container: Docker.Container;
+    try {
+      container = await this.docker.createContainer({
+        name: containerName,
+        Image: image,
+        Env: Object.entries(engine.environment(name, password)).map(([k, v]) => `${k}=${v}`),
+        Labels: labels,
+        HostConfig: {
+          NetworkMode: network,
+          Mounts: [{ Type: 'volume', Source: containerName, Target: engine.dataDir }],
+        },
+        NetworkingConfig: { EndpointsConfig: { [network]: { Aliases: [name] } } },
+      });
+    } catch (error) {
+      // Made meanwhile by another worker running the same job: theirs is the one.
+      const made =
+        (error as { statusCode?: number }).statusCode === 409 && (await this.inspect(containerName));
+      if (made) return made;
+      throw engineError(error, `the Docker Engine refused ${containerName}`);
+    }
+    await container.start().catch((error: unknown) => {
+      throw engineError(error, `the Docker Engine could not start ${containerName}`);
+    });
+    return container.inspect();
+  }
+
+  /** The image must be on the engine, or be pulled from where its name says. */
+  private async ensureImage(image: string, engine: Engine, resource: OpsResource): Promise<void> {
+    const present = await this.docker
+      .getImage(image)
+      .inspect()
+      .then(() => true)
+      .catch(() => false);
+    if (present) return;
+    try {
+      await pullImage(this.docker, image, this.settings.pullTimeoutMs);
+    } catch (error) {
+      throw new TerminalError(
+        `the ${engine.name} image ${image} for ${resource.kind} ${resource.type} ${resource.id} is not on ` +
+          `this engine and could not be pulled (${(error as Error).message}); build the default images ` +
+          'with tools/dependency-images/build.sh or set BERTH_DOCKER_' +
+          `${engine.name.toUpperCase()}_IMAGE`,
+      );
+    }
+  }
+}
+
+function variableOf(env: string[] | undefined, name: string | undefined): string | undefined {
+  if (!name) return undefined;
+  const entry = env?.find((e) => e.startsWith(`${name}=`));
+  return entry?.slice(name.length + 1);
+}
+
+/** The last lines a dependency printed, for a failure reason (its passwords are masked by the log). */
+async function tail(container: Docker.Container): Promise<string> {
+  try {
+    const buffer = await container.logs({ stdout: true, stderr: true, tail: 10, follow: false });
+    const text = demultiplex(buffer).trim();
+    return text ? ` Last output: ${text.slice(-800)}` : '';
+  } catch {
+    return '';
+  }
+}

@@ -1,0 +1,299 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, before, test } from 'node:test';
+import { GetObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
+import { buildDependencyImages } from '../helpers/dependency-images.ts';
+import { buildImage, docker, freePort, removeEnvironment, requireDocker } from '../helpers/docker.ts';
+import { pollUntil } from '../helpers/poll.ts';
+import { api, type BerthProcess, deploymentEnd, firstStartOf, startBerth } from '../helpers/process.ts';
+
+/**
+ * Issue 11 on the docker provider: ops.json dependencies are containers of their own on the environment's
+ * network (postgres, mariadb, redis, an s3 bucket), the service reaches them with only its exported
+ * variables, their data outlives redeploys, and removing a dependency or the service removes its
+ * container and volume. The service's image is made from the postgres dependency image.
+ */
+let db: TestDatabase;
+let berth: BerthProcess & { url: string };
+let token: string;
+let envUrl: string;
+let envId: string;
+let otherEnvId: string | undefined;
+const ADMIN_TOKEN = randomUUID();
+
+before(
+  async () => {
+    await requireDocker();
+    db = await createTestDatabase();
+    await buildDependencyImages();
+    await buildImage(SERVICE_IMAGE, 'FROM berth-deps/postgres:latest\nCOPY visit.sh /visit.sh\n', {
+      'visit.sh': VISIT,
+    });
+    berth = await startBerth({
+      BERTH_DATA_DIR: db.dataDir,
+      BERTH_DATABASE_URL: db.databaseUrl ?? '',
+      BERTH_PROVIDER: 'docker',
+      BERTH_ADMIN_TOKEN: ADMIN_TOKEN,
+      BERTH_INGRESS_PORT: String(await freePort()),
+    });
+    ({ token, envId, envUrl } = await firstStartOf(berth));
+  },
+  { timeout: 1_800_000 },
+);
+after(async () => {
+  await berth?.kill('SIGTERM');
+  if (envId) await removeEnvironment(envId);
+  if (otherEnvId) await removeEnvironment(otherEnvId);
+  await db?.drop();
+});
+
+const DEPENDENCIES = {
+  rds: {
+    instances: [
+      {
+        id: 'main-db',
+        prefix: 'userdata',
+        engine: 'postgres',
+        version: '17.5',
+        exports: {
+          DB_HOST: '$address',
+          DB_PORT: '$port',
+          DB_ENDPOINT: '$endpoint',
+          DB_USER: '$username',
+          DB_PASSWORD_ARN: '$passwordArn',
+          DB_PASSWORD: '$password',
+          DB_NAME: '$dbName',
+          DB_ARN: '$arn',
+        },
+      },
+      {
+        id: 'legacy-db',
+        prefix: 'legacy',
+        engine: 'mysql',
+        exports: { MY_HOST: '$address', MY_USER: '$username', MY_PASSWORD: '$password', MY_DB: '$dbName' },
+      },
+    ],
+  },
+  elasticache: {
+    clusters: [
+      { id: 'cache', prefix: 'sessions', engine: 'redis', exports: { REDIS_ENDPOINT: '$endpoint' } },
+    ],
+  },
+  s3: {
+    buckets: [
+      {
+        id: 'attachments',
+        prefix: 'attachments',
+        exports: { BUCKET_NAME: '$name', BUCKET_ENDPOINT: '$endpoint', BUCKET_KEY_ID: '$username' },
+      },
+    ],
+  },
+};
+
+/**
+ * The service's program, in an image made from the postgres dependency image (psql, the mariadb client
+ * and redis-cli): counts its visit in each store and fails, with what it saw, unless every count is $1.
+ */
+const VISIT = `set -e
+export PGPASSWORD="$DB_PASSWORD"
+pg="host=$DB_HOST port=$DB_PORT user=$DB_USER dbname=$DB_NAME"
+psql "$pg" -v ON_ERROR_STOP=1 -qc "CREATE TABLE IF NOT EXISTS visits (at timestamptz DEFAULT now()); INSERT INTO visits DEFAULT VALUES"
+rows=$(psql "$pg" -tAc "SELECT count(*) FROM visits")
+my="mariadb -h $MY_HOST -u $MY_USER -p$MY_PASSWORD $MY_DB"
+$my -e "CREATE TABLE IF NOT EXISTS visits (n int); INSERT INTO visits VALUES (1)"
+myrows=$($my -N -e "SELECT count(*) FROM visits")
+hits=$(redis-cli -u "redis://$REDIS_ENDPOINT" INCR visits)
+echo "postgres=$rows mariadb=$myrows redis=$hits"
+[ "$rows/$myrows/$hits" = "$1/$1/$1" ]
+`;
+const SERVICE_IMAGE = 'berth-test/deps-visitor:latest';
+
+async function deployAndWait(serviceId: string) {
+  const res = await api(`${envUrl}/services/${serviceId}/deploy`, token, 'POST', {});
+  assert.equal(res.status, 200, JSON.stringify(res.body));
+  return deploymentEnd(berth.url, token, res.body.data.deployment_id, 600_000);
+}
+
+interface Dependency {
+  kind: string;
+  id: string;
+  state: string;
+  attributes: Record<string, string>;
+}
+async function dependenciesOf(serviceId: string): Promise<Dependency[]> {
+  const res = await api(`${envUrl}/services/${serviceId}/dependencies`, token);
+  assert.equal(res.status, 200, JSON.stringify(res.body));
+  return res.body.data.dependencies;
+}
+
+const byLabel = (label: string) => ({ filters: { label: [label] } });
+async function containerOf(name: string) {
+  return docker.getContainer(`berth-dep-${name}`).inspect();
+}
+
+/** Runs a command in a container of the postgres image on `network`; its exit code and output. */
+async function probe(network: string, command: string): Promise<{ code: number; output: string }> {
+  const container = await docker.createContainer({
+    Image: 'berth-deps/postgres:latest',
+    Cmd: ['/bin/sh', '-c', command],
+    Labels: { 'berth.environment': envId },
+    HostConfig: { NetworkMode: network },
+  });
+  try {
+    await container.start();
+    const { StatusCode } = await container.wait();
+    const logs = await container.logs({ stdout: true, stderr: true });
+    return { code: StatusCode, output: logs.toString('utf8') };
+  } finally {
+    await container.remove({ force: true });
+  }
+}
+
+test('a service reaches its postgres, mariadb, redis and bucket by its exports; data outlives redeploys; removal deletes', async () => {
+  const created = await api(`${envUrl}/services`, token, 'POST', {
+    name: 'Visit Counter',
+    source: 'docker_image',
+    docker_image: 'berth-test/deps-visitor',
+    type: 'job',
+    run_command: 'sh /visit.sh 1',
+    replica_count: 1,
+    cpu_count_min: 0.25,
+    memory_mb_min: 64,
+    ops_json: JSON.stringify({ dependencies: DEPENDENCIES }),
+  });
+  assert.equal(created.status, 200, JSON.stringify(created.body));
+  const id = created.body.data.service.id as string;
+
+  const first = await deployAndWait(id);
+  assert.equal(first.state, 'success', first.failure_reason);
+  const deps = await dependenciesOf(id);
+  assert.deepEqual(deps.map((d) => `${d.kind} ${d.id} ${d.state}`).sort(), [
+    'elasticache cache available',
+    'rds legacy-db available',
+    'rds main-db available',
+    's3 attachments available',
+  ]);
+  const pg = deps.find((d) => d.id === 'main-db') as Dependency;
+  assert.match(pg.attributes.address ?? '', /^userdata-[0-9a-f]{8}$/);
+  assert.equal(pg.attributes.endpoint, `${pg.attributes.address}:5432`);
+  assert.equal(pg.attributes.dbName, pg.attributes.address?.replace(/-/g, '_'));
+  assert.match(
+    pg.attributes.passwordArn ?? '',
+    /^arn:berth:secretsmanager:.+:secret:userdata-[0-9a-f]{8}\/password$/,
+  );
+  assert.equal(JSON.stringify(deps).includes('"password"'), false, 'no password in the read');
+
+  // The deployment's log has a step for the dependencies, naming each one.
+  const logs = await api(`${berth.url}/v1/deployments/${first.id}/logs`, token);
+  const lines = JSON.stringify(logs.body);
+  for (const made of ['rds instances main-db', 'rds instances legacy-db', 'elasticache clusters cache'])
+    assert.match(lines, new RegExp(`${made} is ready`), lines.slice(0, 2000));
+
+  // The bucket, from outside with an S3 client and the exported key pair.
+  const bucket = deps.find((d) => d.kind === 's3') as Dependency;
+  const s3Container = await containerOf(bucket.attributes.name ?? '');
+  const secret = s3Container.Config.Env.find((e) => e.startsWith('S3_SECRET_ACCESS_KEY='))?.split('=')[1];
+  const ip = s3Container.NetworkSettings.Networks[`berth-env-${envId}`]?.IPAddress;
+  const s3 = new S3Client({
+    endpoint: `http://${ip}:4568`,
+    region: 'us-east-1',
+    forcePathStyle: true,
+    credentials: { accessKeyId: bucket.attributes.username ?? '', secretAccessKey: secret ?? '' },
+  });
+  await s3.send(new PutObjectCommand({ Bucket: bucket.attributes.name, Key: 'a.txt', Body: 'attached' }));
+  const got = await s3.send(new GetObjectCommand({ Bucket: bucket.attributes.name, Key: 'a.txt' }));
+  assert.equal(await got.Body?.transformToString(), 'attached');
+
+  // Reachable on the environment's network; from a service of another environment of the same account
+  // neither its name nor its address answers (pg_isready exits 2: no response).
+  const check = `pg_isready -h ${pg.attributes.address} -p 5432 -t 3`;
+  assert.equal((await probe(`berth-env-${envId}`, check)).code, 0);
+  const pgIp = (await containerOf(pg.attributes.address ?? '')).NetworkSettings.Networks[`berth-env-${envId}`]
+    ?.IPAddress;
+  const accounts = await api(`${berth.url}/admin/v1/accounts`, ADMIN_TOKEN);
+  const other = await api(
+    `${berth.url}/admin/v1/accounts/${accounts.body.data.accounts[0].id}/environments`,
+    ADMIN_TOKEN,
+    'POST',
+    { name: 'Elsewhere' },
+  );
+  assert.equal(other.status, 200, JSON.stringify(other.body));
+  otherEnvId = other.body.data.environment.id as string;
+  const otherUrl = `${berth.url}/v1/environments/${otherEnvId}`;
+  await pollUntil('the other environment to be available', async () =>
+    (await api(otherUrl, token)).body.data.environment.state === 'available' ? true : undefined,
+  );
+  const outsider = await api(`${otherUrl}/services`, token, 'POST', {
+    name: 'Outsider',
+    source: 'docker_image',
+    docker_image: 'berth-test/deps-visitor',
+    type: 'job',
+    run_command: `pg_isready -h ${pg.attributes.address} -t 3; a=$?; pg_isready -h ${pgIp} -t 3; [ $a$? = 22 ]`,
+    replica_count: 1,
+    cpu_count_min: 0.25,
+    memory_mb_min: 64,
+  });
+  assert.equal(outsider.status, 200, JSON.stringify(outsider.body));
+  const tried = await api(`${otherUrl}/services/${outsider.body.data.service.id}/deploy`, token, 'POST', {});
+  const unreachable = await deploymentEnd(berth.url, token, tried.body.data.deployment_id, 120_000);
+  assert.equal(
+    unreachable.state,
+    'success',
+    `reached from another environment: ${unreachable.failure_reason}`,
+  );
+
+  // A redeploy finds every store as it was: each count is now 2.
+  await api(`${envUrl}/services/${id}`, token, 'PATCH', { run_command: 'sh /visit.sh 2' });
+  const second = await deployAndWait(id);
+  assert.equal(second.state, 'success', second.failure_reason);
+  const s3Again = await s3.send(new GetObjectCommand({ Bucket: bucket.attributes.name, Key: 'a.txt' }));
+  assert.equal(await s3Again.Body?.transformToString(), 'attached');
+
+  // Without the cache in ops.json, the next deployment deletes its container and volume.
+  const cache = deps.find((d) => d.kind === 'elasticache') as Dependency;
+  const { elasticache: _gone, ...withoutCache } = DEPENDENCIES;
+  await api(`${envUrl}/services/${id}`, token, 'PATCH', {
+    ops_json: JSON.stringify({ dependencies: withoutCache }),
+    run_command: 'true',
+  });
+  const third = await deployAndWait(id);
+  assert.equal(third.state, 'success', third.failure_reason);
+  await assert.rejects(containerOf(cache.attributes.name ?? ''), /no such container/i);
+  const volumes = await docker.listVolumes(byLabel(`berth.dependency-of=${id}`));
+  assert.equal(volumes.Volumes.length, 3, 'the cache volume went, the others stay');
+
+  // Deleting the service deletes every dependency: containers and volumes.
+  assert.equal((await api(`${envUrl}/services/${id}`, token, 'DELETE')).status, 202);
+  await pollUntil(
+    'the service to be deleted',
+    async () =>
+      (await api(`${envUrl}/services/${id}`, token)).body.data.state === 'deleted' ? true : undefined,
+    { timeoutMs: 120_000 },
+  );
+  assert.deepEqual(await docker.listContainers({ all: true, ...byLabel(`berth.dependency-of=${id}`) }), []);
+  assert.deepEqual((await docker.listVolumes(byLabel(`berth.dependency-of=${id}`))).Volumes, []);
+});
+
+test('sns and sqs fail the deployment naming the kind: no local equivalent runs on docker', async () => {
+  const created = await api(`${envUrl}/services`, token, 'POST', {
+    name: 'Notifier',
+    source: 'docker_image',
+    docker_image: 'berth-deps/postgres',
+    type: 'job',
+    run_command: 'true',
+    replica_count: 1,
+    cpu_count_min: 0.25,
+    memory_mb_min: 64,
+    ops_json: JSON.stringify({
+      dependencies: { sns: { topics: [{ id: 'events', prefix: 'events', exports: { TOPIC: '$arn' } }] } },
+    }),
+  });
+  assert.equal(created.status, 200, JSON.stringify(created.body));
+  const failed = await deployAndWait(created.body.data.service.id);
+  assert.equal(failed.state, 'failed');
+  assert.match(
+    failed.failure_reason,
+    /The dependency sns topics events could not be made: sns is not available on the docker provider/,
+  );
+});

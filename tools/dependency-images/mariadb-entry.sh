@@ -1,0 +1,18 @@
+#!/bin/sh
+# The official mariadb image's contract: MARIADB_USER, MARIADB_PASSWORD and MARIADB_DATABASE make the
+# first user and database on an empty /var/lib/mysql (a volume); after that the data is left as it is.
+set -eu
+datadir=/var/lib/mysql
+mkdir -p "$datadir" /run/mysqld
+chown -R mysql:mysql "$datadir" /run/mysqld
+if [ ! -d "$datadir/mysql" ]; then
+  mariadb-install-db --user=mysql --datadir="$datadir" --skip-test-db >/dev/null
+  # Bootstrap mode starts without the grant tables; FLUSH PRIVILEGES loads them so users can be made.
+  mariadbd --user=mysql --datadir="$datadir" --bootstrap --skip-networking <<SQL
+FLUSH PRIVILEGES;
+CREATE DATABASE IF NOT EXISTS \`$MARIADB_DATABASE\`;
+CREATE USER '$MARIADB_USER'@'%' IDENTIFIED BY '$MARIADB_PASSWORD';
+GRANT ALL ON \`$MARIADB_DATABASE\`.* TO '$MARIADB_USER'@'%';
+SQL
+fi
+exec mariadbd --user=mysql --datadir="$datadir" --bind-address=0.0.0.0 --port=3306
