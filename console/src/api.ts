@@ -1,4 +1,4 @@
-import { ApiError, type BerthClient, createClient } from '../../src/client/index.ts';
+import { ApiError, type BerthClient, createClient, UnreachableError } from '../../src/client/index.ts';
 import { clearToken, getToken } from './session.ts';
 
 export type { BerthClient, paths } from '../../src/client/index.ts';
@@ -35,7 +35,8 @@ export function messageOf(error: unknown): string {
     if (error.status === 429) return 'Too many requests: wait a minute, then try again.';
     return error.message;
   }
-  if (error instanceof Error) return `${error.message}. Is berth serve still running?`;
+  if (error instanceof UnreachableError) return `${error.message}. Is berth serve still running?`;
+  if (error instanceof Error) return error.message;
   return String(error);
 }
 

@@ -1,6 +1,6 @@
 import type { ComponentChildren } from 'preact';
 import { useCallback, useEffect, useState } from 'preact/hooks';
-import { isSignedOut, messageOf } from './api.ts';
+import { type FieldErrors, fieldErrorsOf, isSignedOut, messageOf } from './api.ts';
 import { navigate } from './router.ts';
 
 /**
@@ -33,6 +33,32 @@ export function useLoad<T>(load: () => Promise<T>, deps: unknown[], options: { r
     return () => clearInterval(timer);
   }, [options.refreshMs, reload]);
   return { ...state, reload };
+}
+
+/**
+ * A form's call: busy while it runs, then its error (with the API's field errors by field) or `onDone`.
+ * A 401 signs out. `run` takes the submit event, so it can be a form's onSubmit as it is.
+ */
+export function useSubmit<T>(action: () => Promise<T>, onDone?: (result: T) => void) {
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<unknown>();
+  const run = async (event?: Event) => {
+    event?.preventDefault();
+    setBusy(true);
+    setError(undefined);
+    try {
+      const result = await action();
+      onDone?.(result);
+    } catch (e) {
+      // Shown on the sign-in page itself; any other page is left for it.
+      if (isSignedOut(e)) navigate('/sign-in');
+      setError(e);
+    } finally {
+      setBusy(false);
+    }
+  };
+  const errors: FieldErrors = fieldErrorsOf(error);
+  return { busy, error, errors, run, reset: () => setError(undefined) };
 }
 
 export function Page(props: { title: string; children: ComponentChildren; actions?: ComponentChildren }) {
@@ -79,9 +105,9 @@ export function Empty(props: { children: ComponentChildren }) {
 
 export function StateBadge(props: { state: string | null | undefined }) {
   const state = props.state ?? 'unknown';
-  const tone = /fail|delete/.test(state)
+  const tone = /fail|delet/.test(state)
     ? 'bad'
-    : /success|running|available|deployed|verified/.test(state)
+    : /^(success|running|available|deployed|verified)$/.test(state)
       ? 'good'
       : 'busy';
   return <span class={`badge ${tone}`}>{state.replaceAll('_', ' ')}</span>;
@@ -92,7 +118,7 @@ export function Time(props: { at: string | null | undefined }) {
   const date = new Date(props.at);
   return (
     <time dateTime={props.at} title={props.at}>
-      {date.toLocaleString()}
+      {date.toLocaleString(undefined, { dateStyle: 'short', timeStyle: 'medium' })}
     </time>
   );
 }

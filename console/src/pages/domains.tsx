@@ -1,8 +1,17 @@
 import { useState } from 'preact/hooks';
-import { ApiError, api, fieldErrorsOf, isSignedOut, messageOf, unwrap } from '../api.ts';
-import { navigate } from '../router.ts';
+import { ApiError, api, messageOf, unwrap } from '../api.ts';
 import type { CustomDomain } from '../types.ts';
-import { CopyButton, Empty, ErrorBox, Loading, Page, StateBadge, TextField, useLoad } from '../ui.tsx';
+import {
+  CopyButton,
+  Empty,
+  ErrorBox,
+  Loading,
+  Page,
+  StateBadge,
+  TextField,
+  useLoad,
+  useSubmit,
+} from '../ui.tsx';
 
 export function Domains(props: { envId: string; serviceId: string }) {
   const { envId, serviceId } = props;
@@ -43,43 +52,33 @@ export function Domains(props: { envId: string; serviceId: string }) {
 
 function AddDomain(props: { envId: string; serviceId: string; onAdded: () => void }) {
   const [domain, setDomain] = useState('');
-  const [error, setError] = useState<unknown>();
-  const [busy, setBusy] = useState(false);
-  const submit = async (event: Event) => {
-    event.preventDefault();
-    setBusy(true);
-    setError(undefined);
-    try {
+  const add = useSubmit(
+    async () =>
       unwrap(
         await api().POST('/v1/environments/{envId}/services/{serviceId}/custom-domains', {
           params: { path: { envId: props.envId, serviceId: props.serviceId } },
           body: { domain: domain.trim() },
         }),
-      );
+      ),
+    () => {
       setDomain('');
       props.onAdded();
-    } catch (e) {
-      if (isSignedOut(e)) navigate('/sign-in');
-      setError(e);
-    } finally {
-      setBusy(false);
-    }
-  };
-  const fieldError = fieldErrorsOf(error).domain ?? (error ? messageOf(error) : undefined);
+    },
+  );
   return (
-    <form class="card" onSubmit={submit} noValidate>
+    <form class="card" onSubmit={add.run} noValidate>
       <TextField
         id="domain"
         label="Add a domain"
         hint="e.g. app.example.com; you then create two DNS records and verify"
         value={domain}
         onInput={setDomain}
-        error={fieldError}
+        error={add.errors.domain ?? (add.error ? messageOf(add.error) : undefined)}
         attrs={{ spellcheck: false, autoComplete: 'off' }}
       />
       <div class="form-actions">
-        <button type="submit" class="primary" disabled={busy}>
-          {busy ? 'Adding…' : 'Add domain'}
+        <button type="submit" class="primary" disabled={add.busy}>
+          {add.busy ? 'Adding…' : 'Add domain'}
         </button>
       </div>
     </form>
@@ -88,14 +87,8 @@ function AddDomain(props: { envId: string; serviceId: string; onAdded: () => voi
 
 function DomainCard(props: { title: string; domain: CustomDomain; envId: string; onChange: () => void }) {
   const d = props.domain;
-  const [failures, setFailures] = useState<Record<string, string>>({});
-  const [error, setError] = useState<unknown>();
-  const [busy, setBusy] = useState(false);
-  const verify = async () => {
-    setBusy(true);
-    setError(undefined);
-    setFailures({});
-    try {
+  const verify = useSubmit(
+    async () =>
       unwrap(
         await api().POST(
           '/v1/environments/{envId}/services/{serviceId}/custom-domains/{customDomainId}/verify',
@@ -103,17 +96,12 @@ function DomainCard(props: { title: string; domain: CustomDomain; envId: string;
             params: { path: { envId: props.envId, serviceId: d.service_id, customDomainId: d.id } },
           },
         ),
-      );
-      props.onChange();
-    } catch (e) {
-      if (isSignedOut(e)) navigate('/sign-in');
-      // DOMAIN_VERIFICATION_FAILED names each failing record by its record_name.
-      setFailures(fieldErrorsOf(e));
-      setError(e);
-    } finally {
-      setBusy(false);
-    }
-  };
+      ),
+    props.onChange,
+  );
+  // DOMAIN_VERIFICATION_FAILED names each failing record by its record_name.
+  const failures = verify.errors;
+  const error = verify.error;
   const verificationFailed =
     error instanceof ApiError && error.body.error_code === 'DOMAIN_VERIFICATION_FAILED';
   return (
@@ -155,8 +143,8 @@ function DomainCard(props: { title: string; domain: CustomDomain; envId: string;
       </div>
       {d.state === 'unverified' && (
         <div class="form-actions">
-          <button type="button" class="primary" onClick={verify} disabled={busy}>
-            {busy ? 'Verifying…' : 'Verify'}
+          <button type="button" class="primary" onClick={() => verify.run()} disabled={verify.busy}>
+            {verify.busy ? 'Verifying…' : 'Verify'}
           </button>
         </div>
       )}

@@ -2,7 +2,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { ApiError, api, isSignedOut, messageOf, unwrap } from '../api.ts';
 import { navigate } from '../router.ts';
 import type { Secret, SecretInput } from '../types.ts';
-import { CheckboxField, ErrorBox, Loading, Page, TextField } from '../ui.tsx';
+import { CheckboxField, ErrorBox, Loading, Page, TextField, useSubmit } from '../ui.tsx';
 
 /** One row of the editor. `value` is what was typed: for a stored sensitive key, empty keeps it. */
 interface Row {
@@ -83,10 +83,8 @@ export function Secrets(props: { envId: string; serviceId?: string }) {
   const [etag, setEtag] = useState<string | null>(null);
   const [rows, setRows] = useState<Row[]>([]);
   const [loadError, setLoadError] = useState<unknown>();
-  const [saveError, setSaveError] = useState<unknown>();
   const [reviewing, setReviewing] = useState(false);
   const [saved, setSaved] = useState(false);
-  const [busy, setBusy] = useState(false);
   const [round, setRound] = useState(0);
 
   const read = () =>
@@ -128,34 +126,30 @@ export function Secrets(props: { envId: string; serviceId?: string }) {
     setRows((all) => all.filter((r) => r.uid !== uid));
   };
 
-  const save = async () => {
-    setBusy(true);
-    setSaveError(undefined);
-    const body = { secrets: bodyOf(rows) };
-    // If-Match: the replace happens only if nobody changed the secrets since they were read.
-    const headers = etag ? { 'if-match': etag } : {};
-    try {
-      const result = serviceId
-        ? await api().PUT('/v1/environments/{envId}/services/{serviceId}/secrets', {
-            params: { path: { envId, serviceId }, header: headers },
-            body,
-          })
-        : await api().PUT('/v1/environments/{envId}/secrets', {
-            params: { path: { envId }, header: headers },
-            body,
-          });
-      unwrap(result);
+  const save = useSubmit(
+    async () => {
+      const body = { secrets: bodyOf(rows) };
+      // If-Match: the replace happens only if nobody changed the secrets since they were read.
+      const headers = etag ? { 'if-match': etag } : {};
+      unwrap(
+        serviceId
+          ? await api().PUT('/v1/environments/{envId}/services/{serviceId}/secrets', {
+              params: { path: { envId, serviceId }, header: headers },
+              body,
+            })
+          : await api().PUT('/v1/environments/{envId}/secrets', {
+              params: { path: { envId }, header: headers },
+              body,
+            }),
+      );
+    },
+    () => {
       setReviewing(false);
       setSaved(true);
       setRound((r) => r + 1);
-    } catch (e) {
-      if (isSignedOut(e)) navigate('/sign-in');
-      setSaveError(e);
-      setReviewing(false);
-    } finally {
-      setBusy(false);
-    }
-  };
+    },
+  );
+  const saveError = save.error;
 
   const title = serviceId ? 'Service secrets' : 'Environment secrets';
   const back = serviceId ? `#/envs/${envId}/services/${serviceId}` : `#/envs/${envId}`;
@@ -277,8 +271,8 @@ export function Secrets(props: { envId: string; serviceId?: string }) {
                 ))}
               </ul>
               <div class="form-actions">
-                <button type="button" class="primary" onClick={save} disabled={busy}>
-                  {busy ? 'Saving…' : `Save ${changes} change${changes === 1 ? '' : 's'}`}
+                <button type="button" class="primary" onClick={() => save.run()} disabled={save.busy}>
+                  {save.busy ? 'Saving…' : `Save ${changes} change${changes === 1 ? '' : 's'}`}
                 </button>
                 <button type="button" onClick={() => setReviewing(false)}>
                   Keep editing

@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks';
-import { api, type FieldErrors, fieldErrorsOf, isSignedOut, unwrap } from '../api.ts';
+import { api, unwrap } from '../api.ts';
 import { FormErrors } from '../form-errors.tsx';
 import { navigate } from '../router.ts';
 import {
@@ -24,6 +24,7 @@ import {
   Time,
   useLoad,
   usePages,
+  useSubmit,
 } from '../ui.tsx';
 
 const DEPLOYMENTS_PAGE = 10;
@@ -111,42 +112,29 @@ function DeployForm(props: { envId: string; service: Service }) {
   const target = targetOf(props.service.source);
   const [value, setValue] = useState('');
   const [note, setNote] = useState('');
-  const [errors, setErrors] = useState<FieldErrors>({});
-  const [error, setError] = useState<unknown>();
-  const [busy, setBusy] = useState(false);
-  const submit = async (event: Event) => {
-    event.preventDefault();
-    setBusy(true);
-    setError(undefined);
-    setErrors({});
-    const body: DeployBody = {
-      ...(value.trim() && { [target.field]: value.trim() }),
-      ...(note.trim() && { note: note.trim() }),
-    };
-    try {
-      const accepted = unwrap(
+  const deploy = useSubmit(
+    async () => {
+      const body: DeployBody = {
+        ...(value.trim() && { [target.field]: value.trim() }),
+        ...(note.trim() && { note: note.trim() }),
+      };
+      return unwrap(
         await api().POST('/v1/environments/{envId}/services/{serviceId}/deploy', {
           params: { path: { envId: props.envId, serviceId: props.service.id } },
           body,
         }),
       );
-      // The other answer is preview mode's, which this form never asks for.
-      if ('deployment_id' in accepted) navigate(`/deployments/${accepted.deployment_id}`);
-    } catch (e) {
-      if (isSignedOut(e)) navigate('/sign-in');
-      setError(e);
-      setErrors(fieldErrorsOf(e));
-    } finally {
-      setBusy(false);
-    }
-  };
+    },
+    // The other answer is preview mode's, which this form never asks for.
+    (accepted) => 'deployment_id' in accepted && navigate(`/deployments/${accepted.deployment_id}`),
+  );
   return (
     <section aria-labelledby="deploy-title">
       <h2 id="deploy-title">Deploy</h2>
-      <form class="card" onSubmit={submit} noValidate>
+      <form class="card" onSubmit={deploy.run} noValidate>
         <FormErrors
-          error={error}
-          unplaced={Object.entries(errors).filter(([f]) => f !== target.field && f !== 'note')}
+          error={deploy.error}
+          unplaced={Object.entries(deploy.errors).filter(([f]) => f !== target.field && f !== 'note')}
         />
         <div class="grid-2">
           <TextField
@@ -155,14 +143,20 @@ function DeployForm(props: { envId: string; service: Service }) {
             hint={target.hint}
             value={value}
             onInput={setValue}
-            error={errors[target.field]}
+            error={deploy.errors[target.field]}
             attrs={{ spellcheck: false }}
           />
-          <TextField id="deploy-note" label="Note" value={note} onInput={setNote} error={errors.note} />
+          <TextField
+            id="deploy-note"
+            label="Note"
+            value={note}
+            onInput={setNote}
+            error={deploy.errors.note}
+          />
         </div>
         <div class="form-actions">
-          <button type="submit" class="primary" disabled={busy}>
-            {busy ? 'Deploying…' : 'Deploy'}
+          <button type="submit" class="primary" disabled={deploy.busy}>
+            {deploy.busy ? 'Deploying…' : 'Deploy'}
           </button>
         </div>
       </form>
@@ -221,7 +215,7 @@ function Deployments(props: { envId: string; serviceId: string }) {
                     <td>
                       <a
                         href={`#/deployments/${d.id}`}
-                        aria-label={`Deployment of ${new Date(d.created_at).toLocaleString()}`}
+                        aria-label={`Deployment of ${new Date(d.created_at).toLocaleString(undefined, { dateStyle: 'short', timeStyle: 'medium' })}`}
                       >
                         <Time at={d.created_at} />
                       </a>
@@ -248,58 +242,42 @@ function Deployments(props: { envId: string; serviceId: string }) {
 function Settings(props: { envId: string; service: Service; onSaved: () => void }) {
   const initial = formValuesOf(props.service as unknown as Record<string, unknown>);
   const [values, setValues] = useState<FormValues>(initial);
-  const [errors, setErrors] = useState<FieldErrors>({});
-  const [error, setError] = useState<unknown>();
   const [saved, setSaved] = useState(false);
-  const [busy, setBusy] = useState(false);
   const onChange = (field: string, value: string | boolean) => {
     setSaved(false);
     setValues((v) => ({ ...v, [field]: value }));
   };
-  const submit = async (event: Event) => {
-    event.preventDefault();
-    // A PATCH names only what changed.
-    const body: Record<string, unknown> = {};
-    if (values.name !== initial.name) body.name = values.name;
-    if (values.source !== initial.source) body.source = values.source;
-    if (values.type !== initial.type) body.type = values.type || null;
-    for (const f of FORM_FIELDS) {
-      if (!isShown(f, values) || values[f.field] === initial[f.field]) continue;
-      body[f.field] = apiValue(f, values[f.field] ?? '');
-    }
-    setError(undefined);
-    setErrors({});
-    if (!Object.keys(body).length) {
-      setSaved(true);
-      return;
-    }
-    setBusy(true);
-    try {
+  const save = useSubmit(
+    async () => {
+      // A PATCH names only what changed.
+      const body: Record<string, unknown> = {};
+      if (values.name !== initial.name) body.name = values.name;
+      if (values.source !== initial.source) body.source = values.source;
+      if (values.type !== initial.type) body.type = values.type || null;
+      for (const f of FORM_FIELDS) {
+        if (!isShown(f, values) || values[f.field] === initial[f.field]) continue;
+        body[f.field] = apiValue(f, values[f.field] ?? '');
+      }
+      if (!Object.keys(body).length) return;
       unwrap(
         await api().PATCH('/v1/environments/{envId}/services/{serviceId}', {
           params: { path: { envId: props.envId, serviceId: props.service.id } },
           body: body as PatchServiceBody,
         }),
       );
-      setSaved(true);
       props.onSaved();
-    } catch (e) {
-      if (isSignedOut(e)) navigate('/sign-in');
-      setError(e);
-      setErrors(fieldErrorsOf(e));
-    } finally {
-      setBusy(false);
-    }
-  };
+    },
+    () => setSaved(true),
+  );
   return (
     <section aria-labelledby="settings-title">
       <h2 id="settings-title">Settings</h2>
-      <form class="card" onSubmit={submit} noValidate>
-        <FormErrors error={error} unplaced={unplacedErrors(errors, values)} />
-        <ServiceFields values={values} errors={errors} onChange={onChange} idPrefix="settings" />
+      <form class="card" onSubmit={save.run} noValidate>
+        <FormErrors error={save.error} unplaced={unplacedErrors(save.errors, values)} />
+        <ServiceFields values={values} errors={save.errors} onChange={onChange} idPrefix="settings" />
         <div class="form-actions">
-          <button type="submit" class="primary" disabled={busy}>
-            {busy ? 'Saving…' : 'Save settings'}
+          <button type="submit" class="primary" disabled={save.busy}>
+            {save.busy ? 'Saving…' : 'Save settings'}
           </button>
           {saved && (
             <span class="notice" role="status">
