@@ -91,10 +91,12 @@ export async function buildApp(deps: Deps, options: AppOptions) {
   registerBodyGuards(app);
   registerClientErrors(app);
   registerConditionalReads(app);
-  app.addHook('onSend', async (request, reply) => {
+  // Callback hooks where nothing waits: an async hook costs a promise per request.
+  app.addHook('onSend', (request, reply, payload, done) => {
     reply.header('x-request-id', request.id);
+    done(null, payload);
   });
-  app.addHook('onResponse', async (request, reply) => {
+  app.addHook('onResponse', (request, reply, done) => {
     request.log.info(
       {
         method: request.method,
@@ -104,6 +106,7 @@ export async function buildApp(deps: Deps, options: AppOptions) {
       },
       'request',
     );
+    done();
   });
   app.decorateRequest('auth', undefined);
   app.decorateRequest('scope', undefined as never);
