@@ -154,3 +154,38 @@ test('a cron tick runs once even with two Berth processes scheduling it', async 
   const left = await swarm.manager.listServices({ filters: { label: [`berth.service=${cron.service.id}`] } });
   assert.deepEqual(left, []);
 });
+
+test('prov_node_group_id places every replica on the nodes labelled with it; reservations and limits follow the service', async () => {
+  const provider = providers[0] ?? (await open());
+  const group = randomUUID();
+  const nodes = await swarm.manager.listNodes();
+  const worker = nodes.find((n: { ManagerStatus?: unknown }) => !n.ManagerStatus);
+  assert.ok(worker, 'the swarm has a worker node');
+  await swarm.manager
+    .getNode(worker.ID)
+    .update({ version: worker.Version.Index, ...worker.Spec, Labels: { 'berth.node_group': group } });
+  const placed = desired({
+    type: 'worker',
+    replica_count: 2,
+    run_command: 'sleep 3600',
+    prov_node_group_id: group,
+    cpu_count_min: 0.1,
+    cpu_count_max: 0.5,
+    memory_mb_min: 16,
+    memory_mb_max: 64,
+  });
+  await provider.apply(placed, never);
+  const tasks = await swarm.manager.listTasks({
+    filters: { service: [`berth-${placed.service.id}`], 'desired-state': ['running'] },
+  });
+  assert.deepEqual(
+    tasks.map((t: { NodeID: string }) => t.NodeID),
+    [worker.ID, worker.ID],
+  );
+  const spec = (await swarm.manager.getService(`berth-${placed.service.id}`).inspect()).Spec.TaskTemplate;
+  assert.deepEqual(spec.Placement.Constraints, [`node.labels.berth.node_group==${group}`]);
+  assert.deepEqual(spec.Resources, {
+    Reservations: { NanoCPUs: 100_000_000, MemoryBytes: 16 * 1024 * 1024 },
+    Limits: { NanoCPUs: 500_000_000, MemoryBytes: 64 * 1024 * 1024 },
+  });
+});
