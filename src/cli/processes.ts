@@ -30,6 +30,7 @@ export async function serveCommand(config: Config, options: { workers: boolean }
   onShutdown(server.close);
   const lines = [
     `Berth is listening on ${server.url} (provider ${providerName(config)}, ${server.runtime.deps.store.kind} database)`,
+    `Console: ${server.url}/ (sign in with an API token)`,
   ];
   if (server.adminTokenGenerated) {
     lines.push(
