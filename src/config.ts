@@ -32,6 +32,10 @@ export interface Config {
   webhookAllowPrivate: boolean;
   /** The first wait before a failed webhook delivery is tried again (then four times longer each time). */
   webhookRetryBaseMs: number;
+  /** BERTH_GIT_BASE_URL: where a git service's `org/repo` lives when it names no connection. */
+  gitBaseUrl: string;
+  /** BERTH_GIT_POLL_INTERVAL_MS: how often the git poller asks each auto_deploy branch for its head; 0: off. */
+  gitPollIntervalMs: number;
   logLevel: string;
 }
 
@@ -52,6 +56,11 @@ export function intSetting(
     throw new ConfigError(`${name} must be a whole number from ${min} to ${max}, got "${raw}"`);
   }
   return value;
+}
+
+/** Where anonymous clones come from; the docker driver reads the same setting through this. */
+export function gitBaseUrlSetting(env: NodeJS.ProcessEnv): string {
+  return env.BERTH_GIT_BASE_URL || 'https://github.com/';
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -105,6 +114,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     ),
     webhookAllowPrivate: /^(1|true|yes)$/i.test(env.BERTH_WEBHOOK_ALLOW_PRIVATE ?? ''),
     webhookRetryBaseMs: intSetting(env, 'BERTH_WEBHOOK_RETRY_BASE_MS', 5_000, 1, 3_600_000),
+    gitBaseUrl: gitBaseUrlSetting(env),
+    // Off unless asked for: hosts that can reach Berth send webhooks instead.
+    gitPollIntervalMs: intSetting(env, 'BERTH_GIT_POLL_INTERVAL_MS', 0, 0, 86_400_000),
     logLevel: env.BERTH_LOG_LEVEL || 'info',
   };
 }

@@ -6,6 +6,7 @@ import { DnsLookup } from './dns.ts';
 import type { Deps } from './domain/usecases/context.ts';
 import { collectWhenIdle } from './idle-collector.ts';
 import { startEventRetention } from './jobs/event-retention.ts';
+import { startGitPoller } from './jobs/git-poller.ts';
 import { jobHandlers } from './jobs/handlers/index.ts';
 import { startObserver } from './jobs/observer.ts';
 import { DEFAULT_CONCURRENCY, Worker } from './jobs/worker.ts';
@@ -66,6 +67,11 @@ export function startWorker(deps: Deps, options: { concurrency?: number; pollMs?
   });
 }
 
+/** The git poller, when BERTH_GIT_POLL_INTERVAL_MS asks for one; it runs wherever workers run. */
+export function startGitPolling(deps: Deps): { stop(): Promise<void> } | null {
+  return deps.config.gitPollIntervalMs > 0 ? startGitPoller(deps) : null;
+}
+
 export interface Server {
   url: string;
   adminToken: string;
@@ -111,6 +117,7 @@ export async function startServer(
   let worker: Worker | null = null;
   let observer: ReturnType<typeof startObserver> | null = null;
   let retention: ReturnType<typeof startEventRetention> | null = null;
+  let poller: ReturnType<typeof startGitPolling> = null;
   let workerStore: Store | null = null;
   try {
     // The embedded database has one process, so a lease left in it belongs to a process that is gone.
@@ -145,7 +152,8 @@ export async function startServer(
     await worker?.start();
     observer = worker ? startObserver(workerDeps) : null;
     retention = worker ? startEventRetention(workerDeps) : null;
-    const running = { app, worker, observer, retention, workerStore };
+    poller = worker ? startGitPolling(workerDeps) : null;
+    const running = { app, worker, observer, retention, poller, workerStore };
     return {
       url: address,
       adminToken: admin.token,
@@ -157,6 +165,7 @@ export async function startServer(
         await running.worker?.stop();
         await running.observer?.stop();
         await running.retention?.stop();
+        await running.poller?.stop();
         await running.workerStore?.close();
         await runtime.close();
       },
@@ -166,6 +175,7 @@ export async function startServer(
     await worker?.stop();
     await observer?.stop();
     await retention?.stop();
+    await poller?.stop();
     await workerStore?.close();
     await runtime.close();
     throw error;

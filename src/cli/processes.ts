@@ -3,7 +3,7 @@ import { ConfigError } from '../config.ts';
 import { startEventRetention } from '../jobs/event-retention.ts';
 import { startObserver } from '../jobs/observer.ts';
 import { providerName } from '../providers/registry.ts';
-import { makeLogger, openRuntime, startServer, startWorker } from '../runtime.ts';
+import { makeLogger, openRuntime, startGitPolling, startServer, startWorker } from '../runtime.ts';
 import { openStore } from '../store/database.ts';
 
 function onShutdown(close: () => Promise<void>): void {
@@ -31,6 +31,7 @@ export async function serveCommand(config: Config, options: { workers: boolean }
   onShutdown(server.close);
   const lines = [
     `Berth is listening on ${server.url} (provider ${providerName(config)}, ${server.runtime.deps.store.kind} database)`,
+    `Console: ${server.url}/ (sign in with an API token)`,
   ];
   if (server.adminTokenGenerated) {
     lines.push(
@@ -64,10 +65,12 @@ export async function workerCommand(config: Config, options: { concurrency: numb
   const worker = startWorker(runtime.deps, { concurrency: options.concurrency });
   const observer = startObserver(runtime.deps);
   const retention = startEventRetention(runtime.deps);
+  const poller = startGitPolling(runtime.deps);
   onShutdown(async () => {
     await worker.stop();
     await observer.stop();
     await retention.stop();
+    await poller?.stop();
     await runtime.close();
   });
   await worker.start();

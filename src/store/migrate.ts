@@ -19,6 +19,7 @@ import * as deployControls from './migrations/0017-deploy-controls.ts';
 import * as events from './migrations/0018-events.ts';
 import * as webhooks from './migrations/0019-webhooks.ts';
 import * as gitConnections from './migrations/0022-git-connections.ts';
+import * as gitPollHeads from './migrations/0023-git-poll-heads.ts';
 import type { Database } from './schema.ts';
 
 /** Every migration, in order. Listed here rather than read from disk so the build carries them. */
@@ -43,6 +44,7 @@ const migrations: Record<string, Migration> = {
   '0018-events': events,
   '0019-webhooks': webhooks,
   '0022-git-connections': gitConnections,
+  '0023-git-poll-heads': gitPollHeads,
 };
 
 export class MigrationError extends Error {}

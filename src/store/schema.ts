@@ -293,6 +293,13 @@ export interface GitDeliveriesTable {
   received_at: Generated<Date>;
 }
 
+/** The branch head the git poller last saw for a service. */
+export interface GitPollHeadsTable {
+  service_id: string;
+  head: string;
+  seen_at: Generated<Date>;
+}
+
 export interface Database {
   accounts: AccountsTable;
   api_tokens: ApiTokensTable;
@@ -315,6 +322,7 @@ export interface Database {
   webhook_deliveries: WebhookDeliveriesTable;
   git_connections: GitConnectionsTable;
   git_deliveries: GitDeliveriesTable;
+  git_poll_heads: GitPollHeadsTable;
 }
 
 export type AccountRow = Selectable<AccountsTable>;
