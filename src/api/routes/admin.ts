@@ -25,6 +25,7 @@ import {
 } from '../../domain/usecases/git-connections.ts';
 import { isUuid } from '../../domain/uuid.ts';
 import { listAccounts } from '../../store/repositories/accounts.ts';
+import { sealedPasswordByArn } from '../../store/repositories/resources.ts';
 import type { AccountRow, GitConnectionRow } from '../../store/schema.ts';
 import { callOf, type TokenAuthenticator } from '../plugins/auth.ts';
 import type { AuthFailureLimit } from '../plugins/auth-failures.ts';
@@ -89,6 +90,33 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{
       },
     },
     async () => success({ accounts: (await listAccounts(deps.store.db)).map(accountView) }),
+  );
+
+  app.get(
+    '/dependency-passwords',
+    {
+      schema: {
+        summary: "Read back the password a dependency's $passwordArn names",
+        description:
+          'Berth generates the passwords of ops.json dependencies (rds) and keeps them sealed; a service ' +
+          'gets one through a `$password` export, the operator reads it here by the `$passwordArn` that ' +
+          "GET .../dependencies shows. 404 when no dependency's $passwordArn is `arn`.",
+        querystring: Type.Object(
+          { arn: Type.String({ minLength: 1, maxLength: 300 }) },
+          { additionalProperties: false },
+        ),
+        response: {
+          200: Envelope(Type.Object({ arn: Type.String(), password: Type.String() })),
+          ...ADMIN_ERRORS,
+        },
+      },
+    },
+    async (request) => {
+      const { arn } = request.query;
+      const sealed = await sealedPasswordByArn(deps.store.db, arn);
+      if (sealed === null) throw new NotFoundError('Dependency password');
+      return success({ arn, password: deps.secretBox.open(sealed) });
+    },
   );
 
   app.post(
