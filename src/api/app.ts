@@ -29,6 +29,7 @@ import { deploymentLogRoutes } from './routes/deployment-logs.ts';
 import { deploymentRoutes } from './routes/deployments.ts';
 import { environmentRoutes } from './routes/environments.ts';
 import { healthRoutes } from './routes/health.ts';
+import { hookRoutes } from './routes/hooks.ts';
 import { logRoutes } from './routes/logs.ts';
 import { secretRoutes } from './routes/secrets.ts';
 import { serviceRoutes } from './routes/services.ts';
@@ -89,10 +90,12 @@ export async function buildApp(deps: Deps, options: AppOptions) {
   registerBodyGuards(app);
   registerClientErrors(app);
   registerConditionalReads(app);
-  app.addHook('onSend', async (request, reply) => {
+  // Callback hooks where nothing waits: an async hook costs a promise per request.
+  app.addHook('onSend', (request, reply, payload, done) => {
     reply.header('x-request-id', request.id);
+    done(null, payload);
   });
-  app.addHook('onResponse', async (request, reply) => {
+  app.addHook('onResponse', (request, reply, done) => {
     request.log.info(
       {
         method: request.method,
@@ -102,6 +105,7 @@ export async function buildApp(deps: Deps, options: AppOptions) {
       },
       'request',
     );
+    done();
   });
   app.decorateRequest('auth', undefined);
   app.decorateRequest('scope', undefined as never);
@@ -168,6 +172,7 @@ export async function buildApp(deps: Deps, options: AppOptions) {
     },
     { prefix: '/v1' },
   );
+  await app.register(hookRoutes, { prefix: '/hooks', deps });
   await app.register(adminRoutes, {
     prefix: '/admin/v1',
     deps,

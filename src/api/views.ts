@@ -73,9 +73,19 @@ export function originOf(
   identity: EnvironmentIdentity,
   activeDomain: CustomDomainRow | null = null,
 ) {
-  const ingress = new URL(identity.ingress_url);
+  const { scheme, port } = ingressOf(identity.ingress_url);
   const host = activeDomain ? activeDomain.domain : `${subdomain}.${identity.ingress_host}`;
-  return `${ingress.protocol}//${host}${ingress.port ? `:${ingress.port}` : ''}`;
+  return `${scheme}//${host}${port}`;
+}
+
+// Parsed once per ingress URL, not once per row of a list (100 URL parses a page).
+let lastIngress: { url: string; scheme: string; port: string } | undefined;
+function ingressOf(url: string) {
+  if (lastIngress?.url !== url) {
+    const parsed = new URL(url);
+    lastIngress = { url, scheme: parsed.protocol, port: parsed.port ? `:${parsed.port}` : '' };
+  }
+  return lastIngress;
 }
 
 export interface ServiceViewOptions {

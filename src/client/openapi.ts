@@ -4050,6 +4050,172 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/hooks/github": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Receive a GitHub webhook (docs/git.md)
+         * @description No bearer token: X-Hub-Signature-256 (HMAC-SHA256 of the raw body with a connection's webhook secret) names the connection. X-GitHub-Event and X-GitHub-Delivery are required; a delivery id seen before does nothing. push deploys auto_deploy services; pull_request opened/synchronize/reopened deploys the preview, closed deletes it.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            /** @description the host's event payload, as it sent it */
+            requestBody: {
+                content: {
+                    "application/json": unknown;
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            message: "success";
+                            data: {
+                                delivery_id: string;
+                                /** @description a redelivery: nothing was done again */
+                                duplicate: boolean;
+                                ignored: string | null;
+                                deployment_ids: string[];
+                                preview_service_ids: string[];
+                                deleted_service_ids: string[];
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/hooks/gitlab": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Receive a GitLab webhook (docs/git.md)
+         * @description No bearer token: X-Gitlab-Token (a connection's webhook secret) names the connection. X-Gitlab-Event and X-Gitlab-Event-UUID are required; a delivery id seen before does nothing. Push Hook deploys auto_deploy services.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            /** @description the host's event payload, as it sent it */
+            requestBody: {
+                content: {
+                    "application/json": unknown;
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            message: "success";
+                            data: {
+                                delivery_id: string;
+                                /** @description a redelivery: nothing was done again */
+                                duplicate: boolean;
+                                ignored: string | null;
+                                deployment_ids: string[];
+                                preview_service_ids: string[];
+                                deleted_service_ids: string[];
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/v1/accounts": {
         parameters: {
             query?: never;

@@ -49,11 +49,14 @@ function answerFor(error: ParserError, limits: ClientErrorLimits): { status: num
 const answeredEarly = new WeakSet<Socket>();
 
 export function registerClientErrors(app: FastifyInstance): void {
-  app.addHook('onRequest', async (request) => {
+  // Callback hooks: nothing here waits, and an async hook costs a promise per request.
+  app.addHook('onRequest', (request, _reply, done) => {
     answeredEarly.delete(request.raw.socket);
+    done();
   });
-  app.addHook('onResponse', async (request) => {
+  app.addHook('onResponse', (request, _reply, done) => {
     if (!request.raw.complete) answeredEarly.add(request.raw.socket);
+    done();
   });
 }
 

@@ -40,10 +40,11 @@ export const RESOURCE_OF_PARAM: Record<string, string> = {
 /** The path's parameters as strings, whatever the route's params type says before validation. */
 function pathParams(request: FastifyRequest): Record<string, string | undefined> {
   const params: unknown = request.params;
-  if (typeof params !== 'object' || params === null) return {};
-  return Object.fromEntries(
-    Object.entries(params).map(([k, v]) => [k, typeof v === 'string' ? v : undefined]),
-  );
+  const strings: Record<string, string | undefined> = {};
+  if (typeof params !== 'object' || params === null) return strings;
+  // A plain loop: this runs on every /v1 request.
+  for (const [k, v] of Object.entries(params)) strings[k] = typeof v === 'string' ? v : undefined;
+  return strings;
 }
 
 /** An id that is not a UUID names nothing: 404, before anything is read. */

@@ -32,7 +32,7 @@ export async function recordAudit(
   await insertAuditLog(db, {
     id: randomUUID(),
     account_id: actor.accountId,
-    actor: actor.tokenId ? 'API Token' : 'Operator',
+    actor: actor.name ?? (actor.tokenId ? 'API Token' : 'Operator'),
     token_id: actor.tokenId,
     action,
     resource_type: subject.type ?? action.slice(0, action.indexOf('.')),

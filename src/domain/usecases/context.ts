@@ -25,8 +25,13 @@ export interface Call {
   idempotency?: KeyClaim | undefined;
 }
 
-/** Who is acting: an API token of an account (actor `API Token`), or the operator through the admin API. */
+/**
+ * Who is acting: an API token of an account (actor `API Token`), the operator through the admin API, or
+ * a git host's webhook (named; its request id is the delivery id).
+ */
 export interface Actor extends Call {
   accountId: string;
   tokenId: string | null;
+  /** Who the audit log names when it is neither a token nor the operator (`GitHub push`). */
+  name?: string;
 }

@@ -11,7 +11,8 @@ import { acceptDeployment } from './deployments.ts';
 import { readSecrets, storeSecrets } from './secrets.ts';
 import { assertNotDeleting, lockLiveService } from './service-guards.ts';
 
-function checkPreview(parent: ServiceRow, body: DeployBody): FieldError[] {
+/** Why a preview of `parent` cannot be deployed with `body`: the deploy endpoint's preview-mode rules. */
+export function checkPreview(parent: ServiceRow, body: DeployBody): FieldError[] {
   const errors: FieldError[] = [];
   for (const field of ['commit_id', 'branch', 'pr_number'] as const) {
     if (body[field] === undefined || body[field] === '')
@@ -33,7 +34,7 @@ function checkPreview(parent: ServiceRow, body: DeployBody): FieldError[] {
 
 async function createPreviewService(
   trx: Db,
-  deps: Pick<Deps, 'store' | 'secretBox'>,
+  deps: Pick<Deps, 'secretBox'>,
   parent: ServiceRow,
   body: DeployBody,
 ): Promise<ServiceRow> {
@@ -85,18 +86,30 @@ export async function deployPreview(
   const errors = checkPreview(parent, body);
   if (errors.length > 0) throw ValidationError.fields(errors);
   assertNotDeleting(parent);
-  return deps.store.db.transaction().execute(async (trx) => {
-    // The parent's lock serializes two first deploys of the same pull request, and sees a delete.
-    await lockLiveService(trx, parent.id);
-    const existing = await findPreview(trx, parent.id, body.pr_number as number);
-    const preview = existing ?? (await createPreviewService(trx, deps, parent, body));
-    if (existing) assertNotDeleting(existing);
-    await acceptDeployment(trx, preview.id, { commit_id: body.commit_id, note: body.note });
-    await recordAudit(trx, actor, existing ? 'deployment.preview' : 'deployment.preview.create', {
-      type: 'service',
-      id: preview.id,
-      environmentId: parent.environment_id,
-    });
-    return { preview, isNew: !existing };
+  return deps.store.db.transaction().execute((trx) => deployPreviewIn(trx, deps, actor, parent, body));
+}
+
+/**
+ * The preview deployment inside the caller's transaction (a pull-request webhook writes it with the
+ * delivery that caused it); the caller checked the body (`previewErrors`).
+ */
+export async function deployPreviewIn(
+  trx: Db,
+  deps: Pick<Deps, 'secretBox'>,
+  actor: Actor,
+  parent: ServiceRow,
+  body: DeployBody,
+) {
+  // The parent's lock serializes two first deploys of the same pull request, and sees a delete.
+  await lockLiveService(trx, parent.id);
+  const existing = await findPreview(trx, parent.id, body.pr_number as number);
+  const preview = existing ?? (await createPreviewService(trx, deps, parent, body));
+  if (existing) assertNotDeleting(existing);
+  await acceptDeployment(trx, preview.id, { commit_id: body.commit_id, note: body.note });
+  await recordAudit(trx, actor, existing ? 'deployment.preview' : 'deployment.preview.create', {
+    type: 'service',
+    id: preview.id,
+    environmentId: parent.environment_id,
   });
+  return { preview, isNew: !existing };
 }

@@ -167,26 +167,29 @@ export async function deleteService(
   assertNotDeleting(service);
   if (service.is_protected)
     throw new ConflictError('Cannot delete a protected service. Remove protection first.');
-  await deps.store.db.transaction().execute(async (trx) => {
-    const locked = await lockLiveService(trx, service.id);
-    if (locked.is_protected)
-      throw new ConflictError('Cannot delete a protected service. Remove protection first.');
-    const queued = await unfinishedDeployments(trx, service.id, ['queued']);
-    for (const d of queued) {
-      await transitionDeployment(trx, d.id, ['queued'], 'failed', {
-        failure_reason: 'Cancelled: the service was deleted before this deployment started',
-      });
-    }
-    await dropJobs(
-      trx,
-      'deploy',
-      queued.map((d) => d.id),
-    );
-    await moveLiveService(trx, service.id, 'delete_pending');
-    await enqueue(trx, { kind: 'delete_service', subjectId: service.id, queueKey: service.id });
-    await recordAudit(trx, actor, 'service.delete', {
-      id: service.id,
-      environmentId: service.environment_id,
+  await deps.store.db.transaction().execute((trx) => deleteServiceIn(trx, actor, service));
+}
+
+/** The delete inside the caller's transaction (a closed pull request deletes its preview with the delivery). */
+export async function deleteServiceIn(trx: Db, actor: Actor, service: ServiceRow): Promise<void> {
+  const locked = await lockLiveService(trx, service.id);
+  if (locked.is_protected)
+    throw new ConflictError('Cannot delete a protected service. Remove protection first.');
+  const queued = await unfinishedDeployments(trx, service.id, ['queued']);
+  for (const d of queued) {
+    await transitionDeployment(trx, d.id, ['queued'], 'failed', {
+      failure_reason: 'Cancelled: the service was deleted before this deployment started',
     });
+  }
+  await dropJobs(
+    trx,
+    'deploy',
+    queued.map((d) => d.id),
+  );
+  await moveLiveService(trx, service.id, 'delete_pending');
+  await enqueue(trx, { kind: 'delete_service', subjectId: service.id, queueKey: service.id });
+  await recordAudit(trx, actor, 'service.delete', {
+    id: service.id,
+    environmentId: service.environment_id,
   });
 }

@@ -17,7 +17,7 @@ import {
 } from '../../store/repositories/deployments.ts';
 import { recordObservation } from '../../store/repositories/observations.ts';
 import { followDeployment } from '../../store/repositories/services.ts';
-import type { JobRow } from '../../store/schema.ts';
+import type { DeploymentRow, JobRow } from '../../store/schema.ts';
 import { DeploymentLogWriter } from '../deployment-log.ts';
 import { desiredStateOf } from '../desired-state.ts';
 import { TerminalError } from '../errors.ts';
@@ -31,6 +31,17 @@ import type { JobHandler } from '../worker.ts';
  * instead of rolling it out again. A TerminalError from the provider fails the deployment with its
  * message; any other error is retried. What runs afterwards is observed and written back.
  */
+/**
+ * What the provider resolved, except that a commit's author and message the git host's event recorded
+ * (a push) stay when the provider ran that same commit: the host knows them, a simulated cloud does not.
+ */
+function keepHostDetails(deployment: DeploymentRow, source: DeployedSource | undefined): DeployedSource {
+  if (!source || !deployment.git_commit_author || source.git_commit_ref !== deployment.git_commit_ref)
+    return source ?? {};
+  const { git_commit_author: _author, git_commit_message: _message, ...rest } = source;
+  return rest;
+}
+
 /** How often a running deployment looks for a cancel. */
 const CANCEL_POLL_MS = 300;
 
@@ -119,7 +130,7 @@ export function deployHandler(deps: Deps): JobHandler {
           const moved = await transitionDeployment(trx, deployment.id, ['in_progress'], 'success', {
             prov_deployment_id: applied.provDeploymentId,
             failure_reason: '',
-            ...applied.source,
+            ...keepHostDetails(deployment, applied.source),
           });
           if (moved) {
             await followDeployment(trx, service.id, deployment.id, 'running', {

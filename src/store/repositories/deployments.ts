@@ -193,3 +193,12 @@ export async function successfulDeployments(db: Db, serviceId: string, limit: nu
     .limit(limit)
     .execute();
 }
+
+/** Who wrote a deployment's commit and why, as the git host's event told it. */
+export async function recordCommitDetails(
+  db: Db,
+  id: string,
+  details: { git_commit_author: string; git_commit_message: string },
+): Promise<void> {
+  await db.updateTable('deployments').set(details).where('id', '=', id).execute();
+}

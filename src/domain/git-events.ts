@@ -1,0 +1,134 @@
+/**
+ * What Berth reads of a git host's webhook payloads: only the fields it acts on, declared as schemas
+ * (the rest of a payload is left alone), turned into one of three events.
+ * @module
+ */
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { Type } from 'typebox';
+import { Check } from 'typebox/value';
+
+export interface PushEvent {
+  type: 'push';
+  repo: string;
+  branch: string;
+  commit: { id: string; author: string; message: string };
+}
+
+export interface PullRequestEvent {
+  type: 'pull_request';
+  /** `open`: opened, synchronized (new commits) or reopened; `close`: closed or merged. */
+  action: 'open' | 'close';
+  repo: string;
+  /** The branch the pull request goes into: the parent service's branch. */
+  baseBranch: string;
+  headBranch: string;
+  headSha: string;
+  number: number;
+}
+
+export type GitEvent = PushEvent | PullRequestEvent | { type: 'ignored'; why: string };
+
+const Author = Type.Object({ name: Type.String(), email: Type.String() });
+const Commit = Type.Object({ id: Type.String(), message: Type.String(), author: Author });
+
+const GithubPush = Type.Object({
+  ref: Type.String(),
+  after: Type.String(),
+  deleted: Type.Optional(Type.Boolean()),
+  head_commit: Type.Union([Commit, Type.Null()]),
+  repository: Type.Object({ full_name: Type.String() }),
+});
+
+const GithubPullRequest = Type.Object({
+  action: Type.String(),
+  number: Type.Integer({ minimum: 1 }),
+  pull_request: Type.Object({
+    head: Type.Object({ ref: Type.String(), sha: Type.String() }),
+    base: Type.Object({ ref: Type.String(), repo: Type.Object({ full_name: Type.String() }) }),
+  }),
+});
+
+const GitlabPush = Type.Object({
+  object_kind: Type.Literal('push'),
+  ref: Type.String(),
+  checkout_sha: Type.Union([Type.String(), Type.Null()]),
+  project: Type.Object({ path_with_namespace: Type.String() }),
+  commits: Type.Array(Commit),
+});
+
+const BRANCH_REF = /^refs\/heads\/(.+)$/;
+const author = (a: { name: string; email: string }) => `${a.name} <${a.email}>`;
+
+/** A GitHub event (`X-GitHub-Event`) as Berth acts on it. */
+export function githubEvent(name: string, payload: unknown): GitEvent {
+  if (name === 'push') {
+    if (!Check(GithubPush, payload)) return { type: 'ignored', why: 'a push payload without its fields' };
+    const branch = BRANCH_REF.exec(payload.ref)?.[1];
+    if (!branch) return { type: 'ignored', why: `a push to ${payload.ref}, not a branch` };
+    if (payload.deleted || !payload.head_commit) return { type: 'ignored', why: `branch ${branch} deleted` };
+    const head = payload.head_commit;
+    return {
+      type: 'push',
+      repo: payload.repository.full_name,
+      branch,
+      commit: { id: payload.after, author: author(head.author), message: head.message.trim() },
+    };
+  }
+  if (name === 'pull_request') {
+    if (!Check(GithubPullRequest, payload))
+      return { type: 'ignored', why: 'a pull_request payload without its fields' };
+    const action = ['opened', 'synchronize', 'reopened'].includes(payload.action)
+      ? 'open'
+      : payload.action === 'closed'
+        ? 'close'
+        : undefined;
+    if (!action) return { type: 'ignored', why: `pull request action ${payload.action}` };
+    const pr = payload.pull_request;
+    return {
+      type: 'pull_request',
+      action,
+      repo: pr.base.repo.full_name,
+      baseBranch: pr.base.ref,
+      headBranch: pr.head.ref,
+      headSha: pr.head.sha,
+      number: payload.number,
+    };
+  }
+  return { type: 'ignored', why: `event ${name}` };
+}
+
+/** A GitLab event (`X-Gitlab-Event`). Merge requests do nothing: previews are for GitHub services. */
+export function gitlabEvent(name: string, payload: unknown): GitEvent {
+  if (name !== 'Push Hook') return { type: 'ignored', why: `event ${name}` };
+  if (!Check(GitlabPush, payload)) return { type: 'ignored', why: 'a push payload without its fields' };
+  const branch = BRANCH_REF.exec(payload.ref)?.[1];
+  if (!branch || !payload.checkout_sha)
+    return { type: 'ignored', why: `a push to ${payload.ref} with no head` };
+  const head = payload.commits.find((c) => c.id === payload.checkout_sha);
+  return {
+    type: 'push',
+    repo: payload.project.path_with_namespace,
+    branch,
+    commit: {
+      id: payload.checkout_sha,
+      author: head ? author(head.author) : '',
+      message: head?.message.trim() ?? '',
+    },
+  };
+}
+
+/** GitHub's `X-Hub-Signature-256`: `sha256=` and the HMAC-SHA256 of the raw body, compared in constant time. */
+export function githubSignatureMatches(secret: string, body: Buffer, header: string): boolean {
+  const expected = Buffer.from(`sha256=${createHmac('sha256', secret).update(body).digest('hex')}`);
+  const given = Buffer.from(header);
+  return given.length === expected.length && timingSafeEqual(given, expected);
+}
+
+/**
+ * GitLab's `X-Gitlab-Token` is the secret itself. Both sides are hashed first, so the comparison takes
+ * the same time whatever the length of what was sent.
+ */
+export function gitlabTokenMatches(secret: string, header: string): boolean {
+  const digest = (text: string) => createHash('sha256').update(text).digest();
+  return timingSafeEqual(digest(secret), digest(header));
+}

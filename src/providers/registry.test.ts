@@ -1,0 +1,27 @@
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+const MAIN = fileURLToPath(new URL('../cli/main.ts', import.meta.url));
+
+/** The CommonJS packages (dockerode and what it brings are CommonJS) loaded by importing `module`. */
+function commonJsPackagesLoadedBy(module: string): string[] {
+  const script = `
+    import { createRequire } from 'node:module';
+    await import(${JSON.stringify(module)});
+    const names = Object.keys(createRequire(import.meta.url).cache)
+      .map((file) => /node_modules\\/((?:@[^/]+\\/)?[^/]+)/.exec(file)?.[1])
+      .filter(Boolean);
+    console.log(JSON.stringify([...new Set(names)]));`;
+  const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
+  return JSON.parse(out) as string[];
+}
+
+test('the docker driver loads only when chosen: starting the CLI loads no dockerode, gRPC or ssh2', () => {
+  const loaded = commonJsPackagesLoadedBy(MAIN);
+  assert.ok(loaded.includes('pg'), `the probe sees CommonJS packages: ${loaded.join(', ')}`);
+  for (const name of ['dockerode', '@grpc/grpc-js', 'ssh2']) {
+    assert.ok(!loaded.includes(name), `${name} was loaded at start`);
+  }
+});
