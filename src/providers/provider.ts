@@ -73,6 +73,7 @@ export type ServiceSpec = Pick<
   | 'run_command'
   | 'helm_chart_repo'
   | 'helm_chart_name'
+  | 'prov_node_group_id'
 >;
 
 /** What identifies a service to a runtime: enough to find what runs for it. */

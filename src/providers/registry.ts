@@ -40,9 +40,24 @@ const DRIVERS: Record<string, (context: DriverContext) => Promise<Provider>> = {
       settings,
     });
   },
+  // Docker Engine in swarm mode: it shares the docker driver's routing table (and so its migrations).
+  swarm: async ({ config, db, logger }) => {
+    // Loaded only when chosen, as the docker driver.
+    const [{ SwarmProvider }, { swarmSettings }, { swarmMigrations }, { dockerMigrations }] =
+      await Promise.all([
+        import('./swarm/swarm-provider.ts'),
+        import('./swarm/settings.ts'),
+        import('./swarm/tables.ts'),
+        import('./docker/tables.ts'),
+      ]);
+    const settings = swarmSettings(config.providerEnv);
+    await migrateDriver(db, 'docker', dockerMigrations);
+    await migrateDriver(db, 'swarm', swarmMigrations);
+    return new SwarmProvider({ db, logger: logger.child({ component: 'swarm' }), settings });
+  },
   kubernetes: async () => {
     throw new ProviderUnavailableError(
-      'BERTH_PROVIDER=kubernetes is not available in this version; use sim (the default) or docker',
+      'BERTH_PROVIDER=kubernetes is not available in this version; use sim (the default), docker or swarm',
     );
   },
 };

@@ -37,16 +37,17 @@ export interface Registry {
   stop(): Promise<void>;
 }
 
-export async function startRegistry(): Promise<Registry> {
+/** Debian's docker-registry on `host` (another machine's engines reach it there), at a free port unless given. */
+export async function startRegistry(host = '127.0.0.1', chosenPort?: number): Promise<Registry> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-registry-'));
-  const port = await freePort();
+  const port = chosenPort ?? (await freePort());
   const config = path.join(dir, 'config.yml');
   fs.writeFileSync(
     config,
-    `version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: ${dir}/data\nhttp:\n  addr: 127.0.0.1:${port}\n`,
+    `version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: ${dir}/data\nhttp:\n  addr: ${host}:${port}\n`,
   );
   const child = spawn('docker-registry', ['serve', config], { stdio: 'ignore' });
-  const address = `127.0.0.1:${port}`;
+  const address = `${host}:${port}`;
   await pollUntil('the registry to answer', async () => {
     const res = await fetch(`http://${address}/v2/`).catch(() => null);
     return res?.ok ? true : undefined;

@@ -55,6 +55,7 @@ export function serviceSpecIn(
     run_command: null,
     helm_chart_repo: null,
     helm_chart_name: null,
+    prov_node_group_id: null,
     ...extra,
   };
 }

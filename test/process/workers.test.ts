@@ -260,12 +260,13 @@ test('workers SIGKILLed mid-call: no overlapping provider calls for one service,
     assert.equal(killedAt.size, SOAK_KILLS);
     const deployments = await store.db
       .selectFrom('deployments')
-      .select(['id', 'service_id', 'state', 'created_at'])
+      .select(['id', 'service_id', 'state', 'created_at', 'failure_reason'])
       .orderBy('created_at')
       .execute();
     assert.equal(deployments.length, SOAK_SERVICES * (SOAK_FIRST_DEPLOYS + SOAK_KILLS));
+    // The reason goes into the failure message: a soak that fails once under load must say why.
     assert.deepEqual(
-      deployments.filter((d) => d.state !== 'success').map((d) => d.state),
+      deployments.filter((d) => d.state !== 'success').map((d) => `${d.state}: ${d.failure_reason}`),
       [],
       'every deployment succeeded',
     );

@@ -6,19 +6,16 @@
  * its own database: another Berth sharing the Docker engine keeps its own.
  * @module
  */
-import { Cron } from 'croner';
 import type Docker from 'dockerode';
 import type { Logger } from 'pino';
 import { LABEL, labelFilter } from './labels.ts';
+import { Schedules } from './schedules.ts';
 
-const RESCAN_MS = 5000;
 const RUNS_KEPT = 3;
 
 export class CronScheduler {
-  private readonly schedules = new Map<string, { cron: Cron; schedule: string }>();
+  private readonly schedules: Schedules;
   private readonly ticking = new Set<string>();
-  private timer: NodeJS.Timeout | undefined;
-  private started = false;
   private readonly docker: Docker;
   private readonly logger: Logger;
   private readonly ownServices: (ids: string[]) => Promise<Set<string>>;
@@ -27,52 +24,39 @@ export class CronScheduler {
     this.docker = docker;
     this.logger = logger;
     this.ownServices = ownServices;
+    this.schedules = new Schedules(
+      logger,
+      () => this.templates(),
+      (id) => this.tick(id),
+    );
   }
 
   async start(): Promise<void> {
-    this.started = true;
-    await this.rescan();
-    this.timer = setInterval(() => {
-      this.rescan().catch((err) => this.logger.warn({ err }, 'cron rescan failed'));
-    }, RESCAN_MS);
+    await this.schedules.start();
   }
 
   stop(): void {
-    this.started = false;
-    clearInterval(this.timer);
-    for (const { cron } of this.schedules.values()) cron.stop();
-    this.schedules.clear();
+    this.schedules.stop();
   }
 
   /** A no-op in processes that do not serve (berth worker): only berth serve runs schedules. */
   async rescan(): Promise<void> {
-    if (!this.started) return;
+    await this.schedules.rescan();
+  }
+
+  /** The templates of this database's services, by container id, with their schedules. */
+  private async templates(): Promise<Map<string, string>> {
     const templates = await this.docker.listContainers({
       all: true,
       filters: labelFilter({ [LABEL.managed]: 'true', [LABEL.role]: 'cron-template' }),
     });
     const ours = await this.ownServices(templates.map((t) => t.Labels[LABEL.service] ?? ''));
-    const seen = new Set<string>();
+    const wanted = new Map<string, string>();
     for (const template of templates) {
-      if (!ours.has(template.Labels[LABEL.service] ?? '')) continue;
       const schedule = template.Labels[LABEL.cronSchedule];
-      if (!schedule) continue;
-      seen.add(template.Id);
-      if (this.schedules.get(template.Id)?.schedule === schedule) continue;
-      this.schedules.get(template.Id)?.cron.stop();
-      const cron = new Cron(schedule, { protect: true }, () => {
-        this.tick(template.Id).catch((err) =>
-          this.logger.warn({ err, template: template.Id }, 'cron run failed to start'),
-        );
-      });
-      this.schedules.set(template.Id, { cron, schedule });
+      if (ours.has(template.Labels[LABEL.service] ?? '') && schedule) wanted.set(template.Id, schedule);
     }
-    for (const [id, { cron }] of this.schedules) {
-      if (!seen.has(id)) {
-        cron.stop();
-        this.schedules.delete(id);
-      }
-    }
+    return wanted;
   }
 
   /**

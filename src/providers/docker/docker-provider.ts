@@ -1,11 +1,9 @@
-import { readFile } from 'node:fs/promises';
-import os from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import Docker from 'dockerode';
 import type { Logger } from 'pino';
-import { type OpsConfig, parseOpsJson } from '../../domain/ops-json.ts';
+import type { OpsConfig } from '../../domain/ops-json.ts';
 import { isUuid } from '../../domain/uuid.ts';
-import { SupersededError, TerminalError } from '../../jobs/errors.ts';
+import { SupersededError } from '../../jobs/errors.ts';
 import type { Db } from '../../store/database.ts';
 import {
   type Applied,
@@ -26,15 +24,17 @@ import {
 } from '../provider.ts';
 import { CronScheduler } from './cron.ts';
 import { Drainer } from './drain.ts';
-import { checkout, inside } from './git-source.ts';
+import { ensureNetwork, ingressIdentity } from './environment.ts';
+import { buildFromGit } from './git-build.ts';
 import { type Target, waitReady } from './health.ts';
-import { buildImage, engineError, imageReference, pullImage } from './images.ts';
-import { type Ingress, startIngress } from './ingress.ts';
-import { LABEL, labelFilter, networkName, type Role } from './labels.ts';
-import { DockerLogs } from './logs.ts';
+import { digestOf, engineError, imageReference, pullImage } from './images.ts';
+import { containerTargets, type Ingress, startIngress } from './ingress.ts';
+import { LABEL, labelFilter, labelsOf, networkName, type Role } from './labels.ts';
+import { containerSources, EngineLogs } from './logs.ts';
 import { OpsCronJobs } from './ops-cron.ts';
 import { demultiplex } from './output.ts';
 import { DockerResources } from './resources.ts';
+import { admit, bury, promote, routeOf } from './routes.ts';
 import type { DockerSettings } from './settings.ts';
 import { type DockerDb, dockerTables } from './tables.ts';
 
@@ -68,7 +68,7 @@ export class DockerProvider implements Provider {
 
   constructor(options: DockerProviderOptions) {
     this.options = options;
-    this.logs = new DockerLogs(this.docker);
+    this.logs = new EngineLogs(this.docker, containerSources(this.docker));
     this.db = dockerTables(options.db);
     this.resources = new DockerResources(this.docker, options.settings, (env) => this.ensureNetwork(env));
     this.drainer = new Drainer({
@@ -94,7 +94,7 @@ export class DockerProvider implements Provider {
       start: async () => {
         this.ingress = await startIngress({
           db: this.db,
-          docker: this.docker,
+          targets: containerTargets(this.docker),
           logger: this.options.logger,
           host: this.options.settings.ingressBind,
           port: this.options.settings.ingressPort,
@@ -120,21 +120,7 @@ export class DockerProvider implements Provider {
   }
 
   private async ensureNetwork(env: EnvironmentRef): Promise<string> {
-    const name = networkName(env.id);
-    const existing = await this.docker.listNetworks({ filters: { name: [name] } });
-    if (!existing.some((n) => n.Name === name)) {
-      try {
-        await this.docker.createNetwork({
-          Name: name,
-          Driver: 'bridge',
-          Labels: { [LABEL.managed]: 'true', [LABEL.account]: env.account_id, [LABEL.environment]: env.id },
-        });
-      } catch (error) {
-        // Another worker created it between our look and our create.
-        if ((error as { statusCode?: number }).statusCode !== 409) throw error;
-      }
-    }
-    return name;
+    return ensureNetwork(this.docker, env, networkName(env.id), { Driver: 'bridge' });
   }
 
   async ensureEnvironment(env: EnvironmentRef): Promise<void> {
@@ -142,16 +128,7 @@ export class DockerProvider implements Provider {
   }
 
   async identity(): Promise<EnvironmentIdentity> {
-    const addresses = Object.values(os.networkInterfaces())
-      .flat()
-      .filter((a) => a && a.family === 'IPv4' && !a.internal)
-      .map((a) => (a as os.NetworkInterfaceInfo).address);
-    return {
-      ingress_host: this.options.settings.ingressHost,
-      ingress_url: this.options.settings.publicUrl,
-      public_nat_ips: addresses,
-      svc_role_arn: '',
-    };
+    return ingressIdentity(this.options.settings);
   }
 
   domainValidationZone(): string {
@@ -171,15 +148,6 @@ export class DockerProvider implements Provider {
     }
   }
 
-  /** What the routing table holds for a service: the deployment in place and its generation. */
-  private async routeOf(serviceId: string) {
-    return this.db
-      .selectFrom('docker_routes')
-      .select(['deployment_id', 'generation'])
-      .where('service_id', '=', serviceId)
-      .executeTakeFirst();
-  }
-
   async apply(desired: DesiredService, signal: AbortSignal, log: DeployLog = SILENT_LOG): Promise<Applied> {
     try {
       return await this.rollout(desired, signal, log);
@@ -195,25 +163,11 @@ export class DockerProvider implements Provider {
 
   private async rollout(desired: DesiredService, signal: AbortSignal, log: DeployLog): Promise<Applied> {
     const { service, deploymentId, environment, generation } = desired;
-    const namespaceName = `env-${environment.id.slice(0, 8)}`;
-    const svcAlias = `${service.subdomain}.${namespaceName}.svc.cluster.local`;
-    const applied: Applied = {
-      provDeploymentId: `docker-${deploymentId.slice(0, 8)}`,
-      namespaceName,
-      svcAlias,
-    };
-    if (service.source === 'helm_chart') {
-      throw new TerminalError(
-        'the docker provider cannot run Helm charts: use the kubernetes provider for helm_chart services',
-      );
-    }
-    const route = await this.routeOf(service.id);
-    if (route && Number(route.generation) > generation) {
-      throw new SupersededError(`generation ${route.generation} is in place; ${generation} is older`);
-    }
+    const { applied, route } = await admit(this.db, desired, 'docker');
+    const { svcAlias } = applied;
     // The generation in place (a rerun after a crash, or new domains): no rollout, only the routing.
     if (route?.deployment_id === deploymentId) {
-      await this.promote(desired, desired.ops);
+      await promote(this.db, desired, desired.ops);
       if (service.type === 'job' || service.type === 'cron')
         await this.retireOlder(service.id, generation, signal);
       else this.drainer.drain(service.id);
@@ -229,15 +183,7 @@ export class DockerProvider implements Provider {
     const { image, ops, source } = await this.prepareImage(desired, log);
     applied.source = source;
     signal.throwIfAborted();
-    const labels = (role: Role): Record<string, string> => ({
-      [LABEL.managed]: 'true',
-      [LABEL.account]: service.account_id,
-      [LABEL.environment]: environment.id,
-      [LABEL.service]: service.id,
-      [LABEL.deployment]: deploymentId,
-      [LABEL.generation]: String(generation),
-      [LABEL.role]: role,
-    });
+    const labels = (role: Role): Record<string, string> => labelsOf(desired, role);
     const variables = {
       ...desired.variables,
       ...(service.port ? { PORT: String(service.port) } : {}),
@@ -432,102 +378,18 @@ export class DockerProvider implements Provider {
           log.line('pull', text),
         );
       }
-      const digest = await this.digestOf(image);
+      const digest = await digestOf(this.docker, image);
       log.end('pull', 'success');
       log.end('source', 'success', `Image ${image} is ${digest}`);
       return { image, ops: desired.ops, source: { docker_image_digest: digest } };
     }
-    log.line(
-      'source',
-      `Cloning ${service.git_repo_full_name} at ${target.commit_id || `the head of ${service.git_repo_branch}`}`,
+    return buildFromGit(
+      this.docker,
+      this.options.settings.gitBaseUrl,
+      desired,
+      `berth-${service.id}:${deploymentId}`,
+      log,
     );
-    const source = await checkout({
-      baseUrl: this.options.settings.gitBaseUrl,
-      repo: service.git_repo_full_name ?? '',
-      branch: service.git_repo_branch ?? 'main',
-      commit: target.commit_id,
-      access: desired.git,
-    });
-    log.end('source', 'success', `Commit ${source.commit} by ${source.author}: ${source.message}`);
-    try {
-      let ops = desired.ops;
-      if (service.ops_json_path) {
-        const text = await readFile(inside(source.dir, service.ops_json_path, 'ops_json_path'), 'utf8').catch(
-          () => null,
-        );
-        if (text === null) throw new TerminalError(`no ops.json at ${service.ops_json_path}`);
-        const parsed = parseOpsJson(text, service.ops_json_path, service.type);
-        if (parsed.errors.length > 0) throw new TerminalError(parsed.errors.map((e) => e.error).join('; '));
-        ops = parsed.config;
-      }
-      const image = `berth-${service.id}:${deploymentId}`;
-      await buildImage(
-        this.docker,
-        {
-          repoDir: source.dir,
-          buildContext: service.build_context,
-          dockerfilePath: service.dockerfile_path,
-          tag: image,
-          labels: { [LABEL.managed]: 'true', [LABEL.service]: service.id, [LABEL.deployment]: deploymentId },
-        },
-        (text) => log.line('build', text),
-      ).catch((error: Error) => {
-        log.end('build', 'failed', error.message);
-        throw error;
-      });
-      log.end('build', 'success', `Built ${image}`);
-      return {
-        image,
-        ops,
-        source: {
-          git_commit_ref: source.commit,
-          git_commit_author: source.author,
-          git_commit_message: source.message,
-          docker_image_digest: await this.digestOf(image),
-        },
-      };
-    } finally {
-      source.remove();
-    }
-  }
-
-  /** An image's registry digest when it came from a registry (a tag can move; this cannot), else its id. */
-  private async digestOf(image: string): Promise<string> {
-    const info = await this.docker.getImage(image).inspect();
-    const pulled = info.RepoDigests?.find((d) => image.startsWith(`${d.split('@')[0]}:`));
-    return pulled?.split('@')[1] ?? info.Id;
-  }
-
-  /**
-   * Moves traffic to a deployment: from here on the ingress sends the service's requests (its subdomain
-   * and its domains) to it. Fenced: the row changes only if the generation in place is not newer.
-   * Returns whether it moved.
-   */
-  private async promote(desired: DesiredService, ops: OpsConfig): Promise<boolean> {
-    const { service, deploymentId, generation } = desired;
-    const row = {
-      deployment_id: deploymentId,
-      generation,
-      port: service.type === 'job' || service.type === 'cron' ? null : service.port,
-      ops: JSON.stringify(ops),
-      subdomain: service.subdomain,
-      environment_id: service.environment_id,
-      type: service.type,
-      domains: JSON.stringify(desired.domains.map((d) => d.toLowerCase())),
-      updated_at: new Date(),
-    };
-    const moved = await this.db
-      .insertInto('docker_routes')
-      .values({ service_id: service.id, ...row })
-      .onConflict((oc) =>
-        oc
-          .column('service_id')
-          .doUpdateSet(row)
-          .whereRef('docker_routes.generation', '<=', 'excluded.generation'),
-      )
-      .returning('service_id')
-      .executeTakeFirst();
-    return moved !== undefined;
   }
 
   /** A new version takes over, unless a newer generation did meanwhile: then this one removes itself. */
@@ -539,7 +401,7 @@ export class DockerProvider implements Provider {
   ): Promise<void> {
     // A worker that lost the job must not move traffic: the one that took it over decides.
     signal.throwIfAborted();
-    if (await this.promote(desired, ops)) {
+    if (await promote(this.db, desired, ops)) {
       log.end('traffic', 'success', `Traffic moved to this deployment (generation ${desired.generation})`);
       return;
     }
@@ -574,7 +436,7 @@ export class DockerProvider implements Provider {
   }
 
   async observe(service: ServiceRef): Promise<Observed> {
-    const route = await this.routeOf(service.id);
+    const route = await routeOf(this.db, service.id);
     if (route && Number(route.generation) === REMOVED_GENERATION)
       return { run_status: 'deleted', ready_count: 0, generation: null };
     const generation = route ? Number(route.generation) : null;
@@ -607,22 +469,7 @@ export class DockerProvider implements Provider {
 
   async remove(service: ServiceRef): Promise<void> {
     // The tombstone first: from here no apply of any generation routes or promotes the service again.
-    const tombstone = {
-      deployment_id: service.id,
-      generation: REMOVED_GENERATION,
-      port: null,
-      ops: JSON.stringify({}),
-      subdomain: null,
-      environment_id: null,
-      type: null,
-      domains: '[]',
-      updated_at: new Date(),
-    };
-    await this.db
-      .insertInto('docker_routes')
-      .values({ service_id: service.id, ...tombstone })
-      .onConflict((oc) => oc.column('service_id').doUpdateSet(tombstone))
-      .execute();
+    await bury(this.db, service.id);
     // The cron templates first: a tick that starts a run after this finds its template gone and
     // removes the run itself, and every run created before it is in the listing below.
     await this.removeContainers({ [LABEL.service]: service.id, [LABEL.role]: 'cron-template' });

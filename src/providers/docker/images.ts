@@ -141,3 +141,25 @@ export async function buildImage(
     });
   await finish(docker, stream, 'the image build failed', onOutput);
 }
+
+/** An image's registry digest when it came from a registry (a tag can move; this cannot), else its id. */
+export async function digestOf(docker: Docker, image: string): Promise<string> {
+  const info = await docker.getImage(image).inspect();
+  const pulled = info.RepoDigests?.find((d) => image.startsWith(`${d.split('@')[0]}:`));
+  return pulled?.split('@')[1] ?? info.Id;
+}
+
+/** Pushes a built image to its registry (anonymously: the Engine wants the header all the same). */
+export async function pushImage(
+  docker: Docker,
+  reference: string,
+  onOutput: (text: string) => void,
+): Promise<void> {
+  const stream = await docker
+    .getImage(reference)
+    .push({ authconfig: {} })
+    .catch((error: unknown) => {
+      throw engineError(error, `could not push ${reference}`);
+    });
+  await finish(docker, stream, `could not push ${reference}`, onOutput);
+}

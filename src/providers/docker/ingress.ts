@@ -1,7 +1,7 @@
 /**
  * The docker provider's ingress: an HTTP reverse proxy (Fastify + @fastify/reply-from) on
  * BERTH_INGRESS_PORT that routes by Host — `{subdomain}.{ingress host}` or an active custom domain — to
- * the containers of the deployment that serves a web service, round robin. It honours the ops.json that
+ * the replicas of the deployment that serves a web service (where a driver's `targets` says), round robin. It honours the ops.json that
  * deployment runs with: ip_whitelist (403), request_body_size (413), read/send timeouts (504) and
  * connection_timeout (the time to connect to a container).
  * @module
@@ -32,15 +32,45 @@ interface Upstream {
 export const INGRESS_CACHE_MS = 1000;
 const CACHE_ENTRIES = 10_000;
 
+/** A routed web service, as the ingress looks up where it runs. */
+export interface RouteTarget {
+  serviceId: string;
+  deploymentId: string;
+  environmentId: string;
+  port: number;
+}
+
+/**
+ * The docker driver's targets: the running replicas of the serving deployment, by their address on the
+ * environment network (the ingress runs on the engine's host, which reaches bridge networks).
+ */
+export function containerTargets(docker: Docker): (route: RouteTarget) => Promise<string[]> {
+  return async (route) => {
+    const containers = await docker.listContainers({
+      filters: labelFilter({
+        [LABEL.service]: route.serviceId,
+        [LABEL.deployment]: route.deploymentId,
+        [LABEL.role]: 'replica',
+      }),
+    });
+    const network = networkName(route.environmentId);
+    return containers.flatMap((c) => {
+      const ip = c.NetworkSettings.Networks[network]?.IPAddress;
+      return ip ? [`${ip}:${route.port}`] : [];
+    });
+  };
+}
+
 export async function startIngress(options: {
   db: DockerDb;
-  docker: Docker;
+  /** Where a routed web service's replicas answer now, as `host:port`. */
+  targets: (route: RouteTarget) => Promise<string[]>;
   logger: Logger;
   host: string;
   port: number;
   ingressHost: string;
 }): Promise<Ingress> {
-  const { db, docker, ingressHost } = options;
+  const { db, ingressHost } = options;
   const suffix = `.${ingressHost.toLowerCase()}`;
   const cache = new Map<string, { at: number; upstream: Upstream | null }>();
   const connectTimeouts = new Map<string, number>();
@@ -74,20 +104,16 @@ export async function startIngress(options: {
       : await query.where(sql<boolean>`domains @> ${JSON.stringify([host])}::jsonb`).executeTakeFirst();
     if (route?.type !== 'web' || !route.environment_id) return null;
     if (!route.port) return { targets: [], ops: route.ops };
-    const containers = await docker.listContainers({
-      filters: labelFilter({
-        [LABEL.service]: route.service_id,
-        [LABEL.deployment]: route.deployment_id,
-        [LABEL.role]: 'replica',
-      }),
+    const { ops, port } = route;
+    const addresses = await options.targets({
+      serviceId: route.service_id,
+      deploymentId: route.deployment_id,
+      environmentId: route.environment_id,
+      port,
     });
-    const network = networkName(route.environment_id);
-    const { ops } = route;
-    const targets = containers.flatMap((c) => {
-      const ip = c.NetworkSettings.Networks[network]?.IPAddress;
-      if (!ip) return [];
-      connectTimeouts.set(`${ip}:${route.port}`, ops.ingress.connection_timeout * 1000);
-      return [`http://${ip}:${route.port}`];
+    const targets = addresses.map((address) => {
+      connectTimeouts.set(address, ops.ingress.connection_timeout * 1000);
+      return `http://${address}`;
     });
     return { targets, ops };
   }

@@ -1,3 +1,5 @@
+import type { DesiredService } from '../provider.ts';
+
 /**
  * Labels on everything the docker provider creates. They are how state is rebuilt from Docker after a
  * restart: which account, environment, service and deployment a container or image belongs to, and
@@ -22,6 +24,20 @@ export const LABEL = {
 
 /** replica: serves traffic or works; job: one run per deployment; cron-template / cron-run: schedules. */
 export type Role = 'replica' | 'job' | 'cron-template' | 'cron-run';
+
+/** What everything a deployment makes carries. */
+export function labelsOf(desired: DesiredService, role: Role): Record<string, string> {
+  const { service, environment, deploymentId, generation } = desired;
+  return {
+    [LABEL.managed]: 'true',
+    [LABEL.account]: service.account_id,
+    [LABEL.environment]: environment.id,
+    [LABEL.service]: service.id,
+    [LABEL.deployment]: deploymentId,
+    [LABEL.generation]: String(generation),
+    [LABEL.role]: role,
+  };
+}
 
 export function networkName(environmentId: string): string {
   return `berth-env-${environmentId}`;

@@ -53,23 +53,55 @@ function linesOf(
   return Promise.all(done).then(() => undefined);
 }
 
-/**
- * The docker driver's service logs, read from the Engine (`docker logs --timestamps`) for every
- * container of the service: the newest `tail` lines across them, in time order, then with `follow` every
- * new line as it is printed, from containers running at the call and any started afterwards.
- */
-export class DockerLogs implements ServiceLogs {
-  private readonly docker: Docker;
-  constructor(docker: Docker) {
-    this.docker = docker;
-  }
+export interface LogOptions {
+  stdout: true;
+  stderr: true;
+  timestamps: true;
+  tail?: number;
+  since: number;
+  follow: boolean;
+}
 
-  private async containers(serviceId: string) {
-    const all = await this.docker.listContainers({
+/** Something that prints for a service (a container, a swarm service): its name and its log stream. */
+export interface LogSource {
+  id: string;
+  replica: string;
+  /** `docker logs --timestamps`: a Buffer without `follow`, a stream with it. */
+  logs(options: LogOptions): Promise<unknown>;
+}
+
+/** The docker driver's sources: the service's containers that print. */
+export function containerSources(docker: Docker): (serviceId: string) => Promise<LogSource[]> {
+  return async (serviceId) => {
+    const all = await docker.listContainers({
       all: true,
       filters: labelFilter({ [LABEL.managed]: 'true', [LABEL.service]: serviceId }),
     });
-    return all.filter((c) => PRINTING_ROLES.has(c.Labels[LABEL.role] ?? ''));
+    return all
+      .filter((c) => PRINTING_ROLES.has(c.Labels[LABEL.role] ?? ''))
+      .map((c) => ({
+        id: c.Id,
+        replica: (c.Names[0] ?? c.Id).replace(/^\//, ''),
+        logs: ({ follow, ...options }: LogOptions) =>
+          follow
+            ? docker.getContainer(c.Id).logs({ ...options, follow: true })
+            : docker.getContainer(c.Id).logs({ ...options, follow: false }),
+      }));
+  };
+}
+
+/**
+ * Service logs read from the Engine (`docker logs --timestamps`) for every source of the service (the
+ * docker driver's containers, the swarm driver's services): the newest `tail` lines across them, in time
+ * order, then with `follow` every new line as it is printed, from sources there at the call and any
+ * started afterwards.
+ */
+export class EngineLogs implements ServiceLogs {
+  private readonly docker: Docker;
+  private readonly sources: (serviceId: string) => Promise<LogSource[]>;
+  constructor(docker: Docker, sources: (serviceId: string) => Promise<LogSource[]>) {
+    this.docker = docker;
+    this.sources = sources;
   }
 
   async *read(service: ServiceRef, query: LogQuery): AsyncIterable<LogLine> {
@@ -77,9 +109,8 @@ export class DockerLogs implements ServiceLogs {
     const sinceKey = query.since ? timeKey(query.since.toISOString()) : '';
     const startedAt = Math.floor(Date.now() / 1000);
     const history: Stamped[] = [];
-    for (const c of await this.containers(service.id)) {
-      const buffer = await this.docker
-        .getContainer(c.Id)
+    for (const c of await this.sources(service.id)) {
+      const buffer = await c
         .logs({
           stdout: true,
           stderr: true,
@@ -88,9 +119,9 @@ export class DockerLogs implements ServiceLogs {
           since: sinceSeconds,
           follow: false,
         })
+        .then((b) => b as Buffer)
         .catch(() => Buffer.alloc(0));
-      const replica = (c.Names[0] ?? c.Id).replace(/^\//, '');
-      await linesOf(this.docker, Readable.from([buffer]), replica, (line) => {
+      await linesOf(this.docker, Readable.from([buffer]), c.replica, (line) => {
         if (line.key >= sinceKey) history.push(line);
       });
     }
@@ -112,16 +143,14 @@ export class DockerLogs implements ServiceLogs {
     const out = new PassThrough({ objectMode: true });
     const attached = new Map<string, NodeJS.ReadableStream>();
     const attach = async () => {
-      for (const c of await this.containers(service.id).catch(() => [])) {
-        if (attached.has(c.Id) || query.signal.aborted) continue;
-        const stream = (await this.docker
-          .getContainer(c.Id)
+      for (const c of await this.sources(service.id).catch(() => [])) {
+        if (attached.has(c.id) || query.signal.aborted) continue;
+        const stream = (await c
           .logs({ stdout: true, stderr: true, timestamps: true, since: sinceSeconds, follow: true })
           .catch(() => null)) as NodeJS.ReadableStream | null;
         if (!stream) continue;
-        attached.set(c.Id, stream);
-        const replica = (c.Names[0] ?? c.Id).replace(/^\//, '');
-        void linesOf(this.docker, stream, replica, (line) => {
+        attached.set(c.id, stream);
+        void linesOf(this.docker, stream, c.replica, (line) => {
           if (line.key > afterKey && !out.writableEnded) out.write(line);
         });
       }

@@ -1,0 +1,132 @@
+/**
+ * Runs cron services on the swarm. A cron deployment leaves a *template* (a swarm service of no
+ * replicas, labelled with its schedule); each tick starts a replicated-job copy of it (role cron-run)
+ * that the swarm places on any node. Every `berth serve` schedules every routed template; the tick is
+ * claimed in the database first (swarm_cron_ticks: one row per service and scheduled time), so it runs
+ * once however many Berth processes there are. Concurrency policy Forbid, as the docker driver's.
+ * @module
+ */
+import type Docker from 'dockerode';
+import type { Logger } from 'pino';
+import { LABEL, labelFilter } from '../docker/labels.ts';
+import { Schedules } from '../docker/schedules.ts';
+import { REMOVED_GENERATION } from '../provider.ts';
+import { tasksOf } from './services.ts';
+import type { SwarmDb } from './tables.ts';
+
+const RUNS_KEPT = 3;
+/** Claims older than this are history nobody reads again. */
+const CLAIMS_KEPT_MS = 24 * 3600_000;
+
+export class SwarmCron {
+  private readonly schedules: Schedules;
+  private readonly docker: Docker;
+  private readonly db: SwarmDb;
+  private readonly logger: Logger;
+
+  constructor(docker: Docker, db: SwarmDb, logger: Logger) {
+    this.docker = docker;
+    this.db = db;
+    this.logger = logger;
+    this.schedules = new Schedules(
+      logger,
+      () => this.templates(),
+      (id, at) => this.tick(id, at),
+    );
+  }
+
+  async start(): Promise<void> {
+    await this.schedules.start();
+  }
+
+  stop(): void {
+    this.schedules.stop();
+  }
+
+  async rescan(): Promise<void> {
+    await this.schedules.rescan();
+  }
+
+  /** The templates of the deployments that serve (a superseded template never ticks), with their schedules. */
+  private async templates(): Promise<Map<string, string>> {
+    const templates = await this.docker.listServices({
+      filters: labelFilter({ [LABEL.managed]: 'true', [LABEL.role]: 'cron-template' }),
+    });
+    const routes = await this.db
+      .selectFrom('docker_routes')
+      .select('deployment_id')
+      .where('type', '=', 'cron')
+      .where('generation', '<', REMOVED_GENERATION)
+      .execute();
+    const serving = new Set(routes.map((r) => r.deployment_id));
+    const wanted = new Map<string, string>();
+    for (const template of templates) {
+      const labels = template.Spec?.Labels ?? {};
+      const schedule = labels[LABEL.cronSchedule];
+      if (schedule && serving.has(labels[LABEL.deployment] ?? '')) wanted.set(template.ID, schedule);
+    }
+    return wanted;
+  }
+
+  /** Claims the tick for this process; false when another one did. */
+  private async claim(serviceId: string, at: Date): Promise<boolean> {
+    const tickAt = new Date(Math.floor(at.getTime() / 1000) * 1000);
+    const claimed = await this.db
+      .insertInto('swarm_cron_ticks')
+      .values({ service_id: serviceId, tick_at: tickAt, claimed_at: new Date() })
+      .onConflict((oc) => oc.columns(['service_id', 'tick_at']).doNothing())
+      .returning('service_id')
+      .executeTakeFirst();
+    if (claimed) {
+      await this.db
+        .deleteFrom('swarm_cron_ticks')
+        .where('service_id', '=', serviceId)
+        .where('tick_at', '<', new Date(Date.now() - CLAIMS_KEPT_MS))
+        .execute();
+    }
+    return claimed !== undefined;
+  }
+
+  private async tick(templateId: string, at: Date): Promise<void> {
+    const template = await this.docker.getService(templateId).inspect();
+    const labels: Record<string, string> = template.Spec?.Labels ?? {};
+    const serviceId = labels[LABEL.service] ?? '';
+    if (!(await this.claim(serviceId, at))) return;
+    const runs = await this.docker.listServices({
+      filters: labelFilter({ [LABEL.service]: serviceId, [LABEL.role]: 'cron-run' }),
+    });
+    for (const run of runs) {
+      const tasks = await tasksOf(this.docker, run.ID);
+      if (tasks.some((t) => t.DesiredState === 'running' || t.DesiredState === 'ready')) {
+        if (tasks.some((t) => !['complete', 'failed', 'rejected', 'shutdown'].includes(t.Status.State))) {
+          this.logger.info({ service: serviceId }, 'cron tick skipped: the previous run is still running');
+          return;
+        }
+      }
+    }
+    await this.docker.createService({
+      Name: `berth-run-${(labels[LABEL.deployment] ?? '').slice(0, 8)}-${Math.floor(at.getTime() / 1000)}`,
+      Labels: { ...labels, [LABEL.role]: 'cron-run', [LABEL.cronSchedule]: '' },
+      TaskTemplate: template.Spec?.TaskTemplate,
+      Mode: { ReplicatedJob: { MaxConcurrent: 1, TotalCompletions: 1 } },
+    });
+    // A delete removes the templates first, then every service of the Berth service: a run created
+    // after that listing finds its template gone here and removes itself.
+    const left = await this.docker
+      .getService(templateId)
+      .inspect()
+      .then(
+        () => true,
+        () => false,
+      );
+    const all = await this.docker.listServices({
+      filters: labelFilter({ [LABEL.service]: serviceId, [LABEL.role]: 'cron-run' }),
+    });
+    const newestFirst = all.sort((a, b) => String(b.CreatedAt).localeCompare(String(a.CreatedAt)));
+    for (const old of left ? newestFirst.slice(RUNS_KEPT) : newestFirst)
+      await this.docker
+        .getService(old.ID)
+        .remove()
+        .catch(() => undefined);
+  }
+}

@@ -1,0 +1,38 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { ConfigError } from '../../config.ts';
+import { swarmSettings } from './settings.ts';
+
+test('DOCKER_HOST names the manager: a unix socket or tcp://host:port; anything else is refused by name', () => {
+  assert.deepEqual(swarmSettings({ DOCKER_HOST: 'unix:///run/swarm/1.sock' }).engine, {
+    socketPath: '/run/swarm/1.sock',
+  });
+  assert.deepEqual(swarmSettings({ DOCKER_HOST: 'tcp://manager.internal:2375' }).engine, {
+    host: 'manager.internal',
+    port: 2375,
+    protocol: 'http',
+  });
+  assert.throws(
+    () => swarmSettings({ DOCKER_HOST: 'ssh://manager' }),
+    (error: Error) => {
+      assert.ok(error instanceof ConfigError);
+      assert.match(
+        error.message,
+        /DOCKER_HOST must be unix:\/\/\/path or tcp:\/\/host:port, got "ssh:\/\/manager"/,
+      );
+      return true;
+    },
+  );
+});
+
+test('the rolling update monitor and overlay encryption are settings with defaults', () => {
+  const defaults = swarmSettings({});
+  assert.equal(defaults.monitorSeconds, 10);
+  assert.equal(defaults.encryptNetworks, false);
+  assert.equal(swarmSettings({ BERTH_SWARM_ENCRYPT_NETWORKS: 'true' }).encryptNetworks, true);
+  assert.throws(
+    () => swarmSettings({ BERTH_SWARM_ENCRYPT_NETWORKS: 'yes' }),
+    /BERTH_SWARM_ENCRYPT_NETWORKS must be true or false/,
+  );
+  assert.throws(() => swarmSettings({ BERTH_SWARM_MONITOR_S: '0' }), ConfigError);
+});

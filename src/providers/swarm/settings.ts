@@ -1,0 +1,42 @@
+import type Docker from 'dockerode';
+import { ConfigError, intSetting } from '../../config.ts';
+import { type DockerSettings, dockerSettings } from '../docker/settings.ts';
+
+/** The swarm driver's settings: the docker driver's (ingress, pulls, git) and its own. */
+export interface SwarmSettings extends DockerSettings {
+  /** DOCKER_HOST: a manager's Engine API; unset, the local engine (which must be a manager). */
+  engine: Docker.DockerOptions | undefined;
+  /** BERTH_SWARM_REGISTRY: where images built from git are pushed, so that every node can pull them. */
+  registry: string | null;
+  /** BERTH_SWARM_ENCRYPT_NETWORKS=true: environment overlays encrypt their traffic between nodes (IPsec). */
+  encryptNetworks: boolean;
+  /** BERTH_SWARM_MONITOR_S: how long each updated replica is watched for a failure before the next one. */
+  monitorSeconds: number;
+}
+
+/** DOCKER_HOST as dockerode options: `unix:///path` or `tcp://host:port` (plain HTTP). */
+function engineOf(env: NodeJS.ProcessEnv): Docker.DockerOptions | undefined {
+  const host = env.DOCKER_HOST;
+  // The process's own DOCKER_HOST (with DOCKER_TLS_VERIFY and DOCKER_CERT_PATH) is read by dockerode.
+  if (!host || host === process.env.DOCKER_HOST) return undefined;
+  if (host.startsWith('unix://')) return { socketPath: host.slice('unix://'.length) };
+  const url = URL.canParse(host) ? new URL(host) : null;
+  if (url?.protocol !== 'tcp:' || !url.port) {
+    throw new ConfigError(`DOCKER_HOST must be unix:///path or tcp://host:port, got "${host}"`);
+  }
+  return { host: url.hostname, port: Number(url.port), protocol: 'http' };
+}
+
+export function swarmSettings(env: NodeJS.ProcessEnv): SwarmSettings {
+  const encrypt = env.BERTH_SWARM_ENCRYPT_NETWORKS ?? 'false';
+  if (encrypt !== 'true' && encrypt !== 'false') {
+    throw new ConfigError(`BERTH_SWARM_ENCRYPT_NETWORKS must be true or false, got "${encrypt}"`);
+  }
+  return {
+    ...dockerSettings(env),
+    engine: engineOf(env),
+    registry: env.BERTH_SWARM_REGISTRY?.replace(/\/$/, '') || null,
+    encryptNetworks: encrypt === 'true',
+    monitorSeconds: intSetting(env, 'BERTH_SWARM_MONITOR_S', 10, 1, 600),
+  };
+}

@@ -1,0 +1,550 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import Docker from 'dockerode';
+import type { Logger } from 'pino';
+import type { OpsConfig } from '../../domain/ops-json.ts';
+import { SupersededError, TerminalError } from '../../jobs/errors.ts';
+import type { Db } from '../../store/database.ts';
+import { ensureNetwork, ingressIdentity } from '../docker/environment.ts';
+import { buildFromGit } from '../docker/git-build.ts';
+import { digestOf, engineError, imageReference, pushImage } from '../docker/images.ts';
+import { type Ingress, type RouteTarget, startIngress } from '../docker/ingress.ts';
+import { LABEL, labelFilter, labelsOf, type Role } from '../docker/labels.ts';
+import { EngineLogs, type LogOptions, type LogSource } from '../docker/logs.ts';
+import { admit, bury, promote, routeOf } from '../docker/routes.ts';
+import {
+  type Applied,
+  type DeployedSource,
+  DeployFailed,
+  type DeployLog,
+  DeploymentCancelled,
+  type DesiredService,
+  type EnvironmentIdentity,
+  type EnvironmentRef,
+  type Observed,
+  type Provider,
+  REMOVED_GENERATION,
+  type ServiceLogs,
+  type ServiceRef,
+  type Serving,
+  SILENT_LOG,
+} from '../provider.ts';
+import { SwarmCron } from './cron.ts';
+import {
+  cronTemplateName,
+  failedTasks,
+  jobName,
+  ofDeployment,
+  overlayName,
+  running,
+  servingName,
+  servingSpec,
+  type Task,
+  taskErrors,
+  tasksOf,
+  taskTemplate,
+} from './services.ts';
+import type { SwarmSettings } from './settings.ts';
+import { type SwarmDb, swarmTables } from './tables.ts';
+
+const POLL_MS = 500;
+
+export interface SwarmProviderOptions {
+  db: Db;
+  logger: Logger;
+  settings: SwarmSettings;
+}
+
+/**
+ * Docker Engine in swarm mode, through a manager's Engine API: the swarm keeps the desired state (in
+ * Raft, on the managers), places and reschedules replicas over the nodes and rolls updates; Berth tells
+ * it what to run and follows the task list. One overlay network per environment; one swarm service per
+ * web, internal or worker service (updated in place by each rollout); a replicated-job service per job
+ * deployment; a template per cron deployment, run by Berth's scheduler (cron.ts). Routing, generations
+ * and the ingress are the docker driver's (docker/routes.ts, docker/ingress.ts).
+ */
+export class SwarmProvider implements Provider {
+  private readonly docker: Docker;
+  private readonly options: SwarmProviderOptions;
+  private readonly db: SwarmDb;
+  private readonly cron: SwarmCron;
+  private ingress: Ingress | undefined;
+  readonly serving: Serving;
+  readonly logs: ServiceLogs;
+
+  constructor(options: SwarmProviderOptions) {
+    this.options = options;
+    this.docker = new Docker(options.settings.engine);
+    this.db = swarmTables(options.db);
+    this.logs = new EngineLogs(this.docker, (serviceId) => this.logSources(serviceId));
+    this.cron = new SwarmCron(this.docker, this.db, options.logger);
+    this.serving = {
+      start: async () => {
+        this.ingress = await startIngress({
+          db: this.db,
+          targets: (route) => this.targets(route),
+          logger: options.logger,
+          host: options.settings.ingressBind,
+          port: options.settings.ingressPort,
+          ingressHost: options.settings.ingressHost,
+        });
+        await this.cron.start();
+      },
+      stop: async () => {
+        this.cron.stop();
+        await this.ingress?.close();
+      },
+    };
+  }
+
+  async close(): Promise<void> {
+    await this.serving.stop();
+  }
+
+  private async ensureNetwork(env: EnvironmentRef): Promise<string> {
+    // Attachable: Berth's own containers (a future ingress on a node) may join it.
+    return ensureNetwork(this.docker, env, overlayName(env.id), {
+      Driver: 'overlay',
+      Attachable: true,
+      Options: this.options.settings.encryptNetworks ? { encrypted: 'true' } : {},
+    }).catch((error: unknown) => {
+      throw engineError(error, 'the swarm refused the network');
+    });
+  }
+
+  async ensureEnvironment(env: EnvironmentRef): Promise<void> {
+    await this.ensureNetwork(env);
+  }
+
+  async identity(): Promise<EnvironmentIdentity> {
+    return ingressIdentity(this.options.settings);
+  }
+
+  domainValidationZone(): string {
+    return 'acm-validations.berth.local';
+  }
+
+  /** The swarm services of a Berth service (its serving one, its jobs, its cron templates and runs). */
+  private async servicesOf(serviceId: string, role?: Role) {
+    return this.docker.listServices({
+      filters: labelFilter({
+        [LABEL.managed]: 'true',
+        [LABEL.service]: serviceId,
+        ...(role ? { [LABEL.role]: role } : {}),
+      }),
+    });
+  }
+
+  private async removeService(idOrName: string): Promise<void> {
+    await this.docker
+      .getService(idOrName)
+      .remove()
+      .catch((error: { statusCode?: number }) => {
+        if (error.statusCode !== 404) throw error;
+      });
+  }
+
+  async apply(desired: DesiredService, signal: AbortSignal, log: DeployLog = SILENT_LOG): Promise<Applied> {
+    try {
+      return await this.rollout(desired, signal, log);
+    } catch (error) {
+      // A cancelled first rollout leaves nothing; a cancelled update is rolled back by the swarm.
+      if (signal.reason instanceof DeploymentCancelled) await this.cancel(desired);
+      throw error;
+    }
+  }
+
+  private async cancel(desired: DesiredService): Promise<void> {
+    const { service, deploymentId } = desired;
+    await this.removeService(jobName(deploymentId));
+    await this.removeService(cronTemplateName(deploymentId));
+    const serving = await this.inspect(servingName(service.id));
+    if (serving?.Spec?.Labels?.[LABEL.deployment] !== deploymentId) return;
+    if (serving.PreviousSpec) await this.rollBack(serving);
+    else await this.removeService(serving.ID);
+  }
+
+  private async inspect(name: string): Promise<Docker.Service | null> {
+    return this.docker
+      .getService(name)
+      .inspect()
+      .catch((error: { statusCode?: number }) => {
+        if (error.statusCode === 404) return null;
+        throw error;
+      });
+  }
+
+  private async rollBack(service: Docker.Service): Promise<void> {
+    await this.docker
+      .getService(service.ID)
+      .update({ ...service.Spec, version: service.Version?.Index, rollback: 'previous' });
+  }
+
+  private async rollout(desired: DesiredService, signal: AbortSignal, log: DeployLog): Promise<Applied> {
+    const { service, deploymentId, environment, generation } = desired;
+    const { applied, route } = await admit(this.db, desired, 'swarm');
+    const { svcAlias } = applied;
+    // The generation in place (a rerun after a crash, or new domains): no rollout, only the routing.
+    if (route?.deployment_id === deploymentId) {
+      await promote(this.db, desired, desired.ops);
+      if (service.type === 'job') await this.jobOutcome(deploymentId, {}, log);
+      return applied;
+    }
+    signal.throwIfAborted();
+    const network = await this.ensureNetwork(environment);
+    const { image, ops, source } = await this.resolveImage(desired, log);
+    applied.source = source;
+    const deadline = Date.now() + ops.deploy_timeout * 60_000;
+    signal.throwIfAborted();
+
+    if (service.type === 'job') {
+      const name = jobName(deploymentId);
+      if (!(await this.inspect(name))) {
+        await this.create({
+          Name: name,
+          Labels: labelsOf(desired, 'job'),
+          TaskTemplate: taskTemplate(desired, image, ops, 'job', network, svcAlias),
+          Mode: { ReplicatedJob: { MaxConcurrent: 1, TotalCompletions: 1 } },
+        });
+      }
+      log.line('rollout', `Job service ${name} created`);
+      await this.waitJob(name, deadline, signal, source, log);
+      await this.promoteOrStandDown(desired, ops, signal, log);
+      await this.retireOlder(service.id, generation);
+      await this.jobOutcome(deploymentId, source, log);
+      return applied;
+    }
+
+    if (service.type === 'cron') {
+      const name = cronTemplateName(deploymentId);
+      if (!(await this.inspect(name))) {
+        await this.create({
+          Name: name,
+          Labels: {
+            ...labelsOf(desired, 'cron-template'),
+            [LABEL.cronSchedule]: service.cron_schedule ?? '',
+          },
+          TaskTemplate: taskTemplate(desired, image, ops, 'cron-run', network, svcAlias),
+          Mode: { Replicated: { Replicas: 0 } },
+        });
+      }
+      log.end(
+        'rollout',
+        'success',
+        `Cron template ${name} created: runs on "${service.cron_schedule ?? ''}"`,
+      );
+      await this.promoteOrStandDown(desired, ops, signal, log);
+      await this.retireOlder(service.id, generation);
+      await this.cron.rescan();
+      return applied;
+    }
+
+    const spec = servingSpec(
+      desired,
+      taskTemplate(desired, image, ops, 'replica', network, svcAlias),
+      this.options.settings.monitorSeconds,
+    );
+    const current = await this.inspect(spec.Name as string);
+    if (current) {
+      const inPlace = Number(current.Spec?.Labels?.[LABEL.generation] ?? 0);
+      if (inPlace > generation)
+        throw new SupersededError(`generation ${inPlace} is in place; ${generation} is older`);
+    }
+    // An update replaces a version that serves; a rerun after a crash may find its own spec in place
+    // (an update when it has a previous spec, the first version when not).
+    const updating =
+      current?.Spec?.Labels?.[LABEL.deployment] !== deploymentId || Boolean(current?.PreviousSpec);
+    const isUpdate = Boolean(current) && updating;
+    // The swarm's own rolling update: the version check refuses a write based on a stale read.
+    if (current && current.Spec?.Labels?.[LABEL.deployment] !== deploymentId) {
+      await this.docker
+        .getService(current.ID)
+        .update({ ...spec, version: current.Version?.Index })
+        .catch((error: unknown) => {
+          throw engineError(error, 'the swarm refused the service update');
+        });
+      log.line('rollout', `Rolling update of ${spec.Name} started (start-first, one replica at a time)`);
+    } else if (!current) {
+      await this.create(spec);
+      log.line('rollout', `Service ${spec.Name} created with ${service.replica_count ?? 1} replicas`);
+    }
+    const outcome = await this.waitServing(desired, isUpdate, deadline, signal, log);
+    if (!outcome.ok) {
+      const kept = isUpdate ? ' The swarm rolled back: the previous version keeps serving.' : '';
+      if (!isUpdate) await this.removeService(spec.Name as string);
+      else await this.rollBackIfUpdating(spec.Name as string);
+      log.end('rollout', 'failed', `The new version did not become healthy: ${outcome.reason}.${kept}`);
+      throw new DeployFailed(`the new version did not become healthy: ${outcome.reason}.${kept}`, source);
+    }
+    log.end('rollout', 'success', `${outcome.ready} of ${outcome.ready} replicas running and healthy`);
+    await this.promoteOrStandDown(desired, ops, signal, log);
+    await this.retireOlder(service.id, generation, spec.Name as string);
+    return applied;
+  }
+
+  /** A swarm still updating past the deadline is told to roll back; one that rolled back already is left. */
+  private async rollBackIfUpdating(name: string): Promise<void> {
+    const service = await this.inspect(name);
+    if (service?.UpdateStatus?.State === 'updating') await this.rollBack(service);
+  }
+
+  private async create(spec: Docker.ServiceSpec): Promise<void> {
+    await this.docker.createService(spec).catch((error: unknown) => {
+      // A rerun after a crash finds it made already.
+      if ((error as { statusCode?: number }).statusCode === 409) return;
+      throw engineError(error, 'the swarm refused the service');
+    });
+  }
+
+  /**
+   * Follows a serving service's tasks until every replica of this deployment runs healthy and the swarm
+   * calls the update completed (after its monitor window); fails as soon as the swarm starts rolling
+   * back, or a first version's tasks keep failing, with the tasks' errors.
+   */
+  private async waitServing(
+    desired: DesiredService,
+    isUpdate: boolean,
+    deadline: number,
+    signal: AbortSignal,
+    log: DeployLog,
+  ): Promise<{ ok: true; ready: number } | { ok: false; reason: string }> {
+    const name = servingName(desired.service.id);
+    const replicas = desired.service.replica_count ?? 1;
+    const seen = new Set<string>();
+    for (;;) {
+      signal.throwIfAborted();
+      const service = await this.inspect(name);
+      if (!service) return { ok: false, reason: 'the swarm service was removed' };
+      const tasks = ofDeployment(await tasksOf(this.docker, name), desired.deploymentId);
+      for (const task of running(tasks)) {
+        if (seen.has(task.ID)) continue;
+        seen.add(task.ID);
+        log.line(
+          'rollout',
+          `Replica ${task.Slot ?? ''} (task ${task.ID.slice(0, 12)}) is running and healthy`,
+        );
+      }
+      const failed = failedTasks(tasks);
+      const state = service.UpdateStatus?.State;
+      if (state === 'rollback_started' || state === 'rollback_completed' || state === 'paused') {
+        return { ok: false, reason: taskErrors(tasks) || service.UpdateStatus?.Message || state };
+      }
+      if (!isUpdate && failed.length >= Math.max(3, 2 * replicas)) {
+        return { ok: false, reason: `${failed.length} tasks failed: ${taskErrors(tasks)}` };
+      }
+      const ready = running(tasks).length;
+      // An update is done when the swarm says so, after the last replica's monitor window.
+      if (ready >= replicas && (state === undefined || state === 'completed')) return { ok: true, ready };
+      if (Date.now() > deadline) {
+        const why = taskErrors(tasks);
+        return {
+          ok: false,
+          reason: `${ready} of ${replicas} replicas running and healthy within deploy_timeout (${desired.ops.deploy_timeout} min)${why ? `: ${why}` : ''}`,
+        };
+      }
+      await sleep(POLL_MS, undefined, { signal }).catch(() => signal.throwIfAborted());
+    }
+  }
+
+  /** Waits for a job's one task to end (or the deadline: then the job is removed and the deployment fails). */
+  private async waitJob(
+    name: string,
+    deadline: number,
+    signal: AbortSignal,
+    source: DeployedSource,
+    log: DeployLog,
+  ): Promise<void> {
+    for (;;) {
+      signal.throwIfAborted();
+      const tasks = await tasksOf(this.docker, name);
+      if (tasks.some((t) => t.Status.State === 'complete' || failedTasks([t]).length > 0)) return;
+      if (Date.now() > deadline) {
+        await this.removeService(name);
+        log.end('rollout', 'failed', 'The job did not finish within deploy_timeout');
+        throw new DeployFailed('the job did not finish within deploy_timeout', source);
+      }
+      await sleep(POLL_MS, undefined, { signal }).catch(() => signal.throwIfAborted());
+    }
+  }
+
+  /** A job deployment's outcome, from its task: exit code 0 is success, anything else is terminal. */
+  private async jobOutcome(deploymentId: string, source: DeployedSource, log: DeployLog): Promise<void> {
+    const tasks = await tasksOf(this.docker, jobName(deploymentId));
+    const done = tasks.find((t) => t.Status.State === 'complete');
+    if (done) {
+      log.end('rollout', 'success', 'The job exited with code 0');
+      return;
+    }
+    const failed = failedTasks(tasks)[0];
+    if (!failed) throw new DeployFailed('the job service is gone', source);
+    const code = failed.Status.ContainerStatus?.ExitCode;
+    const reason = `the job exited with code ${code ?? 'unknown'}: ${failed.Status.Err ?? failed.Status.Message ?? ''}`;
+    log.end('rollout', 'failed', reason);
+    throw new DeployFailed(reason, source);
+  }
+
+  /**
+   * The image a deployment runs, and the ops.json it follows. Every node pulls the image itself, so it
+   * comes from a registry they all reach: a registry image is resolved to its digest by the manager; a
+   * git build is made on the manager (the docker driver's code) and pushed to BERTH_SWARM_REGISTRY. The
+   * service runs the digest (a tag can move).
+   */
+  private async resolveImage(
+    desired: DesiredService,
+    log: DeployLog,
+  ): Promise<{ image: string; ops: OpsConfig; source: DeployedSource }> {
+    const { service, target } = desired;
+    if (service.source !== 'docker_image') return this.buildAndPush(desired, log);
+    const image = imageReference(
+      service.docker_registry,
+      service.docker_image ?? '',
+      target.docker_image_tag,
+    );
+    log.line('pull', `Resolving ${image} in its registry`);
+    const info = (await this.docker
+      .getImage(image)
+      .distribution()
+      .catch((error: unknown) => {
+        const failed = engineError(error, `could not resolve ${image} in its registry`);
+        log.end('pull', 'failed', failed.message);
+        throw failed;
+      })) as { Descriptor?: { digest?: string } };
+    const digest = info.Descriptor?.digest ?? '';
+    log.end('pull', 'success', `Image ${image} is ${digest}; each node pulls it`);
+    log.end('source', 'success', `Image ${image} is ${digest}`);
+    return {
+      image: digest ? `${image}@${digest}` : image,
+      ops: desired.ops,
+      source: { docker_image_digest: digest },
+    };
+  }
+
+  private async buildAndPush(
+    desired: DesiredService,
+    log: DeployLog,
+  ): Promise<{ image: string; ops: OpsConfig; source: DeployedSource }> {
+    const { registry, gitBaseUrl } = this.options.settings;
+    if (!registry) {
+      const message =
+        'the swarm provider builds git services only with BERTH_SWARM_REGISTRY set: a registry every node can pull the built image from';
+      log.end('source', 'failed', message);
+      throw new TerminalError(message);
+    }
+    const tag = `${registry}/berth-${desired.service.id}:${desired.deploymentId}`;
+    const built = await buildFromGit(this.docker, gitBaseUrl, desired, tag, log).catch((error: Error) => {
+      log.end('source', 'failed', error.message);
+      throw error;
+    });
+    await pushImage(this.docker, tag, (text) => log.line('build', text)).catch((error: Error) => {
+      log.end('build', 'failed', error.message);
+      throw error;
+    });
+    const digest = await digestOf(this.docker, tag);
+    log.end('build', 'success', `Pushed ${tag} (${digest})`);
+    return { ...built, image: `${tag}@${digest}`, source: { ...built.source, docker_image_digest: digest } };
+  }
+
+  /** A new version takes over, unless a newer generation did meanwhile. */
+  private async promoteOrStandDown(
+    desired: DesiredService,
+    ops: OpsConfig,
+    signal: AbortSignal,
+    log: DeployLog,
+  ): Promise<void> {
+    signal.throwIfAborted();
+    if (await promote(this.db, desired, ops)) {
+      log.end('traffic', 'success', `Traffic moved to this deployment (generation ${desired.generation})`);
+      return;
+    }
+    log.end(
+      'traffic',
+      'failed',
+      `A newer generation than ${desired.generation} is in place: traffic stays there`,
+    );
+    await this.removeService(jobName(desired.deploymentId));
+    await this.removeService(cronTemplateName(desired.deploymentId));
+    throw new SupersededError(`a newer generation than ${desired.generation} is in place`);
+  }
+
+  /**
+   * Removes the swarm services an older generation of the service left (the previous job or cron
+   * template, or the serving service of a service whose type changed), never `keep` nor a newer one.
+   */
+  private async retireOlder(serviceId: string, generation: number, keep?: string): Promise<void> {
+    for (const s of await this.servicesOf(serviceId)) {
+      if (s.Spec?.Name === keep || s.Spec?.Labels?.[LABEL.role] === 'cron-run') continue;
+      if (Number(s.Spec?.Labels?.[LABEL.generation] ?? 0) >= generation) continue;
+      await this.removeService(s.ID);
+    }
+  }
+
+  async observe(service: ServiceRef): Promise<Observed> {
+    const route = await routeOf(this.db, service.id);
+    if (route && Number(route.generation) === REMOVED_GENERATION)
+      return { run_status: 'deleted', ready_count: 0, generation: null };
+    const generation = route ? Number(route.generation) : null;
+    const all = await this.servicesOf(service.id);
+    if (all.length === 0 || !route) return { run_status: 'not_deployed', ready_count: 0, generation };
+    if (service.type === 'cron') {
+      const scheduled = all.some((s) => s.Spec?.Labels?.[LABEL.role] === 'cron-template');
+      return { run_status: scheduled ? 'scheduled' : 'not_deployed', ready_count: 0, generation };
+    }
+    if (service.type === 'job') {
+      const tasks = await tasksOf(this.docker, jobName(route.deployment_id));
+      const status =
+        tasks.length === 0
+          ? 'not_deployed'
+          : tasks.some((t) => t.Status.State === 'complete')
+            ? 'completed'
+            : failedTasks(tasks).length > 0
+              ? 'failed'
+              : 'running';
+      return { run_status: status, ready_count: 0, generation };
+    }
+    const tasks = await tasksOf(this.docker, servingName(service.id)).catch(() => [] as Task[]);
+    const ready = running(tasks).length;
+    const wanted = tasks.some((t) => t.DesiredState === 'running');
+    return {
+      run_status: ready > 0 ? 'running' : wanted ? 'stopped' : 'not_deployed',
+      ready_count: ready,
+      generation,
+    };
+  }
+
+  async remove(service: ServiceRef): Promise<void> {
+    // The tombstone first: from here no apply of any generation routes or promotes the service again.
+    await bury(this.db, service.id);
+    // Cron templates before their runs: a tick after this finds no template and starts nothing.
+    for (const s of await this.servicesOf(service.id, 'cron-template')) await this.removeService(s.ID);
+    for (const s of await this.servicesOf(service.id)) await this.removeService(s.ID);
+    await this.cron.rescan();
+  }
+
+  /** The ingress's targets: each running task of the serving service, at its node's published port. */
+  private async targets(route: RouteTarget): Promise<string[]> {
+    const tasks = running(await tasksOf(this.docker, servingName(route.serviceId)));
+    if (tasks.length === 0) return [];
+    const nodes = new Map(
+      (await this.docker.listNodes()).map((n: { ID: string; Status?: { Addr?: string } }) => [
+        n.ID,
+        n.Status?.Addr,
+      ]),
+    );
+    return tasks.flatMap((t) => {
+      const published = t.Status.PortStatus?.Ports?.find((p) => p.TargetPort === route.port)?.PublishedPort;
+      const address = t.NodeID ? nodes.get(t.NodeID) : undefined;
+      return published && address ? [`${address}:${published}`] : [];
+    });
+  }
+
+  private async logSources(serviceId: string): Promise<LogSource[]> {
+    const services = await this.servicesOf(serviceId);
+    return services
+      .filter((s) => s.Spec?.Labels?.[LABEL.role] !== 'cron-template')
+      .map((s) => ({
+        id: s.ID,
+        replica: s.Spec?.Name ?? s.ID,
+        logs: ({ follow, ...options }: LogOptions) =>
+          this.docker.getService(s.ID).logs({ ...options, follow, details: false }),
+      }));
+  }
+}

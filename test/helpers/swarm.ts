@@ -1,0 +1,109 @@
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import Docker from 'dockerode';
+import { freePort, type Registry, startRegistry } from './docker.ts';
+import { pollUntil } from './poll.ts';
+
+/**
+ * A real swarm on this machine for the swarm-provider suites: Docker Engines in their own network
+ * namespaces on a bridge (swarm-net.sh), node 1 the manager, and a registry on the bridge that every
+ * node pulls from. One per test file; the files run one at a time (they share the names).
+ */
+const run = promisify(execFile);
+const SCRIPT = path.join(path.dirname(fileURLToPath(import.meta.url)), 'swarm-net.sh');
+const BRIDGE_ADDRESS = '10.78.0.1';
+
+export const SWARM_IMAGE = 'berth-swarm/busybox';
+
+export interface TestSwarm {
+  /** DOCKER_HOST of the manager. */
+  dockerHost: string;
+  manager: Docker;
+  /** The registry every node reaches, `host:port`. */
+  registry: string;
+  /** A node's own engine (1 is the manager). */
+  node(n: number): Docker;
+  stopNode(n: number): Promise<void>;
+  startNode(n: number): Promise<void>;
+  /** Builds an image on the manager from a Dockerfile (the static busybox beside it) and pushes it. */
+  pushImage(name: string, dockerfile: string): Promise<string>;
+  down(): Promise<void>;
+}
+
+function engine(n: number): Docker {
+  return new Docker({ socketPath: `/run/berth-swarm-test/${n}.sock` });
+}
+
+async function follow(docker: Docker, stream: NodeJS.ReadableStream): Promise<void> {
+  const output = await new Promise<{ error?: string }[]>((resolve, reject) =>
+    docker.modem.followProgress(stream, (error, result) => (error ? reject(error) : resolve(result))),
+  );
+  const failed = output.find((line) => line.error);
+  if (failed) throw new Error(failed.error);
+}
+
+export async function startSwarm(nodes: number): Promise<TestSwarm> {
+  const port = await freePort();
+  const registryAddress = `${BRIDGE_ADDRESS}:${port}`;
+  await run('bash', [SCRIPT, 'up', String(nodes), registryAddress]);
+  let registry: Registry | undefined;
+  const manager = engine(1);
+  const down = async () => {
+    await registry?.stop();
+    await run('bash', [SCRIPT, 'down', String(nodes)]);
+  };
+  try {
+    registry = await startRegistry(BRIDGE_ADDRESS, port);
+    await pollUntil('every node to be ready', async () => {
+      const listed = await manager.listNodes();
+      return listed.length === nodes &&
+        listed.every((n: { Status?: { State?: string } }) => n.Status?.State === 'ready')
+        ? true
+        : undefined;
+    });
+  } catch (error) {
+    await down();
+    throw error;
+  }
+  const pushImage = async (name: string, dockerfile: string) => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-swarm-image-'));
+    const reference = `${registryAddress}/${name}:latest`;
+    try {
+      fs.copyFileSync('/bin/busybox', path.join(dir, 'busybox'));
+      fs.writeFileSync(path.join(dir, 'Dockerfile'), dockerfile);
+      await follow(
+        manager,
+        await manager.buildImage(
+          { context: dir, src: ['Dockerfile', 'busybox'] },
+          { t: reference, rm: true },
+        ),
+      );
+      await follow(manager, await manager.getImage(reference).push({ authconfig: {} }));
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+    return reference;
+  };
+  await pushImage(
+    SWARM_IMAGE,
+    'FROM scratch\nCOPY busybox /bin/busybox\nRUN ["/bin/busybox", "--install", "-s", "/bin"]\nCMD ["/bin/sh"]\n',
+  );
+  return {
+    dockerHost: 'unix:///run/berth-swarm-test/1.sock',
+    manager,
+    registry: registryAddress,
+    node: engine,
+    stopNode: async (n) => {
+      await run('bash', [SCRIPT, 'stop-node', String(n)]);
+    },
+    startNode: async (n) => {
+      await run('bash', [SCRIPT, 'start-node', String(n), registryAddress]);
+    },
+    pushImage,
+    down,
+  };
+}

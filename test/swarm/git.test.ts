@@ -1,0 +1,102 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+import pino from 'pino';
+import { loadConfig } from '../../src/config.ts';
+import { DEFAULT_OPS_CONFIG } from '../../src/domain/ops-json.ts';
+import type { Provider } from '../../src/providers/provider.ts';
+import { openProvider } from '../../src/providers/registry.ts';
+import { openStore, type Store } from '../../src/store/database.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
+import { createRepo } from '../helpers/git.ts';
+import { serviceSpecIn } from '../helpers/provider-contract.ts';
+import { SWARM_IMAGE, startSwarm, type TestSwarm } from '../helpers/swarm.ts';
+
+/**
+ * A git service on the swarm: built on the manager with the docker driver's code, pushed to
+ * BERTH_SWARM_REGISTRY, and pulled from there by every node that runs a replica.
+ */
+let swarm: TestSwarm;
+let database: TestDatabase;
+let store: Store;
+let provider: Provider;
+let gitRoot: string;
+let commit: string;
+const environment = { id: randomUUID(), account_id: randomUUID(), cloud: 'aws' as const, region: 'local' };
+
+before(async () => {
+  swarm = await startSwarm(2);
+  gitRoot = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-swarm-git-'));
+  [commit = ''] = await createRepo(gitRoot, 'acme/worker', [
+    {
+      message: 'release one',
+      files: {
+        Dockerfile: `FROM ${swarm.registry}/${SWARM_IMAGE}:latest\nCMD ["/bin/sh", "-c", "echo built from git; sleep 3600"]\n`,
+        'ops.json': JSON.stringify({ deploy_timeout: 3 }),
+      },
+    },
+  ]);
+  database = await createTestDatabase();
+  store = await openStore({ databaseUrl: database.databaseUrl, dataDir: database.dataDir });
+  const config = {
+    ...loadConfig({}),
+    provider: 'swarm',
+    providerEnv: {
+      DOCKER_HOST: swarm.dockerHost,
+      BERTH_SWARM_MONITOR_S: '1',
+      BERTH_SWARM_REGISTRY: swarm.registry,
+      BERTH_GIT_BASE_URL: `file://${gitRoot}/`,
+    },
+  };
+  provider = await openProvider(config, store.db, pino({ level: 'silent' }));
+  await provider.ensureEnvironment(environment);
+});
+after(async () => {
+  await provider?.close();
+  await store?.close();
+  await database?.drop();
+  await swarm?.down();
+  if (gitRoot) fs.rmSync(gitRoot, { recursive: true, force: true });
+});
+
+test('a git service is built on the manager, pushed, and runs on both nodes from the registry', async () => {
+  const id = randomUUID();
+  const desired = {
+    service: serviceSpecIn(environment, id, {
+      source: 'github',
+      replica_count: 2,
+      git_repo_full_name: 'acme/worker',
+      git_repo_branch: 'main',
+      ops_json_path: 'ops.json',
+    }),
+    environment,
+    deploymentId: randomUUID(),
+    generation: 1,
+    target: { commit_id: '', docker_image_tag: '', helm_chart_version: '' },
+    ops: DEFAULT_OPS_CONFIG,
+    variables: {},
+    domains: [],
+  };
+  const applied = await provider.apply(desired, new AbortController().signal);
+  assert.equal(applied.source?.git_commit_ref, commit);
+  assert.match(applied.source?.docker_image_digest ?? '', /^sha256:/);
+  const tasks = await swarm.manager.listTasks({
+    filters: { service: [`berth-${id}`], 'desired-state': ['running'] },
+  });
+  const nodes = new Set(tasks.map((t: { NodeID: string }) => t.NodeID));
+  assert.equal(nodes.size, 2, 'each node pulled the built image from the registry');
+  const image = (await swarm.manager.getService(`berth-${id}`).inspect()).Spec.TaskTemplate.ContainerSpec
+    .Image;
+  assert.equal(
+    image,
+    `${swarm.registry}/berth-${id}:${desired.deploymentId}@${applied.source?.docker_image_digest}`,
+  );
+  assert.deepEqual(await provider.observe(desired.service), {
+    run_status: 'running',
+    ready_count: 2,
+    generation: 1,
+  });
+});

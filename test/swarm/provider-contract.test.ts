@@ -1,0 +1,42 @@
+import { randomUUID } from 'node:crypto';
+import pino from 'pino';
+import { loadConfig } from '../../src/config.ts';
+import { openProvider } from '../../src/providers/registry.ts';
+import { openStore } from '../../src/store/database.ts';
+import { createTestDatabase } from '../helpers/database.ts';
+import { providerContract } from '../helpers/provider-contract.ts';
+import { SWARM_IMAGE, startSwarm } from '../helpers/swarm.ts';
+
+providerContract('swarm', async () => {
+  const swarm = await startSwarm(2);
+  const database = await createTestDatabase();
+  const store = await openStore({ databaseUrl: database.databaseUrl, dataDir: database.dataDir });
+  const config = {
+    ...loadConfig({}),
+    provider: 'swarm',
+    providerEnv: { DOCKER_HOST: swarm.dockerHost, BERTH_SWARM_MONITOR_S: '1' },
+  };
+  const provider = await openProvider(config, store.db, pino({ level: 'silent' }));
+  return {
+    provider,
+    environment: { id: randomUUID(), account_id: randomUUID(), cloud: 'aws', region: 'local' },
+    spec: () => ({ docker_image: SWARM_IMAGE, docker_registry: swarm.registry, run_command: 'sleep 3600' }),
+    failing: (desired) => ({ ...desired, service: { ...desired.service, source: 'helm_chart' } }),
+    // The serving service's running tasks: a rollout replaces them, and nothing else does.
+    fingerprint: async (serviceId) => {
+      const tasks = await swarm.manager.listTasks({
+        filters: { service: [`berth-${serviceId}`], 'desired-state': ['running'] },
+      });
+      return tasks
+        .map((t: { ID: string }) => t.ID)
+        .sort()
+        .join(',');
+    },
+    close: async () => {
+      await provider.close();
+      await store.close();
+      await database.drop();
+      await swarm.down();
+    },
+  };
+});

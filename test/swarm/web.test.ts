@@ -1,0 +1,202 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, before, test } from 'node:test';
+import pino from 'pino';
+import { loadConfig } from '../../src/config.ts';
+import { DEFAULT_OPS_CONFIG, type OpsConfig } from '../../src/domain/ops-json.ts';
+import { DeployFailed, type DesiredService, type Provider } from '../../src/providers/provider.ts';
+import { openProvider } from '../../src/providers/registry.ts';
+import { openStore, type Store } from '../../src/store/database.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
+import { freePort, viaIngress } from '../helpers/docker.ts';
+import { pollUntil } from '../helpers/poll.ts';
+import { serviceSpecIn } from '../helpers/provider-contract.ts';
+import { startSwarm, type TestSwarm } from '../helpers/swarm.ts';
+
+/**
+ * A web service on a real 2-node swarm, reached through Berth's ingress: two replicas, one per node; a
+ * new version whose health check fails, rolled back by the swarm while the old one serves; the loss of
+ * a node, with the service answering throughout and its replicas rescheduled.
+ */
+let swarm: TestSwarm;
+let database: TestDatabase;
+let store: Store;
+let provider: Provider;
+let ingressPort: number;
+let v1: string;
+let broken: string;
+const environment = { id: randomUUID(), account_id: randomUUID(), cloud: 'aws' as const, region: 'local' };
+const never = new AbortController().signal;
+
+const page = (version: string, healthy: boolean) =>
+  'FROM scratch\nCOPY busybox /bin/busybox\nRUN ["/bin/busybox", "--install", "-s", "/bin"]\n' +
+  `CMD ["/bin/sh", "-c", "mkdir -p /www && echo \\"${version} says $GREETING from $(hostname)\\" > /www/index.html${healthy ? ' && echo ok > /www/ok' : ''} && exec httpd -f -p 8080 -h /www"]\n`;
+
+before(async () => {
+  swarm = await startSwarm(2);
+  v1 = await swarm.pushImage('berth-swarm/web-v1', page('v1', true));
+  broken = await swarm.pushImage('berth-swarm/web-broken', page('broken', false));
+  database = await createTestDatabase();
+  store = await openStore({ databaseUrl: database.databaseUrl, dataDir: database.dataDir });
+  ingressPort = await freePort();
+  const config = {
+    ...loadConfig({}),
+    provider: 'swarm',
+    providerEnv: {
+      DOCKER_HOST: swarm.dockerHost,
+      BERTH_SWARM_MONITOR_S: '2',
+      BERTH_INGRESS_HOST: 'swarm.test',
+      BERTH_INGRESS_PORT: String(ingressPort),
+    },
+  };
+  provider = await openProvider(config, store.db, pino({ level: 'silent' }));
+  await provider.serving?.start();
+  await provider.ensureEnvironment(environment);
+});
+after(async () => {
+  await provider?.close();
+  await store?.close();
+  await database?.drop();
+  await swarm?.down();
+});
+
+const ops: OpsConfig = {
+  ...DEFAULT_OPS_CONFIG,
+  health_check: { type: 'http', path: '/ok', port: 8080, timeout: 2 },
+  deploy_timeout: 2,
+};
+const serviceId = randomUUID();
+const host = `front-${serviceId.slice(0, 8)}.swarm.test`;
+
+function desired(image: string, generation: number): DesiredService {
+  const [reference = '', registry = ''] = [image.slice(image.indexOf('/') + 1), image.split('/')[0]];
+  return {
+    service: serviceSpecIn(environment, serviceId, {
+      subdomain: `front-${serviceId.slice(0, 8)}`,
+      type: 'web',
+      port: 8080,
+      replica_count: 2,
+      cpu_count_min: 0.1,
+      cpu_count_max: 0.5,
+      memory_mb_min: 16,
+      memory_mb_max: 64,
+      docker_registry: registry,
+      docker_image: reference.replace(/:latest$/, ''),
+    }),
+    environment,
+    deploymentId: randomUUID(),
+    generation,
+    target: { commit_id: '', docker_image_tag: 'latest', helm_chart_version: '' },
+    ops,
+    variables: { GREETING: 'hello' },
+    domains: [],
+  };
+}
+
+/** The nodes that run the service's replicas now. */
+async function nodesRunning(): Promise<string[]> {
+  const tasks = await swarm.manager.listTasks({
+    filters: { service: [`berth-${serviceId}`], 'desired-state': ['running'] },
+  });
+  return tasks
+    .filter((t: { Status: { State: string } }) => t.Status.State === 'running')
+    .map((t: { NodeID: string }) => t.NodeID)
+    .sort();
+}
+
+/** Asks through the ingress until every request of `count` in a row answered with `expected`. */
+async function answering(expected: RegExp, count: number): Promise<Set<string>> {
+  const seen = new Set<string>();
+  for (let i = 0; i < count; i++) {
+    const res = await viaIngress(ingressPort, host);
+    assert.equal(res.status, 200, `request ${i} answered ${res.status}: ${res.body}`);
+    assert.match(res.body, expected);
+    seen.add(res.body.trim());
+  }
+  return seen;
+}
+
+test('a 2-replica web service runs one replica per node, reached through the ingress', async () => {
+  const applied = await provider.apply(desired(v1, 1), never);
+  assert.match(applied.svcAlias, /^front-/);
+  assert.deepEqual(await provider.observe(desired(v1, 1).service), {
+    run_status: 'running',
+    ready_count: 2,
+    generation: 1,
+  });
+  const nodes = await nodesRunning();
+  assert.equal(new Set(nodes).size, 2, `the replicas run on two nodes: ${nodes.join(', ')}`);
+  const answers = await pollUntil('both replicas to answer through the ingress', async () => {
+    const seen = await answering(/^v1 says hello from /, 4).catch(() => undefined);
+    return seen && seen.size === 2 ? seen : undefined;
+  });
+  assert.equal(answers.size, 2, 'round robin over both replicas');
+});
+
+test('a new version that never turns healthy is rolled back by the swarm; the old one serves throughout', async () => {
+  let serving = true;
+  const failures: string[] = [];
+  const watch = (async () => {
+    while (serving) {
+      const res = await viaIngress(ingressPort, host).catch((error: Error) => ({
+        status: 0,
+        body: error.message,
+      }));
+      if (res.status !== 200 || !res.body.startsWith('v1 says')) failures.push(`${res.status} ${res.body}`);
+    }
+  })();
+  try {
+    await assert.rejects(provider.apply(desired(broken, 2), never), (error: Error) => {
+      assert.ok(error instanceof DeployFailed, `a DeployFailed, got ${error.constructor.name}`);
+      assert.match(error.message, /did not become healthy: .*unhealthy/);
+      assert.match(error.message, /previous version keeps serving/);
+      return true;
+    });
+  } finally {
+    serving = false;
+    await watch;
+  }
+  assert.deepEqual(failures, [], 'every request during the rollout was answered by v1');
+  const observed = await provider.observe(desired(v1, 1).service);
+  assert.deepEqual(observed, { run_status: 'running', ready_count: 2, generation: 1 });
+  await answering(/^v1 says/, 4);
+});
+
+test('losing a node: the service keeps answering, the swarm reschedules, ready_count drops and returns to 2', async () => {
+  const service = desired(v1, 1).service;
+  let watching = true;
+  const failures: string[] = [];
+  const counts: number[] = [];
+  const watch = (async () => {
+    while (watching) {
+      const res = await viaIngress(ingressPort, host).catch((error: Error) => ({
+        status: 0,
+        body: error.message,
+      }));
+      if (res.status !== 200) failures.push(`${res.status} ${res.body}`);
+      counts.push((await provider.observe(service)).ready_count);
+    }
+  })();
+  try {
+    await swarm.stopNode(2);
+    await pollUntil('ready_count to drop', async () => (counts.some((c) => c < 2) ? true : undefined), {
+      timeoutMs: 60_000,
+    });
+    const back = await pollUntil(
+      'the replicas to run again on the node left',
+      async () => {
+        const observed = await provider.observe(service);
+        const nodes = await nodesRunning();
+        return observed.ready_count === 2 && new Set(nodes).size === 1 ? observed : undefined;
+      },
+      { timeoutMs: 90_000, intervalMs: 250 },
+    );
+    assert.deepEqual(back, { run_status: 'running', ready_count: 2, generation: 1 });
+  } finally {
+    watching = false;
+    await watch;
+  }
+  assert.deepEqual(failures, [], 'every request while the node was lost was answered');
+  await answering(/^v1 says/, 4);
+  await swarm.startNode(2);
+});
