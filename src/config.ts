@@ -25,6 +25,10 @@ export interface Config {
   /** How long an idle keep-alive connection stays open. */
   keepAliveTimeoutMs: number;
   jobLeaseMs: number;
+  /** BERTH_GIT_BASE_URL: where a git service's `org/repo` lives when it names no connection. */
+  gitBaseUrl: string;
+  /** BERTH_GIT_POLL_INTERVAL_MS: how often the git poller asks each auto_deploy branch for its head; 0: off. */
+  gitPollIntervalMs: number;
   logLevel: string;
 }
 
@@ -45,6 +49,11 @@ export function intSetting(
     throw new ConfigError(`${name} must be a whole number from ${min} to ${max}, got "${raw}"`);
   }
   return value;
+}
+
+/** Where anonymous clones come from; the docker driver reads the same setting through this. */
+export function gitBaseUrlSetting(env: NodeJS.ProcessEnv): string {
+  return env.BERTH_GIT_BASE_URL || 'https://github.com/';
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -89,6 +98,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     keepAliveTimeoutMs: intSetting(env, 'BERTH_KEEP_ALIVE_TIMEOUT_MS', 72_000, 100, 3_600_000),
     // A worker renews its lease every third of this; a job whose lease lapses is run again.
     jobLeaseMs: intSetting(env, 'BERTH_JOB_LEASE_MS', 15_000, 1_000, 3_600_000),
+    gitBaseUrl: gitBaseUrlSetting(env),
+    // Off unless asked for: hosts that can reach Berth send webhooks instead.
+    gitPollIntervalMs: intSetting(env, 'BERTH_GIT_POLL_INTERVAL_MS', 0, 0, 86_400_000),
     logLevel: env.BERTH_LOG_LEVEL || 'info',
   };
 }

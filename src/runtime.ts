@@ -5,6 +5,7 @@ import type { Config } from './config.ts';
 import { DnsLookup } from './dns.ts';
 import type { Deps } from './domain/usecases/context.ts';
 import { collectWhenIdle } from './idle-collector.ts';
+import { startGitPoller } from './jobs/git-poller.ts';
 import { jobHandlers } from './jobs/handlers/index.ts';
 import { startObserver } from './jobs/observer.ts';
 import { DEFAULT_CONCURRENCY, Worker } from './jobs/worker.ts';
@@ -65,6 +66,11 @@ export function startWorker(deps: Deps, options: { concurrency?: number; pollMs?
   });
 }
 
+/** The git poller, when BERTH_GIT_POLL_INTERVAL_MS asks for one; it runs wherever workers run. */
+export function startGitPolling(deps: Deps): { stop(): Promise<void> } | null {
+  return deps.config.gitPollIntervalMs > 0 ? startGitPoller(deps) : null;
+}
+
 export interface Server {
   url: string;
   adminToken: string;
@@ -109,6 +115,7 @@ export async function startServer(
   let app: Awaited<ReturnType<typeof buildApp>> | null = null;
   let worker: Worker | null = null;
   let observer: ReturnType<typeof startObserver> | null = null;
+  let poller: ReturnType<typeof startGitPolling> = null;
   let workerStore: Store | null = null;
   try {
     // The embedded database has one process, so a lease left in it belongs to a process that is gone.
@@ -142,7 +149,8 @@ export async function startServer(
     worker = options.workers === false ? null : startWorker(workerDeps);
     await worker?.start();
     observer = worker ? startObserver(workerDeps) : null;
-    const running = { app, worker, observer, workerStore };
+    poller = worker ? startGitPolling(workerDeps) : null;
+    const running = { app, worker, observer, poller, workerStore };
     return {
       url: address,
       adminToken: admin.token,
@@ -153,6 +161,7 @@ export async function startServer(
         await running.app.close();
         await running.worker?.stop();
         await running.observer?.stop();
+        await running.poller?.stop();
         await running.workerStore?.close();
         await runtime.close();
       },
@@ -161,6 +170,7 @@ export async function startServer(
     await app?.close();
     await worker?.stop();
     await observer?.stop();
+    await poller?.stop();
     await workerStore?.close();
     await runtime.close();
     throw error;

@@ -7,6 +7,7 @@ import Fastify, {
   LogController,
 } from 'fastify';
 import type { Deps } from '../domain/usecases/context.ts';
+import { registerConsole } from './console.ts';
 import { BODY_LIMIT_BYTES, registerJsonBody } from './json-body.ts';
 import { authOf, TokenAuthenticator } from './plugins/auth.ts';
 import { authFailureLimit } from './plugins/auth-failures.ts';
@@ -183,5 +184,6 @@ export async function buildApp(deps: Deps, options: AppOptions) {
 
   // Served without auth, from the very schemas that validate and serialize.
   app.get('/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  await registerConsole(app);
   return app;
 }

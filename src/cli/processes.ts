@@ -2,7 +2,7 @@ import type { Config } from '../config.ts';
 import { ConfigError } from '../config.ts';
 import { startObserver } from '../jobs/observer.ts';
 import { providerName } from '../providers/registry.ts';
-import { makeLogger, openRuntime, startServer, startWorker } from '../runtime.ts';
+import { makeLogger, openRuntime, startGitPolling, startServer, startWorker } from '../runtime.ts';
 import { openStore } from '../store/database.ts';
 
 function onShutdown(close: () => Promise<void>): void {
@@ -30,6 +30,7 @@ export async function serveCommand(config: Config, options: { workers: boolean }
   onShutdown(server.close);
   const lines = [
     `Berth is listening on ${server.url} (provider ${providerName(config)}, ${server.runtime.deps.store.kind} database)`,
+    `Console: ${server.url}/ (sign in with an API token)`,
   ];
   if (server.adminTokenGenerated) {
     lines.push(
@@ -62,9 +63,11 @@ export async function workerCommand(config: Config, options: { concurrency: numb
   const runtime = await openRuntime(config);
   const worker = startWorker(runtime.deps, { concurrency: options.concurrency });
   const observer = startObserver(runtime.deps);
+  const poller = startGitPolling(runtime.deps);
   onShutdown(async () => {
     await worker.stop();
     await observer.stop();
+    await poller?.stop();
     await runtime.close();
   });
   await worker.start();

@@ -1,5 +1,8 @@
-import { randomUUID } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
+// Runs in Node and in the console's browser bundle, so no node: modules. uuid, not crypto.randomUUID: a
+// browser offers that only on https or localhost, and a console on http://10.0.0.5:8080 must still POST.
+import { v4 as randomUUID } from 'uuid';
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export interface RetryOptions {
   /** Tries in all, the first included (default 4). */

@@ -19,26 +19,7 @@ import {
   type SpecField,
   type SpecInput,
 } from './service-fields.ts';
-
-/** The fields that say where a source's code comes from; a change of source must bring them along. */
-function sourceFieldsOf(source: Source): SpecField[] {
-  switch (source) {
-    case 'github':
-    case 'gitlab':
-      return ['git_repo_full_name', 'git_repo_branch'];
-    case 'docker_image':
-      return ['docker_image'];
-    case 'helm_chart':
-      return ['helm_chart_repo', 'helm_chart_name'];
-  }
-}
-
-/** Fields each source requires (beyond name and source). Charts size themselves; others need resources. */
-function requiredFor(source: Source): SpecField[] {
-  const resources: SpecField[] =
-    source === 'helm_chart' ? [] : ['replica_count', 'cpu_count_min', 'memory_mb_min'];
-  return [...resources, ...sourceFieldsOf(source)];
-}
+import { requiredFields, sourceFieldsOf } from './service-requirements.ts';
 
 const isSet = (value: unknown) => value !== null && value !== undefined && value !== false && value !== '';
 
@@ -86,9 +67,7 @@ function checkSpec(
   const add = (field: string, error: string) => errors.push({ field, error });
   // Without a readable source (its shape error is reported instead) the source's rules cannot apply.
   const hasSource = (SOURCES as readonly string[]).includes(spec.source);
-  const required = new Set(hasSource ? requiredFor(spec.source) : []);
-  if (spec.type === 'web' || spec.type === 'internal') required.add('port');
-  if (spec.type === 'cron') required.add('cron_schedule');
+  const required = new Set(requiredFields(hasSource ? spec.source : null, spec.type));
 
   for (const field of SPEC_FIELDS) {
     const value = spec[field];

@@ -17,6 +17,7 @@ import * as deploymentLogs from './migrations/0015-deployment-logs.ts';
 import * as serviceResources from './migrations/0016-service-resources.ts';
 import * as deployControls from './migrations/0017-deploy-controls.ts';
 import * as gitConnections from './migrations/0022-git-connections.ts';
+import * as gitPollHeads from './migrations/0023-git-poll-heads.ts';
 import type { Database } from './schema.ts';
 
 /** Every migration, in order. Listed here rather than read from disk so the build carries them. */
@@ -39,6 +40,7 @@ const migrations: Record<string, Migration> = {
   '0016-service-resources': serviceResources,
   '0017-deploy-controls': deployControls,
   '0022-git-connections': gitConnections,
+  '0023-git-poll-heads': gitPollHeads,
 };
 
 export class MigrationError extends Error {}

@@ -251,6 +251,13 @@ export interface GitDeliveriesTable {
   received_at: Generated<Date>;
 }
 
+/** The branch head the git poller last saw for a service. */
+export interface GitPollHeadsTable {
+  service_id: string;
+  head: string;
+  seen_at: Generated<Date>;
+}
+
 export interface Database {
   accounts: AccountsTable;
   api_tokens: ApiTokensTable;
@@ -270,6 +277,7 @@ export interface Database {
   deployment_operations: DeploymentOperationsTable;
   git_connections: GitConnectionsTable;
   git_deliveries: GitDeliveriesTable;
+  git_poll_heads: GitPollHeadsTable;
 }
 
 export type AccountRow = Selectable<AccountsTable>;

@@ -45,3 +45,24 @@ export async function createRepo(
   fs.rmSync(work, { recursive: true, force: true });
   return commits;
 }
+
+/** Pushes one more commit onto `branch` of the bare repository `{root}/{name}`; returns its id. */
+export async function pushCommit(
+  root: string,
+  name: string,
+  release: { message: string; files: Record<string, string> },
+  branch = 'main',
+): Promise<string> {
+  const work = fs.mkdtempSync(path.join(root, 'work-'));
+  await git(root, 'clone', '--quiet', '--branch', branch, path.join(root, name), work);
+  for (const [file, content] of Object.entries(release.files)) {
+    fs.mkdirSync(path.dirname(path.join(work, file)), { recursive: true });
+    fs.writeFileSync(path.join(work, file), content);
+  }
+  await git(work, 'add', '-A');
+  await git(work, 'commit', '--quiet', '-m', release.message);
+  const commit = await git(work, 'rev-parse', 'HEAD');
+  await git(work, 'push', '--quiet', 'origin', branch);
+  fs.rmSync(work, { recursive: true, force: true });
+  return commit;
+}

@@ -1,15 +1,20 @@
 import assert from 'node:assert/strict';
 import type { FastifyInstance } from 'fastify';
+import { isConsoleRoute } from '../../src/api/console.ts';
 
 export interface Route {
   method: string;
   url: string;
 }
 
-/** Records routes from buildApp's `onRoute` hook, leaving out the HEAD routes Fastify adds by itself. */
+/**
+ * Records the API's routes from buildApp's `onRoute` hook, leaving out the HEAD routes Fastify adds by
+ * itself and the console's static files (test/browser tests those).
+ */
 export function routeCollector() {
   const routes: Route[] = [];
   const onRoute = (route: { method: string | string[]; url: string }) => {
+    if (isConsoleRoute(route.url)) return;
     for (const method of [route.method].flat())
       if (method !== 'HEAD') routes.push({ method, url: route.url });
   };

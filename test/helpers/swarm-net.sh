@@ -27,6 +27,7 @@ down() {
   done
   while iptables -D DOCKER-USER -i $BR -o $BR -j ACCEPT 2>/dev/null; do :; done
   ip link del $BR 2>/dev/null || true
+  rmdir "$ROOT" "$RUN" 2>/dev/null || true
 }
 
 start_node() {

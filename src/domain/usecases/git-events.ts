@@ -14,6 +14,7 @@ import {
   recordDelivery,
   servicesOnBranch,
 } from '../../store/repositories/git-connections.ts';
+import { advanceHead } from '../../store/repositories/git-poll-heads.ts';
 import { findPreview } from '../../store/repositories/services.ts';
 import type { GitConnectionRow, GitKind } from '../../store/schema.ts';
 import { UnauthorizedError } from '../errors.ts';
@@ -127,6 +128,8 @@ async function deployPush(trx: Db, actor: Actor, match: Match, event: PushEvent)
     const locked = await lockService(trx, service.id);
     if (isDeleting(locked.state)) continue;
     const deployment = await acceptDeployment(trx, service.id, { commit_id: event.commit.id }, null, locked);
+    // The poller (if on) then sees this head as known and does not deploy it again.
+    await advanceHead(trx, service.id, event.commit.id);
     await recordCommitDetails(trx, deployment.id, {
       git_commit_author: event.commit.author,
       git_commit_message: event.commit.message.slice(0, 2000),

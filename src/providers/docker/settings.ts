@@ -1,4 +1,4 @@
-import { ConfigError, intSetting } from '../../config.ts';
+import { ConfigError, gitBaseUrlSetting, intSetting } from '../../config.ts';
 
 /** The docker driver's settings, parsed by the driver from the environment. */
 export interface DockerSettings {
@@ -54,7 +54,7 @@ export function dockerSettings(env: NodeJS.ProcessEnv): DockerSettings {
   return {
     ...ingressAddresses(env),
     ingressBind: env.BERTH_INGRESS_BIND || '127.0.0.1',
-    gitBaseUrl: env.BERTH_GIT_BASE_URL || 'https://github.com/',
+    gitBaseUrl: gitBaseUrlSetting(env),
     pullTimeoutMs: intSetting(env, 'BERTH_PULL_TIMEOUT_MS', 600_000, 1_000, 3_600_000),
     dependencyImages: {
       postgres: env.BERTH_DOCKER_POSTGRES_IMAGE || 'berth-deps/postgres:latest',

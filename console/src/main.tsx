@@ -1,0 +1,63 @@
+import './styles.css';
+import { render } from 'preact';
+import { useEffect } from 'preact/hooks';
+import { Layout } from './layout.tsx';
+import { AuditLog } from './pages/audit-log.tsx';
+import { CreateService } from './pages/create-service.tsx';
+import { DeploymentPage } from './pages/deployment.tsx';
+import { Domains } from './pages/domains.tsx';
+import { EnvironmentPage } from './pages/environment.tsx';
+import { Environments } from './pages/environments.tsx';
+import { Secrets } from './pages/secrets.tsx';
+import { ServicePage } from './pages/service.tsx';
+import { SignIn } from './pages/sign-in.tsx';
+import { match, navigate, useRoute } from './router.ts';
+import { getToken } from './session.ts';
+
+/** Each route: its pattern and the page it shows. The first match wins. */
+const ROUTES: [string, (p: Record<string, string>) => preact.JSX.Element][] = [
+  ['/envs', () => <Environments />],
+  ['/envs/:envId', (p) => <EnvironmentPage envId={p.envId as string} />],
+  ['/envs/:envId/secrets', (p) => <Secrets envId={p.envId as string} />],
+  ['/envs/:envId/services/new', (p) => <CreateService envId={p.envId as string} />],
+  [
+    '/envs/:envId/services/:serviceId',
+    (p) => <ServicePage envId={p.envId as string} serviceId={p.serviceId as string} />,
+  ],
+  [
+    '/envs/:envId/services/:serviceId/secrets',
+    (p) => <Secrets envId={p.envId as string} serviceId={p.serviceId as string} />,
+  ],
+  [
+    '/envs/:envId/services/:serviceId/domains',
+    (p) => <Domains envId={p.envId as string} serviceId={p.serviceId as string} />,
+  ],
+  ['/deployments/:deploymentId', (p) => <DeploymentPage deploymentId={p.deploymentId as string} />],
+  ['/audit', () => <AuditLog />],
+];
+
+function App() {
+  const route = useRoute();
+  const signedIn = getToken() !== null;
+  useEffect(() => {
+    if (!signedIn && route !== '/sign-in') navigate('/sign-in');
+    else if (signedIn && (route === '/' || route === '/sign-in')) navigate('/envs');
+    // A new page: focus its title, so a screen reader and the keyboard start there.
+    document.getElementById('page-title')?.focus();
+  }, [route, signedIn]);
+  if (!signedIn || route === '/sign-in') return <SignIn />;
+  for (const [pattern, page] of ROUTES) {
+    const params = match(pattern, route);
+    if (params) return <Layout>{page(params)}</Layout>;
+  }
+  return (
+    <Layout>
+      <h1 id="page-title">Page not found</h1>
+      <p>
+        Nothing lives at <code>{route}</code>. <a href="#/envs">Go to your environments</a>.
+      </p>
+    </Layout>
+  );
+}
+
+render(<App />, document.getElementById('app') as HTMLElement);

@@ -1,0 +1,50 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { test } from 'node:test';
+import Fastify from 'fastify';
+import { CONSOLE_CSP, registerConsole } from './console.ts';
+
+function tempDir(): string {
+  return fs.mkdtempSync(path.join(os.tmpdir(), 'berth-console-'));
+}
+
+test('a console that was never built: GET / says how to build it, with 503', async () => {
+  const app = Fastify();
+  await registerConsole(app, path.join(tempDir(), 'dist'));
+  const res = await app.inject({ method: 'GET', url: '/' });
+  assert.equal(res.statusCode, 503);
+  assert.match(res.body, /npm run build:console/);
+  await app.close();
+});
+
+test('a built console: its page carries the CSP, its hashed assets are cached for good, and it answers no other path', async () => {
+  const dist = tempDir();
+  fs.mkdirSync(path.join(dist, 'assets'));
+  fs.writeFileSync(path.join(dist, 'index.html'), '<!doctype html><title>t</title>');
+  fs.writeFileSync(path.join(dist, 'assets/index-abc123.js'), 'export {};');
+  fs.writeFileSync(path.join(dist, '.secret'), 'no');
+  const app = Fastify();
+  await registerConsole(app, dist);
+  app.setNotFoundHandler((_request, reply) => reply.code(404).send({ error_code: 'notfound' }));
+
+  const page = await app.inject({ method: 'GET', url: '/' });
+  assert.equal(page.statusCode, 200);
+  assert.match(String(page.headers['content-type']), /text\/html/);
+  assert.equal(page.headers['content-security-policy'], CONSOLE_CSP);
+  assert.equal(page.headers['cache-control'], 'no-cache');
+  assert.equal(page.headers['x-content-type-options'], 'nosniff');
+
+  const asset = await app.inject({ method: 'GET', url: '/assets/index-abc123.js' });
+  assert.equal(asset.statusCode, 200);
+  assert.equal(asset.headers['cache-control'], 'public, max-age=31536000, immutable');
+  assert.equal(asset.headers['content-security-policy'], undefined);
+
+  for (const url of ['/v1/nothing', '/assets/missing.js', '/.secret']) {
+    const res = await app.inject({ method: 'GET', url });
+    assert.equal(res.statusCode, 404, url);
+    assert.deepEqual(res.json(), { error_code: 'notfound' }, url);
+  }
+  await app.close();
+});

@@ -1,0 +1,67 @@
+import fs from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import fastifyStatic from '@fastify/static';
+import type { FastifyInstance } from 'fastify';
+
+/** Where `npm run build:console` (run by `npm install`'s prepare) writes the console. */
+export const CONSOLE_DIST = fileURLToPath(new URL('../../console/dist', import.meta.url));
+
+/**
+ * The console may load only its own files and talk only to this server: no inline script, no other
+ * origin, no framing. The API itself needs no policy (it answers JSON).
+ */
+export const CONSOLE_CSP = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' data:",
+  "font-src 'self'",
+  "connect-src 'self'",
+  "manifest-src 'self'",
+  "base-uri 'none'",
+  "form-action 'self'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+/** The console's routes: its page and Vite's output (index.html and assets/), none of them API. */
+export function isConsoleRoute(url: string): boolean {
+  return url === '/' || url === '/index.html' || url.startsWith('/assets/');
+}
+
+/**
+ * The web console at `/`: static files built from `console/`, and nothing else — it calls the public
+ * /v1 API with the user's token like any client. A checkout whose console was not built gets a page
+ * that says how to build it, rather than a bare 404.
+ */
+export async function registerConsole(app: FastifyInstance, dist = CONSOLE_DIST): Promise<void> {
+  if (!fs.existsSync(`${dist}/index.html`)) {
+    app.get('/', { schema: { hide: true } }, async (_request, reply) =>
+      reply
+        .code(503)
+        .type('text/plain; charset=utf-8')
+        .send(
+          'The Berth console is not built: run `npm run build:console` (npm install does it), then restart berth serve.\n',
+        ),
+    );
+    return;
+  }
+  await app.register(fastifyStatic, {
+    root: dist,
+    prefix: '/',
+    // One route per built file, registered now: no catch-all that could shadow an unknown /v1 path's 404.
+    wildcard: false,
+    dotfiles: 'ignore',
+    cacheControl: false,
+    setHeaders: (reply, file) => {
+      reply.header('x-content-type-options', 'nosniff');
+      reply.header('referrer-policy', 'no-referrer');
+      if (file.endsWith('.html')) {
+        reply.header('content-security-policy', CONSOLE_CSP);
+        reply.header('cache-control', 'no-cache');
+      } else {
+        // Vite names every asset by its content's hash.
+        reply.header('cache-control', 'public, max-age=31536000, immutable');
+      }
+    },
+  });
+}
