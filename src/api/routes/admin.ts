@@ -5,6 +5,7 @@ import { NotFoundError, UnauthorizedError } from '../../domain/errors.ts';
 import {
   AccountChangeBody,
   GitConnectionBody,
+  GitConnectionChangeBody,
   NewAccountBody,
   NewEnvironmentBody,
 } from '../../domain/inputs.ts';
@@ -19,6 +20,7 @@ import {
 import type { Deps } from '../../domain/usecases/context.ts';
 import { createEnvironment } from '../../domain/usecases/environments.ts';
 import {
+  changeGitConnection,
   createGitConnection,
   listAccountGitConnections,
   removeGitConnection,
@@ -282,6 +284,23 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{
     async (request) => {
       const rows = await listAccountGitConnections(deps, request.params.id);
       return success({ git_connections: rows.map(gitConnectionView) });
+    },
+  );
+
+  app.patch(
+    '/git-connections/:connectionId',
+    {
+      schema: {
+        summary: "Rotate a git connection's secrets or rename it (services keep using it)",
+        params: Type.Object({ connectionId: Uuid }),
+        body: GitConnectionChangeBody,
+        response: { 200: Envelope(Type.Object({ git_connection: GitConnection })), ...ADMIN_ERRORS },
+      },
+      preValidation: async (request) => assertUuid(request.params.connectionId, 'Connection'),
+    },
+    async (request) => {
+      const row = await changeGitConnection(deps, callOf(request), request.params.connectionId, request.body);
+      return success({ git_connection: gitConnectionView(row) });
     },
   );
 
