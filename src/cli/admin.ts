@@ -50,9 +50,9 @@ interface ConnectionOptions {
 }
 
 /** A secret from a file (trailing newline dropped) or an environment variable: never an argument, which `ps` shows. */
-function secretFrom(file: string | undefined, variable: string): string | undefined {
+function secretFrom(file: string | undefined, variable?: string): string | undefined {
   if (file) return fs.readFileSync(file, 'utf8').replace(/\r?\n$/, '');
-  return process.env[variable] || undefined;
+  return variable ? process.env[variable] || undefined : undefined;
 }
 
 function connectionBody(name: string, o: ConnectionOptions) {
@@ -177,6 +177,23 @@ export function adminCommand(plans: readonly string[], features: readonly string
     'BERTH_GIT_TOKEN=glpat-... BERTH_GIT_WEBHOOK_SECRET=... admin connections create <accountId> acme-gitlab --kind gitlab',
   ).action((id: string, name: string, o: ConnectionOptions) =>
     run(() => client(opts()).createGitConnection(id, connectionBody(name, o))),
+  );
+  withExamples(
+    connections
+      .command('rotate <connectionId>')
+      .description("replace a connection's token, App private key or webhook secret (read from files)")
+      .option('--token-file <path>', 'a file holding the new token')
+      .option('--private-key-file <path>', "the App's new private key (PEM file)")
+      .option('--webhook-secret-file <path>', 'a file holding the new webhook secret'),
+    'admin connections rotate <connectionId> --token-file new.token',
+  ).action((id: string, o: Pick<ConnectionOptions, 'tokenFile' | 'privateKeyFile' | 'webhookSecretFile'>) =>
+    run(() =>
+      client(opts()).changeGitConnection(id, {
+        token: secretFrom(o.tokenFile),
+        private_key: o.privateKeyFile ? fs.readFileSync(o.privateKeyFile, 'utf8') : undefined,
+        webhook_secret: secretFrom(o.webhookSecretFile),
+      }),
+    ),
   );
   withExamples(
     connections.command('delete <connectionId>').description('delete a git connection no service uses'),

@@ -111,6 +111,16 @@ export class AdminClient {
       `/accounts/${accountId}/git-connections`,
     );
   }
+  changeGitConnection(
+    connectionId: string,
+    body: { name?: string; token?: string; private_key?: string; webhook_secret?: string },
+  ) {
+    return this.http.call<{ git_connection: Static<typeof GitConnection> }>(
+      'PATCH',
+      `/git-connections/${connectionId}`,
+      body,
+    );
+  }
   deleteGitConnection(connectionId: string) {
     return this.http.call<{ deleted: boolean }>('DELETE', `/git-connections/${connectionId}`);
   }

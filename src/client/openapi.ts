@@ -5303,6 +5303,90 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/v1/dependency-passwords": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read back the password a dependency's $passwordArn names
+         * @description Berth generates the passwords of ops.json dependencies (rds) and keeps them sealed; a service gets one through a `$password` export, the operator reads it here by the `$passwordArn` that GET .../dependencies shows. 404 when no dependency's $passwordArn is `arn`.
+         */
+        get: {
+            parameters: {
+                query: {
+                    arn: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            message: "success";
+                            data: {
+                                arn: string;
+                                password: string;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/v1/accounts/{id}": {
         parameters: {
             query?: never;
@@ -6110,7 +6194,101 @@ export interface paths {
         };
         options?: never;
         head?: never;
-        patch?: never;
+        /** Rotate a git connection's secrets or rename it (services keep using it) */
+        patch: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    connectionId: string;
+                };
+                cookie?: never;
+            };
+            /** @description Rotates secrets in place: a token for a token connection, a private key for an App. */
+            requestBody: {
+                content: {
+                    "application/json": {
+                        name?: string;
+                        /** @description github: the App's private key (PEM); write-only */
+                        private_key?: string;
+                        /** @description an access token that can read the repositories (instead of an App); write-only */
+                        token?: string;
+                        /** @description the secret the host signs webhooks with (GitHub) or sends (GitLab); write-only */
+                        webhook_secret?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            message: "success";
+                            data: {
+                                git_connection: {
+                                    /** Format: uuid */
+                                    id: string;
+                                    /** Format: uuid */
+                                    account_id: string;
+                                    /** @enum {string} */
+                                    kind: "github" | "gitlab";
+                                    name: string;
+                                    base_url: string;
+                                    /** @enum {string} */
+                                    credential: "github_app" | "token";
+                                    github_app_id: string | null;
+                                    github_installation_id: string | null;
+                                    /** Format: date-time */
+                                    created_at: string;
+                                    /** Format: date-time */
+                                    updated_at: string;
+                                };
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
         trace?: never;
     };
 }

@@ -57,3 +57,27 @@ export function checkGitConnection(input: GitConnectionInput): FieldError[] {
   }
   return errors;
 }
+
+/** A private key Node can sign with (PKCS#1, as GitHub hands it out, or PKCS#8). */
+function privateKeyErrors(pem: string): FieldError[] {
+  try {
+    createPrivateKey(pem);
+    return [];
+  } catch {
+    return [
+      { field: 'private_key', error: 'private_key must be a PEM private key (the App key GitHub generated)' },
+    ];
+  }
+}
+
+/** A rotation gives the secret of the connection's own credential: a token, or an App's private key. */
+export function checkGitConnectionChange(
+  credential: 'github_app' | 'token',
+  change: { private_key?: string | undefined; token?: string | undefined },
+): FieldError[] {
+  if (credential === 'token' && change.private_key !== undefined)
+    return [{ field: 'private_key', error: 'this connection authenticates with a token: give token' }];
+  if (credential === 'github_app' && change.token !== undefined)
+    return [{ field: 'token', error: 'this connection authenticates as a GitHub App: give private_key' }];
+  return change.private_key === undefined ? [] : privateKeyErrors(change.private_key);
+}

@@ -160,6 +160,20 @@ export const GitConnectionBody = Type.Object(
 );
 export type GitConnectionInput = Static<typeof GitConnectionBody>;
 
+export const GitConnectionChangeBody = Type.Object(
+  {
+    name: Type.Optional(GitConnectionBody.properties.name),
+    private_key: Type.Optional(GitConnectionBody.properties.private_key),
+    token: Type.Optional(GitConnectionBody.properties.token),
+    webhook_secret: Type.Optional(GitConnectionBody.properties.webhook_secret),
+  },
+  {
+    ...CLOSED,
+    description: 'Rotates secrets in place: a token for a token connection, a private key for an App.',
+  },
+);
+export type GitConnectionChange = Static<typeof GitConnectionChangeBody>;
+
 /** POST /v1/webhooks. */
 export const WebhookBody = Type.Object(
   {

@@ -281,6 +281,8 @@ test('custom domains: add one, see its DNS records, and the verification errors 
 test('the audit log lists the actions, newest first', async () => {
   await page.getByRole('link', { name: 'Audit log' }).click();
   await page.getByRole('heading', { name: 'Audit log' }).waitFor();
+  // The heading comes first, the rows when the page's read answers.
+  await page.getByRole('cell', { name: 'custom_domain.create' }).waitFor();
   const actions = await page.locator('tbody tr td:nth-child(3)').allInnerTexts();
   for (const action of [
     'service.create',

@@ -148,3 +148,33 @@ test('a connection a service clones with cannot be deleted; once unused it can',
     { action: 'git_connection.delete', actor: 'Operator' },
   ]);
 });
+
+test("rotating a connection's secrets keeps its id; each credential takes its own secret", async () => {
+  const created = await h.admin('POST', connections(), {
+    kind: 'gitlab',
+    name: 'rotated',
+    token: TOKEN,
+    webhook_secret: WEBHOOK_SECRET,
+  });
+  const id = created.body.data.git_connection.id;
+  const rotated = await h.admin('PATCH', `/git-connections/${id}`, {
+    token: 'glpat-the-new-token',
+    webhook_secret: 'the-new-webhook-secret',
+  });
+  assert.equal(rotated.status, 200, rotated.raw);
+  assert.equal(rotated.body.data.git_connection.id, id);
+  assert.equal(rotated.raw.includes('the-new'), false);
+  const row = await h.deps.store.db
+    .selectFrom('git_connections')
+    .selectAll()
+    .where('id', '=', id)
+    .executeTakeFirstOrThrow();
+  assert.equal(h.deps.secretBox.open(row.secret_sealed), 'glpat-the-new-token');
+  assert.equal(h.deps.secretBox.open(row.webhook_secret_sealed), 'the-new-webhook-secret');
+  const wrong = await h.admin('PATCH', `/git-connections/${id}`, { private_key: PRIVATE_KEY });
+  assert.equal(wrong.status, 422);
+  assert.deepEqual(wrong.body.errors, [
+    { field: 'private_key', error: 'this connection authenticates with a token: give token' },
+  ]);
+  assert.equal((await h.admin('PATCH', `/git-connections/${randomUUID()}`, { name: 'x' })).status, 404);
+});

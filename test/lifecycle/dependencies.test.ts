@@ -134,6 +134,26 @@ describe('dependencies on the simulated cloud', () => {
     assert.equal((await calls(serviceId, 'create_resource')).length, 5);
   });
 
+  test('the operator reads a password back by its $passwordArn (admin API); nobody else can', async () => {
+    const arn = first.find((d) => d.kind === 'rds')?.attributes.passwordArn as string;
+    const url = `/dependency-passwords?arn=${encodeURIComponent(arn)}`;
+    const read = await h.admin('GET', url);
+    assert.equal(read.status, 200, JSON.stringify(read.body));
+    const [made] = await simTables(h.deps.store.db)
+      .selectFrom('sim_resources')
+      .select('password')
+      .where('service_id', '=', serviceId)
+      .where('kind', '=', 'rds')
+      .execute();
+    assert.deepEqual(read.body.data, { arn, password: made?.password });
+    assert.equal(
+      (await h.admin('GET', `/dependency-passwords?arn=${encodeURIComponent(`${arn}x`)}`)).status,
+      404,
+    );
+    const asAccount = await h.request('GET', `/admin/v1${url}`, { token: t.token });
+    assert.equal(asAccount.status, 401);
+  });
+
   test('a redeploy makes nothing again: same attributes, no new calls', async () => {
     const deployment = await deployed(serviceId);
     assert.equal(deployment.state, 'success', deployment.failure_reason);

@@ -5,6 +5,7 @@ import { NotFoundError, UnauthorizedError } from '../../domain/errors.ts';
 import {
   AccountChangeBody,
   GitConnectionBody,
+  GitConnectionChangeBody,
   NewAccountBody,
   NewEnvironmentBody,
 } from '../../domain/inputs.ts';
@@ -19,12 +20,14 @@ import {
 import type { Deps } from '../../domain/usecases/context.ts';
 import { createEnvironment } from '../../domain/usecases/environments.ts';
 import {
+  changeGitConnection,
   createGitConnection,
   listAccountGitConnections,
   removeGitConnection,
 } from '../../domain/usecases/git-connections.ts';
 import { isUuid } from '../../domain/uuid.ts';
 import { listAccounts } from '../../store/repositories/accounts.ts';
+import { sealedPasswordByArn } from '../../store/repositories/resources.ts';
 import type { AccountRow, GitConnectionRow } from '../../store/schema.ts';
 import { callOf, type TokenAuthenticator } from '../plugins/auth.ts';
 import type { AuthFailureLimit } from '../plugins/auth-failures.ts';
@@ -89,6 +92,33 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{
       },
     },
     async () => success({ accounts: (await listAccounts(deps.store.db)).map(accountView) }),
+  );
+
+  app.get(
+    '/dependency-passwords',
+    {
+      schema: {
+        summary: "Read back the password a dependency's $passwordArn names",
+        description:
+          'Berth generates the passwords of ops.json dependencies (rds) and keeps them sealed; a service ' +
+          'gets one through a `$password` export, the operator reads it here by the `$passwordArn` that ' +
+          "GET .../dependencies shows. 404 when no dependency's $passwordArn is `arn`.",
+        querystring: Type.Object(
+          { arn: Type.String({ minLength: 1, maxLength: 300 }) },
+          { additionalProperties: false },
+        ),
+        response: {
+          200: Envelope(Type.Object({ arn: Type.String(), password: Type.String() })),
+          ...ADMIN_ERRORS,
+        },
+      },
+    },
+    async (request) => {
+      const { arn } = request.query;
+      const sealed = await sealedPasswordByArn(deps.store.db, arn);
+      if (sealed === null) throw new NotFoundError('Dependency password');
+      return success({ arn, password: deps.secretBox.open(sealed) });
+    },
   );
 
   app.post(
@@ -254,6 +284,23 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{
     async (request) => {
       const rows = await listAccountGitConnections(deps, request.params.id);
       return success({ git_connections: rows.map(gitConnectionView) });
+    },
+  );
+
+  app.patch(
+    '/git-connections/:connectionId',
+    {
+      schema: {
+        summary: "Rotate a git connection's secrets or rename it (services keep using it)",
+        params: Type.Object({ connectionId: Uuid }),
+        body: GitConnectionChangeBody,
+        response: { 200: Envelope(Type.Object({ git_connection: GitConnection })), ...ADMIN_ERRORS },
+      },
+      preValidation: async (request) => assertUuid(request.params.connectionId, 'Connection'),
+    },
+    async (request) => {
+      const row = await changeGitConnection(deps, callOf(request), request.params.connectionId, request.body);
+      return success({ git_connection: gitConnectionView(row) });
     },
   );
 

@@ -13,11 +13,17 @@ import {
   insertGitConnection,
   listGitConnections,
   servicesUsingConnection,
+  updateGitConnection,
 } from '../../store/repositories/git-connections.ts';
 import type { GitConnectionRow } from '../../store/schema.ts';
 import { ConflictError, NotFoundError, ValidationError } from '../errors.ts';
-import { checkGitConnection, DEFAULT_GIT_BASE_URLS, normalBaseUrl } from '../git-connection-rules.ts';
-import type { GitConnectionInput } from '../inputs.ts';
+import {
+  checkGitConnection,
+  checkGitConnectionChange,
+  DEFAULT_GIT_BASE_URLS,
+  normalBaseUrl,
+} from '../git-connection-rules.ts';
+import type { GitConnectionChange, GitConnectionInput } from '../inputs.ts';
 import { recordAudit } from './audit.ts';
 import type { Call, Deps } from './context.ts';
 
@@ -55,6 +61,35 @@ export async function createGitConnection(
 export async function listAccountGitConnections(deps: Pick<Deps, 'store'>, accountId: string) {
   if (!(await findAccount(deps.store.db, accountId))) throw new NotFoundError('Account');
   return listGitConnections(deps.store.db, accountId);
+}
+
+/**
+ * Rotates a connection's secrets (or renames it) in place, so the services using it keep their
+ * installation_id: a token connection takes a token, an App connection a private key.
+ */
+export async function changeGitConnection(
+  deps: Pick<Deps, 'store' | 'secretBox'>,
+  call: Call,
+  id: string,
+  change: GitConnectionChange,
+): Promise<GitConnectionRow> {
+  return deps.store.db.transaction().execute(async (trx) => {
+    const connection = await findGitConnectionById(trx, id, { forUpdate: true });
+    if (!connection) throw new NotFoundError('Connection');
+    const app = connection.credential === 'github_app';
+    const errors = checkGitConnectionChange(connection.credential, change);
+    if (errors.length > 0) throw ValidationError.fields(errors);
+    const secret = app ? change.private_key : change.token;
+    const updated = await updateGitConnection(trx, id, {
+      ...(change.name !== undefined && { name: change.name }),
+      ...(secret !== undefined && { secret_sealed: deps.secretBox.seal(secret) }),
+      ...(change.webhook_secret !== undefined && {
+        webhook_secret_sealed: deps.secretBox.seal(change.webhook_secret),
+      }),
+    });
+    await recordAudit(trx, operator(connection.account_id, call), 'git_connection.update', { id });
+    return updated;
+  });
 }
 
 /** Refused (409) while a live service clones with it: its next deployment would fail. */

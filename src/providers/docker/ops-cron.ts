@@ -6,14 +6,13 @@
  * still running when the next tick comes makes that tick skip. `berth serve` only.
  * @module
  */
-import { Cron } from 'croner';
 import type Docker from 'dockerode';
 import type { Logger } from 'pino';
 import { REMOVED_GENERATION } from '../provider.ts';
 import { LABEL, labelFilter, networkName } from './labels.ts';
+import { Schedules } from './schedules.ts';
 import type { DockerDb } from './tables.ts';
 
-const RESCAN_MS = 5000;
 /** A request to a job's path is abandoned after this long (the next tick tries again). */
 const REQUEST_TIMEOUT_MS = 60_000;
 
@@ -26,8 +25,7 @@ interface Job {
 }
 
 export class OpsCronJobs {
-  private readonly schedules = new Map<string, Cron>();
-  private timer: NodeJS.Timeout | undefined;
+  private readonly schedules: Schedules;
   private readonly docker: Docker;
   private readonly db: DockerDb;
   private readonly logger: Logger;
@@ -36,52 +34,45 @@ export class OpsCronJobs {
     this.docker = docker;
     this.db = db;
     this.logger = logger;
+    // A job is keyed by what it does (the JSON of a Job): a rollout or an edit is a new key.
+    this.schedules = new Schedules(
+      logger,
+      () => this.jobs(),
+      (key) => this.request(JSON.parse(key) as Job),
+    );
   }
 
-  async start(): Promise<void> {
-    await this.rescan();
-    this.timer = setInterval(() => {
-      this.rescan().catch((err) => this.logger.warn({ err }, 'ops.json cron rescan failed'));
-    }, RESCAN_MS);
+  start(): Promise<void> {
+    return this.schedules.start();
   }
 
   stop(): void {
-    clearInterval(this.timer);
-    for (const cron of this.schedules.values()) cron.stop();
-    this.schedules.clear();
+    this.schedules.stop();
   }
 
-  private async rescan(): Promise<void> {
+  /** Every cron job of a serving web or internal service, by key, with its schedule. */
+  private async jobs(): Promise<Map<string, string>> {
     const routes = await this.db
       .selectFrom('docker_routes')
       .select(['service_id', 'deployment_id', 'environment_id', 'port', 'ops'])
       .where('generation', '<', REMOVED_GENERATION)
       .where('type', 'in', ['web', 'internal'])
       .execute();
-    const wanted = new Map<string, { schedule: string; job: Job }>();
+    const wanted = new Map<string, string>();
     for (const route of routes) {
       if (!route.port || !route.environment_id) continue;
       for (const { schedule, path } of route.ops.cron_jobs ?? []) {
-        const job = {
+        const job: Job = {
           serviceId: route.service_id,
           deploymentId: route.deployment_id,
           environmentId: route.environment_id,
           port: route.port,
           path,
         };
-        wanted.set(JSON.stringify([job.deploymentId, schedule, path]), { schedule, job });
+        wanted.set(JSON.stringify({ ...job, schedule }), schedule);
       }
     }
-    for (const [key, cron] of this.schedules) {
-      if (wanted.has(key)) continue;
-      cron.stop();
-      this.schedules.delete(key);
-    }
-    for (const [key, { schedule, job }] of wanted) {
-      if (this.schedules.has(key)) continue;
-      const cron = new Cron(schedule, { protect: true }, () => this.request(job));
-      this.schedules.set(key, cron);
-    }
+    return wanted;
   }
 
   /** One tick: GET the path on a running replica. Failures are logged; the schedule goes on. */

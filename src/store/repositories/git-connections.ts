@@ -52,6 +52,19 @@ export async function gitConnectionsOfKind(db: Db, kind: GitKind): Promise<GitCo
   return db.selectFrom('git_connections').selectAll().where('kind', '=', kind).execute();
 }
 
+export async function updateGitConnection(
+  db: Db,
+  id: string,
+  patch: Partial<Pick<GitConnectionRow, 'name' | 'secret_sealed' | 'webhook_secret_sealed'>>,
+): Promise<GitConnectionRow> {
+  return db
+    .updateTable('git_connections')
+    .set({ ...patch, updated_at: new Date() })
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
 export async function deleteGitConnection(db: Db, id: string): Promise<boolean> {
   const result = await db.deleteFrom('git_connections').where('id', '=', id).executeTakeFirst();
   return result.numDeletedRows > 0n;

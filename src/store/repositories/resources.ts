@@ -102,3 +102,14 @@ export async function forgetResource(db: Db, serviceId: string, ref: ResourceRef
     .where('resource_id', '=', ref.resource_id)
     .execute();
 }
+
+/** The sealed password of the dependency whose `$passwordArn` is `arn`, if one has it. */
+export async function sealedPasswordByArn(db: Db, arn: string): Promise<string | null> {
+  const row = await db
+    .selectFrom('service_resources')
+    .select('password')
+    .where(sql<string>`attributes->>'passwordArn'`, '=', arn)
+    .where('password', 'is not', null)
+    .executeTakeFirst();
+  return row?.password ?? null;
+}
