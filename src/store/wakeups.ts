@@ -25,13 +25,14 @@ export class Wakeups {
   }
 
   /**
-   * Arms a wait for `key`: the promise resolves at the next NOTIFY with that payload, after `timeoutMs`,
-   * or when `signal` aborts, whichever comes first.
+   * Arms a wait for `key` once LISTEN is in place: `woken` resolves at the next NOTIFY with that
+   * payload, after `timeoutMs`, or when `signal` aborts, whichever comes first. It comes wrapped:
+   * an async function that returned the bare promise would be awaited to its end, not to its arming.
    */
-  async arm(key: string, timeoutMs: number, signal: AbortSignal): Promise<Promise<void>> {
+  async arm(key: string, timeoutMs: number, signal: AbortSignal): Promise<{ woken: Promise<void> }> {
     this.listening ??= this.store.listen(this.channel, (payload) => this.deliver(payload));
     await this.listening;
-    return new Promise<void>((resolve) => {
+    const woken = new Promise<void>((resolve) => {
       let set = this.waiters.get(key);
       if (!set) {
         set = new Set();
@@ -47,6 +48,7 @@ export class Wakeups {
       signal.addEventListener('abort', done, { once: true });
       set.add(done);
     });
+    return { woken };
   }
 
   async close(): Promise<void> {

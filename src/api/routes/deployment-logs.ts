@@ -81,9 +81,18 @@ export const deploymentLogRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = as
         });
       }
       const stream = openSse(request, reply);
+      const changed = [`deployment:${deployment.id}`];
+      let round = new AbortController();
       try {
         while (!stream.closed.aborted) {
-          const wake = await wakeups.arm(deployment.id, FOLLOW_POLL_MS, stream.closed);
+          // A new line wakes the follower, and so does the deployment's own change: the outcome can
+          // commit after its last line, and waiting for the fallback read would hold `end` for seconds.
+          round = new AbortController();
+          const until = AbortSignal.any([stream.closed, round.signal]);
+          const wake = Promise.race([
+            (await wakeups.arm(deployment.id, FOLLOW_POLL_MS, until)).woken,
+            app.readCache.waitForChange(changed, FOLLOW_POLL_MS, until),
+          ]).finally(() => round.abort());
           // The state first: lines written before it turned terminal are all readable below.
           const now = await findDeploymentById(db, deployment.id);
           let lines = await deploymentLogAfter(db, deployment.id, cursor, FOLLOW_BATCH);
@@ -103,6 +112,7 @@ export const deploymentLogRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = as
           await wake;
         }
       } finally {
+        round.abort();
         stream.end();
       }
       return reply;

@@ -78,7 +78,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app
         }
         while (!stream.closed.aborted) {
           // Armed before the read: a commit between the read and the wait still wakes it.
-          const wake = await wakeups.arm(accountId, POLL_MS, stream.closed);
+          const { woken: wake } = await wakeups.arm(accountId, POLL_MS, stream.closed);
           const rows = await reads.after(accountId, cursor, BATCH);
           for (const row of rows) {
             if (stream.closed.aborted) break;
