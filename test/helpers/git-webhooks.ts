@@ -47,7 +47,8 @@ export function sendGithub(
   payload: unknown,
   delivery: string = randomUUID(),
 ): Promise<Reply> {
-  const raw = JSON.stringify(payload);
+  // A string is sent as it is: bodies no encoder would make.
+  const raw = typeof payload === 'string' ? payload : JSON.stringify(payload);
   return h.request('POST', '/hooks/github', {
     rawBody: raw,
     headers: {

@@ -135,6 +135,23 @@ describe('push', () => {
     assert.equal((await deploymentsOf(web)).length, 1);
   });
 
+  test('a body nested deeper than any host sends is never a 5xx: unsigned 401, signed ignored', async () => {
+    const deep = `${'['.repeat(10_000)}${']'.repeat(10_000)}`;
+    const unsigned = await h.request('POST', '/hooks/github', {
+      rawBody: deep,
+      headers: {
+        'content-type': 'application/json',
+        'x-github-event': 'push',
+        'x-github-delivery': randomUUID(),
+      },
+    });
+    assert.equal(unsigned.status, 401, unsigned.raw);
+    const signed = await sendGithub(h, SECRET, 'push', deep);
+    assert.equal(signed.status, 200, signed.raw);
+    assert.equal(signed.body.data.ignored, 'a push payload without its fields');
+    assert.deepEqual(signed.body.data.deployment_ids, []);
+  });
+
   test('GitLab: X-Gitlab-Token names the connection; a wrong token is a 401', async () => {
     const lab = await create(t, {
       ...VALID_SERVICE.gitlab,

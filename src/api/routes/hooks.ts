@@ -5,6 +5,7 @@ import { UnauthorizedError, ValidationError } from '../../domain/errors.ts';
 import type { Deps } from '../../domain/usecases/context.ts';
 import { type Delivery, receiveDelivery } from '../../domain/usecases/git-events.ts';
 import type { GitKind } from '../../store/schema.ts';
+import { MAX_JSON_DEPTH, nestsDeeperThan } from '../plugins/body-guards.ts';
 import { Envelope, errorResponses } from '../schemas/common.ts';
 import { success } from '../views.ts';
 
@@ -39,10 +40,13 @@ export const hookRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app,
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
     raw.set(request, body as Buffer);
+    const text = (body as Buffer).toString('utf8');
+    // Judged after the signature: an unsigned body earns a 401, not a parse error. Nesting deeper
+    // than any host sends is unreadable too (the body guards walk what is parsed).
+    if (nestsDeeperThan(text, MAX_JSON_DEPTH)) return done(null, undefined);
     try {
-      done(null, JSON.parse((body as Buffer).toString('utf8')));
+      done(null, JSON.parse(text));
     } catch {
-      // Judged after the signature: an unsigned body earns a 401, not a parse error.
       done(null, undefined);
     }
   });
