@@ -27,9 +27,11 @@ before(
     await requireDocker();
     db = await createTestDatabase();
     await buildDependencyImages();
-    await buildImage(SERVICE_IMAGE, 'FROM berth-deps/postgres:latest\nCOPY visit.sh /visit.sh\n', {
-      'visit.sh': VISIT,
-    });
+    await buildImage(
+      SERVICE_IMAGE,
+      'FROM berth-deps/postgres:latest\nCOPY visit.sh s3-visit.cjs outsider.sh /\n',
+      { 'visit.sh': VISIT, 's3-visit.cjs': S3_VISIT, 'outsider.sh': OUTSIDER },
+    );
     berth = await startBerth({
       BERTH_DATA_DIR: db.dataDir,
       BERTH_DATABASE_URL: db.databaseUrl ?? '',
@@ -85,7 +87,12 @@ const DEPENDENCIES = {
       {
         id: 'attachments',
         prefix: 'attachments',
-        exports: { BUCKET_NAME: '$name', BUCKET_ENDPOINT: '$endpoint', BUCKET_KEY_ID: '$username' },
+        exports: {
+          BUCKET_NAME: '$name',
+          BUCKET_ENDPOINT: '$endpoint',
+          BUCKET_KEY_ID: '$username',
+          BUCKET_SECRET: '$password',
+        },
       },
     ],
   },
@@ -104,8 +111,55 @@ my="mariadb -h $MY_HOST -u $MY_USER -p$MY_PASSWORD $MY_DB"
 $my -e "CREATE TABLE IF NOT EXISTS visits (n int); INSERT INTO visits VALUES (1)"
 myrows=$($my -N -e "SELECT count(*) FROM visits")
 hits=$(redis-cli -u "redis://$REDIS_ENDPOINT" INCR visits)
-echo "postgres=$rows mariadb=$myrows redis=$hits"
-[ "$rows/$myrows/$hits" = "$1/$1/$1" ]
+objects=$(node /s3-visit.cjs "$1")
+echo "postgres=$rows mariadb=$myrows redis=$hits s3=$objects"
+[ "$rows/$myrows/$hits/$objects" = "$1/$1/$1/$1" ]
+`;
+
+/**
+ * The service's S3 client (the image has the Node that runs s3rver, no SDK): puts one object for this
+ * visit and prints how many visit objects the bucket holds, each request signed with AWS Signature
+ * Version 4 and the exported key pair, as any S3 client signs.
+ */
+const S3_VISIT = `const crypto = require('node:crypto');
+const { BUCKET_ENDPOINT, BUCKET_NAME, BUCKET_KEY_ID, BUCKET_SECRET } = process.env;
+const sha256 = (data) => crypto.createHash('sha256').update(data).digest('hex');
+const hmac = (key, data) => crypto.createHmac('sha256', key).update(data).digest();
+async function s3(method, key, query, body = '') {
+  const url = new URL(BUCKET_ENDPOINT + '/' + BUCKET_NAME + (key ? '/' + key : ''));
+  for (const [name, value] of Object.entries(query)) url.searchParams.set(name, value);
+  url.searchParams.sort();
+  const date = new Date().toISOString().replace(/[-:]|[.][0-9]{3}/g, '');
+  const scope = date.slice(0, 8) + '/us-east-1/s3/aws4_request';
+  const headers = { host: url.host, 'x-amz-content-sha256': sha256(body), 'x-amz-date': date };
+  const names = Object.keys(headers).sort();
+  const canonical = [method, url.pathname, url.searchParams.toString().replace(/[+]/g, '%20'),
+    names.map((n) => n + ':' + headers[n] + '\\n').join(''), names.join(';'), headers['x-amz-content-sha256']].join('\\n');
+  const toSign = ['AWS4-HMAC-SHA256', date, scope, sha256(canonical)].join('\\n');
+  let signingKey = 'AWS4' + BUCKET_SECRET;
+  for (const part of scope.split('/')) signingKey = hmac(signingKey, part);
+  const signature = crypto.createHmac('sha256', signingKey).update(toSign).digest('hex');
+  const authorization = 'AWS4-HMAC-SHA256 Credential=' + BUCKET_KEY_ID + '/' + scope +
+    ', SignedHeaders=' + names.join(';') + ', Signature=' + signature;
+  const res = await fetch(url, { method, body: body || undefined, headers: { ...headers, authorization } });
+  const text = await res.text();
+  if (!res.ok) throw new Error(method + ' ' + url + ' -> ' + res.status + ' ' + text);
+  return text;
+}
+(async () => {
+  await s3('PUT', 'visits/' + process.argv[2], {}, 'visit ' + process.argv[2]);
+  const listed = await s3('GET', '', { 'list-type': '2', prefix: 'visits/' });
+  console.log(listed.match(/<KeyCount>([0-9]+)<[/]KeyCount>/)[1]);
+})().catch((error) => { console.error(error.message); process.exit(1); });
+`;
+
+/** From another environment: no dependency answers by its name or its address (each probe must fail). */
+const OUTSIDER = `for target in "$PG_NAME" "$PG_IP"; do pg_isready -h "$target" -t 3; [ $? = 2 ] || exit 1; done
+for target in "$REDIS_NAME" "$REDIS_IP"; do timeout 3 redis-cli -h "$target" PING && exit 1; done
+for target in "$S3_NAME" "$S3_IP"; do
+  timeout 3 node -e "fetch('http://$target:4568/').then(() => process.exit(0), () => process.exit(1))" && exit 1
+done
+echo "no dependency of the other environment answered"
 `;
 const SERVICE_IMAGE = 'berth-test/deps-visitor:latest';
 
@@ -206,11 +260,21 @@ test('a service reaches its postgres, mariadb, redis and bucket by its exports; 
   assert.equal(await got.Body?.transformToString(), 'attached');
 
   // Reachable on the environment's network; from a service of another environment of the same account
-  // neither its name nor its address answers (pg_isready exits 2: no response).
+  // no dependency answers, by its name or its address (outsider.sh: pg_isready exits 2, no response).
   const check = `pg_isready -h ${pg.attributes.address} -p 5432 -t 3`;
   assert.equal((await probe(`berth-env-${envId}`, check)).code, 0);
-  const pgIp = (await containerOf(pg.attributes.address ?? '')).NetworkSettings.Networks[`berth-env-${envId}`]
-    ?.IPAddress;
+  const ipOf = async (name: string | undefined) =>
+    (await containerOf(name ?? '')).NetworkSettings.Networks[`berth-env-${envId}`]?.IPAddress ?? '';
+  const cacheAddress = (deps.find((d) => d.kind === 'elasticache') as Dependency).attributes.address;
+  const targets = {
+    PG_NAME: pg.attributes.address ?? '',
+    PG_IP: await ipOf(pg.attributes.address),
+    REDIS_NAME: cacheAddress ?? '',
+    REDIS_IP: await ipOf(cacheAddress),
+    S3_NAME: bucket.attributes.name ?? '',
+    S3_IP: ip ?? '',
+  };
+  for (const [key, value] of Object.entries(targets)) assert.ok(value, `${key} is known`);
   const accounts = await api(`${berth.url}/admin/v1/accounts`, ADMIN_TOKEN);
   const other = await api(
     `${berth.url}/admin/v1/accounts/${accounts.body.data.accounts[0].id}/environments`,
@@ -229,10 +293,11 @@ test('a service reaches its postgres, mariadb, redis and bucket by its exports; 
     source: 'docker_image',
     docker_image: 'berth-test/deps-visitor',
     type: 'job',
-    run_command: `pg_isready -h ${pg.attributes.address} -t 3; a=$?; pg_isready -h ${pgIp} -t 3; [ $a$? = 22 ]`,
+    run_command: 'sh /outsider.sh',
     replica_count: 1,
     cpu_count_min: 0.25,
     memory_mb_min: 64,
+    secrets: Object.entries(targets).map(([key, value]) => ({ key, value })),
   });
   assert.equal(outsider.status, 200, JSON.stringify(outsider.body));
   const tried = await api(`${otherUrl}/services/${outsider.body.data.service.id}/deploy`, token, 'POST', {});

@@ -288,6 +288,9 @@ export class DockerResources implements Resources {
     try {
       container = await this.docker.createContainer({
         name: containerName,
+        // The address services use is also the container's own name: s3rver serves requests to its
+        // own host name path-style (/bucket/key), where any other name would be taken for a bucket.
+        Hostname: name,
         Image: image,
         Env: Object.entries(engine.environment(name, password)).map(([k, v]) => `${k}=${v}`),
         Labels: labels,
