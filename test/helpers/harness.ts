@@ -77,14 +77,24 @@ export async function startHarness(overrides: Partial<Config> = {}): Promise<Har
     headers: Record<string, string>,
     payload?: string,
   ): Promise<Reply> => {
-    const res = await app.inject({ method: method as 'GET', url, headers, payload });
+    const res = await app.inject({ method: method as 'GET', url, headers, payload, payloadAsStream: true });
+    const stream = res.stream();
+    // A server-sent events answer lasts as long as what it follows (GET /v1/events never ends): its
+    // head is the answer here. Tests that read the events open the stream with fetch (helpers/sse.ts).
+    if (String(res.headers['content-type']).startsWith('text/event-stream')) {
+      stream.destroy();
+      return { status: res.statusCode, body: undefined, headers: res.headers, raw: '' };
+    }
+    const chunks: Buffer[] = [];
+    for await (const chunk of stream) chunks.push(chunk as Buffer);
+    const raw = Buffer.concat(chunks).toString('utf8');
     let body: unknown;
     try {
-      body = res.body ? JSON.parse(res.body) : undefined;
+      body = raw ? JSON.parse(raw) : undefined;
     } catch {
-      body = res.body;
+      body = raw;
     }
-    return { status: res.statusCode, body, headers: res.headers, raw: res.body };
+    return { status: res.statusCode, body, headers: res.headers, raw };
   };
 
   const harness: Harness = {
