@@ -1,5 +1,6 @@
 import type { Deps } from '../domain/usecases/context.ts';
 import { pruneEvents } from '../store/repositories/events.ts';
+import { repeatEvery } from './every.ts';
 
 /** Retention runs this often: events live a little past BERTH_EVENT_RETENTION_HOURS, never less. */
 const PRUNE_EVERY_MS = 10 * 60_000;
@@ -13,20 +14,10 @@ export function startEventRetention(
   everyMs = PRUNE_EVERY_MS,
 ): { stop(): Promise<void> } {
   const log = deps.logger.child({ component: 'event-retention' });
-  let round: Promise<void> = Promise.resolve();
   const prune = async () => {
     const before = new Date(Date.now() - deps.config.eventRetentionHours * 3_600_000);
     const removed = await pruneEvents(deps.store.db, before);
     if (removed > 0) log.info({ removed }, 'events past retention dropped');
   };
-  const timer = setInterval(() => {
-    round = round.then(prune).catch((err) => log.warn({ err }, 'dropping old events failed'));
-  }, everyMs);
-  timer.unref();
-  return {
-    stop: async () => {
-      clearInterval(timer);
-      await round;
-    },
-  };
+  return repeatEvery(everyMs, prune, (err) => log.warn({ err }, 'dropping old events failed'));
 }

@@ -9,6 +9,7 @@ import { acceptDeployment } from '../domain/usecases/deployments.ts';
 import { lockService } from '../domain/usecases/service-guards.ts';
 import { advanceHead, pollTargets } from '../store/repositories/git-poll-heads.ts';
 import type { ServiceRow } from '../store/schema.ts';
+import { repeatEvery } from './every.ts';
 import { gitAccessOf } from './git-access.ts';
 
 const run = promisify(execFile);
@@ -70,15 +71,9 @@ export function startGitPoller(
   everyMs = deps.config.gitPollIntervalMs,
 ): { stop(): Promise<void> } {
   const log = deps.logger.child({ component: 'git-poller' });
-  let round: Promise<void> = Promise.resolve();
-  const timer = setInterval(() => {
-    round = round.then(() => pollGitHeads(deps)).catch((err) => log.warn({ err }, 'git polling failed'));
-  }, everyMs);
-  timer.unref();
-  return {
-    stop: async () => {
-      clearInterval(timer);
-      await round;
-    },
-  };
+  return repeatEvery(
+    everyMs,
+    () => pollGitHeads(deps),
+    (err) => log.warn({ err }, 'git polling failed'),
+  );
 }

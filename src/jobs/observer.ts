@@ -1,5 +1,6 @@
 import type { Deps } from '../domain/usecases/context.ts';
 import { observedServices, recordObservation } from '../store/repositories/observations.ts';
+import { repeatEvery } from './every.ts';
 
 /** How often what runs is observed again: drift (a container that died) shows within this. */
 const OBSERVE_EVERY_MS = 10_000;
@@ -14,7 +15,6 @@ export function startObserver(
   everyMs = OBSERVE_EVERY_MS,
 ): { stop(): Promise<void> } {
   const log = deps.logger.child({ component: 'observer' });
-  let round: Promise<void> = Promise.resolve();
   const observeAll = async () => {
     for (const service of await observedServices(deps.store.db)) {
       const startedAt = new Date();
@@ -22,14 +22,5 @@ export function startObserver(
       await recordObservation(deps.store.db, service.id, observed, startedAt);
     }
   };
-  const timer = setInterval(() => {
-    round = round.then(observeAll).catch((err) => log.warn({ err }, 'observing services failed'));
-  }, everyMs);
-  timer.unref();
-  return {
-    stop: async () => {
-      clearInterval(timer);
-      await round;
-    },
-  };
+  return repeatEvery(everyMs, observeAll, (err) => log.warn({ err }, 'observing services failed'));
 }
