@@ -6,6 +6,7 @@
  * at most once, so a job that runs again after a crash finishes the work instead of repeating it.
  * @module
  */
+import { randomBytes } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
 import type { OpsConfig, OpsResource } from '../domain/ops-json.ts';
 import type { Deps } from '../domain/usecases/context.ts';
@@ -89,10 +90,18 @@ export async function provisionDependencies(
       log.line('dependencies', `${describe(resource)} is in place${where(attributes)}`);
     } else {
       log.line('dependencies', `${row ? 'Updating' : 'Making'} ${describe(resource)}`);
-      await beginResource(db, service.id, { ...ref, prefix: resource.prefix, spec: specOf(resource) });
+      // The password a new resource gets, sealed before the provider makes anything: a rerun after a
+      // crash offers the same one, whatever the provider made with it.
+      const sealed = row?.password ?? deps.secretBox.seal(randomBytes(18).toString('base64url'));
+      await beginResource(db, service.id, {
+        ...ref,
+        prefix: resource.prefix,
+        spec: specOf(resource),
+        sealedPassword: sealed,
+      });
       try {
         const made = await resourcesOf(deps, describe(resource)).ensure(
-          { service, environment, resource },
+          { service, environment, resource, password: deps.secretBox.open(sealed) },
           signal,
         );
         attributes = made.attributes;

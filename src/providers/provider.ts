@@ -232,10 +232,13 @@ export interface ProvisionedResource {
 export interface Resources {
   /**
    * Makes the resource exist as declared, at most once: the same value again changes nothing and returns
-   * the same attributes (and password); changed properties update it in place. `signal` as for apply.
+   * the same attributes (and password); changed properties update it in place. `password` is the one to
+   * give a new resource that needs one: the jobs layer generates it and seals it in its store before
+   * the first call, so a call that runs again after a crash gets the same one (a driver that cannot read
+   * a password back from what it made relies on that). `signal` as for apply.
    */
   ensure(
-    request: { service: ServiceRef; environment: EnvironmentRef; resource: OpsResource },
+    request: { service: ServiceRef; environment: EnvironmentRef; resource: OpsResource; password: string },
     signal: AbortSignal,
   ): Promise<ProvisionedResource>;
   /** Deletes the resource and its data; one already gone is fine. */

@@ -31,7 +31,7 @@ import { digestOf, engineError, imageReference, pullImage } from './images.ts';
 import { containerTargets, type Ingress, startIngress } from './ingress.ts';
 import { LABEL, labelFilter, labelsOf, networkName, type Role } from './labels.ts';
 import { containerSources, EngineLogs } from './logs.ts';
-import { OpsCronJobs } from './ops-cron.ts';
+import { OpsCronJobs, requestReplica } from './ops-cron.ts';
 import { demultiplex } from './output.ts';
 import { DockerResources } from './resources.ts';
 import { admit, bury, promote, routeOf } from './routes.ts';
@@ -89,7 +89,7 @@ export class DockerProvider implements Provider {
         .execute();
       return new Set(rows.map((r) => r.service_id));
     });
-    this.opsCron = new OpsCronJobs(this.docker, this.db, options.logger);
+    this.opsCron = new OpsCronJobs(this.db, options.logger, requestReplica(this.docker, options.logger));
     this.serving = {
       start: async () => {
         this.ingress = await startIngress({

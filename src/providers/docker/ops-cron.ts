@@ -1,9 +1,10 @@
 /**
- * ops.json `cron.cron_jobs` of web and internal services: on each tick of a job's schedule, an HTTP GET
- * of its path on a running replica of the deployment that serves (the service's port on the environment
- * network). The schedules are rebuilt from docker_routes every few seconds, as cron.ts rebuilds cron
- * services' from their templates, so a deployment made by another process is picked up; a request
- * still running when the next tick comes makes that tick skip. `berth serve` only.
+ * ops.json `cron.cron_jobs` of web and internal services on the Engine-API drivers: on each tick of a
+ * job's schedule, an HTTP GET of its path on the service's internal address, made by the driver's
+ * `request` (docker: from this process to a running replica; swarm: from a task on the environment's
+ * overlay). The schedules are rebuilt from docker_routes every few seconds, as cron.ts rebuilds cron
+ * services' from their templates, so a deployment made by another process is picked up. `berth serve`
+ * only.
  * @module
  */
 import type Docker from 'dockerode';
@@ -14,31 +15,32 @@ import { Schedules } from './schedules.ts';
 import type { DockerDb } from './tables.ts';
 
 /** A request to a job's path is abandoned after this long (the next tick tries again). */
-const REQUEST_TIMEOUT_MS = 60_000;
+export const REQUEST_TIMEOUT_MS = 60_000;
 
-interface Job {
+/** One cron job of the deployment that serves a service. */
+export interface OpsCronJob {
   serviceId: string;
   deploymentId: string;
   environmentId: string;
+  subdomain: string;
   port: number;
+  schedule: string;
   path: string;
 }
 
+export type OpsCronRequest = (job: OpsCronJob, at: Date) => Promise<void>;
+
 export class OpsCronJobs {
   private readonly schedules: Schedules;
-  private readonly docker: Docker;
   private readonly db: DockerDb;
-  private readonly logger: Logger;
 
-  constructor(docker: Docker, db: DockerDb, logger: Logger) {
-    this.docker = docker;
+  constructor(db: DockerDb, logger: Logger, request: OpsCronRequest) {
     this.db = db;
-    this.logger = logger;
-    // A job is keyed by what it does (the JSON of a Job): a rollout or an edit is a new key.
+    // A job is keyed by what it does (the JSON of an OpsCronJob): a rollout or an edit is a new key.
     this.schedules = new Schedules(
       logger,
       () => this.jobs(),
-      (key) => this.request(JSON.parse(key) as Job),
+      (key, at) => request(JSON.parse(key) as OpsCronJob, at),
     );
   }
 
@@ -54,30 +56,38 @@ export class OpsCronJobs {
   private async jobs(): Promise<Map<string, string>> {
     const routes = await this.db
       .selectFrom('docker_routes')
-      .select(['service_id', 'deployment_id', 'environment_id', 'port', 'ops'])
+      .select(['service_id', 'deployment_id', 'environment_id', 'subdomain', 'port', 'ops'])
       .where('generation', '<', REMOVED_GENERATION)
       .where('type', 'in', ['web', 'internal'])
       .execute();
     const wanted = new Map<string, string>();
     for (const route of routes) {
-      if (!route.port || !route.environment_id) continue;
+      if (!route.port || !route.environment_id || !route.subdomain) continue;
       for (const { schedule, path } of route.ops.cron_jobs ?? []) {
-        const job: Job = {
+        const job: OpsCronJob = {
           serviceId: route.service_id,
           deploymentId: route.deployment_id,
           environmentId: route.environment_id,
+          subdomain: route.subdomain,
           port: route.port,
+          schedule,
           path,
         };
-        wanted.set(JSON.stringify({ ...job, schedule }), schedule);
+        wanted.set(JSON.stringify(job), schedule);
       }
     }
     return wanted;
   }
+}
 
-  /** One tick: GET the path on a running replica. Failures are logged; the schedule goes on. */
-  private async request(job: Job): Promise<void> {
-    const replicas = await this.docker
+/**
+ * The docker driver's request: a GET of the path on a running replica, at its address on the
+ * environment's network (this process runs on the same machine). Failures are logged; the schedule
+ * goes on.
+ */
+export function requestReplica(docker: Docker, logger: Logger): OpsCronRequest {
+  return async (job) => {
+    const replicas = await docker
       .listContainers({
         filters: labelFilter({ [LABEL.deployment]: job.deploymentId, [LABEL.role]: 'replica' }),
       })
@@ -86,7 +96,7 @@ export class OpsCronJobs {
     const ip = replica?.NetworkSettings.Networks[networkName(job.environmentId)]?.IPAddress;
     const at = { service: job.serviceId, path: job.path };
     if (!ip) {
-      this.logger.warn(at, 'ops.json cron job skipped: no replica is running');
+      logger.warn(at, 'ops.json cron job skipped: no replica is running');
       return;
     }
     try {
@@ -95,9 +105,9 @@ export class OpsCronJobs {
         redirect: 'manual',
       });
       await res.body?.cancel();
-      this.logger.info({ ...at, status: res.status }, 'ops.json cron job requested');
+      logger.info({ ...at, status: res.status }, 'ops.json cron job requested');
     } catch (err) {
-      this.logger.warn({ ...at, err }, 'ops.json cron job request failed');
+      logger.warn({ ...at, err }, 'ops.json cron job request failed');
     }
-  }
+  };
 }

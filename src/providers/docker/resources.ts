@@ -1,169 +1,29 @@
 /**
- * ops.json dependencies as containers of their own on the environment's network: rds postgres and
- * mysql (MariaDB), elasticache redis and s3 buckets (s3rver), each from its configured image with a
- * named volume for its data. The container's name and its volume's derive from the resource
- * (domain/resource-names.ts), so `ensure` finds what an earlier run made instead of making it twice,
- * and reads the generated password back from it. sns and sqs have no honest local equivalent: they fail
- * by name. See docs/docker-provider.md for the images' contract.
+ * ops.json dependencies as containers of their own on the environment's network: each from its
+ * engine's configured image (dependency-engines.ts) with a named volume for its data. The container's
+ * name and its volume's derive from the resource (domain/resource-names.ts), so `ensure` finds what an
+ * earlier run made instead of making it twice, and reads the password back from it.
  * @module
  */
-import { randomBytes } from 'node:crypto';
 import type Docker from 'dockerode';
 import type { OpsResource } from '../../domain/ops-json.ts';
 import { resourceName } from '../../domain/resource-names.ts';
 import { TerminalError } from '../../jobs/errors.ts';
 import type { EnvironmentRef, ProvisionedResource, ResourceKey, Resources, ServiceRef } from '../provider.ts';
+import {
+  attributesOf,
+  dependencyLabels,
+  dependencyNameOf,
+  type Engine,
+  engineOf,
+  imageSettingOf,
+  READY_TIMEOUT_MS,
+} from './dependency-engines.ts';
 import { waitReady } from './health.ts';
 import { engineError, pullImage } from './images.ts';
 import { LABEL, networkName } from './labels.ts';
 import { demultiplex } from './output.ts';
 import type { DockerSettings } from './settings.ts';
-
-type EngineName = keyof DockerSettings['dependencyImages'];
-
-/** What Berth tells an image and what it reads back: its port, data directory and variables. */
-interface Engine {
-  name: EngineName;
-  port: number;
-  dataDir: string;
-  /** The container's variable holding the generated password (none: the engine has no password). */
-  passwordVariable?: string;
-  environment(name: string, password: string): Record<string, string>;
-}
-
-/** The user rds instances are made with (the hosted platform's master user is a fixed name too). */
-const DB_USER = 'berth_admin';
-const dbNameOf = (name: string) => name.replace(/-/g, '_');
-
-const ENGINES: Record<EngineName, Engine> = {
-  postgres: {
-    name: 'postgres',
-    port: 5432,
-    dataDir: '/var/lib/postgresql/data',
-    passwordVariable: 'POSTGRES_PASSWORD',
-    environment: (name, password) => ({
-      POSTGRES_USER: DB_USER,
-      POSTGRES_PASSWORD: password,
-      POSTGRES_DB: dbNameOf(name),
-    }),
-  },
-  mariadb: {
-    name: 'mariadb',
-    port: 3306,
-    dataDir: '/var/lib/mysql',
-    passwordVariable: 'MARIADB_PASSWORD',
-    environment: (name, password) => ({
-      MARIADB_USER: DB_USER,
-      MARIADB_PASSWORD: password,
-      MARIADB_DATABASE: dbNameOf(name),
-      // The official image wants a root password decided; nobody needs to know it.
-      MARIADB_RANDOM_ROOT_PASSWORD: '1',
-    }),
-  },
-  redis: { name: 'redis', port: 6379, dataDir: '/data', environment: () => ({}) },
-  s3: {
-    name: 's3',
-    port: 4568,
-    dataDir: '/data',
-    passwordVariable: 'S3_SECRET_ACCESS_KEY',
-    environment: (name, password) => ({
-      S3_BUCKET: name,
-      S3_ACCESS_KEY_ID: accessKeyIdOf(name),
-      S3_SECRET_ACCESS_KEY: password,
-    }),
-  },
-};
-
-const accessKeyIdOf = (name: string) => `BERTH${name.slice(-8).toUpperCase()}`;
-
-/** rds engines by the names the hosted platform accepts; elasticache's. Others fail naming them. */
-const RDS_ENGINES: Record<string, EngineName> = {
-  postgres: 'postgres',
-  'aurora-postgresql': 'postgres',
-  mysql: 'mariadb',
-  mariadb: 'mariadb',
-  'aurora-mysql': 'mariadb',
-};
-const CACHE_ENGINES: Record<string, EngineName> = { redis: 'redis', valkey: 'redis' };
-
-/** How long a new dependency has to accept connections (a first MariaDB start initialises its data). */
-const READY_TIMEOUT_MS = 180_000;
-
-function engineOf(resource: Pick<OpsResource, 'kind' | 'type' | 'properties'>): Engine {
-  const key = `${resource.kind}.${resource.type}`;
-  const declared = String(resource.properties.engine ?? '');
-  switch (key) {
-    case 's3.buckets':
-      return ENGINES.s3;
-    case 'rds.instances': {
-      const name = RDS_ENGINES[declared];
-      if (!name)
-        throw new TerminalError(
-          `the docker provider runs rds engines ${Object.keys(RDS_ENGINES).join(', ')}, not "${declared}"`,
-        );
-      return ENGINES[name];
-    }
-    case 'elasticache.clusters': {
-      const name = CACHE_ENGINES[declared];
-      if (!name)
-        throw new TerminalError(
-          `the docker provider runs elasticache engines ${Object.keys(CACHE_ENGINES).join(', ')}, not "${declared}"`,
-        );
-      return ENGINES[name];
-    }
-    case 'sns.topics':
-    case 'sqs.queues':
-      throw new TerminalError(
-        `${resource.kind} is not available on the docker provider: no local ${resource.kind.toUpperCase()} ` +
-          'runs here that would behave like the real one. Deploy on a provider that has it, or remove it from ops.json',
-      );
-    default:
-      throw new TerminalError(`the docker provider cannot provision ${resource.kind} ${resource.type}`);
-  }
-}
-
-/** The `$...` attributes of a dependency made on the docker provider. */
-function attributesOf(
-  env: EnvironmentRef,
-  resource: Pick<OpsResource, 'kind' | 'type'>,
-  name: string,
-  engine: Engine,
-): Record<string, string> {
-  const arn = (service: string, path: string) =>
-    `arn:berth:${service}:${env.region}:${env.account_id}:${path}`;
-  const address = name;
-  const port = String(engine.port);
-  switch (resource.kind) {
-    case 's3':
-      return {
-        name,
-        arn: `arn:berth:s3:::${name}`,
-        endpoint: `http://${address}:${port}`,
-        username: accessKeyIdOf(name),
-      };
-    case 'rds':
-      return {
-        name,
-        arn: arn('rds', `db:${name}`),
-        address,
-        port,
-        endpoint: `${address}:${port}`,
-        username: DB_USER,
-        dbName: dbNameOf(name),
-        passwordArn: arn('secretsmanager', `secret:${name}/password`),
-      };
-    default:
-      return {
-        name,
-        arn: arn('elasticache', `replicationgroup:${name}`),
-        address,
-        port,
-        endpoint: `${address}:${port}`,
-      };
-  }
-}
-
-const containerNameOf = (name: string) => `berth-dep-${name}`;
 
 const isGone = (error: unknown) => (error as { statusCode?: number }).statusCode === 404;
 
@@ -183,13 +43,13 @@ export class DockerResources implements Resources {
   }
 
   async ensure(
-    request: { service: ServiceRef; environment: EnvironmentRef; resource: OpsResource },
+    request: { service: ServiceRef; environment: EnvironmentRef; resource: OpsResource; password: string },
     signal: AbortSignal,
   ): Promise<ProvisionedResource> {
     const { service, environment, resource } = request;
-    const engine = engineOf(resource);
+    const engine = engineOf(resource, 'docker');
     const name = resourceName(service.id, resource);
-    const containerName = containerNameOf(name);
+    const containerName = dependencyNameOf(name);
     let info = await this.inspect(containerName);
     // Another engine under the same name (the declared engine changed) is a different database.
     if (info && info.Config.Labels[LABEL.engine] !== engine.name) {
@@ -200,7 +60,7 @@ export class DockerResources implements Resources {
     let password = info ? variableOf(info.Config.Env, engine.passwordVariable) : undefined;
     if (!info) {
       signal.throwIfAborted();
-      password = engine.passwordVariable ? randomBytes(18).toString('base64url') : undefined;
+      password = engine.passwordVariable ? request.password : undefined;
       info = await this.create(environment, service, resource, name, engine, password ?? '');
     } else if (!info.State.Running) {
       await this.docker
@@ -248,7 +108,7 @@ export class DockerResources implements Resources {
 
   /** The container and its volume, with the data: what an earlier run left of them too. */
   private async removeAll(name: string): Promise<void> {
-    const containerName = containerNameOf(name);
+    const containerName = dependencyNameOf(name);
     await this.docker
       .getContainer(containerName)
       .remove({ force: true, v: true })
@@ -274,15 +134,8 @@ export class DockerResources implements Resources {
     const network = await this.ensureNetwork(environment);
     const image = this.settings.dependencyImages[engine.name];
     await this.ensureImage(image, engine, resource);
-    const containerName = containerNameOf(name);
-    const labels = {
-      [LABEL.managed]: 'true',
-      [LABEL.account]: environment.account_id,
-      [LABEL.environment]: environment.id,
-      [LABEL.dependencyOf]: service.id,
-      [LABEL.dependency]: `${resource.kind}.${resource.type}.${resource.id}`,
-      [LABEL.engine]: engine.name,
-    };
+    const containerName = dependencyNameOf(name);
+    const labels = dependencyLabels(environment, service, resource, engine);
     await this.docker.createVolume({ Name: containerName, Labels: labels });
     let container: Docker.Container;
     try {
@@ -327,8 +180,7 @@ export class DockerResources implements Resources {
       throw new TerminalError(
         `the ${engine.name} image ${image} for ${resource.kind} ${resource.type} ${resource.id} is not on ` +
           `this engine and could not be pulled (${(error as Error).message}); build the default images ` +
-          'with tools/dependency-images/build.sh or set BERTH_DOCKER_' +
-          `${engine.name.toUpperCase()}_IMAGE`,
+          `with tools/dependency-images/build.sh or set ${imageSettingOf(engine)}`,
       );
     }
   }

@@ -15,8 +15,33 @@ export interface SwarmCronTicksTable {
   claimed_at: ColumnType<Date, Date, Date>;
 }
 
-/** The routing table is the Engine-API drivers' shared one (docker/routes.ts); the tick claims are ours. */
-export type SwarmTables = DockerTables & { swarm_cron_ticks: SwarmCronTicksTable };
+/**
+ * The node each ops.json dependency is pinned to (its data is a volume on that node), chosen at its first
+ * provision, with the image it runs (resolved to a digest then: a tag that moves never changes a
+ * database's engine under its data).
+ */
+export interface SwarmDependenciesTable {
+  /** The dependency's swarm service: `berth-dep-<name>`. */
+  name: string;
+  node_id: string;
+  image: string;
+  created_at: ColumnType<Date, Date, Date>;
+}
+
+/** One row per tick of an ops.json cron job claimed, as swarm_cron_ticks for cron services. */
+export interface SwarmOpsCronTicksTable {
+  service_id: string;
+  /** The job: its schedule and path. */
+  job: string;
+  tick_at: ColumnType<Date, Date, Date>;
+}
+
+/** The routing table is the Engine-API drivers' shared one (docker/routes.ts); the rest are ours. */
+export type SwarmTables = DockerTables & {
+  swarm_cron_ticks: SwarmCronTicksTable;
+  swarm_dependencies: SwarmDependenciesTable;
+  swarm_ops_cron_ticks: SwarmOpsCronTicksTable;
+};
 
 export function swarmTables(db: Db) {
   return db.withTables<SwarmTables>();
@@ -33,6 +58,28 @@ export const swarmMigrations: Record<string, Migration> = {
           tick_at timestamptz(3) NOT NULL,
           claimed_at timestamptz(3) NOT NULL,
           PRIMARY KEY (service_id, tick_at)
+        )`,
+      ]),
+  },
+  '0001-dependency-nodes': {
+    up: (db) =>
+      runStatements(db, [
+        `CREATE TABLE swarm_dependencies (
+          name text PRIMARY KEY,
+          node_id text NOT NULL,
+          image text NOT NULL,
+          created_at timestamptz(3) NOT NULL
+        )`,
+      ]),
+  },
+  '0002-ops-cron-ticks': {
+    up: (db) =>
+      runStatements(db, [
+        `CREATE TABLE swarm_ops_cron_ticks (
+          service_id uuid NOT NULL,
+          job text NOT NULL,
+          tick_at timestamptz(3) NOT NULL,
+          PRIMARY KEY (service_id, job, tick_at)
         )`,
       ]),
   },

@@ -29,17 +29,21 @@ export function listResources(db: Db, serviceId: string): Promise<ServiceResourc
     .execute();
 }
 
-/** Records that a resource is being made (or updated) from `spec`. */
+/**
+ * Records that a resource is being made (or updated) from `spec`, with the password offered to the
+ * provider (sealed); once made, the row holds the password the provider reports, if any.
+ */
 export async function beginResource(
   db: Db,
   serviceId: string,
-  ref: ResourceRef & { prefix: string; spec: unknown },
+  ref: ResourceRef & { prefix: string; spec: unknown; sealedPassword: string },
 ): Promise<void> {
   const row = {
     prefix: ref.prefix,
     spec: JSON.stringify(ref.spec),
     state: 'provisioning' as const,
     error: '',
+    password: ref.sealedPassword,
   };
   await db
     .insertInto('service_resources')
