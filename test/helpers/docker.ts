@@ -34,17 +34,27 @@ export async function freePort(): Promise<number> {
 
 export interface Registry {
   address: string;
+  /** Where it keeps the images. */
+  storage: string;
   stop(): Promise<void>;
 }
 
-/** Debian's docker-registry on `host` (another machine's engines reach it there), at a free port unless given. */
-export async function startRegistry(host = '127.0.0.1', chosenPort?: number): Promise<Registry> {
+/**
+ * Debian's docker-registry on `host` (another machine's engines reach it there), at a free port unless
+ * given; over another registry's `storage` when given (it serves the same images; stopping it leaves them).
+ */
+export async function startRegistry(
+  host = '127.0.0.1',
+  chosenPort?: number,
+  sharedStorage?: string,
+): Promise<Registry> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-registry-'));
   const port = chosenPort ?? (await freePort());
   const config = path.join(dir, 'config.yml');
+  const storage = sharedStorage ?? path.join(dir, 'data');
   fs.writeFileSync(
     config,
-    `version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: ${dir}/data\nhttp:\n  addr: ${host}:${port}\n`,
+    `version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: ${storage}\nhttp:\n  addr: ${host}:${port}\n`,
   );
   const child = spawn('docker-registry', ['serve', config], { stdio: 'ignore' });
   const address = `${host}:${port}`;
@@ -54,6 +64,7 @@ export async function startRegistry(host = '127.0.0.1', chosenPort?: number): Pr
   });
   return {
     address,
+    storage,
     stop: async () => {
       child.kill('SIGTERM');
       fs.rmSync(dir, { recursive: true, force: true });

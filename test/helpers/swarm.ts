@@ -5,7 +5,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import Docker from 'dockerode';
-import { freePort, type Registry, startRegistry } from './docker.ts';
+import { freePort, docker as hostDocker, type Registry, startRegistry } from './docker.ts';
 import { pollUntil } from './poll.ts';
 
 /**
@@ -34,6 +34,8 @@ export interface TestSwarm {
   startNode(n: number): Promise<void>;
   /** Builds an image on the manager from a Dockerfile (the static busybox beside it) and pushes it. */
   pushImage(name: string, dockerfile: string): Promise<string>;
+  /** Pushes an image of this machine's engine to the swarm's registry as `name:latest`; its reference there. */
+  pushLocalImage(image: string, name: string): Promise<string>;
   down(): Promise<void>;
 }
 
@@ -91,6 +93,23 @@ export async function startSwarm(nodes: number): Promise<TestSwarm> {
     }
     return reference;
   };
+  // This machine's engine pushes over plain HTTP only to registries on a loopback address: a second
+  // registry there, over the same storage, takes the push, and the nodes pull the image from theirs.
+  const pushLocalImage = async (image: string, name: string) => {
+    const loopback = await startRegistry('127.0.0.1', undefined, (registry as Registry).storage);
+    const via = `${loopback.address}/${name}`;
+    try {
+      await hostDocker.getImage(image).tag({ repo: via, tag: 'latest' });
+      await follow(hostDocker, await hostDocker.getImage(`${via}:latest`).push({ authconfig: {} }));
+    } finally {
+      await hostDocker
+        .getImage(`${via}:latest`)
+        .remove({ noprune: true })
+        .catch(() => undefined);
+      await loopback.stop();
+    }
+    return `${registryAddress}/${name}:latest`;
+  };
   await pushImage(
     SWARM_IMAGE,
     'FROM scratch\nCOPY busybox /bin/busybox\nRUN ["/bin/busybox", "--install", "-s", "/bin"]\nCMD ["/bin/sh"]\n',
@@ -107,6 +126,7 @@ export async function startSwarm(nodes: number): Promise<TestSwarm> {
       await run('bash', [SCRIPT, 'start-node', String(n), registryAddress]);
     },
     pushImage,
+    pushLocalImage,
     down,
   };
 }

@@ -1,7 +1,9 @@
 #!/bin/sh
-# The official mariadb image's contract: MARIADB_USER, MARIADB_PASSWORD and MARIADB_DATABASE make the
-# first user and database on an empty /var/lib/mysql (a volume); after that the data is left as it is.
+# The official mariadb image's contract: MARIADB_USER, MARIADB_PASSWORD (or MARIADB_PASSWORD_FILE, a file
+# that holds it: a swarm secret) and MARIADB_DATABASE make the first user and database on an empty
+# /var/lib/mysql (a volume); after that the data is left as it is.
 set -eu
+if [ -n "${MARIADB_PASSWORD_FILE:-}" ]; then MARIADB_PASSWORD=$(cat "$MARIADB_PASSWORD_FILE"); fi
 datadir=/var/lib/mysql
 mkdir -p "$datadir" /run/mysqld
 chown -R mysql:mysql "$datadir" /run/mysqld

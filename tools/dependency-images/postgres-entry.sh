@@ -1,7 +1,9 @@
 #!/bin/sh
-# The official postgres image's contract: POSTGRES_USER, POSTGRES_PASSWORD and POSTGRES_DB make the
-# first user and database on an empty PGDATA (a volume); after that the data is left as it is.
+# The official postgres image's contract: POSTGRES_USER, POSTGRES_PASSWORD (or POSTGRES_PASSWORD_FILE, a
+# file that holds it: a swarm secret) and POSTGRES_DB make the first user and database on an empty PGDATA
+# (a volume); after that the data is left as it is.
 set -eu
+if [ -n "${POSTGRES_PASSWORD_FILE:-}" ]; then POSTGRES_PASSWORD=$(cat "$POSTGRES_PASSWORD_FILE"); fi
 PGDATA=${PGDATA:-/var/lib/postgresql/data}
 bin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
 mkdir -p "$PGDATA" /run/postgresql

@@ -15,6 +15,8 @@ export const LABEL = {
   generation: 'berth.generation',
   role: 'berth.role',
   cronSchedule: 'berth.cron-schedule',
+  // A swarm task that makes an ops.json cron job's request: which job (a hash of its schedule and path).
+  cronJob: 'berth.cron-job',
   // An ops.json dependency's container and volume carry these instead of `service`, so nothing that
   // retires or removes a service's containers by their service touches them: only resources.ts does.
   dependencyOf: 'berth.dependency-of',
@@ -22,8 +24,11 @@ export const LABEL = {
   engine: 'berth.engine',
 } as const;
 
-/** replica: serves traffic or works; job: one run per deployment; cron-template / cron-run: schedules. */
-export type Role = 'replica' | 'job' | 'cron-template' | 'cron-run';
+/**
+ * replica: serves traffic or works; job: one run per deployment; cron-template / cron-run: schedules;
+ * cron-request: an ops.json cron job's request (swarm).
+ */
+export type Role = 'replica' | 'job' | 'cron-template' | 'cron-run' | 'cron-request';
 
 /** What everything a deployment makes carries. */
 export function labelsOf(desired: DesiredService, role: Role): Record<string, string> {

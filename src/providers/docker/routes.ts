@@ -70,6 +70,13 @@ export async function bury(db: DockerDb, serviceId: string): Promise<void> {
     .execute();
 }
 
+const namespaceOf = (environmentId: string) => `env-${environmentId.slice(0, 8)}`;
+
+/** A service's internal address (`kube_svc_alias`): a network alias of its replicas in its environment. */
+export function serviceAlias(environmentId: string, subdomain: string): string {
+  return `${subdomain}.${namespaceOf(environmentId)}.svc.cluster.local`;
+}
+
 /**
  * How every rollout of an Engine-API driver begins: what it reports as applied, the refusal of Helm
  * charts, and the fence (an older generation than the one in place is superseded). Returns the route in
@@ -77,11 +84,10 @@ export async function bury(db: DockerDb, serviceId: string): Promise<void> {
  */
 export async function admit(db: DockerDb, desired: DesiredService, driver: 'docker' | 'swarm') {
   const { service, deploymentId, environment, generation } = desired;
-  const namespaceName = `env-${environment.id.slice(0, 8)}`;
   const applied: Applied = {
     provDeploymentId: `${driver}-${deploymentId.slice(0, 8)}`,
-    namespaceName,
-    svcAlias: `${service.subdomain}.${namespaceName}.svc.cluster.local`,
+    namespaceName: namespaceOf(environment.id),
+    svcAlias: serviceAlias(environment.id, service.subdomain),
   };
   if (service.source === 'helm_chart') {
     throw new TerminalError(

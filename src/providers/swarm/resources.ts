@@ -168,7 +168,8 @@ export class SwarmResources implements Resources {
     }
     const image = await this.resolveImage(engine, resource);
     const usable = nodes.filter((n) => n.Status?.State === 'ready' && n.Spec?.Availability === 'active');
-    if (usable.length === 0) throw new Error(`no node of the swarm is ready and active to run ${serviceName}`);
+    if (usable.length === 0)
+      throw new Error(`no node of the swarm is ready and active to run ${serviceName}`);
     const counts = await this.db
       .selectFrom('swarm_dependencies')
       .select(['node_id', (eb) => eb.fn.countAll<string>().as('pinned')])
@@ -263,7 +264,7 @@ export class SwarmResources implements Resources {
               Type: 'volume',
               Source: pin.name,
               Target: engine.dataDir,
-              VolumeOptions: { Labels: labels },
+              VolumeOptions: { NoCopy: false, Labels: labels, DriverConfig: { Name: 'local', Options: {} } },
             },
           ],
           // World-readable inside the task only: the official images read it again as their own user.
@@ -377,7 +378,7 @@ export class SwarmResources implements Resources {
           throw engineError(error, `the swarm refused to wipe ${pin.name}`);
       });
     } else {
-      const wiping = isWipe(current.Spec?.TaskTemplate);
+      const wiping = isWipe(current.Spec?.TaskTemplate as Docker.ContainerTaskSpec | undefined);
       const tasks = wiping ? wipeTasks(await tasksOf(this.docker, pin.name)) : [];
       // A wipe that failed before (its task is not restarted) is forced to run again.
       const again = wiping && tasks.length > 0 && tasks.every((t) => failedTasks([t]).length > 0);

@@ -12,6 +12,8 @@ export interface SwarmSettings extends DockerSettings {
   encryptNetworks: boolean;
   /** BERTH_SWARM_MONITOR_S: how long each updated replica is watched for a failure before the next one. */
   monitorSeconds: number;
+  /** BERTH_SWARM_REQUEST_IMAGE: the image (with `wget`) of the tasks that make ops.json cron jobs' requests. */
+  requestImage: string;
 }
 
 /** DOCKER_HOST as dockerode options: `unix:///path` or `tcp://host:port` (plain HTTP). */
@@ -38,5 +40,6 @@ export function swarmSettings(env: NodeJS.ProcessEnv): SwarmSettings {
     registry: env.BERTH_SWARM_REGISTRY?.replace(/\/$/, '') || null,
     encryptNetworks: encrypt === 'true',
     monitorSeconds: intSetting(env, 'BERTH_SWARM_MONITOR_S', 10, 1, 600),
+    requestImage: env.BERTH_SWARM_REQUEST_IMAGE || 'busybox:stable',
   };
 }

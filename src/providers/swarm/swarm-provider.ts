@@ -10,6 +10,7 @@ import { digestOf, engineError, imageReference, pushImage } from '../docker/imag
 import { type Ingress, type RouteTarget, startIngress } from '../docker/ingress.ts';
 import { LABEL, labelFilter, labelsOf, type Role } from '../docker/labels.ts';
 import { EngineLogs, type LogOptions, type LogSource } from '../docker/logs.ts';
+import { OpsCronJobs } from '../docker/ops-cron.ts';
 import { admit, bury, promote, routeOf } from '../docker/routes.ts';
 import {
   type Applied,
@@ -29,6 +30,8 @@ import {
   SILENT_LOG,
 } from '../provider.ts';
 import { SwarmCron } from './cron.ts';
+import { requestTask } from './ops-cron.ts';
+import { SwarmResources } from './resources.ts';
 import {
   cronTemplateName,
   failedTasks,
@@ -67,9 +70,11 @@ export class SwarmProvider implements Provider {
   private readonly options: SwarmProviderOptions;
   private readonly db: SwarmDb;
   private readonly cron: SwarmCron;
+  private readonly opsCron: OpsCronJobs;
   private ingress: Ingress | undefined;
   readonly serving: Serving;
   readonly logs: ServiceLogs;
+  readonly resources: SwarmResources;
 
   constructor(options: SwarmProviderOptions) {
     this.options = options;
@@ -77,6 +82,14 @@ export class SwarmProvider implements Provider {
     this.db = swarmTables(options.db);
     this.logs = new EngineLogs(this.docker, (serviceId) => this.logSources(serviceId));
     this.cron = new SwarmCron(this.docker, this.db, options.logger);
+    this.opsCron = new OpsCronJobs(
+      this.db,
+      options.logger,
+      requestTask(this.docker, this.db, options.settings.requestImage, options.logger),
+    );
+    this.resources = new SwarmResources(this.docker, this.db, options.settings, (env) =>
+      this.ensureNetwork(env),
+    );
     this.serving = {
       start: async () => {
         this.ingress = await startIngress({
@@ -88,9 +101,11 @@ export class SwarmProvider implements Provider {
           ingressHost: options.settings.ingressHost,
         });
         await this.cron.start();
+        await this.opsCron.start();
       },
       stop: async () => {
         this.cron.stop();
+        this.opsCron.stop();
         await this.ingress?.close();
       },
     };

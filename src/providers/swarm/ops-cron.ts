@@ -1,0 +1,117 @@
+/**
+ * ops.json cron jobs on the swarm (the schedules are docker/ops-cron.ts's). Berth's process is on no
+ * environment's overlay, so each tick's GET is made by a task that is: a replicated job
+ * (`berth-req-...`, role cron-request) on the environment's overlay, from BERTH_SWARM_REQUEST_IMAGE, that
+ * runs `wget` on `http://<kube_svc_alias>:<port><path>`, the service's internal address (the overlay's
+ * DNS resolves it to the service's tasks). Every `berth serve` schedules every job; a tick is claimed in
+ * the database first (swarm_ops_cron_ticks), so it is requested once however many Berth processes there
+ * are. A tick while the job's previous request still runs is skipped. The request's outcome is logged,
+ * then its task removed.
+ * @module
+ */
+import { createHash } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type Docker from 'dockerode';
+import type { Logger } from 'pino';
+import { LABEL, labelFilter } from '../docker/labels.ts';
+import { type OpsCronJob, type OpsCronRequest, REQUEST_TIMEOUT_MS } from '../docker/ops-cron.ts';
+import { serviceAlias } from '../docker/routes.ts';
+import { failedTasks, overlayName, type Task, tasksOf } from './services.ts';
+import type { SwarmDb } from './tables.ts';
+
+const POLL_MS = 1000;
+/** Task states after which a request is over. */
+const DONE = new Set(['complete', 'failed', 'rejected', 'shutdown', 'orphaned', 'remove']);
+/** Claims older than this are history nobody reads again. */
+const CLAIMS_KEPT_MS = 24 * 3600_000;
+
+/** Claims the tick for this process; false when another one did. */
+async function claim(db: SwarmDb, serviceId: string, job: string, at: Date): Promise<boolean> {
+  const tickAt = new Date(Math.floor(at.getTime() / 1000) * 1000);
+  const claimed = await db
+    .insertInto('swarm_ops_cron_ticks')
+    .values({ service_id: serviceId, job, tick_at: tickAt })
+    .onConflict((oc) => oc.columns(['service_id', 'job', 'tick_at']).doNothing())
+    .returning('service_id')
+    .executeTakeFirst();
+  if (claimed) {
+    await db
+      .deleteFrom('swarm_ops_cron_ticks')
+      .where('service_id', '=', serviceId)
+      .where('tick_at', '<', new Date(Date.now() - CLAIMS_KEPT_MS))
+      .execute();
+  }
+  return claimed !== undefined;
+}
+
+export function requestTask(docker: Docker, db: SwarmDb, image: string, logger: Logger): OpsCronRequest {
+  return async (job: OpsCronJob, at: Date) => {
+    const key = `${job.schedule} ${job.path}`;
+    if (!(await claim(db, job.serviceId, key, at))) return;
+    const jobLabel = createHash('sha256').update(key).digest('hex').slice(0, 12);
+    const log = { service: job.serviceId, path: job.path };
+    const labels = {
+      [LABEL.managed]: 'true',
+      [LABEL.environment]: job.environmentId,
+      [LABEL.service]: job.serviceId,
+      [LABEL.deployment]: job.deploymentId,
+      [LABEL.role]: 'cron-request',
+      [LABEL.cronJob]: jobLabel,
+    };
+    const earlier = await docker.listServices({
+      filters: labelFilter({ [LABEL.service]: job.serviceId, [LABEL.cronJob]: jobLabel }),
+    });
+    for (const request of earlier) {
+      const tasks = await tasksOf(docker, request.ID);
+      if (tasks.some((t) => !DONE.has(t.Status.State))) {
+        logger.info(log, 'ops.json cron job skipped: its previous request is still running');
+        return;
+      }
+      // One a process stopped following (it stopped, or it crashed).
+      await docker
+        .getService(request.ID)
+        .remove()
+        .catch(() => undefined);
+    }
+    const url = `http://${serviceAlias(job.environmentId, job.subdomain)}:${job.port}${job.path}`;
+    const name = `berth-req-${job.deploymentId.slice(0, 8)}-${jobLabel.slice(0, 8)}-${Math.floor(at.getTime() / 1000)}`;
+    await docker.createService({
+      Name: name,
+      Labels: labels,
+      TaskTemplate: {
+        ContainerSpec: {
+          Image: image,
+          Command: ['wget', '-q', '-O', '/dev/null', '-T', String(REQUEST_TIMEOUT_MS / 1000), url],
+          Labels: labels,
+        },
+        RestartPolicy: { Condition: 'none' },
+        Networks: [{ Target: overlayName(job.environmentId) }],
+      },
+      Mode: { ReplicatedJob: { MaxConcurrent: 1, TotalCompletions: 1 } },
+    });
+    const outcome = await follow(docker, name);
+    if (outcome.ok) logger.info({ ...log, url }, 'ops.json cron job requested');
+    else logger.warn({ ...log, url, error: outcome.error }, 'ops.json cron job request failed');
+    await docker
+      .getService(name)
+      .remove()
+      .catch(() => undefined);
+  };
+}
+
+/** Until the request's task ends (wget exits 0 on a 2xx or 3xx), or past its timeout and a pull's. */
+async function follow(docker: Docker, name: string): Promise<{ ok: boolean; error?: string }> {
+  const deadline = Date.now() + 2 * REQUEST_TIMEOUT_MS;
+  let tasks: Task[] = [];
+  while (Date.now() < deadline) {
+    tasks = await tasksOf(docker, name).catch(() => []);
+    if (tasks.some((t) => t.Status.State === 'complete')) return { ok: true };
+    const failed = failedTasks(tasks)[0];
+    if (failed) {
+      const code = failed.Status.ContainerStatus?.ExitCode;
+      return { ok: false, error: `exit code ${code ?? 'unknown'}: ${failed.Status.Err ?? ''}` };
+    }
+    await sleep(POLL_MS);
+  }
+  return { ok: false, error: `no outcome in time (${tasks[0]?.Status.State ?? 'no task'})` };
+}

@@ -1,0 +1,418 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import { after, before, test } from 'node:test';
+import type Docker from 'dockerode';
+import { demultiplex } from '../../src/providers/docker/output.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
+import { buildDependencyImages } from '../helpers/dependency-images.ts';
+import { buildImage, freePort, requireDocker } from '../helpers/docker.ts';
+import { pollUntil } from '../helpers/poll.ts';
+import { api, type BerthProcess, deploymentEnd, firstStartOf, startBerth } from '../helpers/process.ts';
+import { SWARM_IMAGE, startSwarm, type TestSwarm } from '../helpers/swarm.ts';
+
+/**
+ * Issue 16 (dependencies as issue 11 defines them) and ops.json cron jobs on a real 2-node swarm: each
+ * dependency is a swarm service pinned to a node with its data in a volume there and its password in a
+ * swarm secret; the service's job reaches postgres, redis and its bucket with only its exported
+ * variables; the data outlives a restarted task and a redeploy; another environment reaches none of
+ * them; removing a dependency or the service removes services, secrets and data. The dependency images
+ * (tools/dependency-images) are pushed to the swarm's registry once for the file.
+ */
+let swarm: TestSwarm;
+let db: TestDatabase;
+let berth: BerthProcess & { url: string };
+let token: string;
+let envUrl: string;
+const ADMIN_TOKEN = randomUUID();
+const VISITOR = 'berth-test/deps-visitor';
+
+const DEPENDENCIES = {
+  rds: {
+    instances: [
+      {
+        id: 'main-db',
+        prefix: 'userdata',
+        engine: 'postgres',
+        exports: {
+          DB_HOST: '$address',
+          DB_PORT: '$port',
+          DB_USER: '$username',
+          DB_PASSWORD: '$password',
+          DB_NAME: '$dbName',
+        },
+      },
+    ],
+  },
+  elasticache: {
+    clusters: [
+      { id: 'cache', prefix: 'sessions', engine: 'redis', exports: { REDIS_ENDPOINT: '$endpoint' } },
+    ],
+  },
+  s3: {
+    buckets: [
+      {
+        id: 'attachments',
+        prefix: 'attachments',
+        exports: {
+          BUCKET_NAME: '$name',
+          BUCKET_ENDPOINT: '$endpoint',
+          BUCKET_KEY_ID: '$username',
+          BUCKET_SECRET: '$password',
+        },
+      },
+    ],
+  },
+};
+
+/**
+ * The service's program, in an image made from the postgres dependency image (psql, redis-cli and a
+ * Node): counts its visit in each store and fails, with what it saw, unless every count is $1.
+ */
+const VISIT = `set -e
+export PGPASSWORD="$DB_PASSWORD"
+pg="host=$DB_HOST port=$DB_PORT user=$DB_USER dbname=$DB_NAME"
+psql "$pg" -v ON_ERROR_STOP=1 -qc "CREATE TABLE IF NOT EXISTS visits (at timestamptz DEFAULT now()); INSERT INTO visits DEFAULT VALUES"
+rows=$(psql "$pg" -tAc "SELECT count(*) FROM visits")
+hits=$(redis-cli -u "redis://$REDIS_ENDPOINT" INCR visits)
+objects=$(node /s3-visit.cjs "$1")
+echo "postgres=$rows redis=$hits s3=$objects"
+[ "$rows/$hits/$objects" = "$1/$1/$1" ]
+`;
+
+/** Puts one object for this visit and prints how many visit objects the bucket holds (SigV4-signed). */
+const S3_VISIT = `const crypto = require('node:crypto');
+const { BUCKET_ENDPOINT, BUCKET_NAME, BUCKET_KEY_ID, BUCKET_SECRET } = process.env;
+const sha256 = (data) => crypto.createHash('sha256').update(data).digest('hex');
+const hmac = (key, data) => crypto.createHmac('sha256', key).update(data).digest();
+async function s3(method, key, query, body = '') {
+  const url = new URL(BUCKET_ENDPOINT + '/' + BUCKET_NAME + (key ? '/' + key : ''));
+  for (const [name, value] of Object.entries(query)) url.searchParams.set(name, value);
+  url.searchParams.sort();
+  const date = new Date().toISOString().replace(/[-:]|[.][0-9]{3}/g, '');
+  const scope = date.slice(0, 8) + '/us-east-1/s3/aws4_request';
+  const headers = { host: url.host, 'x-amz-content-sha256': sha256(body), 'x-amz-date': date };
+  const names = Object.keys(headers).sort();
+  const canonical = [method, url.pathname, url.searchParams.toString().replace(/[+]/g, '%20'),
+    names.map((n) => n + ':' + headers[n] + '\\n').join(''), names.join(';'), headers['x-amz-content-sha256']].join('\\n');
+  const toSign = ['AWS4-HMAC-SHA256', date, scope, sha256(canonical)].join('\\n');
+  let signingKey = 'AWS4' + BUCKET_SECRET;
+  for (const part of scope.split('/')) signingKey = hmac(signingKey, part);
+  const signature = crypto.createHmac('sha256', signingKey).update(toSign).digest('hex');
+  const authorization = 'AWS4-HMAC-SHA256 Credential=' + BUCKET_KEY_ID + '/' + scope +
+    ', SignedHeaders=' + names.join(';') + ', Signature=' + signature;
+  const res = await fetch(url, { method, body: body || undefined, headers: { ...headers, authorization } });
+  const text = await res.text();
+  if (!res.ok) throw new Error(method + ' ' + url + ' -> ' + res.status + ' ' + text);
+  return text;
+}
+(async () => {
+  await s3('PUT', 'visits/' + process.argv[2], {}, 'visit ' + process.argv[2]);
+  const listed = await s3('GET', '', { 'list-type': '2', prefix: 'visits/' });
+  console.log(listed.match(/<KeyCount>([0-9]+)<[/]KeyCount>/)[1]);
+})().catch((error) => { console.error(error.message); process.exit(1); });
+`;
+
+/** From another environment: no dependency answers by its name or its address (each probe must fail). */
+const OUTSIDER = `for target in "$PG_NAME" "$PG_IP"; do pg_isready -h "$target" -t 3; [ $? = 2 ] || exit 1; done
+for target in "$REDIS_NAME" "$REDIS_IP"; do timeout 3 redis-cli -h "$target" PING && exit 1; done
+for target in "$S3_NAME" "$S3_IP"; do
+  timeout 3 node -e "fetch('http://$target:4568/').then(() => process.exit(0), () => process.exit(1))" && exit 1
+done
+echo "no dependency of the other environment answered"
+`;
+
+before(
+  async () => {
+    await requireDocker();
+    swarm = await startSwarm(2);
+    db = await createTestDatabase();
+    await buildDependencyImages();
+    await buildImage(
+      `${VISITOR}:latest`,
+      'FROM berth-deps/postgres:latest\nCOPY visit.sh s3-visit.cjs outsider.sh /\n',
+      {
+        'visit.sh': VISIT,
+        's3-visit.cjs': S3_VISIT,
+        'outsider.sh': OUTSIDER,
+      },
+    );
+    // The images share their one large layer: the first push carries it, the others only their manifests.
+    const images: Record<string, string> = {};
+    for (const kind of ['postgres', 'redis', 's3'])
+      images[kind] = await swarm.pushLocalImage(`berth-deps/${kind}:latest`, `berth-deps/${kind}`);
+    await swarm.pushLocalImage(`${VISITOR}:latest`, VISITOR);
+    berth = await startBerth({
+      BERTH_DATA_DIR: db.dataDir,
+      BERTH_DATABASE_URL: db.databaseUrl ?? '',
+      BERTH_PROVIDER: 'swarm',
+      DOCKER_HOST: swarm.dockerHost,
+      BERTH_ADMIN_TOKEN: ADMIN_TOKEN,
+      BERTH_INGRESS_PORT: String(await freePort()),
+      BERTH_SWARM_MONITOR_S: '1',
+      BERTH_DOCKER_POSTGRES_IMAGE: images.postgres,
+      BERTH_DOCKER_REDIS_IMAGE: images.redis,
+      BERTH_DOCKER_S3_IMAGE: images.s3,
+      BERTH_SWARM_REQUEST_IMAGE: `${swarm.registry}/${SWARM_IMAGE}:latest`,
+    });
+    ({ token, envUrl } = await firstStartOf(berth));
+  },
+  { timeout: 1_800_000 },
+);
+after(async () => {
+  await berth?.kill('SIGTERM');
+  await db?.drop();
+  await swarm?.down();
+});
+
+async function deployAndWait(url: string, serviceId: string) {
+  const res = await api(`${url}/services/${serviceId}/deploy`, token, 'POST', {});
+  assert.equal(res.status, 200, JSON.stringify(res.body));
+  return deploymentEnd(berth.url, token, res.body.data.deployment_id, 600_000);
+}
+
+interface Dependency {
+  kind: string;
+  id: string;
+  state: string;
+  attributes: Record<string, string>;
+}
+
+async function dependenciesOf(serviceId: string): Promise<Dependency[]> {
+  const res = await api(`${envUrl}/services/${serviceId}/dependencies`, token);
+  assert.equal(res.status, 200, JSON.stringify(res.body));
+  return res.body.data.dependencies;
+}
+
+interface SwarmTask {
+  ID: string;
+  NodeID: string;
+  DesiredState: string;
+  Status: { State: string };
+  NetworksAttachments?: Array<{ Addresses?: string[] }>;
+}
+
+async function runningTask(name: string): Promise<SwarmTask> {
+  const tasks = (await swarm.manager.listTasks({ filters: { service: [name] } })) as SwarmTask[];
+  const task = tasks.find((t) => t.DesiredState === 'running' && t.Status.State === 'running');
+  assert.ok(task, `${name} has a running task`);
+  return task;
+}
+
+/** The engine of the node with this swarm id. */
+async function nodeEngine(nodeId: string): Promise<Docker> {
+  for (const n of [1, 2]) {
+    const info = (await swarm.node(n).info()) as { Swarm?: { NodeID?: string } };
+    if (info.Swarm?.NodeID === nodeId) return swarm.node(n);
+  }
+  throw new Error(`no node ${nodeId}`);
+}
+
+/** What a dependency's volume holds on its node: the files, or null when the volume is gone. */
+async function volumeFiles(engine: Docker, name: string): Promise<string[] | null> {
+  const volume = await engine
+    .getVolume(name)
+    .inspect()
+    .catch(() => null);
+  return volume ? fs.readdirSync(volume.Mountpoint) : null;
+}
+
+test('dependencies on the swarm: pinned services with volumes and secrets; reached by exports; kept; isolated; deleted', async () => {
+  const created = await api(`${envUrl}/services`, token, 'POST', {
+    name: 'Visit Counter',
+    source: 'docker_image',
+    docker_registry: swarm.registry,
+    docker_image: VISITOR,
+    type: 'job',
+    run_command: 'sh /visit.sh 1',
+    replica_count: 1,
+    cpu_count_min: 0.25,
+    memory_mb_min: 64,
+    ops_json: JSON.stringify({ dependencies: DEPENDENCIES }),
+  });
+  assert.equal(created.status, 200, JSON.stringify(created.body));
+  const id = created.body.data.service.id as string;
+
+  const first = await deployAndWait(envUrl, id);
+  assert.equal(first.state, 'success', first.failure_reason);
+  const deps = await dependenciesOf(id);
+  assert.deepEqual(deps.map((d) => `${d.kind} ${d.id} ${d.state}`).sort(), [
+    'elasticache cache available',
+    'rds main-db available',
+    's3 attachments available',
+  ]);
+  const pg = deps.find((d) => d.id === 'main-db') as Dependency;
+  const cache = deps.find((d) => d.id === 'cache') as Dependency;
+  const bucket = deps.find((d) => d.id === 'attachments') as Dependency;
+  assert.match(pg.attributes.address ?? '', /^userdata-[0-9a-f]{8}$/);
+  assert.equal(pg.attributes.endpoint, `${pg.attributes.address}:5432`);
+
+  // Each is one swarm service pinned to the node its task runs on, with its data in a volume there.
+  const nodes = new Set<string>();
+  for (const name of [pg.attributes.name, cache.attributes.name, bucket.attributes.name]) {
+    const service = await swarm.manager.getService(`berth-dep-${name}`).inspect();
+    const task = await runningTask(`berth-dep-${name}`);
+    assert.deepEqual(service.Spec.TaskTemplate.Placement.Constraints, [`node.id==${task.NodeID}`]);
+    assert.notEqual(await volumeFiles(await nodeEngine(task.NodeID), `berth-dep-${name}`), null);
+    nodes.add(task.NodeID);
+  }
+  assert.equal(nodes.size, 2, 'the dependencies are spread over both nodes');
+
+  // The password is a swarm secret: neither the manager's view of the service and its task nor the
+  // node's view of its container holds it.
+  const arn = encodeURIComponent(pg.attributes.passwordArn ?? '');
+  const read = await api(`${berth.url}/admin/v1/dependency-passwords?arn=${arn}`, ADMIN_TOKEN);
+  assert.equal(read.status, 200, JSON.stringify(read.body));
+  const password = read.body.data.password as string;
+  const pgName = `berth-dep-${pg.attributes.name}`;
+  const pgService = await swarm.manager.getService(pgName).inspect();
+  const pgTask = await runningTask(pgName);
+  const containers = await (await nodeEngine(pgTask.NodeID)).listContainers({
+    filters: { label: [`com.docker.swarm.task.id=${pgTask.ID}`] },
+  });
+  const container = await (await nodeEngine(pgTask.NodeID)).getContainer(containers[0]?.Id ?? '').inspect();
+  assert.ok(container.Config.Env.includes(`POSTGRES_PASSWORD_FILE=/run/secrets/${pgName}`));
+  for (const seen of [pgService, pgTask, container])
+    assert.equal(JSON.stringify(seen).includes(password), false, 'the password is not in plain text');
+
+  // A restarted task (same node, same volume) and then a redeploy find every store as it was.
+  await swarm.manager.getService(pgService.ID).update({
+    ...pgService.Spec,
+    TaskTemplate: { ...pgService.Spec.TaskTemplate, ForceUpdate: 1 },
+    version: pgService.Version.Index,
+  });
+  await pollUntil(
+    'a new postgres task',
+    async () => {
+      const task = await runningTask(pgName).catch(() => null);
+      return task && task.ID !== pgTask.ID ? true : undefined;
+    },
+    { timeoutMs: 120_000 },
+  );
+  await api(`${envUrl}/services/${id}`, token, 'PATCH', { run_command: 'sh /visit.sh 2' });
+  const second = await deployAndWait(envUrl, id);
+  assert.equal(second.state, 'success', second.failure_reason);
+
+  // From a job of another environment no dependency answers, by its name or its overlay address.
+  const addressOf = async (name: string | undefined) =>
+    (await runningTask(`berth-dep-${name}`)).NetworksAttachments?.flatMap((a) => a.Addresses ?? [])[0]?.split(
+      '/',
+    )[0] ?? '';
+  const targets = {
+    PG_NAME: pg.attributes.address ?? '',
+    PG_IP: await addressOf(pg.attributes.name),
+    REDIS_NAME: cache.attributes.address ?? '',
+    REDIS_IP: await addressOf(cache.attributes.name),
+    S3_NAME: bucket.attributes.name ?? '',
+    S3_IP: await addressOf(bucket.attributes.name),
+  };
+  for (const [key, value] of Object.entries(targets)) assert.ok(value, `${key} is known`);
+  const accounts = await api(`${berth.url}/admin/v1/accounts`, ADMIN_TOKEN);
+  const other = await api(
+    `${berth.url}/admin/v1/accounts/${accounts.body.data.accounts[0].id}/environments`,
+    ADMIN_TOKEN,
+    'POST',
+    { name: 'Elsewhere' },
+  );
+  assert.equal(other.status, 200, JSON.stringify(other.body));
+  const otherUrl = `${berth.url}/v1/environments/${other.body.data.environment.id}`;
+  await pollUntil('the other environment to be available', async () =>
+    (await api(otherUrl, token)).body.data.environment.state === 'available' ? true : undefined,
+  );
+  const outsider = await api(`${otherUrl}/services`, token, 'POST', {
+    name: 'Outsider',
+    source: 'docker_image',
+    docker_registry: swarm.registry,
+    docker_image: VISITOR,
+    type: 'job',
+    run_command: 'sh /outsider.sh',
+    replica_count: 1,
+    cpu_count_min: 0.25,
+    memory_mb_min: 64,
+    secrets: Object.entries(targets).map(([key, value]) => ({ key, value })),
+  });
+  assert.equal(outsider.status, 200, JSON.stringify(outsider.body));
+  const unreachable = await deployAndWait(otherUrl, outsider.body.data.service.id);
+  assert.equal(
+    unreachable.state,
+    'success',
+    `reached from another environment: ${unreachable.failure_reason}`,
+  );
+
+  // Without the cache in ops.json, the next deployment removes its service and empties its volume.
+  const cacheName = `berth-dep-${cache.attributes.name}`;
+  const cacheNode = await nodeEngine((await runningTask(cacheName)).NodeID);
+  const { elasticache: _gone, ...withoutCache } = DEPENDENCIES;
+  await api(`${envUrl}/services/${id}`, token, 'PATCH', {
+    ops_json: JSON.stringify({ dependencies: withoutCache }),
+    run_command: 'true',
+  });
+  const third = await deployAndWait(envUrl, id);
+  assert.equal(third.state, 'success', third.failure_reason);
+  await assert.rejects(swarm.manager.getService(cacheName).inspect(), /no such service|not found/i);
+  assert.deepEqual(await volumeFiles(cacheNode, cacheName), []);
+  assert.deepEqual((await dependenciesOf(id)).map((d) => d.id).sort(), ['attachments', 'main-db']);
+
+  // Deleting the service deletes every dependency: services, secrets and data.
+  const pgNode = await nodeEngine((await runningTask(pgName)).NodeID);
+  const bucketName = `berth-dep-${bucket.attributes.name}`;
+  const bucketNode = await nodeEngine((await runningTask(bucketName)).NodeID);
+  assert.equal((await api(`${envUrl}/services/${id}`, token, 'DELETE')).status, 202);
+  await pollUntil(
+    'the service to be deleted',
+    async () =>
+      (await api(`${envUrl}/services/${id}`, token)).body.data.state === 'deleted' ? true : undefined,
+    { timeoutMs: 180_000 },
+  );
+  const left = { filters: { label: [`berth.dependency-of=${id}`] } };
+  assert.deepEqual(await swarm.manager.listServices(left), []);
+  assert.deepEqual(await swarm.manager.listSecrets(left), []);
+  assert.deepEqual(await volumeFiles(pgNode, pgName), []);
+  assert.deepEqual(await volumeFiles(bucketNode, bucketName), []);
+});
+
+test('ops.json cron jobs on the swarm: each tick GETs the path on the service’s internal address', async () => {
+  const created = await api(`${envUrl}/services`, token, 'POST', {
+    name: 'Ticked',
+    source: 'docker_image',
+    docker_registry: swarm.registry,
+    docker_image: SWARM_IMAGE,
+    type: 'internal',
+    port: 8080,
+    run_command: 'mkdir -p /www && echo ok > /www/tick && exec httpd -f -vv -p 8080 -h /www',
+    replica_count: 1,
+    cpu_count_min: 0.1,
+    memory_mb_min: 16,
+    ops_json: JSON.stringify({ cron: { cron_jobs: [{ schedule: '*/2 * * * * *', path: '/tick' }] } }),
+  });
+  assert.equal(created.status, 200, JSON.stringify(created.body));
+  const id = created.body.data.service.id as string;
+  const deployed = await deployAndWait(envUrl, id);
+  assert.equal(deployed.state, 'success', deployed.failure_reason);
+
+  // busybox httpd -vv prints each request's path and its response.
+  await pollUntil(
+    'two ticks to reach the service',
+    async () => {
+      const logs = (await swarm.manager
+        .getService(`berth-${id}`)
+        .logs({ stdout: true, stderr: true, follow: false })) as unknown as Buffer;
+      const served = demultiplex(logs).match(/url:\/tick/g) ?? [];
+      return served.length >= 2 ? true : undefined;
+    },
+    { timeoutMs: 120_000 },
+  );
+
+  // Deleting the service stops its ticks; no request task is left behind.
+  assert.equal((await api(`${envUrl}/services/${id}`, token, 'DELETE')).status, 202);
+  await pollUntil(
+    'no request task left',
+    async () => {
+      const requests = await swarm.manager.listServices({
+        filters: { label: [`berth.service=${id}`, 'berth.role=cron-request'] },
+      });
+      return requests.length === 0 ? true : undefined;
+    },
+    { timeoutMs: 60_000 },
+  );
+});
