@@ -118,7 +118,14 @@ export class SwarmResources implements Resources {
       signal.throwIfAborted();
       await this.removeAll(serviceName);
     }
-    const pin = await this.pinOf(serviceName, engine, resource);
+    const { pin, node } = await this.pinOf(serviceName, engine, resource);
+    if (node.Status?.State !== 'ready') {
+      throw new TerminalError(
+        `${serviceName} runs on node ${pin.node_id}, where its data is, and that node is ` +
+          `${node.Status?.State ?? 'unknown'}: bring it back, or remove it from the swarm (docker node rm) to ` +
+          'make the dependency anew, empty, on another node',
+      );
+    }
     const labels = dependencyLabels(environment, service, resource, engine);
     if (!(await this.inspect(serviceName))) {
       signal.throwIfAborted();
@@ -158,10 +165,16 @@ export class SwarmResources implements Resources {
    * its volume is. A node removed from the swarm (`docker node rm`: the operator gave it up) took the
    * volume with it; the dependency is then pinned anew and starts empty on another node.
    */
-  private async pinOf(serviceName: string, engine: Engine, resource: OpsResource): Promise<Pin> {
+  private async pinOf(
+    serviceName: string,
+    engine: Engine,
+    resource: OpsResource,
+  ): Promise<{ pin: Pin; node: Node }> {
     const nodes = (await this.docker.listNodes()) as Node[];
+    const nodeOf = (pin: Pin) => nodes.find((n) => n.ID === pin.node_id);
     const recorded = await this.recorded(serviceName);
-    if (recorded && nodes.some((n) => n.ID === recorded.node_id)) return recorded;
+    const recordedNode = recorded && nodeOf(recorded);
+    if (recorded && recordedNode) return { pin: recorded, node: recordedNode };
     if (recorded) {
       await this.docker.getService(serviceName).remove().catch(ignoreGone);
       await this.db.deleteFrom('swarm_dependencies').where('name', '=', serviceName).execute();
@@ -183,7 +196,8 @@ export class SwarmResources implements Resources {
       .values({ name: serviceName, node_id: (node as Node).ID, image, created_at: new Date() })
       .onConflict((oc) => oc.column('name').doNothing())
       .execute();
-    return (await this.recorded(serviceName)) as Pin;
+    const pin = (await this.recorded(serviceName)) as Pin;
+    return { pin, node: nodeOf(pin) as Node };
   }
 
   private async recorded(serviceName: string): Promise<Pin | undefined> {
@@ -291,10 +305,10 @@ export class SwarmResources implements Resources {
   }
 
   /**
-   * Until the task runs and its readiness check passes. A first start whose tasks keep failing, or that
-   * does not start in time (a node down, an image its node cannot pull), fails with the tasks' errors
-   * and the service's last output; the service is then removed (its volume, secret and pin stay), so it
-   * does not restart forever, and the next deployment makes it again.
+   * Until the task runs and its readiness check passes. A start whose tasks keep failing, or that does
+   * not come in time (its node down, an image the node cannot pull), fails with the tasks' errors and the
+   * service's last output. Failing tasks also remove the service (its volume, secret and pin stay), so it
+   * does not restart forever; the next deployment makes it again.
    */
   private async waitRunning(serviceName: string, engine: Engine, pin: Pin, signal: AbortSignal) {
     const deadline = Date.now() + this.settings.pullTimeoutMs + READY_TIMEOUT_MS;
@@ -308,7 +322,8 @@ export class SwarmResources implements Resources {
           ? `its tasks failed: ${taskErrors(tasks)}`
           : `it did not accept connections in time on node ${pin.node_id}: ${this.stateOf(tasks)}`;
         const output = await this.tail(serviceName);
-        await this.docker.getService(serviceName).remove().catch(ignoreGone);
+        // A task that keeps failing would restart forever; one waiting for its node starts when it returns.
+        if (failed) await this.docker.getService(serviceName).remove().catch(ignoreGone);
         throw new TerminalError(`${serviceName} (${engine.name}) did not start: ${why}.${output}`);
       }
       await sleep(POLL_MS, undefined, { signal }).catch(() => signal.throwIfAborted());
