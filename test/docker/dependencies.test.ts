@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { GetObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
-import { buildDependencyImages } from '../helpers/dependency-images.ts';
+import { buildDependencyImages, OUTSIDER, S3_VISIT } from '../helpers/dependency-images.ts';
 import { buildImage, docker, freePort, removeEnvironment, requireDocker } from '../helpers/docker.ts';
 import { pollUntil } from '../helpers/poll.ts';
 import { api, type BerthProcess, deploymentEnd, firstStartOf, startBerth } from '../helpers/process.ts';
@@ -116,51 +116,6 @@ echo "postgres=$rows mariadb=$myrows redis=$hits s3=$objects"
 [ "$rows/$myrows/$hits/$objects" = "$1/$1/$1/$1" ]
 `;
 
-/**
- * The service's S3 client (the image has the Node that runs s3rver, no SDK): puts one object for this
- * visit and prints how many visit objects the bucket holds, each request signed with AWS Signature
- * Version 4 and the exported key pair, as any S3 client signs.
- */
-const S3_VISIT = `const crypto = require('node:crypto');
-const { BUCKET_ENDPOINT, BUCKET_NAME, BUCKET_KEY_ID, BUCKET_SECRET } = process.env;
-const sha256 = (data) => crypto.createHash('sha256').update(data).digest('hex');
-const hmac = (key, data) => crypto.createHmac('sha256', key).update(data).digest();
-async function s3(method, key, query, body = '') {
-  const url = new URL(BUCKET_ENDPOINT + '/' + BUCKET_NAME + (key ? '/' + key : ''));
-  for (const [name, value] of Object.entries(query)) url.searchParams.set(name, value);
-  url.searchParams.sort();
-  const date = new Date().toISOString().replace(/[-:]|[.][0-9]{3}/g, '');
-  const scope = date.slice(0, 8) + '/us-east-1/s3/aws4_request';
-  const headers = { host: url.host, 'x-amz-content-sha256': sha256(body), 'x-amz-date': date };
-  const names = Object.keys(headers).sort();
-  const canonical = [method, url.pathname, url.searchParams.toString().replace(/[+]/g, '%20'),
-    names.map((n) => n + ':' + headers[n] + '\\n').join(''), names.join(';'), headers['x-amz-content-sha256']].join('\\n');
-  const toSign = ['AWS4-HMAC-SHA256', date, scope, sha256(canonical)].join('\\n');
-  let signingKey = 'AWS4' + BUCKET_SECRET;
-  for (const part of scope.split('/')) signingKey = hmac(signingKey, part);
-  const signature = crypto.createHmac('sha256', signingKey).update(toSign).digest('hex');
-  const authorization = 'AWS4-HMAC-SHA256 Credential=' + BUCKET_KEY_ID + '/' + scope +
-    ', SignedHeaders=' + names.join(';') + ', Signature=' + signature;
-  const res = await fetch(url, { method, body: body || undefined, headers: { ...headers, authorization } });
-  const text = await res.text();
-  if (!res.ok) throw new Error(method + ' ' + url + ' -> ' + res.status + ' ' + text);
-  return text;
-}
-(async () => {
-  await s3('PUT', 'visits/' + process.argv[2], {}, 'visit ' + process.argv[2]);
-  const listed = await s3('GET', '', { 'list-type': '2', prefix: 'visits/' });
-  console.log(listed.match(/<KeyCount>([0-9]+)<[/]KeyCount>/)[1]);
-})().catch((error) => { console.error(error.message); process.exit(1); });
-`;
-
-/** From another environment: no dependency answers by its name or its address (each probe must fail). */
-const OUTSIDER = `for target in "$PG_NAME" "$PG_IP"; do pg_isready -h "$target" -t 3; [ $? = 2 ] || exit 1; done
-for target in "$REDIS_NAME" "$REDIS_IP"; do timeout 3 redis-cli -h "$target" PING && exit 1; done
-for target in "$S3_NAME" "$S3_IP"; do
-  timeout 3 node -e "fetch('http://$target:4568/').then(() => process.exit(0), () => process.exit(1))" && exit 1
-done
-echo "no dependency of the other environment answered"
-`;
 const SERVICE_IMAGE = 'berth-test/deps-visitor:latest';
 
 async function deployAndWait(serviceId: string) {
