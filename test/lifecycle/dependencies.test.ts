@@ -134,7 +134,7 @@ describe('dependencies on the simulated cloud', () => {
     assert.equal((await calls(serviceId, 'create_resource')).length, 5);
   });
 
-  test('the operator reads a password back by its $passwordArn (admin API); nobody else can', async () => {
+  test('the operator reads a password back by its $passwordArn (admin API), audited on the account; nobody else can', async () => {
     const arn = first.find((d) => d.kind === 'rds')?.attributes.passwordArn as string;
     const url = `/dependency-passwords?arn=${encodeURIComponent(arn)}`;
     const read = await h.admin('GET', url);
@@ -146,6 +146,17 @@ describe('dependencies on the simulated cloud', () => {
       .where('kind', '=', 'rds')
       .execute();
     assert.deepEqual(read.body.data, { arn, password: made?.password });
+    const audit = await h.request('GET', '/v1/audit-logs', { token: t.token });
+    const entry = audit.body.data.audit_logs.find((e: Json) => e.action === 'dependency_password.read');
+    assert.deepEqual(
+      {
+        actor: entry?.actor,
+        resource_type: entry?.resource_type,
+        resource_id: entry?.resource_id,
+        environment_id: entry?.environment_id,
+      },
+      { actor: 'Operator', resource_type: 'service', resource_id: serviceId, environment_id: t.envId },
+    );
     assert.equal(
       (await h.admin('GET', `/dependency-passwords?arn=${encodeURIComponent(`${arn}x`)}`)).status,
       404,
