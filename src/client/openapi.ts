@@ -5312,7 +5312,7 @@ export interface paths {
         };
         /**
          * Read back the password a dependency's $passwordArn names
-         * @description Berth generates the passwords of ops.json dependencies (rds) and keeps them sealed; a service gets one through a `$password` export, the operator reads it here by the `$passwordArn` that GET .../dependencies shows. 404 when no dependency's $passwordArn is `arn`.
+         * @description Berth generates the passwords of ops.json dependencies (rds) and keeps them sealed; a service gets one through a `$password` export, the operator reads it here by the `$passwordArn` that GET .../dependencies shows. 404 when no dependency's $passwordArn is `arn`. Each read is in the account's audit log (`dependency_password.read`, the service as its resource).
          */
         get: {
             parameters: {
