@@ -15,7 +15,14 @@ import {
 } from '../helpers/docker.ts';
 import { createRepo, git } from '../helpers/git.ts';
 import { pollUntil } from '../helpers/poll.ts';
-import { api, type BerthProcess, deploymentEnd, firstStartOf, startBerth } from '../helpers/process.ts';
+import {
+  api,
+  type BerthProcess,
+  dependenciesOf,
+  deploymentEnd,
+  firstStartOf,
+  startBerth,
+} from '../helpers/process.ts';
 
 /**
  * Issue 11 on the docker provider, for git services and their previews: the ops.json in the repository
@@ -86,17 +93,6 @@ after(async () => {
   await db?.drop();
 });
 
-interface Dependency {
-  id: string;
-  state: string;
-  attributes: Record<string, string>;
-}
-async function dependenciesOf(serviceId: string): Promise<Dependency[]> {
-  const res = await api(`${envUrl}/services/${serviceId}/dependencies`, token);
-  assert.equal(res.status, 200, JSON.stringify(res.body));
-  return res.body.data.dependencies;
-}
-
 /** What a redis on the environment's network holds under `starts` (redis-cli of the postgres image). */
 async function startsIn(address: string): Promise<string> {
   const container = await docker.createContainer({
@@ -139,7 +135,7 @@ test("a preview gets its own real resources from the repository's ops.json; dele
   const deployed = await api(`${envUrl}/services/${parent}/deploy`, token, 'POST', {});
   const first = await deploymentEnd(berth.url, token, deployed.body.data.deployment_id, 600_000);
   assert.equal(first.state, 'success', first.failure_reason);
-  const parentDeps = await dependenciesOf(parent);
+  const parentDeps = await dependenciesOf(envUrl, token, parent);
   assert.deepEqual(
     parentDeps.map((d) => `${d.id} ${d.state}`),
     ['cache available'],
@@ -159,7 +155,7 @@ test("a preview gets its own real resources from the repository's ops.json; dele
   const previewDeployment = previewService.body.data.service.latest_deployment.id as string;
   const ran = await deploymentEnd(berth.url, token, previewDeployment, 600_000);
   assert.equal(ran.state, 'success', ran.failure_reason);
-  const previewDeps = await dependenciesOf(preview);
+  const previewDeps = await dependenciesOf(envUrl, token, preview);
   assert.deepEqual(previewDeps.map((d) => `${d.id} ${d.state}`).sort(), [
     'cache available',
     'seed available',

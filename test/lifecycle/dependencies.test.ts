@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import type { DesiredService } from '../../src/providers/provider.ts';
 import { simTables } from '../../src/providers/sim/tables.ts';
+import { captureVariables } from '../helpers/deployments.ts';
 import { type Harness, startHarness, type Tenant, VALID_SERVICE } from '../helpers/harness.ts';
 import { HOSTED_EXAMPLE } from '../helpers/ops-json-examples.ts';
 import { pollUntil } from '../helpers/poll.ts';
@@ -11,15 +11,10 @@ let h: Harness;
 let t: Tenant;
 let region: string;
 /** The variables each deployment handed the provider, by deployment id. */
-const applied = new Map<string, Record<string, string>>();
+let applied: Map<string, Record<string, string>>;
 before(async () => {
   h = await startHarness();
-  const provider = h.deps.provider;
-  const apply = provider.apply.bind(provider);
-  provider.apply = (desired: DesiredService, signal: AbortSignal) => {
-    applied.set(desired.deploymentId, desired.variables);
-    return apply(desired, signal);
-  };
+  applied = captureVariables(h);
   await h.startWorker();
   t = await h.tenant();
   const env = await h.request('GET', `/v1/environments/${t.envId}`, { token: t.token });

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import type { DesiredService } from '../../src/providers/provider.ts';
 import { simTables } from '../../src/providers/sim/tables.ts';
+import { captureVariables } from '../helpers/deployments.ts';
 import { githubPullRequest, sendGithub } from '../helpers/git-webhooks.ts';
 import { type Harness, startHarness, type Tenant, VALID_SERVICE } from '../helpers/harness.ts';
 import { pollUntil } from '../helpers/poll.ts';
@@ -17,16 +17,11 @@ const REPO = 'acme/shop-previews';
 let h: Harness;
 let t: Tenant;
 /** The variables each deployment handed the provider, by deployment id. */
-const applied = new Map<string, Record<string, string>>();
+let applied: Map<string, Record<string, string>>;
 
 before(async () => {
   h = await startHarness({ rateLimitPerMin: 100_000 });
-  const provider = h.deps.provider;
-  const apply = provider.apply.bind(provider);
-  provider.apply = (desired: DesiredService, signal: AbortSignal) => {
-    applied.set(desired.deploymentId, desired.variables);
-    return apply(desired, signal);
-  };
+  applied = captureVariables(h);
   await h.startWorker();
   t = await h.tenant();
   await h.gitConnection(t, 'github', { webhook_secret: SECRET });
