@@ -4649,6 +4649,8 @@ export interface paths {
             parameters: {
                 query?: {
                     limit?: number;
+                    /** @description next_cursor of the previous page */
+                    cursor?: string;
                 };
                 header?: never;
                 path: {
@@ -4691,6 +4693,7 @@ export interface paths {
                                     /** Format: date-time */
                                     updated_at: string;
                                 }[];
+                                next_cursor: string | null;
                             };
                         };
                     };
