@@ -4649,6 +4649,8 @@ export interface paths {
             parameters: {
                 query?: {
                     limit?: number;
+                    /** @description next_cursor of the previous page */
+                    cursor?: string;
                 };
                 header?: never;
                 path: {
@@ -4691,6 +4693,7 @@ export interface paths {
                                     /** Format: date-time */
                                     updated_at: string;
                                 }[];
+                                next_cursor: string | null;
                             };
                         };
                     };
@@ -5030,6 +5033,15 @@ export interface paths {
                     };
                 };
                 /** @description Default Response */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
                 500: {
                     headers: {
                         [name: string]: unknown;
@@ -5105,6 +5117,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                429: {
                     headers: {
                         [name: string]: unknown;
                     };
