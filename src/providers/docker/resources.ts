@@ -247,9 +247,11 @@ export class DockerResources implements Resources {
    * cannot lift a cap once set, so "no cap" is the most there is).
    */
   private async memoryOf(resource: OpsResource): Promise<{ Memory: number; MemorySwap: number }> {
-    const bytes =
-      instanceMemoryBytes(resource.kind, resource.properties.instance_type) ??
-      (this.machineMemory ??= (await this.docker.info()).MemTotal as number);
+    let bytes = instanceMemoryBytes(resource.kind, resource.properties.instance_type);
+    if (bytes === null) {
+      this.machineMemory ??= (await this.docker.info()).MemTotal as number;
+      bytes = this.machineMemory;
+    }
     return { Memory: bytes, MemorySwap: bytes };
   }
 
