@@ -34,6 +34,7 @@ const DEPENDENCIES = {
         id: 'main-db',
         prefix: 'userdata',
         engine: 'postgres',
+        instance_type: 'db.t4g.micro',
         exports: {
           DB_HOST: '$address',
           DB_PORT: '$port',
@@ -236,6 +237,8 @@ test('dependencies on the swarm: pinned services with volumes and secrets; reach
   const pgName = `berth-dep-${pg.attributes.name}`;
   const pgService = await swarm.manager.getService(pgName).inspect();
   const pgTask = await runningTask(pgName);
+  // db.t4g.micro has 1 GiB on the hosted cloud: the task's memory is capped there.
+  assert.equal(pgService.Spec.TaskTemplate.Resources.Limits.MemoryBytes, 1024 ** 3);
   const containers = await (await nodeEngine(pgTask.NodeID)).listContainers({
     filters: { label: [`com.docker.swarm.task.id=${pgTask.ID}`] },
   });
@@ -308,16 +311,21 @@ test('dependencies on the swarm: pinned services with volumes and secrets; reach
     `reached from another environment: ${unreachable.failure_reason}`,
   );
 
-  // Without the cache in ops.json, the next deployment removes its service and empties its volume.
+  // Without the cache in ops.json, the next deployment removes its service and empties its volume; a
+  // larger instance_type raises the database's cap in place (same service, node and volume).
   const cacheName = `berth-dep-${cache.attributes.name}`;
   const cacheNode = await nodeEngine((await runningTask(cacheName)).NodeID);
   const { elasticache: _gone, ...withoutCache } = DEPENDENCIES;
+  const larger = { instances: [{ ...DEPENDENCIES.rds.instances[0], instance_type: 'db.t4g.small' }] };
   await api(`${envUrl}/services/${id}`, token, 'PATCH', {
-    ops_json: JSON.stringify({ dependencies: withoutCache }),
+    ops_json: JSON.stringify({ dependencies: { ...withoutCache, rds: larger } }),
     run_command: 'true',
   });
   const third = await deployAndWait(envUrl, id);
   assert.equal(third.state, 'success', third.failure_reason);
+  const resized = await swarm.manager.getService(pgName).inspect();
+  assert.equal(resized.ID, pgService.ID);
+  assert.equal(resized.Spec.TaskTemplate.Resources.Limits.MemoryBytes, 2 * 1024 ** 3);
   await assert.rejects(swarm.manager.getService(cacheName).inspect(), /no such service|not found/i);
   assert.deepEqual(await volumeFiles(cacheNode, cacheName), []);
   assert.deepEqual((await dependenciesOf(id)).map((d) => d.id).sort(), ['attachments', 'main-db']);

@@ -12,6 +12,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type Docker from 'dockerode';
+import { instanceMemoryBytes } from '../../domain/instance-memory.ts';
 import type { OpsResource } from '../../domain/ops-json.ts';
 import { resourceName } from '../../domain/resource-names.ts';
 import { TerminalError } from '../../jobs/errors.ts';
@@ -81,6 +82,15 @@ function readinessCheck(engine: Engine): Docker.HealthConfig {
   };
 }
 
+/**
+ * The memory cap of the declared `instance_type`'s class on the hosted cloud (domain/instance-memory.ts);
+ * none for a class not known or none declared (a swarm service's cap can be lifted again).
+ */
+function limitsOf(resource: OpsResource): { MemoryBytes?: number } {
+  const bytes = instanceMemoryBytes(resource.kind, resource.properties.instance_type);
+  return bytes === null ? {} : { MemoryBytes: bytes };
+}
+
 const isWipe = (template: { ContainerSpec?: { Command?: string[] } } | undefined) =>
   JSON.stringify(template?.ContainerSpec?.Command) === JSON.stringify(WIPE_COMMAND);
 const wipeTasks = (tasks: Task[]) =>
@@ -127,19 +137,35 @@ export class SwarmResources implements Resources {
       );
     }
     const labels = dependencyLabels(environment, service, resource, engine);
-    if (!(await this.inspect(serviceName))) {
-      signal.throwIfAborted();
+    const limits = limitsOf(resource);
+    const current = await this.inspect(serviceName);
+    signal.throwIfAborted();
+    if (!current) {
       const network = await this.ensureNetwork(environment);
       const secret = engine.passwordVariable ? await this.ensureSecret(serviceName, labels, password) : null;
       await this.docker
-        .createService(this.specOf(name, engine, labels, pin, network, secret))
+        .createService(this.specOf(name, engine, labels, pin, network, secret, limits))
         .catch((error: unknown) => {
           // Made meanwhile by another worker running the same job: theirs is the one.
           if ((error as { statusCode?: number }).statusCode !== 409)
             throw engineError(error, `the swarm refused ${serviceName}`);
         });
+    } else if (current.Spec?.TaskTemplate?.Resources?.Limits?.MemoryBytes !== limits.MemoryBytes) {
+      // A changed instance_type: the same service (node, volume, secret) with the new cap; its task
+      // restarts in place.
+      const spec = current.Spec as Docker.ServiceSpec;
+      await this.docker
+        .getService(current.ID)
+        .update({
+          ...spec,
+          TaskTemplate: { ...(spec.TaskTemplate as Docker.ContainerTaskSpec), Resources: { Limits: limits } },
+          version: current.Version?.Index,
+        })
+        .catch((error: unknown) => {
+          throw engineError(error, `the swarm refused to update ${serviceName}`);
+        });
     }
-    await this.waitRunning(serviceName, engine, pin, signal);
+    await this.waitRunning(serviceName, engine, pin, limits, signal);
     return {
       attributes: attributesOf(environment, resource, name, engine),
       ...(engine.passwordVariable ? { password } : {}),
@@ -259,6 +285,7 @@ export class SwarmResources implements Resources {
     pin: Pin,
     network: string,
     secret: { id: string; name: string } | null,
+    limits: { MemoryBytes?: number },
   ): Docker.ServiceSpec {
     const variables = secret
       ? environmentWithPasswordFile(engine, name, `/run/secrets/${secret.name}`)
@@ -295,6 +322,7 @@ export class SwarmResources implements Resources {
           // A database flushes its data on SIGTERM.
           StopGracePeriod: 30 * SECOND,
         },
+        Resources: { Limits: limits },
         RestartPolicy: { Condition: 'any', Delay: 5 * SECOND },
         Placement: { Constraints: [`node.id==${pin.node_id}`] },
         Networks: [{ Target: network, Aliases: [name] }],
@@ -310,12 +338,22 @@ export class SwarmResources implements Resources {
    * service's last output. Failing tasks also remove the service (its volume, secret and pin stay), so it
    * does not restart forever; the next deployment makes it again.
    */
-  private async waitRunning(serviceName: string, engine: Engine, pin: Pin, signal: AbortSignal) {
+  private async waitRunning(
+    serviceName: string,
+    engine: Engine,
+    pin: Pin,
+    limits: { MemoryBytes?: number },
+    signal: AbortSignal,
+  ) {
     const deadline = Date.now() + this.settings.pullTimeoutMs + READY_TIMEOUT_MS;
+    // A task of the spec asked for: after a changed cap, the task it replaces may still run a moment.
+    const current = (t: Task) =>
+      (t.Spec as { Resources?: { Limits?: { MemoryBytes?: number } } }).Resources?.Limits?.MemoryBytes ===
+      limits.MemoryBytes;
     for (;;) {
       signal.throwIfAborted();
       const tasks = await tasksOf(this.docker, serviceName);
-      if (running(tasks).length > 0) return;
+      if (running(tasks).some(current)) return;
       const failed = failedTasks(tasks).length >= FAILED_STARTS;
       if (failed || Date.now() > deadline) {
         const why = failed
