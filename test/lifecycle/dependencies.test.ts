@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import type { Resources } from '../../src/providers/provider.ts';
 import { simTables } from '../../src/providers/sim/tables.ts';
 import { captureVariables } from '../helpers/deployments.ts';
 import { type Harness, startHarness, type Tenant, VALID_SERVICE } from '../helpers/harness.ts';
@@ -310,6 +311,32 @@ describe('a provider that cannot make dependencies', () => {
       assert.equal(applied.has(deployment.id), false);
     } finally {
       provider.resources = resources;
+    }
+  });
+});
+
+describe('the password a new resource is offered', () => {
+  test('is generated and sealed before the provider is called, and offered again when the job retries', async () => {
+    const resources = h.deps.provider.resources as Resources;
+    const ensure = resources.ensure;
+    const offered: string[] = [];
+    resources.ensure = async (request, signal) => {
+      offered.push(request.password);
+      // A provider that may recover (the engine restarting): the job runs again.
+      if (offered.length === 1) throw new Error('the engine went away');
+      return ensure.call(resources, request, signal);
+    };
+    try {
+      const serviceId = await createService({
+        dependencies: { rds: { instances: [{ id: 'db', prefix: 'offered' }] } },
+      });
+      const deployment = await deployed(serviceId);
+      assert.equal(deployment.state, 'success', deployment.failure_reason);
+      assert.equal(offered.length, 2);
+      assert.match(offered[0] ?? '', /^[A-Za-z0-9_-]{24}$/);
+      assert.equal(offered[1], offered[0], 'the retry offers the password sealed before the first call');
+    } finally {
+      resources.ensure = ensure;
     }
   });
 });
