@@ -135,10 +135,15 @@ after(async () => {
   await swarm?.down();
 });
 
+/** Deploys and waits for the outcome; a failure's reason carries what the service printed. */
 async function deployAndWait(url: string, serviceId: string) {
   const res = await api(`${url}/services/${serviceId}/deploy`, token, 'POST', {});
   assert.equal(res.status, 200, JSON.stringify(res.body));
-  return deploymentEnd(berth.url, token, res.body.data.deployment_id, 600_000);
+  const deployment = await deploymentEnd(berth.url, token, res.body.data.deployment_id, 600_000);
+  if (deployment.state !== 'failed') return deployment;
+  const logs = await api(`${url}/services/${serviceId}/logs?tail=30`, token);
+  const printed = (logs.body?.data?.lines ?? []).map((l: { line: string }) => l.line).join('\n');
+  return { ...deployment, failure_reason: `${deployment.failure_reason}\n${printed}` };
 }
 
 interface Dependency {
