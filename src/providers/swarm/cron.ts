@@ -11,6 +11,7 @@ import type { Logger } from 'pino';
 import { LABEL, labelFilter } from '../docker/labels.ts';
 import { Schedules } from '../docker/schedules.ts';
 import { REMOVED_GENERATION } from '../provider.ts';
+import { sweepSecrets } from './secrets.ts';
 import { tasksOf } from './services.ts';
 import type { SwarmDb } from './tables.ts';
 
@@ -128,5 +129,7 @@ export class SwarmCron {
         .getService(old.ID)
         .remove()
         .catch(() => undefined);
+    // The last run of an older version may have been the last user of that version's variables.
+    await sweepSecrets(this.docker, serviceId, Number(labels[LABEL.generation] ?? 0) + 1);
   }
 }
