@@ -19,13 +19,18 @@ const SCRIPT = path.join(path.dirname(fileURLToPath(import.meta.url)), 'swarm-ne
 const SLOT = process.env.BERTH_SWARM_SLOT ?? '0';
 const BRIDGE_ADDRESS = `10.78.${SLOT}.1`;
 const RUN = `/run/berth-swarm-test/s${SLOT}`;
+const ROOT = `/var/lib/berth-swarm-test/s${SLOT}`;
 
 export const SWARM_IMAGE = 'berth-swarm/busybox';
 
 export interface TestSwarm {
   /** DOCKER_HOST of the manager. */
   dockerHost: string;
+  /** DOCKER_HOST of node n's engine (a manager too once promoted). */
+  dockerHostOf(n: number): string;
   manager: Docker;
+  /** The nodes' data roots are directories under this one (what a node keeps on disk). */
+  dataRoot: string;
   /** The registry every node reaches, `host:port`. */
   registry: string;
   /** A node's own engine (1 is the manager). */
@@ -97,7 +102,9 @@ export async function startSwarm(nodes: number): Promise<TestSwarm> {
   );
   return {
     dockerHost: `unix://${RUN}/1.sock`,
+    dockerHostOf: (n) => `unix://${RUN}/${n}.sock`,
     manager,
+    dataRoot: ROOT,
     registry: registryAddress,
     node: engine,
     stopNode: async (n) => {
