@@ -5,6 +5,13 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import Docker from 'dockerode';
+import pino, { type Logger } from 'pino';
+import { loadConfig } from '../../src/config.ts';
+import { demultiplex } from '../../src/providers/docker/output.ts';
+import type { Provider } from '../../src/providers/provider.ts';
+import { openProvider } from '../../src/providers/registry.ts';
+import { openStore, type Store } from '../../src/store/database.ts';
+import { createTestDatabase, type TestDatabase } from './database.ts';
 import { freePort, type Registry, startRegistry } from './docker.ts';
 import { pollUntil } from './poll.ts';
 
@@ -115,5 +122,42 @@ export async function startSwarm(nodes: number): Promise<TestSwarm> {
     },
     pushImage,
     down,
+  };
+}
+
+/** What every task of a swarm service printed so far. */
+export async function serviceOutput(manager: Docker, name: string): Promise<string> {
+  const buffer = (await manager
+    .getService(name)
+    .logs({ stdout: true, stderr: true, follow: false })) as unknown as Buffer;
+  return demultiplex(buffer);
+}
+
+export interface SwarmBerth {
+  provider: Provider;
+  store: Store;
+  database: TestDatabase;
+  /** Closes the provider and the store, and drops the database. */
+  close(): Promise<void>;
+}
+
+/** Berth's swarm driver with a database of its own, as the suites open it (`providerEnv`: its settings). */
+export async function openSwarmProvider(
+  providerEnv: Record<string, string>,
+  logger: Logger = pino({ level: 'silent' }),
+): Promise<SwarmBerth> {
+  const database = await createTestDatabase();
+  const store = await openStore({ databaseUrl: database.databaseUrl, dataDir: database.dataDir });
+  const config = { ...loadConfig({}), provider: 'swarm', providerEnv };
+  const provider = await openProvider(config, store.db, logger);
+  return {
+    provider,
+    store,
+    database,
+    close: async () => {
+      await provider.close();
+      await store.close();
+      await database.drop();
+    },
   };
 }

@@ -1,17 +1,18 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
-import pino from 'pino';
-import { loadConfig } from '../../src/config.ts';
 import { DEFAULT_OPS_CONFIG } from '../../src/domain/ops-json.ts';
 import type { DesiredService, Provider } from '../../src/providers/provider.ts';
-import { openProvider } from '../../src/providers/registry.ts';
-import { openStore, type Store } from '../../src/store/database.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
 import { freePort } from '../helpers/docker.ts';
 import { pollUntil } from '../helpers/poll.ts';
 import { serviceSpecIn } from '../helpers/provider-contract.ts';
-import { SWARM_IMAGE, startSwarm, type TestSwarm } from '../helpers/swarm.ts';
+import {
+  openSwarmProvider,
+  SWARM_IMAGE,
+  type SwarmBerth,
+  startSwarm,
+  type TestSwarm,
+} from '../helpers/swarm.ts';
 
 /**
  * The loss of a manager: a swarm of three managers keeps its Raft majority when the leader's engine
@@ -19,8 +20,7 @@ import { SWARM_IMAGE, startSwarm, type TestSwarm } from '../helpers/swarm.ts';
  * new version as before.
  */
 let swarm: TestSwarm;
-let database: TestDatabase;
-let store: Store;
+let berth: SwarmBerth;
 let provider: Provider;
 const environment = { id: randomUUID(), account_id: randomUUID(), cloud: 'aws' as const, region: 'local' };
 const never = new AbortController().signal;
@@ -45,25 +45,17 @@ before(async () => {
     const nodes = (await swarm.manager.listNodes()) as NodeInfo[];
     return nodes.filter((n) => n.ManagerStatus?.Reachability === 'reachable').length === 3 ? true : undefined;
   });
-  database = await createTestDatabase();
-  store = await openStore({ databaseUrl: database.databaseUrl, dataDir: database.dataDir });
-  const config = {
-    ...loadConfig({}),
-    provider: 'swarm',
-    providerEnv: {
-      // Not the first node: that is the leader this test stops.
-      DOCKER_HOST: swarm.dockerHostOf(2),
-      BERTH_SWARM_MONITOR_S: '1',
-      BERTH_INGRESS_PORT: String(await freePort()),
-    },
-  };
-  provider = await openProvider(config, store.db, pino({ level: 'silent' }));
+  berth = await openSwarmProvider({
+    // Not the first node: that is the leader this test stops.
+    DOCKER_HOST: swarm.dockerHostOf(2),
+    BERTH_SWARM_MONITOR_S: '1',
+    BERTH_INGRESS_PORT: String(await freePort()),
+  });
+  provider = berth.provider;
   await provider.ensureEnvironment(environment);
 });
 after(async () => {
-  await provider?.close();
-  await store?.close();
-  await database?.drop();
+  await berth?.close();
   await swarm?.down();
 });
 

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -23,12 +24,15 @@ let web: string;
 const processes: BerthProcess[] = [];
 const dataDirs: string[] = [];
 const INGRESS_HOST = 'swarm.test';
+/** One installation: every process holds the key its secrets are sealed with. */
+const MASTER_KEY = randomBytes(32).toString('hex');
 
 async function serve(dataDir: string): Promise<Served> {
   const ingressPort = await freePort();
   const proc = await startBerth({
     BERTH_DATA_DIR: dataDir,
     BERTH_DATABASE_URL: db.databaseUrl ?? '',
+    BERTH_MASTER_KEY: MASTER_KEY,
     BERTH_PROVIDER: 'swarm',
     DOCKER_HOST: swarm.dockerHost,
     BERTH_SWARM_MONITOR_S: '1',

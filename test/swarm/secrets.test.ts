@@ -3,19 +3,19 @@ import { execFile } from 'node:child_process';
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { promisify } from 'node:util';
-import pino from 'pino';
-import { loadConfig } from '../../src/config.ts';
 import { DEFAULT_OPS_CONFIG } from '../../src/domain/ops-json.ts';
 import { TerminalError } from '../../src/jobs/errors.ts';
-import { demultiplex } from '../../src/providers/docker/output.ts';
 import type { DesiredService, Provider, ServiceSpec } from '../../src/providers/provider.ts';
-import { openProvider } from '../../src/providers/registry.ts';
-import { openStore, type Store } from '../../src/store/database.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
 import { freePort } from '../helpers/docker.ts';
 import { pollUntil } from '../helpers/poll.ts';
 import { serviceSpecIn } from '../helpers/provider-contract.ts';
-import { startSwarm, type TestSwarm } from '../helpers/swarm.ts';
+import {
+  openSwarmProvider,
+  type SwarmBerth,
+  serviceOutput,
+  startSwarm,
+  type TestSwarm,
+} from '../helpers/swarm.ts';
 
 /**
  * A service's variables on the swarm: its process sees them, and they never lie in plain text on a node
@@ -25,8 +25,7 @@ import { startSwarm, type TestSwarm } from '../helpers/swarm.ts';
  */
 const run = promisify(execFile);
 let swarm: TestSwarm;
-let database: TestDatabase;
-let store: Store;
+let berth: SwarmBerth;
 let provider: Provider;
 let echo: string;
 let shellless: string;
@@ -50,25 +49,17 @@ before(async () => {
     'berth-swarm/no-shell',
     'FROM scratch\nCOPY busybox /bin/busybox\nENTRYPOINT ["/bin/busybox"]\nCMD ["sleep", "3600"]\n',
   );
-  database = await createTestDatabase();
-  store = await openStore({ databaseUrl: database.databaseUrl, dataDir: database.dataDir });
-  const config = {
-    ...loadConfig({}),
-    provider: 'swarm',
-    providerEnv: {
-      DOCKER_HOST: swarm.dockerHost,
-      BERTH_SWARM_MONITOR_S: '1',
-      BERTH_INGRESS_PORT: String(await freePort()),
-    },
-  };
-  provider = await openProvider(config, store.db, pino({ level: 'silent' }));
+  berth = await openSwarmProvider({
+    DOCKER_HOST: swarm.dockerHost,
+    BERTH_SWARM_MONITOR_S: '1',
+    BERTH_INGRESS_PORT: String(await freePort()),
+  });
+  provider = berth.provider;
   await provider.serving?.start();
   await provider.ensureEnvironment(environment);
 });
 after(async () => {
-  await provider?.close();
-  await store?.close();
-  await database?.drop();
+  await berth?.close();
   await swarm?.down();
 });
 
@@ -96,13 +87,7 @@ function desired(
   };
 }
 
-/** The output of every task of a swarm service so far. */
-async function output(name: string): Promise<string> {
-  const buffer = (await swarm.manager
-    .getService(name)
-    .logs({ stdout: true, stderr: true, follow: false })) as unknown as Buffer;
-  return demultiplex(buffer);
-}
+const output = (name: string) => serviceOutput(swarm.manager, name);
 
 async function secretsOf(serviceId: string): Promise<string[]> {
   const secrets = await swarm.manager.listSecrets({ filters: { label: [`berth.service=${serviceId}`] } });
