@@ -13,7 +13,7 @@ import {
   removeEnvironment,
   requireDocker,
 } from '../helpers/docker.ts';
-import { createRepo, git } from '../helpers/git.ts';
+import { createRepo, git, pushCommit } from '../helpers/git.ts';
 import { pollUntil } from '../helpers/poll.ts';
 import {
   api,
@@ -39,17 +39,18 @@ let envId: string;
 let gitRoot: string;
 let commit: string;
 
-const OPS = {
+/** The repository's ops.json, its cache of instance class `cacheClass`. */
+const opsWith = (cacheClass: string) => ({
   health_check: { type: 'http', path: '/index.html' },
   dependencies: {
     elasticache: {
       clusters: [
-        { id: 'cache', prefix: 'cache', exports: { CACHE_HOST: '$address' } },
+        { id: 'cache', prefix: 'cache', instance_type: cacheClass, exports: { CACHE_HOST: '$address' } },
         { id: 'seed', prefix: 'seed', preview_only: true, exports: { SEED_HOST: '$address' } },
       ],
     },
   },
-};
+});
 
 /** Counts this start in its redis (QUIT makes redis close, so nc ends), then serves what redis said. */
 const START = `mkdir -p /www
@@ -70,7 +71,7 @@ before(
         files: {
           'app/Dockerfile': `FROM ${BASE_IMAGE}\nCOPY start.sh /start.sh\nCMD ["sh", "/start.sh"]\n`,
           'app/start.sh': START,
-          'deploy/ops.json': JSON.stringify(OPS),
+          'deploy/ops.json': JSON.stringify(opsWith('cache.t4g.micro')),
         },
       },
     ]);
@@ -179,4 +180,23 @@ test("a preview gets its own real resources from the repository's ops.json; dele
   assert.deepEqual((await docker.listVolumes({ filters: ofService(preview).filters })).Volumes, []);
   assert.equal((await docker.listContainers(ofService(parent))).length, 1, "the parent's cache stays");
   assert.equal(await startsIn(parentCache), '1');
+
+  // The cache is capped at its instance class's memory; a commit that changes the class updates it in
+  // place at the next deployment: the same container with its data, a new cap.
+  const before = await docker.getContainer(`berth-dep-${parentCache}`).inspect();
+  assert.equal(before.HostConfig.Memory, 512 * MIB);
+  const next = await pushCommit(gitRoot, 'acme/shop', {
+    message: 'a bigger cache',
+    files: { 'deploy/ops.json': JSON.stringify(opsWith('cache.t4g.small')) },
+  });
+  const again = await api(`${envUrl}/services/${parent}/deploy`, token, 'POST', {});
+  const second = await deploymentEnd(berth.url, token, again.body.data.deployment_id, 600_000);
+  assert.equal(second.state, 'success', second.failure_reason);
+  assert.equal(second.git_commit_ref, next);
+  const after = await docker.getContainer(`berth-dep-${parentCache}`).inspect();
+  assert.equal(after.Id, before.Id);
+  assert.equal(after.HostConfig.Memory, Math.round(1.37 * 1024 * MIB));
+  assert.equal(await startsIn(parentCache), '2', 'the second start counted on the same data');
 });
+
+const MIB = 1024 ** 2;

@@ -9,8 +9,8 @@ import { pollUntil } from '../helpers/poll.ts';
 /**
  * Dependencies of git services come from the ops.json in the repository at the commit deployed (issue
  * 11, done-means 3): the service gets its normal and `skip_preview` resources, a pull request's preview
- * gets its normal and `preview_only` ones, made for it under names of its own (never the parent's);
- * closing the pull request deletes them. An invalid file fails the deployment naming the file and field.
+ * gets its normal and `preview_only` ones, made for it under names of its own (never the parent's),
+ * each deployment as its commit's ops.json declares; closing the pull request deletes them. An invalid file fails the deployment naming the file and field.
  */
 const SECRET = 'webhook-secret-of-previews';
 const REPO = 'acme/shop-previews';
@@ -167,8 +167,27 @@ describe("a GitHub service's ops.json in its repository", () => {
     assert.deepEqual(await declared(parent), ['files', 'backups', 'fixtures']);
   });
 
+  test("a new commit on the pull request brings the preview's resources in line with that commit's ops.json", async () => {
+    // No file of its own at this commit: the repository's ops.json without the queue.
+    const sha = 'c3'.repeat(20);
+    const pr = { repo: REPO, base: 'main', head: 'feature/cart', number: 41, sha };
+    const synced = await sendGithub(h, SECRET, 'pull_request', githubPullRequest('synchronize', pr));
+    assert.deepEqual(synced.body.data.preview_service_ids, [preview.id]);
+    const newest = await h.deps.store.db
+      .selectFrom('deployments')
+      .select('id')
+      .where('service_id', '=', preview.id)
+      .where('git_commit_ref', '=', sha)
+      .executeTakeFirstOrThrow();
+    const deployment = await finished(newest.id);
+    assert.equal(deployment.state, 'success', deployment.failure_reason);
+    assert.deepEqual(ids(await dependencies(preview.id)), ['files:available', 'fixtures:available']);
+    assert.deepEqual(await declared(preview.id), ['files', 'backups', 'fixtures']);
+    assert.equal(applied.get(deployment.id)?.JOBS_QUEUE, undefined);
+  });
+
   test("closing the pull request deletes the preview's resources and leaves the parent's", async () => {
-    const pr = { repo: REPO, base: 'main', head: 'feature/cart', number: 41, sha: 'a1'.repeat(20) };
+    const pr = { repo: REPO, base: 'main', head: 'feature/cart', number: 41, sha: 'c3'.repeat(20) };
     const closed = await sendGithub(h, SECRET, 'pull_request', githubPullRequest('closed', pr));
     assert.deepEqual(closed.body.data.deleted_service_ids, [preview.id]);
     await pollUntil("the preview's resources to be deleted", async () => {
