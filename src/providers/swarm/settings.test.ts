@@ -36,3 +36,9 @@ test('the rolling update monitor and overlay encryption are settings with defaul
   );
   assert.throws(() => swarmSettings({ BERTH_SWARM_MONITOR_S: '0' }), ConfigError);
 });
+
+test('ops.json cron requests run from busybox unless BERTH_SWARM_REQUEST_IMAGE names another image', () => {
+  assert.equal(swarmSettings({}).requestImage, 'busybox:stable');
+  const image = 'registry.internal:5000/tools/wget:1';
+  assert.equal(swarmSettings({ BERTH_SWARM_REQUEST_IMAGE: image }).requestImage, image);
+});
