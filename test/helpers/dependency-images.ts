@@ -66,3 +66,73 @@ for target in "$S3_NAME" "$S3_IP"; do
 done
 echo "no dependency of the other environment answered"
 `;
+
+/**
+ * What the visitor programs use (VISIT, S3_VISIT): postgres, mariadb, redis and a bucket, with the
+ * exports they read.
+ */
+export const VISITOR_DEPENDENCIES = {
+  rds: {
+    instances: [
+      {
+        id: 'main-db',
+        prefix: 'userdata',
+        engine: 'postgres',
+        version: '17.5',
+        exports: {
+          DB_HOST: '$address',
+          DB_PORT: '$port',
+          DB_ENDPOINT: '$endpoint',
+          DB_USER: '$username',
+          DB_PASSWORD_ARN: '$passwordArn',
+          DB_PASSWORD: '$password',
+          DB_NAME: '$dbName',
+          DB_ARN: '$arn',
+        },
+      },
+      {
+        id: 'legacy-db',
+        prefix: 'legacy',
+        engine: 'mysql',
+        exports: { MY_HOST: '$address', MY_USER: '$username', MY_PASSWORD: '$password', MY_DB: '$dbName' },
+      },
+    ],
+  },
+  elasticache: {
+    clusters: [
+      { id: 'cache', prefix: 'sessions', engine: 'redis', exports: { REDIS_ENDPOINT: '$endpoint' } },
+    ],
+  },
+  s3: {
+    buckets: [
+      {
+        id: 'attachments',
+        prefix: 'attachments',
+        exports: {
+          BUCKET_NAME: '$name',
+          BUCKET_ENDPOINT: '$endpoint',
+          BUCKET_KEY_ID: '$username',
+          BUCKET_SECRET: '$password',
+        },
+      },
+    ],
+  },
+};
+
+/**
+ * The service's program, in an image made from the postgres dependency image (psql, the mariadb client
+ * and redis-cli): counts its visit in each store and fails, with what it saw, unless every count is $1.
+ */
+export const VISIT = `set -e
+export PGPASSWORD="$DB_PASSWORD"
+pg="host=$DB_HOST port=$DB_PORT user=$DB_USER dbname=$DB_NAME"
+psql "$pg" -v ON_ERROR_STOP=1 -qc "CREATE TABLE IF NOT EXISTS visits (at timestamptz DEFAULT now()); INSERT INTO visits DEFAULT VALUES"
+rows=$(psql "$pg" -tAc "SELECT count(*) FROM visits")
+my="mariadb -h $MY_HOST -u $MY_USER -p$MY_PASSWORD $MY_DB"
+$my -e "CREATE TABLE IF NOT EXISTS visits (n int); INSERT INTO visits VALUES (1)"
+myrows=$($my -N -e "SELECT count(*) FROM visits")
+hits=$(redis-cli -u "redis://$REDIS_ENDPOINT" INCR visits)
+objects=$(node /s3-visit.cjs "$1")
+echo "postgres=$rows mariadb=$myrows redis=$hits s3=$objects"
+[ "$rows/$myrows/$hits/$objects" = "$1/$1/$1/$1" ]
+`;

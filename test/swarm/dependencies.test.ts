@@ -5,7 +5,13 @@ import { after, before, test } from 'node:test';
 import type Docker from 'dockerode';
 import { demultiplex } from '../../src/providers/docker/output.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
-import { buildDependencyImages, OUTSIDER, S3_VISIT } from '../helpers/dependency-images.ts';
+import {
+  buildDependencyImages,
+  OUTSIDER,
+  S3_VISIT,
+  VISIT,
+  VISITOR_DEPENDENCIES,
+} from '../helpers/dependency-images.ts';
 import { buildImage, freePort, requireDocker } from '../helpers/docker.ts';
 import { pollUntil } from '../helpers/poll.ts';
 import { api, type BerthProcess, deploymentEnd, firstStartOf, startBerth } from '../helpers/process.ts';
@@ -14,7 +20,7 @@ import { SWARM_IMAGE, startSwarm, type TestSwarm } from '../helpers/swarm.ts';
 /**
  * Issue 16 (dependencies as issue 11 defines them) and ops.json cron jobs on a real 2-node swarm: each
  * dependency is a swarm service pinned to a node with its data in a volume there and its password in a
- * swarm secret; the service's job reaches postgres, redis and its bucket with only its exported
+ * swarm secret; the service's job reaches postgres, mariadb, redis and its bucket with only its exported
  * variables; the data outlives a restarted task and a redeploy; another environment reaches none of
  * them; removing a dependency or the service removes services, secrets and data. The dependency images
  * (tools/dependency-images) are pushed to the swarm's registry once for the file.
@@ -27,59 +33,12 @@ let envUrl: string;
 const ADMIN_TOKEN = randomUUID();
 const VISITOR = 'berth-test/deps-visitor';
 
+/** The visitor's dependencies, its database capped at db.t4g.micro's memory. */
+const [MAIN_DB, LEGACY_DB] = VISITOR_DEPENDENCIES.rds.instances;
 const DEPENDENCIES = {
-  rds: {
-    instances: [
-      {
-        id: 'main-db',
-        prefix: 'userdata',
-        engine: 'postgres',
-        instance_type: 'db.t4g.micro',
-        exports: {
-          DB_HOST: '$address',
-          DB_PORT: '$port',
-          DB_USER: '$username',
-          DB_PASSWORD: '$password',
-          DB_NAME: '$dbName',
-        },
-      },
-    ],
-  },
-  elasticache: {
-    clusters: [
-      { id: 'cache', prefix: 'sessions', engine: 'redis', exports: { REDIS_ENDPOINT: '$endpoint' } },
-    ],
-  },
-  s3: {
-    buckets: [
-      {
-        id: 'attachments',
-        prefix: 'attachments',
-        exports: {
-          BUCKET_NAME: '$name',
-          BUCKET_ENDPOINT: '$endpoint',
-          BUCKET_KEY_ID: '$username',
-          BUCKET_SECRET: '$password',
-        },
-      },
-    ],
-  },
+  ...VISITOR_DEPENDENCIES,
+  rds: { instances: [{ ...MAIN_DB, instance_type: 'db.t4g.micro' }, LEGACY_DB] },
 };
-
-/**
- * The service's program, in an image made from the postgres dependency image (psql, redis-cli and a
- * Node): counts its visit in each store and fails, with what it saw, unless every count is $1.
- */
-const VISIT = `set -e
-export PGPASSWORD="$DB_PASSWORD"
-pg="host=$DB_HOST port=$DB_PORT user=$DB_USER dbname=$DB_NAME"
-psql "$pg" -v ON_ERROR_STOP=1 -qc "CREATE TABLE IF NOT EXISTS visits (at timestamptz DEFAULT now()); INSERT INTO visits DEFAULT VALUES"
-rows=$(psql "$pg" -tAc "SELECT count(*) FROM visits")
-hits=$(redis-cli -u "redis://$REDIS_ENDPOINT" INCR visits)
-objects=$(node /s3-visit.cjs "$1")
-echo "postgres=$rows redis=$hits s3=$objects"
-[ "$rows/$hits/$objects" = "$1/$1/$1" ]
-`;
 
 /**
  * The request tasks run `wget -q -O /dev/null -T <seconds> <url>`. The test busybox is glibc's static
@@ -109,7 +68,7 @@ before(
     );
     // The images share their one large layer: the first push carries it, the others only their manifests.
     const images: Record<string, string> = {};
-    for (const kind of ['postgres', 'redis', 's3'])
+    for (const kind of ['postgres', 'mariadb', 'redis', 's3'])
       images[kind] = await swarm.pushLocalImage(`berth-deps/${kind}:latest`, `berth-deps/${kind}`);
     const visitor = await swarm.pushLocalImage(`${VISITOR}:latest`, VISITOR);
     berth = await startBerth({
@@ -121,6 +80,7 @@ before(
       BERTH_INGRESS_PORT: String(await freePort()),
       BERTH_SWARM_MONITOR_S: '1',
       BERTH_DOCKER_POSTGRES_IMAGE: images.postgres,
+      BERTH_DOCKER_MARIADB_IMAGE: images.mariadb,
       BERTH_DOCKER_REDIS_IMAGE: images.redis,
       BERTH_DOCKER_S3_IMAGE: images.s3,
       BERTH_SWARM_REQUEST_IMAGE: visitor,
@@ -213,6 +173,7 @@ test('dependencies on the swarm: pinned services with volumes and secrets; reach
   const deps = await dependenciesOf(id);
   assert.deepEqual(deps.map((d) => `${d.kind} ${d.id} ${d.state}`).sort(), [
     'elasticache cache available',
+    'rds legacy-db available',
     'rds main-db available',
     's3 attachments available',
   ]);
@@ -321,7 +282,7 @@ test('dependencies on the swarm: pinned services with volumes and secrets; reach
   const cacheName = `berth-dep-${cache.attributes.name}`;
   const cacheNode = await nodeEngine((await runningTask(cacheName)).NodeID);
   const { elasticache: _gone, ...withoutCache } = DEPENDENCIES;
-  const larger = { instances: [{ ...DEPENDENCIES.rds.instances[0], instance_type: 'db.t4g.small' }] };
+  const larger = { instances: [{ ...MAIN_DB, instance_type: 'db.t4g.small' }, LEGACY_DB] };
   await api(`${envUrl}/services/${id}`, token, 'PATCH', {
     ops_json: JSON.stringify({ dependencies: { ...withoutCache, rds: larger } }),
     run_command: 'true',
@@ -333,7 +294,11 @@ test('dependencies on the swarm: pinned services with volumes and secrets; reach
   assert.equal(resized.Spec.TaskTemplate.Resources.Limits.MemoryBytes, 2 * 1024 ** 3);
   await assert.rejects(swarm.manager.getService(cacheName).inspect(), /no such service|not found/i);
   assert.deepEqual(await volumeFiles(cacheNode, cacheName), []);
-  assert.deepEqual((await dependenciesOf(id)).map((d) => d.id).sort(), ['attachments', 'main-db']);
+  assert.deepEqual((await dependenciesOf(id)).map((d) => d.id).sort(), [
+    'attachments',
+    'legacy-db',
+    'main-db',
+  ]);
 
   // Deleting the service deletes every dependency: services, secrets and data.
   const pgNode = await nodeEngine((await runningTask(pgName)).NodeID);
