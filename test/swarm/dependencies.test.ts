@@ -31,7 +31,8 @@ let berth: BerthProcess & { url: string };
 let token: string;
 let envUrl: string;
 const ADMIN_TOKEN = randomUUID();
-const VISITOR = 'berth-test/deps-visitor';
+// Not the docker suite's visitor tag: both suites build theirs on this machine's engine, maybe at once.
+const VISITOR = 'berth-test/swarm-deps-visitor';
 
 /** The visitor's dependencies, its database capped at db.t4g.micro's memory. */
 const [MAIN_DB, LEGACY_DB] = VISITOR_DEPENDENCIES.rds.instances;
