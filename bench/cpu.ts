@@ -39,20 +39,27 @@ const cpuMs = (from: NodeJS.CpuUsage) => {
   return (used.user + used.system) / 1000;
 };
 
-/** CPU seconds the Postgres server processes of this database have used (same machine). */
-async function postgresCpuS(db: Db): Promise<number> {
-  if (TEST_DATABASE !== 'postgres') return 0;
+/** CPU ticks (1/100 s) of each Postgres server process of this database (same machine). */
+async function postgresTicks(db: Db): Promise<Map<number, number>> {
+  const ticks = new Map<number, number>();
+  if (TEST_DATABASE !== 'postgres') return ticks;
   const { rows } = await sql<{ pid: number }>`
     SELECT pid FROM pg_stat_activity WHERE datname = current_database()`.execute(db);
-  let ticks = 0;
   for (const { pid } of rows) {
     try {
       const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
-      ticks += Number(fields[11]) + Number(fields[12]);
+      ticks.set(pid, Number(fields[11]) + Number(fields[12]));
     } catch {
       // A backend that ended meanwhile.
     }
   }
+  return ticks;
+}
+
+/** CPU seconds the database's server processes used since `from` (those alive at both readings). */
+async function postgresCpuS(db: Db, from: Map<number, number>): Promise<number> {
+  let ticks = 0;
+  for (const [pid, now] of await postgresTicks(db)) ticks += now - (from.get(pid) ?? now);
   return ticks / 100;
 }
 
@@ -126,7 +133,7 @@ try {
   const each = Math.max(1, Math.round(DEPLOYS / services.length));
   let ids: string[] = [];
   h.queries.length = 0;
-  const pgFrom = await postgresCpuS(h.deps.store.db);
+  const pgFrom = await postgresTicks(h.deps.store.db);
   let cpuFrom = process.cpuUsage();
   const started = performance.now();
   for (let i = 0; i < each; i++) {
@@ -151,7 +158,7 @@ try {
   );
   const deployWallS = (performance.now() - started) / 1000;
   const deployCpuMs = cpuMs(cpuFrom) / ids.length;
-  const deployPgMs = (((await postgresCpuS(h.deps.store.db)) - pgFrom) * 1000) / ids.length;
+  const deployPgMs = ((await postgresCpuS(h.deps.store.db, pgFrom)) * 1000) / ids.length;
   const deployStatements = statements() / ids.length;
   if (process.env.BENCH_CPU_STATEMENTS)
     fs.writeFileSync(process.env.BENCH_CPU_STATEMENTS, h.queries.join('\n;;\n'));
@@ -184,7 +191,7 @@ try {
   let listPgMs = Number.POSITIVE_INFINITY;
   for (let round = 0; round < 3; round++) {
     h.queries.length = 0;
-    const pg = await postgresCpuS(h.deps.store.db);
+    const pg = await postgresTicks(h.deps.store.db);
     cpuFrom = process.cpuUsage();
     for (let i = 0; i < LIST_PAGES; i++) {
       const page = await h.app.inject({
@@ -195,7 +202,7 @@ try {
       if (page.statusCode !== 200) throw new Error(`list: HTTP ${page.statusCode}`);
     }
     listCpuMs = Math.min(listCpuMs, cpuMs(cpuFrom) / LIST_PAGES);
-    listPgMs = Math.min(listPgMs, (((await postgresCpuS(h.deps.store.db)) - pg) * 1000) / LIST_PAGES);
+    listPgMs = Math.min(listPgMs, ((await postgresCpuS(h.deps.store.db, pg)) * 1000) / LIST_PAGES);
   }
   const listStatements = statements() / LIST_PAGES;
 

@@ -1,7 +1,8 @@
 /**
  * Summarizes a V8 CPU profile (`node --cpu-prof`): self time by package or source file, and the
- * functions with the most self time. `node bench/profile-summary.ts <file.cpuprofile> [top]`. The
- * README's "why not met" figures are read with it.
+ * functions with the most self time. `node bench/profile-summary.ts <file.cpuprofile> [top] [until-ms]`:
+ * only the first `until-ms` of the profile when given (a start up to the moment it was healthy, say).
+ * The README's "why not met" figures are read with it.
  */
 import fs from 'node:fs';
 
@@ -17,14 +18,17 @@ interface Profile {
   timeDeltas: number[];
 }
 
-const [file, topArg] = process.argv.slice(2);
+const [file, topArg, untilArg] = process.argv.slice(2);
 if (!file) throw new Error('usage: node bench/profile-summary.ts <file.cpuprofile> [top]');
 const top = Number(topArg ?? 25);
 const profile = JSON.parse(fs.readFileSync(file, 'utf8')) as Profile;
 const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+const untilUs = untilArg === undefined ? Number.POSITIVE_INFINITY : Number(untilArg) * 1000;
 const selfUs = new Map<number, number>();
+let elapsedUs = 0;
 profile.samples.forEach((id, i) => {
-  selfUs.set(id, (selfUs.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0));
+  elapsedUs += profile.timeDeltas[i] ?? 0;
+  if (elapsedUs <= untilUs) selfUs.set(id, (selfUs.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0));
 });
 const total = [...selfUs.values()].reduce((a, b) => a + b, 0);
 
