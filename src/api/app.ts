@@ -39,7 +39,7 @@ import { serviceRoutes } from './routes/services.ts';
 import { webhookRoutes } from './routes/webhooks.ts';
 import { ErrorBody } from './schemas/common.ts';
 import { endStreamsOnClose } from './sse.ts';
-import { validatorCompiler } from './validation.ts';
+import { lazySerializers, validatorCompiler } from './validation.ts';
 
 export type App = FastifyInstance;
 
@@ -76,6 +76,7 @@ export async function buildApp(deps: Deps, options: AppOptions) {
     // Malformed HTTP and late requests, answered in the spec's error shape (docs/api.md).
     clientErrorHandler: clientErrorHandler({ requestTimeoutMs, maxHeaderBytes: MAX_HEADER_BYTES }),
     ajv: { customOptions: { strict: false } },
+    schemaController: { compilersFactory: { buildSerializer: lazySerializers } },
     // Ids are UUIDs; anything much longer cannot name a resource (answered 404 below).
     routerOptions: { maxParamLength: 200 },
     // A path the router cannot even read (bad percent-encoding, an overlong id) names nothing: 404.
