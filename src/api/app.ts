@@ -198,7 +198,7 @@ export async function buildApp(deps: Deps, options: AppOptions) {
     },
     { prefix: '/v1' },
   );
-  await app.register(hookRoutes, { prefix: '/hooks', deps });
+  await app.register(hookRoutes, { prefix: '/hooks', deps, authFailures });
   await app.register(adminRoutes, {
     prefix: '/admin/v1',
     deps,

@@ -4,15 +4,17 @@ import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import Fastify from 'fastify';
-import { CONSOLE_CSP, registerConsole } from './console.ts';
+import { CONSOLE_CSP, consoleBuilt, registerConsole } from './console.ts';
 
 function tempDir(): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), 'berth-console-'));
 }
 
 test('a console that was never built: GET / says how to build it, with 503', async () => {
+  const dist = path.join(tempDir(), 'dist');
+  assert.equal(consoleBuilt(dist), false);
   const app = Fastify();
-  await registerConsole(app, path.join(tempDir(), 'dist'));
+  await registerConsole(app, dist);
   const res = await app.inject({ method: 'GET', url: '/' });
   assert.equal(res.statusCode, 503);
   assert.match(res.body, /npm run build:console/);
@@ -25,6 +27,7 @@ test('a built console: its page carries the CSP, its hashed assets are cached fo
   fs.writeFileSync(path.join(dist, 'index.html'), '<!doctype html><title>t</title>');
   fs.writeFileSync(path.join(dist, 'assets/index-abc123.js'), 'export {};');
   fs.writeFileSync(path.join(dist, '.secret'), 'no');
+  assert.equal(consoleBuilt(dist), true);
   const app = Fastify();
   await registerConsole(app, dist);
   app.setNotFoundHandler((_request, reply) => reply.code(404).send({ error_code: 'notfound' }));

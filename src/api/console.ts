@@ -33,15 +33,21 @@ export function isConsoleRoute(url: string): boolean {
  * /v1 API with the user's token like any client. A checkout whose console was not built gets a page
  * that says how to build it, rather than a bare 404.
  */
+export function consoleBuilt(dist = CONSOLE_DIST): boolean {
+  return fs.existsSync(`${dist}/index.html`);
+}
+
+/** What to do about a console that was not built (a production install has no Vite). */
+export const CONSOLE_NOT_BUILT =
+  'run `npm run build:console` (an install with dev dependencies does it), then restart berth serve';
+
 export async function registerConsole(app: FastifyInstance, dist = CONSOLE_DIST): Promise<void> {
-  if (!fs.existsSync(`${dist}/index.html`)) {
+  if (!consoleBuilt(dist)) {
     app.get('/', { schema: { hide: true } }, async (_request, reply) =>
       reply
         .code(503)
         .type('text/plain; charset=utf-8')
-        .send(
-          'The Berth console is not built: run `npm run build:console` (npm install does it), then restart berth serve.\n',
-        ),
+        .send(`The Berth console is not built: ${CONSOLE_NOT_BUILT}.\n`),
     );
     return;
   }

@@ -4,7 +4,7 @@
  * @module
  */
 import type { DnsRecordSpec } from '../domain/custom-domain-rules.ts';
-import { opsConfigOf, opsDependencies } from '../domain/ops-json.ts';
+import { declaredOpsOf, opsDependencies } from '../domain/ops-json.ts';
 import type { StoredSecret } from '../domain/secret-rules.ts';
 import { specView } from '../domain/service-fields.ts';
 import { deploymentView } from '../domain/usecases/projections.ts';
@@ -98,7 +98,7 @@ export function serviceView(s: ServiceRow, options: ServiceViewOptions) {
     pr_comment_id: s.pr_comment_id,
   };
   if (!options.live) return base;
-  const ops = opsConfigOf(s);
+  const ops = declaredOpsOf(s);
   return {
     ...base,
     run_status: options.live.run_status,

@@ -1,3 +1,4 @@
+import { CONSOLE_NOT_BUILT, consoleBuilt } from '../api/console.ts';
 import type { Config } from '../config.ts';
 import { ConfigError } from '../config.ts';
 import { startEventRetention } from '../jobs/event-retention.ts';
@@ -31,7 +32,9 @@ export async function serveCommand(config: Config, options: { workers: boolean }
   onShutdown(server.close);
   const lines = [
     `Berth is listening on ${server.url} (provider ${providerName(config)}, ${server.runtime.deps.store.kind} database)`,
-    `Console: ${server.url}/ (sign in with an API token)`,
+    consoleBuilt()
+      ? `Console: ${server.url}/ (sign in with an API token)`
+      : `Console: not built: ${CONSOLE_NOT_BUILT}`,
   ];
   if (server.adminTokenGenerated) {
     lines.push(

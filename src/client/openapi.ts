@@ -4649,6 +4649,8 @@ export interface paths {
             parameters: {
                 query?: {
                     limit?: number;
+                    /** @description next_cursor of the previous page */
+                    cursor?: string;
                 };
                 header?: never;
                 path: {
@@ -4691,6 +4693,7 @@ export interface paths {
                                     /** Format: date-time */
                                     updated_at: string;
                                 }[];
+                                next_cursor: string | null;
                             };
                         };
                     };
@@ -5030,6 +5033,15 @@ export interface paths {
                     };
                 };
                 /** @description Default Response */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
                 500: {
                     headers: {
                         [name: string]: unknown;
@@ -5105,6 +5117,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                429: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -5312,7 +5333,7 @@ export interface paths {
         };
         /**
          * Read back the password a dependency's $passwordArn names
-         * @description Berth generates the passwords of ops.json dependencies (rds) and keeps them sealed; a service gets one through a `$password` export, the operator reads it here by the `$passwordArn` that GET .../dependencies shows. 404 when no dependency's $passwordArn is `arn`.
+         * @description Berth generates the passwords of ops.json dependencies (rds) and keeps them sealed; a service gets one through a `$password` export, the operator reads it here by the `$passwordArn` that GET .../dependencies shows. 404 when no dependency's $passwordArn is `arn`. Each read is in the account's audit log (`dependency_password.read`, the service as its resource).
          */
         get: {
             parameters: {

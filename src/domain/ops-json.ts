@@ -6,6 +6,7 @@
 import { isIP } from 'node:net';
 import { isCronExpression } from './cron-expression.ts';
 import type { FieldError } from './errors.ts';
+import { isGitSource, type Source } from './service-fields.ts';
 import { isVariableName } from './variable-names.ts';
 
 /**
@@ -494,4 +495,17 @@ export function opsDependencies(config: OpsConfig): OpsDependency[] {
 /** The ops.json a service declares inline (already validated when stored); defaults when it has none. */
 export function opsConfigOf(service: { ops_json: string | null }): OpsConfig {
   return service.ops_json ? parseOpsJson(service.ops_json, 'ops_json').config : DEFAULT_OPS_CONFIG;
+}
+
+/**
+ * What GET service reports a service declares: its inline ops_json, else (a git service) the config
+ * its newest started deployment read from the repository.
+ */
+export function declaredOpsOf(service: {
+  ops_json: string | null;
+  repo_ops: string | null;
+  source: Source;
+}): OpsConfig {
+  if (service.ops_json || !service.repo_ops || !isGitSource(service.source)) return opsConfigOf(service);
+  return JSON.parse(service.repo_ops) as OpsConfig;
 }

@@ -17,8 +17,13 @@ export type ServiceType = (typeof SERVICE_TYPES)[number];
 export type Source = (typeof SOURCES)[number];
 
 const GIT: readonly Source[] = ['github', 'gitlab'];
+
+/** Whether the service builds from a repository. */
+export const isGitSource = (source: Source): boolean => GIT.includes(source);
 const ShortText = (description: string) => Type.String({ maxLength: 100, description });
-const LongText = (description: string) => Type.String({ maxLength: 262_144, description });
+/** The longest inline document a field takes (ops_json, helm values): 256 KiB. */
+export const LONG_TEXT_MAX = 262_144;
+const LongText = (description: string) => Type.String({ maxLength: LONG_TEXT_MAX, description });
 
 export const SERVICE_FIELDS = {
   name: {

@@ -242,6 +242,27 @@ export interface Resources {
   delete(service: ServiceRef, resource: ResourceKey): Promise<void>;
 }
 
+/**
+ * A git service's repository as the provider builds it: what a deployment reads before anything is made
+ * (its ops.json declares the resources to make first). The same commit is then built.
+ */
+export interface Sources {
+  /**
+   * The commit `target` names (the branch head when it names none), and the text of the file at `path`
+   * there: null when there is no such file. A path that leads out of the repository is a TerminalError.
+   */
+  readFile(
+    request: {
+      service: ServiceSpec;
+      target: DeployTarget;
+      deploymentId: string;
+      git?: GitAccess;
+      path: string;
+    },
+    signal: AbortSignal,
+  ): Promise<{ commit: string; text: string | null }>;
+}
+
 export interface Provider {
   /**
    * Makes the service run as desired; resolves once it does. Applying the generation already in place
@@ -265,6 +286,8 @@ export interface Provider {
   secrets?: SecretStore;
   /** ops.json dependencies; without it, a deployment that declares any fails naming them. */
   resources?: Resources;
+  /** Reads git services' files; without it, a git service with an ops_json_path fails its deployments. */
+  sources?: Sources;
   admission?: Admission;
   close(): Promise<void>;
 }

@@ -20,6 +20,7 @@ import * as events from './migrations/0018-events.ts';
 import * as webhooks from './migrations/0019-webhooks.ts';
 import * as gitConnections from './migrations/0022-git-connections.ts';
 import * as gitPollHeads from './migrations/0023-git-poll-heads.ts';
+import * as repoOps from './migrations/0026-repo-ops.ts';
 import type { Database } from './schema.ts';
 
 /** Every migration, in order. Listed here rather than read from disk so the build carries them. */
@@ -45,6 +46,7 @@ const migrations: Record<string, Migration> = {
   '0019-webhooks': webhooks,
   '0022-git-connections': gitConnections,
   '0023-git-poll-heads': gitPollHeads,
+  '0026-repo-ops': repoOps,
 };
 
 export class MigrationError extends Error {}

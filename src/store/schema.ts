@@ -68,6 +68,8 @@ export interface ServicesTable extends ServiceSpec {
   pr_number: number | null;
   pr_comment_id: number | null;
   latest_deployment_id: string | null;
+  /** A git service's ops config (OpsConfig JSON) as its newest started deployment read it. */
+  repo_ops: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: Timestamp;
   updated_at: Timestamp;
 }

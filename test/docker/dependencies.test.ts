@@ -6,7 +6,15 @@ import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
 import { buildDependencyImages } from '../helpers/dependency-images.ts';
 import { buildImage, docker, freePort, removeEnvironment, requireDocker } from '../helpers/docker.ts';
 import { pollUntil } from '../helpers/poll.ts';
-import { api, type BerthProcess, deploymentEnd, firstStartOf, startBerth } from '../helpers/process.ts';
+import {
+  api,
+  type BerthProcess,
+  type Dependency,
+  dependenciesOf,
+  deploymentEnd,
+  firstStartOf,
+  startBerth,
+} from '../helpers/process.ts';
 
 /**
  * Issue 11 on the docker provider: ops.json dependencies are containers of their own on the environment's
@@ -169,18 +177,6 @@ async function deployAndWait(serviceId: string) {
   return deploymentEnd(berth.url, token, res.body.data.deployment_id, 600_000);
 }
 
-interface Dependency {
-  kind: string;
-  id: string;
-  state: string;
-  attributes: Record<string, string>;
-}
-async function dependenciesOf(serviceId: string): Promise<Dependency[]> {
-  const res = await api(`${envUrl}/services/${serviceId}/dependencies`, token);
-  assert.equal(res.status, 200, JSON.stringify(res.body));
-  return res.body.data.dependencies;
-}
-
 const byLabel = (label: string) => ({ filters: { label: [label] } });
 async function containerOf(name: string) {
   return docker.getContainer(`berth-dep-${name}`).inspect();
@@ -221,7 +217,7 @@ test('a service reaches its postgres, mariadb, redis and bucket by its exports; 
 
   const first = await deployAndWait(id);
   assert.equal(first.state, 'success', first.failure_reason);
-  const deps = await dependenciesOf(id);
+  const deps = await dependenciesOf(envUrl, token, id);
   assert.deepEqual(deps.map((d) => `${d.kind} ${d.id} ${d.state}`).sort(), [
     'elasticache cache available',
     'rds legacy-db available',

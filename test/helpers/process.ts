@@ -87,6 +87,26 @@ export async function api(url: string, token: string, method = 'GET', body?: unk
   return { status: res.status, body: text ? JSON.parse(text) : undefined };
 }
 
+/** One item of GET .../services/{id}/dependencies. */
+export interface Dependency {
+  kind: string;
+  id: string;
+  state: string;
+  attributes: Record<string, string>;
+}
+
+/** What a running Berth made of a service's dependencies (`envUrl` ends with /v1/environments/{id}). */
+export async function dependenciesOf(
+  envUrl: string,
+  token: string,
+  serviceId: string,
+): Promise<Dependency[]> {
+  const res = await api(`${envUrl}/services/${serviceId}/dependencies`, token);
+  if (res.status !== 200)
+    throw new Error(`GET dependencies answered ${res.status}: ${JSON.stringify(res.body)}`);
+  return res.body.data.dependencies;
+}
+
 /** The first-start output of a server: its API token and environment, once the environment is available. */
 export async function firstStartOf(server: BerthProcess & { url: string }) {
   const token = (await server.waitForOutput(/API token:\s+([0-9a-f-]{36})/))[1] as string;

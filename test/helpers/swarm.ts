@@ -11,11 +11,14 @@ import { pollUntil } from './poll.ts';
 /**
  * A real swarm on this machine for the swarm-provider suites: Docker Engines in their own network
  * namespaces on a bridge (swarm-net.sh), node 1 the manager, and a registry on the bridge that every
- * node pulls from. One per test file; the files run one at a time (they share the names).
+ * node pulls from. One per test file; the files of one BERTH_SWARM_SLOT run one at a time (they share its names).
  */
 const run = promisify(execFile);
 const SCRIPT = path.join(path.dirname(fileURLToPath(import.meta.url)), 'swarm-net.sh');
-const BRIDGE_ADDRESS = '10.78.0.1';
+// BERTH_SWARM_SLOT (0-99, default 0) picks the bridge, namespaces and paths, as in swarm-net.sh.
+const SLOT = process.env.BERTH_SWARM_SLOT ?? '0';
+const BRIDGE_ADDRESS = `10.78.${SLOT}.1`;
+const RUN = `/run/berth-swarm-test/s${SLOT}`;
 
 export const SWARM_IMAGE = 'berth-swarm/busybox';
 
@@ -35,7 +38,7 @@ export interface TestSwarm {
 }
 
 function engine(n: number): Docker {
-  return new Docker({ socketPath: `/run/berth-swarm-test/${n}.sock` });
+  return new Docker({ socketPath: `${RUN}/${n}.sock` });
 }
 
 async function follow(docker: Docker, stream: NodeJS.ReadableStream): Promise<void> {
@@ -93,7 +96,7 @@ export async function startSwarm(nodes: number): Promise<TestSwarm> {
     'FROM scratch\nCOPY busybox /bin/busybox\nRUN ["/bin/busybox", "--install", "-s", "/bin"]\nCMD ["/bin/sh"]\n',
   );
   return {
-    dockerHost: 'unix:///run/berth-swarm-test/1.sock',
+    dockerHost: `unix://${RUN}/1.sock`,
     manager,
     registry: registryAddress,
     node: engine,

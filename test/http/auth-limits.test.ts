@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
+import { createHmac, randomUUID } from 'node:crypto';
 import { after, describe, test } from 'node:test';
 import pino from 'pino';
 import { buildApp } from '../../src/api/app.ts';
@@ -79,6 +79,36 @@ describe('failed authentication per client address', () => {
       assert.equal((await from(ip, '/v1/environments', `Bearer ${randomUUID()}`)).status, 401);
     }
     assertLimited(await from(ip, '/admin/v1/accounts', `Bearer ${ADMIN_TOKEN}`));
+  });
+
+  test(`/hooks: after ${FAILURES} deliveries signed by no connection the address gets 429, a good signature included`, async () => {
+    const secret = `hook-secret-${randomUUID()}`;
+    await h.gitConnection(await h.tenant(), 'github', { webhook_secret: secret });
+    const deliver = async (remoteAddress: string, signedWith: string) => {
+      const raw = JSON.stringify({ zen: 'Keep it logically awesome.', hook_id: 1 });
+      const res = await h.app.inject({
+        method: 'POST',
+        url: '/hooks/github',
+        remoteAddress,
+        payload: raw,
+        headers: {
+          'content-type': 'application/json',
+          'x-github-event': 'ping',
+          'x-github-delivery': randomUUID(),
+          'x-hub-signature-256': `sha256=${createHmac('sha256', signedWith).update(raw).digest('hex')}`,
+        },
+      });
+      return { status: res.statusCode, body: res.json(), headers: res.headers };
+    };
+    const ip = nextAddress();
+    for (let i = 0; i < FAILURES; i++) assert.equal((await deliver(ip, 'not-the-secret')).status, 401);
+    assertLimited(await deliver(ip, 'not-the-secret'));
+    assertLimited(await deliver(ip, secret));
+    // A failure on /hooks counts with those on /v1: one address, one budget.
+    const other = nextAddress();
+    assert.equal((await deliver(other, secret)).status, 200);
+    for (let i = 0; i < FAILURES; i++) assert.equal((await deliver(other, 'wrong')).status, 401);
+    assertLimited(await from(other, '/v1/environments', `Bearer ${randomUUID()}`));
   });
 });
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import type { DesiredService } from '../../src/providers/provider.ts';
 import { simTables } from '../../src/providers/sim/tables.ts';
+import { captureVariables } from '../helpers/deployments.ts';
 import { type Harness, startHarness, type Tenant, VALID_SERVICE } from '../helpers/harness.ts';
 import { HOSTED_EXAMPLE } from '../helpers/ops-json-examples.ts';
 import { pollUntil } from '../helpers/poll.ts';
@@ -11,15 +11,10 @@ let h: Harness;
 let t: Tenant;
 let region: string;
 /** The variables each deployment handed the provider, by deployment id. */
-const applied = new Map<string, Record<string, string>>();
+let applied: Map<string, Record<string, string>>;
 before(async () => {
   h = await startHarness();
-  const provider = h.deps.provider;
-  const apply = provider.apply.bind(provider);
-  provider.apply = (desired: DesiredService, signal: AbortSignal) => {
-    applied.set(desired.deploymentId, desired.variables);
-    return apply(desired, signal);
-  };
+  applied = captureVariables(h);
   await h.startWorker();
   t = await h.tenant();
   const env = await h.request('GET', `/v1/environments/${t.envId}`, { token: t.token });
@@ -134,7 +129,7 @@ describe('dependencies on the simulated cloud', () => {
     assert.equal((await calls(serviceId, 'create_resource')).length, 5);
   });
 
-  test('the operator reads a password back by its $passwordArn (admin API); nobody else can', async () => {
+  test('the operator reads a password back by its $passwordArn (admin API), audited on the account; nobody else can', async () => {
     const arn = first.find((d) => d.kind === 'rds')?.attributes.passwordArn as string;
     const url = `/dependency-passwords?arn=${encodeURIComponent(arn)}`;
     const read = await h.admin('GET', url);
@@ -146,6 +141,17 @@ describe('dependencies on the simulated cloud', () => {
       .where('kind', '=', 'rds')
       .execute();
     assert.deepEqual(read.body.data, { arn, password: made?.password });
+    const audit = await h.request('GET', '/v1/audit-logs', { token: t.token });
+    const entry = audit.body.data.audit_logs.find((e: Json) => e.action === 'dependency_password.read');
+    assert.deepEqual(
+      {
+        actor: entry?.actor,
+        resource_type: entry?.resource_type,
+        resource_id: entry?.resource_id,
+        environment_id: entry?.environment_id,
+      },
+      { actor: 'Operator', resource_type: 'service', resource_id: serviceId, environment_id: t.envId },
+    );
     assert.equal(
       (await h.admin('GET', `/dependency-passwords?arn=${encodeURIComponent(`${arn}x`)}`)).status,
       404,

@@ -214,3 +214,37 @@ test('a private receiver is refused at create unless allowed, and at delivery wh
     h.deps.config.webhookAllowPrivate = true;
   }
 });
+
+test('deliveries are paged newest first with next_cursor; a cursor not handed out is a 422', async () => {
+  const created = await h.request('POST', '/v1/webhooks', {
+    token: t.token,
+    body: { url: receiverUrl, event_types: ['secret.created'], description: 'paged' },
+  });
+  assert.equal(created.status, 200, created.raw);
+  const deliveriesUrl = `/v1/webhooks/${created.body.data.webhook.id}/deliveries`;
+  for (const key of ['PAGE_ONE', 'PAGE_TWO', 'PAGE_THREE']) {
+    assert.equal((await putSecret(key, 'v')).status, 200);
+  }
+  const all = await h.request('GET', deliveriesUrl, { token: t.token });
+  assert.equal(all.status, 200, all.raw);
+  assert.equal(all.body.data.deliveries.length, 3);
+  assert.equal(all.body.data.next_cursor, null);
+
+  const first = await h.request('GET', `${deliveriesUrl}?limit=2`, { token: t.token });
+  assert.equal(first.body.data.deliveries.length, 2);
+  assert.equal(typeof first.body.data.next_cursor, 'string');
+  const second = await h.request(
+    'GET',
+    `${deliveriesUrl}?limit=2&cursor=${encodeURIComponent(first.body.data.next_cursor)}`,
+    { token: t.token },
+  );
+  assert.equal(second.status, 200, second.raw);
+  assert.equal(second.body.data.next_cursor, null);
+  const ids = (page: { body: { data: { deliveries: { id: string }[] } } }) =>
+    page.body.data.deliveries.map((d) => d.id);
+  assert.deepEqual([...ids(first), ...ids(second)], ids(all), 'two pages are the whole list, in order');
+
+  const bad = await h.request('GET', `${deliveriesUrl}?cursor=not-ours`, { token: t.token });
+  assert.equal(bad.status, 422, bad.raw);
+  assert.equal(bad.body.errors[0].field, 'cursor');
+});

@@ -15,6 +15,7 @@ import {
   issueApiToken,
   listAccountEnvironments,
   listAccountTokens,
+  readDependencyPassword,
   revokeApiToken,
 } from '../../domain/usecases/accounts.ts';
 import type { Deps } from '../../domain/usecases/context.ts';
@@ -27,7 +28,6 @@ import {
 } from '../../domain/usecases/git-connections.ts';
 import { isUuid } from '../../domain/uuid.ts';
 import { listAccounts } from '../../store/repositories/accounts.ts';
-import { sealedPasswordByArn } from '../../store/repositories/resources.ts';
 import type { AccountRow, GitConnectionRow } from '../../store/schema.ts';
 import { callOf, type TokenAuthenticator } from '../plugins/auth.ts';
 import type { AuthFailureLimit } from '../plugins/auth-failures.ts';
@@ -102,7 +102,8 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{
         description:
           'Berth generates the passwords of ops.json dependencies (rds) and keeps them sealed; a service ' +
           'gets one through a `$password` export, the operator reads it here by the `$passwordArn` that ' +
-          "GET .../dependencies shows. 404 when no dependency's $passwordArn is `arn`.",
+          "GET .../dependencies shows. 404 when no dependency's $passwordArn is `arn`. Each read is in " +
+          "the account's audit log (`dependency_password.read`, the service as its resource).",
         querystring: Type.Object(
           { arn: Type.String({ minLength: 1, maxLength: 300 }) },
           { additionalProperties: false },
@@ -115,9 +116,7 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{
     },
     async (request) => {
       const { arn } = request.query;
-      const sealed = await sealedPasswordByArn(deps.store.db, arn);
-      if (sealed === null) throw new NotFoundError('Dependency password');
-      return success({ arn, password: deps.secretBox.open(sealed) });
+      return success({ arn, password: await readDependencyPassword(deps, callOf(request), arn) });
     },
   );
 

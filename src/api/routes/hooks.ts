@@ -5,6 +5,7 @@ import { UnauthorizedError, ValidationError } from '../../domain/errors.ts';
 import type { Deps } from '../../domain/usecases/context.ts';
 import { type Delivery, receiveDelivery } from '../../domain/usecases/git-events.ts';
 import type { GitKind } from '../../store/schema.ts';
+import type { AuthFailureLimit } from '../plugins/auth-failures.ts';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../plugins/body-guards.ts';
 import { Envelope, errorResponses } from '../schemas/common.ts';
 import { success } from '../views.ts';
@@ -32,9 +33,14 @@ const header = (request: FastifyRequest, name: string) => {
 /**
  * `POST /hooks/github` and `POST /hooks/gitlab`: no bearer token; the host's own proof (an HMAC of the
  * raw body, or the shared token) names the connection. A proof that matches no connection is a 401
- * that leaves nothing but a log line (docs/git.md).
+ * that leaves nothing but a log line (docs/git.md), and counts as a failed authentication of the client
+ * address, as a bad token on /v1 does: an address past the limit is refused (429) before any HMAC is
+ * computed or any connection read.
  */
-export const hookRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app, { deps }) => {
+export const hookRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; authFailures: AuthFailureLimit }> = async (
+  app,
+  { deps, authFailures },
+) => {
   // GitHub signs the bytes it sent: the parser keeps them beside the parsed JSON.
   const raw = new WeakMap<FastifyRequest, Buffer>();
   app.removeAllContentTypeParsers();
@@ -63,10 +69,10 @@ export const hookRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app,
               : "No bearer token: X-Gitlab-Token (a connection's webhook secret) names the connection. X-Gitlab-Event and X-Gitlab-Event-UUID are required; a delivery id seen before does nothing. Push Hook deploys auto_deploy services.",
           security: [],
           body: Type.Unknown({ description: "the host's event payload, as it sent it" }),
-          response: { 200: Envelope(Outcome), ...errorResponses(401, 422, 500) },
+          response: { 200: Envelope(Outcome), ...errorResponses(401, 422, 429, 500) },
         },
       },
-      async (request) => {
+      async (request, reply) => {
         const names = HEADERS[kind];
         const delivery: Delivery = {
           kind,
@@ -77,13 +83,15 @@ export const hookRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app,
           payload: request.body,
         };
         try {
-          if (!delivery.proof) throw new UnauthorizedError();
-          if (!delivery.id || delivery.id.length > 200 || !delivery.event) {
-            throw ValidationError.fields([
-              { field: names.delivery, error: `${names.delivery} and ${names.event} headers are required` },
-            ]);
-          }
-          const outcome = await receiveDelivery(deps, delivery);
+          const outcome = await authFailures.guard(request, reply, () => {
+            if (!delivery.proof) throw new UnauthorizedError();
+            if (!delivery.id || delivery.id.length > 200 || !delivery.event) {
+              throw ValidationError.fields([
+                { field: names.delivery, error: `${names.delivery} and ${names.event} headers are required` },
+              ]);
+            }
+            return receiveDelivery(deps, delivery);
+          });
           request.log.info({ kind, delivery: delivery.id, event: delivery.event, outcome }, 'git webhook');
           return success(outcome);
         } catch (error) {

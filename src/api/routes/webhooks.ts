@@ -5,12 +5,12 @@ import type { Deps } from '../../domain/usecases/context.ts';
 import { createWebhook, redeliver, removeWebhook } from '../../domain/usecases/webhooks.ts';
 import { MAX_WEBHOOKS } from '../../domain/webhook-rules.ts';
 import { listDeliveries, listWebhooks } from '../../store/repositories/webhooks.ts';
+import { nextCursor, pageOf } from '../paging.ts';
 import { actorOf, authOf } from '../plugins/auth.ts';
 import { webhookOf } from '../plugins/scope.ts';
-import { AUTH_ERRORS, CLOSED, Envelope, errorResponses } from '../schemas/common.ts';
+import { AUTH_ERRORS, CLOSED, Envelope, errorResponses, pagedListSchema } from '../schemas/common.ts';
 import {
   CreatedWebhook,
-  DeliveriesQuery,
   DeliveryParams,
   Webhook,
   WebhookDelivery,
@@ -96,16 +96,12 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (a
           'Each event the webhook wanted: its state (pending, succeeded, failed), attempts, the last response ' +
           'code and error. Kept as long as their events (BERTH_EVENT_RETENTION_HOURS).',
         params: WebhookParams,
-        querystring: DeliveriesQuery,
-        response: {
-          200: Envelope(Type.Object({ deliveries: Type.Array(WebhookDelivery, { maxItems: 100 }) })),
-          ...errorResponses(...AUTH_ERRORS, 422),
-        },
+        ...pagedListSchema('deliveries', WebhookDelivery),
       },
     },
     async (request) => {
-      const rows = await listDeliveries(db, webhookOf(request).id, request.query.limit ?? 50);
-      return success({ deliveries: rows.map(webhookDeliveryView) });
+      const page = await listDeliveries(db, webhookOf(request).id, pageOf(request.query));
+      return success({ deliveries: page.items.map(webhookDeliveryView), next_cursor: nextCursor(page.next) });
     },
   );
 

@@ -41,7 +41,3 @@ export const WebhookDelivery = Type.Object({
 
 export const WebhookParams = Type.Object({ webhookId: Uuid });
 export const DeliveryParams = Type.Object({ webhookId: Uuid, deliveryId: Uuid });
-export const DeliveriesQuery = Type.Object(
-  { limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 50 })) },
-  { additionalProperties: false },
-);

@@ -12,6 +12,7 @@ import {
   updateAccount,
 } from '../../store/repositories/accounts.ts';
 import { listEnvironments } from '../../store/repositories/environments.ts';
+import { sealedPasswordByArn } from '../../store/repositories/resources.ts';
 import type { AccountRow } from '../../store/schema.ts';
 import { hashApiToken, newApiToken } from '../api-token.ts';
 import { NotFoundError } from '../errors.ts';
@@ -82,4 +83,26 @@ export async function listAccountTokens(deps: Deps, accountId: string) {
 export async function listAccountEnvironments(deps: Deps, accountId: string) {
   if (!(await findAccount(deps.store.db, accountId))) throw new NotFoundError('Account');
   return listEnvironments(deps.store.db, accountId);
+}
+
+/**
+ * The password a dependency's `$passwordArn` names, read back by the operator. Each read is audited on
+ * the service's account (`dependency_password.read`, the service as its subject): a password leaving
+ * Berth is an event its owners can see.
+ */
+export async function readDependencyPassword(
+  deps: Pick<Deps, 'store' | 'secretBox'>,
+  call: Call,
+  arn: string,
+): Promise<string> {
+  return deps.store.db.transaction().execute(async (trx) => {
+    const found = await sealedPasswordByArn(trx, arn);
+    if (!found) throw new NotFoundError('Dependency password');
+    await recordAudit(trx, operator(found.account_id, call), 'dependency_password.read', {
+      type: 'service',
+      id: found.service_id,
+      environmentId: found.environment_id,
+    });
+    return deps.secretBox.open(found.sealed);
+  });
 }

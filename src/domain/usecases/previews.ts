@@ -61,6 +61,8 @@ async function createPreviewService(
     kube_svc_alias: null,
     custom_domain_id: null,
     latest_deployment_id: null,
+    // Its own commit's ops.json, once its first deployment reads it: never the parent's.
+    repo_ops: null,
     created_at: new Date(),
     updated_at: new Date(),
   });

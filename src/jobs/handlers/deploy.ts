@@ -1,3 +1,4 @@
+import { isGitSource } from '../../domain/service-fields.ts';
 import type { Deps } from '../../domain/usecases/context.ts';
 import {
   type Applied,
@@ -16,12 +17,13 @@ import {
   transitionDeployment,
 } from '../../store/repositories/deployments.ts';
 import { recordObservation } from '../../store/repositories/observations.ts';
-import { followDeployment } from '../../store/repositories/services.ts';
+import { followDeployment, recordRepoOps } from '../../store/repositories/services.ts';
 import type { DeploymentRow, JobRow } from '../../store/schema.ts';
 import { DeploymentLogWriter } from '../deployment-log.ts';
 import { desiredStateOf } from '../desired-state.ts';
 import { TerminalError } from '../errors.ts';
 import { gitAccessOf } from '../git-access.ts';
+import { readRepoOps } from '../repo-ops.ts';
 import { provisionDependencies } from '../resources.ts';
 import type { JobHandler } from '../worker.ts';
 
@@ -71,10 +73,6 @@ export function deployHandler(deps: Deps): JobHandler {
         log.line('outcome', `Started again (${attempt})`);
       }
       const desired = await desiredStateOf(deps, { deployment, service, environment });
-      await recordSnapshot(db, deployment.id, {
-        ops_snapshot: JSON.stringify(desired.ops),
-        variables_sealed: deps.secretBox.seal(JSON.stringify(desired.variables)),
-      });
       log.maskValues(Object.values(desired.variables));
       let applied: Applied | undefined;
       let failure: string | undefined;
@@ -92,6 +90,21 @@ export function deployHandler(deps: Deps): JobHandler {
         const stop = AbortSignal.any([signal, cancel.signal]);
         // The new version starts only once its resources exist, with their exports resolved.
         desired.git = await gitAccessOf(deps, service);
+        // A repository's ops.json is read once, at the commit then built: a rerun finds both recorded.
+        const read = deployment.ops_snapshot
+          ? undefined
+          : await readRepoOps(deps.provider, desired, stop, log);
+        if (read) {
+          desired.ops = read.ops;
+          desired.target.commit_id = read.commit;
+        }
+        const opsSnapshot = JSON.stringify(desired.ops);
+        await recordSnapshot(db, deployment.id, {
+          ops_snapshot: opsSnapshot,
+          variables_sealed: deps.secretBox.seal(JSON.stringify(desired.variables)),
+          ...(read ? { git_commit_ref: read.commit } : {}),
+        });
+        if (isGitSource(service.source)) await recordRepoOps(db, service.id, opsSnapshot);
         const exported = await provisionDependencies(
           deps,
           { service, environment, ops: desired.ops },

@@ -21,11 +21,12 @@ import {
   type ServiceRef,
   type Serving,
   SILENT_LOG,
+  type Sources,
 } from '../provider.ts';
 import { CronScheduler } from './cron.ts';
 import { Drainer } from './drain.ts';
 import { ensureNetwork, ingressIdentity } from './environment.ts';
-import { buildFromGit } from './git-build.ts';
+import { buildFromGit, readFromGit } from './git-build.ts';
 import { type Target, waitReady } from './health.ts';
 import { digestOf, engineError, imageReference, pullImage } from './images.ts';
 import { containerTargets, type Ingress, startIngress } from './ingress.ts';
@@ -65,6 +66,9 @@ export class DockerProvider implements Provider {
   readonly serving: Serving;
   readonly logs: ServiceLogs;
   readonly resources: DockerResources;
+  readonly sources: Sources = {
+    readFile: (request) => readFromGit(this.options.settings.gitBaseUrl, request),
+  };
 
   constructor(options: DockerProviderOptions) {
     this.options = options;

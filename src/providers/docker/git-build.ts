@@ -1,16 +1,40 @@
 import { readFile } from 'node:fs/promises';
 import type Docker from 'dockerode';
-import { type OpsConfig, parseOpsJson } from '../../domain/ops-json.ts';
-import { TerminalError } from '../../jobs/errors.ts';
-import type { DeployedSource, DeployLog, DesiredService } from '../provider.ts';
+import type { OpsConfig } from '../../domain/ops-json.ts';
+import type { DeployedSource, DeployLog, DesiredService, Sources } from '../provider.ts';
 import { checkout, inside } from './git-source.ts';
 import { buildImage, digestOf } from './images.ts';
 import { LABEL } from './labels.ts';
 
 /**
+ * A file of a git service's repository at the commit `target` names (or its branch head): the
+ * deployment's ops.json, read before its dependencies are made. The path may not lead out of the
+ * checkout, through symbolic links either.
+ */
+export async function readFromGit(
+  gitBaseUrl: string,
+  request: Parameters<Sources['readFile']>[0],
+): Promise<{ commit: string; text: string | null }> {
+  const { service, target, git, path } = request;
+  const source = await checkout({
+    baseUrl: gitBaseUrl,
+    repo: service.git_repo_full_name ?? '',
+    branch: service.git_repo_branch ?? 'main',
+    commit: target.commit_id,
+    access: git,
+  });
+  try {
+    const text = await readFile(inside(source.dir, path, 'ops_json_path'), 'utf8').catch(() => null);
+    return { commit: source.commit, text };
+  } finally {
+    source.remove();
+  }
+}
+
+/**
  * A git deployment's image, built on the Engine the driver talks to (the docker driver's, a swarm
- * manager's): the repository cloned at the deployment's commit (or its branch head), its ops.json read
- * from the checkout (a repository's file wins over none), the image built from `build_context` and
+ * manager's): the repository cloned at the deployment's commit (or its branch head; the jobs layer
+ * pins the commit when it read the ops.json there), the image built from `build_context` and
  * `dockerfile_path` and tagged `tag`.
  */
 export async function buildFromGit(
@@ -34,16 +58,6 @@ export async function buildFromGit(
   });
   log.end('source', 'success', `Commit ${source.commit} by ${source.author}: ${source.message}`);
   try {
-    let ops = desired.ops;
-    if (service.ops_json_path) {
-      const text = await readFile(inside(source.dir, service.ops_json_path, 'ops_json_path'), 'utf8').catch(
-        () => null,
-      );
-      if (text === null) throw new TerminalError(`no ops.json at ${service.ops_json_path}`);
-      const parsed = parseOpsJson(text, service.ops_json_path, service.type);
-      if (parsed.errors.length > 0) throw new TerminalError(parsed.errors.map((e) => e.error).join('; '));
-      ops = parsed.config;
-    }
     await buildImage(
       docker,
       {
@@ -61,7 +75,7 @@ export async function buildFromGit(
     log.end('build', 'success', `Built ${tag}`);
     return {
       image: tag,
-      ops,
+      ops: desired.ops,
       source: {
         git_commit_ref: source.commit,
         git_commit_author: source.author,

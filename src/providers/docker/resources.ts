@@ -9,6 +9,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type Docker from 'dockerode';
+import { instanceMemoryBytes } from '../../domain/instance-memory.ts';
 import type { OpsResource } from '../../domain/ops-json.ts';
 import { resourceName } from '../../domain/resource-names.ts';
 import { TerminalError } from '../../jobs/errors.ts';
@@ -171,6 +172,8 @@ export class DockerResources implements Resources {
   private readonly docker: Docker;
   private readonly settings: DockerSettings;
   private readonly ensureNetwork: (env: EnvironmentRef) => Promise<string>;
+  /** The Engine's memory, read once. */
+  private machineMemory: number | undefined;
 
   constructor(
     docker: Docker,
@@ -225,8 +228,9 @@ export class DockerResources implements Resources {
         `${containerName} (${engine.name}) did not accept connections: ${ready.reason}.${await tail(container)}`,
       );
     }
-    // Restarted with the engine only once up: a first start that fails must fail, not loop.
-    await container.update({ RestartPolicy: { Name: 'unless-stopped' } });
+    // Restarted with the engine only once up: a first start that fails must fail, not loop. The memory
+    // cap follows the declared instance_type on every ensure: a changed one updates it in place.
+    await container.update({ RestartPolicy: { Name: 'unless-stopped' }, ...(await this.memoryOf(resource)) });
     return {
       attributes: attributesOf(environment, resource, name, engine),
       ...(password === undefined ? {} : { password }),
@@ -235,6 +239,20 @@ export class DockerResources implements Resources {
 
   async delete(service: ServiceRef, resource: ResourceKey): Promise<void> {
     await this.removeAll(resourceName(service.id, resource));
+  }
+
+  /**
+   * The memory of the declared `instance_type`'s class on the hosted cloud (domain/instance-memory.ts),
+   * without swap as there; the machine's whole memory for a class not known or none declared (an Engine
+   * cannot lift a cap once set, so "no cap" is the most there is).
+   */
+  private async memoryOf(resource: OpsResource): Promise<{ Memory: number; MemorySwap: number }> {
+    let bytes = instanceMemoryBytes(resource.kind, resource.properties.instance_type);
+    if (bytes === null) {
+      this.machineMemory ??= (await this.docker.info()).MemTotal as number;
+      bytes = this.machineMemory;
+    }
+    return { Memory: bytes, MemorySwap: bytes };
   }
 
   private async inspect(containerName: string): Promise<Docker.ContainerInspectInfo | null> {
@@ -297,6 +315,7 @@ export class DockerResources implements Resources {
         HostConfig: {
           NetworkMode: network,
           Mounts: [{ Type: 'volume', Source: containerName, Target: engine.dataDir }],
+          ...(await this.memoryOf(resource)),
         },
         NetworkingConfig: { EndpointsConfig: { [network]: { Aliases: [name] } } },
       });

@@ -12,6 +12,7 @@ import {
   type DeployedSource,
   DeployFailed,
   type DeployLog,
+  type DeployTarget,
   type DesiredService,
   type EnvironmentIdentity,
   type EnvironmentRef,
@@ -27,6 +28,7 @@ import {
   type ServiceSpec,
   type Serving,
   SILENT_LOG,
+  type Sources,
 } from '../provider.ts';
 import { SimCronRequests } from './cron-requests.ts';
 import { simIdentity } from './identity.ts';
@@ -166,6 +168,25 @@ export class SimProvider implements Provider {
           .execute();
         return { outcome: `${resource.kind}.${resource.type} ${resource.id}` };
       });
+    },
+  };
+
+  /**
+   * The simulated git host: a commit's file is its own row, else the repository's row for every commit
+   * (`commit_id` ''). The branch head resolves to the commit the deployment then reports building.
+   */
+  readonly sources: Sources = {
+    readFile: async ({ service, target, deploymentId, path }) => {
+      const commit = simCommit(service, target, deploymentId);
+      const rows = await this.db
+        .selectFrom('sim_repository_files')
+        .select(['commit_id', 'content'])
+        .where('repo', '=', service.git_repo_full_name ?? '')
+        .where('path', '=', path.replace(/^(\.\/)+/, ''))
+        .where('commit_id', 'in', [commit, ''])
+        .execute();
+      const row = rows.find((r) => r.commit_id === commit) ?? rows[0];
+      return { commit, text: row?.content ?? null };
     },
   };
 
@@ -387,6 +408,12 @@ function logSource(log: DeployLog, { service, target }: DesiredService, source: 
 
 const hex = (text: string) => createHash('sha256').update(text).digest('hex');
 
+/** The commit a git target names: the branch head is a commit id of its own, stable per deployment. */
+function simCommit(service: ServiceSpec, target: DeployTarget, deploymentId: string): string {
+  const branch = service.git_repo_branch ?? 'main';
+  return target.commit_id || hex(`${service.git_repo_full_name}@${branch}#${deploymentId}`).slice(0, 40);
+}
+
 /**
  * What the simulated cloud "resolved" the target to, as a real one reports it: a git deployment names its
  * commit (the branch head gets a commit id of its own, stable per deployment) with an author and a
@@ -400,8 +427,7 @@ function deployedSource({ service, target, deploymentId }: DesiredService): Depl
   }
   if (service.source === 'helm_chart') return {};
   const branch = service.git_repo_branch ?? 'main';
-  const commit =
-    target.commit_id || hex(`${service.git_repo_full_name}@${branch}#${deploymentId}`).slice(0, 40);
+  const commit = simCommit(service, target, deploymentId);
   return {
     git_commit_ref: commit,
     git_commit_author: 'Sim Developer <developer@sim.berth.test>',

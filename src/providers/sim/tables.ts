@@ -46,10 +46,23 @@ export interface SimResourcesTable {
   created_at: Generated<Date>;
 }
 
+/**
+ * The simulated git host's files: what a repository holds at a commit. `commit_id` '' is a file the
+ * repository has at every commit without one of its own (tests write these rows to give a repository
+ * an ops.json).
+ */
+export interface SimRepositoryFilesTable {
+  repo: string;
+  commit_id: string;
+  path: string;
+  content: string;
+}
+
 export type SimTables = {
   sim_workloads: SimWorkloadsTable;
   sim_calls: SimCallsTable;
   sim_resources: SimResourcesTable;
+  sim_repository_files: SimRepositoryFilesTable;
 };
 
 export function simTables(db: Db) {
@@ -109,5 +122,17 @@ export const simMigrations: Record<string, Migration> = {
   '0003-cron-jobs': {
     up: (db) =>
       runStatements(db, ["ALTER TABLE sim_workloads ADD COLUMN cron_jobs jsonb NOT NULL DEFAULT '[]'"]),
+  },
+  '0004-repository-files': {
+    up: (db) =>
+      runStatements(db, [
+        `CREATE TABLE sim_repository_files (
+          repo text NOT NULL,
+          commit_id text NOT NULL,
+          path text NOT NULL,
+          content text NOT NULL,
+          PRIMARY KEY (repo, path, commit_id)
+        )`,
+      ]),
   },
 };

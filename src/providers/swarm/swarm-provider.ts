@@ -5,7 +5,7 @@ import type { OpsConfig } from '../../domain/ops-json.ts';
 import { SupersededError, TerminalError } from '../../jobs/errors.ts';
 import type { Db } from '../../store/database.ts';
 import { ensureNetwork, ingressIdentity } from '../docker/environment.ts';
-import { buildFromGit } from '../docker/git-build.ts';
+import { buildFromGit, readFromGit } from '../docker/git-build.ts';
 import { digestOf, engineError, imageReference, pushImage } from '../docker/images.ts';
 import { type Ingress, type RouteTarget, startIngress } from '../docker/ingress.ts';
 import { LABEL, labelFilter, labelsOf, type Role } from '../docker/labels.ts';
@@ -27,6 +27,7 @@ import {
   type ServiceRef,
   type Serving,
   SILENT_LOG,
+  type Sources,
 } from '../provider.ts';
 import { SwarmCron } from './cron.ts';
 import {
@@ -70,6 +71,9 @@ export class SwarmProvider implements Provider {
   private ingress: Ingress | undefined;
   readonly serving: Serving;
   readonly logs: ServiceLogs;
+  readonly sources: Sources = {
+    readFile: (request) => readFromGit(this.options.settings.gitBaseUrl, request),
+  };
 
   constructor(options: SwarmProviderOptions) {
     this.options = options;

@@ -148,11 +148,14 @@ export async function newestSuccessfulDeployment(db: Db, serviceId: string) {
     .executeTakeFirst();
 }
 
-/** Records what a deployment runs with, once: a rerun (or a restore copying it) finds it there. */
+/**
+ * Records what a deployment runs with, once: a rerun (or a restore copying it) finds it there. A git
+ * commit the deployment resolved its ops.json at is recorded with it, so the rerun builds that commit.
+ */
 export async function recordSnapshot(
   db: Db,
   id: string,
-  snapshot: { ops_snapshot: string; variables_sealed: string },
+  snapshot: { ops_snapshot: string; variables_sealed: string; git_commit_ref?: string },
 ): Promise<void> {
   await db
     .updateTable('deployments')

@@ -16,7 +16,7 @@ export interface Page {
   after: Position | undefined;
 }
 
-type Paged = keyof Database & ('audit_logs' | 'services' | 'deployments');
+type Paged = keyof Database & ('audit_logs' | 'services' | 'deployments' | 'webhook_deliveries');
 
 export async function pageAfter<T extends { created_at: Date; id: string }, DB, TB extends keyof DB>(
   query: SelectQueryBuilder<DB, TB, T>,

@@ -103,13 +103,19 @@ export async function forgetResource(db: Db, serviceId: string, ref: ResourceRef
     .execute();
 }
 
-/** The sealed password of the dependency whose `$passwordArn` is `arn`, if one has it. */
-export async function sealedPasswordByArn(db: Db, arn: string): Promise<string | null> {
-  const row = await db
+/** The sealed password of the dependency whose `$passwordArn` is `arn`, if one has it, and whose it is. */
+export async function sealedPasswordByArn(db: Db, arn: string) {
+  return db
     .selectFrom('service_resources')
-    .select('password')
-    .where(sql<string>`attributes->>'passwordArn'`, '=', arn)
-    .where('password', 'is not', null)
+    .innerJoin('services', 'services.id', 'service_resources.service_id')
+    .select([
+      'service_resources.password as sealed',
+      'services.id as service_id',
+      'services.account_id',
+      'services.environment_id',
+    ])
+    .where(sql<string>`service_resources.attributes->>'passwordArn'`, '=', arn)
+    .where('service_resources.password', 'is not', null)
+    .$narrowType<{ sealed: string }>()
     .executeTakeFirst();
-  return row?.password ?? null;
 }

@@ -124,3 +124,13 @@ export async function followDeployment(
     .where('state', 'not in', DELETE_STATES)
     .execute();
 }
+
+/** A git service's ops config as a deployment read it from the repository (GET service reports it). */
+export async function recordRepoOps(db: Db, serviceId: string, ops: string): Promise<void> {
+  await db
+    .updateTable('services')
+    .set({ repo_ops: ops })
+    .where('id', '=', serviceId)
+    .where('repo_ops', 'is distinct from', ops)
+    .execute();
+}

@@ -1,5 +1,6 @@
 import type { Db } from '../database.ts';
 import type { EventRow, WebhookDeliveryRow, WebhookDeliveryState, WebhookRow } from '../schema.ts';
+import { type Page, type Position, pageAfter } from './paging.ts';
 
 export async function insertWebhook(
   db: Db,
@@ -45,16 +46,13 @@ export async function deleteWebhook(db: Db, id: string): Promise<void> {
 export async function listDeliveries(
   db: Db,
   webhookId: string,
-  limit: number,
-): Promise<WebhookDeliveryRow[]> {
-  return db
-    .selectFrom('webhook_deliveries')
-    .selectAll()
-    .where('webhook_id', '=', webhookId)
-    .orderBy('created_at', 'desc')
-    .orderBy('id', 'desc')
-    .limit(limit)
-    .execute();
+  page: Page,
+): Promise<{ items: WebhookDeliveryRow[]; next: Position | null }> {
+  return pageAfter(
+    db.selectFrom('webhook_deliveries').selectAll().where('webhook_id', '=', webhookId),
+    'webhook_deliveries',
+    page,
+  );
 }
 
 export async function findDelivery(
