@@ -6,7 +6,8 @@
  *
  * - poll: a served-from-cache GET /v1/deployments/{id} next to a bare Fastify route answering the same
  *   bytes through the same response schema, in the same run: what Berth's hooks, auth, rate limit and
- *   read cache add to the framework. The minimum over BENCH_HOOK_ROUNDS rounds of BENCH_HOOK_REQUESTS
+ *   read cache add to the framework; and next to node:http answering the same bytes, what the
+ *   framework itself costs. The minimum over BENCH_HOOK_ROUNDS rounds of BENCH_HOOK_REQUESTS
  *   requests each. Both listen on loopback and the client (node:http, keep-alive,
  * BENCH_HOOK_CONCURRENCY requests at a time) runs in this process, so both figures include the same
  * client work and their difference is Berth's. Not `app.inject`: light-my-request keeps about 10 KB
@@ -66,10 +67,15 @@ async function postgresCpuS(db: Db, from: Map<number, number>): Promise<number> 
 type Get = () => Promise<number>;
 const agents: http.Agent[] = [];
 
-/** GETs of `path` on `app`'s port, over kept-alive connections; each resolves to the status. */
-async function getter(app: FastifyInstance, path: string, headers: Record<string, string>): Promise<Get> {
+/** A Fastify app listening on a port of its own, as a node:http server. */
+async function listening(app: FastifyInstance): Promise<http.Server> {
   await app.listen({ port: 0, host: '127.0.0.1' });
-  const { port } = app.server.address() as AddressInfo;
+  return app.server;
+}
+
+/** GETs of `path` on `server`'s port, over kept-alive connections; each resolves to the status. */
+function getter(server: http.Server, path: string, headers: Record<string, string>): Get {
+  const { port } = server.address() as AddressInfo;
   const agent = new http.Agent({ keepAlive: true, maxSockets: CONCURRENCY });
   agents.push(agent);
   return () =>
@@ -216,20 +222,36 @@ try {
     async (_request, reply) =>
       reply.header('etag', sample.headers.etag).type('application/json; charset=utf-8').send(sample.raw),
   );
-  const berthGet = await getter(h.app, url, { authorization: `Bearer ${t.token}` });
-  const bareGet = await getter(bare, url, {});
+  // node:http answering the same bytes and headers: what the framework itself costs.
+  const plain = http.createServer((_request, response) => {
+    response.writeHead(200, {
+      'content-type': 'application/json; charset=utf-8',
+      etag: String(sample.headers.etag),
+      'content-length': Buffer.byteLength(sample.raw),
+    });
+    response.end(sample.raw);
+  });
+  await new Promise<void>((resolve) => plain.listen(0, '127.0.0.1', resolve));
+  const berthGet = getter(await listening(h.app), url, { authorization: `Bearer ${t.token}` });
+  const bareGet = getter(await listening(bare), url, {});
+  const plainGet = getter(plain, url, {});
 
-  // Warm both (V8 optimizes the hot paths), then measure them alternately, twice.
+  // Warm all three (V8 optimizes the hot paths), then measure them in turn, twice.
   await cpuPerRequest(berthGet);
   await cpuPerRequest(bareGet);
+  await cpuPerRequest(plainGet);
+  const plainUs = Math.min(await cpuPerRequest(plainGet), await cpuPerRequest(plainGet));
   const bareUs = Math.min(await cpuPerRequest(bareGet), await cpuPerRequest(bareGet));
   h.queries.length = 0;
   const berthUs = Math.min(await cpuPerRequest(berthGet), await cpuPerRequest(berthGet));
   const pollStatements = statements() / (2 * ROUNDS * REQUESTS);
   await bare.close();
+  plain.closeAllConnections();
+  await new Promise((resolve) => plain.close(resolve));
   console.log(
     JSON.stringify({
       database: TEST_DATABASE,
+      poll_node_http_cpu_us: round1(plainUs),
       poll_bare_fastify_cpu_us: round1(bareUs),
       poll_berth_cpu_us: round1(berthUs),
       poll_added_cpu_us: round1(berthUs - bareUs),
