@@ -28,6 +28,7 @@ import type { Db } from '../src/store/database.ts';
 import { TEST_DATABASE } from '../test/helpers/database.ts';
 import { startHarness } from '../test/helpers/harness.ts';
 import { pollUntil } from '../test/helpers/poll.ts';
+import { BENCH_SERVICE } from './service.ts';
 
 const ROUNDS = Number(process.env.BENCH_HOOK_ROUNDS ?? 15);
 const REQUESTS = Number(process.env.BENCH_HOOK_REQUESTS ?? 1000);
@@ -114,20 +115,12 @@ const h = await startHarness({
 try {
   const t = await h.tenant();
   const auth = { token: t.token };
-  const SERVICE = {
-    source: 'docker_image',
-    type: 'worker',
-    replica_count: 1,
-    cpu_count_min: 0.25,
-    memory_mb_min: 64,
-    docker_image: 'acme/bench',
-  };
   const services: string[] = [];
   for (let i = 0; i < 20; i++) {
     const name = `bench ${String.fromCharCode(97 + i)}`;
     const reply = await h.request('POST', `/v1/environments/${t.envId}/services`, {
       ...auth,
-      body: { ...SERVICE, name },
+      body: { ...BENCH_SERVICE, name },
     });
     services.push(reply.body.data.service.id);
   }

@@ -43,6 +43,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import autocannon from 'autocannon';
 import pg from 'pg';
+import { BENCH_SERVICE } from './service.ts';
 
 const HERE = path.dirname(new URL(import.meta.url).pathname);
 const BERTH_BIN = path.join(HERE, '..', 'bin', 'berth.js');
@@ -239,15 +240,6 @@ async function call(
   return { status: res.status, body: parsed, raw, headers: res.headers };
 }
 
-const SERVICE = {
-  source: 'docker_image',
-  type: 'worker',
-  replica_count: 1,
-  cpu_count_min: 0.25,
-  memory_mb_min: 64,
-  docker_image: 'acme/bench',
-};
-
 let serviceNames = 0;
 /** Names hold letters and spaces only: the counter in base 26. */
 const letters = (n: number): string =>
@@ -257,7 +249,7 @@ async function createServices(berth: Berth, count: number): Promise<string[]> {
   for (let i = 0; i < count; i += 20) {
     const batch = Array.from({ length: Math.min(20, count - i) }, () =>
       call(berth, 'POST', `/v1/environments/${berth.envId}/services`, {
-        ...SERVICE,
+        ...BENCH_SERVICE,
         name: `bench ${letters(serviceNames++)}`,
       }),
     );
