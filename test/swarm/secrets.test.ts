@@ -214,6 +214,24 @@ test('each version has its own secret; a secret goes once no version uses it, al
   }
 });
 
+test("a shell health check sees the variables as the service's process does", async () => {
+  const serviceId = randomUUID();
+  const checked = desired(echo, serviceId, 1, { type: 'worker' }, { TOKEN: secretValue() });
+  // Healthy only with TOKEN set: without the variables the swarm would roll the first version back.
+  checked.ops = { ...checked.ops, health_check: { type: 'shell', command: 'test -n "$TOKEN"', timeout: 2 } };
+  await provider.apply(checked, never);
+  assert.deepEqual(await provider.observe(checked.service), {
+    run_status: 'running',
+    ready_count: 1,
+    generation: 1,
+  });
+  // And the probe of the image's shell left no container on the manager.
+  assert.deepEqual(
+    await swarm.manager.listContainers({ all: true, filters: { name: ['berth-probe-'] } }),
+    [],
+  );
+});
+
 test('an image without a shell cannot take variables: refused with that reason; without variables it runs', async () => {
   const serviceId = randomUUID();
   const refused = desired(shellless, serviceId, 1, { type: 'worker' }, { TOKEN: secretValue() });
