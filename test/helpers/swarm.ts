@@ -5,6 +5,13 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import Docker from 'dockerode';
+import pino, { type Logger } from 'pino';
+import { loadConfig } from '../../src/config.ts';
+import { demultiplex } from '../../src/providers/docker/output.ts';
+import type { Provider } from '../../src/providers/provider.ts';
+import { openProvider } from '../../src/providers/registry.ts';
+import { openStore, type Store } from '../../src/store/database.ts';
+import { createTestDatabase, type TestDatabase } from './database.ts';
 import { freePort, type Registry, startRegistry } from './docker.ts';
 import { pollUntil } from './poll.ts';
 
@@ -19,13 +26,18 @@ const SCRIPT = path.join(path.dirname(fileURLToPath(import.meta.url)), 'swarm-ne
 const SLOT = process.env.BERTH_SWARM_SLOT ?? '0';
 const BRIDGE_ADDRESS = `10.78.${SLOT}.1`;
 const RUN = `/run/berth-swarm-test/s${SLOT}`;
+const ROOT = `/var/lib/berth-swarm-test/s${SLOT}`;
 
 export const SWARM_IMAGE = 'berth-swarm/busybox';
 
 export interface TestSwarm {
   /** DOCKER_HOST of the manager. */
   dockerHost: string;
+  /** DOCKER_HOST of node n's engine (a manager too once promoted). */
+  dockerHostOf(n: number): string;
   manager: Docker;
+  /** The nodes' data roots are directories under this one (what a node keeps on disk). */
+  dataRoot: string;
   /** The registry every node reaches, `host:port`. */
   registry: string;
   /** A node's own engine (1 is the manager). */
@@ -97,7 +109,9 @@ export async function startSwarm(nodes: number): Promise<TestSwarm> {
   );
   return {
     dockerHost: `unix://${RUN}/1.sock`,
+    dockerHostOf: (n) => `unix://${RUN}/${n}.sock`,
     manager,
+    dataRoot: ROOT,
     registry: registryAddress,
     node: engine,
     stopNode: async (n) => {
@@ -108,5 +122,42 @@ export async function startSwarm(nodes: number): Promise<TestSwarm> {
     },
     pushImage,
     down,
+  };
+}
+
+/** What every task of a swarm service printed so far. */
+export async function serviceOutput(manager: Docker, name: string): Promise<string> {
+  const buffer = (await manager
+    .getService(name)
+    .logs({ stdout: true, stderr: true, follow: false })) as unknown as Buffer;
+  return demultiplex(buffer);
+}
+
+export interface SwarmBerth {
+  provider: Provider;
+  store: Store;
+  database: TestDatabase;
+  /** Closes the provider and the store, and drops the database. */
+  close(): Promise<void>;
+}
+
+/** Berth's swarm driver with a database of its own, as the suites open it (`providerEnv`: its settings). */
+export async function openSwarmProvider(
+  providerEnv: Record<string, string>,
+  logger: Logger = pino({ level: 'silent' }),
+): Promise<SwarmBerth> {
+  const database = await createTestDatabase();
+  const store = await openStore({ databaseUrl: database.databaseUrl, dataDir: database.dataDir });
+  const config = { ...loadConfig({}), provider: 'swarm', providerEnv };
+  const provider = await openProvider(config, store.db, logger);
+  return {
+    provider,
+    store,
+    database,
+    close: async () => {
+      await provider.close();
+      await store.close();
+      await database.drop();
+    },
   };
 }

@@ -4,24 +4,26 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import pino from 'pino';
-import { loadConfig } from '../../src/config.ts';
 import { DEFAULT_OPS_CONFIG } from '../../src/domain/ops-json.ts';
 import type { Provider } from '../../src/providers/provider.ts';
-import { openProvider } from '../../src/providers/registry.ts';
-import { openStore, type Store } from '../../src/store/database.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
 import { createRepo } from '../helpers/git.ts';
+import { pollUntil } from '../helpers/poll.ts';
 import { serviceSpecIn } from '../helpers/provider-contract.ts';
-import { SWARM_IMAGE, startSwarm, type TestSwarm } from '../helpers/swarm.ts';
+import {
+  openSwarmProvider,
+  SWARM_IMAGE,
+  type SwarmBerth,
+  serviceOutput,
+  startSwarm,
+  type TestSwarm,
+} from '../helpers/swarm.ts';
 
 /**
  * A git service on the swarm: built on the manager with the docker driver's code, pushed to
  * BERTH_SWARM_REGISTRY, and pulled from there by every node that runs a replica.
  */
 let swarm: TestSwarm;
-let database: TestDatabase;
-let store: Store;
+let berth: SwarmBerth;
 let provider: Provider;
 let gitRoot: string;
 let commit: string;
@@ -34,30 +36,22 @@ before(async () => {
     {
       message: 'release one',
       files: {
-        Dockerfile: `FROM ${swarm.registry}/${SWARM_IMAGE}:latest\nCMD ["/bin/sh", "-c", "echo built from git; sleep 3600"]\n`,
+        Dockerfile: `FROM ${swarm.registry}/${SWARM_IMAGE}:latest\nCMD ["/bin/sh", "-c", "echo built from git for $AUDIENCE; sleep 3600"]\n`,
         'ops.json': JSON.stringify({ deploy_timeout: 3 }),
       },
     },
   ]);
-  database = await createTestDatabase();
-  store = await openStore({ databaseUrl: database.databaseUrl, dataDir: database.dataDir });
-  const config = {
-    ...loadConfig({}),
-    provider: 'swarm',
-    providerEnv: {
-      DOCKER_HOST: swarm.dockerHost,
-      BERTH_SWARM_MONITOR_S: '1',
-      BERTH_SWARM_REGISTRY: swarm.registry,
-      BERTH_GIT_BASE_URL: `file://${gitRoot}/`,
-    },
-  };
-  provider = await openProvider(config, store.db, pino({ level: 'silent' }));
+  berth = await openSwarmProvider({
+    DOCKER_HOST: swarm.dockerHost,
+    BERTH_SWARM_MONITOR_S: '1',
+    BERTH_SWARM_REGISTRY: swarm.registry,
+    BERTH_GIT_BASE_URL: `file://${gitRoot}/`,
+  });
+  provider = berth.provider;
   await provider.ensureEnvironment(environment);
 });
 after(async () => {
-  await provider?.close();
-  await store?.close();
-  await database?.drop();
+  await berth?.close();
   await swarm?.down();
   if (gitRoot) fs.rmSync(gitRoot, { recursive: true, force: true });
 });
@@ -77,7 +71,7 @@ test('a git service is built on the manager, pushed, and runs on both nodes from
     generation: 1,
     target: { commit_id: '', docker_image_tag: '', helm_chart_version: '' },
     ops: DEFAULT_OPS_CONFIG,
-    variables: {},
+    variables: { AUDIENCE: 'the swarm' },
     domains: [],
   };
   const applied = await provider.apply(desired, new AbortController().signal);
@@ -99,4 +93,10 @@ test('a git service is built on the manager, pushed, and runs on both nodes from
     ready_count: 2,
     generation: 1,
   });
+  // The built image's own CMD ran behind the loader of the variables (the image was on the manager).
+  await pollUntil('the replicas to print what they were told', async () =>
+    (await serviceOutput(swarm.manager, `berth-${id}`)).includes('built from git for the swarm')
+      ? true
+      : undefined,
+  );
 });

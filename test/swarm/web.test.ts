@@ -1,17 +1,12 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
-import pino from 'pino';
-import { loadConfig } from '../../src/config.ts';
 import { DEFAULT_OPS_CONFIG, type OpsConfig } from '../../src/domain/ops-json.ts';
 import { DeployFailed, type DesiredService, type Provider } from '../../src/providers/provider.ts';
-import { openProvider } from '../../src/providers/registry.ts';
-import { openStore, type Store } from '../../src/store/database.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
 import { freePort, viaIngress } from '../helpers/docker.ts';
 import { pollUntil } from '../helpers/poll.ts';
 import { serviceSpecIn } from '../helpers/provider-contract.ts';
-import { startSwarm, type TestSwarm } from '../helpers/swarm.ts';
+import { openSwarmProvider, type SwarmBerth, startSwarm, type TestSwarm } from '../helpers/swarm.ts';
 
 /**
  * A web service on a real 2-node swarm, reached through Berth's ingress: two replicas, one per node; a
@@ -19,8 +14,7 @@ import { startSwarm, type TestSwarm } from '../helpers/swarm.ts';
  * a node, with the service answering throughout and its replicas rescheduled.
  */
 let swarm: TestSwarm;
-let database: TestDatabase;
-let store: Store;
+let berth: SwarmBerth;
 let provider: Provider;
 let ingressPort: number;
 let v1: string;
@@ -36,27 +30,19 @@ before(async () => {
   swarm = await startSwarm(2);
   v1 = await swarm.pushImage('berth-swarm/web-v1', page('v1', true));
   broken = await swarm.pushImage('berth-swarm/web-broken', page('broken', false));
-  database = await createTestDatabase();
-  store = await openStore({ databaseUrl: database.databaseUrl, dataDir: database.dataDir });
   ingressPort = await freePort();
-  const config = {
-    ...loadConfig({}),
-    provider: 'swarm',
-    providerEnv: {
-      DOCKER_HOST: swarm.dockerHost,
-      BERTH_SWARM_MONITOR_S: '2',
-      BERTH_INGRESS_HOST: 'swarm.test',
-      BERTH_INGRESS_PORT: String(ingressPort),
-    },
-  };
-  provider = await openProvider(config, store.db, pino({ level: 'silent' }));
+  berth = await openSwarmProvider({
+    DOCKER_HOST: swarm.dockerHost,
+    BERTH_SWARM_MONITOR_S: '2',
+    BERTH_INGRESS_HOST: 'swarm.test',
+    BERTH_INGRESS_PORT: String(ingressPort),
+  });
+  provider = berth.provider;
   await provider.serving?.start();
   await provider.ensureEnvironment(environment);
 });
 after(async () => {
-  await provider?.close();
-  await store?.close();
-  await database?.drop();
+  await berth?.close();
   await swarm?.down();
 });
 

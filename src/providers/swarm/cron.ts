@@ -11,6 +11,7 @@ import type { Logger } from 'pino';
 import { LABEL, labelFilter } from '../docker/labels.ts';
 import { Schedules } from '../docker/schedules.ts';
 import { REMOVED_GENERATION } from '../provider.ts';
+import { sweepSecrets } from './secrets.ts';
 import { tasksOf } from './services.ts';
 import type { SwarmDb } from './tables.ts';
 
@@ -69,8 +70,7 @@ export class SwarmCron {
   }
 
   /** Claims the tick for this process; false when another one did. */
-  private async claim(serviceId: string, at: Date): Promise<boolean> {
-    const tickAt = new Date(Math.floor(at.getTime() / 1000) * 1000);
+  private async claim(serviceId: string, tickAt: Date): Promise<boolean> {
     const claimed = await this.db
       .insertInto('swarm_cron_ticks')
       .values({ service_id: serviceId, tick_at: tickAt, claimed_at: new Date() })
@@ -91,7 +91,14 @@ export class SwarmCron {
     const template = await this.docker.getService(templateId).inspect();
     const labels: Record<string, string> = template.Spec?.Labels ?? {};
     const serviceId = labels[LABEL.service] ?? '';
-    if (!(await this.claim(serviceId, at))) return;
+    const tickAt = new Date(Math.floor(at.getTime() / 1000) * 1000);
+    if (!(await this.claim(serviceId, tickAt))) {
+      this.logger.debug(
+        { service: serviceId, tick: tickAt.toISOString() },
+        'cron tick claimed by another Berth process',
+      );
+      return;
+    }
     const runs = await this.docker.listServices({
       filters: labelFilter({ [LABEL.service]: serviceId, [LABEL.role]: 'cron-run' }),
     });
@@ -104,12 +111,14 @@ export class SwarmCron {
         }
       }
     }
+    const name = `berth-run-${(labels[LABEL.deployment] ?? '').slice(0, 8)}-${tickAt.getTime() / 1000}`;
     await this.docker.createService({
-      Name: `berth-run-${(labels[LABEL.deployment] ?? '').slice(0, 8)}-${Math.floor(at.getTime() / 1000)}`,
+      Name: name,
       Labels: { ...labels, [LABEL.role]: 'cron-run', [LABEL.cronSchedule]: '' },
       TaskTemplate: template.Spec?.TaskTemplate,
       Mode: { ReplicatedJob: { MaxConcurrent: 1, TotalCompletions: 1 } },
     });
+    this.logger.info({ service: serviceId, tick: tickAt.toISOString(), run: name }, 'cron run started');
     // A delete removes the templates first, then every service of the Berth service: a run created
     // after that listing finds its template gone here and removes itself.
     const left = await this.docker
@@ -128,5 +137,7 @@ export class SwarmCron {
         .getService(old.ID)
         .remove()
         .catch(() => undefined);
+    // The last run of an older version may have been the last user of that version's variables.
+    await sweepSecrets(this.docker, serviceId, Number(labels[LABEL.generation] ?? 0) + 1);
   }
 }

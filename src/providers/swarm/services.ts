@@ -8,6 +8,7 @@ import type Docker from 'dockerode';
 import type { HealthCheck, OpsConfig } from '../../domain/ops-json.ts';
 import { LABEL, labelsOf, type Role } from '../docker/labels.ts';
 import type { DesiredService } from '../provider.ts';
+import type { Launch } from './secrets.ts';
 
 /** The placement label a node carries to run the services of a node group (`prov_node_group_id`). */
 export const NODE_GROUP_LABEL = 'berth.node_group';
@@ -43,12 +44,14 @@ export function overlayName(environmentId: string): string {
 export function healthCheckOf(
   check: HealthCheck | null,
   port: number | null,
+  prelude = '',
 ): Docker.HealthConfig | undefined {
   const probePort = check?.port ?? port;
   const tcp = (p: number) => `nc -w ${check?.timeout ?? 10} 127.0.0.1 ${p} </dev/null`;
   let command: string | null = null;
   if (!check) command = probePort ? tcp(probePort) : null;
-  else if (check.type === 'shell') command = check.command ?? 'true';
+  // A shell check is the user's own command: it sees the variables, as on the docker provider.
+  else if (check.type === 'shell') command = `${prelude}${check.command ?? 'true'}`;
   else if (!probePort) command = 'false';
   else if (check.type === 'http')
     command = `wget -qO /dev/null http://127.0.0.1:${probePort}${check.path ?? '/'}`;
@@ -63,7 +66,10 @@ export function healthCheckOf(
   };
 }
 
-/** The task template every kind of service shares: image, command, variables, resources, network, placement. */
+/**
+ * The task template every kind of service shares: image, command and variables (`launch`, secrets.ts),
+ * resources, network, placement.
+ */
 export function taskTemplate(
   desired: DesiredService,
   image: string,
@@ -71,17 +77,17 @@ export function taskTemplate(
   role: Role,
   network: string,
   svcAlias: string,
+  launch: Launch,
 ): Docker.ContainerTaskSpec {
   const { service } = desired;
-  const variables = { ...desired.variables, ...(service.port ? { PORT: String(service.port) } : {}) };
   const serving = role === 'replica';
+  const { healthPrelude, ...start } = launch;
   return {
     ContainerSpec: {
       Image: image,
-      Command: service.run_command ? ['/bin/sh', '-c', service.run_command] : undefined,
-      Env: Object.entries(variables).map(([k, v]) => `${k}=${v}`),
+      ...start,
       Labels: labelsOf(desired, role),
-      HealthCheck: serving ? healthCheckOf(ops.health_check, service.port) : undefined,
+      HealthCheck: serving ? healthCheckOf(ops.health_check, service.port, healthPrelude) : undefined,
       StopGracePeriod: 10 * SECOND,
     },
     Resources: {

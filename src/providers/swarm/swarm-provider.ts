@@ -30,6 +30,7 @@ import {
   type Sources,
 } from '../provider.ts';
 import { SwarmCron } from './cron.ts';
+import { launchOf, sweepSecrets } from './secrets.ts';
 import {
   cronTemplateName,
   failedTasks,
@@ -154,6 +155,12 @@ export class SwarmProvider implements Provider {
       // A cancelled first rollout leaves nothing; a cancelled update is rolled back by the swarm.
       if (signal.reason instanceof DeploymentCancelled) await this.cancel(desired);
       throw error;
+    } finally {
+      // Whatever the outcome, the variables of versions nothing runs any more leave the swarm. A failed
+      // sweep costs no deployment: the next one (or the service's deletion) takes them.
+      await sweepSecrets(this.docker, desired.service.id, desired.generation + 1).catch((error: Error) =>
+        this.options.logger.warn({ service: desired.service.id, err: error }, 'secret sweep failed'),
+      );
     }
   }
 
@@ -197,6 +204,16 @@ export class SwarmProvider implements Provider {
     const network = await this.ensureNetwork(environment);
     const { image, ops, source } = await this.resolveImage(desired, log);
     applied.source = source;
+    const launch = await launchOf(
+      this.docker,
+      desired,
+      image,
+      this.options.settings.pullTimeoutMs,
+      log,
+    ).catch((error: Error) => {
+      log.end('rollout', 'failed', error.message);
+      throw error;
+    });
     const deadline = Date.now() + ops.deploy_timeout * 60_000;
     signal.throwIfAborted();
 
@@ -206,7 +223,7 @@ export class SwarmProvider implements Provider {
         await this.create({
           Name: name,
           Labels: labelsOf(desired, 'job'),
-          TaskTemplate: taskTemplate(desired, image, ops, 'job', network, svcAlias),
+          TaskTemplate: taskTemplate(desired, image, ops, 'job', network, svcAlias, launch),
           Mode: { ReplicatedJob: { MaxConcurrent: 1, TotalCompletions: 1 } },
         });
       }
@@ -227,7 +244,7 @@ export class SwarmProvider implements Provider {
             ...labelsOf(desired, 'cron-template'),
             [LABEL.cronSchedule]: service.cron_schedule ?? '',
           },
-          TaskTemplate: taskTemplate(desired, image, ops, 'cron-run', network, svcAlias),
+          TaskTemplate: taskTemplate(desired, image, ops, 'cron-run', network, svcAlias, launch),
           Mode: { Replicated: { Replicas: 0 } },
         });
       }
@@ -244,7 +261,7 @@ export class SwarmProvider implements Provider {
 
     const spec = servingSpec(
       desired,
-      taskTemplate(desired, image, ops, 'replica', network, svcAlias),
+      taskTemplate(desired, image, ops, 'replica', network, svcAlias, launch),
       this.options.settings.monitorSeconds,
     );
     const current = await this.inspect(spec.Name as string);
@@ -520,6 +537,7 @@ export class SwarmProvider implements Provider {
     // Cron templates before their runs: a tick after this finds no template and starts nothing.
     for (const s of await this.servicesOf(service.id, 'cron-template')) await this.removeService(s.ID);
     for (const s of await this.servicesOf(service.id)) await this.removeService(s.ID);
+    await sweepSecrets(this.docker, service.id, Number.POSITIVE_INFINITY);
     await this.cron.rescan();
   }
 
