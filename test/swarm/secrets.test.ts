@@ -3,13 +3,12 @@ import { execFile } from 'node:child_process';
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { promisify } from 'node:util';
-import { DEFAULT_OPS_CONFIG } from '../../src/domain/ops-json.ts';
 import { TerminalError } from '../../src/jobs/errors.ts';
 import type { DesiredService, Provider, ServiceSpec } from '../../src/providers/provider.ts';
 import { freePort } from '../helpers/docker.ts';
 import { pollUntil } from '../helpers/poll.ts';
-import { serviceSpecIn } from '../helpers/provider-contract.ts';
 import {
+  deploymentOf,
   openSwarmProvider,
   type SwarmBerth,
   serviceOutput,
@@ -67,24 +66,10 @@ function desired(
   image: string,
   serviceId: string,
   generation: number,
-  extra: Partial<ServiceSpec>,
+  spec: Partial<ServiceSpec>,
   variables: Record<string, string>,
 ): DesiredService {
-  const [registry = '', reference = ''] = [image.split('/')[0], image.slice(image.indexOf('/') + 1)];
-  return {
-    service: serviceSpecIn(environment, serviceId, {
-      docker_registry: registry,
-      docker_image: reference.replace(/:latest$/, ''),
-      ...extra,
-    }),
-    environment,
-    deploymentId: randomUUID(),
-    generation,
-    target: { commit_id: '', docker_image_tag: 'latest', helm_chart_version: '' },
-    ops: { ...DEFAULT_OPS_CONFIG, deploy_timeout: 2 },
-    variables,
-    domains: [],
-  };
+  return deploymentOf(environment, serviceId, image, { generation, spec, variables });
 }
 
 const output = (name: string) => serviceOutput(swarm.manager, name);
