@@ -26,6 +26,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import autocannon, { type AutocannonRequest } from 'autocannon';
 import pg from 'pg';
+import { BENCH_SERVICE } from './service.ts';
 
 const HERE = path.dirname(new URL(import.meta.url).pathname);
 const REPORT_FILE = path.join(HERE, 'results', 'memory.json');
@@ -205,15 +206,7 @@ async function measure(database: string) {
     const token = (/API token:\s+([0-9a-f-]{36})/.exec(out) as RegExpExecArray)[1] as string;
     const envId = (/environment:\s+([0-9a-f-]{36})/.exec(out) as RegExpExecArray)[1] as string;
     const env = `/v1/environments/${envId}`;
-    const service = {
-      source: 'docker_image',
-      type: 'worker',
-      replica_count: 1,
-      cpu_count_min: 0.25,
-      memory_mb_min: 64,
-      docker_image: 'acme/bench',
-      deploy_now: true,
-    };
+    const service = { ...BENCH_SERVICE, deploy_now: true };
     let n = 0;
     const load = (seconds: number) =>
       autocannon({

@@ -16,9 +16,15 @@
  *   CPU seconds it used, which a shared machine's load hardly moves), and its RSS idle, next to a node
  *   process starting node:http.
  *
+ * - cpu: bench/cpu.ts on each database, once a round, in a process of its own: CPU per poll next to a
+ *   bare Fastify route in the same process (the hooks' cost), per list page and per deployment, and
+ *   statements per each; figures a loaded machine hardly moves. The poll and list rows also report the
+ *   server process's CPU per request (`berth_server_cpu_us`, `baseline_server_cpu_us`).
+ *
  * Every Berth is its own process (bin/berth.js), as a user runs it; the load comes from this one.
  * Settings: BENCH_ROUNDS (3), BENCH_DURATION_S (5), BENCH_WARMUP_S (1), BENCH_CONNECTIONS (50),
  * BENCH_DEPLOY_SERVICES (100), BENCH_DEPLOY_EACH (5), BENCH_LIST_SERVICES (10000), BENCH_IDLE_S (5),
+ * BENCH_CPU_DEPLOYS (200),
  * - streams: BENCH_STREAMS (1000) clients on GET /v1/events of one account (Postgres): the server's
  *   RSS and CPU per stream while they are connected and quiet, and the time from a change's request to
  *   its event reaching every one of them.
@@ -37,6 +43,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import autocannon from 'autocannon';
 import pg from 'pg';
+import { BENCH_SERVICE } from './service.ts';
 
 const HERE = path.dirname(new URL(import.meta.url).pathname);
 const BERTH_BIN = path.join(HERE, '..', 'bin', 'berth.js');
@@ -63,6 +70,7 @@ const SETTINGS = {
   idle_s: setting('BENCH_IDLE_S', 5, 0, 120),
   streams: setting('BENCH_STREAMS', 1000, 1, 10_000),
   log_followers: setting('BENCH_LOG_FOLLOWERS', 100, 1, 1000),
+  cpu_deploys: setting('BENCH_CPU_DEPLOYS', 200, 20, 10_000),
 };
 const POSTGRES_ADMIN_URL = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
@@ -232,15 +240,6 @@ async function call(
   return { status: res.status, body: parsed, raw, headers: res.headers };
 }
 
-const SERVICE = {
-  source: 'docker_image',
-  type: 'worker',
-  replica_count: 1,
-  cpu_count_min: 0.25,
-  memory_mb_min: 64,
-  docker_image: 'acme/bench',
-};
-
 let serviceNames = 0;
 /** Names hold letters and spaces only: the counter in base 26. */
 const letters = (n: number): string =>
@@ -250,7 +249,7 @@ async function createServices(berth: Berth, count: number): Promise<string[]> {
   for (let i = 0; i < count; i += 20) {
     const batch = Array.from({ length: Math.min(20, count - i) }, () =>
       call(berth, 'POST', `/v1/environments/${berth.envId}/services`, {
-        ...SERVICE,
+        ...BENCH_SERVICE,
         name: `bench ${letters(serviceNames++)}`,
       }),
     );
@@ -298,16 +297,21 @@ interface Load {
   requests_per_sec: number;
   p50_ms: number;
   p99_ms: number;
+  /** CPU the server process used per request answered (microseconds): what load hardly moves. */
+  server_cpu_us: number;
 }
 
 async function load(
   url: string,
   headers: Record<string, string>,
+  server: number | undefined,
   connections = SETTINGS.connections,
 ): Promise<Load> {
   const options = { url, headers, connections };
   if (SETTINGS.warmup_s > 0) await autocannon({ ...options, duration: SETTINGS.warmup_s });
+  const cpuFrom = cpuSeconds(server);
   const result = await autocannon({ ...options, duration: SETTINGS.duration_s });
+  const answered = Math.max(1, result['2xx']);
   if (result.errors > 0 || result.timeouts > 0 || result.non2xx > 0) {
     throw new Error(`${url}: ${result.errors} errors, ${result.timeouts} timeouts, ${result.non2xx} non-2xx`);
   }
@@ -315,6 +319,7 @@ async function load(
     requests_per_sec: result.requests.average,
     p50_ms: result.latency.p50,
     p99_ms: result.latency.p99,
+    server_cpu_us: ((cpuSeconds(server) - cpuFrom) * 1e6) / answered,
   };
 }
 
@@ -351,8 +356,8 @@ async function againstBaseline(
   const base = await baseline(sample.raw);
   const rounds: Record<string, number>[] = [];
   for (let r = 0; r < SETTINGS.rounds; r++) {
-    const b = await load(base.url, {}, connections);
-    const m = await load(url, { authorization: `Bearer ${berth.token}` }, connections);
+    const b = await load(base.url, {}, base.child.pid, connections);
+    const m = await load(url, { authorization: `Bearer ${berth.token}` }, berth.child.pid, connections);
     rounds.push({
       berth_rps: m.requests_per_sec,
       berth_p50_ms: m.p50_ms,
@@ -362,6 +367,8 @@ async function againstBaseline(
       baseline_p99_ms: b.p99_ms,
       ratio_rps: m.requests_per_sec / b.requests_per_sec,
       ratio_p99: m.p99_ms / Math.max(1, b.p99_ms),
+      berth_server_cpu_us: m.server_cpu_us,
+      baseline_server_cpu_us: b.server_cpu_us,
     });
   }
   await base.stop();
@@ -538,6 +545,43 @@ async function startRow(): Promise<void> {
 }
 
 /**
+ * bench/cpu.ts, once per round and database, in a process of its own: CPU per poll against bare
+ * Fastify in the same process, per list page and per deployment, and statements per each.
+ */
+async function cpuRows(): Promise<void> {
+  for (const kind of ['postgres', 'embedded'] as const) {
+    const rounds: Record<string, number>[] = [];
+    for (let r = 0; r < SETTINGS.rounds; r++) {
+      log(`cpu, ${kind}: round ${r + 1}`);
+      const proc = run([path.join(HERE, 'cpu.ts')], {
+        BERTH_TEST_DATABASE: kind,
+        BERTH_TEST_POSTGRES_URL: POSTGRES_ADMIN_URL,
+        BENCH_LIST_SERVICES: String(SETTINGS.list_services),
+        BENCH_CPU_DEPLOYS: String(SETTINGS.cpu_deploys),
+      });
+      const code = await new Promise<number | null>((resolve) => proc.child.once('exit', resolve));
+      const line = proc
+        .out()
+        .split('\n')
+        .find((l) => l.startsWith('{"database"'));
+      if (code !== 0 || !line) throw new Error(`bench/cpu.ts failed: ${proc.out().slice(-2000)}`);
+      const figures = JSON.parse(line) as Record<string, unknown>;
+      rounds.push(
+        Object.fromEntries(
+          Object.entries(figures).filter((entry): entry is [string, number] => typeof entry[1] === 'number'),
+        ),
+      );
+    }
+    addRow(
+      `CPU per poll (vs bare Fastify, same process), list page and deployment, ${kind}`,
+      'poll: bare Fastify + a few us (<= 5)',
+      rounds,
+      (m) => (m.poll_added_cpu_us as number) <= 5,
+    );
+  }
+}
+
+/**
  * A server-sent events client on node:http (cheap enough to hold thousands in this process): resolves
  * once the answer's headers arrived; `onText` sees each chunk.
  */
@@ -705,6 +749,7 @@ async function main(): Promise<void> {
     scaleout: scaleOutRow,
     list: listRow,
     start: startRow,
+    cpu: cpuRows,
     streams: streamsRow,
     log: logFollowRow,
   };

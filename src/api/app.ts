@@ -8,6 +8,7 @@ import Fastify, {
 } from 'fastify';
 import type { Deps } from '../domain/usecases/context.ts';
 import { registerConsole } from './console.ts';
+import { andThen, hookOf, parsingHookOf } from './hooks.ts';
 import { BODY_LIMIT_BYTES, registerJsonBody } from './json-body.ts';
 import { authOf, TokenAuthenticator } from './plugins/auth.ts';
 import { authFailureLimit } from './plugins/auth-failures.ts';
@@ -16,7 +17,7 @@ import { clientErrorHandler, registerClientErrors } from './plugins/client-error
 import { registerConditionalReads } from './plugins/conditional-reads.ts';
 import { registerErrorHandling } from './plugins/errors.ts';
 import { registerIdempotency } from './plugins/idempotency.ts';
-import { registerRateLimit } from './plugins/rate-limit.ts';
+import { tokenRateLimit } from './plugins/rate-limit.ts';
 import { requestIdFor } from './plugins/request-id.ts';
 import { checkPathIds, loadScope } from './plugins/scope.ts';
 import { ReadCache } from './read-cache.ts';
@@ -38,7 +39,7 @@ import { serviceRoutes } from './routes/services.ts';
 import { webhookRoutes } from './routes/webhooks.ts';
 import { ErrorBody } from './schemas/common.ts';
 import { endStreamsOnClose } from './sse.ts';
-import { validatorCompiler } from './validation.ts';
+import { lazySerializers, validatorCompiler } from './validation.ts';
 
 export type App = FastifyInstance;
 
@@ -75,6 +76,7 @@ export async function buildApp(deps: Deps, options: AppOptions) {
     // Malformed HTTP and late requests, answered in the spec's error shape (docs/api.md).
     clientErrorHandler: clientErrorHandler({ requestTimeoutMs, maxHeaderBytes: MAX_HEADER_BYTES }),
     ajv: { customOptions: { strict: false } },
+    schemaController: { compilersFactory: { buildSerializer: lazySerializers } },
     // Ids are UUIDs; anything much longer cannot name a resource (answered 404 below).
     routerOptions: { maxParamLength: 200 },
     // A path the router cannot even read (bad percent-encoding, an overlong id) names nothing: 404.
@@ -143,24 +145,41 @@ export async function buildApp(deps: Deps, options: AppOptions) {
   // Held reads end (304) when the server closes, rather than holding the close for up to a minute.
   app.addHook('preClose', async () => reads.release());
   endStreamsOnClose(app);
-  const authFailures = await authFailureLimit(app, deps.config.authFailuresPerMin);
+  const authFailures = authFailureLimit(deps.config.authFailuresPerMin);
+  // With Postgres, other API processes may serve the same tokens: the window lives in the database.
+  const rateLimit = tokenRateLimit(
+    deps.config.rateLimitPerMin,
+    deps.config.databaseUrl ? deps.store.db : undefined,
+  );
   await app.register(
     async (v1) => {
-      v1.addHook('onRequest', async (request, reply) => {
-        request.auth = await authFailures.guard(request, reply, () =>
-          authenticator.authenticate(request.headers.authorization),
-        );
-      });
-      // With Postgres, other API processes may serve the same tokens: the window lives in the database.
-      await registerRateLimit(
-        v1,
-        deps.config.rateLimitPerMin,
-        deps.config.databaseUrl ? deps.store.db : undefined,
+      v1.addHook(
+        'onRequest',
+        hookOf((request, reply) =>
+          andThen(
+            authFailures.guard(request, reply, () =>
+              authenticator.authenticate(request.headers.authorization),
+            ),
+            (auth) => {
+              request.auth = auth;
+              return rateLimit(reply, auth.tokenId);
+            },
+          ),
+        ),
       );
-      v1.addHook('preParsing', async (request) => {
-        // A cached read loads the path's resources itself, and only when the cache misses.
-        if (request.routeOptions.config.readCache) checkPathIds(request);
-        else request.scope = await loadScope(deps.store.db, request);
+      // A cached read loads the path's resources itself, and only when the cache misses.
+      v1.addHook('onRoute', (route) => {
+        const cached = route.config?.readCache === true;
+        route.preParsing = [
+          parsingHookOf((request) => {
+            if (cached) checkPathIds(request);
+            else
+              return loadScope(deps.store.db, request).then((scope) => {
+                request.scope = scope;
+              });
+          }),
+          ...[route.preParsing ?? []].flat(),
+        ];
       });
       registerIdempotency(v1, deps.store.db, (request) => authOf(request).accountId);
       await v1.register(environmentRoutes, { deps });

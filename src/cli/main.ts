@@ -10,6 +10,7 @@ import { MigrationError } from '../store/migrate.ts';
 import { MasterKeyError } from '../store/secret-box.ts';
 import { adminCommand } from './admin.ts';
 import { authCommands } from './dev/auth.ts';
+import { dependencyCommands } from './dev/dependencies.ts';
 import { domainCommands } from './dev/domains.ts';
 import { cliErrorOf, EXIT } from './dev/errors.ts';
 import { eventCommands } from './dev/events.ts';
@@ -82,6 +83,7 @@ export function buildCli(): Command {
   resourceCommands(program);
   secretCommands(program);
   domainCommands(program);
+  dependencyCommands(program);
   logCommands(program);
   eventCommands(program);
 

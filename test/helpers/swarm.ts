@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -7,13 +8,15 @@ import { promisify } from 'node:util';
 import Docker from 'dockerode';
 import pino, { type Logger } from 'pino';
 import { loadConfig } from '../../src/config.ts';
+import { DEFAULT_OPS_CONFIG, type OpsConfig } from '../../src/domain/ops-json.ts';
 import { demultiplex } from '../../src/providers/docker/output.ts';
-import type { Provider } from '../../src/providers/provider.ts';
+import type { DesiredService, EnvironmentRef, Provider, ServiceSpec } from '../../src/providers/provider.ts';
 import { openProvider } from '../../src/providers/registry.ts';
 import { openStore, type Store } from '../../src/store/database.ts';
 import { createTestDatabase, type TestDatabase } from './database.ts';
 import { freePort, docker as hostDocker, type Registry, startRegistry } from './docker.ts';
 import { pollUntil } from './poll.ts';
+import { serviceSpecIn } from './provider-contract.ts';
 
 /**
  * A real swarm on this machine for the swarm-provider suites: Docker Engines in their own network
@@ -179,5 +182,37 @@ export async function openSwarmProvider(
       await store.close();
       await database.drop();
     },
+  };
+}
+
+/**
+ * A new deployment (a fresh id) of `image`, a reference as pushImage returns it
+ * (`registry/name:latest`), with a deploy_timeout of 2 minutes unless `ops` says otherwise.
+ */
+export function deploymentOf(
+  environment: EnvironmentRef,
+  serviceId: string,
+  image: string,
+  options: {
+    generation: number;
+    spec?: Partial<ServiceSpec>;
+    variables?: Record<string, string>;
+    ops?: Partial<OpsConfig>;
+  },
+): DesiredService {
+  const registry = image.slice(0, image.indexOf('/'));
+  return {
+    service: serviceSpecIn(environment, serviceId, {
+      docker_registry: registry,
+      docker_image: image.slice(registry.length + 1).replace(/:latest$/, ''),
+      ...options.spec,
+    }),
+    environment,
+    deploymentId: randomUUID(),
+    generation: options.generation,
+    target: { commit_id: '', docker_image_tag: 'latest', helm_chart_version: '' },
+    ops: { ...DEFAULT_OPS_CONFIG, deploy_timeout: 2, ...options.ops },
+    variables: options.variables ?? {},
+    domains: [],
   };
 }

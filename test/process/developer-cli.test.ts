@@ -168,6 +168,51 @@ test('deploy --wait shows the deployment moving and exits 0 on success, 7 on fai
   assert.equal(waited.code, 7);
 });
 
+test("dependencies ls shows what the service's ops.json dependencies were made into, never a password", async () => {
+  const spec = path.join(home, 'with-dependencies.yaml');
+  const ops = {
+    dependencies: {
+      s3: { buckets: [{ id: 'files', exports: { BUCKET: '$name' } }] },
+      rds: { instances: [{ id: 'db', exports: { DB_PASSWORD: '$password' } }] },
+    },
+  };
+  fs.writeFileSync(
+    spec,
+    YAML.stringify({
+      name: 'stores web',
+      source: 'docker_image',
+      type: 'web',
+      port: 8080,
+      replica_count: 1,
+      cpu_count_min: 0.5,
+      memory_mb_min: 256,
+      docker_image: 'acme/stores',
+      ops_json: JSON.stringify(ops),
+    }),
+  );
+  assert.equal((await berth(['services', 'create', '-f', spec])).code, 0);
+  const deployed = await berth(['deploy', 'stores web', '--wait', '--interval', '100']);
+  assert.equal(deployed.code, 0, deployed.err);
+  const listed = (await json(['dependencies', 'ls', 'stores web'])).dependencies as {
+    kind: string;
+    id: string;
+    state: string;
+    attributes: Record<string, string>;
+  }[];
+  assert.deepEqual(listed.map((d) => `${d.kind} ${d.id} ${d.state}`).sort(), [
+    'rds db available',
+    's3 files available',
+  ]);
+  const table = await berth(['dependencies', 'ls', 'stores web']);
+  assert.equal(table.code, 0, table.err);
+  const bucket = listed.find((d) => d.kind === 's3');
+  assert.match(
+    table.out,
+    new RegExp(`^s3\\.buckets\\tfiles\\tavailable\\t${bucket?.attributes.name}\\t`, 'm'),
+  );
+  assert.doesNotMatch(table.out + JSON.stringify(listed), /"password"/);
+});
+
 test('logs prints what the service printed; logs -f keeps printing lines as they come', async () => {
   const lines = (await json(['logs', SERVICE, '--tail', '3'])).lines as { time: string; line: string }[];
   assert.ok(lines.length >= 1 && lines.length <= 3, JSON.stringify(lines));
@@ -301,6 +346,7 @@ test('berth --help lists every command and the exit codes; completion scripts fo
     'domains add',
     'domains ls',
     'domains verify',
+    'dependencies ls',
     'completion',
   ]) {
     assert.match(help.out, new RegExp(`\\n  berth ${command}`), command);

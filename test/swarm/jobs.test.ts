@@ -4,7 +4,6 @@ import { Writable } from 'node:stream';
 import { after, before, test } from 'node:test';
 import pino from 'pino';
 import { loadConfig } from '../../src/config.ts';
-import { DEFAULT_OPS_CONFIG } from '../../src/domain/ops-json.ts';
 import {
   DeployFailed,
   type DesiredService,
@@ -17,8 +16,7 @@ import { openStore, type Store } from '../../src/store/database.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
 import { freePort } from '../helpers/docker.ts';
 import { pollUntil } from '../helpers/poll.ts';
-import { serviceSpecIn } from '../helpers/provider-contract.ts';
-import { SWARM_IMAGE, startSwarm, type TestSwarm } from '../helpers/swarm.ts';
+import { deploymentOf, SWARM_IMAGE, startSwarm, type TestSwarm } from '../helpers/swarm.ts';
 
 /**
  * Jobs and cron services on a real swarm: a job is a replicated-job service whose exit code is the
@@ -69,22 +67,12 @@ after(async () => {
   await swarm?.down();
 });
 
-function desired(extra: Partial<ServiceSpec>, generation = 1): DesiredService {
-  const id = extra.id ?? randomUUID();
-  return {
-    service: serviceSpecIn(environment, id, {
-      docker_registry: swarm.registry,
-      docker_image: SWARM_IMAGE,
-      ...extra,
-    }),
-    environment,
-    deploymentId: randomUUID(),
+function desired(spec: Partial<ServiceSpec>, generation = 1): DesiredService {
+  return deploymentOf(environment, spec.id ?? randomUUID(), `${swarm.registry}/${SWARM_IMAGE}:latest`, {
     generation,
-    target: { commit_id: '', docker_image_tag: 'latest', helm_chart_version: '' },
-    ops: { ...DEFAULT_OPS_CONFIG, deploy_timeout: 2 },
+    spec,
     variables: { GREETING: 'hello' },
-    domains: [],
-  };
+  });
 }
 
 test('a job runs once on the swarm: exit 0 succeeds, any other code fails the deployment with it', async () => {

@@ -1,12 +1,11 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
-import { DEFAULT_OPS_CONFIG } from '../../src/domain/ops-json.ts';
 import type { DesiredService, Provider } from '../../src/providers/provider.ts';
 import { freePort } from '../helpers/docker.ts';
 import { pollUntil } from '../helpers/poll.ts';
-import { serviceSpecIn } from '../helpers/provider-contract.ts';
 import {
+  deploymentOf,
   openSwarmProvider,
   SWARM_IMAGE,
   type SwarmBerth,
@@ -60,22 +59,12 @@ after(async () => {
 });
 
 function desired(generation: number): DesiredService {
-  return {
-    service: serviceSpecIn(environment, serviceId, {
-      type: 'worker',
-      replica_count: 3,
-      docker_registry: swarm.registry,
-      docker_image: SWARM_IMAGE,
-      run_command: `echo version ${generation}; exec sleep 3600`,
-    }),
-    environment,
-    deploymentId: randomUUID(),
+  return deploymentOf(environment, serviceId, `${swarm.registry}/${SWARM_IMAGE}:latest`, {
     generation,
-    target: { commit_id: '', docker_image_tag: 'latest', helm_chart_version: '' },
-    ops: { ...DEFAULT_OPS_CONFIG, deploy_timeout: 3 },
+    spec: { type: 'worker', replica_count: 3, run_command: `echo version ${generation}; exec sleep 3600` },
     variables: { GREETING: 'hello' },
-    domains: [],
-  };
+    ops: { deploy_timeout: 3 },
+  });
 }
 
 test('the leader manager lost: the managers left elect one, the replicas move, a new version deploys', async () => {

@@ -3,13 +3,12 @@ import { execFile } from 'node:child_process';
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { promisify } from 'node:util';
-import { DEFAULT_OPS_CONFIG } from '../../src/domain/ops-json.ts';
 import { TerminalError } from '../../src/jobs/errors.ts';
 import type { DesiredService, Provider, ServiceSpec } from '../../src/providers/provider.ts';
 import { freePort } from '../helpers/docker.ts';
 import { pollUntil } from '../helpers/poll.ts';
-import { serviceSpecIn } from '../helpers/provider-contract.ts';
 import {
+  deploymentOf,
   openSwarmProvider,
   type SwarmBerth,
   serviceOutput,
@@ -67,24 +66,10 @@ function desired(
   image: string,
   serviceId: string,
   generation: number,
-  extra: Partial<ServiceSpec>,
+  spec: Partial<ServiceSpec>,
   variables: Record<string, string>,
 ): DesiredService {
-  const [registry = '', reference = ''] = [image.split('/')[0], image.slice(image.indexOf('/') + 1)];
-  return {
-    service: serviceSpecIn(environment, serviceId, {
-      docker_registry: registry,
-      docker_image: reference.replace(/:latest$/, ''),
-      ...extra,
-    }),
-    environment,
-    deploymentId: randomUUID(),
-    generation,
-    target: { commit_id: '', docker_image_tag: 'latest', helm_chart_version: '' },
-    ops: { ...DEFAULT_OPS_CONFIG, deploy_timeout: 2 },
-    variables,
-    domains: [],
-  };
+  return deploymentOf(environment, serviceId, image, { generation, spec, variables });
 }
 
 const output = (name: string) => serviceOutput(swarm.manager, name);
@@ -212,6 +197,24 @@ test('each version has its own secret; a secret goes once no version uses it, al
     await provider.remove(desired(echo, id, 1, { type: 'worker' }, {}).service);
     assert.deepEqual(await secretsOf(id), [], 'no secret of a deleted service is left');
   }
+});
+
+test("a shell health check sees the variables as the service's process does", async () => {
+  const serviceId = randomUUID();
+  const checked = desired(echo, serviceId, 1, { type: 'worker' }, { TOKEN: secretValue() });
+  // Healthy only with TOKEN set: without the variables the swarm would roll the first version back.
+  checked.ops = { ...checked.ops, health_check: { type: 'shell', command: 'test -n "$TOKEN"', timeout: 2 } };
+  await provider.apply(checked, never);
+  assert.deepEqual(await provider.observe(checked.service), {
+    run_status: 'running',
+    ready_count: 1,
+    generation: 1,
+  });
+  // And the probe of the image's shell left no container on the manager.
+  assert.deepEqual(
+    await swarm.manager.listContainers({ all: true, filters: { name: ['berth-probe-'] } }),
+    [],
+  );
 });
 
 test('an image without a shell cannot take variables: refused with that reason; without variables it runs', async () => {

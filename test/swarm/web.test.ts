@@ -5,11 +5,19 @@ import { DEFAULT_OPS_CONFIG, type OpsConfig } from '../../src/domain/ops-json.ts
 import { DeployFailed, type DesiredService, type Provider } from '../../src/providers/provider.ts';
 import { freePort, viaIngress } from '../helpers/docker.ts';
 import { pollUntil } from '../helpers/poll.ts';
-import { serviceSpecIn } from '../helpers/provider-contract.ts';
-import { openSwarmProvider, type SwarmBerth, startSwarm, type TestSwarm } from '../helpers/swarm.ts';
+import {
+  deploymentOf,
+  openSwarmProvider,
+  SWARM_IMAGE,
+  type SwarmBerth,
+  serviceOutput,
+  startSwarm,
+  type TestSwarm,
+} from '../helpers/swarm.ts';
 
 /**
- * A web service on a real 2-node swarm, reached through Berth's ingress: two replicas, one per node; a
+ * A web service on a real 2-node swarm, reached through Berth's ingress: two replicas, one per node,
+ * which the environment's other services reach by name over its overlay network; a
  * new version whose health check fails, rolled back by the swarm while the old one serves; the loss of
  * a node, with the service answering throughout and its replicas rescheduled.
  */
@@ -55,9 +63,9 @@ const serviceId = randomUUID();
 const host = `front-${serviceId.slice(0, 8)}.swarm.test`;
 
 function desired(image: string, generation: number): DesiredService {
-  const [reference = '', registry = ''] = [image.slice(image.indexOf('/') + 1), image.split('/')[0]];
-  return {
-    service: serviceSpecIn(environment, serviceId, {
+  return deploymentOf(environment, serviceId, image, {
+    generation,
+    spec: {
       subdomain: `front-${serviceId.slice(0, 8)}`,
       type: 'web',
       port: 8080,
@@ -66,17 +74,10 @@ function desired(image: string, generation: number): DesiredService {
       cpu_count_max: 0.5,
       memory_mb_min: 16,
       memory_mb_max: 64,
-      docker_registry: registry,
-      docker_image: reference.replace(/:latest$/, ''),
-    }),
-    environment,
-    deploymentId: randomUUID(),
-    generation,
-    target: { commit_id: '', docker_image_tag: 'latest', helm_chart_version: '' },
-    ops,
+    },
     variables: { GREETING: 'hello' },
-    domains: [],
-  };
+    ops,
+  });
 }
 
 /** The nodes that run the service's replicas now. */
@@ -117,6 +118,24 @@ test('a 2-replica web service runs one replica per node, reached through the ing
     return seen && seen.size === 2 ? seen : undefined;
   });
   assert.equal(answers.size, 2, 'round robin over both replicas');
+});
+
+test('a service of the environment reaches both replicas by the subdomain, over the overlay network', async () => {
+  const subdomain = `front-${serviceId.slice(0, 8)}`;
+  // A job on either node: each wget resolves the name afresh (dnsrr: every task's address, shuffled).
+  const job = deploymentOf(environment, randomUUID(), `${swarm.registry}/${SWARM_IMAGE}:latest`, {
+    generation: 1,
+    spec: {
+      type: 'job',
+      run_command: `for i in $(seq 12); do wget -qO- http://${subdomain}:8080/; done`,
+    },
+  });
+  await provider.apply(job, never);
+  const answers = (await serviceOutput(swarm.manager, `berth-job-${job.deploymentId}`))
+    .split('\n')
+    .filter((line) => line.startsWith('v1 says hello from '));
+  assert.equal(answers.length, 12, 'every request was answered');
+  assert.equal(new Set(answers).size, 2, 'both replicas (one on each node) answered over the overlay');
 });
 
 test('a new version that never turns healthy is rolled back by the swarm; the old one serves throughout', async () => {

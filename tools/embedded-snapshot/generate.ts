@@ -23,6 +23,13 @@ const pglite = await PGlite.create({ startParams: EMBEDDED_START_PARAMS });
 const db = new Kysely<Database>({ dialect: new PGliteDialect({ pglite }) });
 await migrateToLatest(db);
 const applied = await sql<{ name: string }>`SELECT name FROM kysely_migration ORDER BY name`.execute(db);
+// Berth uses the database `postgres` only and never creates one: without the two template databases a
+// new data directory has about 600 fewer files to create (of 1,100), which was half of loading it.
+await sql`UPDATE pg_database SET datistemplate = false WHERE datname IN ('template0', 'template1')`.execute(
+  db,
+);
+await sql`DROP DATABASE template0`.execute(db);
+await sql`DROP DATABASE template1`.execute(db);
 // Everything on disk and nothing left to replay from the WAL when the copy first starts.
 await sql`CHECKPOINT`.execute(db);
 const tarball = await pglite.dumpDataDir('gzip');

@@ -1,6 +1,6 @@
-import rateLimit from '@fastify/rate-limit';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { RateLimitedError, UnauthorizedError } from '../../domain/errors.ts';
+import { MemoryWindows } from './windows.ts';
 
 /**
  * Failed authentication per client address (the socket's peer: behind a proxy, the proxy's), a fixed
@@ -10,32 +10,36 @@ import { RateLimitedError, UnauthorizedError } from '../../domain/errors.ts';
  * malformed, unknown or revoked token on /v1 and a wrong token on /admin/v1.
  */
 export interface AuthFailureLimit {
-  /** Runs `authenticate`, refusing first when the address is over its limit and counting a 401. */
-  guard<T>(request: FastifyRequest, reply: FastifyReply, authenticate: () => T | Promise<T>): Promise<T>;
+  /**
+   * Runs `authenticate`, refusing first when the address is over its limit and counting a 401. Returns
+   * without a promise when `authenticate` does.
+   */
+  guard<T>(request: FastifyRequest, reply: FastifyReply, authenticate: () => T | Promise<T>): T | Promise<T>;
 }
 
-export async function authFailureLimit(app: FastifyInstance, perMinute: number): Promise<AuthFailureLimit> {
-  await app.register(rateLimit, { global: false });
-  const failures = app.createRateLimit({
-    max: perMinute,
-    timeWindow: 60_000,
-    keyGenerator: (request) => request.ip,
-  });
+export function authFailureLimit(perMinute: number): AuthFailureLimit {
+  const failures = new MemoryWindows(60_000);
+  const counted = (request: FastifyRequest, error: unknown): never => {
+    if (error instanceof UnauthorizedError) failures.take(request.ip);
+    throw error;
+  };
   return {
-    async guard(request, reply, authenticate) {
-      const state = await failures(request, { increment: false });
-      if (!state.isAllowed && state.remaining <= 0) {
-        reply.header('retry-after', state.ttlInSeconds);
+    guard(request, reply, authenticate) {
+      const window = failures.counted(request.ip);
+      if (window && window.position >= perMinute) {
+        const retryS = Math.max(1, Math.ceil((window.resetAt - Date.now()) / 1000));
+        reply.header('retry-after', retryS);
         throw new RateLimitedError(
-          `Too many failed authentications from this address: at most ${perMinute} per minute. Retry in ${state.ttlInSeconds} seconds.`,
+          `Too many failed authentications from this address: at most ${perMinute} per minute. Retry in ${retryS} seconds.`,
         );
       }
+      let result: ReturnType<typeof authenticate>;
       try {
-        return await authenticate();
+        result = authenticate();
       } catch (error) {
-        if (error instanceof UnauthorizedError) await failures(request);
-        throw error;
+        return counted(request, error);
       }
+      return result instanceof Promise ? result.catch((error: unknown) => counted(request, error)) : result;
     },
   };
 }

@@ -34,37 +34,42 @@ export class TokenAuthenticator {
     this.db = db;
   }
 
-  async authenticate(header: string | undefined): Promise<AuthContext> {
+  /** The caller's account: without a promise when the token was looked up within the TTL. */
+  authenticate(header: string | undefined): AuthContext | Promise<AuthContext> {
     const token = bearerToken(header);
     if (!token) throw new UnauthorizedError();
     const hash = hashApiToken(token);
-    let entry = this.cache.get(hash);
-    if (!entry || Date.now() - entry.at > TTL_MS) {
-      const row = await findActiveToken(this.db, hash);
-      // The index found the row by hash; compare again in constant time as the contract asks.
-      const valid = row && timingSafeEqual(Buffer.from(row.token_hash), Buffer.from(hash));
-      entry = {
-        at: Date.now(),
-        auth: valid
-          ? {
-              accountId: row.account_id,
-              tokenId: row.token_id,
-              plan: row.plan as Plan,
-              features: effectiveFeatures(row.plan as Plan, row.features),
-            }
-          : null,
-      };
-      if (this.cache.size > 10_000) this.cache.clear();
-      this.cache.set(hash, entry);
-    }
-    if (!entry.auth) throw new UnauthorizedError();
-    if (entry.auth.plan === 'none') throw new ForbiddenError("You don't have an active plan");
-    return entry.auth;
+    const entry = this.cache.get(hash);
+    if (entry && Date.now() - entry.at <= TTL_MS) return admitted(entry.auth);
+    return this.lookUp(hash).then(admitted);
+  }
+
+  private async lookUp(hash: string): Promise<AuthContext | null> {
+    const row = await findActiveToken(this.db, hash);
+    // The index found the row by hash; compare again in constant time as the contract asks.
+    const valid = row && timingSafeEqual(Buffer.from(row.token_hash), Buffer.from(hash));
+    const auth = valid
+      ? {
+          accountId: row.account_id,
+          tokenId: row.token_id,
+          plan: row.plan as Plan,
+          features: effectiveFeatures(row.plan as Plan, row.features),
+        }
+      : null;
+    if (this.cache.size > 10_000) this.cache.clear();
+    this.cache.set(hash, { at: Date.now(), auth });
+    return auth;
   }
 
   forget(): void {
     this.cache.clear();
   }
+}
+
+function admitted(auth: AuthContext | null): AuthContext {
+  if (!auth) throw new UnauthorizedError();
+  if (auth.plan === 'none') throw new ForbiddenError("You don't have an active plan");
+  return auth;
 }
 
 /** The caller of a /v1 route, authenticated by the onRequest hook before any handler runs. */

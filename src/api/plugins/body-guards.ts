@@ -55,19 +55,35 @@ function repeatedQueryFields(query: unknown): FieldError[] {
     .map(([key]) => ({ field: key, error: `${key} must be given once` }));
 }
 
+/** Whether a request carries a body at all (the usual GET does not). */
+const sendsBody = (headers: Record<string, unknown>) =>
+  headers['content-type'] !== undefined ||
+  headers['content-length'] !== undefined ||
+  headers['transfer-encoding'] !== undefined;
+
+function isEmpty(query: unknown): boolean {
+  for (const _ in query as object) return false;
+  return true;
+}
+
 export function registerBodyGuards(app: FastifyInstance): void {
-  app.addHook('onRequest', async (request) => {
-    if (!request.routeOptions.schema?.body) {
+  // Callback hooks that look at the route only when the request has a body or a query: a poll has neither.
+  app.addHook('onRequest', (request, _reply, done) => {
+    if (sendsBody(request.headers) && !request.routeOptions.schema?.body) {
       delete request.headers['content-type'];
       delete request.headers['content-length'];
       delete request.headers['transfer-encoding'];
     }
+    done();
   });
-  app.addHook('preValidation', async (request) => {
-    const errors: FieldError[] = request.routeOptions.schema?.querystring
-      ? repeatedQueryFields(request.query)
-      : [];
+  app.addHook('preValidation', (request, _reply, done) => {
+    const query = request.query;
+    if (request.body === undefined && (typeof query !== 'object' || query === null || isEmpty(query))) {
+      done();
+      return;
+    }
+    const errors: FieldError[] = request.routeOptions.schema?.querystring ? repeatedQueryFields(query) : [];
     nulFields(request.body, '', errors);
-    if (errors.length > 0) throw ValidationError.fields(errors);
+    done(errors.length > 0 ? ValidationError.fields(errors) : undefined);
   });
 }

@@ -49,13 +49,14 @@ function answerFor(error: ParserError, limits: ClientErrorLimits): { status: num
 const answeredEarly = new WeakSet<Socket>();
 
 export function registerClientErrors(app: FastifyInstance): void {
-  // Callback hooks: nothing here waits, and an async hook costs a promise per request.
-  app.addHook('onRequest', (request, _reply, done) => {
-    answeredEarly.delete(request.raw.socket);
-    done();
-  });
+  // A callback hook: nothing here waits, and an async hook costs a promise per request. The mark goes
+  // once the unread body has been read (the connection then carries the next request).
   app.addHook('onResponse', (request, _reply, done) => {
-    if (!request.raw.complete) answeredEarly.add(request.raw.socket);
+    if (!request.raw.complete) {
+      const socket = request.raw.socket;
+      answeredEarly.add(socket);
+      request.raw.once('end', () => answeredEarly.delete(socket));
+    }
     done();
   });
 }

@@ -4,7 +4,7 @@
  * the very bytes the route serialized, or the one a cached read (read-cache.ts) computed with them.
  * @module
  */
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, onSendHookHandler } from 'fastify';
 import { type TSchema, Type } from 'typebox';
 import { etagOf, noneMatch } from '../etag.ts';
 
@@ -16,17 +16,28 @@ declare module 'fastify' {
 }
 
 export function registerConditionalReads(app: FastifyInstance): void {
-  app.addHook('onSend', async (request, reply, payload) => {
-    if (!request.routeOptions.config.etag || reply.statusCode !== 200) return payload;
-    if (typeof payload !== 'string' && !Buffer.isBuffer(payload)) return payload;
-    const given = reply.getHeader('etag');
-    const etag = typeof given === 'string' ? given : etagOf(payload);
-    reply.header('etag', etag);
-    if (noneMatch(request.headers['if-none-match'], etag)) return payload;
-    reply.code(304).removeHeader('content-type');
-    return null;
+  // On the routes that ask for it only: the others pay nothing per request.
+  app.addHook('onRoute', (route) => {
+    if (route.config?.etag !== true) return;
+    route.onSend = [conditionalAnswer, ...[route.onSend ?? []].flat()];
   });
 }
+
+const conditionalAnswer: onSendHookHandler = (request, reply, payload, done) => {
+  if (reply.statusCode !== 200 || (typeof payload !== 'string' && !Buffer.isBuffer(payload))) {
+    done(null, payload);
+    return;
+  }
+  const given = reply.getHeader('etag');
+  const etag = typeof given === 'string' ? given : etagOf(payload);
+  reply.header('etag', etag);
+  if (noneMatch(request.headers['if-none-match'], etag)) {
+    done(null, payload);
+    return;
+  }
+  reply.code(304).removeHeader('content-type');
+  done(null, null);
+};
 
 const IF_NONE_MATCH = Type.String({
   maxLength: 8192,

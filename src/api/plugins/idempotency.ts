@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ConflictError, UNKNOWN_MESSAGE, ValidationError } from '../../domain/errors.ts';
 import type { Db } from '../../store/database.ts';
 import {
@@ -58,8 +58,7 @@ export function registerIdempotency(
 ): void {
   let purgedAt = 0;
   app.decorateRequest('idempotency', undefined);
-  app.addHook('preHandler', async (request, reply) => {
-    if (request.method !== 'POST') return;
+  const claim = async (request: FastifyRequest, reply: FastifyReply) => {
     const key = request.headers['idempotency-key'];
     if (key === undefined) return;
     if (typeof key !== 'string' || !KEY.test(key)) {
@@ -98,8 +97,8 @@ export function registerIdempotency(
       .header('idempotent-replayed', 'true')
       .header('content-type', 'application/json; charset=utf-8')
       .send(stored.body);
-  });
-  app.addHook('onSend', async (request, reply, payload) => {
+  };
+  const record = async (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
     const held = request.idempotency;
     if (!held) return payload;
     request.idempotency = undefined;
@@ -107,5 +106,12 @@ export function registerIdempotency(
     const unexpected = reply.statusCode === 500 && body.includes(UNKNOWN_MESSAGE);
     if (!(unexpected && (await releaseKey(db, held)))) await recordAnswer(db, held, reply.statusCode, body);
     return payload;
+  };
+  // On POST routes only (the key means nothing elsewhere): the others pay nothing per request. First
+  // of the route's own hooks, as this context's hook it replaces was.
+  app.addHook('onRoute', (route) => {
+    if (![route.method].flat().includes('POST')) return;
+    route.preHandler = [claim, ...[route.preHandler ?? []].flat()];
+    route.onSend = [record, ...[route.onSend ?? []].flat()];
   });
 }

@@ -63,6 +63,7 @@ function pinned(image: string): string {
  */
 async function imageCommand(
   docker: Docker,
+  desired: DesiredService,
   image: string,
   pullTimeoutMs: number,
   log: DeployLog,
@@ -82,8 +83,16 @@ async function imageCommand(
       `the image ${image} has neither ENTRYPOINT nor CMD, and the service has no run_command: nothing to run`,
     );
   }
+  // Named after the deployment: a rerun after a crash removes the one the crash left.
+  const name = `berth-probe-${desired.deploymentId}`;
+  await docker
+    .getContainer(name)
+    .remove({ force: true })
+    .catch((error: { statusCode?: number }) => {
+      if (error.statusCode !== 404) throw engineError(error, `could not look into ${image}`);
+    });
   const probe = await docker
-    .createContainer({ Image: reference, Entrypoint: ['/bin/sh'], Labels: { [LABEL.managed]: 'true' } })
+    .createContainer({ name, Image: reference, Entrypoint: ['/bin/sh'], Labels: { [LABEL.managed]: 'true' } })
     .catch((error: unknown) => {
       throw engineError(error, `could not look into ${image}`);
     });
@@ -149,7 +158,7 @@ export async function launchOf(
   const Env = Object.entries(port).map(([k, v]) => `${k}=${v}`);
   if (Object.keys(secret).length === 0) return { Command: run, Env, healthPrelude: '' };
   const script = envScript(secret);
-  const Args = run ?? (await imageCommand(docker, image, pullTimeoutMs, log));
+  const Args = run ?? (await imageCommand(docker, desired, image, pullTimeoutMs, log));
   const SecretID = await ensureSecret(docker, desired, script);
   return {
     Command: LOADER,

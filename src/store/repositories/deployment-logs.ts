@@ -43,17 +43,20 @@ export async function appendDeploymentLog(
       .execute();
     await trimLog(trx, deploymentId);
   }
-  for (const op of operations) {
+  const changes = mergedByStep(operations);
+  if (changes.length > 0) {
     await trx
       .insertInto('deployment_operations')
-      .values({
-        deployment_id: deploymentId,
-        step: op.step,
-        state: op.state,
-        detail: op.detail ?? '',
-        started_at: op.startedAt,
-        finished_at: op.finishedAt,
-      })
+      .values(
+        changes.map((op) => ({
+          deployment_id: deploymentId,
+          step: op.step,
+          state: op.state,
+          detail: op.detail ?? '',
+          started_at: op.startedAt,
+          finished_at: op.finishedAt,
+        })),
+      )
       .onConflict((oc) =>
         oc.columns(['deployment_id', 'step']).doUpdateSet((eb) => ({
           state: eb.ref('excluded.state'),
@@ -64,6 +67,23 @@ export async function appendDeploymentLog(
       .execute();
   }
   await sql`SELECT pg_notify(${LOG_CHANNEL}, ${deploymentId})`.execute(trx);
+}
+
+/**
+ * One change per step, as the changes one after another would leave it (the first start, the last
+ * state and end, the last detail given): one statement writes them all, and a statement may not
+ * upsert a row twice.
+ */
+function mergedByStep(operations: OperationChange[]): OperationChange[] {
+  const byStep = new Map<DeployStep, OperationChange>();
+  for (const op of operations) {
+    const earlier = byStep.get(op.step);
+    byStep.set(
+      op.step,
+      earlier ? { ...op, startedAt: earlier.startedAt, detail: op.detail ? op.detail : earlier.detail } : op,
+    );
+  }
+  return [...byStep.values()];
 }
 
 /**
