@@ -39,6 +39,8 @@ const SECOND = 1e9;
 const POLL_MS = 1000;
 /** Failed tasks of a first start before the dependency is given up (the swarm would restart it forever). */
 const FAILED_STARTS = 3;
+/** How long a dependency's first start may take before its health check counts (a slow, busy node). */
+const FIRST_START_MS = 600_000;
 /** How long the task that wipes a deleted dependency's volume has to run on its node. */
 const WIPE_TIMEOUT_MS = 120_000;
 /** Where the wiping task mounts the volume. */
@@ -77,8 +79,9 @@ function readinessCheck(engine: Engine): Docker.HealthConfig {
     Interval: 2 * SECOND,
     Timeout: 10 * SECOND,
     Retries: 5,
-    // A first start initialises the data before it listens; failures meanwhile do not count.
-    StartPeriod: READY_TIMEOUT_MS * 1e6,
+    // A first start initialises the data before it listens: failures meanwhile do not count, and the
+    // period is long, since a task killed as unhealthy in the middle would start its data over.
+    StartPeriod: FIRST_START_MS * 1e6,
   };
 }
 
