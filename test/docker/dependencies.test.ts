@@ -8,7 +8,7 @@ import {
   VISITOR_DEPENDENCIES as DEPENDENCIES,
   OUTSIDER,
   S3_VISIT,
-  VISIT,
+  visitScript,
 } from '../helpers/dependency-images.ts';
 import { buildImage, docker, freePort, removeEnvironment, requireDocker } from '../helpers/docker.ts';
 import { pollUntil } from '../helpers/poll.ts';
@@ -44,7 +44,7 @@ before(
     await buildImage(
       SERVICE_IMAGE,
       'FROM berth-deps/postgres:latest\nCOPY visit.sh s3-visit.cjs outsider.sh /\n',
-      { 'visit.sh': VISIT, 's3-visit.cjs': S3_VISIT, 'outsider.sh': OUTSIDER },
+      { 'visit.sh': visitScript({ mariadb: true }), 's3-visit.cjs': S3_VISIT, 'outsider.sh': OUTSIDER },
     );
     berth = await startBerth({
       BERTH_DATA_DIR: db.dataDir,
