@@ -296,11 +296,7 @@ test('dependencies on the swarm: pinned services with volumes and secrets; reach
   assert.equal(resized.Spec.TaskTemplate.Resources.Limits.MemoryBytes, 2 * 1024 ** 3);
   await assert.rejects(swarm.manager.getService(cacheName).inspect(), /no such service|not found/i);
   assert.deepEqual(await volumeFiles(cacheNode, cacheName), []);
-  assert.deepEqual((await dependenciesOf(id)).map((d) => d.id).sort(), [
-    'attachments',
-    'legacy-db',
-    'main-db',
-  ]);
+  assert.deepEqual((await dependenciesOf(id)).map((d) => d.id).sort(), ['attachments', 'main-db']);
 
   // Deleting the service deletes every dependency: services, secrets and data.
   const pgNode = await nodeEngine((await runningTask(pgName)).NodeID);
