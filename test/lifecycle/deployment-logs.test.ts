@@ -191,3 +191,40 @@ test("a follower's end comes with the deployment's own change, not with the next
     await quiet.close();
   }
 });
+
+test('a line reaches a follower when it commits, not with the next fallback read', async () => {
+  // No worker here: the only line after the stream opens is the one this test appends.
+  const quiet = await startHarness();
+  try {
+    const tenant = await quiet.tenant();
+    await quiet.app.listen({ port: 0, host: '127.0.0.1' });
+    const url = `http://127.0.0.1:${(quiet.app.server.address() as AddressInfo).port}`;
+    const services = `/v1/environments/${tenant.envId}/services`;
+    const created = await quiet.request('POST', services, {
+      token: tenant.token,
+      body: VALID_SERVICE.docker,
+    });
+    const deployed = await quiet.request('POST', `${services}/${created.body.data.service.id}/deploy`, {
+      token: tenant.token,
+      body: {},
+    });
+    const id = deployed.body.data.deployment_id as string;
+    const stream = await openSse(`${url}/v1/deployments/${id}/logs?follow=true`, tenant.token);
+    await stream.until('the lines so far', (events) => events.some((e) => e.event === 'line'));
+    await quiet.deps.store.db
+      .transaction()
+      .execute((trx) =>
+        appendDeploymentLog(trx, id, [{ step: 'queue', line: 'appended by the test', at: new Date() }]),
+      );
+    // The fallback read comes FOLLOW_POLL_MS (5 s) after the last wake: well after this deadline.
+    await stream.until(
+      'the appended line',
+      (seen) =>
+        seen.some((e) => e.event === 'line' && JSON.stringify(e.data).includes('appended by the test')),
+      3000,
+    );
+    stream.close();
+  } finally {
+    await quiet.close();
+  }
+});
