@@ -22,7 +22,7 @@ export function listResources(db: Db, serviceId: string): Promise<ServiceResourc
     .selectFrom('service_resources')
     .selectAll()
     .where('service_id', '=', serviceId)
-    .orderBy('provisioned_at', sql`asc nulls last`)
+    .orderBy('provisioned_at', (ob) => ob.asc().nullsLast())
     .orderBy('kind')
     .orderBy('type')
     .orderBy('resource_id')
