@@ -145,6 +145,12 @@ export function adminCommand(plans: readonly string[], features: readonly string
   ).action((id: string, name: string, o: { cloud?: Cloud; region?: string }) =>
     run(() => client(opts()).createEnvironment(id, { name, cloud: o.cloud, region: o.region })),
   );
+  withExamples(
+    admin
+      .command('dependency-password <arn>')
+      .description("read back a dependency's password by its $passwordArn (in the account's audit log)"),
+    "admin dependency-password 'arn:aws:secretsmanager:us-east-1:123456789012:secret:rds!db-1a2b3c4d-5e6f'",
+  ).action((arn: string) => run(() => client(opts()).dependencyPassword(arn)));
   const connections = admin
     .command('connections')
     .description('git connections: how an account clones private repositories and signs webhooks');

@@ -124,4 +124,11 @@ export class AdminClient {
   deleteGitConnection(connectionId: string) {
     return this.http.call<{ deleted: boolean }>('DELETE', `/git-connections/${connectionId}`);
   }
+  /** Reads back a dependency's password by its `$passwordArn` (audited on the account). */
+  dependencyPassword(arn: string) {
+    return this.http.call<{ arn: string; password: string }>(
+      'GET',
+      `/dependency-passwords?${new URLSearchParams({ arn })}`,
+    );
+  }
 }

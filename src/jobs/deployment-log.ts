@@ -25,6 +25,7 @@ export class DeploymentLogWriter implements DeployLog {
   private readonly ops = new Map<DeployStep, OperationChange>();
   private readonly started = new Map<DeployStep, Date>();
   private mask: (text: string) => string = (text) => text;
+  private readonly maskedValues = new Set<string>();
   private timer: NodeJS.Timeout | undefined;
   private writing: Promise<void> = Promise.resolve();
   private readonly db: Db;
@@ -37,9 +38,10 @@ export class DeploymentLogWriter implements DeployLog {
     this.logger = logger;
   }
 
-  /** From here on these values are masked in every line. */
+  /** From here on these values are masked in every line, with every value masked before. */
   maskValues(values: Iterable<string>): void {
-    this.mask = redactor(values);
+    for (const value of values) this.maskedValues.add(value);
+    this.mask = redactor(this.maskedValues);
   }
 
   /** `text` with the masked values masked (a failure reason recorded on the deployment). */

@@ -1,4 +1,10 @@
-/** Polls until `check` returns a value other than undefined, or fails after the deadline. No fixed sleeps. */
+/** Thrown by a check when waiting longer cannot help (the process it waits on exited): ends the poll at once. */
+export class StopPolling extends Error {}
+
+/**
+ * Polls until `check` returns a value other than undefined, or fails after the deadline. No fixed sleeps.
+ * An error a check throws is taken as "not yet" (and reported at the deadline), but a StopPolling.
+ */
 export async function pollUntil<T>(
   what: string,
   check: () => Promise<T | undefined>,
@@ -11,6 +17,7 @@ export async function pollUntil<T>(
       const value = await check();
       if (value !== undefined) return value;
     } catch (error) {
+      if (error instanceof StopPolling) throw error;
       last = error;
     }
     if (Date.now() > deadline) {

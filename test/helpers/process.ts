@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { pollUntil } from './poll.ts';
+import { pollUntil, StopPolling } from './poll.ts';
 
 export const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const BERTH_BIN = path.join(REPO, 'bin/berth.js');
@@ -41,6 +41,11 @@ export function runBerth(
   const exited = new Promise<number | string>((resolve) => {
     child.on('exit', (code, signal) => resolve(code ?? signal ?? 'unknown'));
   });
+  // 'close' comes after the last output is read ('exit' may come before it).
+  let closed = false;
+  child.on('close', () => {
+    closed = true;
+  });
   const proc: BerthProcess = {
     child,
     stdout: () => out,
@@ -52,7 +57,9 @@ export function runBerth(
         async () => {
           const match = out.match(pattern);
           if (match) return match;
-          if (child.exitCode !== null) throw new Error(`berth exited (${child.exitCode}): ${err || out}`);
+          if (closed) {
+            throw new StopPolling(`berth exited (${child.exitCode ?? child.signalCode}): ${err || out}`);
+          }
           return undefined;
         },
         { timeoutMs },

@@ -157,36 +157,62 @@ test('the log is bounded: the oldest lines are dropped and one marker line count
   );
 });
 
+/**
+ * A deployment that stays queued (no worker in this harness), followed over HTTP once its first lines
+ * arrived: nothing is logged after that unless the test does it.
+ */
+async function followQueued(quiet: Harness) {
+  const tenant = await quiet.tenant();
+  await quiet.app.listen({ port: 0, host: '127.0.0.1' });
+  const url = `http://127.0.0.1:${(quiet.app.server.address() as AddressInfo).port}`;
+  const services = `/v1/environments/${tenant.envId}/services`;
+  const created = await quiet.request('POST', services, { token: tenant.token, body: VALID_SERVICE.docker });
+  assert.equal(created.status, 200, created.raw);
+  const deployed = await quiet.request('POST', `${services}/${created.body.data.service.id}/deploy`, {
+    token: tenant.token,
+    body: {},
+  });
+  assert.equal(deployed.status, 200, deployed.raw);
+  const id = deployed.body.data.deployment_id as string;
+  const stream = await openSse(`${url}/v1/deployments/${id}/logs?follow=true`, tenant.token);
+  await stream.until('the lines so far', (events) => events.some((e) => e.event === 'line'));
+  return { id, stream };
+}
+
+// In both: the fallback read comes FOLLOW_POLL_MS (5 s) after the last wake, well after the deadline.
 test("a follower's end comes with the deployment's own change, not with the next fallback read", async () => {
-  // No worker here: the deployment stays queued until the test ends it, with no log line after that.
   const quiet = await startHarness();
   try {
-    const tenant = await quiet.tenant();
-    await quiet.app.listen({ port: 0, host: '127.0.0.1' });
-    const url = `http://127.0.0.1:${(quiet.app.server.address() as AddressInfo).port}`;
-    const services = `/v1/environments/${tenant.envId}/services`;
-    const created = await quiet.request('POST', services, {
-      token: tenant.token,
-      body: VALID_SERVICE.docker,
-    });
-    assert.equal(created.status, 200, created.raw);
-    const deployed = await quiet.request('POST', `${services}/${created.body.data.service.id}/deploy`, {
-      token: tenant.token,
-      body: {},
-    });
-    assert.equal(deployed.status, 200, deployed.raw);
-    const id = deployed.body.data.deployment_id as string;
-    const stream = await openSse(`${url}/v1/deployments/${id}/logs?follow=true`, tenant.token);
-    await stream.until('the lines so far', (events) => events.some((e) => e.event === 'line'));
+    const { id, stream } = await followQueued(quiet);
     await quiet.deps.store.db
       .updateTable('deployments')
       .set({ state: 'failed', failure_reason: 'ended by the test' })
       .where('id', '=', id)
       .execute();
-    // The fallback read comes FOLLOW_POLL_MS (5 s) after the last wake: well after this deadline.
     const events = await stream.until('the end event', (seen) => seen.some((e) => e.event === 'end'), 3000);
     assert.equal(events.find((e) => e.event === 'end')?.data.deployment.state, 'failed');
     await stream.ended;
+  } finally {
+    await quiet.close();
+  }
+});
+
+test('a line reaches a follower when it commits, not with the next fallback read', async () => {
+  const quiet = await startHarness();
+  try {
+    const { id, stream } = await followQueued(quiet);
+    await quiet.deps.store.db
+      .transaction()
+      .execute((trx) =>
+        appendDeploymentLog(trx, id, [{ step: 'queue', line: 'appended by the test', at: new Date() }]),
+      );
+    await stream.until(
+      'the appended line',
+      (seen) =>
+        seen.some((e) => e.event === 'line' && JSON.stringify(e.data).includes('appended by the test')),
+      3000,
+    );
+    stream.close();
   } finally {
     await quiet.close();
   }

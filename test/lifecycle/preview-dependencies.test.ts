@@ -190,14 +190,17 @@ describe("a GitHub service's ops.json in its repository", () => {
     const pr = { repo: REPO, base: 'main', head: 'feature/cart', number: 41, sha: 'c3'.repeat(20) };
     const closed = await sendGithub(h, SECRET, 'pull_request', githubPullRequest('closed', pr));
     assert.deepEqual(closed.body.data.deleted_service_ids, [preview.id]);
-    await pollUntil("the preview's resources to be deleted", async () => {
-      const left = await simTables(h.deps.store.db)
-        .selectFrom('sim_resources')
-        .select('resource_id')
-        .where('service_id', '=', preview.id)
-        .execute();
-      return left.length === 0 ? true : undefined;
+    // The delete job deletes the resources before the service: once it is deleted, all are gone.
+    await pollUntil('the preview to be deleted', async () => {
+      const res = await h.request('GET', `${servicesUrl()}/${preview.id}`, { token: t.token });
+      return res.body.data.state === 'deleted' ? true : undefined;
     });
+    const left = await simTables(h.deps.store.db)
+      .selectFrom('sim_resources')
+      .select('resource_id')
+      .where('service_id', '=', preview.id)
+      .execute();
+    assert.deepEqual(left, []);
     const deleted = await simTables(h.deps.store.db)
       .selectFrom('sim_calls')
       .select('outcome')

@@ -18,7 +18,7 @@ let h: Harness;
 let t: Tenant;
 const processes: BerthProcess[] = [];
 before(async () => {
-  h = await startHarness();
+  h = await startHarness({ rateLimitPerMin: 100_000 });
   t = await h.tenant();
 });
 after(async () => {

@@ -17,7 +17,7 @@ async function admin(url: string, dataDir: string, ...args: string[]) {
   return { code, out: proc.stdout(), err: proc.stderr() };
 }
 
-test('accounts, tokens and environments through berth admin; errors are one clear line', async () => {
+test('accounts, tokens, environments and dependency passwords through berth admin; errors are one clear line', async () => {
   const server = await startBerth({ BERTH_DATA_DIR: db.dataDir, BERTH_DATABASE_URL: db.databaseUrl ?? '' });
   try {
     const account = await admin(server.url, db.dataDir, 'accounts', 'create', 'acme', '--plan', 'starter');
@@ -49,6 +49,45 @@ test('accounts, tokens and environments through berth admin; errors are one clea
     });
     assert.equal(live.environment.cloud, 'gcp');
     assert.match(live.ingress_host, /^\d+\.\d+\.\d+\.\d+$/, 'GCP ingress is an address for an A record');
+
+    // A dependency's password, read back by its $passwordArn: in the account's audit log.
+    const envUrl = `${server.url}/v1/environments/${envId}`;
+    const service = await api(`${envUrl}/services`, token, 'POST', {
+      name: 'Database User',
+      source: 'docker_image',
+      type: 'worker',
+      replica_count: 1,
+      cpu_count_min: 0.25,
+      memory_mb_min: 64,
+      docker_image: 'acme/db-user',
+      ops_json: JSON.stringify({
+        dependencies: { rds: { instances: [{ id: 'db', exports: { DB_PASSWORD: '$password' } }] } },
+      }),
+    });
+    assert.equal(service.status, 200, JSON.stringify(service.body));
+    const serviceId = service.body.data.service.id as string;
+    const deployed = await api(`${envUrl}/services/${serviceId}/deploy`, token, 'POST', {});
+    const arn = await pollUntil('the database to be made', async () => {
+      const res = await api(`${envUrl}/services/${serviceId}/dependencies`, token);
+      return res.body.data.dependencies[0]?.state === 'available'
+        ? (res.body.data.dependencies[0].attributes.passwordArn as string)
+        : undefined;
+    });
+    const password = await admin(server.url, db.dataDir, 'dependency-password', arn);
+    assert.equal(password.code, 0, password.err);
+    const read = JSON.parse(password.out);
+    assert.equal(read.arn, arn);
+    assert.match(read.password, /^[A-Za-z0-9_-]{24}$/);
+    const audit = await api(`${server.url}/v1/audit-logs`, token);
+    const entry = audit.body.data.audit_logs.find(
+      (e: { action: string }) => e.action === 'dependency_password.read',
+    );
+    assert.equal(entry?.actor, 'Operator');
+    assert.equal(entry?.resource_id, serviceId);
+    await pollUntil('the deployment to end', async () => {
+      const res = await api(`${server.url}/v1/deployments/${deployed.body.data.deployment_id}`, token);
+      return res.body.data.deployment.state === 'success' ? true : undefined;
+    });
 
     const updated = await admin(server.url, db.dataDir, 'accounts', 'update', accountId, '--plan', 'none');
     assert.equal(updated.code, 0, updated.err);

@@ -83,9 +83,14 @@ test('SIGKILL during deployments: after a restart every deployment reaches a ter
       .where('operation', '=', 'deploy')
       .execute();
     for (const id of deploymentIds) {
-      const finished = calls.filter((c) => c.subject_id === id && c.finished_at !== null);
-      assert.equal(finished.length, 1, `deployment ${id} finished ${finished.length} times`);
-      assert.equal(finished[0]?.outcome, 'success');
+      // A call cut short because its worker lost the job (a late lease renewal on a loaded machine) is
+      // recorded `aborted: ...` and changed nothing; what counts is that exactly one call completed.
+      const completed = calls.filter(
+        (c) => c.subject_id === id && c.finished_at !== null && !c.outcome?.startsWith('aborted: '),
+      );
+      const outcomes = calls.filter((c) => c.subject_id === id).map((c) => c.outcome);
+      assert.equal(completed.length, 1, `deployment ${id}: calls ${JSON.stringify(outcomes)}`);
+      assert.equal(completed[0]?.outcome, 'success');
     }
     const interrupted = calls.filter((c) => c.finished_at === null);
     assert.ok(interrupted.length >= 1, 'the kill interrupted at least one provider call');

@@ -90,6 +90,9 @@ export function deployHandler(deps: Deps): JobHandler {
         const stop = AbortSignal.any([signal, cancel.signal]);
         // The new version starts only once its resources exist, with their exports resolved.
         desired.git = await gitAccessOf(deps, service);
+        // The git credential never reaches the log, whatever a driver or git might echo (reading the
+        // repository's ops.json below clones it already).
+        if (desired.git) log.maskValues([desired.git.password]);
         // A repository's ops.json is read once, at the commit then built: a rerun finds both recorded.
         const read = deployment.ops_snapshot
           ? undefined
@@ -111,12 +114,7 @@ export function deployHandler(deps: Deps): JobHandler {
           stop,
           log,
         );
-        // The git credential never reaches the log, whatever a driver or git might echo.
-        log.maskValues([
-          ...Object.values(desired.variables),
-          ...exported.passwords,
-          ...(desired.git ? [desired.git.password] : []),
-        ]);
+        log.maskValues(exported.passwords);
         desired.variables = { ...exported.variables, ...desired.variables };
         applied = await deps.provider.apply(desired, stop, log);
       } catch (error) {

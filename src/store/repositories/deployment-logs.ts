@@ -35,7 +35,12 @@ export async function appendDeploymentLog(
   operations: OperationChange[] = [],
 ): Promise<void> {
   if (entries.length === 0 && operations.length === 0) return;
-  await sql`SELECT pg_advisory_xact_lock(hashtext(${deploymentId}))`.execute(trx);
+  // The notification goes with the lock, in one statement: NOTIFY is delivered at commit wherever in
+  // the transaction it was issued (and not at all on a rollback), so followers still read only lines
+  // that committed.
+  await sql`SELECT pg_advisory_xact_lock(hashtext(${deploymentId})), pg_notify(${LOG_CHANNEL}, ${deploymentId})`.execute(
+    trx,
+  );
   if (entries.length > 0) {
     await trx
       .insertInto('deployment_logs')
@@ -66,7 +71,6 @@ export async function appendDeploymentLog(
       )
       .execute();
   }
-  await sql`SELECT pg_notify(${LOG_CHANNEL}, ${deploymentId})`.execute(trx);
 }
 
 /**
