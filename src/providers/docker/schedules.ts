@@ -49,11 +49,18 @@ export class Schedules {
       if (this.schedules.get(id)?.schedule === schedule) continue;
       this.schedules.get(id)?.cron.stop();
       // The scheduled time, not the moment the callback runs: every process names the same tick.
-      const cron = new Cron(schedule, { protect: true }, (self: Cron) => {
-        this.tick(id, self.currentRun() ?? new Date()).catch((err) =>
-          this.logger.warn({ err, template: id }, 'cron run failed to start'),
-        );
-      });
+      // The callback returns the tick's promise: croner's protect then skips a tick while the previous
+      // one of the same template is still under way (it awaits an async callback), and says so.
+      const cron = new Cron(
+        schedule,
+        {
+          protect: () => this.logger.info({ template: id }, 'cron tick skipped: the previous one still runs'),
+        },
+        (self: Cron) =>
+          this.tick(id, self.currentRun() ?? new Date()).catch((err) =>
+            this.logger.warn({ err, template: id }, 'cron run failed to start'),
+          ),
+      );
       this.schedules.set(id, { cron, schedule });
     }
     for (const [id, { cron }] of this.schedules) {
