@@ -31,7 +31,8 @@ down() {
   done
   while iptables -D DOCKER-USER -i $BR -o $BR -j ACCEPT 2>/dev/null; do :; done
   ip link del $BR 2>/dev/null || true
-  rmdir "$ROOT" "$RUN" "${ROOT%/*}" "${RUN%/*}" 2>/dev/null || true
+  # Only this slot's folders: the parents may be in use by another slot that is coming up.
+  rmdir "$ROOT" "$RUN" 2>/dev/null || true
 }
 
 start_node() {
