@@ -93,6 +93,11 @@ const RDS_ENGINES: Record<string, EngineName> = {
   'aurora-mysql': 'mariadb',
 };
 const CACHE_ENGINES: Record<string, EngineName> = { redis: 'redis', valkey: 'redis' };
+/** The resource types whose `engine` property picks the engine. */
+const ENGINE_CHOICES: Record<string, Record<string, EngineName>> = {
+  'rds.instances': RDS_ENGINES,
+  'elasticache.clusters': CACHE_ENGINES,
+};
 
 /** How long a new dependency has to accept connections (a first MariaDB start initialises its data). */
 export const READY_TIMEOUT_MS = 180_000;
@@ -104,25 +109,18 @@ export function engineOf(
 ): Engine {
   const key = `${resource.kind}.${resource.type}`;
   const declared = String(resource.properties.engine ?? '');
+  const engines = ENGINE_CHOICES[key];
+  if (engines) {
+    const name = engines[declared];
+    if (!name)
+      throw new TerminalError(
+        `the ${provider} provider runs ${resource.kind} engines ${Object.keys(engines).join(', ')}, not "${declared}"`,
+      );
+    return ENGINES[name];
+  }
   switch (key) {
     case 's3.buckets':
       return ENGINES.s3;
-    case 'rds.instances': {
-      const name = RDS_ENGINES[declared];
-      if (!name)
-        throw new TerminalError(
-          `the ${provider} provider runs rds engines ${Object.keys(RDS_ENGINES).join(', ')}, not "${declared}"`,
-        );
-      return ENGINES[name];
-    }
-    case 'elasticache.clusters': {
-      const name = CACHE_ENGINES[declared];
-      if (!name)
-        throw new TerminalError(
-          `the ${provider} provider runs elasticache engines ${Object.keys(CACHE_ENGINES).join(', ')}, not "${declared}"`,
-        );
-      return ENGINES[name];
-    }
     case 'sns.topics':
     case 'sqs.queues':
       throw new TerminalError(
