@@ -132,6 +132,12 @@ async function logAccepted(trx: Db, deployment: DeploymentRow, refusal: string |
     refusal === null
       ? [done('accept', 'success'), done('queue', 'running')]
       : [done('accept', 'success'), done('outcome', 'failed')],
+    refusal === null
+      ? [{ mark: 'accepted', at }]
+      : [
+          { mark: 'accepted', at },
+          { mark: 'failed', at },
+        ],
   );
 }
 
