@@ -1,11 +1,17 @@
 import type { Db } from '../../store/database.ts';
 import { lockEnvironment } from '../../store/repositories/environments.ts';
 import { enqueue, type JobKind } from '../../store/repositories/jobs.ts';
-import { listSecrets, replaceSecrets } from '../../store/repositories/secrets.ts';
+import { changeSecrets, listSecrets } from '../../store/repositories/secrets.ts';
 import type { DeploymentRow } from '../../store/schema.ts';
 import type { SecretBox } from '../../store/secret-box.ts';
 import { ValidationError } from '../errors.ts';
-import { checkSecrets, mergeSecrets, type SecretEntry, type StoredSecret } from '../secret-rules.ts';
+import {
+  checkSecrets,
+  mergeSecrets,
+  type SecretEntry,
+  type StoredSecret,
+  secretChanges,
+} from '../secret-rules.ts';
 import { recordAudit } from './audit.ts';
 import type { Actor, Deps } from './context.ts';
 import { lockLiveService } from './service-guards.ts';
@@ -53,10 +59,12 @@ export async function storeSecrets(
   const next = mergeSecrets(current, entries, new Date()).sort((a, b) =>
     a.key < b.key ? -1 : a.key > b.key ? 1 : 0,
   );
-  await replaceSecrets(
+  const { created, updated, deleted } = secretChanges(current, next);
+  await changeSecrets(
     trx,
     target.id,
-    next.map(({ value, ...rest }) => ({
+    deleted.map((s) => s.key),
+    [...created, ...updated].map(({ value, ...rest }) => ({
       ...rest,
       scope: target.scope,
       scope_id: target.id,
