@@ -43,6 +43,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import autocannon from 'autocannon';
 import pg from 'pg';
+import { pushToLiveRows } from './push-to-live.ts';
 import { BENCH_SERVICE } from './service.ts';
 
 const HERE = path.dirname(new URL(import.meta.url).pathname);
@@ -752,6 +753,7 @@ async function main(): Promise<void> {
     cpu: cpuRows,
     streams: streamsRow,
     log: logFollowRow,
+    push: () => pushToLiveRows(addRow),
   };
   // BENCH_ROWS=list,start measures those rows again; the report keeps the other rows of the last run.
   const only = process.env.BENCH_ROWS?.split(',').map((r) => r.trim());
