@@ -280,7 +280,7 @@ describe('responses are serialized through their declared schemas', () => {
     ]);
   });
 
-  const INTERNAL_SERVICE_COLUMNS = ['environment_id', 'installation_id', 'latest_deployment_id'];
+  const INTERNAL_SERVICE_COLUMNS = ['environment_id', 'latest_deployment_id'];
   const INTERNAL_DEPLOYMENT_COLUMNS = ['environment_id'];
 
   function assertServiceClean(service: Record<string, unknown>, where: string): void {
