@@ -161,7 +161,7 @@ export async function receiveDelivery(
     };
     const match = { accountId: account.id, source: delivery.kind, connectionId: connection.id };
     if (event.type === 'push') {
-      const pushed = await deployPush(trx, actor, match, event);
+      const pushed = await deployPush(trx, deps, actor, match, event);
       outcome.deployment_ids = pushed.ids;
       if (pushed.ids.length === 0 && pushed.duplicates > 0) outcome.duplicate = true;
       else if (pushed.ids.length === 0 && pushed.older > 0)
@@ -212,7 +212,13 @@ type Match = { accountId: string; source: GitKind; connectionId: string };
  * already the service's head is a duplicate, and a push older than the newest one deployed (by its
  * commit time, unless it follows the head: a force-push back to an older commit) is not deployed.
  */
-async function deployPush(trx: Db, actor: Actor, match: Match, event: PushEvent) {
+async function deployPush(
+  trx: Db,
+  deps: Pick<Deps, 'secretBox'>,
+  actor: Actor,
+  match: Match,
+  event: PushEvent,
+) {
   const pushed = { ids: [] as string[], duplicates: 0, older: 0 };
   for (const service of await servicesOnBranch(trx, { ...match, repo: event.repo, branch: event.branch })) {
     // A job never deploys on push (the spec refuses auto_deploy on jobs; a type changed later keeps it).
@@ -229,7 +235,14 @@ async function deployPush(trx: Db, actor: Actor, match: Match, event: PushEvent)
       pushed.older++;
       continue;
     }
-    const deployment = await acceptDeployment(trx, service.id, { commit_id: event.commit.id }, null, locked);
+    const deployment = await acceptDeployment(
+      trx,
+      deps.secretBox,
+      service.id,
+      { commit_id: event.commit.id },
+      null,
+      locked,
+    );
     // The poller (if on) then sees this head as known and does not deploy it again.
     await recordPushedHead(trx, service.id, event.commit.id, at);
     await recordCommitDetails(trx, deployment.id, {
