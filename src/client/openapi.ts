@@ -389,7 +389,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List services, newest first (deleted ones left out) */
+        /**
+         * List services, newest first (deleted ones left out)
+         * @description Each item carries run_status and ready_count as the provider last reported them (as GET service does); the other hydrated fields (kube_svc_alias, namespace_name, ip_whitelist, ops_dependencies) only GET service.
+         */
         get: {
             parameters: {
                 query?: {
@@ -450,9 +453,9 @@ export interface paths {
                                     helm_values_yml?: string;
                                     /** @enum {string} */
                                     state: "deploy_pending" | "deploy_queued" | "deploying" | "deploy_failed" | "running" | "delete_pending" | "delete_queued" | "deleting" | "deleted" | "delete_failed";
-                                    /** @description live; only on the get-service response */
+                                    /** @description live; on the get-service response and list items */
                                     run_status?: string;
-                                    /** @description live; only on the get-service response */
+                                    /** @description live; on the get-service response and list items */
                                     ready_count?: number;
                                     /** Format: uuid */
                                     gitlab_connection_id?: string;
@@ -752,9 +755,9 @@ export interface paths {
                                     helm_values_yml?: string;
                                     /** @enum {string} */
                                     state: "deploy_pending" | "deploy_queued" | "deploying" | "deploy_failed" | "running" | "delete_pending" | "delete_queued" | "deleting" | "deleted" | "delete_failed";
-                                    /** @description live; only on the get-service response */
+                                    /** @description live; on the get-service response and list items */
                                     run_status?: string;
-                                    /** @description live; only on the get-service response */
+                                    /** @description live; on the get-service response and list items */
                                     ready_count?: number;
                                     /** Format: uuid */
                                     gitlab_connection_id?: string;
@@ -1000,9 +1003,9 @@ export interface paths {
                                     helm_values_yml?: string;
                                     /** @enum {string} */
                                     state: "deploy_pending" | "deploy_queued" | "deploying" | "deploy_failed" | "running" | "delete_pending" | "delete_queued" | "deleting" | "deleted" | "delete_failed";
-                                    /** @description live; only on the get-service response */
+                                    /** @description live; on the get-service response and list items */
                                     run_status?: string;
-                                    /** @description live; only on the get-service response */
+                                    /** @description live; on the get-service response and list items */
                                     ready_count?: number;
                                     /** Format: uuid */
                                     gitlab_connection_id?: string;
@@ -1429,9 +1432,9 @@ export interface paths {
                                     helm_values_yml?: string;
                                     /** @enum {string} */
                                     state: "deploy_pending" | "deploy_queued" | "deploying" | "deploy_failed" | "running" | "delete_pending" | "delete_queued" | "deleting" | "deleted" | "delete_failed";
-                                    /** @description live; only on the get-service response */
+                                    /** @description live; on the get-service response and list items */
                                     run_status?: string;
-                                    /** @description live; only on the get-service response */
+                                    /** @description live; on the get-service response and list items */
                                     ready_count?: number;
                                     /** Format: uuid */
                                     gitlab_connection_id?: string;
