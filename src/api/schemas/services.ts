@@ -47,7 +47,9 @@ export const Service = Type.Object({
   id: Uuid,
   ...SPEC_VIEW_SCHEMAS,
   state: StringEnum(SERVICE_STATES, { maxLength: 30 }),
-  run_status: opt(Type.String({ maxLength: 30, description: 'live; on the get-service response and list items' })),
+  run_status: opt(
+    Type.String({ maxLength: 30, description: 'live; on the get-service response and list items' }),
+  ),
   ready_count: opt(Type.Integer({ description: 'live; on the get-service response and list items' })),
   gitlab_connection_id: opt(Uuid),
   account_id: Uuid,
