@@ -6180,6 +6180,8 @@ export interface paths {
                                     credential: "github_app" | "token";
                                     github_app_id: string | null;
                                     github_installation_id: string | null;
+                                    /** @description where the host sends this connection's webhooks, under Berth's URL: /hooks/{kind}/{id} */
+                                    webhook_path: string;
                                     /** Format: date-time */
                                     created_at: string;
                                     /** Format: date-time */
@@ -6284,6 +6286,8 @@ export interface paths {
                                     credential: "github_app" | "token";
                                     github_app_id: string | null;
                                     github_installation_id: string | null;
+                                    /** @description where the host sends this connection's webhooks, under Berth's URL: /hooks/{kind}/{id} */
+                                    webhook_path: string;
                                     /** Format: date-time */
                                     created_at: string;
                                     /** Format: date-time */
@@ -6471,6 +6475,8 @@ export interface paths {
                                     credential: "github_app" | "token";
                                     github_app_id: string | null;
                                     github_installation_id: string | null;
+                                    /** @description where the host sends this connection's webhooks, under Berth's URL: /hooks/{kind}/{id} */
+                                    webhook_path: string;
                                     /** Format: date-time */
                                     created_at: string;
                                     /** Format: date-time */
