@@ -1,15 +1,11 @@
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import Fastify, {
-  type FastifyBaseLogger,
-  type FastifyInstance,
-  type FastifyReply,
-  LogController,
-} from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from 'fastify';
 import type { Deps } from '../domain/usecases/context.ts';
 import { registerConsole } from './console.ts';
 import { andThen, hookOf, parsingHookOf } from './hooks.ts';
 import { BODY_LIMIT_BYTES, registerJsonBody } from './json-body.ts';
+import { ResponseFinished } from './plugins/access-log.ts';
 import { authOf, TokenAuthenticator } from './plugins/auth.ts';
 import { authFailureLimit } from './plugins/auth-failures.ts';
 import { registerBodyGuards } from './plugins/body-guards.ts';
@@ -60,8 +56,7 @@ export async function buildApp(deps: Deps, options: AppOptions) {
     loggerInstance: deps.logger as FastifyBaseLogger,
     genReqId: requestIdFor,
     requestIdHeader: false,
-    // One access-log line per request (below) instead of Fastify's two: pollers make many requests.
-    logController: new LogController({ disableRequestLogging: true }),
+    logController: new ResponseFinished(),
     bodyLimit: BODY_LIMIT_BYTES,
     requestTimeout: requestTimeoutMs,
     keepAliveTimeout: keepAliveTimeoutMs,
@@ -91,6 +86,13 @@ export async function buildApp(deps: Deps, options: AppOptions) {
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   if (options.onRoute) app.addHook('onRoute', options.onRoute);
+  // First, so that every answer carries it, those of the hooks after it included. Set here rather than
+  // in an onSend hook: a route without onSend hooks skips that phase. A callback hook: an async one costs
+  // a promise per request.
+  app.addHook('onRequest', (request, reply, done) => {
+    reply.header('x-request-id', request.id);
+    done();
+  });
   app.setValidatorCompiler(validatorCompiler);
   app.addSchema(ErrorBody);
   registerErrorHandling(app);
@@ -98,23 +100,6 @@ export async function buildApp(deps: Deps, options: AppOptions) {
   registerBodyGuards(app);
   registerClientErrors(app);
   registerConditionalReads(app);
-  // Callback hooks where nothing waits: an async hook costs a promise per request.
-  app.addHook('onSend', (request, reply, payload, done) => {
-    reply.header('x-request-id', request.id);
-    done(null, payload);
-  });
-  app.addHook('onResponse', (request, reply, done) => {
-    request.log.info(
-      {
-        method: request.method,
-        url: request.url,
-        status: reply.statusCode,
-        ms: Math.round(reply.elapsedTime),
-      },
-      'request',
-    );
-    done();
-  });
   app.decorateRequest('auth', undefined);
   app.decorateRequest('scope', undefined as never);
 
@@ -169,17 +154,19 @@ export async function buildApp(deps: Deps, options: AppOptions) {
           ),
         ),
       );
-      // A cached read loads the path's resources itself, and only when the cache misses.
+      // A cached read loads the path's resources itself, and only when the cache misses: it checks the
+      // path's ids after its own onRequest hooks, and so passes no preParsing phase.
       v1.addHook('onRoute', (route) => {
-        const cached = route.config?.readCache === true;
+        if (route.config?.readCache === true) {
+          route.onRequest = [...[route.onRequest ?? []].flat(), hookOf(checkPathIds)];
+          return;
+        }
         route.preParsing = [
-          parsingHookOf((request) => {
-            if (cached) checkPathIds(request);
-            else
-              return loadScope(deps.store.db, request).then((scope) => {
-                request.scope = scope;
-              });
-          }),
+          parsingHookOf((request) =>
+            loadScope(deps.store.db, request).then((scope) => {
+              request.scope = scope;
+            }),
+          ),
           ...[route.preParsing ?? []].flat(),
         ];
       });
