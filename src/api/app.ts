@@ -17,6 +17,7 @@ import { tokenRateLimit } from './plugins/rate-limit.ts';
 import { requestIdFor } from './plugins/request-id.ts';
 import { checkPathIds, loadScope } from './plugins/scope.ts';
 import { ReadCache } from './read-cache.ts';
+import { requestLoggers } from './request-logger.ts';
 import { adminRoutes } from './routes/admin.ts';
 import { auditRoutes } from './routes/audit.ts';
 import { comingSoonRoutes } from './routes/coming-soon.ts';
@@ -57,6 +58,7 @@ export async function buildApp(deps: Deps, options: AppOptions) {
     genReqId: requestIdFor,
     requestIdHeader: false,
     logController: new ResponseFinished(),
+    childLoggerFactory: requestLoggers,
     bodyLimit: BODY_LIMIT_BYTES,
     requestTimeout: requestTimeoutMs,
     keepAliveTimeout: keepAliveTimeoutMs,

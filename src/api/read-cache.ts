@@ -274,12 +274,11 @@ export function cachedGet(
   const waitS = seen === undefined ? undefined : preferredWait(request.headers.prefer);
   const kept = cache.kept(spec.key);
   if (kept && (waitS === undefined || noneMatch(seen, kept.etag))) answer(reply, seen, kept);
-  else return readAndAnswer(cache, request, reply, spec, seen, waitS);
+  else return readAndAnswer(cache, reply, spec, seen, waitS);
 }
 
 async function readAndAnswer(
   cache: ReadCache,
-  request: FastifyRequest,
   reply: FastifyReply,
   spec: CachedRead,
   seen: string | undefined,

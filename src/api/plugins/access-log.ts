@@ -11,7 +11,11 @@ export class ResponseFinished extends LogController {
     super({ disableRequestLogging: true });
   }
 
-  override requestCompleted(_error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
+  override requestCompleted(
+    _error: Error | null | undefined,
+    request: FastifyRequest,
+    reply: FastifyReply,
+  ): void {
     noteUnreadBody(request);
     request.log.info(
       {
