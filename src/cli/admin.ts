@@ -1,9 +1,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { Command, Option } from 'commander';
+import { type Command, Option } from 'commander';
 import { AdminClient, ApiCallError } from '../client/http-client.ts';
 import { loadConfig } from '../config.ts';
 import { CLOUDS, type Cloud } from '../domain/environment-states.ts';
+import { FEATURES, PLANS } from '../domain/plans.ts';
 import { withExamples } from './help.ts';
 
 class AdminCliError extends Error {
@@ -73,8 +74,9 @@ function connectionBody(name: string, o: ConnectionOptions) {
 }
 
 /** `berth admin ...`: talks to the running server's admin API; it never opens the database itself. */
-export function adminCommand(plans: readonly string[], features: readonly string[]): Command {
-  const admin = new Command('admin')
+export function adminCommand(program: Command): void {
+  const admin = program
+    .command('admin')
     .description('operator commands, through the running server (/admin/v1)')
     .option('--url <url>', 'the server (default BERTH_URL, else http://BERTH_HOST:BERTH_PORT)')
     .option(
@@ -82,9 +84,9 @@ export function adminCommand(plans: readonly string[], features: readonly string
       'the admin token (default BERTH_ADMIN_TOKEN, else BERTH_DATA_DIR/admin-token)',
     );
   const opts = () => admin.opts<{ url?: string; token?: string }>();
-  const planOption = () => new Option('--plan <plan>', 'the plan').choices(plans);
+  const planOption = () => new Option('--plan <plan>', 'the plan').choices(PLANS);
   const featureOption = () =>
-    new Option('--feature <feature...>', 'features granted beyond the plan').choices(features);
+    new Option('--feature <feature...>', 'features granted beyond the plan').choices(FEATURES);
 
   const accounts = admin.command('accounts').description('accounts and their plans');
   withExamples(accounts.command('list').description('list every account'), 'admin accounts list').action(() =>
@@ -211,5 +213,4 @@ export function adminCommand(plans: readonly string[], features: readonly string
   withExamples(tokens, 'admin tokens list <accountId>');
   withExamples(environments, 'admin environments list <accountId>');
   withExamples(connections, 'admin connections list <accountId>');
-  return admin;
 }

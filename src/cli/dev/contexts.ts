@@ -81,3 +81,8 @@ export function selectContext(wanted: string | undefined, env = process.env): Se
   }
   return { name: stored ? name : undefined, context: { url, token, env: stored?.env } };
 }
+
+/** The environment commands use when --env is not given: BERTH_ENV, else the context's (a name or an id). */
+export function environmentReference(option: string | undefined, context: Context, env = process.env) {
+  return option || env.BERTH_ENV || context.env || undefined;
+}
