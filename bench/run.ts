@@ -1,7 +1,7 @@
 /**
  * `npm run bench` (first step): every row of issue 10's table, each measured against its baseline in
  * the same run, BENCH_ROUNDS rounds (default 3) with the median, into one report,
- * bench/results/bench.json, and a Markdown table on stdout (the README's).
+ * bench/results/bench.json, and a Markdown table on stdout (docs/performance.md's).
  *
  * Rows:
  * - poll: GET /v1/deployments/{id} (a finished deployment, a token) with autocannon, on Postgres and

@@ -69,6 +69,8 @@ export async function buildApp(deps: Deps, options: AppOptions) {
       headersTimeout: headersTimeoutMs,
       requestTimeout: requestTimeoutMs,
       maxHeaderSize: MAX_HEADER_BYTES,
+      // A missing Host is answered in the error shape (client-errors.ts), not with Node's empty 400.
+      requireHostHeader: false,
       // Node checks the two timeouts only this often (30 s by default): check often enough that a
       // connection is closed close to its bound.
       connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(headersTimeoutMs / 4))),

@@ -54,7 +54,14 @@ export async function pollGitHeads(
       if ((await advanceHead(trx, service.id, head)) !== 'moved') return;
       const locked = await lockService(trx, service.id);
       if (isDeleting(locked.state)) return;
-      const deployment = await acceptDeployment(trx, service.id, { commit_id: head }, null, locked);
+      const deployment = await acceptDeployment(
+        trx,
+        deps.secretBox,
+        service.id,
+        { commit_id: head },
+        null,
+        locked,
+      );
       await recordAudit(
         trx,
         { accountId: service.account_id, tokenId: null, name: 'Git poller', requestId: randomUUID() },

@@ -70,7 +70,7 @@ function assertRestorable(d: DeploymentRow): void {
  * successful one before the one serving now.
  */
 export async function rollback(
-  deps: Pick<Deps, 'store'>,
+  deps: Pick<Deps, 'store' | 'secretBox'>,
   actor: Actor,
   service: ServiceRow,
   body: { deployment_id?: string; note?: string },
@@ -101,6 +101,7 @@ export async function rollback(
     assertRestorable(target);
     const deployment = await acceptDeployment(
       trx,
+      deps.secretBox,
       service.id,
       { note: body.note ?? `Rollback to ${target.id}` },
       null,
@@ -120,7 +121,7 @@ export async function rollback(
 
 /** Restart: the serving deployment again (same target, ops and variables), as new replicas. */
 export async function restart(
-  deps: Pick<Deps, 'store'>,
+  deps: Pick<Deps, 'store' | 'secretBox'>,
   actor: Actor,
   service: ServiceRow,
   body: { note?: string },
@@ -133,6 +134,7 @@ export async function restart(
     assertRestorable(serving);
     const deployment = await acceptDeployment(
       trx,
+      deps.secretBox,
       service.id,
       { note: body.note ?? `Restart of ${serving.id}` },
       null,

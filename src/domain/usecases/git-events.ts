@@ -107,7 +107,7 @@ export async function receiveDelivery(
     };
     const match = { accountId: account.id, source: delivery.kind, connectionId: connection.id };
     if (event.type === 'push') {
-      outcome.deployment_ids = await deployPush(trx, actor, match, event);
+      outcome.deployment_ids = await deployPush(trx, deps, actor, match, event);
     } else if (!effectiveFeatures(account.plan, account.features).has('previews')) {
       outcome.ignored = "the account's plan does not include previews";
     } else {
@@ -120,14 +120,27 @@ export async function receiveDelivery(
 type Match = { accountId: string; source: GitKind; connectionId: string };
 
 /** One deployment of the pushed commit per auto_deploy service on the branch, in creation order. */
-async function deployPush(trx: Db, actor: Actor, match: Match, event: PushEvent): Promise<string[]> {
+async function deployPush(
+  trx: Db,
+  deps: Pick<Deps, 'secretBox'>,
+  actor: Actor,
+  match: Match,
+  event: PushEvent,
+): Promise<string[]> {
   const ids: string[] = [];
   for (const service of await servicesOnBranch(trx, { ...match, repo: event.repo, branch: event.branch })) {
     // A job never deploys on push (the spec refuses auto_deploy on jobs; a type changed later keeps it).
     if (!service.auto_deploy || service.type === 'job') continue;
     const locked = await lockService(trx, service.id);
     if (isDeleting(locked.state)) continue;
-    const deployment = await acceptDeployment(trx, service.id, { commit_id: event.commit.id }, null, locked);
+    const deployment = await acceptDeployment(
+      trx,
+      deps.secretBox,
+      service.id,
+      { commit_id: event.commit.id },
+      null,
+      locked,
+    );
     // The poller (if on) then sees this head as known and does not deploy it again.
     await advanceHead(trx, service.id, event.commit.id);
     await recordCommitDetails(trx, deployment.id, {

@@ -107,7 +107,7 @@ export async function deployPreviewIn(
   const existing = await findPreview(trx, parent.id, body.pr_number as number);
   const preview = existing ?? (await createPreviewService(trx, deps, parent, body));
   if (existing) assertNotDeleting(existing);
-  await acceptDeployment(trx, preview.id, { commit_id: body.commit_id, note: body.note });
+  await acceptDeployment(trx, deps.secretBox, preview.id, { commit_id: body.commit_id, note: body.note });
   await recordAudit(trx, actor, existing ? 'deployment.preview' : 'deployment.preview.create', {
     type: 'service',
     id: preview.id,
