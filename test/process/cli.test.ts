@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
@@ -86,4 +86,30 @@ test('berth serve on the older Node; admin lists of accounts, tokens and environ
   } finally {
     assert.equal(await server.kill('SIGTERM'), 0);
   }
+});
+
+test('on the older Node, npx berth and npm install warn of no engine: bin/berth.js checks the Node itself', () => {
+  const env = { ...process.env, PATH: `${path.dirname(OLD_NODE)}:/usr/bin:/bin` };
+  const res = spawnSync('npx', ['berth', '--version'], { cwd: REPO, encoding: 'utf8', env });
+  assert.equal(res.status, 0, res.stderr);
+  assert.equal(res.stdout, `${VERSION}\n`);
+  assert.equal(res.stderr, '');
+  // Where npm builds its tree (an install, or npx when the tree changed), it checks each engine.
+  const install = spawnSync(
+    'npm',
+    ['install', '--dry-run', '--ignore-scripts', '--offline', '--no-audit', '--no-fund'],
+    { cwd: REPO, encoding: 'utf8', env },
+  );
+  assert.equal(install.status, 0, install.stderr);
+  assert.doesNotMatch(install.stderr, /EBADENGINE[^\n]*\n[^\n]*package: 'berth@/);
+});
+
+test('every dependency with an install script is reviewed in allowScripts: npm install warns of none', () => {
+  const res = spawnSync('npm', ['install-scripts', 'ls'], {
+    cwd: REPO,
+    encoding: 'utf8',
+    env: { ...process.env, PATH: `${path.dirname(OLD_NODE)}:/usr/bin:/bin` },
+  });
+  assert.equal(res.status, 0, res.stderr);
+  assert.match(res.stdout, /^No packages with unreviewed install scripts\.$/m);
 });

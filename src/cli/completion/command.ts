@@ -1,3 +1,5 @@
+import os from 'node:os';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
 import { withExamples } from '../help.ts';
@@ -19,6 +21,8 @@ export function completionCommand(program: Command): void {
     process.stdout.write(
       completionScript(shell, {
         node: process.execPath,
+        // Where bin/berth.js's module.enableCompileCache() keeps them.
+        compileCache: process.env.NODE_COMPILE_CACHE || path.join(os.tmpdir(), 'node-compile-cache'),
         entry: fileURLToPath(new URL('./complete.ts', import.meta.url)),
         tree: JSON.stringify(tree),
       }),

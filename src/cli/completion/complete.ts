@@ -5,8 +5,6 @@
  * from what the CLI kept less than a minute ago; only when it has none does it ask the server (and keep
  * them). It prints one candidate a line (`value<TAB>description`) and exits 3 where a file name goes.
  */
-import { environmentReference, readContexts, selectContext } from '../dev/contexts.ts';
-import { recentServiceNames } from './service-names.ts';
 import type { CompletionNode } from './tree.ts';
 
 /** The word as the shell will read it: without its opening quote and backslashes (`hello\ w`). */
@@ -15,8 +13,15 @@ export function typed(word: string): string {
 }
 
 export type Candidate = [value: string, description: string];
-/** Candidates, or: a file name goes here, or: the names of the services (where the options say). */
-export type Completion = Candidate[] | 'files' | { services: { context?: string; env?: string } };
+/**
+ * Candidates, or: a file name goes here, or: the names of the login contexts starting with `prefix`, or
+ * of the services starting with it (where the options say).
+ */
+export type Completion =
+  | Candidate[]
+  | 'files'
+  | { contexts: { prefix: string } }
+  | { services: { prefix: string; context?: string; env?: string } };
 
 /** Exit status that tells the script to complete file names. */
 export const FILES_STATUS = 3;
@@ -60,7 +65,7 @@ export function complete(root: CompletionNode, words: string[]): Completion {
   if (pendingFlag !== undefined) {
     const [, , choices] = optionOf(node, root, pendingFlag) ?? [];
     if (choices) return matching(choices.map((c) => [c, '']));
-    if (pendingFlag === '--context') return matching(contextNames());
+    if (pendingFlag === '--context') return { contexts: { prefix } };
     if (pendingFlag === '-f' || pendingFlag === '--file') return 'files';
     return [];
   }
@@ -79,43 +84,52 @@ export function complete(root: CompletionNode, words: string[]): Completion {
   const last = args.at(-1);
   const arg = (args[positional] ?? (last?.endsWith('...') ? last : undefined))?.replace(/\.\.\.$/, '');
   if (arg === 'service')
-    return { services: { context: values.get('--context'), env: flagValue(values, '-e', '--env') } };
+    return { services: { prefix, context: values.get('--context'), env: flagValue(values, '-e', '--env') } };
   if (arg === 'file') return 'files';
   if (arg === 'command') return matching(Object.entries(root.c ?? {}).map(([n, sub]) => [n, sub.d ?? '']));
-  if (arg === 'name' && node === root.c?.contexts?.c?.use) return matching(contextNames());
+  if (arg === 'name' && node === root.c?.contexts?.c?.use) return { contexts: { prefix } };
   return [];
 }
 
-function contextNames(): Candidate[] {
-  try {
-    return Object.entries(readContexts().contexts).map(([name, c]) => [name, c.url]);
-  } catch {
-    return [];
-  }
+/** The login contexts, from the config file (loaded only for this: most TABs need none of it). */
+async function contextNames(prefix: string): Promise<Candidate[]> {
+  const { readContexts } = await import('../dev/contexts.ts');
+  return Object.entries(readContexts().contexts)
+    .filter(([name]) => name.startsWith(prefix))
+    .map(([name, c]) => [name, c.url]);
 }
 
 /** The environment's service names: kept ones when recent, else from the server (which keeps them). */
-async function serviceNames(options: { context?: string; env?: string }): Promise<string[]> {
+async function serviceNames(options: {
+  prefix: string;
+  context?: string;
+  env?: string;
+}): Promise<Candidate[]> {
+  const { environmentReference, selectContext } = await import('../dev/contexts.ts');
+  const { recentServiceNames } = await import('./service-names.ts');
   const { context } = selectContext(options.context);
   const env = environmentReference(options.env, context);
-  const kept = recentServiceNames({ url: context.url, token: context.token, env });
-  if (kept) return kept;
-  const { Session } = await import('../dev/session.ts');
-  const session = new Session(options);
-  const environment = await session.environment();
-  return (await session.services(environment.id)).map((s) => s.name);
+  let names = recentServiceNames({ url: context.url, token: context.token, env });
+  if (!names) {
+    const { Session } = await import('../dev/session.ts');
+    const session = new Session(options);
+    const environment = await session.environment();
+    names = (await session.services(environment.id)).map((s) => s.name);
+  }
+  return names.filter((name) => name.startsWith(options.prefix)).map((name) => [name, '']);
 }
 
 async function answer(words: string[]): Promise<void> {
   const tree = JSON.parse(process.env.BERTH_COMPLETION_TREE ?? '{}') as CompletionNode;
-  let completion = complete(tree, words);
+  const completion = complete(tree, words);
   if (completion === 'files') process.exit(FILES_STATUS);
-  if (!Array.isArray(completion)) {
-    const prefix = typed(words.at(-1) ?? '');
-    const names = await serviceNames(completion.services).catch(() => []);
-    completion = names.filter((n) => n.startsWith(prefix)).map((n) => [n, '']);
-  }
-  for (const [value, description] of completion)
+  const candidates = Array.isArray(completion)
+    ? completion
+    : await ('contexts' in completion
+        ? contextNames(completion.contexts.prefix)
+        : serviceNames(completion.services)
+      ).catch(() => []);
+  for (const [value, description] of candidates)
     process.stdout.write(description ? `${value}\t${description}\n` : `${value}\n`);
 }
 

@@ -9,6 +9,8 @@ export type Shell = (typeof SHELLS)[number];
 export interface ScriptParts {
   /** The Node to run complete.ts on. */
   node: string;
+  /** Where that Node keeps compiled modules (the CLI's own cache): a TAB then costs half the CPU. */
+  compileCache: string;
   /** complete.ts. */
   entry: string;
   /** The command tree as JSON. */
@@ -24,7 +26,7 @@ const HEADER = (shell: Shell) =>
   `# berth completion for ${shell}: completes \`berth\` and \`npx berth\`, with service names.
 # Made by \`berth completion ${shell}\`: make it again after moving or upgrading Berth.`;
 
-function bash({ node, entry, tree }: ScriptParts): string {
+function bash({ node, compileCache, entry, tree }: ScriptParts): string {
   return `${HEADER('bash')} Plain bash is enough.
 _berth_completion_tree=${quoted(tree)}
 _berth_complete() {
@@ -41,13 +43,13 @@ _berth_complete() {
       \\'*) COMPREPLY+=("'$line'") ;;
       *) COMPREPLY+=("$(printf '%q' "$line")") ;;
     esac
-  done < <(BERTH_COMPLETION_TREE=$_berth_completion_tree ${quoted(node)} ${quoted(entry)} "\${COMP_WORDS[@]:first:COMP_CWORD-first+1}" 2>/dev/null)
+  done < <(BERTH_COMPLETION_TREE=$_berth_completion_tree NODE_COMPILE_CACHE=${quoted(compileCache)} ${quoted(node)} ${quoted(entry)} "\${COMP_WORDS[@]:first:COMP_CWORD-first+1}" 2>/dev/null)
 }
 complete -o default -F _berth_complete berth npx
 `;
 }
 
-function zsh({ node, entry, tree }: ScriptParts): string {
+function zsh({ node, compileCache, entry, tree }: ScriptParts): string {
   return `#compdef berth npx
 ${HEADER('zsh')}
 _berth_completion_tree=${quoted(tree)}
@@ -59,7 +61,7 @@ _berth() {
     if [[ \${words[2]} != berth || CURRENT -lt 3 ]]; then _files; return; fi
     first=3
   fi
-  out=$(BERTH_COMPLETION_TREE=$_berth_completion_tree ${quoted(node)} ${quoted(entry)} "\${(@)words[first,CURRENT]}" 2>/dev/null)
+  out=$(BERTH_COMPLETION_TREE=$_berth_completion_tree NODE_COMPILE_CACHE=${quoted(compileCache)} ${quoted(node)} ${quoted(entry)} "\${(@)words[first,CURRENT]}" 2>/dev/null)
   code=$?
   if (( code == 3 )); then _files; return; fi
   for line in "\${(@f)out}"; do
@@ -74,7 +76,7 @@ compdef _berth berth npx
 `;
 }
 
-function fish({ node, entry, tree }: ScriptParts): string {
+function fish({ node, compileCache, entry, tree }: ScriptParts): string {
   return `${HEADER('fish')}
 set -g __berth_completion_tree ${fishQuoted(tree)}
 function __berth_complete
@@ -83,7 +85,7 @@ function __berth_complete
     if test (basename -- $words[1]) = npx
         set first 3
     end
-    set -l out (env BERTH_COMPLETION_TREE=$__berth_completion_tree ${fishQuoted(node)} ${fishQuoted(entry)} $words[$first..-1] 2>/dev/null)
+    set -l out (env BERTH_COMPLETION_TREE=$__berth_completion_tree NODE_COMPILE_CACHE=${fishQuoted(compileCache)} ${fishQuoted(node)} ${fishQuoted(entry)} $words[$first..-1] 2>/dev/null)
     if test $status -eq 3
         __fish_complete_path (commandline -ct)
         return
