@@ -3491,7 +3491,7 @@ export interface paths {
         };
         /**
          * A deployment's operations
-         * @description The steps the deployment went through, in order (accept, queue, source, build or pull, dependencies, rollout, traffic, drain, outcome), each with its state (running, success, failed) and timing.
+         * @description The steps the deployment went through, in order (accept, queue, source, build or pull, dependencies, rollout, traffic, drain, outcome), each with its state (running, success, failed) and timing; and its timeline: when it was accepted, claimed by a worker, its image resolved, its first container created and started, first healthy, routed, succeeded or failed, and its old version stopped, in the order they happened, with millisecond timestamps.
          */
         get: {
             parameters: {
@@ -3525,6 +3525,13 @@ export interface paths {
                                     /** Format: date-time */
                                     finished_at: string | null;
                                     duration_ms: number | null;
+                                }[];
+                                timeline: {
+                                    /** @enum {string} */
+                                    mark: "accepted" | "claimed" | "image_resolved" | "container_created" | "container_started" | "first_healthy" | "routed" | "success" | "failed" | "old_stopped";
+                                    /** Format: date-time */
+                                    at: string;
+                                    elapsed_ms: number;
                                 }[];
                             };
                         };

@@ -150,6 +150,12 @@ async function logAccepted(
     refusal === null
       ? [done('accept', 'success'), done('queue', 'running')]
       : [done('accept', 'success'), done('outcome', 'failed')],
+    refusal === null
+      ? [{ mark: 'accepted', at }]
+      : [
+          { mark: 'accepted', at },
+          { mark: 'failed', at },
+        ],
   );
 }
 

@@ -278,6 +278,7 @@ export class SimProvider implements Provider {
         return { outcome: reason, error: new DeployFailed(reason, source) };
       }
       log.end(step, 'success', step === 'pull' ? `Pulled ${name}` : 'Successfully built the image');
+      log.mark('image_resolved');
       const replicas = service.replica_count ?? 1;
       for (let i = 0; i < replicas; i++) log.line('rollout', `Replica ${i} created`);
       await sleep(this.stepMs); // roll out
@@ -330,6 +331,7 @@ export class SimProvider implements Provider {
           error: new SupersededError(`a newer generation than ${generation} is in place`),
         };
       }
+      log.mark('routed');
       log.end('traffic', 'success', `Traffic moved to this deployment (generation ${generation})`);
       log.end('drain', 'success', 'The previous version was drained');
       return { outcome: 'success' };
