@@ -308,6 +308,8 @@ export interface GitPollHeadsTable {
   service_id: string;
   head: string;
   seen_at: Generated<Date>;
+  /** The commit time of the newest push deployed on the service: an older push is not deployed. */
+  pushed_at: Date | null;
 }
 
 export interface Database {
