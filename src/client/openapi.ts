@@ -6177,6 +6177,8 @@ export interface paths {
                                     credential: "github_app" | "token";
                                     github_app_id: string | null;
                                     github_installation_id: string | null;
+                                    /** @description where the host sends this connection's webhooks, under Berth's URL: /hooks/{kind}/{id} */
+                                    webhook_path: string;
                                     /** Format: date-time */
                                     created_at: string;
                                     /** Format: date-time */
@@ -6281,6 +6283,8 @@ export interface paths {
                                     credential: "github_app" | "token";
                                     github_app_id: string | null;
                                     github_installation_id: string | null;
+                                    /** @description where the host sends this connection's webhooks, under Berth's URL: /hooks/{kind}/{id} */
+                                    webhook_path: string;
                                     /** Format: date-time */
                                     created_at: string;
                                     /** Format: date-time */
@@ -6468,6 +6472,8 @@ export interface paths {
                                     credential: "github_app" | "token";
                                     github_app_id: string | null;
                                     github_installation_id: string | null;
+                                    /** @description where the host sends this connection's webhooks, under Berth's URL: /hooks/{kind}/{id} */
+                                    webhook_path: string;
                                     /** Format: date-time */
                                     created_at: string;
                                     /** Format: date-time */
