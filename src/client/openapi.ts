@@ -389,7 +389,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List services, newest first (deleted ones left out) */
+        /**
+         * List services, newest first (deleted ones left out)
+         * @description Each item carries run_status and ready_count as the provider last reported them (as GET service does); the other hydrated fields (kube_svc_alias, namespace_name, ip_whitelist, ops_dependencies) only GET service.
+         */
         get: {
             parameters: {
                 query?: {
@@ -452,9 +455,9 @@ export interface paths {
                                     helm_values_yml?: string;
                                     /** @enum {string} */
                                     state: "deploy_pending" | "deploy_queued" | "deploying" | "deploy_failed" | "running" | "delete_pending" | "delete_queued" | "deleting" | "deleted" | "delete_failed";
-                                    /** @description live; only on the get-service response */
+                                    /** @description live; on the get-service response and list items */
                                     run_status?: string;
-                                    /** @description live; only on the get-service response */
+                                    /** @description live; on the get-service response and list items */
                                     ready_count?: number;
                                     /** Format: uuid */
                                     gitlab_connection_id?: string;
@@ -756,9 +759,9 @@ export interface paths {
                                     helm_values_yml?: string;
                                     /** @enum {string} */
                                     state: "deploy_pending" | "deploy_queued" | "deploying" | "deploy_failed" | "running" | "delete_pending" | "delete_queued" | "deleting" | "deleted" | "delete_failed";
-                                    /** @description live; only on the get-service response */
+                                    /** @description live; on the get-service response and list items */
                                     run_status?: string;
-                                    /** @description live; only on the get-service response */
+                                    /** @description live; on the get-service response and list items */
                                     ready_count?: number;
                                     /** Format: uuid */
                                     gitlab_connection_id?: string;
@@ -1006,9 +1009,9 @@ export interface paths {
                                     helm_values_yml?: string;
                                     /** @enum {string} */
                                     state: "deploy_pending" | "deploy_queued" | "deploying" | "deploy_failed" | "running" | "delete_pending" | "delete_queued" | "deleting" | "deleted" | "delete_failed";
-                                    /** @description live; only on the get-service response */
+                                    /** @description live; on the get-service response and list items */
                                     run_status?: string;
-                                    /** @description live; only on the get-service response */
+                                    /** @description live; on the get-service response and list items */
                                     ready_count?: number;
                                     /** Format: uuid */
                                     gitlab_connection_id?: string;
@@ -1437,9 +1440,9 @@ export interface paths {
                                     helm_values_yml?: string;
                                     /** @enum {string} */
                                     state: "deploy_pending" | "deploy_queued" | "deploying" | "deploy_failed" | "running" | "delete_pending" | "delete_queued" | "deleting" | "deleted" | "delete_failed";
-                                    /** @description live; only on the get-service response */
+                                    /** @description live; on the get-service response and list items */
                                     run_status?: string;
-                                    /** @description live; only on the get-service response */
+                                    /** @description live; on the get-service response and list items */
                                     ready_count?: number;
                                     /** Format: uuid */
                                     gitlab_connection_id?: string;
