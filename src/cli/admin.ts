@@ -40,11 +40,12 @@ function print(format: string | undefined, answer: unknown): void {
   if (fields.length === 1 && only && Array.isArray(only[1])) {
     const rows = only[1] as Record<string, unknown>[];
     const headers = [...new Set(rows.flatMap((row) => Object.keys(row)))];
-    return out.list(
+    out.list(
       rows,
       headers.map((header) => ({ header: header.toUpperCase(), value: (row) => row[header] })),
       answer,
     );
+    return;
   }
   // One resource under one key (`{account: {...}}`): its fields.
   const resource =
