@@ -1,17 +1,17 @@
 import { styleText } from 'node:util';
 import type { Command } from 'commander';
-import YAML from 'yaml';
 import { type AccountEvent, events } from '../../client/index.ts';
 import { withExamples } from '../help.ts';
 import { common, withSession } from './common.ts';
 import { CliError, EXIT } from './errors.ts';
 import type { Session } from './session.ts';
+import { yaml } from './yaml.ts';
 
 /** One event as a person reads it: id, time, type, what it is about and its state; JSON / YAML for scripts. */
 function print(session: Session, event: AccountEvent): void {
   const format = session.out.format;
   if (format === 'json') return void process.stdout.write(`${JSON.stringify(event)}\n`);
-  if (format === 'yaml') return void process.stdout.write(`---\n${YAML.stringify(event)}`);
+  if (format === 'yaml') return void process.stdout.write(`---\n${yaml().stringify(event)}`);
   if (!('type' in event)) {
     return void process.stdout.write(
       `${styleText('yellow', 'events were dropped by retention: read the state again')}\n`,

@@ -1,13 +1,13 @@
 import fs from 'node:fs';
 import { styleText } from 'node:util';
 import type { Command } from 'commander';
-import YAML from 'yaml';
 import { type Deployment, followDeployment, type paths, unwrap } from '../../client/index.ts';
 import { withExamples } from '../help.ts';
 import { common, withSession } from './common.ts';
 import { CliError, EXIT } from './errors.ts';
 import { type Column, stateText } from './output.ts';
 import type { Environment, Service, Session } from './session.ts';
+import { yaml } from './yaml.ts';
 
 type CreateBody =
   paths['/v1/environments/{envId}/services']['post']['requestBody']['content']['application/json'];
@@ -96,7 +96,7 @@ export function readObjectFile(file: string): Record<string, unknown> {
   }
   let value: unknown;
   try {
-    value = YAML.parse(text);
+    value = yaml().parse(text);
   } catch (error) {
     throw new CliError(`${file} is neither JSON nor YAML: ${(error as Error).message}`, EXIT.usage);
   }
