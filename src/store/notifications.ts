@@ -205,7 +205,9 @@ export class Notifications {
     this.started = undefined;
     this.live = false;
     this.finishAll(false);
-    if (stop) await (await stop)();
+    // A source that never started has nothing to stop.
+    const stopping = await stop?.catch(() => undefined);
+    await stopping?.();
   }
 }
 
