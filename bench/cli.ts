@@ -15,6 +15,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { median } from './median.ts';
 import { BENCH_SERVICE } from './service.ts';
 
 const HERE = path.dirname(new URL(import.meta.url).pathname);
@@ -25,13 +26,6 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const SERVICES = 20;
 
 const log = (message: string) => process.stderr.write(`[bench cli] ${message}\n`);
-const median = (values: number[]) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2
-    ? (sorted[mid] as number)
-    : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
-};
 
 /** PATH as a user's shell has it: without the node_modules/.bin (and its Node 24) that npm run puts first. */
 const USER_PATH = (process.env.PATH ?? '')
