@@ -46,6 +46,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { median } from './median.ts';
+import { pushToLiveRows } from './push-to-live.ts';
 import { BENCH_SERVICE } from './service.ts';
 
 const HERE = path.dirname(new URL(import.meta.url).pathname);
@@ -769,6 +770,7 @@ async function main(): Promise<void> {
     streams: streamsRow,
     log: logFollowRow,
     console: consoleRow,
+    push: () => pushToLiveRows(addRow),
   };
   // BENCH_ROWS=list,start measures those rows again; the report keeps the other rows of the last run.
   const only = process.env.BENCH_ROWS?.split(',').map((r) => r.trim());
