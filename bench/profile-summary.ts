@@ -2,7 +2,7 @@
  * Summarizes a V8 CPU profile (`node --cpu-prof`): self time by package or source file, and the
  * functions with the most self time. `node bench/profile-summary.ts <file.cpuprofile> [top] [until-ms]`:
  * only the first `until-ms` of the profile when given (a start up to the moment it was healthy, say).
- * The README's "why not met" figures are read with it.
+ * The "why not met" figures of docs/performance.md are read with it.
  */
 import fs from 'node:fs';
 

@@ -61,9 +61,32 @@ export function mergeSecrets(current: StoredSecret[], entries: SecretEntry[], no
       dep_export: entry.dep_export ?? null,
       updated_at: now,
     };
-    const unchanged =
-      old &&
-      (Object.keys(next) as (keyof StoredSecret)[]).every((k) => k === 'updated_at' || next[k] === old[k]);
-    return unchanged ? { ...next, updated_at: old.updated_at } : next;
+    return old && sameSecret(old, next) ? { ...next, updated_at: old.updated_at } : next;
   });
+}
+
+/** Equal in everything but when it was written. */
+function sameSecret(a: StoredSecret, b: StoredSecret): boolean {
+  return (Object.keys(b) as (keyof StoredSecret)[]).every((k) => k === 'updated_at' || a[k] === b[k]);
+}
+
+export interface SecretChanges {
+  created: StoredSecret[];
+  updated: StoredSecret[];
+  /** As they were stored. */
+  deleted: StoredSecret[];
+}
+
+/** What a full replace from `current` to `next` changes, key by key; a key left as it was is in none. */
+export function secretChanges(current: StoredSecret[], next: StoredSecret[]): SecretChanges {
+  const before = new Map(current.map((s) => [s.key, s]));
+  const after = new Set(next.map((s) => s.key));
+  const changes: SecretChanges = { created: [], updated: [], deleted: [] };
+  for (const secret of next) {
+    const old = before.get(secret.key);
+    if (!old) changes.created.push(secret);
+    else if (!sameSecret(old, secret)) changes.updated.push(secret);
+  }
+  changes.deleted = current.filter((s) => !after.has(s.key));
+  return changes;
 }

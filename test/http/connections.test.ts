@@ -83,6 +83,42 @@ describe('malformed HTTP', () => {
     assert.ok(!body.includes('x-note') && !body.includes('a\u0000b'), body);
   });
 
+  test('an HTTP/1.1 request without Host, and an Expect other than 100-continue, are answered in the error shape', async () => {
+    const noHost = await sendRaw(
+      h.app,
+      rawRequest('GET', '/v1/environments', [
+        ['authorization', `Bearer ${t.token}`],
+        ['connection', 'close'],
+      ]),
+    );
+    assert.equal(noHost.status, 400, noHost.body);
+    assert.match(noHost.headers['x-request-id'] ?? '', UUID);
+    assert.match(noHost.headers['content-type'] ?? '', /^application\/json/);
+    assert.deepEqual(JSON.parse(noHost.body), {
+      error_code: 'validation',
+      message: 'An HTTP/1.1 request must have a Host header',
+      errors: null,
+    });
+
+    const expect = await sendRaw(
+      h.app,
+      rawRequest('GET', '/v1/environments', [
+        ['host', 'localhost'],
+        ['authorization', `Bearer ${t.token}`],
+        ['expect', '200-ok'],
+        ['connection', 'close'],
+      ]),
+    );
+    assert.equal(expect.status, 417, expect.body);
+    assert.match(expect.headers['x-request-id'] ?? '', UUID);
+    assert.match(expect.headers['content-type'] ?? '', /^application\/json/);
+    assert.deepEqual(JSON.parse(expect.body), {
+      error_code: 'validation',
+      message: 'The Expect header cannot be met: the only expectation served is 100-continue',
+      errors: null,
+    });
+  });
+
   test('a well-formed request on the same server still answers normally', async () => {
     const res = await sendRaw(
       h.app,

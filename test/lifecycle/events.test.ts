@@ -125,3 +125,50 @@ test('a Last-Event-ID that is not an event id is a 422 naming it', async () => {
   assert.equal(res.status, 422, res.raw);
   assert.match(res.raw, /Last-Event-ID/);
 });
+
+test('a full replace of secrets emits created for new keys, updated for changed ones, deleted for dropped ones, nothing for the rest', async () => {
+  const u = await h.tenant();
+  const put = async (secrets: Array<Record<string, unknown>>) => {
+    const res = await h.request('PUT', `/v1/environments/${u.envId}/secrets`, {
+      token: u.token,
+      body: { secrets },
+    });
+    assert.equal(res.status, 200, res.raw);
+  };
+  await put([
+    { key: 'KEEP', value: 'same' },
+    { key: 'DROP', value: 'gone' },
+    { key: 'CHANGE', value: 'before' },
+    { key: 'HIDE', value: 'plain' },
+  ]);
+  const stream = await openSse(`${baseUrl}/v1/events`, u.token);
+  await put([
+    { key: 'KEEP', value: 'same' },
+    { key: 'CHANGE', value: 'after' },
+    { key: 'HIDE', value: 'plain', is_sensitive: true },
+    { key: 'NEW', value: 'fresh' },
+  ]);
+  // A marker after the replace: every event of the replace came before it.
+  await put([
+    { key: 'KEEP', value: 'same' },
+    { key: 'CHANGE', value: 'after' },
+    { key: 'HIDE', is_sensitive: true },
+    { key: 'NEW', value: 'fresh' },
+    { key: 'MARKER', value: 'm' },
+  ]);
+  await stream.until('the marker', (got) => got.some((e) => e.data.data?.key === 'MARKER'));
+  stream.close();
+  assert.deepEqual(
+    stream.events
+      .filter((e) => e.data.data?.scope_id === u.envId)
+      .map((e) => [e.event, e.data.data.key])
+      .sort(),
+    [
+      ['secret.created', 'MARKER'],
+      ['secret.created', 'NEW'],
+      ['secret.deleted', 'DROP'],
+      ['secret.updated', 'CHANGE'],
+      ['secret.updated', 'HIDE'],
+    ],
+  );
+});

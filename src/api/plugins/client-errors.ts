@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { STATUS_CODES } from 'node:http';
+import { type IncomingMessage, type ServerResponse, STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyInstance } from 'fastify';
+import { requestIdFor } from './request-id.ts';
 
 /**
  * Requests Node's HTTP parser refuses (malformed framing, oversized headers) or that do not arrive in
@@ -48,7 +49,37 @@ function answerFor(error: ParserError, limits: ClientErrorLimits): { status: num
  */
 const answeredEarly = new WeakSet<Socket>();
 
+/** The spec's error shape, for answers written outside Fastify's reply (no route serializes them). */
+function errorBody(message: string): string {
+  return JSON.stringify({ error_code: 'validation', message, errors: null });
+}
+
+const NO_HOST = 'An HTTP/1.1 request must have a Host header';
+const UNMET_EXPECTATION = 'The Expect header cannot be met: the only expectation served is 100-continue';
+
 export function registerClientErrors(app: FastifyInstance): void {
+  // Node answers these two itself with an empty body (the server is built with requireHostHeader off,
+  // and an unmet Expect goes to this listener instead): answered here in the error shape.
+  app.addHook('onRequest', (request, reply, done) => {
+    if (request.headers.host === undefined && request.raw.httpVersion === '1.1') {
+      reply
+        .code(400)
+        .header('connection', 'close')
+        .send({ error_code: 'validation', message: NO_HOST, errors: null });
+      return;
+    }
+    done();
+  });
+  app.server.on('checkExpectation', (request: IncomingMessage, response: ServerResponse) => {
+    const body = errorBody(UNMET_EXPECTATION);
+    response.writeHead(417, {
+      'content-type': 'application/json; charset=utf-8',
+      'content-length': Buffer.byteLength(body),
+      'x-request-id': requestIdFor(request),
+      connection: 'close',
+    });
+    response.end(body);
+  });
   // A callback hook: nothing here waits, and an async hook costs a promise per request. The mark goes
   // once the unread body has been read (the connection then carries the next request).
   app.addHook('onResponse', (request, _reply, done) => {
@@ -68,7 +99,7 @@ export function clientErrorHandler(limits: ClientErrorLimits) {
     const { status, message } = answerFor(error, limits);
     this.log.debug({ code: error.code, status }, 'client error');
     if (socket.writable && !answeredEarly.has(socket)) {
-      const body = JSON.stringify({ error_code: 'validation', message, errors: null });
+      const body = errorBody(message);
       socket.write(
         `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n` +
           'content-type: application/json; charset=utf-8\r\n' +

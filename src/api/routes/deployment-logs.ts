@@ -1,21 +1,27 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { DEPLOY_STEPS } from '../../domain/deployment-states.ts';
+import { DEPLOY_STEPS, TIMELINE_MARKS } from '../../domain/deployment-states.ts';
 import { ValidationError } from '../../domain/errors.ts';
 import type { Deps } from '../../domain/usecases/context.ts';
+import { changeTag } from '../../store/notifications.ts';
 import {
   deploymentLogAfter,
   deploymentOperations,
-  LOG_CHANNEL,
+  deploymentTimeline,
 } from '../../store/repositories/deployment-logs.ts';
 import { findDeploymentById } from '../../store/repositories/deployments.ts';
-import { Wakeups } from '../../store/wakeups.ts';
 import { deploymentOf } from '../plugins/scope.ts';
 import { AUTH_ERRORS, Envelope, errorResponses, Nullable, Uuid } from '../schemas/common.ts';
 import { Deployment } from '../schemas/deployments.ts';
-import { DeploymentLogLine, DeploymentLogQuery, JsonOrStream, Operation } from '../schemas/logs.ts';
+import {
+  DeploymentLogLine,
+  DeploymentLogQuery,
+  JsonOrStream,
+  Operation,
+  TimelineEntry,
+} from '../schemas/logs.ts';
 import { openSse } from '../sse.ts';
-import { deploymentLogLineView, deploymentView, operationView, success } from '../views.ts';
+import { deploymentLogLineView, deploymentView, operationView, success, timelineView } from '../views.ts';
 
 /** A follower that heard nothing re-reads this often anyway (a NOTIFY lost with its connection). */
 const FOLLOW_POLL_MS = 5_000;
@@ -37,8 +43,7 @@ function startCursor(cursor: string | undefined, lastEventId: string | string[] 
 
 export const deploymentLogRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app, { deps }) => {
   const db = deps.store.db;
-  const wakeups = new Wakeups(deps.store, LOG_CHANNEL);
-  app.addHook('onClose', () => wakeups.close());
+  const notifications = deps.store.notifications;
 
   app.get(
     '/deployments/:deploymentId/logs',
@@ -81,18 +86,18 @@ export const deploymentLogRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = as
         });
       }
       const stream = openSse(request, reply);
-      const changed = [`deployment:${deployment.id}`];
-      let round = new AbortController();
       try {
         while (!stream.closed.aborted) {
           // A new line wakes the follower, and so does the deployment's own change: the outcome can
           // commit after its last line, and waiting for the fallback read would hold `end` for seconds.
-          round = new AbortController();
-          const until = AbortSignal.any([stream.closed, round.signal]);
-          const wake = Promise.race([
-            (await wakeups.arm(deployment.id, FOLLOW_POLL_MS, until)).woken,
-            app.readCache.waitForChange(changed, FOLLOW_POLL_MS, until),
-          ]).finally(() => round.abort());
+          const { woken: wake } = await notifications.arm(
+            [
+              ['logs', deployment.id],
+              ['changes', changeTag('deployment', deployment.id)],
+            ],
+            FOLLOW_POLL_MS,
+            stream.closed,
+          );
           // The state first: lines written before it turned terminal are all readable below.
           const now = await findDeploymentById(db, deployment.id);
           let lines = await deploymentLogAfter(db, deployment.id, cursor, FOLLOW_BATCH);
@@ -112,7 +117,6 @@ export const deploymentLogRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = as
           await wake;
         }
       } finally {
-        round.abort();
         stream.end();
       }
       return reply;
@@ -126,20 +130,27 @@ export const deploymentLogRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = as
         summary: "A deployment's operations",
         description:
           'The steps the deployment went through, in order (accept, queue, source, build or pull, dependencies, ' +
-          'rollout, traffic, drain, outcome), each with its state (running, success, failed) and timing.',
+          'rollout, traffic, drain, outcome), each with its state (running, success, failed) and timing; and ' +
+          'its timeline: when it was accepted, claimed by a worker, its image resolved, its first container ' +
+          'created and started, first healthy, routed, succeeded or failed, and its old version stopped, in ' +
+          'the order they happened, with millisecond timestamps.',
         params: Type.Object({ deploymentId: Uuid }),
         response: {
           200: Envelope(
-            Type.Object({ operations: Type.Array(Operation, { maxItems: DEPLOY_STEPS.length }) }),
+            Type.Object({
+              operations: Type.Array(Operation, { maxItems: DEPLOY_STEPS.length }),
+              timeline: Type.Array(TimelineEntry, { maxItems: TIMELINE_MARKS.length }),
+            }),
           ),
           ...errorResponses(...AUTH_ERRORS),
         },
       },
     },
     async (request) => {
-      const rows = await deploymentOperations(db, deploymentOf(request).id);
+      const { id } = deploymentOf(request);
+      const [rows, timeline] = await Promise.all([deploymentOperations(db, id), deploymentTimeline(db, id)]);
       rows.sort((a, b) => DEPLOY_STEPS.indexOf(a.step) - DEPLOY_STEPS.indexOf(b.step));
-      return success({ operations: rows.map(operationView) });
+      return success({ operations: rows.map(operationView), timeline: timelineView(timeline) });
     },
   );
 };

@@ -37,6 +37,7 @@ export async function cancelDeployment(
           { step: 'queue', state: 'failed', startedAt: deployment.created_at, finishedAt: at },
           { step: 'outcome', state: 'failed', startedAt: at, finishedAt: at },
         ],
+        [{ mark: 'failed', at }],
       );
     } else if (await requestCancel(trx, deployment.id)) {
       await appendDeploymentLog(trx, deployment.id, [
@@ -70,7 +71,7 @@ function assertRestorable(d: DeploymentRow): void {
  * successful one before the one serving now.
  */
 export async function rollback(
-  deps: Pick<Deps, 'store'>,
+  deps: Pick<Deps, 'store' | 'secretBox'>,
   actor: Actor,
   service: ServiceRow,
   body: { deployment_id?: string; note?: string },
@@ -101,6 +102,7 @@ export async function rollback(
     assertRestorable(target);
     const deployment = await acceptDeployment(
       trx,
+      deps.secretBox,
       service.id,
       { note: body.note ?? `Rollback to ${target.id}` },
       null,
@@ -120,7 +122,7 @@ export async function rollback(
 
 /** Restart: the serving deployment again (same target, ops and variables), as new replicas. */
 export async function restart(
-  deps: Pick<Deps, 'store'>,
+  deps: Pick<Deps, 'store' | 'secretBox'>,
   actor: Actor,
   service: ServiceRow,
   body: { note?: string },
@@ -133,6 +135,7 @@ export async function restart(
     assertRestorable(serving);
     const deployment = await acceptDeployment(
       trx,
+      deps.secretBox,
       service.id,
       { note: body.note ?? `Restart of ${serving.id}` },
       null,

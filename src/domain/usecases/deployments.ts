@@ -4,12 +4,15 @@ import { appendDeploymentLog } from '../../store/repositories/deployment-logs.ts
 import { findDeploymentById, insertDeployment } from '../../store/repositories/deployments.ts';
 import { enqueue } from '../../store/repositories/jobs.ts';
 import type { DeploymentRow, ServiceRow } from '../../store/schema.ts';
+import type { SecretBox } from '../../store/secret-box.ts';
 import { type FieldError, ValidationError } from '../errors.ts';
 import type { DeployBody } from '../inputs.ts';
+import { redactor } from '../redact.ts';
 import { registryErrors } from '../registries.ts';
 import type { Source } from '../service-fields.ts';
 import { recordAudit } from './audit.ts';
 import type { Actor, Deps } from './context.ts';
+import { maskedValuesOf } from './secrets.ts';
 import { assertNotDeleting, lockLiveService, lockService, moveLiveService } from './service-guards.ts';
 
 const TARGET_SOURCES: Record<'commit_id' | 'docker_image_tag' | 'helm_chart_version', readonly Source[]> = {
@@ -17,6 +20,11 @@ const TARGET_SOURCES: Record<'commit_id' | 'docker_image_tag' | 'helm_chart_vers
   docker_image_tag: ['docker_image'],
   helm_chart_version: ['helm_chart'],
 };
+
+/** A commit, tag or chart version is one word. */
+export function targetValueError(field: string, value: string): string | null {
+  return /^\S+$/.test(value) ? null : `${field} must be a non-empty value without spaces`;
+}
 
 /** At most one target, and it must fit the service's source. */
 export function checkDeployTarget(body: DeployBody, source: string): FieldError[] {
@@ -27,8 +35,9 @@ export function checkDeployTarget(body: DeployBody, source: string): FieldError[
   for (const field of given) {
     if (!TARGET_SOURCES[field].includes(source as Source)) {
       errors.push({ field, error: `${field} does not fit a service whose source is ${source}` });
-    } else if (!/^\S+$/.test(body[field] as string)) {
-      errors.push({ field, error: `${field} must be a non-empty value without spaces` });
+    } else {
+      const error = targetValueError(field, body[field] as string);
+      if (error) errors.push({ field, error });
     }
   }
   if (given.length > 1 && errors.length === 0) {
@@ -44,10 +53,13 @@ export function checkDeployTarget(body: DeployBody, source: string): FieldError[
  * Accepts a deployment inside `trx`: the service row is locked first, so deployments of one service get
  * their creation times, their jobs and their prev_deployment_id in the order they were accepted. The
  * caller writes the call's one audit entry. A deployment the provider refused at once (`refusal`) is
- * recorded `failed` with the reason and nothing is queued; the service goes `deploy_failed`.
+ * recorded `failed` with the reason and nothing is queued; the service goes `deploy_failed`. The note
+ * and the reason are stored with secret values masked, as the log lines are: what the event triggers
+ * copy from the row is masked too.
  */
 export async function acceptDeployment(
   trx: Db,
+  box: SecretBox,
   serviceId: string,
   body: DeployBody,
   refusal: string | null = null,
@@ -73,6 +85,13 @@ export async function acceptDeployment(
         helm_chart_version: body.helm_chart_version ?? '',
         helm_values_yml: service.source === 'helm_chart' ? (service.helm_values_yml ?? '') : '',
       };
+  const mask = redactor(
+    await maskedValuesOf(trx, box, {
+      environment_id: service.environment_id,
+      service_id: service.id,
+      variables_sealed: copy?.of.variables_sealed ?? null,
+    }),
+  );
   const deployment = await insertDeployment(trx, {
     id: randomUUID(),
     account_id: service.account_id,
@@ -80,10 +99,10 @@ export async function acceptDeployment(
     service_id: service.id,
     type: copy?.type ?? 'service_update',
     state: refusal === null ? 'queued' : 'failed',
-    failure_reason: refusal ?? '',
+    failure_reason: mask(refusal ?? ''),
     prev_deployment_id: service.latest_deployment_id,
     ...target,
-    note: body.note ?? '',
+    note: mask(body.note ?? ''),
   });
   await moveLiveService(trx, service.id, refusal === null ? 'deploy_queued' : 'deploy_failed', {
     latest_deployment_id: deployment.id,
@@ -95,12 +114,17 @@ export async function acceptDeployment(
       accountId: service.account_id,
       queueKey: service.id,
     });
-  await logAccepted(trx, deployment, refusal);
+  await logAccepted(trx, deployment, refusal === null ? null : deployment.failure_reason, mask);
   return deployment;
 }
 
 /** The first lines of a deployment's log: what was asked for, and what it waits behind. */
-async function logAccepted(trx: Db, deployment: DeploymentRow, refusal: string | null): Promise<void> {
+async function logAccepted(
+  trx: Db,
+  deployment: DeploymentRow,
+  refusal: string | null,
+  mask: (text: string) => string,
+): Promise<void> {
   const at = new Date();
   const target =
     deployment.git_commit_ref ||
@@ -129,7 +153,7 @@ async function logAccepted(trx: Db, deployment: DeploymentRow, refusal: string |
     trx,
     deployment.id,
     [
-      { step: 'accept', line: `${what} of ${target} accepted${note}`, at },
+      { step: 'accept', line: mask(`${what} of ${target} accepted${note}`), at },
       refusal === null
         ? { step: 'queue', line: waiting, at }
         : { step: 'outcome', line: `Deployment failed: ${refusal}`, at },
@@ -137,11 +161,17 @@ async function logAccepted(trx: Db, deployment: DeploymentRow, refusal: string |
     refusal === null
       ? [done('accept', 'success'), done('queue', 'running')]
       : [done('accept', 'success'), done('outcome', 'failed')],
+    refusal === null
+      ? [{ mark: 'accepted', at }]
+      : [
+          { mark: 'accepted', at },
+          { mark: 'failed', at },
+        ],
   );
 }
 
 export async function deploy(
-  deps: Pick<Deps, 'store' | 'config'>,
+  deps: Pick<Deps, 'store' | 'config' | 'secretBox'>,
   actor: Actor,
   service: ServiceRow,
   body: DeployBody,
@@ -155,7 +185,7 @@ export async function deploy(
   assertNotDeleting(service);
   return deps.store.db.transaction().execute(async (trx) => {
     const locked = await lockLiveService(trx, service.id);
-    const deployment = await acceptDeployment(trx, service.id, body, null, locked);
+    const deployment = await acceptDeployment(trx, deps.secretBox, service.id, body, null, locked);
     await recordAudit(trx, actor, 'deployment.create', {
       id: deployment.id,
       environmentId: service.environment_id,

@@ -1,10 +1,17 @@
 import type { Db } from '../../store/database.ts';
 import { lockEnvironment } from '../../store/repositories/environments.ts';
 import { enqueue, type JobKind } from '../../store/repositories/jobs.ts';
-import { listSecrets, replaceSecrets } from '../../store/repositories/secrets.ts';
+import { changeSecrets, listSecrets } from '../../store/repositories/secrets.ts';
+import type { DeploymentRow } from '../../store/schema.ts';
 import type { SecretBox } from '../../store/secret-box.ts';
 import { ValidationError } from '../errors.ts';
-import { checkSecrets, mergeSecrets, type SecretEntry, type StoredSecret } from '../secret-rules.ts';
+import {
+  checkSecrets,
+  mergeSecrets,
+  type SecretEntry,
+  type StoredSecret,
+  secretChanges,
+} from '../secret-rules.ts';
 import { recordAudit } from './audit.ts';
 import type { Actor, Deps } from './context.ts';
 import { lockLiveService } from './service-guards.ts';
@@ -53,10 +60,12 @@ export async function storeSecrets(
   const next = mergeSecrets(current, entries, new Date()).sort((a, b) =>
     a.key < b.key ? -1 : a.key > b.key ? 1 : 0,
   );
-  await replaceSecrets(
+  const { created, updated, deleted } = secretChanges(current, next);
+  await changeSecrets(
     trx,
     target.id,
-    next.map(({ value, ...rest }) => ({
+    deleted.map((s) => s.key),
+    [...created, ...updated].map(({ value, ...rest }) => ({
       ...rest,
       scope: target.scope,
       scope_id: target.id,
@@ -115,4 +124,21 @@ export async function effectiveSecrets(db: Db, box: SecretBox, environmentId: st
   // Built by definition, never by assignment: a key such as `__proto__` (a valid variable name) is
   // then an ordinary entry rather than a prototype change. Later entries (the service's) win.
   return Object.fromEntries([...envSecrets, ...serviceSecrets].map((s) => [s.key, s.value]));
+}
+
+/**
+ * Every secret value a deployment's texts must not show (redact.ts masks them): the service's secrets
+ * now and, for a deployment that recorded what it runs with (a rollback or restart copies that), those.
+ */
+export async function maskedValuesOf(
+  db: Db,
+  box: SecretBox,
+  deployment: Pick<DeploymentRow, 'environment_id' | 'service_id' | 'variables_sealed'>,
+): Promise<string[]> {
+  const current = Object.values(
+    await effectiveSecrets(db, box, deployment.environment_id, deployment.service_id),
+  );
+  if (!deployment.variables_sealed) return current;
+  const recorded = JSON.parse(box.open(deployment.variables_sealed)) as Record<string, string>;
+  return [...current, ...Object.values(recorded)];
 }

@@ -1,5 +1,7 @@
+import { redactor } from '../../domain/redact.ts';
 import { isGitSource } from '../../domain/service-fields.ts';
 import type { Deps } from '../../domain/usecases/context.ts';
+import { maskedValuesOf } from '../../domain/usecases/secrets.ts';
 import {
   type Applied,
   type DeployedSource,
@@ -49,6 +51,10 @@ const CANCEL_POLL_MS = 300;
 
 export function deployHandler(deps: Deps): JobHandler {
   const { db } = deps.store;
+  const maskOf = async (deploymentId: string): Promise<(text: string) => string> => {
+    const deployment = await findDeploymentById(db, deploymentId);
+    return redactor(deployment ? await maskedValuesOf(db, deps.secretBox, deployment) : []);
+  };
   return {
     async run(job: JobRow, signal: AbortSignal, claim) {
       const found = await findDeploymentToRun(db, job.subject_id);
@@ -56,6 +62,7 @@ export function deployHandler(deps: Deps): JobHandler {
       const { deployment, service, environment } = found;
       if (deployment.state === 'success' || deployment.state === 'failed') return;
       const log = new DeploymentLogWriter(db, deployment.id, deps.logger);
+      log.mark('claimed');
       const attempt = `attempt ${job.attempts} of ${job.max_attempts}`;
       if (deployment.state === 'queued') {
         const started = await db.transaction().execute(async (trx) => {
@@ -76,7 +83,7 @@ export function deployHandler(deps: Deps): JobHandler {
         log.line('outcome', `Started again (${attempt})`);
       }
       const desired = await desiredStateOf(deps, { deployment, service, environment });
-      log.maskValues(Object.values(desired.variables));
+      log.maskValues(await maskedValuesOf(db, deps.secretBox, deployment));
       let applied: Applied | undefined;
       let failure: string | undefined;
       let failedSource: DeployedSource | undefined;
@@ -152,6 +159,7 @@ export function deployHandler(deps: Deps): JobHandler {
               kube_svc_alias: applied.svcAlias,
             });
             log.end('outcome', 'success', 'Deployment succeeded');
+            log.mark('success');
           }
         } else {
           const moved = await transitionDeployment(trx, deployment.id, ['in_progress'], 'failed', {
@@ -165,6 +173,7 @@ export function deployHandler(deps: Deps): JobHandler {
               'failed',
               failure === 'cancelled' ? 'Deployment cancelled' : `Deployment failed: ${failure ?? ''}`,
             );
+            log.mark('failed');
           }
         }
         await log.writeIn(trx);
@@ -173,7 +182,8 @@ export function deployHandler(deps: Deps): JobHandler {
       });
     },
     async retrying(job: JobRow, reason: string) {
-      const note = `Attempt ${job.attempts} of ${job.max_attempts} failed, retrying: ${reason}`.slice(
+      const mask = await maskOf(job.subject_id);
+      const note = mask(`Attempt ${job.attempts} of ${job.max_attempts} failed, retrying: ${reason}`).slice(
         0,
         2000,
       );
@@ -188,9 +198,10 @@ export function deployHandler(deps: Deps): JobHandler {
       await db.transaction().execute(async (trx) => {
         const deployment = await findDeploymentById(trx, job.subject_id);
         if (!deployment) return;
+        const mask = redactor(await maskedValuesOf(trx, deps.secretBox, deployment));
         // A permanent error fails on its first attempt: only a retried one "kept failing".
-        const failure = (
-          job.attempts >= job.max_attempts ? `The provider kept failing: ${reason}` : reason
+        const failure = mask(
+          job.attempts >= job.max_attempts ? `The provider kept failing: ${reason}` : reason,
         ).slice(0, 2000);
         const moved = await transitionDeployment(trx, deployment.id, ['queued', 'in_progress'], 'failed', {
           failure_reason: failure,
@@ -203,6 +214,7 @@ export function deployHandler(deps: Deps): JobHandler {
             deployment.id,
             [{ step: 'outcome', line: `Deployment failed: ${failure}`, at }],
             [{ step: 'outcome', state: 'failed', startedAt: at, finishedAt: at }],
+            [{ mark: 'failed', at }],
           );
         }
         // A worker that lost the job fails nothing: the deployment is the holder's to finish.

@@ -1,5 +1,6 @@
 import { type ExpressionBuilder, sql } from 'kysely';
 import type { Db } from '../database.ts';
+import { notify } from '../notifications.ts';
 import type { Database, JobRow } from '../schema.ts';
 
 /**
@@ -44,7 +45,7 @@ export async function enqueue(db: Db, job: NewJob): Promise<void> {
       max_attempts: job.maxAttempts ?? 8,
     })
     .execute();
-  await sql`SELECT pg_notify('berth_jobs', '')`.execute(db);
+  await notify(db, 'jobs', '');
 }
 
 /** Which jobs a claim may take: of these kinds, and of no account in `fullAccounts`. */

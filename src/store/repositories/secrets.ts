@@ -12,12 +12,35 @@ export async function listSecrets(db: Db, scopeId: string): Promise<SecretRow[]>
     .execute();
 }
 
-/** Full replace of one scope's secrets: run it inside the caller's transaction. */
-export async function replaceSecrets(
+/**
+ * Changes one scope's secrets key by key: removes `dropped`, writes `written` (new keys inserted,
+ * existing ones updated in place). Keys in neither are not touched, so they emit no event. Run it
+ * inside the caller's transaction.
+ */
+export async function changeSecrets(
   db: Db,
   scopeId: string,
-  rows: Insertable<SecretsTable>[],
+  dropped: string[],
+  written: Insertable<SecretsTable>[],
 ): Promise<void> {
-  await db.deleteFrom('secrets').where('scope_id', '=', scopeId).execute();
-  if (rows.length > 0) await db.insertInto('secrets').values(rows).execute();
+  if (dropped.length > 0) {
+    await db.deleteFrom('secrets').where('scope_id', '=', scopeId).where('key', 'in', dropped).execute();
+  }
+  if (written.length === 0) return;
+  await db
+    .insertInto('secrets')
+    .values(written)
+    .onConflict((oc) =>
+      oc.columns(['scope_id', 'key']).doUpdateSet((eb) => ({
+        value_sealed: eb.ref('excluded.value_sealed'),
+        description: eb.ref('excluded.description'),
+        use_preview: eb.ref('excluded.use_preview'),
+        is_sensitive: eb.ref('excluded.is_sensitive'),
+        expose_to_chart: eb.ref('excluded.expose_to_chart'),
+        chart_default_val: eb.ref('excluded.chart_default_val'),
+        dep_export: eb.ref('excluded.dep_export'),
+        updated_at: eb.ref('excluded.updated_at'),
+      })),
+    )
+    .execute();
 }
