@@ -8,6 +8,7 @@ import Fastify, {
 } from 'fastify';
 import { ForbiddenError, UnauthorizedError } from '../domain/errors.ts';
 import type { Deps } from '../domain/usecases/context.ts';
+import { clientAddress } from './client-address.ts';
 import { registerConsole } from './console.ts';
 import { andThen, hookOf, parsingHookOf } from './hooks.ts';
 import { BODY_LIMIT_BYTES, registerJsonBody } from './json-body.ts';
@@ -63,6 +64,8 @@ export async function buildApp(deps: Deps, options: AppOptions) {
     requestIdHeader: false,
     // One access-log line per request (below) instead of Fastify's two: pollers make many requests.
     logController: new LogController({ disableRequestLogging: true }),
+    // Forwarded headers are believed only from these proxies (client-address.ts); none: never.
+    trustProxy: deps.config.trustProxy.length > 0 ? deps.config.trustProxy : false,
     bodyLimit: BODY_LIMIT_BYTES,
     requestTimeout: requestTimeoutMs,
     keepAliveTimeout: keepAliveTimeoutMs,
@@ -109,6 +112,7 @@ export async function buildApp(deps: Deps, options: AppOptions) {
       {
         method: request.method,
         url: request.url,
+        client: clientAddress(request),
         status: reply.statusCode,
         ms: Math.round(reply.elapsedTime),
       },
