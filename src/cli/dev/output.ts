@@ -1,7 +1,7 @@
 import { styleText } from 'node:util';
 import Table from 'cli-table3';
-import YAML from 'yaml';
 import { CliError, EXIT } from './errors.ts';
+import { yaml } from './yaml.ts';
 
 export const FORMATS = ['table', 'json', 'yaml'] as const;
 export type Format = (typeof FORMATS)[number];
@@ -48,7 +48,7 @@ export function makeOutput(
   const terminal = Boolean(stdout.isTTY);
   const write = (text: string) => stdout.write(text.endsWith('\n') ? text : `${text}\n`);
   const structured = (value: unknown) =>
-    write(chosen === 'json' ? JSON.stringify(value, null, 2) : YAML.stringify(value));
+    write(chosen === 'json' ? JSON.stringify(value, null, 2) : yaml().stringify(value));
   // On a terminal: a table with a bold header. Elsewhere: tab-separated rows, no header, nothing decorative.
   const rowsOut = (header: string[], rows: string[][]) => {
     if (!terminal) {
