@@ -67,9 +67,13 @@ async function waitFor<T>(what: string, check: () => Promise<T | undefined>, ms 
 }
 
 /** One GET with a chosen Host header: its status and body, or undefined when nothing answered. */
-function get(port: number, host: string): Promise<{ status: number; body: string } | undefined> {
+function get(
+  port: number,
+  host: string,
+  address = '127.0.0.1',
+): Promise<{ status: number; body: string } | undefined> {
   return new Promise((resolve) => {
-    const req = http.get({ host: '127.0.0.1', port, path: '/', headers: { host }, timeout: 2000 }, (res) => {
+    const req = http.get({ host: address, port, path: '/', headers: { host }, timeout: 2000 }, (res) => {
       let body = '';
       res.setEncoding('utf8');
       res.on('data', (chunk) => {
@@ -102,7 +106,7 @@ async function startRegistry(): Promise<string> {
 }
 
 /** One tag per version: httpd serving the version's name, stopping at once on SIGTERM. */
-async function buildVersions(registry: string, count: number): Promise<void> {
+async function buildVersions(registry: string, count: number, engine = docker): Promise<void> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-bench-image-'));
   try {
     fs.copyFileSync('/bin/busybox', path.join(dir, 'busybox'));
@@ -114,10 +118,10 @@ async function buildVersions(registry: string, count: number): Promise<void> {
     );
     for (let v = 0; v < count; v++) {
       const tag = `${registry}/${IMAGE}:v${v}`;
-      await docker('build', '-q', '--build-arg', `VERSION=v${v}`, '-t', tag, dir);
-      await docker('push', '-q', tag);
+      await engine('build', '-q', '--build-arg', `VERSION=v${v}`, '-t', tag, dir);
+      await engine('push', '-q', tag);
       cleanups.push(async () => {
-        await docker('rmi', '-f', tag).catch(() => undefined);
+        await engine('rmi', '-f', tag).catch(() => undefined);
       });
     }
   } finally {
@@ -148,7 +152,7 @@ interface Berth {
   ingressPort: number;
 }
 
-async function startBerth(registry: string): Promise<Berth> {
+async function startBerth(registry: string, extra: Record<string, string> = {}): Promise<Berth> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-bench-push-'));
   const ingressPort = await freePort();
   const child = spawn(process.execPath, [BERTH_BIN, 'serve'], {
@@ -161,6 +165,7 @@ async function startBerth(registry: string): Promise<Berth> {
       BERTH_INGRESS_PORT: String(ingressPort),
       BERTH_ALLOWED_REGISTRIES: registry,
       BERTH_RATE_LIMIT_PER_MIN: '10000000',
+      ...extra,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -313,13 +318,108 @@ export async function pushToLiveRows(addRow: AddRow): Promise<void> {
   }
 }
 
+/**
+ * The swarm row: a one-node test swarm (test/helpers/swarm.ts: an engine in a network namespace, slot
+ * BENCH_SWARM_SLOT, default 9), Berth's swarm provider against `docker service update --image` of a
+ * plain service of the same images (published on the node, the CLI's defaults: stop-first) until the
+ * new version answers there.
+ */
+export async function swarmPushRows(addRow: AddRow): Promise<void> {
+  process.env.BERTH_SWARM_SLOT = process.env.BENCH_SWARM_SLOT ?? '9';
+  const { startSwarm } = await import('../test/helpers/swarm.ts');
+  log('push to live, swarm: a one-node swarm and images');
+  const swarm = await startSwarm(1);
+  try {
+    const onSwarm = (...args: string[]) =>
+      exec('docker', args, { env: { ...process.env, DOCKER_HOST: swarm.dockerHost }, maxBuffer: 1 << 24 });
+    await buildVersions(swarm.registry, ROUNDS + 1, onSwarm);
+    const node = (await swarm.manager.listNodes())[0] as { Status?: { Addr?: string } };
+    const address = node.Status?.Addr ?? '';
+    const baselinePort = 18080;
+    const baseline = 'berth-bench-baseline';
+    await onSwarm(
+      'service',
+      'create',
+      '--detach',
+      '--name',
+      baseline,
+      '--publish',
+      `mode=host,target=8080,published=${baselinePort}`,
+      `${swarm.registry}/${IMAGE}:v0`,
+    );
+    const answering = (version: string) =>
+      waitFor(`the baseline to answer ${version}`, async () => {
+        const res = await get(baselinePort, 'localhost', address);
+        return res?.status === 200 && res.body.trim() === version ? true : undefined;
+      });
+    await answering('v0');
+    const berth = await startBerth(swarm.registry, {
+      BERTH_PROVIDER: 'swarm',
+      DOCKER_HOST: swarm.dockerHost,
+    });
+    const { data } = await call(berth, 'POST', `/v1/environments/${berth.envId}/services`, {
+      name: 'Swarm push',
+      source: 'docker_image',
+      docker_registry: swarm.registry,
+      docker_image: IMAGE,
+      type: 'web',
+      port: 8080,
+      replica_count: 1,
+      cpu_count_min: 0.1,
+      memory_mb_min: 16,
+    });
+    const service = data.service as { id: string; subdomain: string };
+    const host = `${service.subdomain}.localhost`;
+    const deploy = (tag: string) => () =>
+      call(berth, 'POST', `/v1/environments/${berth.envId}/services/${service.id}/deploy`, {
+        docker_image_tag: tag,
+      });
+    await toLive(berth, host, 'v0', deploy('v0'), false);
+    const rounds: Record<string, number>[] = [];
+    for (let round = 1; round <= ROUNDS; round++) {
+      const version = `v${round}`;
+      const started = performance.now();
+      await onSwarm(
+        'service',
+        'update',
+        '--detach',
+        '--image',
+        `${swarm.registry}/${IMAGE}:${version}`,
+        baseline,
+      );
+      await answering(version);
+      const base = performance.now() - started;
+      const pushed = await toLive(berth, host, version, deploy(version));
+      rounds.push({
+        baseline_ms: base,
+        berth_ms: pushed.ms,
+        ratio: pushed.ms / base,
+        ...Object.fromEntries(Object.entries(pushed.timeline).map(([mark, ms]) => [`berth_${mark}_ms`, ms])),
+      });
+      log(`swarm push round ${round}: ${JSON.stringify(rounds.at(-1))}`);
+    }
+    addRow(
+      'push to live, swarm: POST deploy until the ingress serves it, vs docker service update until it answers',
+      `<= ${TARGET_RATIO}x`,
+      rounds,
+      (m) => (m.ratio ?? Number.POSITIVE_INFINITY) <= TARGET_RATIO,
+    );
+  } finally {
+    for (const cleanup of cleanups.reverse().splice(0)) await cleanup().catch(() => undefined);
+    await swarm.down();
+  }
+}
+
 if (process.argv[1] === new URL(import.meta.url).pathname) {
   const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
-  await pushToLiveRows((measure, target, rounds, met) => {
+  const print: AddRow = (measure, target, rounds, met) => {
     const keys = Object.keys(rounds[0] ?? {});
     const med = Object.fromEntries(
       keys.map((k) => [k, Math.round((median(rounds.map((r) => r[k] ?? 0)) ?? 0) * 100) / 100]),
     );
     console.log(`| ${measure} | ${JSON.stringify(med)} | ${target} | ${met(med) ? 'yes' : 'no'} |`);
-  });
+  };
+  const only = process.env.BENCH_PUSH_ROWS?.split(',') ?? ['docker', 'swarm'];
+  if (only.includes('docker')) await pushToLiveRows(print);
+  if (only.includes('swarm')) await swarmPushRows(print);
 }

@@ -38,6 +38,12 @@ export interface Config {
   /** How long an idle keep-alive connection stays open. */
   keepAliveTimeoutMs: number;
   jobLeaseMs: number;
+  /** Jobs of one account a process runs at once, of its slots for jobs other than webhook deliveries. */
+  jobConcurrencyPerAccount: number;
+  /** Webhook deliveries a process sends at once, in slots apart from every other job's. */
+  webhookConcurrency: number;
+  /** Webhook deliveries of one account a process sends at once. */
+  webhookConcurrencyPerAccount: number;
   /** Hours an event is kept for GET /v1/events resumes and webhook redeliveries. */
   eventRetentionHours: number;
   /** Webhook receivers on private, loopback or link-local addresses are allowed (off: refused, SSRF). */
@@ -146,6 +152,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     keepAliveTimeoutMs: intSetting(env, 'BERTH_KEEP_ALIVE_TIMEOUT_MS', 72_000, 100, 3_600_000),
     // A worker renews its lease every third of this; a job whose lease lapses is run again.
     jobLeaseMs: intSetting(env, 'BERTH_JOB_LEASE_MS', 15_000, 1_000, 3_600_000),
+    // Of the 8 slots of berth serve, two stay for other accounts whatever one account queues.
+    jobConcurrencyPerAccount: intSetting(env, 'BERTH_JOB_CONCURRENCY_PER_ACCOUNT', 6, 1, 10_000),
+    // Deliveries wait on receivers Berth does not control: they never take a deployment's slot, and
+    // one account's slow receiver holds at most half of them.
+    webhookConcurrency: intSetting(env, 'BERTH_WEBHOOK_CONCURRENCY', 4, 1, 10_000),
+    webhookConcurrencyPerAccount: intSetting(env, 'BERTH_WEBHOOK_CONCURRENCY_PER_ACCOUNT', 2, 1, 10_000),
     eventRetentionHours: intSetting(
       env,
       'BERTH_EVENT_RETENTION_HOURS',
