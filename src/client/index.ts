@@ -4,7 +4,6 @@
  * build of its callers. Calls go through openapi-fetch with retries (retry.ts).
  * @module
  */
-import { EventSourceParserStream } from 'eventsource-parser/stream';
 import createFetchClient, { type Client } from 'openapi-fetch';
 import type { components, paths } from './openapi.ts';
 import { type RetryOptions, retryingFetch, UnreachableError } from './retry.ts';
@@ -132,6 +131,8 @@ async function sseFrames(result: { data?: unknown; response: Response }) {
   if (!result.response.ok || !result.data) {
     throw new ApiError(result.response.status, await result.response.json().catch(() => ({})));
   }
+  // Loaded here: only the two streams parse server-sent events.
+  const { EventSourceParserStream } = await import('eventsource-parser/stream');
   return (result.data as ReadableStream<Uint8Array<ArrayBuffer>>)
     .pipeThrough(new TextDecoderStream())
     .pipeThrough(new EventSourceParserStream());
