@@ -45,6 +45,8 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import autocannon from 'autocannon';
 import pg from 'pg';
+import { median } from './median.ts';
+import { pushToLiveRows } from './push-to-live.ts';
 import { BENCH_SERVICE } from './service.ts';
 
 const HERE = path.dirname(new URL(import.meta.url).pathname);
@@ -77,13 +79,6 @@ const SETTINGS = {
 const POSTGRES_ADMIN_URL = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
 const log = (message: string) => process.stderr.write(`[bench] ${message}\n`);
-const median = (values: number[]) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2
-    ? (sorted[mid] as number)
-    : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
-};
 const round2 = (n: number) => Math.round(n * 100) / 100;
 
 const cleanups: Array<() => Promise<void>> = [];
@@ -776,6 +771,7 @@ async function main(): Promise<void> {
     streams: streamsRow,
     log: logFollowRow,
     console: consoleRow,
+    push: () => pushToLiveRows(addRow),
   };
   // BENCH_ROWS=list,start measures those rows again; the report keeps the other rows of the last run.
   const only = process.env.BENCH_ROWS?.split(',').map((r) => r.trim());

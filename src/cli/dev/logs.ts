@@ -1,12 +1,12 @@
 import { styleText } from 'node:util';
 import type { Command } from 'commander';
 import { EventSourceParserStream } from 'eventsource-parser/stream';
-import YAML from 'yaml';
 import { ApiError, type paths, unwrap } from '../../client/index.ts';
 import { withExamples } from '../help.ts';
 import { common, withSession } from './common.ts';
 import { CliError, EXIT } from './errors.ts';
 import type { Session } from './session.ts';
+import { yaml } from './yaml.ts';
 
 type LogsPath = paths['/v1/environments/{envId}/services/{serviceId}/logs']['get'];
 type LogLine = LogsPath['responses'][200]['content']['application/json']['data']['lines'][number];
@@ -23,7 +23,7 @@ function printer(session: Session): (line: LogLine) => void {
   const format = session.out.format;
   return (line) => {
     if (format === 'json') process.stdout.write(`${JSON.stringify(line)}\n`);
-    else if (format === 'yaml') process.stdout.write(`---\n${YAML.stringify(line)}`);
+    else if (format === 'yaml') process.stdout.write(`---\n${yaml().stringify(line)}`);
     else process.stdout.write(`${styleText('dim', `${line.time} ${line.replica}`)} ${line.line}\n`);
   };
 }
