@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { DEFAULT_EVENT_RETENTION_HOURS } from './domain/events.ts';
+import { isCidr } from './domain/ops-json.ts';
 
 /** Every setting Berth reads, with its default. The table in README.md mirrors this file. */
 export interface Config {
@@ -17,6 +18,13 @@ export interface Config {
   /** Registry hosts docker_image services may pull from; empty: any. */
   allowedRegistries: string[];
   rateLimitPerMin: number;
+  /**
+   * BERTH_TRUST_PROXY: the proxies (addresses and CIDRs) whose X-Forwarded-For / -Proto are believed;
+   * empty: none, the socket's peer is the client.
+   */
+  trustProxy: string[];
+  /** BERTH_TLS_CERT_FILE / BERTH_TLS_KEY_FILE: the API serves HTTPS with these PEM files (read at start). */
+  tls: { certFile: string; keyFile: string } | undefined;
   /** Failed authentications one client address may make per minute before it gets 429. */
   authFailuresPerMin: number;
   /** Streams (events, log follows) one API token may hold open at once in one process; more get 429. */
@@ -73,6 +81,29 @@ export function gitBaseUrlSetting(env: NodeJS.ProcessEnv): string {
   return env.BERTH_GIT_BASE_URL || 'https://github.com/';
 }
 
+function trustProxySetting(env: NodeJS.ProcessEnv): string[] {
+  const entries = (env.BERTH_TRUST_PROXY || '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  const bad = entries.find((entry) => !isCidr(entry));
+  if (bad !== undefined) {
+    throw new ConfigError(
+      `BERTH_TRUST_PROXY must be a comma-separated list of IP addresses and CIDRs (10.0.0.0/8, ::1), got "${bad}"`,
+    );
+  }
+  return entries;
+}
+
+function tlsSetting(env: NodeJS.ProcessEnv): Config['tls'] {
+  const certFile = env.BERTH_TLS_CERT_FILE || undefined;
+  const keyFile = env.BERTH_TLS_KEY_FILE || undefined;
+  if (!certFile && !keyFile) return undefined;
+  if (!certFile) throw new ConfigError('BERTH_TLS_CERT_FILE must be set too: BERTH_TLS_KEY_FILE is set');
+  if (!keyFile) throw new ConfigError('BERTH_TLS_KEY_FILE must be set too: BERTH_TLS_CERT_FILE is set');
+  return { certFile: path.resolve(certFile), keyFile: path.resolve(keyFile) };
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const databaseUrl = env.BERTH_DATABASE_URL || undefined;
   if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
@@ -104,6 +135,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       .split(',')
       .map((s) => s.trim().toLowerCase())
       .filter(Boolean),
+    trustProxy: trustProxySetting(env),
+    tls: tlsSetting(env),
     rateLimitPerMin: intSetting(env, 'BERTH_RATE_LIMIT_PER_MIN', 1200, 1, 10_000_000),
     // Enough for a misconfigured client to see its 401s; far too few to cost the database anything.
     authFailuresPerMin: intSetting(env, 'BERTH_AUTH_FAILURES_PER_MIN', 60, 1, 10_000_000),

@@ -4,7 +4,6 @@
  * build of its callers. Calls go through openapi-fetch with retries (retry.ts).
  * @module
  */
-import { EventSourceParserStream } from 'eventsource-parser/stream';
 import createFetchClient, { type Client } from 'openapi-fetch';
 import type { components, paths } from './openapi.ts';
 import { type RetryOptions, retryingFetch, UnreachableError } from './retry.ts';
@@ -17,6 +16,10 @@ export type Deployment =
   paths['/v1/deployments/{deploymentId}']['get']['responses'][200]['content']['application/json']['data']['deployment'];
 export type DeploymentLogLine =
   paths['/v1/deployments/{deploymentId}/logs']['get']['responses'][200]['content']['application/json']['data']['lines'][number];
+type ServiceLogs = paths['/v1/environments/{envId}/services/{serviceId}/logs']['get'];
+/** One line a service printed (GET .../logs). */
+export type ServiceLogLine =
+  ServiceLogs['responses'][200]['content']['application/json']['data']['lines'][number];
 /**
  * One frame of GET /v1/events (docs/events.md): an event, or (without a `type`) the `expired` notice
  * that a resume past retention gets first.
@@ -132,6 +135,8 @@ async function sseFrames(result: { data?: unknown; response: Response }) {
   if (!result.response.ok || !result.data) {
     throw new ApiError(result.response.status, await result.response.json().catch(() => ({})));
   }
+  // Loaded here: only the two streams parse server-sent events.
+  const { EventSourceParserStream } = await import('eventsource-parser/stream');
   return (result.data as ReadableStream<Uint8Array<ArrayBuffer>>)
     .pipeThrough(new TextDecoderStream())
     .pipeThrough(new EventSourceParserStream());
@@ -172,6 +177,28 @@ export async function* followDeployment(
     }
   }
   throw new UnreachableError(`the log of deployment ${deploymentId} kept breaking off before its end`);
+}
+
+/**
+ * Follows what a service prints (GET .../logs with follow=true): the newest `tail` lines (from `since`
+ * on), then each new line as it is printed, until `signal` aborts.
+ */
+export async function* followServiceLogs(
+  client: BerthClient,
+  path: { envId: string; serviceId: string },
+  query: Omit<NonNullable<ServiceLogs['parameters']['query']>, 'follow'> = {},
+  options: { signal?: AbortSignal } = {},
+): AsyncGenerator<ServiceLogLine> {
+  const frames = await sseFrames(
+    await client.GET('/v1/environments/{envId}/services/{serviceId}/logs', {
+      params: { path, query: { ...query, follow: true } },
+      headers: { accept: 'text/event-stream' },
+      parseAs: 'stream',
+      signal: options.signal,
+    }),
+  );
+  for await (const frame of frames)
+    if (frame.event === 'line') yield JSON.parse(frame.data) as ServiceLogLine;
 }
 
 /**

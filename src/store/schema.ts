@@ -85,6 +85,7 @@ export interface AuditLogsTable {
   resource_id: string | null;
   environment_id: string | null;
   request_id: string;
+  client_address: string | null;
   created_at: Timestamp;
 }
 

@@ -1,7 +1,11 @@
+import { createRequire } from 'node:module';
 import { styleText } from 'node:util';
-import Table from 'cli-table3';
 import { CliError, EXIT } from './errors.ts';
 import { yaml } from './yaml.ts';
+
+const require = createRequire(import.meta.url);
+/** cli-table3, loaded only to draw a table on a terminal. */
+const tables = (): typeof import('cli-table3') => require('cli-table3');
 
 export const FORMATS = ['table', 'json', 'yaml'] as const;
 export type Format = (typeof FORMATS)[number];
@@ -55,6 +59,7 @@ export function makeOutput(
       for (const row of rows) write(row.join('\t'));
       return;
     }
+    const Table = tables();
     const table = new Table({
       head: header.map((h) => styleText('bold', h)),
       style: { head: [], border: [], compact: true, 'padding-left': 0, 'padding-right': 2 },
