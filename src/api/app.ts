@@ -7,6 +7,7 @@ import Fastify, {
   LogController,
 } from 'fastify';
 import type { Deps } from '../domain/usecases/context.ts';
+import { registerHttpMetrics } from '../metrics/http.ts';
 import { registerConsole } from './console.ts';
 import { andThen, hookOf, parsingHookOf } from './hooks.ts';
 import { BODY_LIMIT_BYTES, registerJsonBody } from './json-body.ts';
@@ -38,7 +39,7 @@ import { secretRoutes } from './routes/secrets.ts';
 import { serviceRoutes } from './routes/services.ts';
 import { webhookRoutes } from './routes/webhooks.ts';
 import { ErrorBody } from './schemas/common.ts';
-import { endStreamsOnClose } from './sse.ts';
+import { endStreamsOnClose, openStreamCounts } from './sse.ts';
 import { lazySerializers, validatorCompiler } from './validation.ts';
 
 export type App = FastifyInstance;
@@ -48,6 +49,8 @@ export interface AppOptions {
   adminToken: string;
   /** Sees every route as it is registered (the tests list the routes with it). */
   onRoute?: (route: { method: string | string[]; url: string }) => void;
+  /** Whether this process's worker loop runs, for /ready; absent: no workers run in this process. */
+  workerAlive?: () => boolean;
 }
 
 /** Node's default: what an HTTP/1.1 client may send as request line and headers together. */
@@ -115,6 +118,9 @@ export async function buildApp(deps: Deps, options: AppOptions) {
     );
     done();
   });
+  // Only when metrics are served: the hook is the per-request cost of collecting them.
+  if (deps.config.metricsBind) registerHttpMetrics(app, deps.metrics);
+  deps.metrics.streamCounts = () => openStreamCounts(app.server);
   app.decorateRequest('auth', undefined);
   app.decorateRequest('scope', undefined as never);
 
@@ -137,7 +143,7 @@ export async function buildApp(deps: Deps, options: AppOptions) {
     refResolver: { buildLocalReference: (json, _base, _fragment, i) => String(json.$id ?? `def-${i}`) },
   });
 
-  await app.register(healthRoutes, { deps });
+  await app.register(healthRoutes, { deps, workerAlive: options.workerAlive });
 
   const authenticator = new TokenAuthenticator(deps.store.db);
   const reads = new ReadCache();
@@ -147,11 +153,16 @@ export async function buildApp(deps: Deps, options: AppOptions) {
   // Held reads end (304) when the server closes, rather than holding the close for up to a minute.
   app.addHook('preClose', async () => reads.release());
   endStreamsOnClose(app);
-  const authFailures = authFailureLimit(deps.config.authFailuresPerMin);
+  const { metrics } = deps;
+  const authFailures = authFailureLimit(deps.config.authFailuresPerMin, {
+    failed: () => metrics.authFailures.inc({ surface: 'api' }),
+    refused: () => metrics.refusals.inc({ reason: 'auth_failures' }),
+  });
   // With Postgres, other API processes may serve the same tokens: the window lives in the database.
   const rateLimit = tokenRateLimit(
     deps.config.rateLimitPerMin,
     deps.config.databaseUrl ? deps.store.db : undefined,
+    () => metrics.refusals.inc({ reason: 'rate_limit' }),
   );
   await app.register(
     async (v1) => {
@@ -201,7 +212,10 @@ export async function buildApp(deps: Deps, options: AppOptions) {
     { prefix: '/v1' },
   );
   // Webhook deliveries count apart: a host retrying with a wrong secret must not lock the API out.
-  const hookFailures = authFailureLimit(deps.config.authFailuresPerMin);
+  const hookFailures = authFailureLimit(deps.config.authFailuresPerMin, {
+    failed: () => metrics.authFailures.inc({ surface: 'hooks' }),
+    refused: () => metrics.refusals.inc({ reason: 'auth_failures' }),
+  });
   await app.register(hookRoutes, { prefix: '/hooks', deps, failures: hookFailures });
   await app.register(adminRoutes, {
     prefix: '/admin/v1',

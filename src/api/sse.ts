@@ -15,13 +15,24 @@ export interface SseStream {
   end(): void;
 }
 
-/** The streams open on each server: a closing server ends them rather than wait for their clients. */
-const openStreams = new WeakMap<Server, Set<() => void>>();
+/**
+ * The streams open on each server, each with its route template: a closing server ends them rather
+ * than wait for their clients, and the metrics count them.
+ */
+const openStreams = new WeakMap<Server, Map<() => void, string>>();
+
+/** How many streams are open on a server, by route template. */
+export function openStreamCounts(server: Server): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const route of openStreams.get(server)?.values() ?? [])
+    counts.set(route, (counts.get(route) ?? 0) + 1);
+  return counts;
+}
 
 /** Ends every stream still open when the app closes (a stream would otherwise hold the close forever). */
 export function endStreamsOnClose(app: FastifyInstance): void {
   app.addHook('preClose', async () => {
-    for (const end of openStreams.get(app.server) ?? []) end();
+    for (const end of openStreams.get(app.server)?.keys() ?? []) end();
   });
 }
 
@@ -46,14 +57,14 @@ export function openSse(request: FastifyRequest, reply: FastifyReply): SseStream
   const heartbeat = setInterval(() => raw.write(': keep-alive\n\n'), HEARTBEAT_MS);
   let streams = openStreams.get(reply.server.server);
   if (!streams) {
-    streams = new Set();
+    streams = new Map();
     openStreams.set(reply.server.server, streams);
   }
   const ending = () => {
     close();
     raw.end();
   };
-  streams.add(ending);
+  streams.set(ending, request.routeOptions.url ?? 'unmatched');
   const close = () => {
     clearInterval(heartbeat);
     streams.delete(ending);

@@ -4,7 +4,14 @@ import { ConfigError } from '../config.ts';
 import { startEventRetention } from '../jobs/event-retention.ts';
 import { startObserver } from '../jobs/observer.ts';
 import { providerName } from '../providers/registry.ts';
-import { makeLogger, openRuntime, startGitPolling, startServer, startWorker } from '../runtime.ts';
+import {
+  makeLogger,
+  openRuntime,
+  startGitPolling,
+  startMetricsServer,
+  startServer,
+  startWorker,
+} from '../runtime.ts';
 import { openStore } from '../store/database.ts';
 
 function onShutdown(close: () => Promise<void>): void {
@@ -36,6 +43,7 @@ export async function serveCommand(config: Config, options: { workers: boolean }
       ? `Console: ${server.url}/ (sign in with an API token)`
       : `Console: not built: ${CONSOLE_NOT_BUILT}`,
   ];
+  if (server.metricsUrl) lines.push(`Metrics: ${server.metricsUrl}`);
   if (server.adminTokenGenerated) {
     lines.push(
       `Admin token (for /admin/v1 and berth admin): ${server.adminToken}`,
@@ -65,6 +73,10 @@ export async function workerCommand(config: Config, options: { concurrency: numb
     );
   }
   const runtime = await openRuntime(config);
+  const metrics = await startMetricsServer(runtime.deps).catch(async (error) => {
+    await runtime.close();
+    throw error;
+  });
   const worker = startWorker(runtime.deps, { concurrency: options.concurrency });
   const observer = startObserver(runtime.deps);
   const retention = startEventRetention(runtime.deps);
@@ -74,10 +86,11 @@ export async function workerCommand(config: Config, options: { concurrency: numb
     await observer.stop();
     await retention.stop();
     await poller?.stop();
+    await metrics?.close();
     await runtime.close();
   });
   await worker.start();
-  runtime.deps.logger.info({ worker: worker.id }, 'worker started');
+  runtime.deps.logger.info({ worker: worker.id, metrics: metrics?.url }, 'worker started');
 }
 
 export async function migrateCommand(config: Config): Promise<void> {

@@ -48,6 +48,8 @@ export class Worker {
   readonly id = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
   private running = false;
   private loops: Promise<void>[] = [];
+  /** Loops still going: one that ended (stopped, or died of an error) no longer claims jobs. */
+  private live = 0;
   private waiters = new Set<() => void>();
   private unlisten: (() => Promise<void>) | undefined;
   private readonly concurrency: number;
@@ -64,7 +66,15 @@ export class Worker {
   async start(): Promise<void> {
     this.running = true;
     this.unlisten = await this.options.store.listen('berth_jobs', () => this.wakeAll());
-    for (let i = 0; i < this.concurrency; i++) this.loops.push(this.loop());
+    for (let i = 0; i < this.concurrency; i++) {
+      this.live++;
+      this.loops.push(this.loop().finally(() => this.live--));
+    }
+  }
+
+  /** Started, not stopped, and every loop still claiming: what /ready asks of a process's workers. */
+  alive(): boolean {
+    return this.running && this.live === this.concurrency;
   }
 
   /** Stops claiming and waits for the jobs in hand; an unfinished job's lease lets another worker take it. */

@@ -11,15 +11,18 @@ import type { Database, JobRow } from '../schema.ts';
  * (locked_by, locked_until) and renews it while it works; a job whose lease lapsed is claimed again.
  * Attempts are counted at claim time. A finished job is deleted.
  */
-export type JobKind =
-  | 'provision_environment'
-  | 'deploy'
-  | 'delete_service'
-  | 'write_service_secrets'
-  | 'write_environment_secrets'
-  | 'deploy_custom_domain'
-  | 'retire_custom_domain'
-  | 'deliver_webhook';
+export const JOB_KINDS = [
+  'provision_environment',
+  'deploy',
+  'delete_service',
+  'write_service_secrets',
+  'write_environment_secrets',
+  'deploy_custom_domain',
+  'retire_custom_domain',
+  'deliver_webhook',
+] as const;
+
+export type JobKind = (typeof JOB_KINDS)[number];
 
 export interface NewJob {
   kind: JobKind;
@@ -140,4 +143,13 @@ export async function releaseAllLeases(db: Db): Promise<void> {
     .set({ locked_by: null, locked_until: null })
     .where('locked_by', 'is not', null)
     .execute();
+}
+
+/** Per kind, the jobs waiting (due or not, held by no live lease) and how old the oldest of them is. */
+export async function queuedJobs(db: Db): Promise<{ kind: string; count: number; oldestS: number }[]> {
+  const result = await sql<{ kind: string; count: string; oldest_s: number }>`
+    SELECT kind, count(*) AS count, extract(epoch FROM clock_timestamp() - min(created_at))::float8 AS oldest_s
+    FROM jobs WHERE locked_until IS NULL OR locked_until < clock_timestamp()
+    GROUP BY kind`.execute(db);
+  return result.rows.map((r) => ({ kind: r.kind, count: Number(r.count), oldestS: Number(r.oldest_s) }));
 }
