@@ -41,11 +41,6 @@ test('a process that runs no workers is not asked about them', async () => {
   assert.equal((await ready(h.app)).status, 200);
 });
 
-test('/ready is not part of the API document', async () => {
-  const doc = (await h.request('GET', '/v1/openapi.json')).body;
-  assert.ok(!('/ready' in doc.paths));
-});
-
 test('a migration the database has not run: 503 naming it', async () => {
   const [last] = (
     await sql<{ name: string }>`SELECT name FROM kysely_migration ORDER BY name DESC LIMIT 1`.execute(

@@ -21,7 +21,7 @@ export interface HealthOptions {
  * `/health` is liveness without auth or envelope: 200 `ok`, or 503 `unavailable` when the database does
  * not answer. `/ready` is readiness for load balancers and orchestrators (docs/metrics.md): the database
  * answers, its migrations are those this build has, and the worker loop runs when this process runs one;
- * 503 names the checks that failed. Neither is part of the API's OpenAPI document.
+ * 503 names the checks that failed.
  */
 export const healthRoutes: FastifyPluginAsyncTypebox<HealthOptions> = async (app, { deps, workerAlive }) => {
   app.get(
@@ -32,7 +32,7 @@ export const healthRoutes: FastifyPluginAsyncTypebox<HealthOptions> = async (app
   );
   app.get(
     '/ready',
-    { schema: { hide: true, response: { 200: Readiness, 503: Readiness } } },
+    { schema: { security: [], response: { 200: Readiness, 503: Readiness } } },
     async (_request, reply) => {
       const database = (await ping(deps.store.db)) ? 'ok' : 'failed';
       const pending = database === 'ok' ? await pendingMigrations(deps.store.db).catch(() => null) : null;
