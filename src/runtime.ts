@@ -9,7 +9,7 @@ import { startEventRetention } from './jobs/event-retention.ts';
 import { startGitPoller } from './jobs/git-poller.ts';
 import { jobHandlers } from './jobs/handlers/index.ts';
 import { startObserver } from './jobs/observer.ts';
-import { DEFAULT_CONCURRENCY, Worker } from './jobs/worker.ts';
+import { DEFAULT_CONCURRENCY, jobBudgets, Worker } from './jobs/worker.ts';
 import { instrumentJobs } from './metrics/jobs.ts';
 import { Metrics } from './metrics/metrics.ts';
 import { type MetricsServer, serveMetrics } from './metrics/server.ts';
@@ -83,12 +83,19 @@ export async function startMetricsServer(deps: Deps): Promise<MetricsServer | nu
 }
 
 export function startWorker(deps: Deps, options: { concurrency?: number; pollMs?: number } = {}): Worker {
+  const { config } = deps;
   return new Worker({
     store: deps.store,
     handlers: instrumentJobs(jobHandlers(deps), deps.metrics),
     logger: deps.logger.child({ component: 'worker' }),
-    leaseMs: deps.config.jobLeaseMs,
-    ...options,
+    leaseMs: config.jobLeaseMs,
+    budgets: jobBudgets({
+      concurrency: options.concurrency ?? DEFAULT_CONCURRENCY,
+      perAccount: config.jobConcurrencyPerAccount,
+      webhookConcurrency: config.webhookConcurrency,
+      webhookPerAccount: config.webhookConcurrencyPerAccount,
+    }),
+    pollMs: options.pollMs,
   });
 }
 
@@ -173,7 +180,8 @@ export async function startServer(
             dataDir: config.dataDir,
             migrate: false,
             // Each job holds one connection at a time, plus lease renewals and the observer.
-            poolSize: DEFAULT_CONCURRENCY + 2,
+            poolSize: DEFAULT_CONCURRENCY + config.webhookConcurrency + 2,
+            notifications: deps.store.notifications,
             onStatement: statementTimer(config, deps.metrics),
             onConnectionError: (err) =>
               deps.logger.warn({ err }, 'an idle database connection failed; the pool replaces it'),
@@ -185,6 +193,9 @@ export async function startServer(
     observer = worker ? startObserver(workerDeps) : null;
     retention = worker ? startEventRetention(workerDeps) : null;
     poller = worker ? startGitPolling(workerDeps) : null;
+    // The start allocated more than anything after it (the embedded database's snapshot, its
+    // WebAssembly, the routes): given back now rather than after the first requests' quiet spell.
+    collector.collectNow();
     const running = { app, worker, observer, retention, poller, workerStore, metricsServer };
     return {
       url: address,

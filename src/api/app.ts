@@ -1,16 +1,14 @@
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import Fastify, {
-  type FastifyBaseLogger,
-  type FastifyInstance,
-  type FastifyReply,
-  LogController,
-} from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from 'fastify';
+import { ForbiddenError, UnauthorizedError } from '../domain/errors.ts';
 import type { Deps } from '../domain/usecases/context.ts';
-import { registerHttpMetrics } from '../metrics/http.ts';
+import { httpMetricsObserver } from '../metrics/http.ts';
 import { registerConsole } from './console.ts';
 import { andThen, hookOf, parsingHookOf } from './hooks.ts';
 import { BODY_LIMIT_BYTES, registerJsonBody } from './json-body.ts';
+import { OpenStreams } from './open-streams.ts';
+import { ResponseFinished } from './plugins/access-log.ts';
 import { authOf, TokenAuthenticator } from './plugins/auth.ts';
 import { authFailureLimit } from './plugins/auth-failures.ts';
 import { registerBodyGuards } from './plugins/body-guards.ts';
@@ -22,6 +20,7 @@ import { tokenRateLimit } from './plugins/rate-limit.ts';
 import { requestIdFor } from './plugins/request-id.ts';
 import { checkPathIds, loadScope } from './plugins/scope.ts';
 import { ReadCache } from './read-cache.ts';
+import { requestLoggers } from './request-logger.ts';
 import { adminRoutes } from './routes/admin.ts';
 import { auditRoutes } from './routes/audit.ts';
 import { comingSoonRoutes } from './routes/coming-soon.ts';
@@ -39,7 +38,6 @@ import { secretRoutes } from './routes/secrets.ts';
 import { serviceRoutes } from './routes/services.ts';
 import { webhookRoutes } from './routes/webhooks.ts';
 import { ErrorBody } from './schemas/common.ts';
-import { endStreamsOnClose, openStreamCounts } from './sse.ts';
 import { lazySerializers, validatorCompiler } from './validation.ts';
 
 export type App = FastifyInstance;
@@ -63,8 +61,13 @@ export async function buildApp(deps: Deps, options: AppOptions) {
     loggerInstance: deps.logger as FastifyBaseLogger,
     genReqId: requestIdFor,
     requestIdHeader: false,
-    // One access-log line per request (below) instead of Fastify's two: pollers make many requests.
-    logController: new LogController({ disableRequestLogging: true }),
+    // Metrics, when served, are taken there too: the cheapest place a finished request is seen.
+    logController: new ResponseFinished(
+      deps.config.metricsBind ? httpMetricsObserver(deps.metrics) : undefined,
+    ),
+    childLoggerFactory: requestLoggers,
+    // Forwarded headers are believed only from these proxies (client-address.ts); none: never.
+    trustProxy: deps.config.trustProxy.length > 0 ? deps.config.trustProxy : false,
     bodyLimit: BODY_LIMIT_BYTES,
     requestTimeout: requestTimeoutMs,
     keepAliveTimeout: keepAliveTimeoutMs,
@@ -94,6 +97,13 @@ export async function buildApp(deps: Deps, options: AppOptions) {
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   if (options.onRoute) app.addHook('onRoute', options.onRoute);
+  // First, so that every answer carries it, those of the hooks after it included. Set here rather than
+  // in an onSend hook: a route without onSend hooks skips that phase. A callback hook: an async one costs
+  // a promise per request.
+  app.addHook('onRequest', (request, reply, done) => {
+    reply.header('x-request-id', request.id);
+    done();
+  });
   app.setValidatorCompiler(validatorCompiler);
   app.addSchema(ErrorBody);
   registerErrorHandling(app);
@@ -101,26 +111,6 @@ export async function buildApp(deps: Deps, options: AppOptions) {
   registerBodyGuards(app);
   registerClientErrors(app);
   registerConditionalReads(app);
-  // Callback hooks where nothing waits: an async hook costs a promise per request.
-  app.addHook('onSend', (request, reply, payload, done) => {
-    reply.header('x-request-id', request.id);
-    done(null, payload);
-  });
-  app.addHook('onResponse', (request, reply, done) => {
-    request.log.info(
-      {
-        method: request.method,
-        url: request.url,
-        status: reply.statusCode,
-        ms: Math.round(reply.elapsedTime),
-      },
-      'request',
-    );
-    done();
-  });
-  // Only when metrics are served: the hook is the per-request cost of collecting them.
-  if (deps.config.metricsBind) registerHttpMetrics(app, deps.metrics);
-  deps.metrics.streamCounts = () => openStreamCounts(app.server);
   app.decorateRequest('auth', undefined);
   app.decorateRequest('scope', undefined as never);
 
@@ -146,13 +136,41 @@ export async function buildApp(deps: Deps, options: AppOptions) {
   await app.register(healthRoutes, { deps, workerAlive: options.workerAlive });
 
   const authenticator = new TokenAuthenticator(deps.store.db);
-  const reads = new ReadCache();
+  const reads = new ReadCache(deps.store.notifications);
   app.decorate('readCache', reads);
-  const unsubscribe = deps.store.changes.subscribe(reads);
-  app.addHook('onClose', unsubscribe);
+  const unsubscribe = deps.store.notifications.subscribe('changes', reads);
+  app.addHook('onClose', async () => unsubscribe());
   // Held reads end (304) when the server closes, rather than holding the close for up to a minute.
   app.addHook('preClose', async () => reads.release());
-  endStreamsOnClose(app);
+  // A stream ends when its token may no longer read, in every process; a closing server ends them all
+  // rather than wait for their clients.
+  const streams = new OpenStreams(
+    { perToken: deps.config.streamsPerToken, perAccount: deps.config.streamsPerAccount },
+    async (authorization) => {
+      try {
+        await authenticator.authenticate(authorization);
+        return true;
+      } catch (error) {
+        if (error instanceof UnauthorizedError || error instanceof ForbiddenError) return false;
+        throw error;
+      }
+    },
+  );
+  app.decorate('openStreams', streams);
+  const unsubscribeAccess = deps.store.notifications.subscribe('access', {
+    notified: (keys) => {
+      // Another process revoked or changed access: this one's token cache must not outlive it.
+      authenticator.forget();
+      streams.notified(keys);
+    },
+    up: () => {
+      authenticator.forget();
+      streams.up();
+    },
+  });
+  app.addHook('onClose', async () => unsubscribeAccess());
+  app.addHook('preClose', async () => streams.endAll());
+  deps.metrics.openStreams = () => streams.size;
   const { metrics } = deps;
   const authFailures = authFailureLimit(deps.config.authFailuresPerMin, {
     failed: () => metrics.authFailures.inc({ surface: 'api' }),
@@ -180,17 +198,19 @@ export async function buildApp(deps: Deps, options: AppOptions) {
           ),
         ),
       );
-      // A cached read loads the path's resources itself, and only when the cache misses.
+      // A cached read loads the path's resources itself, and only when the cache misses: it checks the
+      // path's ids after its own onRequest hooks, and so passes no preParsing phase.
       v1.addHook('onRoute', (route) => {
-        const cached = route.config?.readCache === true;
+        if (route.config?.readCache === true) {
+          route.onRequest = [...[route.onRequest ?? []].flat(), hookOf(checkPathIds)];
+          return;
+        }
         route.preParsing = [
-          parsingHookOf((request) => {
-            if (cached) checkPathIds(request);
-            else
-              return loadScope(deps.store.db, request).then((scope) => {
-                request.scope = scope;
-              });
-          }),
+          parsingHookOf((request) =>
+            loadScope(deps.store.db, request).then((scope) => {
+              request.scope = scope;
+            }),
+          ),
           ...[route.preParsing ?? []].flat(),
         ];
       });

@@ -2,7 +2,7 @@
  * The read cache of what clients poll (a deployment, a service, a service's custom domains): each
  * representation kept as the bytes its route serialized, with their ETag, until a change names it.
  *
- * Correctness rests on store/changes.ts: a committed change's tags drop what they name (whichever
+ * Correctness rests on store/notifications.ts (topic `changes`): a committed change's tags drop what they name (whichever
  * process committed it), a commit of this process drops everything at once (its tags arrive later),
  * and while the notification connection is down nothing is kept: all is dropped and reads go to the
  * database until it is back. Terminal deployments never change, so they are kept throughout. A read
@@ -10,7 +10,7 @@
  * @module
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { ChangeListener } from '../store/changes.ts';
+import type { Notifications, Subscriber } from '../store/notifications.ts';
 import { etagOf, noneMatch } from './etag.ts';
 
 /** What a cached route answers: the payload its response schema serializes. */
@@ -23,7 +23,7 @@ export interface Representation {
 export interface CachedRead {
   /** Names the representation, the account included. */
   key: string;
-  /** The change tags (migration 0013's) that make it stale. */
+  /** The change tags (`changeTag`) that make it stale. */
   tags: string[];
   /** A bound on its age, for parts no notification covers (the provider's identity, read through a TTL). */
   maxAgeMs?: number;
@@ -59,24 +59,32 @@ declare module 'fastify' {
 const MAX_ENTRIES = 10_000;
 /** RFC 7240 `wait`: the longest a read is held, in seconds. */
 export const MAX_WAIT_S = 60;
-/** While changes cannot be seen, a held read looks again this often instead of waiting to be told. */
-const RECHECK_WHILE_DOWN_MS = 1000;
-
-export class ReadCache implements ChangeListener {
+export class ReadCache implements Subscriber {
   private readonly entries = new Map<string, Entry>();
   private readonly loading = new Map<string, Loading>();
   private readonly keysByTag = new Map<string, Set<string>>();
   /** Moves on every event that invalidates everything; a read that saw it move is not kept. */
   private epoch = 0;
   private live = false;
-  /** Held reads, by the tags that wake them. */
-  private readonly waiters = new Map<string, Set<(changed: boolean) => void>>();
   private held = 0;
+  private readonly notifications: Notifications;
+  /** Aborts when the server closes: held reads end. */
+  private readonly closing = new AbortController();
+
+  constructor(notifications: Notifications) {
+    this.notifications = notifications;
+  }
+
+  /** The kept representation of `key` while it is fresh: without a promise, as most polls find it. */
+  kept(key: string): Entry | undefined {
+    const hit = this.entries.get(key);
+    return hit && hit.expiresAt > Date.now() ? hit : undefined;
+  }
 
   /** The current representation: kept, being loaded by an earlier request, or loaded now. */
   async read(spec: CachedRead, serialize: (payload: unknown) => string): Promise<Entry> {
-    const hit = this.entries.get(spec.key);
-    if (hit && hit.expiresAt > Date.now()) return hit;
+    const hit = this.kept(spec.key);
+    if (hit) return hit;
     const pending = this.loading.get(spec.key);
     if (pending) return pending.promise;
     const epoch = this.epoch;
@@ -118,64 +126,37 @@ export class ReadCache implements ChangeListener {
   }
 
   /**
-   * Holds until a change names one of `tags` (true) or `ms` pass (false); `signal` ends it early
-   * (false). While changes cannot be seen it also ends every second (true), so the caller looks again.
-   * A held read costs a timer and a set entry: no query.
+   * Holds until a change names one of `tags` (true) or `ms` pass (false); `signal` or the server's
+   * close ends it early (false). While changes cannot be seen it ends every second (true), so the caller
+   * looks again. A held read costs a timer and a set entry: no query.
    */
-  waitForChange(tags: string[], ms: number, signal?: AbortSignal): Promise<boolean> {
-    if (ms <= 0 || signal?.aborted) return Promise.resolve(false);
-    return new Promise((resolve) => {
-      let done = false;
-      const finish = (changed: boolean) => {
-        if (done) return;
-        done = true;
-        this.held--;
-        clearTimeout(timer);
-        signal?.removeEventListener('abort', stop);
-        for (const tag of tags) {
-          const set = this.waiters.get(tag);
-          set?.delete(finish);
-          if (set?.size === 0) this.waiters.delete(tag);
-        }
-        resolve(changed);
-      };
-      const stop = () => finish(false);
-      const recheck = !this.live && ms > RECHECK_WHILE_DOWN_MS;
-      const timer = setTimeout(() => finish(recheck), recheck ? RECHECK_WHILE_DOWN_MS : ms);
-      this.held++;
-      signal?.addEventListener('abort', stop);
-      for (const tag of tags) {
-        let set = this.waiters.get(tag);
-        if (!set) {
-          set = new Set();
-          this.waiters.set(tag, set);
-        }
-        set.add(finish);
-      }
-    });
+  async waitForChange(tags: string[], ms: number, signal: AbortSignal): Promise<boolean> {
+    this.held++;
+    try {
+      const until = AbortSignal.any([signal, this.closing.signal]);
+      const { woken } = await this.notifications.arm(
+        tags.map((tag) => ['changes', tag]),
+        ms,
+        until,
+      );
+      return await woken;
+    } finally {
+      this.held--;
+    }
   }
 
   /** Ends every held read as if its time had passed (the server is closing). */
   release(): void {
-    this.wakeAll(false);
+    this.closing.abort();
   }
 
-  /** `changed`: held reads look again; otherwise they end as if their time had passed. */
-  private wakeAll(changed: boolean): void {
-    const all = new Set<(changed: boolean) => void>();
-    for (const set of this.waiters.values()) for (const finish of set) all.add(finish);
-    for (const finish of all) finish(changed);
-  }
-
-  changed(tags: string[]): void {
+  notified(tags: string[]): void {
     for (const tag of tags) {
       const keys = this.keysByTag.get(tag);
       if (keys) {
         this.keysByTag.delete(tag);
         for (const key of keys) this.drop(key);
       }
-      const waiting = this.waiters.get(tag);
-      if (waiting) for (const finish of [...waiting]) finish(true);
     }
   }
 
@@ -186,8 +167,6 @@ export class ReadCache implements ChangeListener {
   down(): void {
     this.live = false;
     this.dropAll();
-    // A change may go unannounced from now on: held reads look for themselves.
-    this.wakeAll(true);
   }
 
   up(): void {
@@ -252,20 +231,34 @@ export function preferredWait(header: string | string[] | undefined): number | u
 }
 
 /**
- * Answers a cached GET: the kept bytes (or freshly serialized ones) with their ETag, which
- * conditional-reads.ts compares with If-None-Match. With `Prefer: wait=N` and an If-None-Match that is
- * current, the request is held until a change gives a new representation (200) or N seconds pass (304).
+ * Answers a cached GET: the kept bytes (or freshly serialized ones) with their ETag, or 304 Not Modified
+ * when If-None-Match already names it (here rather than in conditional-reads.ts's onSend hook, so a
+ * cached route passes no onSend phase). With `Prefer: wait=N` and an If-None-Match that is current, the
+ * request is held until a change gives a new representation (200) or N seconds pass (304). A kept
+ * representation is answered without a promise.
  */
-export async function cachedGet(
+export function cachedGet(
   cache: ReadCache,
   request: FastifyRequest,
   reply: FastifyReply,
   spec: CachedRead,
-): Promise<FastifyReply> {
+): void | Promise<void> {
+  const seen = request.headers['if-none-match'];
+  const waitS = seen === undefined ? undefined : preferredWait(request.headers.prefer);
+  const kept = cache.kept(spec.key);
+  if (kept && (waitS === undefined || noneMatch(seen, kept.etag))) answer(reply, seen, kept);
+  else return readAndAnswer(cache, reply, spec, seen, waitS);
+}
+
+async function readAndAnswer(
+  cache: ReadCache,
+  reply: FastifyReply,
+  spec: CachedRead,
+  seen: string | undefined,
+  waitS: number | undefined,
+): Promise<void> {
   const serialize = (payload: unknown) => String(reply.serialize(payload));
   let entry = await cache.read(spec, serialize);
-  const seen = request.headers['if-none-match'];
-  const waitS = preferredWait(request.headers.prefer);
   if (seen !== undefined && waitS !== undefined && !noneMatch(seen, entry.etag)) {
     reply.header('preference-applied', `wait=${waitS}`);
     const deadline = Date.now() + waitS * 1000;
@@ -282,6 +275,12 @@ export async function cachedGet(
       reply.raw.off('close', onClose);
     }
   }
+  answer(reply, seen, entry);
+}
+
+function answer(reply: FastifyReply, seen: string | undefined, entry: Entry): void {
+  reply.header('etag', entry.etag);
+  if (!noneMatch(seen, entry.etag)) reply.code(304).send();
   // Already JSON: sent as is, past the route's serializer.
-  return reply.header('etag', entry.etag).type('application/json; charset=utf-8').send(entry.body);
+  else reply.type('application/json; charset=utf-8').send(entry.body);
 }

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { JobHandler, JobHandlers } from '../jobs/worker.ts';
+import type { JobClaim, JobHandler, JobHandlers } from '../jobs/worker.ts';
 import type { JobRow } from '../store/schema.ts';
 import { instrumentJobs } from './jobs.ts';
 import { Metrics } from './metrics.ts';
@@ -29,8 +29,9 @@ test('a job run is a claim, a retry when it ran before, timed by outcome; a fina
   };
   const handlers = instrumentJobs({ deploy: failing } as unknown as JobHandlers, metrics);
   const job = { attempts: 2 } as JobRow;
-  await assert.rejects(handlers.deploy.run(job, new AbortController().signal), /the provider is down/);
-  await handlers.deploy.fail(job, 'the provider is down');
+  const claim = {} as JobClaim;
+  await assert.rejects(handlers.deploy.run(job, new AbortController().signal, claim), /the provider is down/);
+  await handlers.deploy.fail(job, 'the provider is down', claim);
   assert.equal(running, 1, 'counted as running while it runs');
   assert.equal(await value(metrics, 'berth_jobs_running', { kind: 'deploy' }), 0);
   assert.equal(await value(metrics, 'berth_jobs_claimed_total', { kind: 'deploy' }), 1);

@@ -9,14 +9,14 @@ import type { Metrics } from './metrics.ts';
 export function instrumentJobs(handlers: JobHandlers, metrics: Metrics): JobHandlers {
   const counted = (kind: string, handler: JobHandler): JobHandler => ({
     ...handler,
-    async run(job, signal, finish) {
+    async run(job, signal, claim) {
       const labels = { kind };
       metrics.jobsClaimed.inc(labels);
       if (job.attempts > 1) metrics.jobsRetried.inc(labels);
       metrics.jobsRunning.inc(labels);
       const end = metrics.jobDuration.startTimer(labels);
       try {
-        await handler.run(job, signal, finish);
+        await handler.run(job, signal, claim);
         end({ outcome: 'done' });
       } catch (error) {
         end({ outcome: 'error' });
@@ -25,8 +25,8 @@ export function instrumentJobs(handlers: JobHandlers, metrics: Metrics): JobHand
         metrics.jobsRunning.dec(labels);
       }
     },
-    async fail(job, reason) {
-      await handler.fail(job, reason);
+    async fail(job, reason, claim) {
+      await handler.fail(job, reason, claim);
       metrics.jobsFailed.inc({ kind });
     },
   });

@@ -31,8 +31,8 @@ export class Metrics {
   readonly authFailures: Counter<'surface'>;
   readonly refusals: Counter<'reason'>;
   readonly dbStatements: Histogram<'outcome'>;
-  /** Open server-sent event streams by route; set by the app that serves them. */
-  streamCounts: () => Map<string, number> = () => new Map();
+  /** Server-sent event streams open now; set by the app that serves them. */
+  openStreams: () => number = () => 0;
   /** The database the queue gauges read at each scrape; unset, they are not reported. */
   queueDb: Db | undefined;
 
@@ -126,15 +126,11 @@ export class Metrics {
       buckets: DEPLOY_BUCKETS,
       registers,
     });
-    const streams = new Gauge({
+    const streams: Gauge = new Gauge({
       name: 'berth_open_streams',
-      help: 'Server-sent event streams open on this process, by route template.',
-      labelNames: ['route'],
+      help: 'Server-sent event streams open on this process: GET /v1/events and log follows.',
       registers,
-      collect: () => {
-        streams.reset();
-        for (const [route, count] of this.streamCounts()) streams.set({ route }, count);
-      },
+      collect: (): void => streams.set(this.openStreams()),
     });
     this.authFailures = new Counter({
       name: 'berth_auth_failures_total',

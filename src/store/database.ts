@@ -1,11 +1,13 @@
 import path from 'node:path';
+import v8 from 'node:v8';
 import { PGlite } from '@electric-sql/pglite';
 import { Kysely, type KyselyConfig, PGliteDialect, PostgresDialect } from 'kysely';
 import pg from 'pg';
-import { CHANGES_CHANNEL, ChangeFeed, postgresChangeSource, watchingCommits } from './changes.ts';
+import { watchingCommits } from './committed-writes.ts';
 import { lockDataDir } from './data-dir-lock.ts';
 import { EMBEDDED_START_PARAMS, snapshotFor } from './embedded-snapshot.ts';
 import { migrateToLatest } from './migrate.ts';
+import { embeddedSource, Notifications, postgresSource } from './notifications.ts';
 import type { Database } from './schema.ts';
 
 export type Db = Kysely<Database>;
@@ -14,10 +16,8 @@ export interface Store {
   db: Db;
   /** `embedded` is PGlite: one connection, one process, the data directory locked. */
   kind: 'embedded' | 'postgres';
-  /** Committed changes to what clients poll, for read caches (changes.ts). */
-  changes: ChangeFeed;
-  /** Calls `onNotify` for each NOTIFY on `channel` (delivered when the notifying transaction commits). */
-  listen(channel: string, onNotify: (payload: string) => void): Promise<() => Promise<void>>;
+  /** Every notification of the process: changes, jobs, events, logs, access (notifications.ts). */
+  notifications: Notifications;
   close(): Promise<void>;
 }
 
@@ -33,6 +33,11 @@ export interface OpenStoreOptions {
   poolSize?: number;
   /** A pooled Postgres connection failed while idle (a server restart, say); the pool replaces it. */
   onConnectionError?: (error: Error) => void;
+  /**
+   * Postgres: share another store's notifications (one LISTEN connection per process). This store's
+   * commits then reach them as notifications, like another process's.
+   */
+  notifications?: Notifications;
 }
 
 async function openEmbedded(
@@ -43,6 +48,11 @@ async function openEmbedded(
   const lock = await lockDataDir(dataDir);
   try {
     const pgdata = path.join(dataDir, 'pgdata');
+    // PGlite's Postgres stays on V8's baseline WebAssembly code: tiering up to the optimizing compiler
+    // took ~600 MB of scratch memory at start, which the C allocator then kept (idle RSS +60 MB), and
+    // made Berth's statements no faster (docs/performance.md, "Memory"). Both flags are needed.
+    v8.setFlagsFromString('--no-wasm-tier-up');
+    v8.setFlagsFromString('--no-wasm-dynamic-tiering');
     const pglite = await PGlite.create(pgdata, {
       loadDataDir: snapshotFor(pgdata),
       startParams: EMBEDDED_START_PARAMS,
@@ -54,20 +64,15 @@ async function openEmbedded(
         if (!pglite.closed) await unlisten();
       };
     };
-    // In process: PGlite hands each notification over as the committing statement returns.
-    const changes = new ChangeFeed(async ({ notify, up }) => {
-      const unlisten = await listen(CHANGES_CHANNEL, notify);
-      up();
-      return unlisten;
-    });
-    const dialect = watchingCommits(new PGliteDialect({ pglite }), () => changes.committedHere());
+    const notifications = new Notifications(embeddedSource(listen));
+    const dialect = watchingCommits(new PGliteDialect({ pglite }), () => notifications.committedHere());
     const db = new Kysely<Database>({ dialect, log });
     return {
       db,
       kind: 'embedded',
-      changes,
-      listen,
+      notifications,
       close: async () => {
+        await notifications.close();
         await db.destroy();
         await lock.release();
       },
@@ -83,34 +88,22 @@ function openPostgres(
   log: KyselyConfig['log'],
   onConnectionError: (error: Error) => void,
   poolSize: number,
+  shared: Notifications | undefined,
 ): Store {
   const pool = new pg.Pool({ connectionString: databaseUrl, max: poolSize });
   // Without a listener an idle connection's error would end the process.
   pool.on('error', onConnectionError);
-  const changes = new ChangeFeed(postgresChangeSource(databaseUrl, onConnectionError));
-  const dialect = watchingCommits(new PostgresDialect({ pool }), () => changes.committedHere());
+  const notifications = shared ?? new Notifications(postgresSource(databaseUrl, onConnectionError));
+  const dialect = shared
+    ? new PostgresDialect({ pool })
+    : watchingCommits(new PostgresDialect({ pool }), () => notifications.committedHere());
   const db = new Kysely<Database>({ dialect, log });
-  const listeners = new Set<pg.Client>();
   return {
     db,
     kind: 'postgres',
-    changes,
-    listen: async (channel, onNotify) => {
-      // LISTEN needs a connection of its own, outside the pool.
-      const client = new pg.Client({ connectionString: databaseUrl });
-      // A lost LISTEN connection costs only promptness: workers fall back to polling.
-      client.on('error', onConnectionError);
-      await client.connect();
-      client.on('notification', (message) => message.channel === channel && onNotify(message.payload ?? ''));
-      await client.query(`LISTEN ${client.escapeIdentifier(channel)}`);
-      listeners.add(client);
-      return async () => {
-        listeners.delete(client);
-        await client.end().catch(() => undefined);
-      };
-    },
+    notifications,
     close: async () => {
-      await Promise.all([...listeners].map((c) => c.end().catch(() => undefined)));
+      if (!shared) await notifications.close();
       await db.destroy();
     },
   };
@@ -131,6 +124,7 @@ export async function openStore(options: OpenStoreOptions): Promise<Store> {
         log,
         options.onConnectionError ?? (() => undefined),
         options.poolSize ?? 10,
+        options.notifications,
       )
     : await openEmbedded(options.dataDir, log);
   if (options.migrate !== false) {

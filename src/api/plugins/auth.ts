@@ -6,6 +6,7 @@ import { effectiveFeatures, type Plan } from '../../domain/plans.ts';
 import type { Actor, Call } from '../../domain/usecases/context.ts';
 import type { Db } from '../../store/database.ts';
 import { findActiveToken } from '../../store/repositories/accounts.ts';
+import { clientAddress } from '../client-address.ts';
 
 export interface AuthContext {
   accountId: string;
@@ -22,8 +23,8 @@ declare module 'fastify' {
 
 /**
  * Resolves bearer tokens, with a short cache so that a client polling many times a second costs one
- * token lookup per TTL. Revoking a token or changing a plan through this process clears the cache at
- * once; other processes see it within the TTL.
+ * token lookup per TTL. Revoking a token or changing a plan clears the cache at once, in every process
+ * (the `access` notification, api/app.ts); a process that missed it sees the change within the TTL.
  */
 const TTL_MS = 5000;
 
@@ -78,9 +79,13 @@ export function authOf(request: FastifyRequest): AuthContext {
   return request.auth;
 }
 
-/** The request as use cases see it: its id and its Idempotency-Key claim (see plugins/idempotency.ts). */
+/** The request as use cases see it: its id, client address and Idempotency-Key claim (see plugins/idempotency.ts). */
 export function callOf(request: FastifyRequest): Call {
-  return { requestId: String(request.id), idempotency: request.idempotency };
+  return {
+    requestId: String(request.id),
+    clientAddress: clientAddress(request),
+    idempotency: request.idempotency,
+  };
 }
 
 export function actorOf(request: FastifyRequest): Actor {
