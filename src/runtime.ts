@@ -170,6 +170,9 @@ export async function startServer(
     observer = worker ? startObserver(workerDeps) : null;
     retention = worker ? startEventRetention(workerDeps) : null;
     poller = worker ? startGitPolling(workerDeps) : null;
+    // The start allocated more than anything after it (the embedded database's snapshot, its
+    // WebAssembly, the routes): given back now rather than after the first requests' quiet spell.
+    collector.collectNow();
     const running = { app, worker, observer, retention, poller, workerStore };
     return {
       url: address,

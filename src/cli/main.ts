@@ -102,8 +102,11 @@ function configureEverywhere(command: Command, path: string): void {
  * an unexpected error is printed only with BERTH_LOG_LEVEL=debug (or trace), for a bug report.
  */
 export async function main(argv: string[]): Promise<void> {
-  // `berth help secrets set` is `berth secrets set --help` (commander's own help command takes one word).
-  const args = argv[2] === 'help' ? [...argv.slice(3), '--help'] : argv.slice(2);
+  // `berth help secrets set` is `berth secrets set --help` (commander's own help command takes one word);
+  // `berth help bogus` is `berth bogus`: the unknown command's error and suggestion.
+  const asked = argv.slice(3);
+  const known = asked[0] === undefined || COMMANDS.some(([names]) => names.includes(asked[0] as string));
+  const args = argv[2] !== 'help' ? argv.slice(2) : known ? [...asked, '--help'] : asked;
   try {
     await (await buildCli(args)).parseAsync(args, { from: 'user' });
   } catch (error) {

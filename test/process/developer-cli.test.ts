@@ -133,6 +133,7 @@ test('berth help <command> <subcommand> shows that subcommand; an unknown comman
     "error: unknown command 'bogus'\n(Did you mean logs?)\n(berth --help shows how to use it)\n",
   );
   assert.equal(bogus.out, '');
+  assert.deepEqual(await berth(['help', 'bogus']), bogus);
 });
 
 test('services create from a YAML file; get and ls by name, in JSON, YAML and piped table form', async () => {
