@@ -16,6 +16,10 @@ export type Deployment =
   paths['/v1/deployments/{deploymentId}']['get']['responses'][200]['content']['application/json']['data']['deployment'];
 export type DeploymentLogLine =
   paths['/v1/deployments/{deploymentId}/logs']['get']['responses'][200]['content']['application/json']['data']['lines'][number];
+type ServiceLogs = paths['/v1/environments/{envId}/services/{serviceId}/logs']['get'];
+/** One line a service printed (GET .../logs). */
+export type ServiceLogLine =
+  ServiceLogs['responses'][200]['content']['application/json']['data']['lines'][number];
 /**
  * One frame of GET /v1/events (docs/events.md): an event, or (without a `type`) the `expired` notice
  * that a resume past retention gets first.
@@ -173,6 +177,28 @@ export async function* followDeployment(
     }
   }
   throw new UnreachableError(`the log of deployment ${deploymentId} kept breaking off before its end`);
+}
+
+/**
+ * Follows what a service prints (GET .../logs with follow=true): the newest `tail` lines (from `since`
+ * on), then each new line as it is printed, until `signal` aborts.
+ */
+export async function* followServiceLogs(
+  client: BerthClient,
+  path: { envId: string; serviceId: string },
+  query: Omit<NonNullable<ServiceLogs['parameters']['query']>, 'follow'> = {},
+  options: { signal?: AbortSignal } = {},
+): AsyncGenerator<ServiceLogLine> {
+  const frames = await sseFrames(
+    await client.GET('/v1/environments/{envId}/services/{serviceId}/logs', {
+      params: { path, query: { ...query, follow: true } },
+      headers: { accept: 'text/event-stream' },
+      parseAs: 'stream',
+      signal: options.signal,
+    }),
+  );
+  for await (const frame of frames)
+    if (frame.event === 'line') yield JSON.parse(frame.data) as ServiceLogLine;
 }
 
 /**
