@@ -183,7 +183,7 @@ export async function buildApp(deps: Deps, options: AppOptions) {
           ...[route.preParsing ?? []].flat(),
         ];
       });
-      registerIdempotency(v1, deps.store.db, (request) => authOf(request).accountId);
+      registerIdempotency(v1, deps.store.db, deps.secretBox, (request) => authOf(request).accountId);
       await v1.register(environmentRoutes, { deps });
       await v1.register(serviceRoutes, { deps, reads });
       await v1.register(deploymentRoutes, { deps, reads });
