@@ -200,7 +200,9 @@ export async function buildApp(deps: Deps, options: AppOptions) {
     },
     { prefix: '/v1' },
   );
-  await app.register(hookRoutes, { prefix: '/hooks', deps, authFailures });
+  // Webhook deliveries count apart: a host retrying with a wrong secret must not lock the API out.
+  const hookFailures = authFailureLimit(deps.config.authFailuresPerMin);
+  await app.register(hookRoutes, { prefix: '/hooks', deps, failures: hookFailures });
   await app.register(adminRoutes, {
     prefix: '/admin/v1',
     deps,

@@ -4,6 +4,7 @@
  * @module
  */
 import type { DnsRecordSpec } from '../domain/custom-domain-rules.ts';
+import { TIMELINE_MARKS } from '../domain/deployment-states.ts';
 import { declaredOpsOf, opsDependencies } from '../domain/ops-json.ts';
 import type { StoredSecret } from '../domain/secret-rules.ts';
 import { specView } from '../domain/service-fields.ts';
@@ -15,6 +16,7 @@ import type {
   DeploymentLogRow,
   DeploymentOperationRow,
   DeploymentRow,
+  DeploymentTimelineRow,
   EnvironmentRow,
   ServiceRow,
   WebhookDeliveryRow,
@@ -177,6 +179,20 @@ export function operationView(o: DeploymentOperationRow) {
     finished_at: o.finished_at ? iso(o.finished_at) : null,
     duration_ms: o.finished_at ? o.finished_at.getTime() - o.started_at.getTime() : null,
   };
+}
+
+/** In the order it happened; moments of the same millisecond in the order they happen on a rollout. */
+export function timelineView(rows: DeploymentTimelineRow[]) {
+  const sorted = [...rows].sort(
+    (a, b) =>
+      a.at.getTime() - b.at.getTime() || TIMELINE_MARKS.indexOf(a.mark) - TIMELINE_MARKS.indexOf(b.mark),
+  );
+  const start = (sorted.find((r) => r.mark === 'accepted') ?? sorted[0])?.at.getTime() ?? 0;
+  return sorted.map((r) => ({
+    mark: r.mark,
+    at: iso(r.at),
+    elapsed_ms: Math.max(0, r.at.getTime() - start),
+  }));
 }
 
 export function webhookView(w: WebhookRow) {

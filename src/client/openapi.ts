@@ -433,6 +433,8 @@ export interface paths {
                                     /** Format: uuid */
                                     prov_node_group_id: string | null;
                                     is_protected: boolean;
+                                    /** Format: uuid */
+                                    installation_id?: string;
                                     git_repo_full_name?: string;
                                     git_repo_branch?: string;
                                     auto_deploy?: boolean;
@@ -735,6 +737,8 @@ export interface paths {
                                     /** Format: uuid */
                                     prov_node_group_id: string | null;
                                     is_protected: boolean;
+                                    /** Format: uuid */
+                                    installation_id?: string;
                                     git_repo_full_name?: string;
                                     git_repo_branch?: string;
                                     auto_deploy?: boolean;
@@ -983,6 +987,8 @@ export interface paths {
                                     /** Format: uuid */
                                     prov_node_group_id: string | null;
                                     is_protected: boolean;
+                                    /** Format: uuid */
+                                    installation_id?: string;
                                     git_repo_full_name?: string;
                                     git_repo_branch?: string;
                                     auto_deploy?: boolean;
@@ -1412,6 +1418,8 @@ export interface paths {
                                     /** Format: uuid */
                                     prov_node_group_id: string | null;
                                     is_protected: boolean;
+                                    /** Format: uuid */
+                                    installation_id?: string;
                                     git_repo_full_name?: string;
                                     git_repo_branch?: string;
                                     auto_deploy?: boolean;
@@ -3491,7 +3499,7 @@ export interface paths {
         };
         /**
          * A deployment's operations
-         * @description The steps the deployment went through, in order (accept, queue, source, build or pull, dependencies, rollout, traffic, drain, outcome), each with its state (running, success, failed) and timing.
+         * @description The steps the deployment went through, in order (accept, queue, source, build or pull, dependencies, rollout, traffic, drain, outcome), each with its state (running, success, failed) and timing; and its timeline: when it was accepted, claimed by a worker, its image resolved, its first container created and started, first healthy, routed, succeeded or failed, and its old version stopped, in the order they happened, with millisecond timestamps.
          */
         get: {
             parameters: {
@@ -3525,6 +3533,13 @@ export interface paths {
                                     /** Format: date-time */
                                     finished_at: string | null;
                                     duration_ms: number | null;
+                                }[];
+                                timeline: {
+                                    /** @enum {string} */
+                                    mark: "accepted" | "claimed" | "image_resolved" | "container_created" | "container_started" | "first_healthy" | "routed" | "success" | "failed" | "old_stopped";
+                                    /** Format: date-time */
+                                    at: string;
+                                    elapsed_ms: number;
                                 }[];
                             };
                         };
@@ -4966,6 +4981,101 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/hooks/github/{connectionId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Receive a GitHub webhook for one connection (docs/git.md)
+         * @description No bearer token: X-Hub-Signature-256 (HMAC-SHA256 of the raw body with the connection's webhook secret) proves the delivery; the connection is the one in the path, and only its secret is checked. x-github-event and x-github-delivery are required; a delivery id or pushed commit seen before does nothing. push deploys auto_deploy services; pull_request opened/synchronize/reopened deploys the preview, closed deletes it. Bodies up to 25 MiB.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description the git connection id */
+                    connectionId: string;
+                };
+                cookie?: never;
+            };
+            /** @description the host's event payload, as it sent it */
+            requestBody: {
+                content: {
+                    "application/json": unknown;
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            message: "success";
+                            data: {
+                                delivery_id: string;
+                                /** @description a redelivery: nothing was done again */
+                                duplicate: boolean;
+                                ignored: string | null;
+                                deployment_ids: string[];
+                                preview_service_ids: string[];
+                                deleted_service_ids: string[];
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/hooks/github": {
         parameters: {
             query?: never;
@@ -4977,13 +5087,108 @@ export interface paths {
         put?: never;
         /**
          * Receive a GitHub webhook (docs/git.md)
-         * @description No bearer token: X-Hub-Signature-256 (HMAC-SHA256 of the raw body with a connection's webhook secret) names the connection. X-GitHub-Event and X-GitHub-Delivery are required; a delivery id seen before does nothing. push deploys auto_deploy services; pull_request opened/synchronize/reopened deploys the preview, closed deletes it.
+         * @description No bearer token: X-Hub-Signature-256 (HMAC-SHA256 of the raw body with the connection's webhook secret) proves the delivery; the connection is found by the App installation or the repository the payload names (at most 4 are checked). x-github-event and x-github-delivery are required; a delivery id or pushed commit seen before does nothing. push deploys auto_deploy services; pull_request opened/synchronize/reopened deploys the preview, closed deletes it. Bodies up to 25 MiB.
          */
         post: {
             parameters: {
                 query?: never;
                 header?: never;
                 path?: never;
+                cookie?: never;
+            };
+            /** @description the host's event payload, as it sent it */
+            requestBody: {
+                content: {
+                    "application/json": unknown;
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            message: "success";
+                            data: {
+                                delivery_id: string;
+                                /** @description a redelivery: nothing was done again */
+                                duplicate: boolean;
+                                ignored: string | null;
+                                deployment_ids: string[];
+                                preview_service_ids: string[];
+                                deleted_service_ids: string[];
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/hooks/gitlab/{connectionId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Receive a GitLab webhook for one connection (docs/git.md)
+         * @description No bearer token: X-Gitlab-Token (the connection's webhook secret) proves the delivery; the connection is the one in the path, and only its secret is checked. x-gitlab-event and x-gitlab-event-uuid are required; a delivery id or pushed commit seen before does nothing. Push Hook deploys auto_deploy services. Bodies up to 25 MiB.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description the git connection id */
+                    connectionId: string;
+                };
                 cookie?: never;
             };
             /** @description the host's event payload, as it sent it */
@@ -5069,7 +5274,7 @@ export interface paths {
         put?: never;
         /**
          * Receive a GitLab webhook (docs/git.md)
-         * @description No bearer token: X-Gitlab-Token (a connection's webhook secret) names the connection. X-Gitlab-Event and X-Gitlab-Event-UUID are required; a delivery id seen before does nothing. Push Hook deploys auto_deploy services.
+         * @description No bearer token: X-Gitlab-Token (the connection's webhook secret) proves the delivery; the connection is found by the App installation or the repository the payload names (at most 4 are checked). x-gitlab-event and x-gitlab-event-uuid are required; a delivery id or pushed commit seen before does nothing. Push Hook deploys auto_deploy services. Bodies up to 25 MiB.
          */
         post: {
             parameters: {

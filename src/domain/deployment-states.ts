@@ -28,3 +28,23 @@ export type DeployStep = (typeof DEPLOY_STEPS)[number];
 
 export const OPERATION_STATES = ['running', 'success', 'failed'] as const;
 export type OperationState = (typeof OPERATION_STATES)[number];
+
+/**
+ * A deployment's timeline: the moments of its way to live, in the order they happen on a rollout that
+ * succeeds (GET .../operations lists them with millisecond timestamps). Each is kept the first time it
+ * happens. The old version stops after `success` (a rollout never waits for it); `failed` ends one that
+ * did not make it.
+ */
+export const TIMELINE_MARKS = [
+  'accepted',
+  'claimed',
+  'image_resolved',
+  'container_created',
+  'container_started',
+  'first_healthy',
+  'routed',
+  'success',
+  'failed',
+  'old_stopped',
+] as const;
+export type TimelineMark = (typeof TIMELINE_MARKS)[number];

@@ -11,7 +11,9 @@ export interface PushEvent {
   type: 'push';
   repo: string;
   branch: string;
-  commit: { id: string; author: string; message: string };
+  /** The head before the push (all zeros for a new branch): a push that follows another names its head here. */
+  before: string;
+  commit: { id: string; author: string; message: string; timestamp: Date | null };
 }
 
 export interface PullRequestEvent {
@@ -29,10 +31,16 @@ export interface PullRequestEvent {
 export type GitEvent = PushEvent | PullRequestEvent | { type: 'ignored'; why: string };
 
 const Author = Type.Object({ name: Type.String(), email: Type.String() });
-const Commit = Type.Object({ id: Type.String(), message: Type.String(), author: Author });
+const Commit = Type.Object({
+  id: Type.String(),
+  message: Type.String(),
+  author: Author,
+  timestamp: Type.Optional(Type.String()),
+});
 
 const GithubPush = Type.Object({
   ref: Type.String(),
+  before: Type.Optional(Type.String()),
   after: Type.String(),
   deleted: Type.Optional(Type.Boolean()),
   head_commit: Type.Union([Commit, Type.Null()]),
@@ -51,13 +59,29 @@ const GithubPullRequest = Type.Object({
 const GitlabPush = Type.Object({
   object_kind: Type.Literal('push'),
   ref: Type.String(),
+  before: Type.Optional(Type.String()),
   checkout_sha: Type.Union([Type.String(), Type.Null()]),
   project: Type.Object({ path_with_namespace: Type.String() }),
   commits: Type.Array(Commit),
 });
 
+const Installation = Type.Object({ installation: Type.Object({ id: Type.Integer() }) });
+const AppHook = Type.Object({ hook: Type.Object({ type: Type.Literal('App'), app_id: Type.Integer() }) });
+const GithubRepository = Type.Object({
+  repository: Type.Object({ full_name: Type.String({ maxLength: 300 }) }),
+});
+const GitlabProject = Type.Object({
+  project: Type.Object({ path_with_namespace: Type.String({ maxLength: 300 }) }),
+});
+
 const BRANCH_REF = /^refs\/heads\/(.+)$/;
 const author = (a: { name: string; email: string }) => `${a.name} <${a.email}>`;
+
+/** A commit's time as the host gave it (ISO 8601), or null when it gave none that reads as a time. */
+function timeOf(commit: { timestamp?: string } | undefined): Date | null {
+  const at = commit?.timestamp ? new Date(commit.timestamp) : null;
+  return at && !Number.isNaN(at.getTime()) ? at : null;
+}
 
 /** A GitHub event (`X-GitHub-Event`) as Berth acts on it. */
 export function githubEvent(name: string, payload: unknown): GitEvent {
@@ -71,7 +95,13 @@ export function githubEvent(name: string, payload: unknown): GitEvent {
       type: 'push',
       repo: payload.repository.full_name,
       branch,
-      commit: { id: payload.after, author: author(head.author), message: head.message.trim() },
+      before: payload.before ?? '',
+      commit: {
+        id: payload.after,
+        author: author(head.author),
+        message: head.message.trim(),
+        timestamp: timeOf(head),
+      },
     };
   }
   if (name === 'pull_request') {
@@ -109,26 +139,53 @@ export function gitlabEvent(name: string, payload: unknown): GitEvent {
     type: 'push',
     repo: payload.project.path_with_namespace,
     branch,
+    before: payload.before ?? '',
     commit: {
       id: payload.checkout_sha,
       author: head ? author(head.author) : '',
       message: head?.message.trim() ?? '',
+      timestamp: timeOf(head),
     },
   };
 }
 
-/** GitHub's `X-Hub-Signature-256`: `sha256=` and the HMAC-SHA256 of the raw body, compared in constant time. */
-export function githubSignatureMatches(secret: string, body: Buffer, header: string): boolean {
-  const expected = Buffer.from(`sha256=${createHmac('sha256', secret).update(body).digest('hex')}`);
-  const given = Buffer.from(header);
-  return given.length === expected.length && timingSafeEqual(given, expected);
+/** A delivery's proof checked against one connection's secret, fed the body as it arrives. */
+export interface ProofCheck {
+  update(chunk: Buffer): void;
+  matches(): boolean;
 }
 
 /**
- * GitLab's `X-Gitlab-Token` is the secret itself. Both sides are hashed first, so the comparison takes
- * the same time whatever the length of what was sent.
+ * GitHub's `X-Hub-Signature-256` is `sha256=` and the HMAC-SHA256 of the body: computed over the chunks
+ * as they arrive, compared in constant time at the end. GitLab's `X-Gitlab-Token` is the secret itself;
+ * both sides are hashed first, so the comparison takes the same time whatever the length sent.
  */
-export function gitlabTokenMatches(secret: string, header: string): boolean {
-  const digest = (text: string) => createHash('sha256').update(text).digest();
-  return timingSafeEqual(digest(secret), digest(header));
+export function proofCheck(kind: 'github' | 'gitlab', secret: string, proof: string): ProofCheck {
+  if (kind === 'gitlab') {
+    const digest = (text: string) => createHash('sha256').update(text).digest();
+    return { update: () => {}, matches: () => timingSafeEqual(digest(secret), digest(proof)) };
+  }
+  const hmac = createHmac('sha256', secret);
+  return {
+    update: (chunk) => hmac.update(chunk),
+    matches: () => {
+      const expected = Buffer.from(`sha256=${hmac.digest('hex')}`);
+      const given = Buffer.from(proof);
+      return given.length === expected.length && timingSafeEqual(given, expected);
+    },
+  };
+}
+
+export type HookRouting = { installationId: string } | { appId: string } | { repo: string };
+
+/** What a delivery to `/hooks/{kind}` names that finds its connection: the App installation (or App), or the repository. */
+export function deliveryRouting(kind: 'github' | 'gitlab', payload: unknown): HookRouting | null {
+  if (kind === 'github' && Check(Installation, payload))
+    return { installationId: String(payload.installation.id) };
+  // An App's ping names no installation, only the App.
+  if (kind === 'github' && Check(AppHook, payload)) return { appId: String(payload.hook.app_id) };
+  if (kind === 'github' && Check(GithubRepository, payload)) return { repo: payload.repository.full_name };
+  if (kind === 'gitlab' && Check(GitlabProject, payload))
+    return { repo: payload.project.path_with_namespace };
+  return null;
 }

@@ -90,8 +90,9 @@ export const SERVICE_FIELDS = {
   installation_id: {
     schema: Nullable(Uuid),
     unset: null,
-    // A read shows it as gitlab_connection_id, for gitlab services only.
-    shown: 'hidden',
+    // The connection a service uses is not a secret: a read shows it (a gitlab service's also as
+    // gitlab_connection_id, the hosted schema's name).
+    shown: 'omitted',
     sources: GIT,
   },
   git_repo_full_name: {

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { DeployStep } from '../domain/deployment-states.ts';
+import type { DeployStep, TimelineMark } from '../domain/deployment-states.ts';
 import { redactor } from '../domain/redact.ts';
 import type { DeployLog } from '../providers/provider.ts';
 import type { Db } from '../store/database.ts';
@@ -7,6 +7,7 @@ import {
   appendDeploymentLog,
   type LogEntry,
   type OperationChange,
+  type TimelineEntry,
 } from '../store/repositories/deployment-logs.ts';
 
 /** Buffered lines are written this often, or at once past FLUSH_LINES: a build's output costs few writes. */
@@ -24,6 +25,8 @@ export class DeploymentLogWriter implements DeployLog {
   private entries: LogEntry[] = [];
   private readonly ops = new Map<DeployStep, OperationChange>();
   private readonly started = new Map<DeployStep, Date>();
+  private timeline: TimelineEntry[] = [];
+  private readonly marked = new Set<TimelineMark>();
   private mask: (text: string) => string = (text) => text;
   private readonly maskedValues = new Set<string>();
   private timer: NodeJS.Timeout | undefined;
@@ -71,6 +74,13 @@ export class DeploymentLogWriter implements DeployLog {
     this.schedule();
   }
 
+  mark(mark: TimelineMark): void {
+    if (this.marked.has(mark)) return;
+    this.marked.add(mark);
+    this.timeline.push({ mark, at: new Date() });
+    this.schedule();
+  }
+
   private schedule(): void {
     if (this.entries.length >= FLUSH_LINES) {
       void this.flush();
@@ -79,23 +89,24 @@ export class DeploymentLogWriter implements DeployLog {
     this.timer ??= setTimeout(() => void this.flush(), FLUSH_MS);
   }
 
-  private take(): { entries: LogEntry[]; ops: OperationChange[] } {
+  private take(): { entries: LogEntry[]; ops: OperationChange[]; timeline: TimelineEntry[] } {
     clearTimeout(this.timer);
     this.timer = undefined;
-    const taken = { entries: this.entries, ops: [...this.ops.values()] };
+    const taken = { entries: this.entries, ops: [...this.ops.values()], timeline: this.timeline };
     this.entries = [];
     this.ops.clear();
+    this.timeline = [];
     return taken;
   }
 
   /** Writes what is buffered; resolves once every earlier write is done. */
   flush(): Promise<void> {
     this.writing = this.writing.then(async () => {
-      const { entries, ops } = this.take();
-      if (entries.length === 0 && ops.length === 0) return;
+      const { entries, ops, timeline } = this.take();
+      if (entries.length === 0 && ops.length === 0 && timeline.length === 0) return;
       await this.db
         .transaction()
-        .execute((trx) => appendDeploymentLog(trx, this.deploymentId, entries, ops))
+        .execute((trx) => appendDeploymentLog(trx, this.deploymentId, entries, ops, timeline))
         .catch((error: Error) =>
           this.logger.warn({ err: error, deploymentId: this.deploymentId }, 'deployment log write failed'),
         );
@@ -106,7 +117,7 @@ export class DeploymentLogWriter implements DeployLog {
   /** Writes what is buffered inside `trx` (the outcome, with the transition), after the writes under way. */
   async writeIn(trx: Db): Promise<void> {
     await this.writing;
-    const { entries, ops } = this.take();
-    await appendDeploymentLog(trx, this.deploymentId, entries, ops);
+    const { entries, ops, timeline } = this.take();
+    await appendDeploymentLog(trx, this.deploymentId, entries, ops, timeline);
   }
 }

@@ -1,7 +1,5 @@
-import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { promisify } from 'node:util';
-import { gitEnv, repoUrl } from '../domain/git-auth.ts';
+import { repoUrl } from '../domain/git-auth.ts';
 import { isDeleting } from '../domain/service-states.ts';
 import { recordAudit } from '../domain/usecases/audit.ts';
 import type { Deps } from '../domain/usecases/context.ts';
@@ -11,22 +9,13 @@ import { advanceHead, pollTargets } from '../store/repositories/git-poll-heads.t
 import type { ServiceRow } from '../store/schema.ts';
 import { repeatEvery } from './every.ts';
 import { gitAccessOf } from './git-access.ts';
+import { branchHead } from './git-head.ts';
 
-const run = promisify(execFile);
-
-/** The head of `branch`, asked with `git ls-remote` (no clone), or undefined when the branch is gone. */
-async function branchHead(deps: Pick<Deps, 'store' | 'secretBox' | 'config'>, service: ServiceRow) {
+/** The head of the service's branch, with its connection or anonymously from BERTH_GIT_BASE_URL. */
+async function headOf(deps: Pick<Deps, 'store' | 'secretBox' | 'config'>, service: ServiceRow) {
   const access = await gitAccessOf(deps, service);
   const url = repoUrl(access?.baseUrl ?? deps.config.gitBaseUrl, service.git_repo_full_name ?? '');
-  const ref = `refs/heads/${service.git_repo_branch ?? 'main'}`;
-  const { stdout } = await run('git', ['ls-remote', '--', url, ref], {
-    env: gitEnv(access),
-    timeout: 60_000,
-  });
-  return stdout
-    .split('\n')
-    .find((line) => line.endsWith(`\t${ref}`))
-    ?.split('\t')[0];
+  return branchHead(url, service.git_repo_branch ?? 'main', access, 60_000);
 }
 
 /**
@@ -41,7 +30,7 @@ export async function pollGitHeads(
   const heads = new Map<string, Promise<string | undefined>>();
   for (const service of await pollTargets(deps.store.db)) {
     const key = `${service.installation_id ?? ''} ${service.git_repo_full_name} ${service.git_repo_branch}`;
-    if (!heads.has(key)) heads.set(key, branchHead(deps, service));
+    if (!heads.has(key)) heads.set(key, headOf(deps, service));
     const head = await heads.get(key)?.catch((err: Error) => {
       deps.logger.warn(
         { service: service.id, err: err.message },

@@ -13,7 +13,7 @@
  * registry.ts is the one place that maps a name to a driver.
  * @module
  */
-import type { DeployStep } from '../domain/deployment-states.ts';
+import type { DeployStep, TimelineMark } from '../domain/deployment-states.ts';
 import type { GitAccess } from '../domain/git-auth.ts';
 import type { OpsConfig, OpsResource } from '../domain/ops-json.ts';
 import { TerminalError } from '../jobs/errors.ts';
@@ -165,10 +165,15 @@ export interface DeployLog {
   line(step: DeployStep, text: string): void;
   /** `step` ended; `text`, when given, is its last line. */
   end(step: DeployStep, outcome: 'success' | 'failed', text?: string): void;
+  /**
+   * A moment of the deployment's timeline happened now (the first time counts). Usable after apply
+   * resolved: the old version stops later.
+   */
+  mark(mark: TimelineMark): void;
 }
 
 /** For calls that keep no log (re-applying the generation in place with new domains). */
-export const SILENT_LOG: DeployLog = { line: () => undefined, end: () => undefined };
+export const SILENT_LOG: DeployLog = { line: () => undefined, end: () => undefined, mark: () => undefined };
 
 /** One line a service's workload printed. */
 export interface LogLine {

@@ -21,7 +21,9 @@ import * as webhooks from './migrations/0019-webhooks.ts';
 import * as gitConnections from './migrations/0022-git-connections.ts';
 import * as gitPollHeads from './migrations/0023-git-poll-heads.ts';
 import * as repoOps from './migrations/0026-repo-ops.ts';
-import * as sealedIdempotentAnswers from './migrations/0028-sealed-idempotent-answers.ts';
+import * as gitHookRouting from './migrations/0027-git-hook-routing.ts';
+import * as deploymentTimeline from './migrations/0028-deployment-timeline.ts';
+import * as sealedIdempotentAnswers from './migrations/0029-sealed-idempotent-answers.ts';
 import type { Database } from './schema.ts';
 
 /** Every migration, in order. Listed here rather than read from disk so the build carries them. */
@@ -48,7 +50,9 @@ const migrations: Record<string, Migration> = {
   '0022-git-connections': gitConnections,
   '0023-git-poll-heads': gitPollHeads,
   '0026-repo-ops': repoOps,
-  '0028-sealed-idempotent-answers': sealedIdempotentAnswers,
+  '0027-git-hook-routing': gitHookRouting,
+  '0028-deployment-timeline': deploymentTimeline,
+  '0029-sealed-idempotent-answers': sealedIdempotentAnswers,
 };
 
 export class MigrationError extends Error {}

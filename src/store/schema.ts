@@ -10,6 +10,7 @@ import type {
   DeploymentType,
   DeployStep,
   OperationState,
+  TimelineMark,
 } from '../domain/deployment-states.ts';
 import type { Cloud, EnvironmentState } from '../domain/environment-states.ts';
 import type { EventType } from '../domain/events.ts';
@@ -227,6 +228,13 @@ export interface DeploymentOperationsTable {
   finished_at: Date | null;
 }
 
+/** One moment of a deployment's timeline, the first time it happened. */
+export interface DeploymentTimelineTable {
+  deployment_id: string;
+  mark: TimelineMark;
+  at: Date;
+}
+
 /** One state change of an account (migration 0018's triggers write them). */
 export interface EventsTable {
   /** bigint: read as a string. */
@@ -301,6 +309,8 @@ export interface GitPollHeadsTable {
   service_id: string;
   head: string;
   seen_at: Generated<Date>;
+  /** The commit time of the newest push deployed on the service: an older push is not deployed. */
+  pushed_at: Date | null;
 }
 
 export interface Database {
@@ -320,6 +330,7 @@ export interface Database {
   service_resources: ServiceResourcesTable;
   deployment_logs: DeploymentLogsTable;
   deployment_operations: DeploymentOperationsTable;
+  deployment_timeline: DeploymentTimelineTable;
   events: EventsTable;
   webhooks: WebhooksTable;
   webhook_deliveries: WebhookDeliveriesTable;
@@ -343,6 +354,7 @@ export type CustomDomainRow = Selectable<CustomDomainsTable>;
 export type ServiceResourceRow = Selectable<ServiceResourcesTable>;
 export type DeploymentLogRow = Selectable<DeploymentLogsTable>;
 export type DeploymentOperationRow = Selectable<DeploymentOperationsTable>;
+export type DeploymentTimelineRow = Selectable<DeploymentTimelineTable>;
 export type EventRow = Selectable<EventsTable>;
 export type GitConnectionRow = Selectable<GitConnectionsTable>;
 export type WebhookRow = Selectable<WebhooksTable>;

@@ -2,13 +2,24 @@ import { createHmac, randomUUID } from 'node:crypto';
 import type { Harness, Reply } from './harness.ts';
 
 /** Webhook deliveries as GitHub and GitLab send them: the fields Berth reads, signed with a secret. */
-export function githubPush(repo: string, branch: string, sha: string, message = 'a change') {
+export function githubPush(
+  repo: string,
+  branch: string,
+  sha: string,
+  message = 'a change',
+  push: { before?: string; timestamp?: string } = {},
+) {
   return {
     ref: `refs/heads/${branch}`,
-    before: '0'.repeat(40),
+    before: push.before ?? '0'.repeat(40),
     after: sha,
     deleted: false,
-    head_commit: { id: sha, message, author: { name: 'Dev Eloper', email: 'dev@acme.test' } },
+    head_commit: {
+      id: sha,
+      message,
+      author: { name: 'Dev Eloper', email: 'dev@acme.test' },
+      ...(push.timestamp ? { timestamp: push.timestamp } : {}),
+    },
     repository: { full_name: repo },
   };
 }
@@ -33,23 +44,28 @@ export function gitlabPush(repo: string, branch: string, sha: string, message = 
   return {
     object_kind: 'push',
     ref: `refs/heads/${branch}`,
+    before: '0'.repeat(40),
     checkout_sha: sha,
     project: { path_with_namespace: repo },
     commits: [{ id: sha, message, author: { name: 'Lab Dev', email: 'lab@acme.test' } }],
   };
 }
 
-/** POSTs a GitHub delivery signed with `secret` (X-Hub-Signature-256 over the exact bytes sent). */
+/**
+ * POSTs a GitHub delivery signed with `secret` (X-Hub-Signature-256 over the exact bytes sent), to
+ * `/hooks/github/{connection}` when a connection is given, else to `/hooks/github`.
+ */
 export function sendGithub(
   h: Harness,
   secret: string,
   event: string,
   payload: unknown,
   delivery: string = randomUUID(),
+  connection?: string,
 ): Promise<Reply> {
   // A string is sent as it is: bodies no encoder would make.
   const raw = typeof payload === 'string' ? payload : JSON.stringify(payload);
-  return h.request('POST', '/hooks/github', {
+  return h.request('POST', connection ? `/hooks/github/${connection}` : '/hooks/github', {
     rawBody: raw,
     headers: {
       'content-type': 'application/json',
@@ -65,8 +81,9 @@ export function sendGitlab(
   token: string,
   payload: unknown,
   delivery: string = randomUUID(),
+  connection?: string,
 ): Promise<Reply> {
-  return h.request('POST', '/hooks/gitlab', {
+  return h.request('POST', connection ? `/hooks/gitlab/${connection}` : '/hooks/gitlab', {
     rawBody: JSON.stringify(payload),
     headers: {
       'content-type': 'application/json',

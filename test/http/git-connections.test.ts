@@ -126,6 +126,22 @@ test('a connection a service clones with cannot be deleted; once unused it can',
     body: { ...VALID_SERVICE.github, installation_id: id },
   });
   assert.equal(service.status, 200, service.raw);
+  // A read names the connection the service uses (an id, not a secret), as a GitLab service's does.
+  assert.equal(service.body.data.service.installation_id, id);
+  const read = await h.request(
+    'GET',
+    `/v1/environments/${t.envId}/services/${service.body.data.service.id}`,
+    {
+      token: t.token,
+    },
+  );
+  assert.equal(read.body.data.service.installation_id, id);
+  const listed = await h.request('GET', `/v1/environments/${t.envId}/services`, { token: t.token });
+  assert.equal(
+    listed.body.data.services.find((s: { id: string }) => s.id === service.body.data.service.id)
+      ?.installation_id,
+    id,
+  );
   const refused = await h.admin('DELETE', `/git-connections/${id}`);
   assert.equal(refused.status, 409, refused.raw);
   assert.match(refused.body.message, /used by 1 service/);
@@ -133,6 +149,7 @@ test('a connection a service clones with cannot be deleted; once unused it can',
   const url = `/v1/environments/${t.envId}/services/${service.body.data.service.id}`;
   const unset = await h.request('PATCH', url, { token: t.token, body: { installation_id: null } });
   assert.equal(unset.status, 200, unset.raw);
+  assert.equal('installation_id' in unset.body.data.service, false, 'unset: omitted, as unset fields are');
   assert.equal((await h.admin('DELETE', `/git-connections/${id}`)).status, 200);
   const gone = await h.admin('DELETE', `/git-connections/${id}`);
   assert.equal(gone.status, 404);

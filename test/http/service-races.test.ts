@@ -64,7 +64,7 @@ test('20 rounds of 20 concurrent PATCHes of one service: every update survives',
     assert.equal(changes.length, 20);
     const answers = await Promise.all(changes.map((body) => patch(id, body)));
     for (const res of answers) assert.equal(res.status, 200, JSON.stringify(res.body));
-    // Read as stored: not every field is part of the service view (installation_id is not).
+    // Read as stored, every column that the PATCHes wrote.
     const got: Body = await h.deps.store.db
       .selectFrom('services')
       .selectAll()

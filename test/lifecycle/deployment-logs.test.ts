@@ -98,6 +98,17 @@ test('following a deployment streams its log in order until it is terminal, then
     assert.ok(op.finished_at >= op.started_at);
     assert.ok(op.duration_ms >= 0);
   }
+  // The timeline: each moment once, in the order it happened, with milliseconds.
+  const timeline = ops.body.data.timeline as { mark: string; at: string; elapsed_ms: number }[];
+  assert.deepEqual(
+    timeline.map((m) => m.mark),
+    ['accepted', 'claimed', 'image_resolved', 'routed', 'success'],
+  );
+  for (const [i, moment] of timeline.entries()) {
+    assert.match(moment.at, /\.\d{3}Z$/);
+    assert.equal(moment.elapsed_ms, Date.parse(moment.at) - Date.parse(timeline[0]?.at ?? ''));
+    assert.ok(i === 0 || moment.at >= (timeline[i - 1]?.at ?? ''), `${moment.mark} is in order`);
+  }
   // The get endpoint keeps op_ids and ops empty, as the spec says.
   const got = await h.request('GET', `/v1/deployments/${id}`, { token: t.token });
   assert.deepEqual(got.body.data.deployment.op_ids, []);
@@ -121,6 +132,10 @@ test('a deployment queued behind another says so; a failed one ends with its rea
   assert.equal(byStep.pull, 'failed');
   assert.equal(byStep.outcome, 'failed');
   assert.equal(byStep.traffic, undefined, 'traffic never moved');
+  assert.deepEqual(
+    ops.body.data.timeline.map((m: { mark: string }) => m.mark),
+    ['accepted', 'claimed', 'failed'],
+  );
 });
 
 test('the log is bounded: the oldest lines are dropped and one marker line counts them', async () => {

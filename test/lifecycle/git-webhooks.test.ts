@@ -21,13 +21,14 @@ const OTHER_SECRET = 'webhook-secret-of-other';
 let h: Harness;
 let t: Tenant;
 let other: Tenant;
+let githubConnection: string;
 
 before(async () => {
   h = await startHarness({ rateLimitPerMin: 100_000 });
   await h.startWorker();
   t = await h.tenant();
   other = await h.tenant();
-  await h.gitConnection(t, 'github', { webhook_secret: SECRET });
+  githubConnection = await h.gitConnection(t, 'github', { webhook_secret: SECRET });
   await h.gitConnection(t, 'gitlab', { webhook_secret: SECRET });
   await h.gitConnection(other, 'github', { webhook_secret: OTHER_SECRET });
 });
@@ -146,7 +147,9 @@ describe('push', () => {
       },
     });
     assert.equal(unsigned.status, 401, unsigned.raw);
-    const signed = await sendGithub(h, SECRET, 'push', deep);
+    // Unreadable, it names no installation or repository: only a connection's own URL takes it.
+    assert.equal((await sendGithub(h, SECRET, 'push', deep)).status, 401);
+    const signed = await sendGithub(h, SECRET, 'push', deep, randomUUID(), githubConnection);
     assert.equal(signed.status, 200, signed.raw);
     assert.equal(signed.body.data.ignored, 'a push payload without its fields');
     assert.deepEqual(signed.body.data.deployment_ids, []);

@@ -7,7 +7,8 @@ import { MemoryWindows } from './windows.ts';
  * window of one minute, in this process's memory. Once an address has failed `perMinute` times, every
  * further request from it is answered 429 until the window ends, without looking the token up: an
  * unknown token costs a database lookup, and a wrong admin token is a guess. Counted: a missing,
- * malformed, unknown or revoked token on /v1 and a wrong token on /admin/v1.
+ * malformed, unknown or revoked token on /v1 and a wrong token on /admin/v1. Webhook deliveries signed by
+ * no connection count in an instance of their own (app.ts), so they never lock an address out of the API.
  */
 export interface AuthFailureLimit {
   /**

@@ -1,11 +1,12 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { DEPLOY_STEPS } from '../../domain/deployment-states.ts';
+import { DEPLOY_STEPS, TIMELINE_MARKS } from '../../domain/deployment-states.ts';
 import { ValidationError } from '../../domain/errors.ts';
 import type { Deps } from '../../domain/usecases/context.ts';
 import {
   deploymentLogAfter,
   deploymentOperations,
+  deploymentTimeline,
   LOG_CHANNEL,
 } from '../../store/repositories/deployment-logs.ts';
 import { findDeploymentById } from '../../store/repositories/deployments.ts';
@@ -13,9 +14,15 @@ import { Wakeups } from '../../store/wakeups.ts';
 import { deploymentOf } from '../plugins/scope.ts';
 import { AUTH_ERRORS, Envelope, errorResponses, isSeq, Nullable, Uuid } from '../schemas/common.ts';
 import { Deployment } from '../schemas/deployments.ts';
-import { DeploymentLogLine, DeploymentLogQuery, JsonOrStream, Operation } from '../schemas/logs.ts';
+import {
+  DeploymentLogLine,
+  DeploymentLogQuery,
+  JsonOrStream,
+  Operation,
+  TimelineEntry,
+} from '../schemas/logs.ts';
 import { openSse } from '../sse.ts';
-import { deploymentLogLineView, deploymentView, operationView, success } from '../views.ts';
+import { deploymentLogLineView, deploymentView, operationView, success, timelineView } from '../views.ts';
 
 /** A follower that heard nothing re-reads this often anyway (a NOTIFY lost with its connection). */
 const FOLLOW_POLL_MS = 5_000;
@@ -126,20 +133,27 @@ export const deploymentLogRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = as
         summary: "A deployment's operations",
         description:
           'The steps the deployment went through, in order (accept, queue, source, build or pull, dependencies, ' +
-          'rollout, traffic, drain, outcome), each with its state (running, success, failed) and timing.',
+          'rollout, traffic, drain, outcome), each with its state (running, success, failed) and timing; and ' +
+          'its timeline: when it was accepted, claimed by a worker, its image resolved, its first container ' +
+          'created and started, first healthy, routed, succeeded or failed, and its old version stopped, in ' +
+          'the order they happened, with millisecond timestamps.',
         params: Type.Object({ deploymentId: Uuid }),
         response: {
           200: Envelope(
-            Type.Object({ operations: Type.Array(Operation, { maxItems: DEPLOY_STEPS.length }) }),
+            Type.Object({
+              operations: Type.Array(Operation, { maxItems: DEPLOY_STEPS.length }),
+              timeline: Type.Array(TimelineEntry, { maxItems: TIMELINE_MARKS.length }),
+            }),
           ),
           ...errorResponses(...AUTH_ERRORS),
         },
       },
     },
     async (request) => {
-      const rows = await deploymentOperations(db, deploymentOf(request).id);
+      const { id } = deploymentOf(request);
+      const [rows, timeline] = await Promise.all([deploymentOperations(db, id), deploymentTimeline(db, id)]);
       rows.sort((a, b) => DEPLOY_STEPS.indexOf(a.step) - DEPLOY_STEPS.indexOf(b.step));
-      return success({ operations: rows.map(operationView) });
+      return success({ operations: rows.map(operationView), timeline: timelineView(timeline) });
     },
   );
 };

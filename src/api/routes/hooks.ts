@@ -1,9 +1,10 @@
+import type { Readable } from 'node:stream';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { UnauthorizedError, ValidationError } from '../../domain/errors.ts';
 import type { Deps } from '../../domain/usecases/context.ts';
-import { type Delivery, receiveDelivery } from '../../domain/usecases/git-events.ts';
+import { type Delivery, MAX_HOOK_CANDIDATES, receiveDelivery } from '../../domain/usecases/git-events.ts';
 import type { GitKind } from '../../store/schema.ts';
 import type { AuthFailureLimit } from '../plugins/auth-failures.ts';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../plugins/body-guards.ts';
@@ -30,76 +31,146 @@ const header = (request: FastifyRequest, name: string) => {
   return typeof value === 'string' ? value : '';
 };
 
+/** GitHub caps a delivery at 25 MB; Berth reads GitLab's up to the same. */
+export const HOOK_BODY_LIMIT_BYTES = 25 * 1024 * 1024;
+const TOO_LARGE = `larger than ${HOOK_BODY_LIMIT_BYTES / 1024 / 1024} MiB, the most a git host sends`;
+
+/** An event name as the hosts send them (`push`, `Push Hook`): short, letters, digits, spaces, `_.-`. */
+const EVENT_NAME = /^[A-Za-z0-9_ .-]{1,100}$/;
+const DELIVERY_ID = /^[\x21-\x7e]{1,200}$/;
+
+/** The body, chunk by chunk up to the limit; its JSON when it is JSON that nests no deeper than any host sends. */
+async function readBody(
+  stream: Readable | undefined,
+  declaredLength: string | undefined,
+  onChunk: (chunk: Buffer) => void,
+): Promise<{ raw: Buffer; payload: unknown }> {
+  if (Number(declaredLength) > HOOK_BODY_LIMIT_BYTES) throw ValidationError.body(TOO_LARGE);
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of stream ?? []) {
+    size += (chunk as Buffer).length;
+    if (size > HOOK_BODY_LIMIT_BYTES) throw ValidationError.body(TOO_LARGE);
+    onChunk(chunk as Buffer);
+    chunks.push(chunk as Buffer);
+  }
+  const raw = Buffer.concat(chunks, size);
+  const text = raw.toString('utf8');
+  // Judged after the signature: an unsigned body earns a 401, not a parse error.
+  if (nestsDeeperThan(text, MAX_JSON_DEPTH)) return { raw, payload: undefined };
+  try {
+    return { raw, payload: JSON.parse(text) };
+  } catch {
+    return { raw, payload: undefined };
+  }
+}
+
 /**
- * `POST /hooks/github` and `POST /hooks/gitlab`: no bearer token; the host's own proof (an HMAC of the
- * raw body, or the shared token) names the connection. A proof that matches no connection is a 401
- * that leaves nothing but a log line (docs/git.md), and counts as a failed authentication of the client
- * address, as a bad token on /v1 does: an address past the limit is refused (429) before any HMAC is
- * computed or any connection read.
+ * `POST /hooks/{kind}/{connection}` and `POST /hooks/{kind}`: no bearer token; the host's own proof (an
+ * HMAC of the raw body, or the shared token) names the connection: the one in the URL, else one of the
+ * few the payload's installation or repository can belong to (docs/git.md). A proof that matches none
+ * is a 401 that leaves nothing but a log line, and counts as a failed delivery of the client address:
+ * an address past the limit is refused (429) before any body is read. Deliveries have their own budget,
+ * apart from API tokens', so a misconfigured secret does not lock the address out of the API.
  */
-export const hookRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; authFailures: AuthFailureLimit }> = async (
+export const hookRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; failures: AuthFailureLimit }> = async (
   app,
-  { deps, authFailures },
+  { deps, failures },
 ) => {
-  // GitHub signs the bytes it sent: the parser keeps them beside the parsed JSON.
-  const raw = new WeakMap<FastifyRequest, Buffer>();
+  // The body is read by the handler, as it streams in: GitHub signs its bytes, and up to 25 MB of them.
+  const bodies = new WeakMap<FastifyRequest, Readable>();
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
-    raw.set(request, body as Buffer);
-    const text = (body as Buffer).toString('utf8');
-    // Judged after the signature: an unsigned body earns a 401, not a parse error. Nesting deeper
-    // than any host sends is unreadable too (the body guards walk what is parsed).
-    if (nestsDeeperThan(text, MAX_JSON_DEPTH)) return done(null, undefined);
-    try {
-      done(null, JSON.parse(text));
-    } catch {
-      done(null, undefined);
-    }
+  app.addContentTypeParser('application/json', (request, payload, done) => {
+    bodies.set(request, payload as Readable);
+    done(null, undefined);
   });
 
   for (const kind of ['github', 'gitlab'] as const) {
+    const names = HEADERS[kind];
+    const host = kind === 'github' ? 'GitHub' : 'GitLab';
+    const proof =
+      kind === 'github'
+        ? "X-Hub-Signature-256 (HMAC-SHA256 of the raw body with the connection's webhook secret)"
+        : "X-Gitlab-Token (the connection's webhook secret)";
+    const does =
+      kind === 'github'
+        ? 'push deploys auto_deploy services; pull_request opened/synchronize/reopened deploys the preview, closed deletes it.'
+        : 'Push Hook deploys auto_deploy services.';
+    const schema = (summary: string, routing: string) => ({
+      summary,
+      description: `No bearer token: ${proof} proves the delivery; ${routing} ${names.event} and ${names.delivery} are required; a delivery id or pushed commit seen before does nothing. ${does} Bodies up to 25 MiB.`,
+      security: [],
+      body: Type.Unknown({ description: "the host's event payload, as it sent it" }),
+      response: { 200: Envelope(Outcome), ...errorResponses(401, 422, 429, 500) },
+    });
+    const receive = async (request: FastifyRequest, reply: FastifyReply, connectionId?: string) => {
+      const delivery: Delivery = {
+        kind,
+        id: header(request, names.delivery),
+        event: header(request, names.event),
+        proof: header(request, names.proof),
+        connectionId,
+        read: (onChunk) => readBody(bodies.get(request), request.headers['content-length'], onChunk),
+      };
+      try {
+        const outcome = await failures.guard(request, reply, () => {
+          if (!delivery.proof) throw new UnauthorizedError();
+          const errors = [
+            ...(DELIVERY_ID.test(delivery.id)
+              ? []
+              : [
+                  {
+                    field: names.delivery,
+                    error: `${names.delivery} is required: at most 200 visible characters`,
+                  },
+                ]),
+            ...(EVENT_NAME.test(delivery.event)
+              ? []
+              : [
+                  {
+                    field: names.event,
+                    error: `${names.event} is required: at most 100 letters, digits, spaces and _.-`,
+                  },
+                ]),
+          ];
+          if (errors.length > 0) throw ValidationError.fields(errors);
+          return receiveDelivery(deps, delivery);
+        });
+        request.log.info({ kind, delivery: delivery.id, event: delivery.event, outcome }, 'git webhook');
+        return success(outcome);
+      } catch (error) {
+        if (error instanceof UnauthorizedError)
+          request.log.warn(
+            { kind, delivery: delivery.id.slice(0, 200) },
+            `git webhook not signed by ${connectionId ? 'its connection' : 'any connection'}`,
+          );
+        throw error;
+      }
+    };
+    app.post(
+      `/${kind}/:connectionId`,
+      {
+        schema: {
+          ...schema(
+            `Receive a ${host} webhook for one connection (docs/git.md)`,
+            'the connection is the one in the path, and only its secret is checked.',
+          ),
+          params: Type.Object({
+            connectionId: Type.String({ maxLength: 100, description: 'the git connection id' }),
+          }),
+        },
+      },
+      (request, reply) => receive(request, reply, request.params.connectionId),
+    );
     app.post(
       `/${kind}`,
       {
-        schema: {
-          summary: `Receive a ${kind === 'github' ? 'GitHub' : 'GitLab'} webhook (docs/git.md)`,
-          description:
-            kind === 'github'
-              ? "No bearer token: X-Hub-Signature-256 (HMAC-SHA256 of the raw body with a connection's webhook secret) names the connection. X-GitHub-Event and X-GitHub-Delivery are required; a delivery id seen before does nothing. push deploys auto_deploy services; pull_request opened/synchronize/reopened deploys the preview, closed deletes it."
-              : "No bearer token: X-Gitlab-Token (a connection's webhook secret) names the connection. X-Gitlab-Event and X-Gitlab-Event-UUID are required; a delivery id seen before does nothing. Push Hook deploys auto_deploy services.",
-          security: [],
-          body: Type.Unknown({ description: "the host's event payload, as it sent it" }),
-          response: { 200: Envelope(Outcome), ...errorResponses(401, 422, 429, 500) },
-        },
+        schema: schema(
+          `Receive a ${host} webhook (docs/git.md)`,
+          `the connection is found by the App installation or the repository the payload names (at most ${MAX_HOOK_CANDIDATES} are checked).`,
+        ),
       },
-      async (request, reply) => {
-        const names = HEADERS[kind];
-        const delivery: Delivery = {
-          kind,
-          id: header(request, names.delivery),
-          event: header(request, names.event),
-          proof: header(request, names.proof),
-          raw: raw.get(request) ?? Buffer.alloc(0),
-          payload: request.body,
-        };
-        try {
-          const outcome = await authFailures.guard(request, reply, () => {
-            if (!delivery.proof) throw new UnauthorizedError();
-            if (!delivery.id || delivery.id.length > 200 || !delivery.event) {
-              throw ValidationError.fields([
-                { field: names.delivery, error: `${names.delivery} and ${names.event} headers are required` },
-              ]);
-            }
-            return receiveDelivery(deps, delivery);
-          });
-          request.log.info({ kind, delivery: delivery.id, event: delivery.event, outcome }, 'git webhook');
-          return success(outcome);
-        } catch (error) {
-          if (error instanceof UnauthorizedError)
-            request.log.warn({ kind, delivery: delivery.id }, 'git webhook not signed by any connection');
-          throw error;
-        }
-      },
+      (request, reply) => receive(request, reply),
     );
   }
 };

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { DEPLOY_STEPS, OPERATION_STATES } from '../../domain/deployment-states.ts';
+import { DEPLOY_STEPS, OPERATION_STATES, TIMELINE_MARKS } from '../../domain/deployment-states.ts';
 import { DateTime, Nullable, Seq, StringEnum } from './common.ts';
 
 export const MAX_TAIL = 10_000;
@@ -82,4 +82,11 @@ export const Operation = Type.Object({
   started_at: DateTime,
   finished_at: Nullable(DateTime),
   duration_ms: Nullable(Type.Integer({ minimum: 0 })),
+});
+
+/** One moment of a deployment's timeline; `elapsed_ms` counts from `accepted`. */
+export const TimelineEntry = Type.Object({
+  mark: StringEnum(TIMELINE_MARKS, { maxLength: 20 }),
+  at: DateTime,
+  elapsed_ms: Type.Integer({ minimum: 0 }),
 });

@@ -37,6 +37,7 @@ export async function cancelDeployment(
           { step: 'queue', state: 'failed', startedAt: deployment.created_at, finishedAt: at },
           { step: 'outcome', state: 'failed', startedAt: at, finishedAt: at },
         ],
+        [{ mark: 'failed', at }],
       );
     } else if (await requestCancel(trx, deployment.id)) {
       await appendDeploymentLog(trx, deployment.id, [

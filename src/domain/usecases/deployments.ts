@@ -21,6 +21,11 @@ const TARGET_SOURCES: Record<'commit_id' | 'docker_image_tag' | 'helm_chart_vers
   helm_chart_version: ['helm_chart'],
 };
 
+/** A commit, tag or chart version is one word. */
+export function targetValueError(field: string, value: string): string | null {
+  return /^\S+$/.test(value) ? null : `${field} must be a non-empty value without spaces`;
+}
+
 /** At most one target, and it must fit the service's source. */
 export function checkDeployTarget(body: DeployBody, source: string): FieldError[] {
   const errors: FieldError[] = [];
@@ -30,8 +35,9 @@ export function checkDeployTarget(body: DeployBody, source: string): FieldError[
   for (const field of given) {
     if (!TARGET_SOURCES[field].includes(source as Source)) {
       errors.push({ field, error: `${field} does not fit a service whose source is ${source}` });
-    } else if (!/^\S+$/.test(body[field] as string)) {
-      errors.push({ field, error: `${field} must be a non-empty value without spaces` });
+    } else {
+      const error = targetValueError(field, body[field] as string);
+      if (error) errors.push({ field, error });
     }
   }
   if (given.length > 1 && errors.length === 0) {
@@ -150,6 +156,12 @@ async function logAccepted(
     refusal === null
       ? [done('accept', 'success'), done('queue', 'running')]
       : [done('accept', 'success'), done('outcome', 'failed')],
+    refusal === null
+      ? [{ mark: 'accepted', at }]
+      : [
+          { mark: 'accepted', at },
+          { mark: 'failed', at },
+        ],
   );
 }
 

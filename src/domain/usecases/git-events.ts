@@ -6,33 +6,38 @@
  * preview mode does. Each change is audited under the host's name, with the delivery id as request id.
  * @module
  */
+import { Errors } from 'typebox/value';
 import type { Db } from '../../store/database.ts';
 import { findAccount } from '../../store/repositories/accounts.ts';
 import { recordCommitDetails } from '../../store/repositories/deployments.ts';
 import {
-  gitConnectionsOfKind,
+  gitConnectionOfKind,
+  hookCandidates,
   recordDelivery,
   servicesOnBranch,
 } from '../../store/repositories/git-connections.ts';
-import { advanceHead } from '../../store/repositories/git-poll-heads.ts';
+import { headOf, recordPushedHead } from '../../store/repositories/git-poll-heads.ts';
 import { findPreview } from '../../store/repositories/services.ts';
 import type { GitConnectionRow, GitKind } from '../../store/schema.ts';
-import { UnauthorizedError } from '../errors.ts';
+import type { SecretBox } from '../../store/secret-box.ts';
+import { UnauthorizedError, ValidationError } from '../errors.ts';
 import {
+  deliveryRouting,
   type GitEvent,
   githubEvent,
-  githubSignatureMatches,
   gitlabEvent,
-  gitlabTokenMatches,
   type PullRequestEvent,
   type PushEvent,
+  proofCheck,
 } from '../git-events.ts';
+import { type DeployBody, DeployRequestBody } from '../inputs.ts';
 import { effectiveFeatures } from '../plans.ts';
 import { isDeleting } from '../service-states.ts';
+import { isUuid } from '../uuid.ts';
 import { recordAudit } from './audit.ts';
 import type { Actor, Deps } from './context.ts';
-import { acceptDeployment } from './deployments.ts';
-import { checkPreview, deployPreviewIn } from './previews.ts';
+import { acceptDeployment, checkDeployTarget } from './deployments.ts';
+import { checkPreview, checkPreviewBody, deployPreviewIn } from './previews.ts';
 import { lockService } from './service-guards.ts';
 import { deleteServiceIn } from './services.ts';
 
@@ -44,9 +49,13 @@ export interface Delivery {
   event: string;
   /** X-Hub-Signature-256 (GitHub) or X-Gitlab-Token (GitLab). */
   proof: string;
-  /** The body as sent: GitHub signs these bytes. */
-  raw: Buffer;
-  payload: unknown;
+  /** The connection the URL names (`/hooks/{kind}/{connection}`); absent on `/hooks/{kind}`. */
+  connectionId?: string;
+  /**
+   * Reads the body, handing each chunk to `onChunk` as it arrives (GitHub signs these bytes); `payload`
+   * is its JSON, undefined when it is none.
+   */
+  read(onChunk: (chunk: Buffer) => void): Promise<{ raw: Buffer; payload: unknown }>;
 }
 
 export interface DeliveryOutcome {
@@ -61,26 +70,70 @@ export interface DeliveryOutcome {
 
 const HOST = { github: 'GitHub', gitlab: 'GitLab' } as const;
 
-/** The connection whose webhook secret signed the delivery, compared in constant time against each. */
-function signer(deps: Pick<Deps, 'secretBox'>, connections: GitConnectionRow[], delivery: Delivery) {
-  return connections.find((c) => {
-    const secret = deps.secretBox.open(c.webhook_secret_sealed);
-    return delivery.kind === 'github'
-      ? githubSignatureMatches(secret, delivery.raw, delivery.proof)
-      : gitlabTokenMatches(secret, delivery.proof);
+/**
+ * At most this many connections are checked for a delivery to `/hooks/{kind}` (one naming a repository
+ * that many accounts build from): an unsigned delivery costs at most this many HMACs, whatever the
+ * number of connections. docs/git.md: such repositories use `/hooks/{kind}/{connection}`.
+ */
+export const MAX_HOOK_CANDIDATES = 4;
+
+/** Opened webhook secrets by sealed value (a rotation seals anew), so a delivery decrypts nothing twice. */
+const opened = new WeakMap<SecretBox, Map<string, string>>();
+const MAX_OPENED = 10_000;
+
+function openSecret(box: SecretBox, sealed: string): string {
+  const cache = opened.get(box) ?? new Map<string, string>();
+  opened.set(box, cache);
+  let secret = cache.get(sealed);
+  if (secret === undefined) {
+    secret = box.open(sealed);
+    // The oldest entry goes first: Maps keep insertion order.
+    if (cache.size >= MAX_OPENED) cache.delete(cache.keys().next().value as string);
+    cache.set(sealed, secret);
+  }
+  return secret;
+}
+
+/**
+ * The connection that signed the delivery, found before any secret is opened: the one the URL names,
+ * its proof checked as the body streams in; else the few that the payload's installation or repository
+ * can belong to (by index), each checked once. None: 401, and nothing was written.
+ */
+async function signedBy(
+  deps: Pick<Deps, 'store' | 'secretBox'>,
+  delivery: Delivery,
+): Promise<{ connection: GitConnectionRow; payload: unknown }> {
+  const { kind, proof } = delivery;
+  if (delivery.connectionId !== undefined) {
+    const named = isUuid(delivery.connectionId)
+      ? await gitConnectionOfKind(deps.store.db, kind, delivery.connectionId)
+      : undefined;
+    if (!named) throw new UnauthorizedError();
+    const check = proofCheck(kind, openSecret(deps.secretBox, named.webhook_secret_sealed), proof);
+    const { payload } = await delivery.read((chunk) => check.update(chunk));
+    if (!check.matches()) throw new UnauthorizedError();
+    return { connection: named, payload };
+  }
+  const { raw, payload } = await delivery.read(() => {});
+  const routing = deliveryRouting(kind, payload);
+  const candidates = routing ? await hookCandidates(deps.store.db, kind, routing, MAX_HOOK_CANDIDATES) : [];
+  const connection = candidates.find((c) => {
+    const check = proofCheck(kind, openSecret(deps.secretBox, c.webhook_secret_sealed), proof);
+    check.update(raw);
+    return check.matches();
   });
+  if (!connection) throw new UnauthorizedError();
+  return { connection, payload };
 }
 
 export async function receiveDelivery(
   deps: Pick<Deps, 'store' | 'secretBox'>,
   delivery: Delivery,
 ): Promise<DeliveryOutcome> {
-  const connection = signer(deps, await gitConnectionsOfKind(deps.store.db, delivery.kind), delivery);
-  if (!connection) throw new UnauthorizedError();
+  const { connection, payload } = await signedBy(deps, delivery);
   const event: GitEvent =
-    delivery.kind === 'github'
-      ? githubEvent(delivery.event, delivery.payload)
-      : gitlabEvent(delivery.event, delivery.payload);
+    delivery.kind === 'github' ? githubEvent(delivery.event, payload) : gitlabEvent(delivery.event, payload);
+  checkDeployCall(delivery.kind, event);
   const outcome: DeliveryOutcome = {
     delivery_id: delivery.id,
     duplicate: false,
@@ -96,7 +149,8 @@ export async function receiveDelivery(
       event: delivery.event,
     });
     if (!fresh) return { ...outcome, duplicate: true };
-    if (event.type === 'ignored') return { ...outcome, ignored: event.why };
+    // The reason may quote the payload (a ref, an action): the answer keeps it short.
+    if (event.type === 'ignored') return { ...outcome, ignored: event.why.slice(0, 300) };
     const account = await findAccount(trx, connection.account_id);
     if (!account || account.plan === 'none') return { ...outcome, ignored: 'the account has no active plan' };
     const actor: Actor = {
@@ -107,7 +161,12 @@ export async function receiveDelivery(
     };
     const match = { accountId: account.id, source: delivery.kind, connectionId: connection.id };
     if (event.type === 'push') {
-      outcome.deployment_ids = await deployPush(trx, deps, actor, match, event);
+      const pushed = await deployPush(trx, deps, actor, match, event);
+      outcome.deployment_ids = pushed.ids;
+      if (pushed.ids.length === 0 && pushed.duplicates > 0) outcome.duplicate = true;
+      else if (pushed.ids.length === 0 && pushed.older > 0)
+        outcome.ignored =
+          `commit ${event.commit.id} is older than the last push deployed on ${event.branch}`.slice(0, 300);
     } else if (!effectiveFeatures(account.plan, account.features).has('previews')) {
       outcome.ignored = "the account's plan does not include previews";
     } else {
@@ -117,22 +176,65 @@ export async function receiveDelivery(
   });
 }
 
+/**
+ * The deploy call a delivery amounts to passes the deploy endpoint's rules (its body schema, its target
+ * rule, its preview rules), or the delivery is a 422 naming the payload's fields and does nothing.
+ */
+function checkDeployCall(kind: GitKind, event: GitEvent): void {
+  if (event.type === 'ignored') return;
+  const [body, paths]: [DeployBody, Record<string, string>] =
+    event.type === 'push'
+      ? [{ commit_id: event.commit.id }, { commit_id: kind === 'github' ? 'after' : 'checkout_sha' }]
+      : [
+          { preview: true, commit_id: event.headSha, branch: event.headBranch, pr_number: event.number },
+          { commit_id: 'pull_request.head.sha', branch: 'pull_request.head.ref', pr_number: 'number' },
+        ];
+  const found = [
+    ...[...Errors(DeployRequestBody, body)].map((e) => {
+      const field = e.instancePath.slice(1);
+      return { field, error: `${field} ${e.message}` };
+    }),
+    ...(event.type === 'push' ? checkDeployTarget(body, kind) : checkPreviewBody(body)),
+  ];
+  const errors = new Map<string, string>();
+  for (const { field, error } of found) {
+    const path = paths[field] ?? field;
+    if (!errors.has(path)) errors.set(path, error.replace(field, path));
+  }
+  if (errors.size > 0) throw ValidationError.fields([...errors].map(([field, error]) => ({ field, error })));
+}
+
 type Match = { accountId: string; source: GitKind; connectionId: string };
 
-/** One deployment of the pushed commit per auto_deploy service on the branch, in creation order. */
+/**
+ * One deployment of the pushed commit per auto_deploy service on the branch, in creation order. A
+ * delivery id is not signed, so a captured push can be sent again under a new one: a commit that is
+ * already the service's head is a duplicate, and a push older than the newest one deployed (by its
+ * commit time, unless it follows the head: a force-push back to an older commit) is not deployed.
+ */
 async function deployPush(
   trx: Db,
   deps: Pick<Deps, 'secretBox'>,
   actor: Actor,
   match: Match,
   event: PushEvent,
-): Promise<string[]> {
-  const ids: string[] = [];
+) {
+  const pushed = { ids: [] as string[], duplicates: 0, older: 0 };
   for (const service of await servicesOnBranch(trx, { ...match, repo: event.repo, branch: event.branch })) {
     // A job never deploys on push (the spec refuses auto_deploy on jobs; a type changed later keeps it).
     if (!service.auto_deploy || service.type === 'job') continue;
     const locked = await lockService(trx, service.id);
     if (isDeleting(locked.state)) continue;
+    const last = await headOf(trx, service.id);
+    if (last?.head === event.commit.id) {
+      pushed.duplicates++;
+      continue;
+    }
+    const at = event.commit.timestamp;
+    if (last && event.before !== last.head && at && last.pushed_at && at < last.pushed_at) {
+      pushed.older++;
+      continue;
+    }
     const deployment = await acceptDeployment(
       trx,
       deps.secretBox,
@@ -142,7 +244,7 @@ async function deployPush(
       locked,
     );
     // The poller (if on) then sees this head as known and does not deploy it again.
-    await advanceHead(trx, service.id, event.commit.id);
+    await recordPushedHead(trx, service.id, event.commit.id, at);
     await recordCommitDetails(trx, deployment.id, {
       git_commit_author: event.commit.author,
       git_commit_message: event.commit.message.slice(0, 2000),
@@ -151,9 +253,9 @@ async function deployPush(
       id: deployment.id,
       environmentId: service.environment_id,
     });
-    ids.push(deployment.id);
+    pushed.ids.push(deployment.id);
   }
-  return ids;
+  return pushed;
 }
 
 /** The preview of every enable_previews service on the pull request's base branch: deployed, or deleted. */
@@ -170,7 +272,7 @@ async function previewPullRequest(
     const body = {
       preview: true,
       commit_id: event.headSha,
-      branch: event.headBranch.slice(0, 100),
+      branch: event.headBranch,
       pr_number: event.number,
     };
     // The deploy endpoint's preview rules: enable_previews, github, web, not itself a preview.

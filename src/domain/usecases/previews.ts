@@ -3,25 +3,36 @@ import type { Db } from '../../store/database.ts';
 import { findPreview, insertService } from '../../store/repositories/services.ts';
 import type { ServiceRow } from '../../store/schema.ts';
 import { type FieldError, ValidationError } from '../errors.ts';
+import { branchNameError } from '../git-ref-rules.ts';
 import type { DeployBody } from '../inputs.ts';
 import { kubeSecretNames } from '../subdomain.ts';
 import { recordAudit } from './audit.ts';
 import type { Actor, Deps } from './context.ts';
-import { acceptDeployment } from './deployments.ts';
+import { acceptDeployment, targetValueError } from './deployments.ts';
 import { readSecrets, storeSecrets } from './secrets.ts';
 import { assertNotDeleting, lockLiveService } from './service-guards.ts';
 
-/** Why a preview of `parent` cannot be deployed with `body`: the deploy endpoint's preview-mode rules. */
-export function checkPreview(parent: ServiceRow, body: DeployBody): FieldError[] {
+/** Why `body` is no preview deployment, whatever the service: its target fields. */
+export function checkPreviewBody(body: DeployBody): FieldError[] {
   const errors: FieldError[] = [];
   for (const field of ['commit_id', 'branch', 'pr_number'] as const) {
     if (body[field] === undefined || body[field] === '')
       errors.push({ field, error: `${field} is a required field` });
   }
+  const commitError = body.commit_id ? targetValueError('commit_id', body.commit_id) : null;
+  if (commitError) errors.push({ field: 'commit_id', error: commitError });
+  const branchError = body.branch ? branchNameError('branch', body.branch) : null;
+  if (branchError) errors.push({ field: 'branch', error: branchError });
   for (const field of ['docker_image_tag', 'helm_chart_version'] as const) {
     if (body[field] !== undefined)
       errors.push({ field, error: `${field} cannot be given for a preview deployment` });
   }
+  return errors;
+}
+
+/** Why a preview of `parent` cannot be deployed with `body`: the deploy endpoint's preview-mode rules. */
+export function checkPreview(parent: ServiceRow, body: DeployBody): FieldError[] {
+  const errors = checkPreviewBody(body);
   const parentRules: [boolean, string][] = [
     [parent.source === 'github', 'previews need a service whose source is github'],
     [parent.type === 'web', 'previews need a service whose type is web'],

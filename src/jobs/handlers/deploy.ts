@@ -62,6 +62,7 @@ export function deployHandler(deps: Deps): JobHandler {
       const { deployment, service, environment } = found;
       if (deployment.state === 'success' || deployment.state === 'failed') return;
       const log = new DeploymentLogWriter(db, deployment.id, deps.logger);
+      log.mark('claimed');
       const attempt = `attempt ${job.attempts} of ${job.max_attempts}`;
       if (deployment.state === 'queued') {
         const started = await db.transaction().execute(async (trx) => {
@@ -155,6 +156,7 @@ export function deployHandler(deps: Deps): JobHandler {
               kube_svc_alias: applied.svcAlias,
             });
             log.end('outcome', 'success', 'Deployment succeeded');
+            log.mark('success');
           }
         } else {
           const moved = await transitionDeployment(trx, deployment.id, ['in_progress'], 'failed', {
@@ -168,6 +170,7 @@ export function deployHandler(deps: Deps): JobHandler {
               'failed',
               failure === 'cancelled' ? 'Deployment cancelled' : `Deployment failed: ${failure ?? ''}`,
             );
+            log.mark('failed');
           }
         }
         await log.writeIn(trx);
@@ -208,6 +211,7 @@ export function deployHandler(deps: Deps): JobHandler {
             deployment.id,
             [{ step: 'outcome', line: `Deployment failed: ${failure}`, at }],
             [{ step: 'outcome', state: 'failed', startedAt: at, finishedAt: at }],
+            [{ mark: 'failed', at }],
           );
         }
       });

@@ -185,6 +185,7 @@ export class DockerProvider implements Provider {
     this.drainer.drain(service.id);
     const network = await this.ensureNetwork(environment);
     const { image, ops, source } = await this.prepareImage(desired, log);
+    log.mark('image_resolved');
     applied.source = source;
     signal.throwIfAborted();
     const labels = (role: Role): Record<string, string> => labelsOf(desired, role);
@@ -209,7 +210,7 @@ export class DockerProvider implements Provider {
     const short = `${service.subdomain}-${deploymentId.slice(0, 8)}`;
 
     if (service.type === 'job') {
-      const container = await this.run(spec('job', `berth-${short}-job`));
+      const container = await this.run(spec('job', `berth-${short}-job`), log);
       log.line('rollout', `Job container berth-${short}-job started`);
       // A lost lease ends the wait at once (the sleep rejects), before any further side effect.
       const exit = await Promise.race([
@@ -258,7 +259,7 @@ export class DockerProvider implements Provider {
     const targets: Target[] = [];
     for (let i = 0; i < (service.replica_count ?? 1); i++) {
       signal.throwIfAborted();
-      const container = await this.run(spec('replica', `berth-${short}-${i}`)).catch(async (error) => {
+      const container = await this.run(spec('replica', `berth-${short}-${i}`), log).catch(async (error) => {
         // The replicas already started go with the deployment that failed.
         await this.removeContainers({ [LABEL.deployment]: deploymentId });
         throw error;
@@ -270,9 +271,10 @@ export class DockerProvider implements Provider {
     }
     // Aborted (the lease was lost), the wait throws at once: the replicas are left as they are, since the
     // worker now running this deployment may be using them, and a rerun removes them anyway.
-    const ready = await waitReady(targets, ops.health_check, service.port, deadline, signal, (t) =>
-      log.line('rollout', `Replica ${t.container.id.slice(0, 12)} is healthy`),
-    );
+    const ready = await waitReady(targets, ops.health_check, service.port, deadline, signal, (t) => {
+      log.mark('first_healthy');
+      log.line('rollout', `Replica ${t.container.id.slice(0, 12)} is healthy`);
+    });
     if (!ready.ok) {
       const shown = ready.exited ?? targets[0];
       const tail = shown ? await this.logTail(shown.container) : '';
@@ -296,19 +298,21 @@ export class DockerProvider implements Provider {
     for (const { container } of targets) await container.update({ RestartPolicy: KEEP_RUNNING });
     await this.promoteOrStandDown(desired, ops, signal, log);
     // The new version serves: the deployment has succeeded. The old one drains meanwhile.
-    this.drainer.drain(service.id);
+    this.drainer.drain(service.id, { deploymentId, log });
     if (route)
       log.end('drain', 'success', 'The previous version drains: each old container gets 10 s to stop');
     return applied;
   }
 
   /** Creates and starts a container; one the Engine refuses (4xx: a memory limit below its minimum) is permanent. */
-  private async run(spec: Docker.ContainerCreateOptions): Promise<Docker.Container> {
+  private async run(spec: Docker.ContainerCreateOptions, log: DeployLog): Promise<Docker.Container> {
     const container = await this.docker.createContainer(spec).catch((error: unknown) => {
       throw engineError(error, 'the Docker Engine refused the container');
     });
+    log.mark('container_created');
     try {
       await container.start();
+      log.mark('container_started');
       return container;
     } catch (error) {
       await container.remove({ force: true }).catch(() => undefined);
@@ -406,6 +410,7 @@ export class DockerProvider implements Provider {
     // A worker that lost the job must not move traffic: the one that took it over decides.
     signal.throwIfAborted();
     if (await promote(this.db, desired, ops)) {
+      log.mark('routed');
       log.end('traffic', 'success', `Traffic moved to this deployment (generation ${desired.generation})`);
       return;
     }

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type Docker from 'dockerode';
 import type { Logger } from 'pino';
+import type { DeployLog } from '../provider.ts';
 import { INGRESS_CACHE_MS } from './ingress.ts';
 import { LABEL, labelFilter } from './labels.ts';
 import type { DockerDb } from './tables.ts';
@@ -31,8 +32,15 @@ export class Drainer {
     this.afterDrain = options.afterDrain;
   }
 
-  /** Starts draining the service's retired containers in the background. */
-  drain(serviceId: string): void {
+  /** The log of the deployment that last took each service's route, for its `old_stopped` moment. */
+  private readonly retiredBy = new Map<string, { deploymentId: string; log: DeployLog }>();
+
+  /**
+   * Starts draining the service's retired containers in the background. `by`: the deployment that just
+   * took the route; whichever drain stops what it replaced marks its `old_stopped`.
+   */
+  drain(serviceId: string, by?: { deploymentId: string; log: DeployLog }): void {
+    if (by) this.retiredBy.set(serviceId, by);
     const previous = this.running.get(serviceId) ?? Promise.resolve();
     const next = previous
       .then(() => this.drainNow(serviceId))
@@ -52,6 +60,13 @@ export class Drainer {
   /** Waits for the drains in progress (a graceful shutdown), at most `ms`. */
   async settle(ms: number): Promise<void> {
     await Promise.race([Promise.all(this.running.values()), sleep(ms, undefined, { ref: false })]);
+  }
+
+  private stopped(serviceId: string, deploymentId: string): void {
+    const by = this.retiredBy.get(serviceId);
+    if (by?.deploymentId !== deploymentId) return;
+    by.log.mark('old_stopped');
+    this.retiredBy.delete(serviceId);
   }
 
   private async drainNow(serviceId: string): Promise<void> {
@@ -90,6 +105,7 @@ export class Drainer {
         });
       }),
     );
+    this.stopped(serviceId, route.deployment_id);
     await this.afterDrain();
   }
 }

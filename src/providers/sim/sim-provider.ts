@@ -4,7 +4,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { isDeepStrictEqual } from 'node:util';
 import { sql } from 'kysely';
 import { intSetting } from '../../config.ts';
+import { repoUrl } from '../../domain/git-auth.ts';
+import { isGitSource } from '../../domain/service-fields.ts';
 import { SupersededError, TerminalError } from '../../jobs/errors.ts';
+import { branchHead } from '../../jobs/git-head.ts';
 import type { Db } from '../../store/database.ts';
 import {
   type Admission,
@@ -40,11 +43,24 @@ import { type SimDb, simTables } from './tables.ts';
 export interface SimSettings {
   /** Time one simulated step takes (BERTH_SIM_STEP_MS). */
   stepMs: number;
+  /**
+   * BERTH_GIT_BASE_URL when it is set: a branch head is then read from the repository there (or the
+   * service's connection's host) where it answers. Unset, every head is simulated: nothing is asked of
+   * github.com.
+   */
+  gitBaseUrl: string | null;
 }
 
 export function simSettings(env: NodeJS.ProcessEnv): SimSettings {
-  return { stepMs: intSetting(env, 'BERTH_SIM_STEP_MS', 500, 0, 600_000) };
+  return {
+    stepMs: intSetting(env, 'BERTH_SIM_STEP_MS', 500, 0, 600_000),
+    gitBaseUrl: env.BERTH_GIT_BASE_URL || null,
+  };
 }
+
+/** How long the sim waits for a repository's head before it simulates one. */
+const HEAD_TIMEOUT_MS = 10_000;
+const HEADS_KEPT = 1000;
 
 /** The simulated cloud refuses services named `refuse...` at once (see SimProvider). */
 function simRefusal(service: ServiceSpec): string | null {
@@ -69,6 +85,9 @@ function simRefusal(service: ServiceSpec): string | null {
 export class SimProvider implements Provider {
   private readonly db: SimDb;
   private readonly stepMs: number;
+  private readonly gitBaseUrl: string | null;
+  /** The commit each `{}` deployment resolved to, so that its ops.json and its build name the same one. */
+  private readonly heads = new Map<string, Promise<string>>();
   private readonly caller = `${hostname()}:${process.pid}`;
   readonly secrets: SecretStore;
   readonly logs: ServiceLogs;
@@ -78,6 +97,7 @@ export class SimProvider implements Provider {
     this.db = simTables(db);
     this.serving = new SimCronRequests(this.db, this.caller);
     this.stepMs = settings.stepMs;
+    this.gitBaseUrl = settings.gitBaseUrl;
     this.logs = new SimLogs(this.db);
     this.secrets = {
       // Only the key count is recorded: values never leave the secrets table.
@@ -176,8 +196,8 @@ export class SimProvider implements Provider {
    * (`commit_id` ''). The branch head resolves to the commit the deployment then reports building.
    */
   readonly sources: Sources = {
-    readFile: async ({ service, target, deploymentId, path }) => {
-      const commit = simCommit(service, target, deploymentId);
+    readFile: async ({ service, target, deploymentId, path, git }) => {
+      const commit = await this.commitOf({ service, target, deploymentId, ...(git ? { git } : {}) });
       const rows = await this.db
         .selectFrom('sim_repository_files')
         .select(['commit_id', 'content'])
@@ -189,6 +209,31 @@ export class SimProvider implements Provider {
       return { commit, text: row?.content ?? null };
     },
   };
+
+  /**
+   * The commit a git deployment runs: the one it names; for `{}`, the branch's real head where
+   * BERTH_GIT_BASE_URL is set and the repository answers `git ls-remote`, else a simulated one.
+   */
+  private commitOf({
+    service,
+    target,
+    deploymentId,
+    git,
+  }: Pick<DesiredService, 'service' | 'target' | 'deploymentId' | 'git'>): Promise<string> {
+    if (target.commit_id || !this.gitBaseUrl)
+      return Promise.resolve(simCommit(service, target, deploymentId));
+    let head = this.heads.get(deploymentId);
+    if (!head) {
+      const url = repoUrl(git?.baseUrl ?? this.gitBaseUrl, service.git_repo_full_name ?? '');
+      head = branchHead(url, service.git_repo_branch ?? 'main', git, HEAD_TIMEOUT_MS)
+        .catch(() => undefined)
+        .then((real) => real ?? simCommit(service, target, deploymentId));
+      // The oldest goes first: Maps keep insertion order.
+      if (this.heads.size >= HEADS_KEPT) this.heads.delete(this.heads.keys().next().value as string);
+      this.heads.set(deploymentId, head);
+    }
+    return head;
+  }
 
   /** Runs one call, recorded with its outcome; a failed call is recorded, then thrown. */
   private async record(
@@ -238,7 +283,7 @@ export class SimProvider implements Provider {
   async apply(desired: DesiredService, signal: AbortSignal, log: DeployLog = SILENT_LOG): Promise<Applied> {
     const { service, target, deploymentId, environment, generation } = desired;
     const namespaceName = `env-${environment.id.slice(0, 8)}`;
-    const source = deployedSource(desired);
+    const source = deployedSource(desired, isGitSource(service.source) ? await this.commitOf(desired) : '');
     const applied: Applied = {
       provDeploymentId: `sim-${deploymentId.slice(0, 8)}`,
       namespaceName,
@@ -278,6 +323,7 @@ export class SimProvider implements Provider {
         return { outcome: reason, error: new DeployFailed(reason, source) };
       }
       log.end(step, 'success', step === 'pull' ? `Pulled ${name}` : 'Successfully built the image');
+      log.mark('image_resolved');
       const replicas = service.replica_count ?? 1;
       for (let i = 0; i < replicas; i++) log.line('rollout', `Replica ${i} created`);
       await sleep(this.stepMs); // roll out
@@ -330,6 +376,7 @@ export class SimProvider implements Provider {
           error: new SupersededError(`a newer generation than ${generation} is in place`),
         };
       }
+      log.mark('routed');
       log.end('traffic', 'success', `Traffic moved to this deployment (generation ${generation})`);
       log.end('drain', 'success', 'The previous version was drained');
       return { outcome: 'success' };
@@ -395,11 +442,10 @@ function logSource(log: DeployLog, { service, target }: DesiredService, source: 
     log.end('source', 'success', `Chart ${service.helm_chart_name} ${target.helm_chart_version || 'latest'}`);
     log.line('pull', `Fetching chart ${service.helm_chart_repo}/${service.helm_chart_name}`);
   } else {
-    log.end(
-      'source',
-      'success',
-      `Commit ${source.git_commit_ref} by ${source.git_commit_author}: ${source.git_commit_message}`,
-    );
+    const what = source.git_commit_author
+      ? `by ${source.git_commit_author}: ${source.git_commit_message}`
+      : `(the head of ${service.git_repo_branch ?? 'main'}, read from the repository)`;
+    log.end('source', 'success', `Commit ${source.git_commit_ref} ${what}`);
     log.line('build', `#1 [internal] load build definition from ${service.dockerfile_path || 'Dockerfile'}`);
     log.line('build', '#2 [build 1/2] COPY . /app');
     log.line('build', '#3 [build 2/2] RUN make');
@@ -416,10 +462,10 @@ function simCommit(service: ServiceSpec, target: DeployTarget, deploymentId: str
 
 /**
  * What the simulated cloud "resolved" the target to, as a real one reports it: a git deployment names its
- * commit (the branch head gets a commit id of its own, stable per deployment) with an author and a
- * message; an image deployment the digest of its tag (stable per image and tag).
+ * commit (`commit`: a simulated head gets a simulated author and message; a real one read with ls-remote
+ * has none the sim could know); an image deployment the digest of its tag (stable per image and tag).
  */
-function deployedSource({ service, target, deploymentId }: DesiredService): DeployedSource {
+function deployedSource({ service, target, deploymentId }: DesiredService, commit: string): DeployedSource {
   if (service.source === 'docker_image') {
     return {
       docker_image_digest: `sha256:${hex(`${service.docker_registry ?? ''}/${service.docker_image}:${target.docker_image_tag}`)}`,
@@ -427,7 +473,7 @@ function deployedSource({ service, target, deploymentId }: DesiredService): Depl
   }
   if (service.source === 'helm_chart') return {};
   const branch = service.git_repo_branch ?? 'main';
-  const commit = simCommit(service, target, deploymentId);
+  if (commit !== simCommit(service, target, deploymentId)) return { git_commit_ref: commit };
   return {
     git_commit_ref: commit,
     git_commit_author: 'Sim Developer <developer@sim.berth.test>',

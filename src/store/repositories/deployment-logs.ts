@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
-import type { DeployStep, OperationState } from '../../domain/deployment-states.ts';
+import type { DeployStep, OperationState, TimelineMark } from '../../domain/deployment-states.ts';
 import type { Db } from '../database.ts';
-import type { DeploymentLogRow, DeploymentOperationRow } from '../schema.ts';
+import type { DeploymentLogRow, DeploymentOperationRow, DeploymentTimelineRow } from '../schema.ts';
 
 /** Lines a deployment keeps; older ones are dropped, and one marker line says how many. */
 export const MAX_LOG_LINES = 2000;
@@ -23,8 +23,14 @@ export interface OperationChange {
   finishedAt: Date | null;
 }
 
+/** A moment of the deployment's timeline. */
+export interface TimelineEntry {
+  mark: TimelineMark;
+  at: Date;
+}
+
 /**
- * Appends lines and operation changes to a deployment's log. `trx` must be a transaction: the advisory
+ * Appends lines, operation changes and timeline moments to a deployment's log. `trx` must be a transaction: the advisory
  * lock on the deployment it takes lasts until commit, so lines of one deployment commit in `seq` order
  * and a follower reading after a cursor never skips a line committed late.
  */
@@ -33,8 +39,9 @@ export async function appendDeploymentLog(
   deploymentId: string,
   entries: LogEntry[],
   operations: OperationChange[] = [],
+  timeline: TimelineEntry[] = [],
 ): Promise<void> {
-  if (entries.length === 0 && operations.length === 0) return;
+  if (entries.length === 0 && operations.length === 0 && timeline.length === 0) return;
   // The notification goes with the lock, in one statement: NOTIFY is delivered at commit wherever in
   // the transaction it was issued (and not at all on a rollback), so followers still read only lines
   // that committed.
@@ -69,6 +76,14 @@ export async function appendDeploymentLog(
           finished_at: eb.ref('excluded.finished_at'),
         })),
       )
+      .execute();
+  }
+  if (timeline.length > 0) {
+    // The first time a moment happened is the one kept (a rerun after a crash claims the job again).
+    await trx
+      .insertInto('deployment_timeline')
+      .values(timeline.map((t) => ({ deployment_id: deploymentId, mark: t.mark, at: t.at })))
+      .onConflict((oc) => oc.columns(['deployment_id', 'mark']).doNothing())
       .execute();
   }
 }
@@ -149,5 +164,15 @@ export async function deploymentOperations(db: Db, deploymentId: string): Promis
     .selectAll()
     .where('deployment_id', '=', deploymentId)
     .orderBy('started_at')
+    .execute();
+}
+
+/** The deployment's timeline, in the order it happened. */
+export async function deploymentTimeline(db: Db, deploymentId: string): Promise<DeploymentTimelineRow[]> {
+  return db
+    .selectFrom('deployment_timeline')
+    .selectAll()
+    .where('deployment_id', '=', deploymentId)
+    .orderBy('at')
     .execute();
 }

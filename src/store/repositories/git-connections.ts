@@ -1,4 +1,5 @@
 import type { Insertable } from 'kysely';
+import type { HookRouting } from '../../domain/git-events.ts';
 import type { Db } from '../database.ts';
 import type { GitConnectionRow, GitConnectionsTable, GitKind, ServiceRow } from '../schema.ts';
 
@@ -47,9 +48,53 @@ export async function listGitConnections(db: Db, accountId: string): Promise<Git
     .execute();
 }
 
-/** Every connection of a kind: a webhook is matched to the one whose secret signed it. */
-export async function gitConnectionsOfKind(db: Db, kind: GitKind): Promise<GitConnectionRow[]> {
-  return db.selectFrom('git_connections').selectAll().where('kind', '=', kind).execute();
+/** The connection of a kind with that id: a delivery to `/hooks/{kind}/{id}` is checked against it alone. */
+export async function gitConnectionOfKind(
+  db: Db,
+  kind: GitKind,
+  id: string,
+): Promise<GitConnectionRow | undefined> {
+  return db
+    .selectFrom('git_connections')
+    .selectAll()
+    .where('id', '=', id)
+    .where('kind', '=', kind)
+    .executeTakeFirst();
+}
+
+/**
+ * The connections a delivery to `/hooks/{kind}` can belong to, found by index before any signature is
+ * checked: a GitHub App's deliveries name its installation (its ping, the App); a repository webhook's, the repository, and
+ * then it is a connection of an account with a live service of that kind on it (naming that connection,
+ * or none). The oldest `limit` of them, so an unauthenticated delivery costs at most that many checks.
+ */
+export async function hookCandidates(
+  db: Db,
+  kind: GitKind,
+  named: HookRouting,
+  limit: number,
+): Promise<GitConnectionRow[]> {
+  let q = db.selectFrom('git_connections as c').selectAll('c').where('c.kind', '=', kind);
+  if ('installationId' in named) {
+    q = q.where('c.github_installation_id', '=', named.installationId);
+  } else if ('appId' in named) {
+    q = q.where('c.github_app_id', '=', named.appId);
+  } else {
+    q = q.where(({ exists, selectFrom }) =>
+      exists(
+        selectFrom('services as s')
+          .select('s.id')
+          .where('s.source', '=', kind)
+          .where((eb) => eb.fn('lower', ['s.git_repo_full_name']), '=', named.repo.toLowerCase())
+          .where('s.is_deleted', '=', false)
+          .whereRef('s.account_id', '=', 'c.account_id')
+          .where((eb) =>
+            eb.or([eb('s.installation_id', 'is', null), eb('s.installation_id', '=', eb.ref('c.id'))]),
+          ),
+      ),
+    );
+  }
+  return q.orderBy('c.created_at').orderBy('c.id').limit(limit).execute();
 }
 
 export async function updateGitConnection(

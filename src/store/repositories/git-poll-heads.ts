@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import type { Db } from '../database.ts';
 import type { ServiceRow } from '../schema.ts';
 
@@ -41,4 +42,37 @@ export async function advanceHead(
     .returning('service_id')
     .executeTakeFirst();
   return moved ? 'moved' : 'same';
+}
+
+/** The head recorded for a service, and the commit time of the newest push deployed on it. */
+export async function headOf(
+  db: Db,
+  serviceId: string,
+): Promise<{ head: string; pushed_at: Date | null } | undefined> {
+  return db
+    .selectFrom('git_poll_heads')
+    .select(['head', 'pushed_at'])
+    .where('service_id', '=', serviceId)
+    .executeTakeFirst();
+}
+
+/** A push deployed on a service: its commit is the head, and `pushed_at` keeps the newest commit time. */
+export async function recordPushedHead(
+  db: Db,
+  serviceId: string,
+  head: string,
+  at: Date | null,
+): Promise<void> {
+  await db
+    .insertInto('git_poll_heads')
+    .values({ service_id: serviceId, head, pushed_at: at })
+    .onConflict((oc) =>
+      oc.column('service_id').doUpdateSet({
+        head,
+        seen_at: new Date(),
+        // greatest() passes over a null: a push without a time keeps the last one known.
+        pushed_at: sql<Date | null>`greatest(git_poll_heads.pushed_at, excluded.pushed_at)`,
+      }),
+    )
+    .execute();
 }

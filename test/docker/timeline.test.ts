@@ -1,0 +1,127 @@
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
+import {
+  BASE_IMAGE,
+  buildBaseImage,
+  buildImage,
+  freePort,
+  removeEnvironment,
+  requireDocker,
+} from '../helpers/docker.ts';
+import { pollUntil } from '../helpers/poll.ts';
+import { api, deploymentEnd, firstStartOf, startBerth } from '../helpers/process.ts';
+
+/**
+ * Every deployment keeps its timeline in its operations: each moment of its way to live, with a
+ * millisecond timestamp, in the order it happened. The old version stops after the deployment succeeded.
+ */
+let db: TestDatabase;
+let envId: string | undefined;
+const IMAGE = 'berth-test/timeline';
+
+before(async () => {
+  await requireDocker();
+  db = await createTestDatabase();
+  await buildBaseImage();
+  for (const version of ['v1', 'v2']) {
+    await buildImage(
+      `${IMAGE}:${version}`,
+      `FROM ${BASE_IMAGE}\nCMD ["/bin/sh", "-c", "mkdir -p /www && echo ${version} > /www/index.html && exec httpd -f -p 8080 -h /www"]\n`,
+    );
+  }
+});
+after(async () => {
+  if (envId) await removeEnvironment(envId);
+  await db?.drop();
+});
+
+interface Moment {
+  mark: string;
+  at: string;
+  elapsed_ms: number;
+}
+
+const ROLLOUT = [
+  'accepted',
+  'claimed',
+  'image_resolved',
+  'container_created',
+  'container_started',
+  'first_healthy',
+  'routed',
+  'success',
+];
+
+function assertTimeline(timeline: Moment[], expected: string[]): void {
+  assert.deepEqual(
+    timeline.map((m) => m.mark),
+    expected,
+  );
+  let previous = 0;
+  for (const moment of timeline) {
+    assert.match(
+      moment.at,
+      /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/,
+      `${moment.mark} has a timestamp`,
+    );
+    const at = Date.parse(moment.at);
+    assert.ok(at >= previous, `${moment.mark} comes after what precedes it`);
+    previous = at;
+    assert.equal(moment.elapsed_ms, at - Date.parse(timeline[0]?.at ?? ''));
+  }
+}
+
+test("a deployment's operations show its timeline, in order, each moment with a millisecond timestamp", async () => {
+  const berth = await startBerth({
+    BERTH_DATA_DIR: db.dataDir,
+    BERTH_DATABASE_URL: db.databaseUrl ?? '',
+    BERTH_PROVIDER: 'docker',
+    BERTH_INGRESS_PORT: String(await freePort()),
+  });
+  try {
+    const started = await firstStartOf(berth);
+    envId = started.envId;
+    const created = await api(`${started.envUrl}/services`, started.token, 'POST', {
+      name: 'Timeline',
+      source: 'docker_image',
+      docker_image: IMAGE,
+      type: 'web',
+      port: 8080,
+      replica_count: 1,
+      cpu_count_min: 0.25,
+      memory_mb_min: 32,
+    });
+    assert.equal(created.status, 200, JSON.stringify(created.body));
+    const service = created.body.data.service as { id: string };
+    const deploy = async (tag: string) => {
+      const url = `${started.envUrl}/services/${service.id}/deploy`;
+      const res = await api(url, started.token, 'POST', { docker_image_tag: tag });
+      const end = await deploymentEnd(berth.url, started.token, res.body.data.deployment_id, 120_000);
+      assert.equal(end.state, 'success', end.failure_reason);
+      return end.id as string;
+    };
+    const timelineOf = async (deploymentId: string): Promise<Moment[]> => {
+      const res = await api(`${berth.url}/v1/deployments/${deploymentId}/operations`, started.token);
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      return res.body.data.timeline;
+    };
+
+    // The first version replaces nothing: no old version stops.
+    const first = await deploy('v1');
+    assertTimeline(await timelineOf(first), ROLLOUT);
+
+    const second = await deploy('v2');
+    const timeline = await pollUntil(
+      'the old version to stop',
+      async () => {
+        const moments = await timelineOf(second);
+        return moments.some((m) => m.mark === 'old_stopped') ? moments : undefined;
+      },
+      { intervalMs: 250 },
+    );
+    assertTimeline(timeline, [...ROLLOUT, 'old_stopped']);
+  } finally {
+    await berth.kill('SIGTERM');
+  }
+});
