@@ -32,6 +32,8 @@
  *   BERTH_SIM_STEP_MS=200): the server's RSS and CPU per follower over the deployment, against the same
  *   deployment unfollowed in the same round, and how long after the deployment ended the last follower
  *   got its `end` event.
+ * - console: bench/console.ts in a process of its own (embedded): the web console's first screens from
+ *   a cold Chromium (sign-in; the services list with live status) and its bundle size.
  * BENCH_POSTGRES_URL (an admin connection; the run creates and drops databases of its own).
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
@@ -581,6 +583,24 @@ async function cpuRows(): Promise<void> {
   }
 }
 
+/** bench/console.ts, in a process of its own: its rounds are this row's. */
+async function consoleRow(): Promise<void> {
+  log('console: first screens from a cold browser');
+  const proc = run([path.join(HERE, 'console.ts')], { BENCH_ROUNDS: String(SETTINGS.rounds) });
+  const code = await new Promise<number | null>((resolve) => proc.child.once('exit', resolve));
+  const line = proc
+    .out()
+    .split('\n')
+    .find((l) => l.startsWith('{"benchmark"'));
+  if (code !== 0 || !line) throw new Error(`bench/console.ts failed: ${proc.out().slice(-2000)}`);
+  addRow(
+    'console first screen interactive, cold Chromium (sign-in; services list), bundle KB',
+    '<= 1000 ms each; bundle size reported',
+    (JSON.parse(line) as { rounds: Record<string, number>[] }).rounds,
+    (m) => (m.sign_in_ms as number) <= 1000 && (m.services_ms as number) <= 1000,
+  );
+}
+
 /**
  * A server-sent events client on node:http (cheap enough to hold thousands in this process): resolves
  * once the answer's headers arrived; `onText` sees each chunk.
@@ -752,6 +772,7 @@ async function main(): Promise<void> {
     cpu: cpuRows,
     streams: streamsRow,
     log: logFollowRow,
+    console: consoleRow,
   };
   // BENCH_ROWS=list,start measures those rows again; the report keeps the other rows of the last run.
   const only = process.env.BENCH_ROWS?.split(',').map((r) => r.trim());

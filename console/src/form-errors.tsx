@@ -19,3 +19,11 @@ export function FormErrors(props: { error: unknown; unplaced?: [string, string][
     </div>
   );
 }
+
+/**
+ * A field error shown under its field: the API names the field as it is sent (`replica_count is a
+ * required field`); under the field, it reads with the label the user sees (`Replicas is a required field`).
+ */
+export function inLabel(error: string | undefined, field: string, label: string): string | undefined {
+  return error?.startsWith(`${field} `) ? `${label} ${error.slice(field.length + 1)}` : error;
+}

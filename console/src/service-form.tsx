@@ -8,6 +8,7 @@ import {
 } from '../../src/domain/service-fields.ts';
 import { requiredFields } from '../../src/domain/service-requirements.ts';
 import type { FieldErrors } from './api.ts';
+import { inLabel } from './form-errors.tsx';
 import { CheckboxField, SelectField, TextAreaField, TextField } from './ui.tsx';
 
 /**
@@ -152,7 +153,7 @@ export function ServiceFields(props: {
           label="Name"
           value={String(values.name)}
           onInput={(v) => onChange('name', v)}
-          error={errors.name}
+          error={inLabel(errors.name, 'name', 'Name')}
           required
           hint="3 to 50 letters and spaces"
         />
@@ -162,7 +163,7 @@ export function ServiceFields(props: {
           value={String(values.source)}
           options={SOURCES}
           onChange={(v) => onChange('source', v)}
-          error={errors.source}
+          error={inLabel(errors.source, 'source', 'Source')}
           required
         />
         <SelectField
@@ -171,7 +172,7 @@ export function ServiceFields(props: {
           value={String(values.type)}
           options={[{ value: '', label: 'none' }, ...SERVICE_TYPES]}
           onChange={(v) => onChange('type', v)}
-          error={errors.type}
+          error={inLabel(errors.type, 'type', 'Type')}
           hint="web and internal need a port; cron a schedule"
         />
       </div>
@@ -187,7 +188,7 @@ export function ServiceFields(props: {
                   id: id(f.field),
                   label: f.label,
                   hint: f.hint,
-                  error: errors[f.field],
+                  error: inLabel(errors[f.field], f.field, f.label),
                   required: required.has(f.field),
                 };
                 if (f.kind === 'boolean')

@@ -389,7 +389,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List services, newest first (deleted ones left out) */
+        /**
+         * List services, newest first (deleted ones left out)
+         * @description Each item carries run_status and ready_count as the provider last reported them (as GET service does); the other hydrated fields (kube_svc_alias, namespace_name, ip_whitelist, ops_dependencies) only GET service.
+         */
         get: {
             parameters: {
                 query?: {
@@ -452,9 +455,9 @@ export interface paths {
                                     helm_values_yml?: string;
                                     /** @enum {string} */
                                     state: "deploy_pending" | "deploy_queued" | "deploying" | "deploy_failed" | "running" | "delete_pending" | "delete_queued" | "deleting" | "deleted" | "delete_failed";
-                                    /** @description live; only on the get-service response */
+                                    /** @description live; on the get-service response and list items */
                                     run_status?: string;
-                                    /** @description live; only on the get-service response */
+                                    /** @description live; on the get-service response and list items */
                                     ready_count?: number;
                                     /** Format: uuid */
                                     gitlab_connection_id?: string;
@@ -756,9 +759,9 @@ export interface paths {
                                     helm_values_yml?: string;
                                     /** @enum {string} */
                                     state: "deploy_pending" | "deploy_queued" | "deploying" | "deploy_failed" | "running" | "delete_pending" | "delete_queued" | "deleting" | "deleted" | "delete_failed";
-                                    /** @description live; only on the get-service response */
+                                    /** @description live; on the get-service response and list items */
                                     run_status?: string;
-                                    /** @description live; only on the get-service response */
+                                    /** @description live; on the get-service response and list items */
                                     ready_count?: number;
                                     /** Format: uuid */
                                     gitlab_connection_id?: string;
@@ -1006,9 +1009,9 @@ export interface paths {
                                     helm_values_yml?: string;
                                     /** @enum {string} */
                                     state: "deploy_pending" | "deploy_queued" | "deploying" | "deploy_failed" | "running" | "delete_pending" | "delete_queued" | "deleting" | "deleted" | "delete_failed";
-                                    /** @description live; only on the get-service response */
+                                    /** @description live; on the get-service response and list items */
                                     run_status?: string;
-                                    /** @description live; only on the get-service response */
+                                    /** @description live; on the get-service response and list items */
                                     ready_count?: number;
                                     /** Format: uuid */
                                     gitlab_connection_id?: string;
@@ -1437,9 +1440,9 @@ export interface paths {
                                     helm_values_yml?: string;
                                     /** @enum {string} */
                                     state: "deploy_pending" | "deploy_queued" | "deploying" | "deploy_failed" | "running" | "delete_pending" | "delete_queued" | "deleting" | "deleted" | "delete_failed";
-                                    /** @description live; only on the get-service response */
+                                    /** @description live; on the get-service response and list items */
                                     run_status?: string;
-                                    /** @description live; only on the get-service response */
+                                    /** @description live; on the get-service response and list items */
                                     ready_count?: number;
                                     /** Format: uuid */
                                     gitlab_connection_id?: string;
@@ -6177,6 +6180,8 @@ export interface paths {
                                     credential: "github_app" | "token";
                                     github_app_id: string | null;
                                     github_installation_id: string | null;
+                                    /** @description where the host sends this connection's webhooks, under Berth's URL: /hooks/{kind}/{id} */
+                                    webhook_path: string;
                                     /** Format: date-time */
                                     created_at: string;
                                     /** Format: date-time */
@@ -6281,6 +6286,8 @@ export interface paths {
                                     credential: "github_app" | "token";
                                     github_app_id: string | null;
                                     github_installation_id: string | null;
+                                    /** @description where the host sends this connection's webhooks, under Berth's URL: /hooks/{kind}/{id} */
+                                    webhook_path: string;
                                     /** Format: date-time */
                                     created_at: string;
                                     /** Format: date-time */
@@ -6468,6 +6475,8 @@ export interface paths {
                                     credential: "github_app" | "token";
                                     github_app_id: string | null;
                                     github_installation_id: string | null;
+                                    /** @description where the host sends this connection's webhooks, under Berth's URL: /hooks/{kind}/{id} */
+                                    webhook_path: string;
                                     /** Format: date-time */
                                     created_at: string;
                                     /** Format: date-time */

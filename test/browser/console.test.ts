@@ -1,75 +1,42 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
 import { createClient, unwrap } from '../../src/client/index.ts';
-import { launchChromium, screenshots, seriousViolations } from '../helpers/browser.ts';
+import { type ConsoleSession, startConsole } from '../helpers/browser.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
 import { startDnsServer, type TestDnsServer } from '../helpers/dns-server.ts';
 import { pollUntil } from '../helpers/poll.ts';
-import { type BerthProcess, startBerth } from '../helpers/process.ts';
 
 // The console as a person uses it: real `berth serve`, real headless Chromium, one flow from sign-in
 // to sign-out. Each page is checked with axe-core and photographed at 1280 and 360 px.
 
 let db: TestDatabase;
 let dns: TestDnsServer;
-let server: BerthProcess & { url: string };
-let browser: Browser;
+let session: ConsoleSession;
+let server: ConsoleSession['server'];
 let context: BrowserContext;
 let page: Page;
 let token: string;
 let envId: string;
-/** What the page said that a person would not see: script errors, CSP refusals, failed requests. */
-const problems: string[] = [];
+let problems: string[];
+let checkPage: ConsoleSession['checkPage'];
 
 before(async () => {
   db = await createTestDatabase();
   dns = await startDnsServer();
-  server = await startBerth({
+  session = await startConsole({
     BERTH_DATA_DIR: db.dataDir,
     BERTH_DATABASE_URL: db.databaseUrl ?? '',
     BERTH_DNS_SERVERS: dns.address,
   });
-  token = (await server.waitForOutput(/API token:\s+(\S+)/))[1] as string;
-  envId = (await server.waitForOutput(/environment:\s+(\S+)/))[1] as string;
-  browser = await launchChromium();
-  context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
-  page = await context.newPage();
-  page.on('console', (m) => {
-    if (m.type() === 'error') problems.push(`console: ${m.text()}`);
-  });
-  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
-  // Nothing may leave the machine: every request goes to the server that served the console.
-  page.on('request', (r) => {
-    if (!r.url().startsWith(server.url) && !r.url().startsWith('data:'))
-      problems.push(`request to ${r.url()}`);
-  });
+  ({ server, context, page, token, envId, problems, checkPage } = session);
 });
 
 after(async () => {
-  await browser?.close();
-  await server?.kill();
+  await session?.close();
   await dns?.close();
   await db?.drop();
 });
-
-/** The page is accessible (no serious or critical axe violation) at both widths; then photographed. */
-async function checkPage(name: string): Promise<void> {
-  for (const width of [1280, 360]) {
-    await page.setViewportSize({ width, height: 800 });
-    const violations = await seriousViolations(page);
-    assert.deepEqual(
-      violations.map(
-        (v) => `${v.id} (${v.impact}): ${v.help} at ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`,
-      ),
-      [],
-      `${name} at ${width} px`,
-    );
-  }
-  await page.setViewportSize({ width: 1280, height: 800 });
-  await screenshots(page, name);
-  assert.deepEqual(problems, [], `${name}: the page reported problems`);
-}
 
 test('the console is served at / with a Content-Security-Policy', async () => {
   const response = await fetch(`${server.url}/`);
@@ -89,7 +56,7 @@ test('sign in: a wrong token is refused in place, the right one is kept in the s
   await checkPage('sign-in');
   await page.getByLabel('API token').fill('00000000-0000-4000-8000-000000000000');
   await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByText('Your API token was not accepted').waitFor();
+  await page.getByText('This token was not accepted').waitFor();
   problems.length = 0; // the refused sign-in's 401 is the browser's console error, and expected
   await page.getByLabel('API token').fill(token);
   await page.getByRole('button', { name: 'Sign in' }).click();
@@ -153,7 +120,7 @@ test('the services list shows the service with its state, run status and ready r
   await page.getByRole('link', { name: '← Environment' }).click();
   const row = page.getByRole('row', { name: /hello web/ });
   await row.waitFor();
-  await row.getByText('/ 2').waitFor();
+  await row.getByText('of 2').waitFor();
   await checkPage('environment');
   await row.getByRole('link', { name: 'hello web' }).click();
   await page.getByRole('heading', { name: 'hello web' }).waitFor();
@@ -171,7 +138,7 @@ test('deploy with a target and a note, and follow the deployment live to success
   await page.getByText('first deploy', { exact: true }).waitFor();
   await checkPage('deployment');
 
-  await page.getByRole('link', { name: '← Service' }).click();
+  await page.getByRole('link', { name: '← hello web' }).click();
   const row = page.getByRole('row', { name: /first deploy/ });
   await row.getByText('success').waitFor();
   await row.getByText('v2').waitFor();
@@ -193,7 +160,7 @@ test('settings: a PATCH the API refuses shows its error next to the field; a goo
 
 test('secrets: a full replace with a diff; a sensitive value is never shown again', async () => {
   await page.getByRole('link', { name: 'Secrets' }).click();
-  await page.getByRole('heading', { name: 'Service secrets' }).waitFor();
+  await page.getByRole('heading', { name: 'Secrets of hello web' }).waitFor();
   await page.getByText('No secrets yet').waitFor();
   await page.getByRole('button', { name: 'Add a secret' }).click();
   await page.getByLabel('Key 1').fill('LOG_LEVEL');
@@ -238,7 +205,7 @@ test('secrets: a full replace with a diff; a sensitive value is never shown agai
       ['LOG_LEVEL', 'info', false],
     ],
   );
-  await page.getByRole('link', { name: '← Service' }).click();
+  await page.getByRole('link', { name: '← hello web' }).click();
   await page.getByRole('heading', { name: 'hello web' }).waitFor();
 });
 

@@ -1,8 +1,9 @@
+import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { type Browser, chromium, type Page } from 'playwright-core';
-import { REPO } from './process.ts';
+import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
+import { type BerthProcess, firstStartOf, REPO, startBerth } from './process.ts';
 
 /**
  * Debian's chromium, driven by playwright-core: no browser is downloaded. BERTH_TEST_CHROMIUM names
@@ -62,4 +63,61 @@ export async function seriousViolations(page: Page): Promise<AxeViolation[]> {
     return (await axe.run()).violations;
   });
   return violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+}
+
+/**
+ * A real `berth serve` (its first-start token and environment) and a Chromium page at 1280 px, with
+ * what the page said that a person would not see (script errors, CSP refusals, requests that leave the
+ * server) collected in `problems`.
+ */
+export interface ConsoleSession {
+  server: BerthProcess & { url: string };
+  token: string;
+  envId: string;
+  browser: Browser;
+  context: BrowserContext;
+  page: Page;
+  problems: string[];
+  /** The page is accessible (no serious or critical axe violation) at both widths; then photographed. */
+  checkPage(name: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function startConsole(env: Record<string, string | undefined>): Promise<ConsoleSession> {
+  const server = await startBerth(env);
+  const { token, envId } = await firstStartOf(server);
+  const browser = await launchChromium();
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  const page = await context.newPage();
+  const problems: string[] = [];
+  page.on('console', (m) => {
+    if (m.type() === 'error') problems.push(`console: ${m.text()}`);
+  });
+  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+  // Nothing may leave the machine: every request goes to the server that served the console.
+  page.on('request', (r) => {
+    if (!r.url().startsWith(server.url) && !r.url().startsWith('data:'))
+      problems.push(`request to ${r.url()}`);
+  });
+  const checkPage = async (name: string) => {
+    for (const width of WIDTHS) {
+      await page.setViewportSize({ width, height: 800 });
+      const violations = await seriousViolations(page);
+      assert.deepEqual(
+        violations.map(
+          (v) => `${v.id} (${v.impact}): ${v.help} at ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`,
+        ),
+        [],
+        `${name} at ${width} px`,
+      );
+    }
+    await page.setViewportSize({ width: 1280, height: 800 });
+    await screenshots(page, name);
+    assert.deepEqual(problems, [], `${name}: the page reported problems`);
+  };
+  const close = async () => {
+    await browser.close();
+    await server.kill();
+  };
+  return { server, token, envId, browser, context, page, problems, checkPage, close };
 }

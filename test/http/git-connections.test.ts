@@ -43,6 +43,8 @@ test('a token, a GitHub App and a GitLab token connect; the answers and the tabl
       credential: 'token',
       github_app_id: null,
       github_installation_id: null,
+      // The URL to give the host: its deliveries are checked against this connection alone.
+      webhook_path: `/hooks/github/${token.body.data.git_connection.id}`,
       created_at: '',
       updated_at: '',
     },

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { setEnvironmentState } from '../../src/store/repositories/environments.ts';
+import { recordObservation } from '../../src/store/repositories/observations.ts';
 import { type Harness, type Reply, startHarness, type Tenant, VALID_SERVICE } from '../helpers/harness.ts';
 import { HOSTED_EXAMPLE_DEPENDENCIES, HOSTED_EXAMPLES } from '../helpers/ops-json-examples.ts';
 import { pollUntil } from '../helpers/poll.ts';
@@ -216,7 +217,7 @@ describe('GET one service', () => {
 });
 
 describe('GET the service list', () => {
-  test('newest first; list items carry no live or get-only fields', async () => {
+  test('newest first; list items carry no get-only fields', async () => {
     const tenant = await h.tenant();
     const ids: string[] = [];
     for (const name of ['First', 'Second', 'Third', 'Fourth'])
@@ -236,14 +237,28 @@ describe('GET the service list', () => {
     );
     for (const s of services) {
       assert.equal(s.private_instance_id, tenant.envId);
-      for (const field of [
-        'run_status',
-        'ready_count',
-        'kube_svc_alias',
-        'namespace_name',
-        'ops_dependencies',
-      ])
+      for (const field of ['kube_svc_alias', 'namespace_name', 'ops_dependencies'])
         assert.equal(field in s, false, `${field} not on list items`);
+    }
+  });
+
+  test('list items carry the observed run status and ready replicas, as GET service does', async () => {
+    const tenant = await h.tenant();
+    const serving = await create(docker({ name: 'Serving' }), tenant);
+    const fresh = await create(docker({ name: 'Fresh' }), tenant);
+    await recordObservation(h.deps.store.db, serving.id, { run_status: 'running', ready_count: 2 });
+    const services = (await list('', tenant)).body.data.services as Service[];
+    assert.deepEqual(
+      services.map((s) => [s.name, s.run_status, s.ready_count]),
+      [
+        ['Fresh', 'not_deployed', 0],
+        ['Serving', 'running', 2],
+      ],
+    );
+    for (const s of [serving, fresh]) {
+      const one = (await get(s.id, tenant)).body.data.service;
+      const listed = services.find((l) => l.id === s.id);
+      assert.deepEqual([listed?.run_status, listed?.ready_count], [one.run_status, one.ready_count]);
     }
   });
 
@@ -629,10 +644,11 @@ describe('with a worker: after a deploy and after a delete', () => {
     assert.equal(svc_alias, service.kube_svc_alias);
     assert.equal(service.latest_deployment.id, deploymentId);
     assert.equal(service.latest_deployment.state, 'success');
-    // The list shows the latest deployment too, but still no live fields.
+    // The list shows the latest deployment and the observed status too, but not the provisioning fields.
     const listed = ((await list('', w)).body.data.services as Service[]).find((x) => x.id === s.id);
     assert.equal(listed?.latest_deployment?.id, deploymentId);
-    assert.equal(listed && 'run_status' in listed, false);
+    assert.deepEqual([listed?.run_status, listed?.ready_count], ['running', 3]);
+    assert.equal(listed && 'namespace_name' in listed, false);
   });
 
   test('a deleted service leaves the list but stays readable', async () => {

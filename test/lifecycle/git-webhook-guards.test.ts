@@ -302,6 +302,43 @@ describe('replayed pushes', () => {
     assert.deepEqual(await deploymentsOf(web), [a, b, a, c]);
   });
 
+  test('a pull request event repeated under a new delivery id does not deploy its preview again', async () => {
+    const repo = 'acme/replayed-pr';
+    const parent = await create({
+      ...VALID_SERVICE.github,
+      git_repo_full_name: repo,
+      enable_previews: true,
+      type: 'web',
+    });
+    const opened = githubPullRequest('opened', {
+      repo,
+      base: 'main',
+      head: 'feature',
+      sha: '5'.repeat(40),
+      number: 9,
+    });
+    const first = await sendGithub(h, SECRET, 'pull_request', opened);
+    assert.equal(first.status, 200, first.raw);
+    const [preview] = first.body.data.preview_service_ids;
+    const again = await sendGithub(h, SECRET, 'pull_request', opened);
+    assert.equal(again.status, 200, again.raw);
+    assert.equal(again.body.data.duplicate, true);
+    assert.deepEqual(again.body.data.preview_service_ids, []);
+    assert.deepEqual(await deploymentsOf(preview), ['5'.repeat(40)]);
+    const synced = githubPullRequest('synchronize', {
+      repo,
+      base: 'main',
+      head: 'feature',
+      sha: '6'.repeat(40),
+      number: 9,
+    });
+    assert.deepEqual((await sendGithub(h, SECRET, 'pull_request', synced)).body.data.preview_service_ids, [
+      preview,
+    ]);
+    assert.deepEqual(await deploymentsOf(preview), ['5'.repeat(40), '6'.repeat(40)]);
+    assert.ok(parent);
+  });
+
   test('GitLab: the same pushed commit again is a duplicate', async () => {
     const repo = 'acme/replayed-lab';
     const lab = await create({ ...VALID_SERVICE.gitlab, git_repo_full_name: repo, auto_deploy: true });

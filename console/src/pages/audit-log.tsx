@@ -25,7 +25,7 @@ export function AuditLog() {
       ) : (
         <>
           <TableWrap label="Audit log, newest first">
-            <table>
+            <table class="stack">
               <caption class="sr-only">Audit log, newest first</caption>
               <thead>
                 <tr>
@@ -38,14 +38,14 @@ export function AuditLog() {
               <tbody>
                 {data.audit_logs.map((a) => (
                   <tr key={a.id}>
-                    <td>
+                    <td data-label="When">
                       <Time at={a.created_at} />
                     </td>
-                    <td>{a.actor}</td>
-                    <td>
+                    <td data-label="Actor">{a.actor}</td>
+                    <td data-label="Action">
                       <code>{a.action}</code>
                     </td>
-                    <td>
+                    <td data-label="Resource">
                       {a.resource_type}
                       {a.resource_id && (
                         <>

@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
 import { api, unwrap } from '../api.ts';
-import { FormErrors } from '../form-errors.tsx';
+import { FormErrors, inLabel } from '../form-errors.tsx';
 import { navigate } from '../router.ts';
 import {
   apiValue,
@@ -59,7 +59,7 @@ export function CreateService(props: { envId: string }) {
           label="Deploy right away"
           checked={deployNow}
           onChange={setDeployNow}
-          error={create.errors.deploy_now}
+          error={inLabel(create.errors.deploy_now, 'deploy_now', 'Deploy right away')}
         />
         <div class="form-actions">
           <button type="submit" class="primary" disabled={create.busy}>

@@ -3,6 +3,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { waitForDeployment } from '../../../src/client/index.ts';
 import { api, isSignedOut, unwrap } from '../api.ts';
 import { navigate } from '../router.ts';
+import { useServiceName } from '../service-name.ts';
 import type { Deployment, LogLine } from '../types.ts';
 import { ErrorBox, Loading, Page, StateBadge, Time } from '../ui.tsx';
 import { targetText } from './service.tsx';
@@ -34,11 +35,14 @@ export function DeploymentPage(props: { deploymentId: string }) {
   }, [deploymentId, round]);
 
   const d = deployment;
+  const serviceName = useServiceName(d?.private_instance_id, d?.service_id);
   return (
-    <Page title="Deployment">
+    <Page title={serviceName ? `Deployment of ${serviceName}` : 'Deployment'}>
       {d && (
         <p class="crumbs">
-          <a href={`#/envs/${d.private_instance_id}/services/${d.service_id}`}>← Service</a>
+          <a href={`#/envs/${d.private_instance_id}/services/${d.service_id}`}>
+            ← {serviceName ?? 'Service'}
+          </a>
         </p>
       )}
       {error ? (

@@ -1,5 +1,7 @@
 import { useState } from 'preact/hooks';
 import { ApiError, api, messageOf, unwrap } from '../api.ts';
+import { inLabel } from '../form-errors.tsx';
+import { useServiceName } from '../service-name.ts';
 import type { CustomDomain } from '../types.ts';
 import {
   CopyButton,
@@ -24,10 +26,11 @@ export function Domains(props: { envId: string; serviceId: string }) {
       ).custom_domain,
     [envId, serviceId],
   );
+  const serviceName = useServiceName(envId, serviceId);
   return (
-    <Page title="Custom domains">
+    <Page title={serviceName ? `Custom domains of ${serviceName}` : 'Custom domains'}>
       <p class="crumbs">
-        <a href={`#/envs/${envId}/services/${serviceId}`}>← Service</a>
+        <a href={`#/envs/${envId}/services/${serviceId}`}>← {serviceName ?? 'Service'}</a>
       </p>
       <AddDomain envId={envId} serviceId={serviceId} onAdded={reload} />
       {error ? (
@@ -73,7 +76,9 @@ function AddDomain(props: { envId: string; serviceId: string; onAdded: () => voi
         hint="e.g. app.example.com; you then create two DNS records and verify"
         value={domain}
         onInput={setDomain}
-        error={add.errors.domain ?? (add.error ? messageOf(add.error) : undefined)}
+        error={
+          inLabel(add.errors.domain, 'domain', 'Domain') ?? (add.error ? messageOf(add.error) : undefined)
+        }
         attrs={{ spellcheck: false, autoComplete: 'off' }}
       />
       <div class="form-actions">

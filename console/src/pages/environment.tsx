@@ -1,4 +1,5 @@
 import { api, unwrap } from '../api.ts';
+import { readyText, runStatusLabel, ServiceState } from '../service-status.tsx';
 import {
   CopyButton,
   Empty,
@@ -73,26 +74,17 @@ function ServiceList(props: { envId: string }) {
   const { envId } = props;
   const pages = usePages();
   const { data, error, loading, reload } = useLoad(
+    // One read: the list's items carry the observed run status and ready replicas.
     async () => {
-      const client = api();
       const page = unwrap(
-        await client.GET('/v1/environments/{envId}/services', {
+        await api().GET('/v1/environments/{envId}/services', {
           params: {
             path: { envId },
             query: { limit: PAGE_SIZE, ...(pages.cursor && { cursor: pages.cursor }) },
           },
         }),
       );
-      // Run status and ready replicas are live, and only the get-service answer carries them.
-      const live = await Promise.all(
-        page.services.map(async (s) => {
-          const one = await client.GET('/v1/environments/{envId}/services/{serviceId}', {
-            params: { path: { envId, serviceId: s.id } },
-          });
-          return one.response.ok ? unwrap(one).service : s;
-        }),
-      );
-      return { services: live, next: page.next_cursor };
+      return { services: page.services, next: page.next_cursor };
     },
     [envId, pages.cursor],
     { refreshMs: REFRESH_MS },
@@ -112,7 +104,7 @@ function ServiceList(props: { envId: string }) {
       ) : (
         <>
           <TableWrap label="Services of this environment">
-            <table>
+            <table class="stack">
               <caption class="sr-only">Services of this environment</caption>
               <thead>
                 <tr>
@@ -126,18 +118,15 @@ function ServiceList(props: { envId: string }) {
               <tbody>
                 {data.services.map((s) => (
                   <tr key={s.id}>
-                    <td>
+                    <td data-label="Name">
                       <a href={`#/envs/${envId}/services/${s.id}`}>{s.name}</a>
                     </td>
-                    <td>
-                      <StateBadge state={s.state} />
+                    <td data-label="State">
+                      <ServiceState service={s} />
                     </td>
-                    <td>
-                      {s.ready_count ?? '—'}
-                      {s.replica_count !== null && ` / ${s.replica_count}`}
-                    </td>
-                    <td>{s.run_status ?? '—'}</td>
-                    <td>
+                    <td data-label="Ready">{readyText(s)}</td>
+                    <td data-label="Run status">{runStatusLabel(s.run_status)}</td>
+                    <td data-label="Source">
                       {s.source}
                       {s.type && ` · ${s.type}`}
                     </td>

@@ -19,7 +19,7 @@ export function Environments() {
         </Empty>
       ) : (
         <TableWrap label="Environments of this account">
-          <table>
+          <table class="stack">
             <caption class="sr-only">Environments of this account</caption>
             <thead>
               <tr>
@@ -32,16 +32,16 @@ export function Environments() {
             <tbody>
               {data.map((env) => (
                 <tr key={env.id}>
-                  <td>
+                  <td data-label="Name">
                     <a href={`#/envs/${env.id}`}>{env.name}</a>
                   </td>
-                  <td>
+                  <td data-label="State">
                     <StateBadge state={env.state} />
                   </td>
-                  <td>
+                  <td data-label="Cloud">
                     {env.cloud} {env.region}
                   </td>
-                  <td>
+                  <td data-label="Created">
                     <Time at={env.created_at} />
                   </td>
                 </tr>

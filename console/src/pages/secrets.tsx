@@ -1,6 +1,8 @@
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError, api, isSignedOut, messageOf, unwrap } from '../api.ts';
+import { inLabel } from '../form-errors.tsx';
 import { navigate } from '../router.ts';
+import { useServiceName } from '../service-name.ts';
 import type { Secret, SecretInput } from '../types.ts';
 import { CheckboxField, ErrorBox, Loading, Page, TextField, useSubmit } from '../ui.tsx';
 
@@ -50,28 +52,33 @@ export function diffOf(stored: Secret[], rows: Row[]): Diff {
   return { added, changed, removed };
 }
 
+/** A row left wholly empty is not sent. */
+const isSent = (r: Row) => Boolean(r.key.trim() || r.value);
+
 /** The full replace: every row, a stored sensitive key without a value keeps what is stored. */
 function bodyOf(rows: Row[]): SecretInput[] {
-  return rows
-    .filter((r) => r.key.trim() || r.value)
-    .map((r) => {
-      const keep = r.stored?.is_sensitive && r.sensitive && r.value === '' && r.stored.key === r.key.trim();
-      return {
-        key: r.key.trim(),
-        ...(!keep && { value: r.value }),
-        is_sensitive: r.sensitive,
-        ...(r.stored && { description: r.stored.description, use_preview: r.stored.use_preview }),
-      };
-    });
+  return rows.filter(isSent).map((r) => {
+    const keep = r.stored?.is_sensitive && r.sensitive && r.value === '' && r.stored.key === r.key.trim();
+    return {
+      key: r.key.trim(),
+      ...(!keep && { value: r.value }),
+      is_sensitive: r.sensitive,
+      ...(r.stored && { description: r.stored.description, use_preview: r.stored.use_preview }),
+    };
+  });
 }
 
-/** Row errors (`secrets[2].key`) keyed by row index and field. */
-function rowErrors(error: unknown): Map<string, string> {
-  const out = new Map<string, string>();
+/**
+ * Row errors by row (`uid.key`): the API's `secrets[2].key` counts the rows sent, which skip empty ones.
+ * Each keeps the API's field, so the row can word it with its own label.
+ */
+function rowErrors(error: unknown, sent: Row[]): Map<string, { field: string; error: string }> {
+  const out = new Map<string, { field: string; error: string }>();
   if (error instanceof ApiError) {
     for (const e of error.body.errors ?? []) {
       const m = /^secrets\[(\d+)\]\.(\w+)/.exec(e.field);
-      out.set(m ? `${m[1]}.${m[2]}` : e.field, e.error);
+      const row = m && sent[Number(m[1])];
+      out.set(row ? `${row.uid}.${m[2]}` : e.field, e);
     }
   }
   return out;
@@ -86,6 +93,8 @@ export function Secrets(props: { envId: string; serviceId?: string }) {
   const [reviewing, setReviewing] = useState(false);
   const [saved, setSaved] = useState(false);
   const [round, setRound] = useState(0);
+  /** The rows the last save sent: its errors name them by position. */
+  const sent = useRef<Row[]>([]);
 
   const read = () =>
     serviceId
@@ -128,6 +137,7 @@ export function Secrets(props: { envId: string; serviceId?: string }) {
 
   const save = useSubmit(
     async () => {
+      sent.current = rows.filter(isSent);
       const body = { secrets: bodyOf(rows) };
       // If-Match: the replace happens only if nobody changed the secrets since they were read.
       const headers = etag ? { 'if-match': etag } : {};
@@ -150,17 +160,34 @@ export function Secrets(props: { envId: string; serviceId?: string }) {
     },
   );
   const saveError = save.error;
+  const conflict = saveError instanceof ApiError && saveError.status === 412;
+  /** What is stored now, in place of the edits (after a conflict). */
+  const reload = () => {
+    save.reset();
+    setSaved(false);
+    setReviewing(false);
+    setRound((r) => r + 1);
+  };
 
-  const title = serviceId ? 'Service secrets' : 'Environment secrets';
+  const serviceName = useServiceName(envId, serviceId);
+  const title = !serviceId
+    ? 'Environment secrets'
+    : serviceName
+      ? `Secrets of ${serviceName}`
+      : 'Service secrets';
   const back = serviceId ? `#/envs/${envId}/services/${serviceId}` : `#/envs/${envId}`;
-  const errors = rowErrors(saveError);
+  const errors = rowErrors(saveError, sent.current);
+  const rowError = (uid: number, field: string, label: string) => {
+    const e = errors.get(`${uid}.${field}`);
+    return inLabel(e?.error, e?.field ?? '', label);
+  };
   const diff = stored ? diffOf(stored, rows) : { added: [], changed: [], removed: [] };
   const changes = diff.added.length + diff.changed.length + diff.removed.length;
 
   return (
     <Page title={title}>
       <p class="crumbs">
-        <a href={back}>← {serviceId ? 'Service' : 'Environment'}</a>
+        <a href={back}>← {serviceId ? (serviceName ?? 'Service') : 'Environment'}</a>
       </p>
       <p class="muted">
         {serviceId
@@ -184,12 +211,17 @@ export function Secrets(props: { envId: string; serviceId?: string }) {
           {saveError !== undefined && (
             <div class="error-box" role="alert">
               <p>
-                {saveError instanceof ApiError && saveError.status === 412
-                  ? 'Someone changed these secrets since this page read them: reload the page, then make your change again.'
+                {conflict
+                  ? 'Someone changed these secrets since this page read them. Reload them (your edits here are dropped), then make your change again.'
                   : saveError instanceof ApiError && saveError.status === 422
                     ? `${messageOf(saveError)}: fix the rows marked below.`
                     : messageOf(saveError)}
               </p>
+              {conflict && (
+                <button type="button" onClick={reload}>
+                  Reload the secrets
+                </button>
+              )}
             </div>
           )}
           {saved && (
@@ -207,7 +239,7 @@ export function Secrets(props: { envId: string; serviceId?: string }) {
                   label={`Key ${i + 1}`}
                   value={r.key}
                   onInput={(key) => update(r.uid, { key })}
-                  error={errors.get(`${i}.key`)}
+                  error={rowError(r.uid, 'key', `Key ${i + 1}`)}
                   attrs={{ spellcheck: false, autoComplete: 'off' }}
                 />
                 <TextField
@@ -216,7 +248,11 @@ export function Secrets(props: { envId: string; serviceId?: string }) {
                   type={r.sensitive ? 'password' : 'text'}
                   value={r.value}
                   onInput={(value) => update(r.uid, { value })}
-                  error={errors.get(`${i}.value`)}
+                  error={rowError(
+                    r.uid,
+                    'value',
+                    r.key.trim() ? `Value of ${r.key.trim()}` : `Value ${i + 1}`,
+                  )}
                   hint={hidden ? 'set (hidden); type to replace' : undefined}
                   attrs={{
                     spellcheck: false,
@@ -229,7 +265,7 @@ export function Secrets(props: { envId: string; serviceId?: string }) {
                   label="Sensitive"
                   checked={r.sensitive}
                   onChange={(sensitive) => update(r.uid, { sensitive })}
-                  error={errors.get(`${i}.is_sensitive`)}
+                  error={rowError(r.uid, 'is_sensitive', 'Sensitive')}
                 />
                 <button
                   type="button"

@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
 import { api, unwrap } from '../api.ts';
-import { FormErrors } from '../form-errors.tsx';
+import { FormErrors, inLabel } from '../form-errors.tsx';
 import { navigate } from '../router.ts';
 import {
   apiValue,
@@ -11,6 +11,7 @@ import {
   ServiceFields,
   unplacedErrors,
 } from '../service-form.tsx';
+import { readyText, runStatusLabel, ServiceState } from '../service-status.tsx';
 import type { DeployBody, PatchServiceBody, Service } from '../types.ts';
 import {
   Empty,
@@ -67,15 +68,12 @@ export function ServicePage(props: { envId: string; serviceId: string }) {
           <dl class="facts">
             <dt>State</dt>
             <dd>
-              <StateBadge state={s.state} />
+              <ServiceState service={s} />
             </dd>
             <dt>Run status</dt>
-            <dd>{s.run_status ?? '—'}</dd>
+            <dd>{runStatusLabel(s.run_status)}</dd>
             <dt>Ready replicas</dt>
-            <dd>
-              {s.ready_count ?? '—'}
-              {s.replica_count !== null && ` of ${s.replica_count}`}
-            </dd>
+            <dd>{readyText(s)}</dd>
             <dt>Source</dt>
             <dd>
               {s.source}
@@ -143,7 +141,7 @@ function DeployForm(props: { envId: string; service: Service }) {
             hint={target.hint}
             value={value}
             onInput={setValue}
-            error={deploy.errors[target.field]}
+            error={inLabel(deploy.errors[target.field], target.field, target.label)}
             attrs={{ spellcheck: false }}
           />
           <TextField
@@ -151,7 +149,7 @@ function DeployForm(props: { envId: string; service: Service }) {
             label="Note"
             value={note}
             onInput={setNote}
-            error={deploy.errors.note}
+            error={inLabel(deploy.errors.note, 'note', 'Note')}
           />
         </div>
         <div class="form-actions">
@@ -199,7 +197,7 @@ function Deployments(props: { envId: string; serviceId: string }) {
       ) : (
         <>
           <TableWrap label="Deployments, newest first">
-            <table>
+            <table class="stack">
               <caption class="sr-only">Deployments, newest first</caption>
               <thead>
                 <tr>
@@ -212,7 +210,7 @@ function Deployments(props: { envId: string; serviceId: string }) {
               <tbody>
                 {data.deployments.map((d) => (
                   <tr key={d.id}>
-                    <td>
+                    <td data-label="Started">
                       <a
                         href={`#/deployments/${d.id}`}
                         aria-label={`Deployment of ${new Date(d.created_at).toLocaleString(undefined, { dateStyle: 'short', timeStyle: 'medium' })}`}
@@ -220,13 +218,13 @@ function Deployments(props: { envId: string; serviceId: string }) {
                         <Time at={d.created_at} />
                       </a>
                     </td>
-                    <td>
+                    <td data-label="State">
                       <StateBadge state={d.state} />
                     </td>
-                    <td>
+                    <td data-label="Target">
                       <code>{targetText(d)}</code>
                     </td>
-                    <td>{d.note || <span class="muted">—</span>}</td>
+                    <td data-label="Note">{d.note || <span class="muted">—</span>}</td>
                   </tr>
                 ))}
               </tbody>

@@ -1,8 +1,15 @@
 import { useState } from 'preact/hooks';
-import { clientFor, messageOf, unwrap } from '../api.ts';
+import { ApiError, clientFor, messageOf, unwrap } from '../api.ts';
 import { navigate } from '../router.ts';
 import { setToken } from '../session.ts';
 import { TextField, useSubmit } from '../ui.tsx';
+
+/** A refused token here is not a session that ended: say what to check, not to sign in again. */
+function signInMessage(error: unknown): string {
+  if (error instanceof ApiError && error.status === 401)
+    return 'This token was not accepted. Paste the whole token that berth serve printed on its first start (no spaces cut off), or make a new one with berth admin tokens issue <account id>.';
+  return messageOf(error);
+}
 
 export function SignIn() {
   const [token, setTokenValue] = useState('');
@@ -31,7 +38,7 @@ export function SignIn() {
           type="password"
           value={token}
           onInput={setTokenValue}
-          error={signIn.error ? messageOf(signIn.error) : undefined}
+          error={signIn.error ? signInMessage(signIn.error) : undefined}
           hint="berth serve prints one on its first start; berth admin tokens issue makes another. It stays in this browser tab only."
           attrs={{ autoComplete: 'off', spellcheck: false }}
         />

@@ -55,6 +55,7 @@ const gitConnectionView = (c: GitConnectionRow) => ({
   credential: c.credential,
   github_app_id: c.github_app_id,
   github_installation_id: c.github_installation_id,
+  webhook_path: `/hooks/${c.kind}/${c.id}`,
   created_at: c.created_at.toISOString(),
   updated_at: c.updated_at.toISOString(),
 });

@@ -39,12 +39,12 @@ const TOO_LARGE = `larger than ${HOOK_BODY_LIMIT_BYTES / 1024 / 1024} MiB, the m
 const EVENT_NAME = /^[A-Za-z0-9_ .-]{1,100}$/;
 const DELIVERY_ID = /^[\x21-\x7e]{1,200}$/;
 
-/** The body, chunk by chunk up to the limit; its JSON when it is JSON that nests no deeper than any host sends. */
+/** The body, chunk by chunk up to the limit. */
 async function readBody(
   stream: Readable | undefined,
   declaredLength: string | undefined,
   onChunk: (chunk: Buffer) => void,
-): Promise<{ raw: Buffer; payload: unknown }> {
+): Promise<Buffer> {
   if (Number(declaredLength) > HOOK_BODY_LIMIT_BYTES) throw ValidationError.body(TOO_LARGE);
   const chunks: Buffer[] = [];
   let size = 0;
@@ -54,14 +54,20 @@ async function readBody(
     onChunk(chunk as Buffer);
     chunks.push(chunk as Buffer);
   }
-  const raw = Buffer.concat(chunks, size);
+  return Buffer.concat(chunks, size);
+}
+
+/**
+ * A body's JSON, or undefined when it is not JSON or nests deeper than any host sends: judged after the
+ * signature, so an unsigned body earns a 401, not a parse error.
+ */
+function parseBody(raw: Buffer): unknown {
   const text = raw.toString('utf8');
-  // Judged after the signature: an unsigned body earns a 401, not a parse error.
-  if (nestsDeeperThan(text, MAX_JSON_DEPTH)) return { raw, payload: undefined };
+  if (nestsDeeperThan(text, MAX_JSON_DEPTH)) return undefined;
   try {
-    return { raw, payload: JSON.parse(text) };
+    return JSON.parse(text);
   } catch {
-    return { raw, payload: undefined };
+    return undefined;
   }
 }
 
@@ -111,6 +117,7 @@ export const hookRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; failures: AuthF
         proof: header(request, names.proof),
         connectionId,
         read: (onChunk) => readBody(bodies.get(request), request.headers['content-length'], onChunk),
+        parse: parseBody,
       };
       try {
         const outcome = await failures.guard(request, reply, () => {

@@ -7,7 +7,7 @@ import { IDENTITY_TTL_MS, liveIdentity } from '../../domain/usecases/environment
 import { createService, deleteService, patchService } from '../../domain/usecases/services.ts';
 import { findCustomDomainsByIds } from '../../store/repositories/custom-domains.ts';
 import { findDeploymentsByIds } from '../../store/repositories/deployments.ts';
-import { findObservation } from '../../store/repositories/observations.ts';
+import { findObservation, findObservations, NEVER_OBSERVED } from '../../store/repositories/observations.ts';
 import { listServices } from '../../store/repositories/services.ts';
 import type { ServiceRow } from '../../store/schema.ts';
 import { nextCursor, pageOf } from '../paging.ts';
@@ -102,6 +102,9 @@ export const serviceRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; reads: ReadC
     {
       schema: {
         summary: 'List services, newest first (deleted ones left out)',
+        description:
+          'Each item carries run_status and ready_count as the provider last reported them (as GET service does); ' +
+          'the other hydrated fields (kube_svc_alias, namespace_name, ip_whitelist, ops_dependencies) only GET service.',
         params: EnvIdParams,
         ...pagedListSchema('services', Service),
       },
@@ -110,7 +113,7 @@ export const serviceRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; reads: ReadC
       const environment = environmentOf(request);
       const page = await listServices(deps.store.db, environment.id, pageOf(request.query));
       const ids = (pick: (s: ServiceRow) => string | null) => page.items.flatMap((s) => pick(s) ?? []);
-      const [identity, latest, domains] = await Promise.all([
+      const [identity, latest, domains, observed] = await Promise.all([
         liveIdentity(deps, environment),
         findDeploymentsByIds(
           deps.store.db,
@@ -120,16 +123,23 @@ export const serviceRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; reads: ReadC
           deps.store.db,
           ids((s) => s.custom_domain_id),
         ),
+        findObservations(
+          deps.store.db,
+          page.items.map((s) => s.id),
+        ),
       ]);
       const deployments = new Map(latest.map((d) => [d.id, d]));
       const active = new Map(domains.filter((d) => d.state === 'deployed').map((d) => [d.id, d]));
-      const services = page.items.map((s) =>
-        serviceView(s, {
+      // The observed run status and ready replicas too (stored, one read for the page): a list such as
+      // the console's needs no read per service.
+      const services = page.items.map((s) => ({
+        ...serviceView(s, {
           identity,
           latestDeployment: deployments.get(s.latest_deployment_id ?? '') ?? null,
           activeDomain: active.get(s.custom_domain_id ?? '') ?? null,
         }),
-      );
+        ...(observed.get(s.id) ?? NEVER_OBSERVED),
+      }));
       return success({ services, next_cursor: nextCursor(page.next) });
     },
   );

@@ -30,6 +30,10 @@ export const GitConnection = Type.Object({
   credential: StringEnum(['github_app', 'token'] as const),
   github_app_id: Nullable(Type.String({ maxLength: 20 })),
   github_installation_id: Nullable(Type.String({ maxLength: 20 })),
+  webhook_path: Type.String({
+    maxLength: 100,
+    description: "where the host sends this connection's webhooks, under Berth's URL: /hooks/{kind}/{id}",
+  }),
   created_at: DateTime,
   updated_at: DateTime,
 });

@@ -47,8 +47,10 @@ export const Service = Type.Object({
   id: Uuid,
   ...SPEC_VIEW_SCHEMAS,
   state: StringEnum(SERVICE_STATES, { maxLength: 30 }),
-  run_status: opt(Type.String({ maxLength: 30, description: 'live; only on the get-service response' })),
-  ready_count: opt(Type.Integer({ description: 'live; only on the get-service response' })),
+  run_status: opt(
+    Type.String({ maxLength: 30, description: 'live; on the get-service response and list items' }),
+  ),
+  ready_count: opt(Type.Integer({ description: 'live; on the get-service response and list items' })),
   gitlab_connection_id: opt(Uuid),
   account_id: Uuid,
   private_instance_id: Uuid,

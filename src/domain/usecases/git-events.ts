@@ -9,7 +9,7 @@
 import { Errors } from 'typebox/value';
 import type { Db } from '../../store/database.ts';
 import { findAccount } from '../../store/repositories/accounts.ts';
-import { recordCommitDetails } from '../../store/repositories/deployments.ts';
+import { findDeploymentById, recordCommitDetails } from '../../store/repositories/deployments.ts';
 import {
   gitConnectionOfKind,
   hookCandidates,
@@ -53,11 +53,10 @@ export interface Delivery {
   proof: string;
   /** The connection the URL names (`/hooks/{kind}/{connection}`); absent on `/hooks/{kind}`. */
   connectionId?: string;
-  /**
-   * Reads the body, handing each chunk to `onChunk` as it arrives (GitHub signs these bytes); `payload`
-   * is its JSON, undefined when it is none.
-   */
-  read(onChunk: (chunk: Buffer) => void): Promise<{ raw: Buffer; payload: unknown }>;
+  /** Reads the body, handing each chunk to `onChunk` as it arrives (GitHub signs these bytes). */
+  read(onChunk: (chunk: Buffer) => void): Promise<Buffer>;
+  /** The body's JSON, undefined when it is none: parsed only once it is needed. */
+  parse(raw: Buffer): unknown;
 }
 
 export interface DeliveryOutcome {
@@ -112,11 +111,12 @@ async function signedBy(
       : undefined;
     if (!named) throw new UnauthorizedError();
     const check = proofCheck(kind, openSecret(deps.secretBox, named.webhook_secret_sealed), proof);
-    const { payload } = await delivery.read((chunk) => check.update(chunk));
+    const raw = await delivery.read((chunk) => check.update(chunk));
     if (!check.matches()) throw new UnauthorizedError();
-    return { connection: named, payload };
+    return { connection: named, payload: delivery.parse(raw) };
   }
-  const { raw, payload } = await delivery.read(() => {});
+  const raw = await delivery.read(() => {});
+  const payload = delivery.parse(raw);
   const routing = deliveryRouting(kind, payload);
   const candidates = routing ? await hookCandidates(deps.store.db, kind, routing, MAX_HOOK_CANDIDATES) : [];
   const connection = candidates.find((c) => {
@@ -172,7 +172,10 @@ export async function receiveDelivery(
     } else if (!effectiveFeatures(account.plan, account.features).has('previews')) {
       outcome.ignored = "the account's plan does not include previews";
     } else {
-      Object.assign(outcome, await previewPullRequest(trx, deps, actor, match, event));
+      const touched = await previewPullRequest(trx, deps, actor, match, event);
+      outcome.preview_service_ids = touched.preview_service_ids;
+      outcome.deleted_service_ids = touched.deleted_service_ids;
+      outcome.duplicate = touched.duplicate && touched.preview_service_ids.length === 0;
     }
     return outcome;
   });
@@ -270,7 +273,11 @@ async function previewPullRequest(
   match: Match,
   event: PullRequestEvent,
 ) {
-  const touched = { preview_service_ids: [] as string[], deleted_service_ids: [] as string[] };
+  const touched = {
+    preview_service_ids: [] as string[],
+    deleted_service_ids: [] as string[],
+    duplicate: false,
+  };
   const parents = await servicesOnBranch(trx, { ...match, repo: event.repo, branch: event.baseBranch });
   for (const parent of parents) {
     const body = {
@@ -281,9 +288,19 @@ async function previewPullRequest(
     };
     // The deploy endpoint's preview rules: enable_previews, github, web, not itself a preview.
     if (checkPreview(parent, body).length > 0 || isDeleting(parent.state)) continue;
+    // The parent's lock orders two deliveries of one pull request: the second sees what the first did.
+    await lockService(trx, parent.id);
     const existing = await findPreview(trx, parent.id, event.number);
     // A preview already being deleted (closed, then reopened at once) is left to finish.
     if (existing && isDeleting(existing.state)) continue;
+    // The same head again (a replay under a new delivery id) is a duplicate, as a push's is.
+    const latest = existing?.latest_deployment_id
+      ? await findDeploymentById(trx, existing.latest_deployment_id)
+      : undefined;
+    if (event.action === 'open' && latest?.git_commit_ref === event.headSha) {
+      touched.duplicate = true;
+      continue;
+    }
     if (event.action === 'open') {
       const { preview } = await deployPreviewIn(trx, deps, actor, parent, body);
       touched.preview_service_ids.push(preview.id);

@@ -6,7 +6,7 @@ export interface Observation {
   ready_count: number;
 }
 
-const NEVER_OBSERVED: Observation = { run_status: 'not_deployed', ready_count: 0 };
+export const NEVER_OBSERVED: Observation = { run_status: 'not_deployed', ready_count: 0 };
 
 export async function findObservation(db: Db, serviceId: string): Promise<Observation> {
   const row = await db
@@ -15,6 +15,17 @@ export async function findObservation(db: Db, serviceId: string): Promise<Observ
     .where('service_id', '=', serviceId)
     .executeTakeFirst();
   return row ?? NEVER_OBSERVED;
+}
+
+/** The observations of these services in one read, by service id; a service never observed is absent. */
+export async function findObservations(db: Db, serviceIds: string[]): Promise<Map<string, Observation>> {
+  if (serviceIds.length === 0) return new Map();
+  const rows = await db
+    .selectFrom('service_observations')
+    .select(['service_id', 'run_status', 'ready_count'])
+    .where('service_id', 'in', serviceIds)
+    .execute();
+  return new Map(rows.map((r) => [r.service_id, { run_status: r.run_status, ready_count: r.ready_count }]));
 }
 
 /**
