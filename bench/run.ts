@@ -183,6 +183,8 @@ async function startBerth(
     BERTH_DATA_DIR: dataDir,
     BERTH_PORT: '0',
     BERTH_RATE_LIMIT_PER_MIN: '10000000',
+    BERTH_STREAMS_PER_TOKEN: '1000000',
+    BERTH_STREAMS_PER_ACCOUNT: '1000000',
     BERTH_SIM_STEP_MS: '0',
     ...(databaseUrl ? { BERTH_DATABASE_URL: databaseUrl } : {}),
     ...extra,

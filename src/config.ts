@@ -19,6 +19,10 @@ export interface Config {
   rateLimitPerMin: number;
   /** Failed authentications one client address may make per minute before it gets 429. */
   authFailuresPerMin: number;
+  /** Streams (events, log follows) one API token may hold open at once in one process; more get 429. */
+  streamsPerToken: number;
+  /** The same for all of an account's tokens together. */
+  streamsPerAccount: number;
   /** Time for a whole request (headers and body) to arrive; slower ones get 408 and are closed. */
   requestTimeoutMs: number;
   /** Time for a request's headers to arrive. */
@@ -97,6 +101,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     rateLimitPerMin: intSetting(env, 'BERTH_RATE_LIMIT_PER_MIN', 1200, 1, 10_000_000),
     // Enough for a misconfigured client to see its 401s; far too few to cost the database anything.
     authFailuresPerMin: intSetting(env, 'BERTH_AUTH_FAILURES_PER_MIN', 60, 1, 10_000_000),
+    // A console tab or a CLI follow holds one or two: enough for many at once, far from what it takes
+    // to hold a process's memory or connections.
+    streamsPerToken: intSetting(env, 'BERTH_STREAMS_PER_TOKEN', 20, 1, 1_000_000),
+    streamsPerAccount: intSetting(env, 'BERTH_STREAMS_PER_ACCOUNT', 100, 1, 1_000_000),
     // Bodies are at most 1 MiB: 30 s is ample even on a slow link, and a client trickling bytes
     // cannot hold a connection longer than that.
     requestTimeoutMs,

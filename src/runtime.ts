@@ -143,6 +143,7 @@ export async function startServer(
             migrate: false,
             // Each job holds one connection at a time, plus lease renewals and the observer.
             poolSize: DEFAULT_CONCURRENCY + 2,
+            notifications: deps.store.notifications,
             onConnectionError: (err) =>
               deps.logger.warn({ err }, 'an idle database connection failed; the pool replaces it'),
           })

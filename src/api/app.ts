@@ -6,10 +6,12 @@ import Fastify, {
   type FastifyReply,
   LogController,
 } from 'fastify';
+import { ForbiddenError, UnauthorizedError } from '../domain/errors.ts';
 import type { Deps } from '../domain/usecases/context.ts';
 import { registerConsole } from './console.ts';
 import { andThen, hookOf, parsingHookOf } from './hooks.ts';
 import { BODY_LIMIT_BYTES, registerJsonBody } from './json-body.ts';
+import { OpenStreams } from './open-streams.ts';
 import { authOf, TokenAuthenticator } from './plugins/auth.ts';
 import { authFailureLimit } from './plugins/auth-failures.ts';
 import { registerBodyGuards } from './plugins/body-guards.ts';
@@ -38,7 +40,6 @@ import { secretRoutes } from './routes/secrets.ts';
 import { serviceRoutes } from './routes/services.ts';
 import { webhookRoutes } from './routes/webhooks.ts';
 import { ErrorBody } from './schemas/common.ts';
-import { endStreamsOnClose } from './sse.ts';
 import { lazySerializers, validatorCompiler } from './validation.ts';
 
 export type App = FastifyInstance;
@@ -140,13 +141,40 @@ export async function buildApp(deps: Deps, options: AppOptions) {
   await app.register(healthRoutes, { deps });
 
   const authenticator = new TokenAuthenticator(deps.store.db);
-  const reads = new ReadCache();
+  const reads = new ReadCache(deps.store.notifications);
   app.decorate('readCache', reads);
-  const unsubscribe = deps.store.changes.subscribe(reads);
-  app.addHook('onClose', unsubscribe);
+  const unsubscribe = deps.store.notifications.subscribe('changes', reads);
+  app.addHook('onClose', async () => unsubscribe());
   // Held reads end (304) when the server closes, rather than holding the close for up to a minute.
   app.addHook('preClose', async () => reads.release());
-  endStreamsOnClose(app);
+  // A stream ends when its token may no longer read, in every process; a closing server ends them all
+  // rather than wait for their clients.
+  const streams = new OpenStreams(
+    { perToken: deps.config.streamsPerToken, perAccount: deps.config.streamsPerAccount },
+    async (authorization) => {
+      try {
+        await authenticator.authenticate(authorization);
+        return true;
+      } catch (error) {
+        if (error instanceof UnauthorizedError || error instanceof ForbiddenError) return false;
+        throw error;
+      }
+    },
+  );
+  app.decorate('openStreams', streams);
+  const unsubscribeAccess = deps.store.notifications.subscribe('access', {
+    notified: (keys) => {
+      // Another process revoked or changed access: this one's token cache must not outlive it.
+      authenticator.forget();
+      streams.notified(keys);
+    },
+    up: () => {
+      authenticator.forget();
+      streams.up();
+    },
+  });
+  app.addHook('onClose', async () => unsubscribeAccess());
+  app.addHook('preClose', async () => streams.endAll());
   const authFailures = authFailureLimit(deps.config.authFailuresPerMin);
   // With Postgres, other API processes may serve the same tokens: the window lives in the database.
   const rateLimit = tokenRateLimit(

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { Notifications } from '../store/notifications.ts';
 import { type CachedRead, ReadCache } from './read-cache.ts';
 
 /** A read whose loads are counted, each answering the current `version`, held until released when asked. */
@@ -21,23 +22,23 @@ function counted(key: string, tags: string[]) {
 const read = (cache: ReadCache, spec: CachedRead) => cache.read(spec, (payload) => JSON.stringify(payload));
 
 test('kept until a change names it; other tags leave it', async () => {
-  const cache = new ReadCache();
+  const cache = new ReadCache(new Notifications(async () => async () => {}));
   cache.up();
   const { state, spec } = counted('a', ['deployment:a']);
   await read(cache, spec);
   await read(cache, spec);
   assert.equal(state.loads, 1);
-  cache.changed(['deployment:b', 'service:x']);
+  cache.notified(['deployment:b', 'service:x']);
   await read(cache, spec);
   assert.equal(state.loads, 1);
   state.version = 2;
-  cache.changed(['deployment:a']);
+  cache.notified(['deployment:a']);
   assert.equal((await read(cache, spec)).body, '{"version":2}');
   assert.equal(state.loads, 2);
 });
 
 test('a load that a change overtook is served to who asked before, but not kept; later askers load again', async () => {
-  const cache = new ReadCache();
+  const cache = new ReadCache(new Notifications(async () => async () => {}));
   cache.up();
   const { state, spec } = counted('a', ['deployment:a']);
   let release = () => {};
@@ -46,7 +47,7 @@ test('a load that a change overtook is served to who asked before, but not kept;
   });
   const first = read(cache, spec);
   const joined = read(cache, spec);
-  cache.changed(['deployment:a']);
+  cache.notified(['deployment:a']);
   state.version = 2;
   state.hold = undefined;
   const after = await read(cache, spec);
@@ -59,7 +60,7 @@ test('a load that a change overtook is served to who asked before, but not kept;
 });
 
 test('nothing is kept while changes cannot be seen; what can never change is kept throughout', async () => {
-  const cache = new ReadCache();
+  const cache = new ReadCache(new Notifications(async () => async () => {}));
   cache.up();
   const { state, spec } = counted('a', ['deployment:a']);
   const done: CachedRead = {
@@ -81,7 +82,7 @@ test('nothing is kept while changes cannot be seen; what can never change is kep
 });
 
 test('a commit of this process drops everything but the immutable, and overtakes loads under way', async () => {
-  const cache = new ReadCache();
+  const cache = new ReadCache(new Notifications(async () => async () => {}));
   cache.up();
   const { state, spec } = counted('a', ['service:a']);
   let release = () => {};

@@ -2,7 +2,7 @@
  * The read cache of what clients poll (a deployment, a service, a service's custom domains): each
  * representation kept as the bytes its route serialized, with their ETag, until a change names it.
  *
- * Correctness rests on store/changes.ts: a committed change's tags drop what they name (whichever
+ * Correctness rests on store/notifications.ts (topic `changes`): a committed change's tags drop what they name (whichever
  * process committed it), a commit of this process drops everything at once (its tags arrive later),
  * and while the notification connection is down nothing is kept: all is dropped and reads go to the
  * database until it is back. Terminal deployments never change, so they are kept throughout. A read
@@ -10,7 +10,7 @@
  * @module
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { ChangeListener } from '../store/changes.ts';
+import type { Notifications, Subscriber } from '../store/notifications.ts';
 import { etagOf, noneMatch } from './etag.ts';
 
 /** What a cached route answers: the payload its response schema serializes. */
@@ -23,7 +23,7 @@ export interface Representation {
 export interface CachedRead {
   /** Names the representation, the account included. */
   key: string;
-  /** The change tags (migration 0013's) that make it stale. */
+  /** The change tags (`changeTag`) that make it stale. */
   tags: string[];
   /** A bound on its age, for parts no notification covers (the provider's identity, read through a TTL). */
   maxAgeMs?: number;
@@ -59,19 +59,21 @@ declare module 'fastify' {
 const MAX_ENTRIES = 10_000;
 /** RFC 7240 `wait`: the longest a read is held, in seconds. */
 export const MAX_WAIT_S = 60;
-/** While changes cannot be seen, a held read looks again this often instead of waiting to be told. */
-const RECHECK_WHILE_DOWN_MS = 1000;
-
-export class ReadCache implements ChangeListener {
+export class ReadCache implements Subscriber {
   private readonly entries = new Map<string, Entry>();
   private readonly loading = new Map<string, Loading>();
   private readonly keysByTag = new Map<string, Set<string>>();
   /** Moves on every event that invalidates everything; a read that saw it move is not kept. */
   private epoch = 0;
   private live = false;
-  /** Held reads, by the tags that wake them. */
-  private readonly waiters = new Map<string, Set<(changed: boolean) => void>>();
   private held = 0;
+  private readonly notifications: Notifications;
+  /** Aborts when the server closes: held reads end. */
+  private readonly closing = new AbortController();
+
+  constructor(notifications: Notifications) {
+    this.notifications = notifications;
+  }
 
   /** The current representation: kept, being loaded by an earlier request, or loaded now. */
   async read(spec: CachedRead, serialize: (payload: unknown) => string): Promise<Entry> {
@@ -118,64 +120,37 @@ export class ReadCache implements ChangeListener {
   }
 
   /**
-   * Holds until a change names one of `tags` (true) or `ms` pass (false); `signal` ends it early
-   * (false). While changes cannot be seen it also ends every second (true), so the caller looks again.
-   * A held read costs a timer and a set entry: no query.
+   * Holds until a change names one of `tags` (true) or `ms` pass (false); `signal` or the server's
+   * close ends it early (false). While changes cannot be seen it ends every second (true), so the caller
+   * looks again. A held read costs a timer and a set entry: no query.
    */
-  waitForChange(tags: string[], ms: number, signal?: AbortSignal): Promise<boolean> {
-    if (ms <= 0 || signal?.aborted) return Promise.resolve(false);
-    return new Promise((resolve) => {
-      let done = false;
-      const finish = (changed: boolean) => {
-        if (done) return;
-        done = true;
-        this.held--;
-        clearTimeout(timer);
-        signal?.removeEventListener('abort', stop);
-        for (const tag of tags) {
-          const set = this.waiters.get(tag);
-          set?.delete(finish);
-          if (set?.size === 0) this.waiters.delete(tag);
-        }
-        resolve(changed);
-      };
-      const stop = () => finish(false);
-      const recheck = !this.live && ms > RECHECK_WHILE_DOWN_MS;
-      const timer = setTimeout(() => finish(recheck), recheck ? RECHECK_WHILE_DOWN_MS : ms);
-      this.held++;
-      signal?.addEventListener('abort', stop);
-      for (const tag of tags) {
-        let set = this.waiters.get(tag);
-        if (!set) {
-          set = new Set();
-          this.waiters.set(tag, set);
-        }
-        set.add(finish);
-      }
-    });
+  async waitForChange(tags: string[], ms: number, signal: AbortSignal): Promise<boolean> {
+    this.held++;
+    try {
+      const until = AbortSignal.any([signal, this.closing.signal]);
+      const { woken } = await this.notifications.arm(
+        tags.map((tag) => ['changes', tag]),
+        ms,
+        until,
+      );
+      return await woken;
+    } finally {
+      this.held--;
+    }
   }
 
   /** Ends every held read as if its time had passed (the server is closing). */
   release(): void {
-    this.wakeAll(false);
+    this.closing.abort();
   }
 
-  /** `changed`: held reads look again; otherwise they end as if their time had passed. */
-  private wakeAll(changed: boolean): void {
-    const all = new Set<(changed: boolean) => void>();
-    for (const set of this.waiters.values()) for (const finish of set) all.add(finish);
-    for (const finish of all) finish(changed);
-  }
-
-  changed(tags: string[]): void {
+  notified(tags: string[]): void {
     for (const tag of tags) {
       const keys = this.keysByTag.get(tag);
       if (keys) {
         this.keysByTag.delete(tag);
         for (const key of keys) this.drop(key);
       }
-      const waiting = this.waiters.get(tag);
-      if (waiting) for (const finish of [...waiting]) finish(true);
     }
   }
 
@@ -186,8 +161,6 @@ export class ReadCache implements ChangeListener {
   down(): void {
     this.live = false;
     this.dropAll();
-    // A change may go unannounced from now on: held reads look for themselves.
-    this.wakeAll(true);
   }
 
   up(): void {

@@ -1,6 +1,13 @@
 import { once } from 'node:events';
-import type { Server } from 'node:http';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { OpenStreams } from './open-streams.ts';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The streams open on this server, by token and account (open-streams.ts). */
+    openStreams: OpenStreams;
+  }
+}
 
 /** A comment line this often keeps proxies and clients from taking a quiet stream for a dead one. */
 const HEARTBEAT_MS = 15_000;
@@ -15,22 +22,16 @@ export interface SseStream {
   end(): void;
 }
 
-/** The streams open on each server: a closing server ends them rather than wait for their clients. */
-const openStreams = new WeakMap<Server, Set<() => void>>();
-
-/** Ends every stream still open when the app closes (a stream would otherwise hold the close forever). */
-export function endStreamsOnClose(app: FastifyInstance): void {
-  app.addHook('preClose', async () => {
-    for (const end of openStreams.get(app.server) ?? []) end();
-  });
-}
-
 /**
  * Answers a request with a server-sent events stream (text/event-stream): `id:` (when given) is the
  * cursor a client passes back as `Last-Event-ID`, `event:` names the kind, `data:` is one line of JSON.
- * The headers the hooks set so far (x-request-id, rate limit) go with it.
+ * The headers the hooks set so far (x-request-id, rate limit) go with it. One stream more than the
+ * caller's token or account may hold is refused (429) before anything is sent; the stream ends when its
+ * token may no longer read.
  */
 export function openSse(request: FastifyRequest, reply: FastifyReply): SseStream {
+  let ending = () => undefined as void;
+  const leave = request.server.openStreams.admit(request.auth, request.headers.authorization, () => ending());
   reply.hijack();
   const raw = reply.raw;
   const set = Object.entries(reply.getHeaders()).filter(([, v]) => v !== undefined);
@@ -44,19 +45,13 @@ export function openSse(request: FastifyRequest, reply: FastifyReply): SseStream
   raw.write(`retry: ${RETRY_MS}\n\n`);
   const controller = new AbortController();
   const heartbeat = setInterval(() => raw.write(': keep-alive\n\n'), HEARTBEAT_MS);
-  let streams = openStreams.get(reply.server.server);
-  if (!streams) {
-    streams = new Set();
-    openStreams.set(reply.server.server, streams);
-  }
-  const ending = () => {
+  ending = () => {
     close();
     raw.end();
   };
-  streams.add(ending);
   const close = () => {
     clearInterval(heartbeat);
-    streams.delete(ending);
+    leave();
     controller.abort();
   };
   raw.on('close', close);

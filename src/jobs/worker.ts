@@ -49,7 +49,7 @@ export class Worker {
   private running = false;
   private loops: Promise<void>[] = [];
   private waiters = new Set<() => void>();
-  private unlisten: (() => Promise<void>) | undefined;
+  private unlisten: (() => void) | undefined;
   private readonly concurrency: number;
   private readonly pollMs: number;
 
@@ -63,7 +63,8 @@ export class Worker {
 
   async start(): Promise<void> {
     this.running = true;
-    this.unlisten = await this.options.store.listen('berth_jobs', () => this.wakeAll());
+    this.unlisten = this.options.store.notifications.subscribe('jobs', { notified: () => this.wakeAll() });
+    await this.options.store.notifications.start();
     for (let i = 0; i < this.concurrency; i++) this.loops.push(this.loop());
   }
 
@@ -78,7 +79,7 @@ export class Worker {
     await Promise.race([Promise.all(this.loops), grace]);
     clearTimeout(timer);
     this.loops = [];
-    await this.unlisten?.();
+    this.unlisten?.();
   }
 
   private wakeAll(): void {

@@ -2,10 +2,11 @@ import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { Kysely, type KyselyConfig, PGliteDialect, PostgresDialect } from 'kysely';
 import pg from 'pg';
-import { CHANGES_CHANNEL, ChangeFeed, postgresChangeSource, watchingCommits } from './changes.ts';
+import { watchingCommits } from './committed-writes.ts';
 import { lockDataDir } from './data-dir-lock.ts';
 import { EMBEDDED_START_PARAMS, snapshotFor } from './embedded-snapshot.ts';
 import { migrateToLatest } from './migrate.ts';
+import { embeddedSource, Notifications, postgresSource } from './notifications.ts';
 import type { Database } from './schema.ts';
 
 export type Db = Kysely<Database>;
@@ -14,10 +15,8 @@ export interface Store {
   db: Db;
   /** `embedded` is PGlite: one connection, one process, the data directory locked. */
   kind: 'embedded' | 'postgres';
-  /** Committed changes to what clients poll, for read caches (changes.ts). */
-  changes: ChangeFeed;
-  /** Calls `onNotify` for each NOTIFY on `channel` (delivered when the notifying transaction commits). */
-  listen(channel: string, onNotify: (payload: string) => void): Promise<() => Promise<void>>;
+  /** Every notification of the process: changes, jobs, events, logs, access (notifications.ts). */
+  notifications: Notifications;
   close(): Promise<void>;
 }
 
@@ -31,6 +30,11 @@ export interface OpenStoreOptions {
   poolSize?: number;
   /** A pooled Postgres connection failed while idle (a server restart, say); the pool replaces it. */
   onConnectionError?: (error: Error) => void;
+  /**
+   * Postgres: share another store's notifications (one LISTEN connection per process). This store's
+   * commits then reach them as notifications, like another process's.
+   */
+  notifications?: Notifications;
 }
 
 async function openEmbedded(
@@ -52,20 +56,15 @@ async function openEmbedded(
         if (!pglite.closed) await unlisten();
       };
     };
-    // In process: PGlite hands each notification over as the committing statement returns.
-    const changes = new ChangeFeed(async ({ notify, up }) => {
-      const unlisten = await listen(CHANGES_CHANNEL, notify);
-      up();
-      return unlisten;
-    });
-    const dialect = watchingCommits(new PGliteDialect({ pglite }), () => changes.committedHere());
+    const notifications = new Notifications(embeddedSource(listen));
+    const dialect = watchingCommits(new PGliteDialect({ pglite }), () => notifications.committedHere());
     const db = new Kysely<Database>({ dialect, log });
     return {
       db,
       kind: 'embedded',
-      changes,
-      listen,
+      notifications,
       close: async () => {
+        await notifications.close();
         await db.destroy();
         await lock.release();
       },
@@ -81,34 +80,22 @@ function openPostgres(
   log: KyselyConfig['log'],
   onConnectionError: (error: Error) => void,
   poolSize: number,
+  shared: Notifications | undefined,
 ): Store {
   const pool = new pg.Pool({ connectionString: databaseUrl, max: poolSize });
   // Without a listener an idle connection's error would end the process.
   pool.on('error', onConnectionError);
-  const changes = new ChangeFeed(postgresChangeSource(databaseUrl, onConnectionError));
-  const dialect = watchingCommits(new PostgresDialect({ pool }), () => changes.committedHere());
+  const notifications = shared ?? new Notifications(postgresSource(databaseUrl, onConnectionError));
+  const dialect = shared
+    ? new PostgresDialect({ pool })
+    : watchingCommits(new PostgresDialect({ pool }), () => notifications.committedHere());
   const db = new Kysely<Database>({ dialect, log });
-  const listeners = new Set<pg.Client>();
   return {
     db,
     kind: 'postgres',
-    changes,
-    listen: async (channel, onNotify) => {
-      // LISTEN needs a connection of its own, outside the pool.
-      const client = new pg.Client({ connectionString: databaseUrl });
-      // A lost LISTEN connection costs only promptness: workers fall back to polling.
-      client.on('error', onConnectionError);
-      await client.connect();
-      client.on('notification', (message) => message.channel === channel && onNotify(message.payload ?? ''));
-      await client.query(`LISTEN ${client.escapeIdentifier(channel)}`);
-      listeners.add(client);
-      return async () => {
-        listeners.delete(client);
-        await client.end().catch(() => undefined);
-      };
-    },
+    notifications,
     close: async () => {
-      await Promise.all([...listeners].map((c) => c.end().catch(() => undefined)));
+      if (!shared) await notifications.close();
       await db.destroy();
     },
   };
@@ -123,6 +110,7 @@ export async function openStore(options: OpenStoreOptions): Promise<Store> {
         log,
         options.onConnectionError ?? (() => undefined),
         options.poolSize ?? 10,
+        options.notifications,
       )
     : await openEmbedded(options.dataDir, log);
   if (options.migrate !== false) {

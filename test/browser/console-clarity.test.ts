@@ -183,6 +183,7 @@ test('a failed deploy while the previous version serves says so, in amber, not r
   const row = page.getByRole('row', { name: /hello web/ });
   await row.getByText('the previous version still serves').waitFor();
   assert.equal(await row.locator('.badge.bad').count(), 0);
+  await c.checkPage('clarity-services-list');
 });
 
 /**

@@ -22,8 +22,8 @@ declare module 'fastify' {
 
 /**
  * Resolves bearer tokens, with a short cache so that a client polling many times a second costs one
- * token lookup per TTL. Revoking a token or changing a plan through this process clears the cache at
- * once; other processes see it within the TTL.
+ * token lookup per TTL. Revoking a token or changing a plan clears the cache at once, in every process
+ * (the `access` notification, api/app.ts); a process that missed it sees the change within the TTL.
  */
 const TTL_MS = 5000;
 

@@ -10,6 +10,7 @@ import {
   verifyCustomDomain,
 } from '../../domain/usecases/custom-domains.ts';
 import { IDENTITY_TTL_MS, liveIdentity } from '../../domain/usecases/environments.ts';
+import { changeTag } from '../../store/notifications.ts';
 import type { CustomDomainRow } from '../../store/schema.ts';
 import { actorOf, authOf, requireFeature } from '../plugins/auth.ts';
 import { conditionalResponses, WaitingHeaders } from '../plugins/conditional-reads.ts';
@@ -87,7 +88,7 @@ export const customDomainRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; reads: 
       const { envId, serviceId } = request.params;
       return cachedGet(reads, request, reply, {
         key: `custom-domains ${authOf(request).accountId} ${envId} ${serviceId}`,
-        tags: [`service:${serviceId}`, `env:${envId}`],
+        tags: [changeTag('service', serviceId), changeTag('env', envId)],
         maxAgeMs: IDENTITY_TTL_MS,
         load: async () => {
           request.scope = await loadScope(deps.store.db, request);

@@ -3,14 +3,13 @@ import { Type } from 'typebox';
 import { DEPLOY_STEPS, TIMELINE_MARKS } from '../../domain/deployment-states.ts';
 import { ValidationError } from '../../domain/errors.ts';
 import type { Deps } from '../../domain/usecases/context.ts';
+import { changeTag } from '../../store/notifications.ts';
 import {
   deploymentLogAfter,
   deploymentOperations,
   deploymentTimeline,
-  LOG_CHANNEL,
 } from '../../store/repositories/deployment-logs.ts';
 import { findDeploymentById } from '../../store/repositories/deployments.ts';
-import { Wakeups } from '../../store/wakeups.ts';
 import { deploymentOf } from '../plugins/scope.ts';
 import { AUTH_ERRORS, Envelope, errorResponses, isSeq, Nullable, Uuid } from '../schemas/common.ts';
 import { Deployment } from '../schemas/deployments.ts';
@@ -44,8 +43,7 @@ function startCursor(cursor: string | undefined, lastEventId: string | string[] 
 
 export const deploymentLogRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app, { deps }) => {
   const db = deps.store.db;
-  const wakeups = new Wakeups(deps.store, LOG_CHANNEL);
-  app.addHook('onClose', () => wakeups.close());
+  const notifications = deps.store.notifications;
 
   app.get(
     '/deployments/:deploymentId/logs',
@@ -88,18 +86,18 @@ export const deploymentLogRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = as
         });
       }
       const stream = openSse(request, reply);
-      const changed = [`deployment:${deployment.id}`];
-      let round = new AbortController();
       try {
         while (!stream.closed.aborted) {
           // A new line wakes the follower, and so does the deployment's own change: the outcome can
           // commit after its last line, and waiting for the fallback read would hold `end` for seconds.
-          round = new AbortController();
-          const until = AbortSignal.any([stream.closed, round.signal]);
-          const wake = Promise.race([
-            (await wakeups.arm(deployment.id, FOLLOW_POLL_MS, until)).woken,
-            app.readCache.waitForChange(changed, FOLLOW_POLL_MS, until),
-          ]).finally(() => round.abort());
+          const { woken: wake } = await notifications.arm(
+            [
+              ['logs', deployment.id],
+              ['changes', changeTag('deployment', deployment.id)],
+            ],
+            FOLLOW_POLL_MS,
+            stream.closed,
+          );
           // The state first: lines written before it turned terminal are all readable below.
           const now = await findDeploymentById(db, deployment.id);
           let lines = await deploymentLogAfter(db, deployment.id, cursor, FOLLOW_BATCH);
@@ -119,7 +117,6 @@ export const deploymentLogRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = as
           await wake;
         }
       } finally {
-        round.abort();
         stream.end();
       }
       return reply;

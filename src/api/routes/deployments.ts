@@ -6,6 +6,7 @@ import type { Deps } from '../../domain/usecases/context.ts';
 import { deploy } from '../../domain/usecases/deployments.ts';
 import { liveIdentity } from '../../domain/usecases/environments.ts';
 import { deployPreview } from '../../domain/usecases/previews.ts';
+import { changeTag } from '../../store/notifications.ts';
 import { listDeployments } from '../../store/repositories/deployments.ts';
 import { nextCursor, pageOf } from '../paging.ts';
 import { actorOf, authOf, requireFeature } from '../plugins/auth.ts';
@@ -99,7 +100,7 @@ export const deploymentRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; reads: Re
       const { deploymentId } = request.params;
       return cachedGet(reads, request, reply, {
         key: `deployment ${authOf(request).accountId} ${deploymentId}`,
-        tags: [`deployment:${deploymentId}`],
+        tags: [changeTag('deployment', deploymentId)],
         load: async () => {
           request.scope = await loadScope(deps.store.db, request);
           const deployment = deploymentOf(request);

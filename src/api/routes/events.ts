@@ -2,8 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { ValidationError } from '../../domain/errors.ts';
 import type { Deps } from '../../domain/usecases/context.ts';
-import { EVENTS_CHANNEL, eventsPrunedThrough, latestEventSeq } from '../../store/repositories/events.ts';
-import { Wakeups } from '../../store/wakeups.ts';
+import { eventsPrunedThrough, latestEventSeq } from '../../store/repositories/events.ts';
 import { EventReads } from '../event-reads.ts';
 import { authOf } from '../plugins/auth.ts';
 import { AUTH_ERRORS, errorResponses, isSeq } from '../schemas/common.ts';
@@ -29,9 +28,8 @@ function resumeAfter(query: string | undefined, header: string | string[] | unde
 
 export const eventRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app, { deps }) => {
   const db = deps.store.db;
-  const wakeups = new Wakeups(deps.store, EVENTS_CHANNEL);
+  const notifications = deps.store.notifications;
   const reads = new EventReads(db);
-  app.addHook('onClose', () => wakeups.close());
 
   app.get(
     '/events',
@@ -78,7 +76,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app
         }
         while (!stream.closed.aborted) {
           // Armed before the read: a commit between the read and the wait still wakes it.
-          const { woken: wake } = await wakeups.arm(accountId, POLL_MS, stream.closed);
+          const { woken: wake } = await notifications.arm([['events', accountId]], POLL_MS, stream.closed);
           const rows = await reads.after(accountId, cursor, BATCH);
           for (const row of rows) {
             if (stream.closed.aborted) break;

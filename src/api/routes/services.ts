@@ -5,6 +5,7 @@ import { withoutFields } from '../../domain/field-errors.ts';
 import type { Deps } from '../../domain/usecases/context.ts';
 import { IDENTITY_TTL_MS, liveIdentity } from '../../domain/usecases/environments.ts';
 import { createService, deleteService, patchService } from '../../domain/usecases/services.ts';
+import { changeTag } from '../../store/notifications.ts';
 import { findCustomDomainsByIds } from '../../store/repositories/custom-domains.ts';
 import { findDeploymentsByIds } from '../../store/repositories/deployments.ts';
 import { findObservation, findObservations, NEVER_OBSERVED } from '../../store/repositories/observations.ts';
@@ -163,7 +164,7 @@ export const serviceRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; reads: ReadC
       const { envId, serviceId } = request.params;
       return cachedGet(reads, request, reply, {
         key: `service ${authOf(request).accountId} ${envId} ${serviceId}`,
-        tags: [`service:${serviceId}`, `env:${envId}`],
+        tags: [changeTag('service', serviceId), changeTag('env', envId)],
         maxAgeMs: IDENTITY_TTL_MS,
         load: async () => {
           request.scope = await loadScope(deps.store.db, request);

@@ -3,6 +3,7 @@
  * @module
  */
 import { randomUUID } from 'node:crypto';
+import { accessKey, notify } from '../../store/notifications.ts';
 import {
   findAccount,
   insertAccount,
@@ -49,6 +50,8 @@ export async function changeAccount(
     const account = await updateAccount(trx, id, patch);
     if (!account) throw new NotFoundError('Account');
     await recordAudit(trx, operator(id, call), 'account.update', { id });
+    // Its plan may no longer allow reading: every process looks again at the account's open streams.
+    await notify(trx, 'access', accessKey('account', id));
     return account;
   });
 }
@@ -70,6 +73,8 @@ export async function revokeApiToken(deps: Pick<Deps, 'store'>, call: Call, toke
     const token = await revokeToken(trx, tokenId);
     if (!token) throw new NotFoundError('API token');
     await recordAudit(trx, operator(token.account_id, call), 'api_token.revoke', { id: tokenId });
+    // Every process ends the token's open streams and forgets it.
+    await notify(trx, 'access', accessKey('token', tokenId));
   });
 }
 

@@ -1,12 +1,11 @@
 import { sql } from 'kysely';
 import type { DeployStep, OperationState, TimelineMark } from '../../domain/deployment-states.ts';
 import type { Db } from '../database.ts';
+import { TOPICS } from '../notifications.ts';
 import type { DeploymentLogRow, DeploymentOperationRow, DeploymentTimelineRow } from '../schema.ts';
 
 /** Lines a deployment keeps; older ones are dropped, and one marker line says how many. */
 export const MAX_LOG_LINES = 2000;
-/** NOTIFY channel of new log lines; the payload is the deployment id. */
-export const LOG_CHANNEL = 'berth_deployment_logs';
 
 export interface LogEntry {
   step: DeployStep;
@@ -45,7 +44,7 @@ export async function appendDeploymentLog(
   // The notification goes with the lock, in one statement: NOTIFY is delivered at commit wherever in
   // the transaction it was issued (and not at all on a rollback), so followers still read only lines
   // that committed.
-  await sql`SELECT pg_advisory_xact_lock(hashtext(${deploymentId})), pg_notify(${LOG_CHANNEL}, ${deploymentId})`.execute(
+  await sql`SELECT pg_advisory_xact_lock(hashtext(${deploymentId})), pg_notify(${TOPICS.logs}, ${deploymentId})`.execute(
     trx,
   );
   if (entries.length > 0) {

@@ -2,8 +2,6 @@ import { sql } from 'kysely';
 import type { Db } from '../database.ts';
 import type { EventRow } from '../schema.ts';
 
-/** NOTIFY channel of new events (migration 0018's trigger); the payload is the account id. */
-export const EVENTS_CHANNEL = 'berth_events';
 /** The settings row holding the newest `seq` retention removed: a cursor below it may have missed events. */
 const PRUNED_THROUGH = 'events_pruned_through';
 

@@ -1,5 +1,6 @@
 import { type ExpressionBuilder, sql } from 'kysely';
 import type { Db } from '../database.ts';
+import { notify } from '../notifications.ts';
 import type { Database, JobRow } from '../schema.ts';
 
 /**
@@ -39,7 +40,7 @@ export async function enqueue(db: Db, job: NewJob): Promise<void> {
       max_attempts: job.maxAttempts ?? 8,
     })
     .execute();
-  await sql`SELECT pg_notify('berth_jobs', '')`.execute(db);
+  await notify(db, 'jobs', '');
 }
 
 export async function claim(db: Db, workerId: string, leaseMs: number): Promise<JobRow | undefined> {
