@@ -1,17 +1,13 @@
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import Fastify, {
-  type FastifyBaseLogger,
-  type FastifyInstance,
-  type FastifyReply,
-  LogController,
-} from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from 'fastify';
 import { ForbiddenError, UnauthorizedError } from '../domain/errors.ts';
 import type { Deps } from '../domain/usecases/context.ts';
 import { registerConsole } from './console.ts';
 import { andThen, hookOf, parsingHookOf } from './hooks.ts';
 import { BODY_LIMIT_BYTES, registerJsonBody } from './json-body.ts';
 import { OpenStreams } from './open-streams.ts';
+import { ResponseFinished } from './plugins/access-log.ts';
 import { authOf, TokenAuthenticator } from './plugins/auth.ts';
 import { authFailureLimit } from './plugins/auth-failures.ts';
 import { registerBodyGuards } from './plugins/body-guards.ts';
@@ -23,6 +19,7 @@ import { tokenRateLimit } from './plugins/rate-limit.ts';
 import { requestIdFor } from './plugins/request-id.ts';
 import { checkPathIds, loadScope } from './plugins/scope.ts';
 import { ReadCache } from './read-cache.ts';
+import { requestLoggers } from './request-logger.ts';
 import { adminRoutes } from './routes/admin.ts';
 import { auditRoutes } from './routes/audit.ts';
 import { comingSoonRoutes } from './routes/coming-soon.ts';
@@ -61,8 +58,8 @@ export async function buildApp(deps: Deps, options: AppOptions) {
     loggerInstance: deps.logger as FastifyBaseLogger,
     genReqId: requestIdFor,
     requestIdHeader: false,
-    // One access-log line per request (below) instead of Fastify's two: pollers make many requests.
-    logController: new LogController({ disableRequestLogging: true }),
+    logController: new ResponseFinished(),
+    childLoggerFactory: requestLoggers,
     bodyLimit: BODY_LIMIT_BYTES,
     requestTimeout: requestTimeoutMs,
     keepAliveTimeout: keepAliveTimeoutMs,
@@ -92,6 +89,13 @@ export async function buildApp(deps: Deps, options: AppOptions) {
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   if (options.onRoute) app.addHook('onRoute', options.onRoute);
+  // First, so that every answer carries it, those of the hooks after it included. Set here rather than
+  // in an onSend hook: a route without onSend hooks skips that phase. A callback hook: an async one costs
+  // a promise per request.
+  app.addHook('onRequest', (request, reply, done) => {
+    reply.header('x-request-id', request.id);
+    done();
+  });
   app.setValidatorCompiler(validatorCompiler);
   app.addSchema(ErrorBody);
   registerErrorHandling(app);
@@ -99,23 +103,6 @@ export async function buildApp(deps: Deps, options: AppOptions) {
   registerBodyGuards(app);
   registerClientErrors(app);
   registerConditionalReads(app);
-  // Callback hooks where nothing waits: an async hook costs a promise per request.
-  app.addHook('onSend', (request, reply, payload, done) => {
-    reply.header('x-request-id', request.id);
-    done(null, payload);
-  });
-  app.addHook('onResponse', (request, reply, done) => {
-    request.log.info(
-      {
-        method: request.method,
-        url: request.url,
-        status: reply.statusCode,
-        ms: Math.round(reply.elapsedTime),
-      },
-      'request',
-    );
-    done();
-  });
   app.decorateRequest('auth', undefined);
   app.decorateRequest('scope', undefined as never);
 
@@ -197,17 +184,19 @@ export async function buildApp(deps: Deps, options: AppOptions) {
           ),
         ),
       );
-      // A cached read loads the path's resources itself, and only when the cache misses.
+      // A cached read loads the path's resources itself, and only when the cache misses: it checks the
+      // path's ids after its own onRequest hooks, and so passes no preParsing phase.
       v1.addHook('onRoute', (route) => {
-        const cached = route.config?.readCache === true;
+        if (route.config?.readCache === true) {
+          route.onRequest = [...[route.onRequest ?? []].flat(), hookOf(checkPathIds)];
+          return;
+        }
         route.preParsing = [
-          parsingHookOf((request) => {
-            if (cached) checkPathIds(request);
-            else
-              return loadScope(deps.store.db, request).then((scope) => {
-                request.scope = scope;
-              });
-          }),
+          parsingHookOf((request) =>
+            loadScope(deps.store.db, request).then((scope) => {
+              request.scope = scope;
+            }),
+          ),
           ...[route.preParsing ?? []].flat(),
         ];
       });

@@ -53,7 +53,11 @@ export interface Harness {
 }
 
 /** An app on a fresh database of this file's own (see database.ts), driven through app.inject. */
-export async function startHarness(overrides: Partial<Config> = {}): Promise<Harness> {
+export async function startHarness(
+  overrides: Partial<Config> = {},
+  /** Where the log lines go (tests that read them); the process's stdout otherwise. */
+  logTo?: pino.DestinationStream,
+): Promise<Harness> {
   const db = await createTestDatabase();
   const config: Config = {
     ...loadConfig({}),
@@ -65,7 +69,8 @@ export async function startHarness(overrides: Partial<Config> = {}): Promise<Har
     ...overrides,
   };
   const queries: string[] = [];
-  const runtime = await openRuntime(config, pino({ level: config.logLevel }), {
+  const logger = logTo ? pino({ level: config.logLevel }, logTo) : pino({ level: config.logLevel });
+  const runtime = await openRuntime(config, logger, {
     onQuery: (sql) => queries.push(sql),
   });
   const collector = routeCollector();

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { type IncomingMessage, type ServerResponse, STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { requestIdFor } from './request-id.ts';
 
 /**
@@ -80,16 +80,19 @@ export function registerClientErrors(app: FastifyInstance): void {
     });
     response.end(body);
   });
-  // A callback hook: nothing here waits, and an async hook costs a promise per request. The mark goes
-  // once the unread body has been read (the connection then carries the next request).
-  app.addHook('onResponse', (request, _reply, done) => {
-    if (!request.raw.complete) {
-      const socket = request.raw.socket;
-      answeredEarly.add(socket);
-      request.raw.once('end', () => answeredEarly.delete(socket));
-    }
-    done();
-  });
+}
+
+/**
+ * Called once each response has finished (access-log.ts): a request answered before its body had all
+ * arrived marks its connection until the unread body has been read (the connection then carries the
+ * next request).
+ */
+export function noteUnreadBody(request: FastifyRequest): void {
+  if (!request.raw.complete) {
+    const socket = request.raw.socket;
+    answeredEarly.add(socket);
+    request.raw.once('end', () => answeredEarly.delete(socket));
+  }
 }
 
 /** Fastify binds the handler to the app, hence `this`. */
