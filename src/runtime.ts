@@ -9,7 +9,7 @@ import { startEventRetention } from './jobs/event-retention.ts';
 import { startGitPoller } from './jobs/git-poller.ts';
 import { jobHandlers } from './jobs/handlers/index.ts';
 import { startObserver } from './jobs/observer.ts';
-import { DEFAULT_CONCURRENCY, Worker } from './jobs/worker.ts';
+import { DEFAULT_CONCURRENCY, jobBudgets, Worker } from './jobs/worker.ts';
 import { openProvider, providerName } from './providers/registry.ts';
 import { openStore, type Store } from './store/database.ts';
 import { releaseAllLeases } from './store/repositories/jobs.ts';
@@ -58,12 +58,19 @@ export async function openRuntime(
 }
 
 export function startWorker(deps: Deps, options: { concurrency?: number; pollMs?: number } = {}): Worker {
+  const { config } = deps;
   return new Worker({
     store: deps.store,
     handlers: jobHandlers(deps),
     logger: deps.logger.child({ component: 'worker' }),
-    leaseMs: deps.config.jobLeaseMs,
-    ...options,
+    leaseMs: config.jobLeaseMs,
+    budgets: jobBudgets({
+      concurrency: options.concurrency ?? DEFAULT_CONCURRENCY,
+      perAccount: config.jobConcurrencyPerAccount,
+      webhookConcurrency: config.webhookConcurrency,
+      webhookPerAccount: config.webhookConcurrencyPerAccount,
+    }),
+    pollMs: options.pollMs,
   });
 }
 
@@ -142,7 +149,7 @@ export async function startServer(
             dataDir: config.dataDir,
             migrate: false,
             // Each job holds one connection at a time, plus lease renewals and the observer.
-            poolSize: DEFAULT_CONCURRENCY + 2,
+            poolSize: DEFAULT_CONCURRENCY + config.webhookConcurrency + 2,
             notifications: deps.store.notifications,
             onConnectionError: (err) =>
               deps.logger.warn({ err }, 'an idle database connection failed; the pool replaces it'),
@@ -154,6 +161,9 @@ export async function startServer(
     observer = worker ? startObserver(workerDeps) : null;
     retention = worker ? startEventRetention(workerDeps) : null;
     poller = worker ? startGitPolling(workerDeps) : null;
+    // The start allocated more than anything after it (the embedded database's snapshot, its
+    // WebAssembly, the routes): given back now rather than after the first requests' quiet spell.
+    collector.collectNow();
     const running = { app, worker, observer, retention, poller, workerStore };
     return {
       url: address,

@@ -60,6 +60,8 @@ export async function buildApp(deps: Deps, options: AppOptions) {
     requestIdHeader: false,
     logController: new ResponseFinished(),
     childLoggerFactory: requestLoggers,
+    // Forwarded headers are believed only from these proxies (client-address.ts); none: never.
+    trustProxy: deps.config.trustProxy.length > 0 ? deps.config.trustProxy : false,
     bodyLimit: BODY_LIMIT_BYTES,
     requestTimeout: requestTimeoutMs,
     keepAliveTimeout: keepAliveTimeoutMs,

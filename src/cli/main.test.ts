@@ -8,8 +8,8 @@ function everyCommand(command: Command, path: string[] = []): [string, Command][
   return here.concat(...command.commands.map((c) => everyCommand(c, [...path, c.name()])));
 }
 
-test('every command has a description and help that ends with an example of itself', () => {
-  const commands = everyCommand(buildCli());
+test('every command has a description and help that ends with an example of itself', async () => {
+  const commands = everyCommand(await buildCli());
   assert.ok(commands.length >= 16, `commands found: ${commands.length}`);
   for (const [name, command] of commands) {
     let help = '';

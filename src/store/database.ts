@@ -1,4 +1,5 @@
 import path from 'node:path';
+import v8 from 'node:v8';
 import { PGlite } from '@electric-sql/pglite';
 import { Kysely, type KyselyConfig, PGliteDialect, PostgresDialect } from 'kysely';
 import pg from 'pg';
@@ -45,6 +46,11 @@ async function openEmbedded(
   const lock = await lockDataDir(dataDir);
   try {
     const pgdata = path.join(dataDir, 'pgdata');
+    // PGlite's Postgres stays on V8's baseline WebAssembly code: tiering up to the optimizing compiler
+    // took ~600 MB of scratch memory at start, which the C allocator then kept (idle RSS +60 MB), and
+    // made Berth's statements no faster (docs/performance.md, "Memory"). Both flags are needed.
+    v8.setFlagsFromString('--no-wasm-tier-up');
+    v8.setFlagsFromString('--no-wasm-dynamic-tiering');
     const pglite = await PGlite.create(pgdata, {
       loadDataDir: snapshotFor(pgdata),
       startParams: EMBEDDED_START_PARAMS,

@@ -23,7 +23,9 @@ import * as gitPollHeads from './migrations/0023-git-poll-heads.ts';
 import * as repoOps from './migrations/0026-repo-ops.ts';
 import * as gitHookRouting from './migrations/0027-git-hook-routing.ts';
 import * as deploymentTimeline from './migrations/0028-deployment-timeline.ts';
-import * as sealedIdempotentAnswers from './migrations/0029-sealed-idempotent-answers.ts';
+import * as jobAccounts from './migrations/0029-job-accounts.ts';
+import * as auditClientAddress from './migrations/0031-audit-client-address.ts';
+import * as sealedIdempotentAnswers from './migrations/0032-sealed-idempotent-answers.ts';
 import type { Database } from './schema.ts';
 
 /** Every migration, in order. Listed here rather than read from disk so the build carries them. */
@@ -52,7 +54,9 @@ const migrations: Record<string, Migration> = {
   '0026-repo-ops': repoOps,
   '0027-git-hook-routing': gitHookRouting,
   '0028-deployment-timeline': deploymentTimeline,
-  '0029-sealed-idempotent-answers': sealedIdempotentAnswers,
+  '0029-job-accounts': jobAccounts,
+  '0031-audit-client-address': auditClientAddress,
+  '0032-sealed-idempotent-answers': sealedIdempotentAnswers,
 };
 
 export class MigrationError extends Error {}

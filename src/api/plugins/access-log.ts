@@ -1,4 +1,5 @@
 import { type FastifyReply, type FastifyRequest, LogController } from 'fastify';
+import { clientAddress } from '../client-address.ts';
 import { noteUnreadBody } from './client-errors.ts';
 
 /**
@@ -21,6 +22,7 @@ export class ResponseFinished extends LogController {
       {
         method: request.method,
         url: request.url,
+        client: clientAddress(request),
         status: reply.statusCode,
         ms: Math.round(reply.elapsedTime),
       },

@@ -51,6 +51,8 @@ export interface Delivery {
   event: string;
   /** X-Hub-Signature-256 (GitHub) or X-Gitlab-Token (GitLab). */
   proof: string;
+  /** The address the delivery came from (api/client-address.ts), for the audit log. */
+  clientAddress: string;
   /** The connection the URL names (`/hooks/{kind}/{connection}`); absent on `/hooks/{kind}`. */
   connectionId?: string;
   /** Reads the body, handing each chunk to `onChunk` as it arrives (GitHub signs these bytes). */
@@ -160,6 +162,7 @@ export async function receiveDelivery(
       tokenId: null,
       name: `${HOST[delivery.kind]} ${event.type === 'push' ? 'push' : 'pull request'}`,
       requestId: delivery.id,
+      clientAddress: delivery.clientAddress,
     };
     const match = { accountId: account.id, source: delivery.kind, connectionId: connection.id };
     if (event.type === 'push') {

@@ -44,7 +44,12 @@ export function deployCustomDomainHandler(deps: Deps): JobHandler {
         await updateService(trx, service.id, { custom_domain_id: domain.id });
         if (previous && previous !== domain.id) {
           if (await transitionCustomDomain(trx, previous, ['deployed'], 'delete_queued')) {
-            await enqueue(trx, { kind: 'retire_custom_domain', subjectId: previous, queueKey: service.id });
+            await enqueue(trx, {
+              kind: 'retire_custom_domain',
+              subjectId: previous,
+              accountId: service.account_id,
+              queueKey: service.id,
+            });
           }
         }
       });

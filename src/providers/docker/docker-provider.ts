@@ -256,25 +256,37 @@ export class DockerProvider implements Provider {
       return applied;
     }
 
-    const targets: Target[] = [];
-    for (let i = 0; i < (service.replica_count ?? 1); i++) {
-      signal.throwIfAborted();
-      const container = await this.run(spec('replica', `berth-${short}-${i}`), log).catch(async (error) => {
-        // The replicas already started go with the deployment that failed.
-        await this.removeContainers({ [LABEL.deployment]: deploymentId });
-        throw error;
-      });
-      const info = await container.inspect();
-      const name = info.Name.replace(/^\//, '');
-      log.line('rollout', `Replica ${name} created`);
-      targets.push({ container, ip: info.NetworkSettings.Networks[network]?.IPAddress ?? '' });
+    signal.throwIfAborted();
+    // The replicas start side by side: the engine's time for one is the rollout's for all.
+    const started = await Promise.allSettled(
+      Array.from({ length: service.replica_count ?? 1 }, async (_, i): Promise<Target> => {
+        const container = await this.run(spec('replica', `berth-${short}-${i}`), log);
+        const info = await container.inspect();
+        log.line('rollout', `Replica ${info.Name.replace(/^\//, '')} created`);
+        return { container, ip: info.NetworkSettings.Networks[network]?.IPAddress ?? '' };
+      }),
+    );
+    const refused = started.find((r) => r.status === 'rejected');
+    if (refused) {
+      // The replicas that did start go with the deployment that failed.
+      await this.removeContainers({ [LABEL.deployment]: deploymentId });
+      throw refused.reason;
     }
+    const targets = started.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
     // Aborted (the lease was lost), the wait throws at once: the replicas are left as they are, since the
     // worker now running this deployment may be using them, and a rerun removes them anyway.
-    const ready = await waitReady(targets, ops.health_check, service.port, deadline, signal, (t) => {
-      log.mark('first_healthy');
-      log.line('rollout', `Replica ${t.container.id.slice(0, 12)} is healthy`);
-    });
+    const ready = await waitReady(
+      this.docker,
+      targets,
+      ops.health_check,
+      service.port,
+      deadline,
+      signal,
+      (t) => {
+        log.mark('first_healthy');
+        log.line('rollout', `Replica ${t.container.id.slice(0, 12)} is healthy`);
+      },
+    );
     if (!ready.ok) {
       const shown = ready.exited ?? targets[0];
       const tail = shown ? await this.logTail(shown.container) : '';
@@ -373,13 +385,13 @@ export class DockerProvider implements Provider {
         service.docker_image ?? '',
         target.docker_image_tag,
       );
-      const local = service.docker_registry
-        ? null
-        : await this.docker
-            .getImage(image)
-            .inspect()
-            .catch(() => null);
-      if (local) log.line('pull', `Using the local image ${image}`);
+      const local = await this.docker
+        .getImage(image)
+        .inspect()
+        .catch(() => null);
+      const current = local && service.docker_registry ? await this.unchanged(image, local) : null;
+      if (local && !service.docker_registry) log.line('pull', `Using the local image ${image}`);
+      else if (current) log.line('pull', `${image} is up to date (${current}): no pull`);
       else {
         log.line('pull', `Pulling ${image}`);
         await pullImage(this.docker, image, this.options.settings.pullTimeoutMs, (text) =>
@@ -400,6 +412,21 @@ export class DockerProvider implements Provider {
     );
   }
 
+  /**
+   * The digest of a registry image already here, when its registry still has that digest under the tag
+   * (one manifest request, instead of a pull): null when the tag moved or the registry cannot say.
+   */
+  private async unchanged(image: string, local: Docker.ImageInspectInfo): Promise<string | null> {
+    const repository = image.slice(0, image.lastIndexOf(':'));
+    const here = local.RepoDigests?.find((d) => d.startsWith(`${repository}@`))?.split('@')[1];
+    if (!here) return null;
+    const remote = (await this.docker
+      .getImage(image)
+      .distribution()
+      .catch(() => null)) as { Descriptor?: { digest?: string } } | null;
+    return remote?.Descriptor?.digest === here ? here : null;
+  }
+
   /** A new version takes over, unless a newer generation did meanwhile: then this one removes itself. */
   private async promoteOrStandDown(
     desired: DesiredService,
@@ -410,6 +437,7 @@ export class DockerProvider implements Provider {
     // A worker that lost the job must not move traffic: the one that took it over decides.
     signal.throwIfAborted();
     if (await promote(this.db, desired, ops)) {
+      this.ingress?.forget();
       log.mark('routed');
       log.end('traffic', 'success', `Traffic moved to this deployment (generation ${desired.generation})`);
       return;

@@ -51,7 +51,13 @@ import {
 import type { SwarmSettings } from './settings.ts';
 import { type SwarmDb, swarmTables } from './tables.ts';
 
-const POLL_MS = 500;
+/**
+ * The swarm reports task states only when asked: the first look goes at once, then the pause doubles
+ * from FIRST_POLL_MS up to MAX_POLL_MS (a rollout that is quick is seen quickly, a long one costs few reads).
+ */
+const FIRST_POLL_MS = 20;
+const MAX_POLL_MS = 500;
+const nextPause = (pause: number) => Math.min(pause * 2, MAX_POLL_MS);
 
 export interface SwarmProviderOptions {
   db: Db;
@@ -218,6 +224,7 @@ export class SwarmProvider implements Provider {
     signal.throwIfAborted();
     const network = await this.ensureNetwork(environment);
     const { image, ops, source } = await this.resolveImage(desired, log);
+    log.mark('image_resolved');
     applied.source = source;
     const launch = await launchOf(
       this.docker,
@@ -298,9 +305,11 @@ export class SwarmProvider implements Provider {
         .catch((error: unknown) => {
           throw engineError(error, 'the swarm refused the service update');
         });
+      log.mark('container_created');
       log.line('rollout', `Rolling update of ${spec.Name} started (start-first, one replica at a time)`);
     } else if (!current) {
       await this.create(spec);
+      log.mark('container_created');
       log.line('rollout', `Service ${spec.Name} created with ${service.replica_count ?? 1} replicas`);
     }
     const outcome = await this.waitServing(desired, isUpdate, deadline, signal, log);
@@ -346,19 +355,32 @@ export class SwarmProvider implements Provider {
     const name = servingName(desired.service.id);
     const replicas = desired.service.replica_count ?? 1;
     const seen = new Set<string>();
+    let pause = FIRST_POLL_MS;
+    let others = Number.POSITIVE_INFINITY;
     for (;;) {
       signal.throwIfAborted();
       const service = await this.inspect(name);
       if (!service) return { ok: false, reason: 'the swarm service was removed' };
-      const tasks = ofDeployment(await tasksOf(this.docker, name), desired.deploymentId);
+      const all = await tasksOf(this.docker, name);
+      const tasks = ofDeployment(all, desired.deploymentId);
+      if (tasks.some((t) => t.Status.State === 'starting' || t.Status.State === 'running'))
+        log.mark('container_started');
       for (const task of running(tasks)) {
         if (seen.has(task.ID)) continue;
         seen.add(task.ID);
+        log.mark('first_healthy');
+        // The swarm sends traffic to a replica once it runs healthy: so does the ingress, from now.
+        this.ingress?.forget();
         log.line(
           'rollout',
           `Replica ${task.Slot ?? ''} (task ${task.ID.slice(0, 12)}) is running and healthy`,
         );
       }
+      // The previous version's replicas stopping take their addresses with them.
+      const previous = running(all).length - running(tasks).length;
+      if (previous < others) this.ingress?.forget();
+      if (previous === 0 && others > 0 && isUpdate) log.mark('old_stopped');
+      others = previous;
       const failed = failedTasks(tasks);
       const state = service.UpdateStatus?.State;
       if (state === 'rollback_started' || state === 'rollback_completed' || state === 'paused') {
@@ -377,7 +399,8 @@ export class SwarmProvider implements Provider {
           reason: `${ready} of ${replicas} replicas running and healthy within deploy_timeout (${desired.ops.deploy_timeout} min)${why ? `: ${why}` : ''}`,
         };
       }
-      await sleep(POLL_MS, undefined, { signal }).catch(() => signal.throwIfAborted());
+      await sleep(pause, undefined, { signal }).catch(() => signal.throwIfAborted());
+      pause = nextPause(pause);
     }
   }
 
@@ -389,6 +412,7 @@ export class SwarmProvider implements Provider {
     source: DeployedSource,
     log: DeployLog,
   ): Promise<void> {
+    let pause = FIRST_POLL_MS;
     for (;;) {
       signal.throwIfAborted();
       const tasks = await tasksOf(this.docker, name);
@@ -398,7 +422,8 @@ export class SwarmProvider implements Provider {
         log.end('rollout', 'failed', 'The job did not finish within deploy_timeout');
         throw new DeployFailed('the job did not finish within deploy_timeout', source);
       }
-      await sleep(POLL_MS, undefined, { signal }).catch(() => signal.throwIfAborted());
+      await sleep(pause, undefined, { signal }).catch(() => signal.throwIfAborted());
+      pause = nextPause(pause);
     }
   }
 
@@ -488,6 +513,8 @@ export class SwarmProvider implements Provider {
   ): Promise<void> {
     signal.throwIfAborted();
     if (await promote(this.db, desired, ops)) {
+      this.ingress?.forget();
+      log.mark('routed');
       log.end('traffic', 'success', `Traffic moved to this deployment (generation ${desired.generation})`);
       return;
     }
