@@ -1,5 +1,7 @@
+import tls from 'node:tls';
 import pino, { type Logger } from 'pino';
 import { buildApp } from './api/app.ts';
+import { readTlsPair, watchTlsFiles } from './api/tls-files.ts';
 import { adminTokenFor, type FirstStart, firstStart } from './bootstrap.ts';
 import type { Config } from './config.ts';
 import { DnsLookup } from './dns.ts';
@@ -118,6 +120,8 @@ export async function startServer(
   config: Config,
   options: { workers?: boolean; logger?: Logger } = {},
 ): Promise<Server> {
+  // Bad certificate files stop the start before anything is opened.
+  const tlsPair = config.tls ? readTlsPair(config.tls) : undefined;
   const runtime = await openRuntime(config, options.logger);
   const { deps } = runtime;
   let app: Awaited<ReturnType<typeof buildApp>> | null = null;
@@ -130,10 +134,15 @@ export async function startServer(
     // The embedded database has one process, so a lease left in it belongs to a process that is gone.
     if (deps.store.kind === 'embedded') await releaseAllLeases(deps.store.db);
     const admin = adminTokenFor(config.adminToken, config.dataDir);
-    app = await buildApp(deps, { adminToken: admin.token });
+    app = await buildApp(deps, { adminToken: admin.token, tls: tlsPair });
     const address = await app.listen({ host: config.host, port: config.port }).catch((error) => {
       throw listenError(error, config);
     });
+    // An HTTPS server (buildApp made one when given the pair) is a tls.Server.
+    if (config.tls && app.server instanceof tls.Server) {
+      const watcher = watchTlsFiles(app.server, config.tls, deps.logger);
+      app.server.on('close', () => watcher.stop());
+    }
     await deps.provider.serving?.start();
     const collector = collectWhenIdle({ idleMs: IDLE_COLLECT_MS });
     app.server.on('request', () => collector.touch());

@@ -1,6 +1,13 @@
+import type http from 'node:http';
+import type https from 'node:https';
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from 'fastify';
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyHttpOptions,
+  type FastifyInstance,
+  type FastifyReply,
+} from 'fastify';
 import { ForbiddenError, UnauthorizedError } from '../domain/errors.ts';
 import type { Deps } from '../domain/usecases/context.ts';
 import { registerConsole } from './console.ts';
@@ -37,6 +44,7 @@ import { secretRoutes } from './routes/secrets.ts';
 import { serviceRoutes } from './routes/services.ts';
 import { webhookRoutes } from './routes/webhooks.ts';
 import { ErrorBody } from './schemas/common.ts';
+import type { TlsPair } from './tls-files.ts';
 import { lazySerializers, validatorCompiler } from './validation.ts';
 
 export type App = FastifyInstance;
@@ -46,6 +54,8 @@ export interface AppOptions {
   adminToken: string;
   /** Sees every route as it is registered (the tests list the routes with it). */
   onRoute?: (route: { method: string | string[]; url: string }) => void;
+  /** Serve HTTPS with this certificate and key (tls-files.ts reads and checks them); absent: HTTP. */
+  tls?: TlsPair | undefined;
 }
 
 /** Node's default: what an HTTP/1.1 client may send as request line and headers together. */
@@ -54,7 +64,19 @@ const MAX_HEADER_BYTES = 16 * 1024;
 /** The HTTP application, without listening: the process entry, the tests and the benchmark build the same one. */
 export async function buildApp(deps: Deps, options: AppOptions) {
   const { requestTimeoutMs, headersTimeoutMs, keepAliveTimeoutMs } = deps.config;
-  const app = Fastify({
+  const server = {
+    headersTimeout: headersTimeoutMs,
+    requestTimeout: requestTimeoutMs,
+    maxHeaderSize: MAX_HEADER_BYTES,
+    // A missing Host is answered in the error shape (client-errors.ts), not with Node's empty 400.
+    requireHostHeader: false,
+    // Node checks the two timeouts only this often (30 s by default): check often enough that a
+    // connection is closed close to its bound.
+    connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(headersTimeoutMs / 4))),
+  };
+  // Typed as Fastify's HTTP options plus `https`: an https.Server is an http.Server to everything here,
+  // while the overload that takes `https` would type the whole app differently.
+  const fastifyOptions: FastifyHttpOptions<http.Server> & { https: https.ServerOptions | null } = {
     loggerInstance: deps.logger as FastifyBaseLogger,
     genReqId: requestIdFor,
     requestIdHeader: false,
@@ -65,16 +87,10 @@ export async function buildApp(deps: Deps, options: AppOptions) {
     bodyLimit: BODY_LIMIT_BYTES,
     requestTimeout: requestTimeoutMs,
     keepAliveTimeout: keepAliveTimeoutMs,
-    http: {
-      headersTimeout: headersTimeoutMs,
-      requestTimeout: requestTimeoutMs,
-      maxHeaderSize: MAX_HEADER_BYTES,
-      // A missing Host is answered in the error shape (client-errors.ts), not with Node's empty 400.
-      requireHostHeader: false,
-      // Node checks the two timeouts only this often (30 s by default): check often enough that a
-      // connection is closed close to its bound.
-      connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(headersTimeoutMs / 4))),
-    },
+    // HTTP/1.1 over TLS too: Fastify's HTTP/2 hands routes another request type than the hooks read.
+    // Null: plain HTTP with `http`'s settings (an HTTPS server takes the same ones from here).
+    https: options.tls ? { ...server, ...options.tls } : null,
+    http: server,
     // Malformed HTTP and late requests, answered in the spec's error shape (docs/api.md).
     clientErrorHandler: clientErrorHandler({ requestTimeoutMs, maxHeaderBytes: MAX_HEADER_BYTES }),
     ajv: { customOptions: { strict: false } },
@@ -88,7 +104,8 @@ export async function buildApp(deps: Deps, options: AppOptions) {
         .header('x-request-id', request.id)
         .send({ error_code: 'notfound', message: 'Route not found', errors: null });
     },
-  }).withTypeProvider<TypeBoxTypeProvider>();
+  };
+  const app = Fastify(fastifyOptions).withTypeProvider<TypeBoxTypeProvider>();
 
   if (options.onRoute) app.addHook('onRoute', options.onRoute);
   // First, so that every answer carries it, those of the hooks after it included. Set here rather than

@@ -6,6 +6,7 @@ import {
   type ClaimFilter,
   claim,
   complete,
+  type Fence,
   holdClaim,
   JOB_KINDS,
   type JobKind,
@@ -17,9 +18,11 @@ import { TerminalError } from './errors.ts';
 
 /**
  * What a handler is given to tie its writes to the claim it runs under. Every transaction that records
- * work on the job's subject calls `hold` (or `finish`) last, before it commits: an attempt that lost the
- * job to another worker (a long pause) has its work rolled back, so the attempt that holds the job never
+ * an outcome on the job's subject (a final state, or a move the next attempt would take as work done,
+ * like a deployment's start) calls `hold` or `finish` last, before it commits: an attempt that lost the
+ * job to another worker (a long pause) has its write rolled back, so the attempt that holds the job never
  * finds a subject moved by one that no longer does (it would take that work as done and end the job).
+ * Moves every attempt re-enters (a delete's `deleting`) need not.
  */
 export interface JobClaim {
   /** Throws LostClaimError when another worker holds the job now; else keeps it this claim's until the commit. */
@@ -87,6 +90,23 @@ export function jobBudgets(settings: BudgetSettings): JobBudget[] {
 
 /** The claim was lost before the outcome committed: the outcome is another worker's to record. */
 export class LostClaimError extends Error {}
+
+/** The JobClaim of one claim (`fence`); `finished` once `finish` removed the job. */
+export function fencedClaim(fence: Fence): JobClaim & { readonly finished: boolean } {
+  let finished = false;
+  return {
+    get finished() {
+      return finished;
+    },
+    async hold(trx) {
+      if (!(await holdClaim(trx, fence))) throw new LostClaimError('another worker holds this job now');
+    },
+    async finish(trx) {
+      if (!(await complete(trx, fence))) throw new LostClaimError('another worker holds this job now');
+      finished = true;
+    },
+  };
+}
 
 export interface WorkerOptions {
   store: Store;
@@ -260,27 +280,18 @@ export class Worker {
       Math.max(250, Math.floor(leaseMs / 3)),
     );
     const handler = handlers[job.kind as JobKind];
-    let finished = false;
-    const claimed: JobClaim = {
-      async hold(trx) {
-        if (!(await holdClaim(trx, fence))) throw new LostClaimError('another worker holds this job now');
-      },
-      async finish(trx) {
-        if (!(await complete(trx, fence))) throw new LostClaimError('another worker holds this job now');
-        finished = true;
-      },
-    };
+    const claimed = fencedClaim(fence);
     try {
       // A job that was claimed more times than it may run (its workers kept dying) fails for good.
       if (job.attempts > job.max_attempts) {
         log.error('job abandoned after too many attempts');
         await handler.fail(job, job.last_error ?? 'its worker stopped every time', claimed);
-        if (!finished) await complete(store.db, fence);
+        if (!claimed.finished) await complete(store.db, fence);
         return;
       }
       await handler.run(job, lease.signal, claimed);
       // The outcome committed with the job's removal: nothing is left to do.
-      if (finished) {
+      if (claimed.finished) {
         log.debug('job done');
         return;
       }
@@ -305,7 +316,7 @@ export class Worker {
           // Recorded first, removed second: a crash in between runs fail again, which is idempotent.
           log.error({ err: error }, 'job failed for good');
           await handler.fail(job, message, claimed);
-          if (!finished) await complete(store.db, fence);
+          if (!claimed.finished) await complete(store.db, fence);
         } else {
           log.warn({ err: error }, 'job failed, but another worker holds it now: its outcome is theirs');
         }

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import pino from 'pino';
+import { loadConfig } from '../../src/config.ts';
 import { type JobBudget, type JobHandler, jobBudgets, Worker } from '../../src/jobs/worker.ts';
 import { enqueue, JOB_KINDS, type JobKind } from '../../src/store/repositories/jobs.ts';
 import { type Harness, startHarness } from '../helpers/harness.ts';
@@ -104,4 +105,42 @@ test('deliveries run in slots of their own, and one account takes at most its sh
   } finally {
     await worker.stop();
   }
+});
+
+test('the budgets come from the settings: defaults, overrides, a share never above its slots, 0 refused', () => {
+  const fromEnv = (env: NodeJS.ProcessEnv, concurrency = 8) => {
+    const config = loadConfig(env);
+    return jobBudgets({
+      concurrency,
+      perAccount: config.jobConcurrencyPerAccount,
+      webhookConcurrency: config.webhookConcurrency,
+      webhookPerAccount: config.webhookConcurrencyPerAccount,
+    }).map(({ kinds, slots, perAccount }) => ({
+      deliveries: kinds.includes('deliver_webhook'),
+      slots,
+      perAccount,
+    }));
+  };
+  assert.deepEqual(fromEnv({}), [
+    { deliveries: false, slots: 8, perAccount: 6 },
+    { deliveries: true, slots: 4, perAccount: 2 },
+  ]);
+  assert.deepEqual(
+    fromEnv(
+      {
+        BERTH_JOB_CONCURRENCY_PER_ACCOUNT: '10',
+        BERTH_WEBHOOK_CONCURRENCY: '6',
+        BERTH_WEBHOOK_CONCURRENCY_PER_ACCOUNT: '3',
+      },
+      4,
+    ),
+    [
+      { deliveries: false, slots: 4, perAccount: 4 },
+      { deliveries: true, slots: 6, perAccount: 3 },
+    ],
+  );
+  assert.throws(
+    () => loadConfig({ BERTH_WEBHOOK_CONCURRENCY: '0' }),
+    /BERTH_WEBHOOK_CONCURRENCY must be a whole number from 1 to 10000, got "0"/,
+  );
 });
