@@ -19,7 +19,7 @@ import { ResponseFinished } from './plugins/access-log.ts';
 import { authOf, TokenAuthenticator } from './plugins/auth.ts';
 import { authFailureLimit } from './plugins/auth-failures.ts';
 import { registerBodyGuards } from './plugins/body-guards.ts';
-import { clientErrorHandler, registerClientErrors } from './plugins/client-errors.ts';
+import { answeredMissingHost, clientErrorHandler, registerClientErrors } from './plugins/client-errors.ts';
 import { registerConditionalReads } from './plugins/conditional-reads.ts';
 import { registerErrorHandling } from './plugins/errors.ts';
 import { registerIdempotency } from './plugins/idempotency.ts';
@@ -119,7 +119,7 @@ export async function buildApp(deps: Deps, options: AppOptions) {
   // a promise per request.
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
-    done();
+    if (!answeredMissingHost(request, reply)) done();
   });
   app.setValidatorCompiler(validatorCompiler);
   app.addSchema(ErrorBody);
@@ -231,7 +231,7 @@ export async function buildApp(deps: Deps, options: AppOptions) {
           ...[route.preParsing ?? []].flat(),
         ];
       });
-      registerIdempotency(v1, deps.store.db, (request) => authOf(request).accountId);
+      registerIdempotency(v1, deps.store.db, deps.secretBox, (request) => authOf(request).accountId);
       await v1.register(environmentRoutes, { deps });
       await v1.register(serviceRoutes, { deps, reads });
       await v1.register(deploymentRoutes, { deps, reads });
