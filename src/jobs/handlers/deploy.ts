@@ -146,9 +146,11 @@ export function deployHandler(deps: Deps): JobHandler {
       }
       const observedAt = new Date();
       const observed = await deps.provider.observe(service);
-      await db.transaction().execute(async (trx) => {
+      const outcome = applied ? 'success' : failure === 'cancelled' ? 'cancelled' : 'failed';
+      const ended = await db.transaction().execute(async (trx) => {
+        let moved: boolean;
         if (applied) {
-          const moved = await transitionDeployment(trx, deployment.id, ['in_progress'], 'success', {
+          moved = await transitionDeployment(trx, deployment.id, ['in_progress'], 'success', {
             prov_deployment_id: applied.provDeploymentId,
             failure_reason: '',
             ...keepHostDetails(deployment, applied.source),
@@ -162,7 +164,7 @@ export function deployHandler(deps: Deps): JobHandler {
             log.mark('success');
           }
         } else {
-          const moved = await transitionDeployment(trx, deployment.id, ['in_progress'], 'failed', {
+          moved = await transitionDeployment(trx, deployment.id, ['in_progress'], 'failed', {
             failure_reason: (failure ?? '').slice(0, 2000),
             ...failedSource,
           });
@@ -179,7 +181,9 @@ export function deployHandler(deps: Deps): JobHandler {
         await log.writeIn(trx);
         await recordObservation(trx, service.id, observed, observedAt);
         await claim.finish(trx);
+        return moved;
       });
+      if (ended) deps.metrics.deploymentEnded(outcome, deployment.created_at);
     },
     async retrying(job: JobRow, reason: string) {
       const mask = await maskOf(job.subject_id);
@@ -195,9 +199,9 @@ export function deployHandler(deps: Deps): JobHandler {
         );
     },
     async fail(job: JobRow, reason: string, claim) {
-      await db.transaction().execute(async (trx) => {
+      const ended = await db.transaction().execute(async (trx) => {
         const deployment = await findDeploymentById(trx, job.subject_id);
-        if (!deployment) return;
+        if (!deployment) return undefined;
         const mask = redactor(await maskedValuesOf(trx, deps.secretBox, deployment));
         // A permanent error fails on its first attempt: only a retried one "kept failing".
         const failure = mask(
@@ -219,7 +223,9 @@ export function deployHandler(deps: Deps): JobHandler {
         }
         // A worker that lost the job fails nothing: the deployment is the holder's to finish.
         await claim.finish(trx);
+        return moved ? deployment : undefined;
       });
+      if (ended) deps.metrics.deploymentEnded('failed', ended.created_at);
     },
   };
 }
