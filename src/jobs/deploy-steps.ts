@@ -125,7 +125,8 @@ export function keepHostDetails(
 
 /**
  * Records the outcome in one commit that ends the job (held by the claim): the deployment's final
- * state, its service following it, the log's last lines and what now runs (observed just before).
+ * state, its service following it, the log's last lines and what now runs (observed just before); then
+ * counts the deployment's end in the metrics.
  */
 export async function recordOutcome(
   deps: Deps,
@@ -137,10 +138,11 @@ export async function recordOutcome(
   const { deployment, service } = subject;
   const observedAt = new Date();
   const observed = await deps.provider.observe(service);
-  await deps.store.db.transaction().execute(async (trx) => {
+  const ended = await deps.store.db.transaction().execute(async (trx) => {
+    let moved: boolean;
     if ('applied' in outcome) {
       const { applied } = outcome;
-      const moved = await transitionDeployment(trx, deployment.id, ['in_progress'], 'success', {
+      moved = await transitionDeployment(trx, deployment.id, ['in_progress'], 'success', {
         prov_deployment_id: applied.provDeploymentId,
         failure_reason: '',
         ...keepHostDetails(deployment, applied.source),
@@ -155,7 +157,7 @@ export async function recordOutcome(
       }
     } else {
       const { failure } = outcome;
-      const moved = await transitionDeployment(trx, deployment.id, ['in_progress'], 'failed', {
+      moved = await transitionDeployment(trx, deployment.id, ['in_progress'], 'failed', {
         failure_reason: failure.slice(0, 2000),
         ...outcome.source,
       });
@@ -172,5 +174,10 @@ export async function recordOutcome(
     await log.writeIn(trx);
     await recordObservation(trx, service.id, observed, observedAt);
     await claim.finish(trx);
+    return moved;
   });
+  if (ended) {
+    const state = 'applied' in outcome ? 'success' : outcome.failure === 'cancelled' ? 'cancelled' : 'failed';
+    deps.metrics.deploymentEnded(state, deployment.created_at);
+  }
 }

@@ -56,9 +56,9 @@ export function deployHandler(deps: Deps): JobHandler {
         );
     },
     async fail(job: JobRow, reason: string, claim) {
-      await db.transaction().execute(async (trx) => {
+      const ended = await db.transaction().execute(async (trx) => {
         const deployment = await findDeploymentById(trx, job.subject_id);
-        if (!deployment) return;
+        if (!deployment) return undefined;
         const mask = redactor(await maskedValuesOf(trx, deps.secretBox, deployment));
         // A permanent error fails on its first attempt: only a retried one "kept failing".
         const failure = mask(
@@ -80,7 +80,9 @@ export function deployHandler(deps: Deps): JobHandler {
         }
         // A worker that lost the job fails nothing: the deployment is the holder's to finish.
         await claim.finish(trx);
+        return moved ? deployment : undefined;
       });
+      if (ended) deps.metrics.deploymentEnded('failed', ended.created_at);
     },
   };
 }
