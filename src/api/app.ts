@@ -1,8 +1,16 @@
+import type http from 'node:http';
+import type https from 'node:https';
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from 'fastify';
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyHttpOptions,
+  type FastifyInstance,
+  type FastifyReply,
+} from 'fastify';
 import { ForbiddenError, UnauthorizedError } from '../domain/errors.ts';
 import type { Deps } from '../domain/usecases/context.ts';
+import { httpMetricsObserver } from '../metrics/http.ts';
 import { registerConsole } from './console.ts';
 import { andThen, hookOf, parsingHookOf } from './hooks.ts';
 import { BODY_LIMIT_BYTES, registerJsonBody } from './json-body.ts';
@@ -11,7 +19,7 @@ import { ResponseFinished } from './plugins/access-log.ts';
 import { authOf, TokenAuthenticator } from './plugins/auth.ts';
 import { authFailureLimit } from './plugins/auth-failures.ts';
 import { registerBodyGuards } from './plugins/body-guards.ts';
-import { clientErrorHandler, registerClientErrors } from './plugins/client-errors.ts';
+import { answeredMissingHost, clientErrorHandler, registerClientErrors } from './plugins/client-errors.ts';
 import { registerConditionalReads } from './plugins/conditional-reads.ts';
 import { registerErrorHandling } from './plugins/errors.ts';
 import { registerIdempotency } from './plugins/idempotency.ts';
@@ -37,6 +45,7 @@ import { secretRoutes } from './routes/secrets.ts';
 import { serviceRoutes } from './routes/services.ts';
 import { webhookRoutes } from './routes/webhooks.ts';
 import { ErrorBody } from './schemas/common.ts';
+import type { TlsPair } from './tls-files.ts';
 import { lazySerializers, validatorCompiler } from './validation.ts';
 
 export type App = FastifyInstance;
@@ -46,6 +55,10 @@ export interface AppOptions {
   adminToken: string;
   /** Sees every route as it is registered (the tests list the routes with it). */
   onRoute?: (route: { method: string | string[]; url: string }) => void;
+  /** Whether this process's worker loop runs, for /ready; absent: no workers run in this process. */
+  workerAlive?: () => boolean;
+  /** Serve HTTPS with this certificate and key (tls-files.ts reads and checks them); absent: HTTP. */
+  tls?: TlsPair | undefined;
 }
 
 /** Node's default: what an HTTP/1.1 client may send as request line and headers together. */
@@ -54,27 +67,36 @@ const MAX_HEADER_BYTES = 16 * 1024;
 /** The HTTP application, without listening: the process entry, the tests and the benchmark build the same one. */
 export async function buildApp(deps: Deps, options: AppOptions) {
   const { requestTimeoutMs, headersTimeoutMs, keepAliveTimeoutMs } = deps.config;
-  const app = Fastify({
+  const server = {
+    headersTimeout: headersTimeoutMs,
+    requestTimeout: requestTimeoutMs,
+    maxHeaderSize: MAX_HEADER_BYTES,
+    // A missing Host is answered in the error shape (client-errors.ts), not with Node's empty 400.
+    requireHostHeader: false,
+    // Node checks the two timeouts only this often (30 s by default): check often enough that a
+    // connection is closed close to its bound.
+    connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(headersTimeoutMs / 4))),
+  };
+  // Typed as Fastify's HTTP options plus `https`: an https.Server is an http.Server to everything here,
+  // while the overload that takes `https` would type the whole app differently.
+  const fastifyOptions: FastifyHttpOptions<http.Server> & { https: https.ServerOptions | null } = {
     loggerInstance: deps.logger as FastifyBaseLogger,
     genReqId: requestIdFor,
     requestIdHeader: false,
-    logController: new ResponseFinished(),
+    // Metrics, when served, are taken there too: the cheapest place a finished request is seen.
+    logController: new ResponseFinished(
+      deps.config.metricsBind ? httpMetricsObserver(deps.metrics) : undefined,
+    ),
     childLoggerFactory: requestLoggers,
     // Forwarded headers are believed only from these proxies (client-address.ts); none: never.
     trustProxy: deps.config.trustProxy.length > 0 ? deps.config.trustProxy : false,
     bodyLimit: BODY_LIMIT_BYTES,
     requestTimeout: requestTimeoutMs,
     keepAliveTimeout: keepAliveTimeoutMs,
-    http: {
-      headersTimeout: headersTimeoutMs,
-      requestTimeout: requestTimeoutMs,
-      maxHeaderSize: MAX_HEADER_BYTES,
-      // A missing Host is answered in the error shape (client-errors.ts), not with Node's empty 400.
-      requireHostHeader: false,
-      // Node checks the two timeouts only this often (30 s by default): check often enough that a
-      // connection is closed close to its bound.
-      connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(headersTimeoutMs / 4))),
-    },
+    // HTTP/1.1 over TLS too: Fastify's HTTP/2 hands routes another request type than the hooks read.
+    // Null: plain HTTP with `http`'s settings (an HTTPS server takes the same ones from here).
+    https: options.tls ? { ...server, ...options.tls } : null,
+    http: server,
     // Malformed HTTP and late requests, answered in the spec's error shape (docs/api.md).
     clientErrorHandler: clientErrorHandler({ requestTimeoutMs, maxHeaderBytes: MAX_HEADER_BYTES }),
     ajv: { customOptions: { strict: false } },
@@ -88,7 +110,8 @@ export async function buildApp(deps: Deps, options: AppOptions) {
         .header('x-request-id', request.id)
         .send({ error_code: 'notfound', message: 'Route not found', errors: null });
     },
-  }).withTypeProvider<TypeBoxTypeProvider>();
+  };
+  const app = Fastify(fastifyOptions).withTypeProvider<TypeBoxTypeProvider>();
 
   if (options.onRoute) app.addHook('onRoute', options.onRoute);
   // First, so that every answer carries it, those of the hooks after it included. Set here rather than
@@ -96,7 +119,7 @@ export async function buildApp(deps: Deps, options: AppOptions) {
   // a promise per request.
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
-    done();
+    if (!answeredMissingHost(request, reply)) done();
   });
   app.setValidatorCompiler(validatorCompiler);
   app.addSchema(ErrorBody);
@@ -127,7 +150,7 @@ export async function buildApp(deps: Deps, options: AppOptions) {
     refResolver: { buildLocalReference: (json, _base, _fragment, i) => String(json.$id ?? `def-${i}`) },
   });
 
-  await app.register(healthRoutes, { deps });
+  await app.register(healthRoutes, { deps, workerAlive: options.workerAlive });
 
   const authenticator = new TokenAuthenticator(deps.store.db);
   const reads = new ReadCache(deps.store.notifications);
@@ -164,11 +187,17 @@ export async function buildApp(deps: Deps, options: AppOptions) {
   });
   app.addHook('onClose', async () => unsubscribeAccess());
   app.addHook('preClose', async () => streams.endAll());
-  const authFailures = authFailureLimit(deps.config.authFailuresPerMin);
+  deps.metrics.openStreams = () => streams.size;
+  const { metrics } = deps;
+  const authFailures = authFailureLimit(deps.config.authFailuresPerMin, {
+    failed: () => metrics.authFailures.inc({ surface: 'api' }),
+    refused: () => metrics.refusals.inc({ reason: 'auth_failures' }),
+  });
   // With Postgres, other API processes may serve the same tokens: the window lives in the database.
   const rateLimit = tokenRateLimit(
     deps.config.rateLimitPerMin,
     deps.config.databaseUrl ? deps.store.db : undefined,
+    () => metrics.refusals.inc({ reason: 'rate_limit' }),
   );
   await app.register(
     async (v1) => {
@@ -202,7 +231,7 @@ export async function buildApp(deps: Deps, options: AppOptions) {
           ...[route.preParsing ?? []].flat(),
         ];
       });
-      registerIdempotency(v1, deps.store.db, (request) => authOf(request).accountId);
+      registerIdempotency(v1, deps.store.db, deps.secretBox, (request) => authOf(request).accountId);
       await v1.register(environmentRoutes, { deps });
       await v1.register(serviceRoutes, { deps, reads });
       await v1.register(deploymentRoutes, { deps, reads });
@@ -220,7 +249,10 @@ export async function buildApp(deps: Deps, options: AppOptions) {
     { prefix: '/v1' },
   );
   // Webhook deliveries count apart: a host retrying with a wrong secret must not lock the API out.
-  const hookFailures = authFailureLimit(deps.config.authFailuresPerMin);
+  const hookFailures = authFailureLimit(deps.config.authFailuresPerMin, {
+    failed: () => metrics.authFailures.inc({ surface: 'hooks' }),
+    refused: () => metrics.refusals.inc({ reason: 'auth_failures' }),
+  });
   await app.register(hookRoutes, { prefix: '/hooks', deps, failures: hookFailures });
   await app.register(adminRoutes, {
     prefix: '/admin/v1',

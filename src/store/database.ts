@@ -1,11 +1,10 @@
 import path from 'node:path';
 import v8 from 'node:v8';
-import { PGlite } from '@electric-sql/pglite';
 import { Kysely, type KyselyConfig, PGliteDialect, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { watchingCommits } from './committed-writes.ts';
 import { lockDataDir } from './data-dir-lock.ts';
-import { EMBEDDED_START_PARAMS, snapshotFor } from './embedded-snapshot.ts';
+import { embeddedStartParams, snapshotFor } from './embedded-snapshot.ts';
 import { migrateToLatest } from './migrate.ts';
 import { embeddedSource, Notifications, postgresSource } from './notifications.ts';
 import type { Database } from './schema.ts';
@@ -27,6 +26,8 @@ export interface OpenStoreOptions {
   migrate?: boolean;
   /** Sees every query Kysely runs (tests count queries per request with it). */
   onQuery?: (sql: string) => void;
+  /** Sees how long each statement took, and whether it failed (the metrics' statement latency). */
+  onStatement?: (ms: number, ok: boolean) => void;
   /** Postgres: connections in this store's pool (default 10). */
   poolSize?: number;
   /** A pooled Postgres connection failed while idle (a server restart, say); the pool replaces it. */
@@ -51,9 +52,11 @@ async function openEmbedded(
     // made Berth's statements no faster (docs/performance.md, "Memory"). Both flags are needed.
     v8.setFlagsFromString('--no-wasm-tier-up');
     v8.setFlagsFromString('--no-wasm-dynamic-tiering');
+    // Loaded only here: a server on Postgres never needs PGlite's half a megabyte of JavaScript.
+    const { PGlite } = await import('@electric-sql/pglite');
     const pglite = await PGlite.create(pgdata, {
       loadDataDir: snapshotFor(pgdata),
-      startParams: EMBEDDED_START_PARAMS,
+      startParams: embeddedStartParams(PGlite),
     });
     // Unlistening runs a statement: once the database is closed there is nothing left to unlisten.
     const listen = async (channel: string, onNotify: (payload: string) => void) => {
@@ -108,8 +111,14 @@ function openPostgres(
 }
 
 export async function openStore(options: OpenStoreOptions): Promise<Store> {
-  const onQuery = options.onQuery;
-  const log: KyselyConfig['log'] = onQuery ? (event) => onQuery(event.query.sql) : undefined;
+  const { onQuery, onStatement } = options;
+  const log: KyselyConfig['log'] =
+    onQuery || onStatement
+      ? (event) => {
+          onQuery?.(event.query.sql);
+          onStatement?.(event.queryDurationMillis, event.level === 'query');
+        }
+      : undefined;
   const store = options.databaseUrl
     ? openPostgres(
         options.databaseUrl,

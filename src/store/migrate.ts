@@ -25,6 +25,7 @@ import * as gitHookRouting from './migrations/0027-git-hook-routing.ts';
 import * as deploymentTimeline from './migrations/0028-deployment-timeline.ts';
 import * as jobAccounts from './migrations/0029-job-accounts.ts';
 import * as auditClientAddress from './migrations/0031-audit-client-address.ts';
+import * as sealedIdempotentAnswers from './migrations/0032-sealed-idempotent-answers.ts';
 import type { Database } from './schema.ts';
 
 /** Every migration, in order. Listed here rather than read from disk so the build carries them. */
@@ -55,24 +56,34 @@ const migrations: Record<string, Migration> = {
   '0028-deployment-timeline': deploymentTimeline,
   '0029-job-accounts': jobAccounts,
   '0031-audit-client-address': auditClientAddress,
+  '0032-sealed-idempotent-answers': sealedIdempotentAnswers,
 };
 
 export class MigrationError extends Error {}
 
 // Kysely<Database> rather than database.ts's Db: database.ts runs the migrations, so importing it here would be a cycle.
-export async function migrateToLatest(db: Kysely<Database>): Promise<void> {
-  const migrator = new Migrator({
+function migratorOf(db: Kysely<Database>): Migrator {
+  return new Migrator({
     db,
     provider: { getMigrations: async () => migrations },
     // Migrations written side by side may land in either order: one missing before the last that ran
     // still runs (each is written for the schema before it, whatever else ran).
     allowUnorderedMigrations: true,
   });
-  const { error, results } = await migrator.migrateToLatest();
+}
+
+export async function migrateToLatest(db: Kysely<Database>): Promise<void> {
+  const { error, results } = await migratorOf(db).migrateToLatest();
   if (error) {
     const failed = results?.find((r) => r.status === 'Error')?.migrationName ?? 'unknown';
     throw new MigrationError(`Database migration ${failed} failed: ${(error as Error).message}`);
   }
+}
+
+/** The migrations this build has that the database has not run (/ready: a process ahead of its schema). */
+export async function pendingMigrations(db: Kysely<Database>): Promise<string[]> {
+  const known = await migratorOf(db).getMigrations();
+  return known.filter((m) => m.executedAt === undefined).map((m) => m.name);
 }
 
 /** True when the database answers; /health uses it. */

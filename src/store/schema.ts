@@ -185,7 +185,8 @@ export interface IdempotencyKeysTable {
   key: string;
   fingerprint: string;
   status: number | null;
-  body: string | null;
+  /** The answer's body, sealed (SecretBox): it may carry a one-time secret. */
+  body_sealed: string | null;
   claim: string | null;
   done: Generated<boolean>;
   created_at: Generated<Date>;

@@ -48,7 +48,8 @@ export interface Harness {
   /** A git connection of the tenant's account (token credential), for services that name one. */
   gitConnection(tenant: Tenant, kind: 'github' | 'gitlab', extra?: Record<string, unknown>): Promise<string>;
   startWorker(): Promise<Worker>;
-  close(): Promise<void>;
+  /** Stops everything and drops the database; `beforeDrop` sees the closed database's files first. */
+  close(beforeDrop?: () => Promise<void>): Promise<void>;
 }
 
 /** An app on a fresh database of this file's own (see database.ts), driven through app.inject. */
@@ -170,10 +171,11 @@ export async function startHarness(
       workers.push(worker);
       return worker;
     },
-    async close() {
+    async close(beforeDrop) {
       await Promise.all(workers.map((w) => w.stop()));
       await app.close();
       await runtime.close();
+      await beforeDrop?.();
       await db.drop();
     },
   };

@@ -8,7 +8,7 @@ import { type FieldError, ValidationError } from '../../domain/errors.ts';
  *   JSON parser (json-body.ts) asks `nestsDeeperThan` before it parses.
  * - A route that takes no body ignores one: a client that always sends `Content-Type: application/json`
  *   (with an empty or stray body) on a DELETE gets the DELETE's answer, not a body error.
- * - No string in a body may hold a NUL character: PostgreSQL text cannot store it, so it is a field
+ * - No string in a body or a query may hold a NUL character: PostgreSQL text cannot store it, so it is a field
  *   error here rather than a failed write later.
  * - A query parameter a route declares may be given once: `?limit=1&limit=2` is a field error, not an
  *   array the handler never expected.
@@ -93,5 +93,6 @@ const guardBodyAndQuery: preValidationHookHandler = (request, _reply, done) => {
   }
   const errors: FieldError[] = request.routeOptions.schema?.querystring ? repeatedQueryFields(query) : [];
   nulFields(request.body, '', errors);
+  nulFields(query, '', errors);
   done(errors.length > 0 ? ValidationError.fields(errors) : undefined);
 };

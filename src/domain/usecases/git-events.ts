@@ -32,12 +32,14 @@ import {
 } from '../git-events.ts';
 import { type DeployBody, DeployRequestBody } from '../inputs.ts';
 import { effectiveFeatures } from '../plans.ts';
+import { redactor } from '../redact.ts';
 import { isDeleting } from '../service-states.ts';
 import { isUuid } from '../uuid.ts';
 import { recordAudit } from './audit.ts';
 import type { Actor, Deps } from './context.ts';
 import { acceptDeployment, checkDeployTarget } from './deployments.ts';
 import { checkPreview, checkPreviewBody, deployPreviewIn } from './previews.ts';
+import { maskedValuesOf } from './secrets.ts';
 import { lockService } from './service-guards.ts';
 import { deleteServiceIn } from './services.ts';
 
@@ -268,14 +270,15 @@ async function deployPush(
       deps.secretBox,
       service.id,
       { commit_id: event.commit.id },
-      null,
-      locked,
+      { locked },
     );
     // The poller (if on) then sees this head as known and does not deploy it again.
     await recordPushedHead(trx, service.id, event.commit.id, at);
+    // Stored masked, as the note is: the events copy them, and the log masks them alike.
+    const mask = redactor(await maskedValuesOf(trx, deps.secretBox, deployment));
     await recordCommitDetails(trx, deployment.id, {
-      git_commit_author: event.commit.author,
-      git_commit_message: event.commit.message.slice(0, 2000),
+      git_commit_author: mask(event.commit.author),
+      git_commit_message: mask(event.commit.message).slice(0, 2000),
     });
     await recordAudit(trx, actor, 'deployment.create', {
       id: deployment.id,

@@ -25,10 +25,10 @@ import {
   REMOVED_GENERATION,
   type ResourceKey,
   type Resources,
+  type RuntimeSpec,
   type SecretStore,
   type ServiceLogs,
   type ServiceRef,
-  type ServiceSpec,
   type Serving,
   SILENT_LOG,
   type Sources,
@@ -63,7 +63,7 @@ const HEAD_TIMEOUT_MS = 10_000;
 const HEADS_KEPT = 1000;
 
 /** The simulated cloud refuses services named `refuse...` at once (see SimProvider). */
-function simRefusal(service: ServiceSpec): string | null {
+function simRefusal(service: RuntimeSpec): string | null {
   const names = [
     service.docker_image,
     service.git_repo_full_name?.split('/').at(-1),
@@ -455,15 +455,16 @@ function logSource(log: DeployLog, { service, target }: DesiredService, source: 
 const hex = (text: string) => createHash('sha256').update(text).digest('hex');
 
 /** The commit a git target names: the branch head is a commit id of its own, stable per deployment. */
-function simCommit(service: ServiceSpec, target: DeployTarget, deploymentId: string): string {
+function simCommit(service: RuntimeSpec, target: DeployTarget, deploymentId: string): string {
   const branch = service.git_repo_branch ?? 'main';
   return target.commit_id || hex(`${service.git_repo_full_name}@${branch}#${deploymentId}`).slice(0, 40);
 }
 
 /**
  * What the simulated cloud "resolved" the target to, as a real one reports it: a git deployment names its
- * commit (`commit`: a simulated head gets a simulated author and message; a real one read with ls-remote
- * has none the sim could know); an image deployment the digest of its tag (stable per image and tag).
+ * commit (`commit`: one a push named keeps the author and message the git host gave; a simulated head
+ * gets a simulated author and message; a real one read with ls-remote has none the sim could know); an
+ * image deployment the digest of its tag (stable per image and tag).
  */
 function deployedSource({ service, target, deploymentId }: DesiredService, commit: string): DeployedSource {
   if (service.source === 'docker_image') {
@@ -474,6 +475,14 @@ function deployedSource({ service, target, deploymentId }: DesiredService, commi
   if (service.source === 'helm_chart') return {};
   const branch = service.git_repo_branch ?? 'main';
   if (commit !== simCommit(service, target, deploymentId)) return { git_commit_ref: commit };
+  // The commit a push named: its author and message as the git host told them.
+  if (target.commit && commit === target.commit_id) {
+    return {
+      git_commit_ref: commit,
+      git_commit_author: target.commit.author,
+      git_commit_message: target.commit.message,
+    };
+  }
   return {
     git_commit_ref: commit,
     git_commit_author: 'Sim Developer <developer@sim.berth.test>',
