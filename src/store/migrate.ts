@@ -23,6 +23,7 @@ import * as gitPollHeads from './migrations/0023-git-poll-heads.ts';
 import * as repoOps from './migrations/0026-repo-ops.ts';
 import * as gitHookRouting from './migrations/0027-git-hook-routing.ts';
 import * as deploymentTimeline from './migrations/0028-deployment-timeline.ts';
+import * as keyRotation from './migrations/0033-key-rotation.ts';
 import type { Database } from './schema.ts';
 
 /** Every migration, in order. Listed here rather than read from disk so the build carries them. */
@@ -51,6 +52,7 @@ const migrations: Record<string, Migration> = {
   '0026-repo-ops': repoOps,
   '0027-git-hook-routing': gitHookRouting,
   '0028-deployment-timeline': deploymentTimeline,
+  '0033-key-rotation': keyRotation,
 };
 
 export class MigrationError extends Error {}
