@@ -22,6 +22,7 @@ import zlib from 'node:zlib';
 import { CONSOLE_DIST } from '../src/api/console.ts';
 import { launchChromium } from '../test/helpers/browser.ts';
 import { firstStartOf, startBerth } from '../test/helpers/process.ts';
+import { median } from './median.ts';
 import { BENCH_SERVICE } from './service.ts';
 
 const HERE = path.dirname(new URL(import.meta.url).pathname);
@@ -30,14 +31,6 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 /** One page of the console's list (it reads 20 at a time). */
 const SERVICES = Number(process.env.BENCH_CONSOLE_SERVICES ?? 20);
 const TARGET_MS = 1000;
-
-const median = (values: number[]) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2
-    ? (sorted[mid] as number)
-    : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
-};
 
 /** The files a first load fetches, as served: sizes raw and gzipped (what a compressing proxy sends). */
 function bundleSize() {

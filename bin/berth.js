@@ -34,7 +34,12 @@ function rerunOn(node) {
   });
 }
 
-if (major >= REQUIRED_MAJOR) {
+const args = process.argv.slice(2);
+if (args.length === 1 && (args[0] === '--version' || args[0] === '-v')) {
+  // Any Node can print the version: no second start on Node 24 for it.
+  const manifest = JSON.parse(fs.readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
+  process.stdout.write(`${manifest.version}\n`);
+} else if (major >= REQUIRED_MAJOR) {
   // Node keeps the compiled (and type-stripped) modules on disk: a start after the first loads its
   // ~1,300 modules about a third faster.
   module.enableCompileCache?.();

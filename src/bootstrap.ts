@@ -36,7 +36,7 @@ export async function firstStart(deps: Deps): Promise<FirstStart | null> {
       region: 'us-east-1',
       state: 'provisioning',
     });
-    await enqueue(trx, { kind: 'provision_environment', subjectId: env.id });
+    await enqueue(trx, { kind: 'provision_environment', subjectId: env.id, accountId: account.id });
     const apiToken = newApiToken();
     await insertApiToken(trx, {
       id: randomUUID(),

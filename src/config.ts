@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { DEFAULT_EVENT_RETENTION_HOURS } from './domain/events.ts';
+import { isCidr } from './domain/ops-json.ts';
 
 /** Every setting Berth reads, with its default. The table in README.md mirrors this file. */
 export interface Config {
@@ -21,6 +22,13 @@ export interface Config {
   /** Registry hosts docker_image services may pull from; empty: any. */
   allowedRegistries: string[];
   rateLimitPerMin: number;
+  /**
+   * BERTH_TRUST_PROXY: the proxies (addresses and CIDRs) whose X-Forwarded-For / -Proto are believed;
+   * empty: none, the socket's peer is the client.
+   */
+  trustProxy: string[];
+  /** BERTH_TLS_CERT_FILE / BERTH_TLS_KEY_FILE: the API serves HTTPS with these PEM files (read at start). */
+  tls: { certFile: string; keyFile: string } | undefined;
   /** Failed authentications one client address may make per minute before it gets 429. */
   authFailuresPerMin: number;
   /** Streams (events, log follows) one API token may hold open at once in one process; more get 429. */
@@ -34,6 +42,12 @@ export interface Config {
   /** How long an idle keep-alive connection stays open. */
   keepAliveTimeoutMs: number;
   jobLeaseMs: number;
+  /** Jobs of one account a process runs at once, of its slots for jobs other than webhook deliveries. */
+  jobConcurrencyPerAccount: number;
+  /** Webhook deliveries a process sends at once, in slots apart from every other job's. */
+  webhookConcurrency: number;
+  /** Webhook deliveries of one account a process sends at once. */
+  webhookConcurrencyPerAccount: number;
   /** Hours an event is kept for GET /v1/events resumes and webhook redeliveries. */
   eventRetentionHours: number;
   /** Webhook receivers on private, loopback or link-local addresses are allowed (off: refused, SSRF). */
@@ -71,6 +85,29 @@ export function gitBaseUrlSetting(env: NodeJS.ProcessEnv): string {
   return env.BERTH_GIT_BASE_URL || 'https://github.com/';
 }
 
+function trustProxySetting(env: NodeJS.ProcessEnv): string[] {
+  const entries = (env.BERTH_TRUST_PROXY || '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  const bad = entries.find((entry) => !isCidr(entry));
+  if (bad !== undefined) {
+    throw new ConfigError(
+      `BERTH_TRUST_PROXY must be a comma-separated list of IP addresses and CIDRs (10.0.0.0/8, ::1), got "${bad}"`,
+    );
+  }
+  return entries;
+}
+
+function tlsSetting(env: NodeJS.ProcessEnv): Config['tls'] {
+  const certFile = env.BERTH_TLS_CERT_FILE || undefined;
+  const keyFile = env.BERTH_TLS_KEY_FILE || undefined;
+  if (!certFile && !keyFile) return undefined;
+  if (!certFile) throw new ConfigError('BERTH_TLS_CERT_FILE must be set too: BERTH_TLS_KEY_FILE is set');
+  if (!keyFile) throw new ConfigError('BERTH_TLS_KEY_FILE must be set too: BERTH_TLS_CERT_FILE is set');
+  return { certFile: path.resolve(certFile), keyFile: path.resolve(keyFile) };
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const databaseUrl = env.BERTH_DATABASE_URL || undefined;
   if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
@@ -105,6 +142,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       .split(',')
       .map((s) => s.trim().toLowerCase())
       .filter(Boolean),
+    trustProxy: trustProxySetting(env),
+    tls: tlsSetting(env),
     rateLimitPerMin: intSetting(env, 'BERTH_RATE_LIMIT_PER_MIN', 1200, 1, 10_000_000),
     // Enough for a misconfigured client to see its 401s; far too few to cost the database anything.
     authFailuresPerMin: intSetting(env, 'BERTH_AUTH_FAILURES_PER_MIN', 60, 1, 10_000_000),
@@ -120,6 +159,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     keepAliveTimeoutMs: intSetting(env, 'BERTH_KEEP_ALIVE_TIMEOUT_MS', 72_000, 100, 3_600_000),
     // A worker renews its lease every third of this; a job whose lease lapses is run again.
     jobLeaseMs: intSetting(env, 'BERTH_JOB_LEASE_MS', 15_000, 1_000, 3_600_000),
+    // Of the 8 slots of berth serve, two stay for other accounts whatever one account queues.
+    jobConcurrencyPerAccount: intSetting(env, 'BERTH_JOB_CONCURRENCY_PER_ACCOUNT', 6, 1, 10_000),
+    // Deliveries wait on receivers Berth does not control: they never take a deployment's slot, and
+    // one account's slow receiver holds at most half of them.
+    webhookConcurrency: intSetting(env, 'BERTH_WEBHOOK_CONCURRENCY', 4, 1, 10_000),
+    webhookConcurrencyPerAccount: intSetting(env, 'BERTH_WEBHOOK_CONCURRENCY_PER_ACCOUNT', 2, 1, 10_000),
     eventRetentionHours: intSetting(
       env,
       'BERTH_EVENT_RETENTION_HOURS',

@@ -69,3 +69,23 @@ test('while quiet, background allocation past the threshold earns another collec
     intervalMs: 10,
   });
 });
+
+test('collectNow collects at once and clears what was pending', async (ctx) => {
+  let collections = 0;
+  const collector = collectWhenIdle({
+    idleMs: 20,
+    collect: () => {
+      collections += 1;
+    },
+  });
+  ctx.after(() => collector.stop());
+  collector.touch();
+  collector.collectNow();
+  assert.equal(collections, 1);
+  // The touch before it is covered: quiet periods pass without another collection.
+  const start = Date.now();
+  await pollUntil('four check periods', async () => (Date.now() - start > 80 ? true : undefined), {
+    intervalMs: 10,
+  });
+  assert.equal(collections, 1);
+});

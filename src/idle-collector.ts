@@ -11,6 +11,8 @@ import vm from 'node:vm';
 export interface IdleCollector {
   /** Something happened (a request answered): the next quiet period ends in a collection. */
   touch(): void;
+  /** Collects at once: a spell of activity that ends with no request after it (the start) is over. */
+  collectNow(): void;
   stop(): void;
 }
 
@@ -43,13 +45,14 @@ export function collectWhenIdle(options: CollectorOptions): IdleCollector {
   let lastActivity = 0;
   let dirty = false;
   let usedAfterCollection = heapUsed();
+  const collectNow = () => {
+    dirty = false;
+    collect();
+    usedAfterCollection = heapUsed();
+  };
   const timer = setInterval(() => {
     if (Date.now() - lastActivity < idleMs) return;
-    if (dirty || heapUsed() - usedAfterCollection > regrowBytes) {
-      dirty = false;
-      collect();
-      usedAfterCollection = heapUsed();
-    }
+    if (dirty || heapUsed() - usedAfterCollection > regrowBytes) collectNow();
   }, idleMs / 2);
   timer.unref();
   return {
@@ -57,6 +60,7 @@ export function collectWhenIdle(options: CollectorOptions): IdleCollector {
       lastActivity = Date.now();
       dirty = true;
     },
+    collectNow,
     stop() {
       clearInterval(timer);
     },

@@ -1,5 +1,7 @@
+import tls from 'node:tls';
 import pino, { type Logger } from 'pino';
 import { buildApp } from './api/app.ts';
+import { readTlsPair, watchTlsFiles } from './api/tls-files.ts';
 import { adminTokenFor, type FirstStart, firstStart } from './bootstrap.ts';
 import type { Config } from './config.ts';
 import { DnsLookup } from './dns.ts';
@@ -9,7 +11,7 @@ import { startEventRetention } from './jobs/event-retention.ts';
 import { startGitPoller } from './jobs/git-poller.ts';
 import { jobHandlers } from './jobs/handlers/index.ts';
 import { startObserver } from './jobs/observer.ts';
-import { DEFAULT_CONCURRENCY, Worker } from './jobs/worker.ts';
+import { DEFAULT_CONCURRENCY, jobBudgets, Worker } from './jobs/worker.ts';
 import { openProvider, providerName } from './providers/registry.ts';
 import { openStore, type Store } from './store/database.ts';
 import { releaseAllLeases } from './store/repositories/jobs.ts';
@@ -58,12 +60,19 @@ export async function openRuntime(
 }
 
 export function startWorker(deps: Deps, options: { concurrency?: number; pollMs?: number } = {}): Worker {
+  const { config } = deps;
   return new Worker({
     store: deps.store,
     handlers: jobHandlers(deps),
     logger: deps.logger.child({ component: 'worker' }),
-    leaseMs: deps.config.jobLeaseMs,
-    ...options,
+    leaseMs: config.jobLeaseMs,
+    budgets: jobBudgets({
+      concurrency: options.concurrency ?? DEFAULT_CONCURRENCY,
+      perAccount: config.jobConcurrencyPerAccount,
+      webhookConcurrency: config.webhookConcurrency,
+      webhookPerAccount: config.webhookConcurrencyPerAccount,
+    }),
+    pollMs: options.pollMs,
   });
 }
 
@@ -111,6 +120,8 @@ export async function startServer(
   config: Config,
   options: { workers?: boolean; logger?: Logger } = {},
 ): Promise<Server> {
+  // Bad certificate files stop the start before anything is opened.
+  const tlsPair = config.tls ? readTlsPair(config.tls) : undefined;
   const runtime = await openRuntime(config, options.logger);
   const { deps } = runtime;
   let app: Awaited<ReturnType<typeof buildApp>> | null = null;
@@ -123,10 +134,15 @@ export async function startServer(
     // The embedded database has one process, so a lease left in it belongs to a process that is gone.
     if (deps.store.kind === 'embedded') await releaseAllLeases(deps.store.db);
     const admin = adminTokenFor(config.adminToken, config.dataDir);
-    app = await buildApp(deps, { adminToken: admin.token });
+    app = await buildApp(deps, { adminToken: admin.token, tls: tlsPair });
     const address = await app.listen({ host: config.host, port: config.port }).catch((error) => {
       throw listenError(error, config);
     });
+    // An HTTPS server (buildApp made one when given the pair) is a tls.Server.
+    if (config.tls && app.server instanceof tls.Server) {
+      const watcher = watchTlsFiles(app.server, config.tls, deps.logger);
+      app.server.on('close', () => watcher.stop());
+    }
     await deps.provider.serving?.start();
     const collector = collectWhenIdle({ idleMs: IDLE_COLLECT_MS });
     app.server.on('request', () => collector.touch());
@@ -142,7 +158,7 @@ export async function startServer(
             dataDir: config.dataDir,
             migrate: false,
             // Each job holds one connection at a time, plus lease renewals and the observer.
-            poolSize: DEFAULT_CONCURRENCY + 2,
+            poolSize: DEFAULT_CONCURRENCY + config.webhookConcurrency + 2,
             notifications: deps.store.notifications,
             onConnectionError: (err) =>
               deps.logger.warn({ err }, 'an idle database connection failed; the pool replaces it'),
@@ -154,6 +170,9 @@ export async function startServer(
     observer = worker ? startObserver(workerDeps) : null;
     retention = worker ? startEventRetention(workerDeps) : null;
     poller = worker ? startGitPolling(workerDeps) : null;
+    // The start allocated more than anything after it (the embedded database's snapshot, its
+    // WebAssembly, the routes): given back now rather than after the first requests' quiet spell.
+    collector.collectNow();
     const running = { app, worker, observer, retention, poller, workerStore };
     return {
       url: address,

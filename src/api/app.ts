@@ -1,10 +1,12 @@
+import type http from 'node:http';
+import type https from 'node:https';
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, {
   type FastifyBaseLogger,
+  type FastifyHttpOptions,
   type FastifyInstance,
   type FastifyReply,
-  LogController,
 } from 'fastify';
 import { ForbiddenError, UnauthorizedError } from '../domain/errors.ts';
 import type { Deps } from '../domain/usecases/context.ts';
@@ -12,10 +14,11 @@ import { registerConsole } from './console.ts';
 import { andThen, hookOf, parsingHookOf } from './hooks.ts';
 import { BODY_LIMIT_BYTES, registerJsonBody } from './json-body.ts';
 import { OpenStreams } from './open-streams.ts';
+import { ResponseFinished } from './plugins/access-log.ts';
 import { authOf, TokenAuthenticator } from './plugins/auth.ts';
 import { authFailureLimit } from './plugins/auth-failures.ts';
 import { registerBodyGuards } from './plugins/body-guards.ts';
-import { clientErrorHandler, registerClientErrors } from './plugins/client-errors.ts';
+import { answeredMissingHost, clientErrorHandler, registerClientErrors } from './plugins/client-errors.ts';
 import { registerConditionalReads } from './plugins/conditional-reads.ts';
 import { registerErrorHandling } from './plugins/errors.ts';
 import { registerIdempotency } from './plugins/idempotency.ts';
@@ -23,6 +26,7 @@ import { tokenRateLimit } from './plugins/rate-limit.ts';
 import { requestIdFor } from './plugins/request-id.ts';
 import { checkPathIds, loadScope } from './plugins/scope.ts';
 import { ReadCache } from './read-cache.ts';
+import { requestLoggers } from './request-logger.ts';
 import { adminRoutes } from './routes/admin.ts';
 import { auditRoutes } from './routes/audit.ts';
 import { comingSoonRoutes } from './routes/coming-soon.ts';
@@ -40,6 +44,7 @@ import { secretRoutes } from './routes/secrets.ts';
 import { serviceRoutes } from './routes/services.ts';
 import { webhookRoutes } from './routes/webhooks.ts';
 import { ErrorBody } from './schemas/common.ts';
+import type { TlsPair } from './tls-files.ts';
 import { lazySerializers, validatorCompiler } from './validation.ts';
 
 export type App = FastifyInstance;
@@ -49,6 +54,8 @@ export interface AppOptions {
   adminToken: string;
   /** Sees every route as it is registered (the tests list the routes with it). */
   onRoute?: (route: { method: string | string[]; url: string }) => void;
+  /** Serve HTTPS with this certificate and key (tls-files.ts reads and checks them); absent: HTTP. */
+  tls?: TlsPair | undefined;
 }
 
 /** Node's default: what an HTTP/1.1 client may send as request line and headers together. */
@@ -57,25 +64,33 @@ const MAX_HEADER_BYTES = 16 * 1024;
 /** The HTTP application, without listening: the process entry, the tests and the benchmark build the same one. */
 export async function buildApp(deps: Deps, options: AppOptions) {
   const { requestTimeoutMs, headersTimeoutMs, keepAliveTimeoutMs } = deps.config;
-  const app = Fastify({
+  const server = {
+    headersTimeout: headersTimeoutMs,
+    requestTimeout: requestTimeoutMs,
+    maxHeaderSize: MAX_HEADER_BYTES,
+    // A missing Host is answered in the error shape (client-errors.ts), not with Node's empty 400.
+    requireHostHeader: false,
+    // Node checks the two timeouts only this often (30 s by default): check often enough that a
+    // connection is closed close to its bound.
+    connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(headersTimeoutMs / 4))),
+  };
+  // Typed as Fastify's HTTP options plus `https`: an https.Server is an http.Server to everything here,
+  // while the overload that takes `https` would type the whole app differently.
+  const fastifyOptions: FastifyHttpOptions<http.Server> & { https: https.ServerOptions | null } = {
     loggerInstance: deps.logger as FastifyBaseLogger,
     genReqId: requestIdFor,
     requestIdHeader: false,
-    // One access-log line per request (below) instead of Fastify's two: pollers make many requests.
-    logController: new LogController({ disableRequestLogging: true }),
+    logController: new ResponseFinished(),
+    childLoggerFactory: requestLoggers,
+    // Forwarded headers are believed only from these proxies (client-address.ts); none: never.
+    trustProxy: deps.config.trustProxy.length > 0 ? deps.config.trustProxy : false,
     bodyLimit: BODY_LIMIT_BYTES,
     requestTimeout: requestTimeoutMs,
     keepAliveTimeout: keepAliveTimeoutMs,
-    http: {
-      headersTimeout: headersTimeoutMs,
-      requestTimeout: requestTimeoutMs,
-      maxHeaderSize: MAX_HEADER_BYTES,
-      // A missing Host is answered in the error shape (client-errors.ts), not with Node's empty 400.
-      requireHostHeader: false,
-      // Node checks the two timeouts only this often (30 s by default): check often enough that a
-      // connection is closed close to its bound.
-      connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(headersTimeoutMs / 4))),
-    },
+    // HTTP/1.1 over TLS too: Fastify's HTTP/2 hands routes another request type than the hooks read.
+    // Null: plain HTTP with `http`'s settings (an HTTPS server takes the same ones from here).
+    https: options.tls ? { ...server, ...options.tls } : null,
+    http: server,
     // Malformed HTTP and late requests, answered in the spec's error shape (docs/api.md).
     clientErrorHandler: clientErrorHandler({ requestTimeoutMs, maxHeaderBytes: MAX_HEADER_BYTES }),
     ajv: { customOptions: { strict: false } },
@@ -89,9 +104,17 @@ export async function buildApp(deps: Deps, options: AppOptions) {
         .header('x-request-id', request.id)
         .send({ error_code: 'notfound', message: 'Route not found', errors: null });
     },
-  }).withTypeProvider<TypeBoxTypeProvider>();
+  };
+  const app = Fastify(fastifyOptions).withTypeProvider<TypeBoxTypeProvider>();
 
   if (options.onRoute) app.addHook('onRoute', options.onRoute);
+  // First, so that every answer carries it, those of the hooks after it included. Set here rather than
+  // in an onSend hook: a route without onSend hooks skips that phase. A callback hook: an async one costs
+  // a promise per request.
+  app.addHook('onRequest', (request, reply, done) => {
+    reply.header('x-request-id', request.id);
+    if (!answeredMissingHost(request, reply)) done();
+  });
   app.setValidatorCompiler(validatorCompiler);
   app.addSchema(ErrorBody);
   registerErrorHandling(app);
@@ -99,23 +122,6 @@ export async function buildApp(deps: Deps, options: AppOptions) {
   registerBodyGuards(app);
   registerClientErrors(app);
   registerConditionalReads(app);
-  // Callback hooks where nothing waits: an async hook costs a promise per request.
-  app.addHook('onSend', (request, reply, payload, done) => {
-    reply.header('x-request-id', request.id);
-    done(null, payload);
-  });
-  app.addHook('onResponse', (request, reply, done) => {
-    request.log.info(
-      {
-        method: request.method,
-        url: request.url,
-        status: reply.statusCode,
-        ms: Math.round(reply.elapsedTime),
-      },
-      'request',
-    );
-    done();
-  });
   app.decorateRequest('auth', undefined);
   app.decorateRequest('scope', undefined as never);
 
@@ -197,21 +203,23 @@ export async function buildApp(deps: Deps, options: AppOptions) {
           ),
         ),
       );
-      // A cached read loads the path's resources itself, and only when the cache misses.
+      // A cached read loads the path's resources itself, and only when the cache misses: it checks the
+      // path's ids after its own onRequest hooks, and so passes no preParsing phase.
       v1.addHook('onRoute', (route) => {
-        const cached = route.config?.readCache === true;
+        if (route.config?.readCache === true) {
+          route.onRequest = [...[route.onRequest ?? []].flat(), hookOf(checkPathIds)];
+          return;
+        }
         route.preParsing = [
-          parsingHookOf((request) => {
-            if (cached) checkPathIds(request);
-            else
-              return loadScope(deps.store.db, request).then((scope) => {
-                request.scope = scope;
-              });
-          }),
+          parsingHookOf((request) =>
+            loadScope(deps.store.db, request).then((scope) => {
+              request.scope = scope;
+            }),
+          ),
           ...[route.preParsing ?? []].flat(),
         ];
       });
-      registerIdempotency(v1, deps.store.db, (request) => authOf(request).accountId);
+      registerIdempotency(v1, deps.store.db, deps.secretBox, (request) => authOf(request).accountId);
       await v1.register(environmentRoutes, { deps });
       await v1.register(serviceRoutes, { deps, reads });
       await v1.register(deploymentRoutes, { deps, reads });

@@ -75,10 +75,16 @@ export class ReadCache implements Subscriber {
     this.notifications = notifications;
   }
 
+  /** The kept representation of `key` while it is fresh: without a promise, as most polls find it. */
+  kept(key: string): Entry | undefined {
+    const hit = this.entries.get(key);
+    return hit && hit.expiresAt > Date.now() ? hit : undefined;
+  }
+
   /** The current representation: kept, being loaded by an earlier request, or loaded now. */
   async read(spec: CachedRead, serialize: (payload: unknown) => string): Promise<Entry> {
-    const hit = this.entries.get(spec.key);
-    if (hit && hit.expiresAt > Date.now()) return hit;
+    const hit = this.kept(spec.key);
+    if (hit) return hit;
     const pending = this.loading.get(spec.key);
     if (pending) return pending.promise;
     const epoch = this.epoch;
@@ -225,20 +231,34 @@ export function preferredWait(header: string | string[] | undefined): number | u
 }
 
 /**
- * Answers a cached GET: the kept bytes (or freshly serialized ones) with their ETag, which
- * conditional-reads.ts compares with If-None-Match. With `Prefer: wait=N` and an If-None-Match that is
- * current, the request is held until a change gives a new representation (200) or N seconds pass (304).
+ * Answers a cached GET: the kept bytes (or freshly serialized ones) with their ETag, or 304 Not Modified
+ * when If-None-Match already names it (here rather than in conditional-reads.ts's onSend hook, so a
+ * cached route passes no onSend phase). With `Prefer: wait=N` and an If-None-Match that is current, the
+ * request is held until a change gives a new representation (200) or N seconds pass (304). A kept
+ * representation is answered without a promise.
  */
-export async function cachedGet(
+export function cachedGet(
   cache: ReadCache,
   request: FastifyRequest,
   reply: FastifyReply,
   spec: CachedRead,
-): Promise<FastifyReply> {
+): void | Promise<void> {
+  const seen = request.headers['if-none-match'];
+  const waitS = seen === undefined ? undefined : preferredWait(request.headers.prefer);
+  const kept = cache.kept(spec.key);
+  if (kept && (waitS === undefined || noneMatch(seen, kept.etag))) answer(reply, seen, kept);
+  else return readAndAnswer(cache, reply, spec, seen, waitS);
+}
+
+async function readAndAnswer(
+  cache: ReadCache,
+  reply: FastifyReply,
+  spec: CachedRead,
+  seen: string | undefined,
+  waitS: number | undefined,
+): Promise<void> {
   const serialize = (payload: unknown) => String(reply.serialize(payload));
   let entry = await cache.read(spec, serialize);
-  const seen = request.headers['if-none-match'];
-  const waitS = preferredWait(request.headers.prefer);
   if (seen !== undefined && waitS !== undefined && !noneMatch(seen, entry.etag)) {
     reply.header('preference-applied', `wait=${waitS}`);
     const deadline = Date.now() + waitS * 1000;
@@ -255,6 +275,12 @@ export async function cachedGet(
       reply.raw.off('close', onClose);
     }
   }
+  answer(reply, seen, entry);
+}
+
+function answer(reply: FastifyReply, seen: string | undefined, entry: Entry): void {
+  reply.header('etag', entry.etag);
+  if (!noneMatch(seen, entry.etag)) reply.code(304).send();
   // Already JSON: sent as is, past the route's serializer.
-  return reply.header('etag', entry.etag).type('application/json; charset=utf-8').send(entry.body);
+  else reply.type('application/json; charset=utf-8').send(entry.body);
 }

@@ -55,6 +55,8 @@ export function openSse(request: FastifyRequest, reply: FastifyReply): SseStream
     controller.abort();
   };
   raw.on('close', close);
+  // A HEAD answer has no body: Node holds its headers until the response ends, so it ends at once.
+  if (request.method === 'HEAD') ending();
   return {
     closed: controller.signal,
     async send(event, data, id) {

@@ -137,6 +137,7 @@ export function auditView(a: AuditLogRow) {
     resource_id: a.resource_id,
     environment_id: a.environment_id,
     request_id: a.request_id,
+    client_address: a.client_address,
     created_at: iso(a.created_at),
   };
 }

@@ -1,9 +1,11 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { Command, Option } from 'commander';
+import { type Command, Option } from 'commander';
 import { AdminClient, ApiCallError } from '../client/http-client.ts';
 import { loadConfig } from '../config.ts';
 import { CLOUDS, type Cloud } from '../domain/environment-states.ts';
+import { FEATURES, PLANS } from '../domain/plans.ts';
+import { FORMATS, makeOutput } from './dev/output.ts';
 import { withExamples } from './help.ts';
 
 class AdminCliError extends Error {
@@ -27,9 +29,34 @@ function client(options: { url?: string; token?: string }): AdminClient {
   return new AdminClient(url, token);
 }
 
-async function run(work: () => Promise<unknown>): Promise<void> {
+/**
+ * Prints what the admin API answered: a table (an answer holding one list: its rows; else its fields),
+ * or with -o json / yaml the answer as it is.
+ */
+function print(format: string | undefined, answer: unknown): void {
+  const out = makeOutput(format);
+  const fields = Object.entries((answer ?? {}) as Record<string, unknown>);
+  const [only] = fields;
+  if (fields.length === 1 && only && Array.isArray(only[1])) {
+    const rows = only[1] as Record<string, unknown>[];
+    const headers = [...new Set(rows.flatMap((row) => Object.keys(row)))];
+    out.list(
+      rows,
+      headers.map((header) => ({ header: header.toUpperCase(), value: (row) => row[header] })),
+      answer,
+    );
+    return;
+  }
+  // One resource under one key (`{account: {...}}`): its fields.
+  const resource =
+    fields.length === 1 && only && typeof only[1] === 'object' && only[1] !== null ? only[1] : answer;
+  out.item(resource as object, undefined, answer);
+}
+
+async function run(format: string | undefined, work: () => Promise<unknown>): Promise<void> {
+  let answer: unknown;
   try {
-    process.stdout.write(`${JSON.stringify(await work(), null, 2)}\n`);
+    answer = await work();
   } catch (error) {
     if (error instanceof ApiCallError) {
       const details = (error.body.errors ?? []).map((e) => `\n  ${e.field}: ${e.error}`).join('');
@@ -37,6 +64,7 @@ async function run(work: () => Promise<unknown>): Promise<void> {
     }
     throw new AdminCliError((error as Error).message);
   }
+  print(format, answer);
 }
 
 interface ConnectionOptions {
@@ -73,22 +101,23 @@ function connectionBody(name: string, o: ConnectionOptions) {
 }
 
 /** `berth admin ...`: talks to the running server's admin API; it never opens the database itself. */
-export function adminCommand(plans: readonly string[], features: readonly string[]): Command {
-  const admin = new Command('admin')
+export function adminCommand(program: Command): void {
+  const admin = program
+    .command('admin')
     .description('operator commands, through the running server (/admin/v1)')
     .option('--url <url>', 'the server (default BERTH_URL, else http://BERTH_HOST:BERTH_PORT)')
-    .option(
-      '--token <token>',
-      'the admin token (default BERTH_ADMIN_TOKEN, else BERTH_DATA_DIR/admin-token)',
+    .option('--token <token>', 'the admin token (default BERTH_ADMIN_TOKEN, else BERTH_DATA_DIR/admin-token)')
+    .addOption(
+      new Option('-o, --output <format>', 'how to print: table (default), json or yaml').choices(FORMATS),
     );
-  const opts = () => admin.opts<{ url?: string; token?: string }>();
-  const planOption = () => new Option('--plan <plan>', 'the plan').choices(plans);
+  const opts = () => admin.opts<{ url?: string; token?: string; output?: string }>();
+  const planOption = () => new Option('--plan <plan>', 'the plan').choices(PLANS);
   const featureOption = () =>
-    new Option('--feature <feature...>', 'features granted beyond the plan').choices(features);
+    new Option('--feature <feature...>', 'features granted beyond the plan').choices(FEATURES);
 
   const accounts = admin.command('accounts').description('accounts and their plans');
   withExamples(accounts.command('list').description('list every account'), 'admin accounts list').action(() =>
-    run(() => client(opts()).listAccounts()),
+    run(opts().output, () => client(opts()).listAccounts()),
   );
   withExamples(
     accounts
@@ -98,7 +127,7 @@ export function adminCommand(plans: readonly string[], features: readonly string
       .addOption(featureOption()),
     'admin accounts create acme --plan pro',
   ).action((name: string, o: { plan?: 'none'; feature?: 'previews'[] }) =>
-    run(() => client(opts()).createAccount({ name, plan: o.plan, features: o.feature })),
+    run(opts().output, () => client(opts()).createAccount({ name, plan: o.plan, features: o.feature })),
   );
   withExamples(
     accounts
@@ -108,7 +137,7 @@ export function adminCommand(plans: readonly string[], features: readonly string
       .addOption(featureOption()),
     'admin accounts update <accountId> --plan starter --feature previews',
   ).action((id: string, o: { plan?: 'none'; feature?: 'previews'[] }) =>
-    run(() => client(opts()).updateAccount(id, { plan: o.plan, features: o.feature })),
+    run(opts().output, () => client(opts()).updateAccount(id, { plan: o.plan, features: o.feature })),
   );
 
   const tokens = admin.command('tokens').description('API tokens');
@@ -117,16 +146,16 @@ export function adminCommand(plans: readonly string[], features: readonly string
       .command('list <accountId>')
       .description("list an account's tokens: ids and dates, never the tokens"),
     'admin tokens list <accountId>',
-  ).action((id: string) => run(() => client(opts()).listTokens(id)));
+  ).action((id: string) => run(opts().output, () => client(opts()).listTokens(id)));
   withExamples(
     tokens.command('issue <accountId>').description('issue an API token; it is printed once and never again'),
     'admin tokens issue <accountId>',
-    'admin tokens issue $(npx berth admin accounts list | jq -r \'.accounts[] | select(.name == "default") | .id\')',
-  ).action((id: string) => run(() => client(opts()).issueToken(id)));
+    'admin tokens issue $(berth admin accounts list -o json | jq -r \'.accounts[] | select(.name == "default") | .id\')',
+  ).action((id: string) => run(opts().output, () => client(opts()).issueToken(id)));
   withExamples(
     tokens.command('revoke <tokenId>').description('revoke an API token at once'),
     'admin tokens revoke <tokenId>',
-  ).action((id: string) => run(() => client(opts()).revokeToken(id)));
+  ).action((id: string) => run(opts().output, () => client(opts()).revokeToken(id)));
 
   const environments = admin.command('environments').description('environments');
   withExamples(
@@ -134,7 +163,7 @@ export function adminCommand(plans: readonly string[], features: readonly string
       .command('list <accountId>')
       .description("list an account's environments (deleted ones left out)"),
     'admin environments list <accountId>',
-  ).action((id: string) => run(() => client(opts()).listEnvironments(id)));
+  ).action((id: string) => run(opts().output, () => client(opts()).listEnvironments(id)));
   withExamples(
     environments
       .command('create <accountId> <name>')
@@ -143,14 +172,16 @@ export function adminCommand(plans: readonly string[], features: readonly string
       .option('--region <region>', 'e.g. us-east-1 (default us-east-1, us-central1 on gcp)'),
     'admin environments create <accountId> staging --cloud gcp --region europe-west1',
   ).action((id: string, name: string, o: { cloud?: Cloud; region?: string }) =>
-    run(() => client(opts()).createEnvironment(id, { name, cloud: o.cloud, region: o.region })),
+    run(opts().output, () =>
+      client(opts()).createEnvironment(id, { name, cloud: o.cloud, region: o.region }),
+    ),
   );
   withExamples(
     admin
       .command('dependency-password <arn>')
       .description("read back a dependency's password by its $passwordArn (in the account's audit log)"),
     "admin dependency-password 'arn:aws:secretsmanager:us-east-1:123456789012:secret:rds!db-1a2b3c4d-5e6f'",
-  ).action((arn: string) => run(() => client(opts()).dependencyPassword(arn)));
+  ).action((arn: string) => run(opts().output, () => client(opts()).dependencyPassword(arn)));
   withExamples(
     admin
       .command('rotate-master-key')
@@ -158,7 +189,7 @@ export function adminCommand(plans: readonly string[], features: readonly string
         'while the server serves, re-seal every sealed value under the new master key (docs/operations.md); run it again to resume',
       ),
     'admin rotate-master-key',
-  ).action(() => run(() => client(opts()).rotateMasterKey()));
+  ).action(() => run(opts().output, () => client(opts()).rotateMasterKey()));
   const connections = admin
     .command('connections')
     .description('git connections: how an account clones private repositories and signs webhooks');
@@ -167,7 +198,7 @@ export function adminCommand(plans: readonly string[], features: readonly string
       .command('list <accountId>')
       .description("list an account's git connections (never their secrets)"),
     'admin connections list <accountId>',
-  ).action((id: string) => run(() => client(opts()).listGitConnections(id)));
+  ).action((id: string) => run(opts().output, () => client(opts()).listGitConnections(id)));
   withExamples(
     connections
       .command('create <accountId> <name>')
@@ -190,7 +221,7 @@ export function adminCommand(plans: readonly string[], features: readonly string
     'admin connections create <accountId> acme-github --app-id 123456 --installation-id 7890123 --private-key-file app.pem --webhook-secret-file hook.secret',
     'BERTH_GIT_TOKEN=glpat-... BERTH_GIT_WEBHOOK_SECRET=... admin connections create <accountId> acme-gitlab --kind gitlab',
   ).action((id: string, name: string, o: ConnectionOptions) =>
-    run(() => client(opts()).createGitConnection(id, connectionBody(name, o))),
+    run(opts().output, () => client(opts()).createGitConnection(id, connectionBody(name, o))),
   );
   withExamples(
     connections
@@ -201,7 +232,7 @@ export function adminCommand(plans: readonly string[], features: readonly string
       .option('--webhook-secret-file <path>', 'a file holding the new webhook secret'),
     'admin connections rotate <connectionId> --token-file new.token',
   ).action((id: string, o: Pick<ConnectionOptions, 'tokenFile' | 'privateKeyFile' | 'webhookSecretFile'>) =>
-    run(() =>
+    run(opts().output, () =>
       client(opts()).changeGitConnection(id, {
         token: secretFrom(o.tokenFile),
         private_key: o.privateKeyFile ? fs.readFileSync(o.privateKeyFile, 'utf8') : undefined,
@@ -212,12 +243,11 @@ export function adminCommand(plans: readonly string[], features: readonly string
   withExamples(
     connections.command('delete <connectionId>').description('delete a git connection no service uses'),
     'admin connections delete <connectionId>',
-  ).action((id: string) => run(() => client(opts()).deleteGitConnection(id)));
+  ).action((id: string) => run(opts().output, () => client(opts()).deleteGitConnection(id)));
 
   withExamples(admin, 'admin accounts list', 'admin --url http://127.0.0.1:8080 tokens issue <accountId>');
   withExamples(accounts, 'admin accounts list');
   withExamples(tokens, 'admin tokens list <accountId>');
   withExamples(environments, 'admin environments list <accountId>');
   withExamples(connections, 'admin connections list <accountId>');
-  return admin;
 }

@@ -1,46 +1,48 @@
-import tab from '@bomb.sh/tab/commander';
-import { Command, CommanderError, InvalidArgumentError } from 'commander';
+import { Command, CommanderError } from 'commander';
 import packageJson from '../../package.json' with { type: 'json' };
-import { ConfigError, loadConfig } from '../config.ts';
-import { FEATURES, PLANS } from '../domain/plans.ts';
-import { ProviderUnavailableError } from '../providers/registry.ts';
-import { ListenError } from '../runtime.ts';
-import { DataDirLockedError } from '../store/data-dir-lock.ts';
-import { MigrationError } from '../store/migrate.ts';
-import { MasterKeyError } from '../store/secret-box.ts';
-import { adminCommand } from './admin.ts';
-import { authCommands } from './dev/auth.ts';
-import { dependencyCommands } from './dev/dependencies.ts';
-import { domainCommands } from './dev/domains.ts';
-import { cliErrorOf, EXIT } from './dev/errors.ts';
-import { eventCommands } from './dev/events.ts';
-import { logCommands } from './dev/logs.ts';
-import { resourceCommands } from './dev/resources.ts';
-import { secretCommands } from './dev/secrets.ts';
-import { withExamples } from './help.ts';
-import { migrateCommand, serveCommand, workerCommand } from './processes.ts';
 
-/** Errors a user can cause or fix: printed as one clear line, never a stack trace. */
-const USER_ERRORS = [
-  ConfigError,
-  DataDirLockedError,
-  ListenError,
-  MasterKeyError,
-  MigrationError,
-  ProviderUnavailableError,
+import { EXIT } from './dev/errors.ts';
+import { withExamples } from './help.ts';
+
+type Register = (program: Command) => void;
+
+/**
+ * Each top-level command and the module that declares it. A command line that names one loads only
+ * that module (and a module loads its heavier parts only when its command runs): `berth --version`
+ * or a client command never loads the server's code.
+ */
+const COMMANDS: [names: string[], load: () => Promise<Register>][] = [
+  [['serve', 'worker', 'migrate'], async () => (await import('./server-commands.ts')).serverCommands],
+  [['admin'], async () => (await import('./admin.ts')).adminCommand],
+  [['login', 'logout', 'whoami', 'contexts'], async () => (await import('./dev/auth.ts')).authCommands],
+  [
+    ['envs', 'services', 'deploy', 'deployments'],
+    async () => (await import('./dev/resources.ts')).resourceCommands,
+  ],
+  [['secrets'], async () => (await import('./dev/secrets.ts')).secretCommands],
+  [['domains'], async () => (await import('./dev/domains.ts')).domainCommands],
+  [['dependencies'], async () => (await import('./dev/dependencies.ts')).dependencyCommands],
+  [['logs'], async () => (await import('./dev/logs.ts')).logCommands],
+  [['events'], async () => (await import('./dev/events.ts')).eventCommands],
+  [['completion'], async () => (await import('./completion/command.ts')).completionCommand],
 ];
 
-function positiveInt(value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('expected a whole number of at least 1');
-  return n;
+/**
+ * The modules a command line needs: its command's, none for the version, every one otherwise (help, an
+ * unknown command's suggestion, and the completion script, which describes every command).
+ */
+function modulesFor(args: string[] | undefined): (typeof COMMANDS)[number][] {
+  const first = args?.[0];
+  if (first === '-v' || first === '--version') return [];
+  const named = COMMANDS.find(([names]) => first !== undefined && names.includes(first));
+  return named && first !== 'completion' ? [named] : COMMANDS;
 }
 
-export function buildCli(): Command {
+/** The whole command tree (`args` given: only what that command line needs). */
+export async function buildCli(args?: string[]): Promise<Command> {
   const program = new Command('berth')
     .description('Berth: a self-hostable control plane for the Environment and Service Management API')
-    .version(packageJson.version, '-v, --version', 'print the version')
-    .showHelpAfterError();
+    .version(packageJson.version, '-v, --version', 'print the version');
   withExamples(
     program,
     'serve',
@@ -51,57 +53,11 @@ export function buildCli(): Command {
     'admin accounts list',
     'help deploy',
   );
-
-  withExamples(
-    program
-      .command('serve')
-      .description('run the API (and, by default, the job workers) on BERTH_HOST:BERTH_PORT')
-      .option(
-        '--no-workers',
-        'do not run job workers in this process (run berth worker instead; Postgres only)',
-      ),
-    'serve',
-    'serve --no-workers   # with BERTH_DATABASE_URL=postgres://..., workers run as berth worker',
-  ).action((options: { workers: boolean }) => serveCommand(loadConfig(), options));
-
-  withExamples(
-    program
-      .command('worker')
-      .description('run job workers only, sharing the work with other processes (needs BERTH_DATABASE_URL)')
-      .option('--concurrency <n>', 'jobs run at once by this process', positiveInt, 8),
-    'worker --concurrency 4',
-  ).action((options: { concurrency: number }) => workerCommand(loadConfig(), options));
-
-  withExamples(
-    program.command('migrate').description('bring the database schema up to date and exit'),
-    'migrate',
-  ).action(() => migrateCommand(loadConfig()));
-
-  program.addCommand(adminCommand(PLANS, FEATURES));
-
-  authCommands(program);
-  resourceCommands(program);
-  secretCommands(program);
-  domainCommands(program);
-  dependencyCommands(program);
-  logCommands(program);
-  eventCommands(program);
-
-  // Last: the completion scripts describe every command added before.
-  tab(program, { completionCommandName: 'completion' });
-  for (const command of program.commands) {
-    if (command.name() === 'completion') {
-      withExamples(
-        command.description('print the shell completion script (bash, zsh, fish or powershell)'),
-        'completion bash > /etc/bash_completion.d/berth',
-        'completion zsh > ~/.zfunc/_berth',
-        'completion fish > ~/.config/fish/completions/berth.fish',
-      );
-    }
-    if (command.name() === 'complete') withExamples(command, 'complete -- services g');
-  }
-  program.addHelpText('after', `\n${everyCommandHelp(program)}\n${EXIT_CODES_HELP}`);
-  exitOverrideEverywhere(program);
+  const modules = modulesFor(args);
+  for (const register of await Promise.all(modules.map(([, load]) => load()))) register(program);
+  if (modules === COMMANDS)
+    program.addHelpText('after', `\n${everyCommandHelp(program)}\n${EXIT_CODES_HELP}`);
+  configureEverywhere(program, 'berth');
   return program;
 }
 
@@ -132,10 +88,13 @@ function everyCommandHelp(program: Command): string {
   return `All commands:\n${lines.join('\n')}\n`;
 }
 
-/** Usage errors throw (CommanderError) instead of exiting, so that main() gives them exit code 2. */
-function exitOverrideEverywhere(command: Command): void {
-  command.exitOverride();
-  for (const sub of command.commands) exitOverrideEverywhere(sub);
+/**
+ * Usage errors throw (CommanderError) instead of exiting, so that main() gives them exit code 2; after
+ * one, a hint to the command's help rather than the whole of it.
+ */
+function configureEverywhere(command: Command, path: string): void {
+  command.exitOverride().showHelpAfterError(`(${path} --help shows how to use it)`);
+  for (const sub of command.commands) configureEverywhere(sub, `${path} ${sub.name()}`);
 }
 
 /**
@@ -143,18 +102,23 @@ function exitOverrideEverywhere(command: Command): void {
  * an unexpected error is printed only with BERTH_LOG_LEVEL=debug (or trace), for a bug report.
  */
 export async function main(argv: string[]): Promise<void> {
+  // `berth help secrets set` is `berth secrets set --help` (commander's own help command takes one word);
+  // `berth help bogus` is `berth bogus`: the unknown command's error and suggestion.
+  const asked = argv.slice(3);
+  const known = asked[0] === undefined || COMMANDS.some(([names]) => names.includes(asked[0] as string));
+  const args = argv[2] !== 'help' ? argv.slice(2) : known ? [...asked, '--help'] : asked;
   try {
-    await buildCli().parseAsync(argv);
+    await (await buildCli(args)).parseAsync(args, { from: 'user' });
   } catch (error) {
     // Commander has printed the usage error (or the help, or the version) already.
     if (error instanceof CommanderError) process.exit(error.exitCode === 0 ? 0 : EXIT.usage);
+    const { cliErrorOf } = await import('./dev/api-errors.ts');
     const cliError = cliErrorOf(error);
     if (cliError) {
       process.stderr.write(`berth: ${cliError.message}\n`);
       process.exit(cliError.exitCode);
     }
-    const known =
-      USER_ERRORS.some((E) => error instanceof E) || (error as { isUserError?: boolean }).isUserError;
+    const known = (error as { isUserError?: boolean }).isUserError === true;
     const message = error instanceof Error ? error.message : String(error);
     process.stderr.write(`berth: ${known ? message : `unexpected error: ${message}`}\n`);
     const verbose = ['debug', 'trace'].includes(process.env.BERTH_LOG_LEVEL ?? '');

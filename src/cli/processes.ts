@@ -1,11 +1,39 @@
 import { CONSOLE_NOT_BUILT, consoleBuilt } from '../api/console.ts';
-import type { Config } from '../config.ts';
-import { ConfigError } from '../config.ts';
+import { ConfigError, loadConfig } from '../config.ts';
 import { startEventRetention } from '../jobs/event-retention.ts';
 import { startObserver } from '../jobs/observer.ts';
-import { providerName } from '../providers/registry.ts';
-import { makeLogger, openRuntime, startGitPolling, startServer, startWorker } from '../runtime.ts';
+import { ProviderUnavailableError, providerName } from '../providers/registry.ts';
+import {
+  ListenError,
+  makeLogger,
+  openRuntime,
+  startGitPolling,
+  startServer,
+  startWorker,
+} from '../runtime.ts';
+import { DataDirLockedError } from '../store/data-dir-lock.ts';
 import { openStore } from '../store/database.ts';
+import { MigrationError } from '../store/migrate.ts';
+import { MasterKeyError } from '../store/secret-box.ts';
+
+/** Errors a user can cause or fix: main() prints them as one clear line (exit 2), never a stack trace. */
+const USER_ERRORS = [
+  ConfigError,
+  DataDirLockedError,
+  ListenError,
+  MasterKeyError,
+  MigrationError,
+  ProviderUnavailableError,
+];
+
+async function marked(work: () => Promise<void>): Promise<void> {
+  try {
+    await work();
+  } catch (error) {
+    if (USER_ERRORS.some((E) => error instanceof E)) Object.assign(error as Error, { isUserError: true });
+    throw error;
+  }
+}
 
 function onShutdown(close: () => Promise<void>): void {
   let closing = false;
@@ -21,7 +49,12 @@ function onShutdown(close: () => Promise<void>): void {
   }
 }
 
-export async function serveCommand(config: Config, options: { workers: boolean }): Promise<void> {
+export const serveCommand = (options: { workers: boolean }) => marked(() => serveProcess(options));
+export const workerCommand = (options: { concurrency: number }) => marked(() => workerProcess(options));
+export const migrateCommand = () => marked(migrateProcess);
+
+async function serveProcess(options: { workers: boolean }): Promise<void> {
+  const config = loadConfig();
   if (!options.workers && !config.databaseUrl) {
     throw new ConfigError(
       '--no-workers needs BERTH_DATABASE_URL: with the embedded database only berth serve can run jobs',
@@ -58,7 +91,8 @@ export async function serveCommand(config: Config, options: { workers: boolean }
   process.stdout.write(`${lines.join('\n')}\n`);
 }
 
-export async function workerCommand(config: Config, options: { concurrency: number }): Promise<void> {
+async function workerProcess(options: { concurrency: number }): Promise<void> {
+  const config = loadConfig();
   if (!config.databaseUrl) {
     throw new ConfigError(
       'berth worker needs BERTH_DATABASE_URL (Postgres): the embedded database belongs to the one berth serve process, which runs its own workers',
@@ -80,7 +114,8 @@ export async function workerCommand(config: Config, options: { concurrency: numb
   runtime.deps.logger.info({ worker: worker.id }, 'worker started');
 }
 
-export async function migrateCommand(config: Config): Promise<void> {
+async function migrateProcess(): Promise<void> {
+  const config = loadConfig();
   const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
   await store.close();
   makeLogger(config).info('database schema is up to date');

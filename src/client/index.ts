@@ -6,7 +6,7 @@
  */
 import createFetchClient, { type Client } from 'openapi-fetch';
 import type { components, paths } from './openapi.ts';
-import { type RetryOptions, retryingFetch } from './retry.ts';
+import { type RetryOptions, retryingFetch, UnreachableError } from './retry.ts';
 
 export type { components, paths } from './openapi.ts';
 export { type RetryOptions, retryAfterMs, UnreachableError } from './retry.ts';
@@ -14,6 +14,17 @@ export { type RetryOptions, retryAfterMs, UnreachableError } from './retry.ts';
 export type BerthClient = Client<paths>;
 export type Deployment =
   paths['/v1/deployments/{deploymentId}']['get']['responses'][200]['content']['application/json']['data']['deployment'];
+export type DeploymentLogLine =
+  paths['/v1/deployments/{deploymentId}/logs']['get']['responses'][200]['content']['application/json']['data']['lines'][number];
+type ServiceLogs = paths['/v1/environments/{envId}/services/{serviceId}/logs']['get'];
+/** One line a service printed (GET .../logs). */
+export type ServiceLogLine =
+  ServiceLogs['responses'][200]['content']['application/json']['data']['lines'][number];
+/**
+ * One frame of GET /v1/events (docs/events.md): an event, or (without a `type`) the `expired` notice
+ * that a resume past retention gets first.
+ */
+export type AccountEvent = paths['/v1/events']['get']['responses'][200]['content']['text/event-stream'];
 /** The spec's error body: `{error_code, message, errors}`. */
 export type ErrorBody = components['schemas']['ErrorBody'];
 
@@ -117,4 +128,94 @@ export async function waitForDeployment(
     }
     if (!etag) await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }
+}
+
+/** The frames of a server-sent events answer as they arrive; an ApiError for an error answer. */
+async function sseFrames(result: { data?: unknown; response: Response }) {
+  if (!result.response.ok || !result.data) {
+    throw new ApiError(result.response.status, await result.response.json().catch(() => ({})));
+  }
+  // Loaded here: only the two streams parse server-sent events.
+  const { EventSourceParserStream } = await import('eventsource-parser/stream');
+  return (result.data as ReadableStream<Uint8Array<ArrayBuffer>>)
+    .pipeThrough(new TextDecoderStream())
+    .pipeThrough(new EventSourceParserStream());
+}
+
+/** Reconnects of a followed stream that broke off, each resuming after the last frame read. */
+const RESUMES = 5;
+
+/**
+ * Follows a deployment's log: yields each line as it is written, and returns the deployment from the
+ * stream's `end` event, which the server sends once it is terminal (after its last line). A stream that
+ * breaks off is opened again after the last line read.
+ */
+export async function* followDeployment(
+  client: BerthClient,
+  deploymentId: string,
+  options: { signal?: AbortSignal } = {},
+): AsyncGenerator<DeploymentLogLine, Deployment> {
+  let cursor: string | undefined;
+  for (let attempt = 0; attempt <= RESUMES; attempt++) {
+    const frames = await sseFrames(
+      await client.GET('/v1/deployments/{deploymentId}/logs', {
+        params: { path: { deploymentId }, query: { follow: true, cursor } },
+        headers: { accept: 'text/event-stream' },
+        parseAs: 'stream',
+        signal: options.signal,
+      }),
+    );
+    try {
+      for await (const frame of frames) {
+        if (frame.event === 'end') return (JSON.parse(frame.data) as { deployment: Deployment }).deployment;
+        if (frame.event !== 'line') continue;
+        cursor = frame.id ?? cursor;
+        yield JSON.parse(frame.data) as DeploymentLogLine;
+      }
+    } catch (error) {
+      if (options.signal?.aborted) throw error;
+    }
+  }
+  throw new UnreachableError(`the log of deployment ${deploymentId} kept breaking off before its end`);
+}
+
+/**
+ * Follows what a service prints (GET .../logs with follow=true): the newest `tail` lines (from `since`
+ * on), then each new line as it is printed, until `signal` aborts.
+ */
+export async function* followServiceLogs(
+  client: BerthClient,
+  path: { envId: string; serviceId: string },
+  query: Omit<NonNullable<ServiceLogs['parameters']['query']>, 'follow'> = {},
+  options: { signal?: AbortSignal } = {},
+): AsyncGenerator<ServiceLogLine> {
+  const frames = await sseFrames(
+    await client.GET('/v1/environments/{envId}/services/{serviceId}/logs', {
+      params: { path, query: { ...query, follow: true } },
+      headers: { accept: 'text/event-stream' },
+      parseAs: 'stream',
+      signal: options.signal,
+    }),
+  );
+  for await (const frame of frames)
+    if (frame.event === 'line') yield JSON.parse(frame.data) as ServiceLogLine;
+}
+
+/**
+ * Follows the account's events as they commit (GET /v1/events), from right after `after` (an event id,
+ * `0` for the oldest kept) or from the next change.
+ */
+export async function* events(
+  client: BerthClient,
+  options: { after?: string; signal?: AbortSignal } = {},
+): AsyncGenerator<AccountEvent> {
+  const frames = await sseFrames(
+    await client.GET('/v1/events', {
+      params: { query: { last_event_id: options.after } },
+      headers: { accept: 'text/event-stream' },
+      parseAs: 'stream',
+      signal: options.signal,
+    }),
+  );
+  for await (const frame of frames) yield JSON.parse(frame.data) as AccountEvent;
 }

@@ -3137,6 +3137,8 @@ export interface paths {
                                     /** Format: uuid */
                                     environment_id: string | null;
                                     request_id: string;
+                                    /** @description the address the request came from (behind a proxy in BERTH_TRUST_PROXY, the one it forwarded); null when no request did (the git poller) */
+                                    client_address: string | null;
                                     /** Format: date-time */
                                     created_at: string;
                                 }[];

@@ -26,6 +26,10 @@ export interface PullRequestEvent {
   headBranch: string;
   headSha: string;
   number: number;
+  /** A synchronize's previous head (else ''): an event that follows the preview's head names it here. */
+  before: string;
+  /** When the pull request last changed (`pull_request.updated_at`): orders its events. */
+  updatedAt: Date | null;
 }
 
 export type GitEvent = PushEvent | PullRequestEvent | { type: 'ignored'; why: string };
@@ -50,7 +54,9 @@ const GithubPush = Type.Object({
 const GithubPullRequest = Type.Object({
   action: Type.String(),
   number: Type.Integer({ minimum: 1 }),
+  before: Type.Optional(Type.String()),
   pull_request: Type.Object({
+    updated_at: Type.Optional(Type.String()),
     head: Type.Object({ ref: Type.String(), sha: Type.String() }),
     base: Type.Object({ ref: Type.String(), repo: Type.Object({ full_name: Type.String() }) }),
   }),
@@ -77,9 +83,9 @@ const GitlabProject = Type.Object({
 const BRANCH_REF = /^refs\/heads\/(.+)$/;
 const author = (a: { name: string; email: string }) => `${a.name} <${a.email}>`;
 
-/** A commit's time as the host gave it (ISO 8601), or null when it gave none that reads as a time. */
-function timeOf(commit: { timestamp?: string } | undefined): Date | null {
-  const at = commit?.timestamp ? new Date(commit.timestamp) : null;
+/** A time as the host gave it (ISO 8601), or null when it gave none that reads as a time. */
+function timeOf(text: string | undefined): Date | null {
+  const at = text ? new Date(text) : null;
   return at && !Number.isNaN(at.getTime()) ? at : null;
 }
 
@@ -100,7 +106,7 @@ export function githubEvent(name: string, payload: unknown): GitEvent {
         id: payload.after,
         author: author(head.author),
         message: head.message.trim(),
-        timestamp: timeOf(head),
+        timestamp: timeOf(head.timestamp),
       },
     };
   }
@@ -122,6 +128,8 @@ export function githubEvent(name: string, payload: unknown): GitEvent {
       headBranch: pr.head.ref,
       headSha: pr.head.sha,
       number: payload.number,
+      before: payload.before ?? '',
+      updatedAt: timeOf(pr.updated_at),
     };
   }
   return { type: 'ignored', why: `event ${name}` };
@@ -144,7 +152,7 @@ export function gitlabEvent(name: string, payload: unknown): GitEvent {
       id: payload.checkout_sha,
       author: head ? author(head.author) : '',
       message: head?.message.trim() ?? '',
-      timestamp: timeOf(head),
+      timestamp: timeOf(head?.timestamp),
     },
   };
 }

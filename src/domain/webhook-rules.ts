@@ -22,11 +22,22 @@ export function webhookRetryDelayMs(baseMs: number, attempts: number): number {
  * Whether a receiver may be at this address: only public unicast ones, unless the operator allows
  * private ones (BERTH_WEBHOOK_ALLOW_PRIVATE). Loopback, private, link-local (cloud metadata at
  * 169.254.169.254), carrier-grade NAT, multicast, reserved and unspecified addresses are refused, in
- * IPv4, IPv6 and IPv4-mapped IPv6 alike: a subscription must not reach inside the operator's network.
+ * IPv4, IPv6 and every IPv6 form of an IPv4 address alike (IPv4-mapped, IPv4-compatible, translated,
+ * NAT64, 6to4, Teredo): a subscription must not reach inside the operator's network.
  */
 export function isPublicAddress(address: string): boolean {
   if (!ipaddr.isValid(address)) return false;
-  return ipaddr.process(address).range() === 'unicast';
+  // process() turns an IPv4-mapped address (::ffff:a.b.c.d) into its IPv4 address.
+  const parsed = ipaddr.process(address);
+  if (parsed.kind() === 'ipv6') {
+    const [a, b, c, d, e, f, high = 0, low = 0] = (parsed as ipaddr.IPv6).parts;
+    // IPv4-compatible (::a.b.c.d, deprecated): ipaddr.js calls ::7f00:1 unicast, but a stack may reach
+    // 127.0.0.1 through it. Judged as the IPv4 address it embeds (:: and ::1 are 0.0.0.x, refused too).
+    if (a === 0 && b === 0 && c === 0 && d === 0 && e === 0 && f === 0) {
+      return new ipaddr.IPv4([high >> 8, high & 0xff, low >> 8, low & 0xff]).range() === 'unicast';
+    }
+  }
+  return parsed.range() === 'unicast';
 }
 
 /** The URL's own shape (the address its host resolves to is checked apart, at create and delivery). */

@@ -28,6 +28,9 @@ export async function desiredStateOf(
       commit_id: deployment.git_commit_ref,
       docker_image_tag: deployment.docker_image_tag,
       helm_chart_version: deployment.helm_chart_version,
+      ...(deployment.git_commit_author && deployment.git_commit_ref
+        ? { commit: { author: deployment.git_commit_author, message: deployment.git_commit_message } }
+        : {}),
     },
     ops: deployment.ops_snapshot ? (JSON.parse(deployment.ops_snapshot) as OpsConfig) : opsConfigOf(service),
     variables: deployment.variables_sealed

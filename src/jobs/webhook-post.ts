@@ -31,7 +31,12 @@ function guardedLookup(allowPrivate: boolean): LookupFunction {
   };
 }
 
-/** POSTs a JSON body; resolves with the status code (any), rejects when no answer came. */
+/**
+ * POSTs a JSON body; resolves with the status code (any) as soon as the answer's headers arrive, rejects
+ * when none came within WEBHOOK_TIMEOUT_MS from the start (resolving, connecting, sending and the
+ * headers all count: a receiver that trickles bytes cannot hold a worker's slot). The body is never
+ * read: only the status is recorded, and the connection is closed at once.
+ */
 export function postJson(
   target: URL,
   body: string,
@@ -53,18 +58,19 @@ export function postJson(
         'user-agent': 'Berth-Webhooks',
       },
       lookup: guardedLookup(allowPrivate),
-      timeout: WEBHOOK_TIMEOUT_MS,
+      // Never a kept-alive socket: the connection ends with the answer's headers.
+      agent: false,
       signal,
     });
-    request.on('timeout', () =>
-      request.destroy(new Error(`no answer within ${WEBHOOK_TIMEOUT_MS / 1000} s`)),
+    const deadline = setTimeout(
+      () => request.destroy(new Error(`no answer within ${WEBHOOK_TIMEOUT_MS / 1000} s`)),
+      WEBHOOK_TIMEOUT_MS,
     );
+    request.on('close', () => clearTimeout(deadline));
     request.on('error', reject);
     request.on('response', (response) => {
-      // The body is not read: only the status counts. Draining it frees the socket.
-      response.resume();
-      response.on('end', () => resolve(response.statusCode ?? 0));
-      response.on('error', reject);
+      resolve(response.statusCode ?? 0);
+      response.destroy();
     });
     request.end(body);
   });

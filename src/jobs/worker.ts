@@ -2,24 +2,45 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import type { Db, Store } from '../store/database.ts';
-import { claim, complete, type JobKind, renewLease, retryLater } from '../store/repositories/jobs.ts';
+import {
+  type ClaimFilter,
+  claim,
+  complete,
+  type Fence,
+  holdClaim,
+  JOB_KINDS,
+  type JobKind,
+  renewLease,
+  retryLater,
+} from '../store/repositories/jobs.ts';
 import type { JobRow } from '../store/schema.ts';
 import { TerminalError } from './errors.ts';
 
 /**
+ * What a handler is given to tie its writes to the claim it runs under. Every transaction that records
+ * an outcome on the job's subject (a final state, or a move the next attempt would take as work done,
+ * like a deployment's start) calls `hold` or `finish` last, before it commits: an attempt that lost the
+ * job to another worker (a long pause) has its write rolled back, so the attempt that holds the job never
+ * finds a subject moved by one that no longer does (it would take that work as done and end the job).
+ * Moves every attempt re-enters (a delete's `deleting`) need not.
+ */
+export interface JobClaim {
+  /** Throws LostClaimError when another worker holds the job now; else keeps it this claim's until the commit. */
+  hold(trx: Db): Promise<void>;
+  /** `hold`, and removes the job in the same transaction: the outcome and the job's end commit together. */
+  finish(trx: Db): Promise<void>;
+}
+
+/**
  * What a job kind does. `run` must be idempotent; `fail` records a final failure on the subject.
  * `signal` aborts when this worker loses the job's lease: another worker owns it from then on, so the
- * handler must not record an outcome.
+ * handler must not record an outcome. A handler that returns without calling `finish` has its job
+ * removed then (fenced by the claim): it returns only once this attempt did the work, or when there is
+ * none (the subject is gone or already final).
  */
 export interface JobHandler {
-  /**
-   * `finish`, called inside the transaction that records the outcome, removes the job in that same
-   * transaction (one commit for both), fenced by this claim: it throws LostClaimError when another
-   * worker holds the job now, so the outcome is rolled back with it. A handler that does not call it
-   * has its job removed after it returns.
-   */
-  run(job: JobRow, signal: AbortSignal, finish?: (trx: Db) => Promise<void>): Promise<void>;
-  fail(job: JobRow, reason: string): Promise<void>;
+  run(job: JobRow, signal: AbortSignal, claim: JobClaim): Promise<void>;
+  fail(job: JobRow, reason: string, claim: JobClaim): Promise<void>;
   /** Shows a failed attempt that will be retried on the subject, so nobody waits on a silent retry. */
   retrying?(job: JobRow, reason: string): Promise<void>;
   /** How long after a failed attempt the job runs again; the queue's backoff when absent. */
@@ -28,20 +49,105 @@ export interface JobHandler {
 
 export type JobHandlers = Record<JobKind, JobHandler>;
 
+/**
+ * A share of a process's job slots: jobs of `kinds` run in `slots` of their own, at most `perAccount` of
+ * one account at once, so one account's slow work (a receiver that answers slowly, long rollouts) never
+ * holds the slots another account's jobs need, and deliveries never hold the slots deployments need.
+ */
+export interface JobBudget {
+  kinds: readonly JobKind[];
+  slots: number;
+  perAccount: number;
+}
+
+/** `berth serve`'s slots for jobs other than deliveries (`berth worker --concurrency` sets its own). */
 export const DEFAULT_CONCURRENCY = 8;
+
+export interface BudgetSettings {
+  /** Slots for every job but webhook deliveries. */
+  concurrency: number;
+  perAccount: number;
+  /** Slots for webhook deliveries, apart from the others. */
+  webhookConcurrency: number;
+  webhookPerAccount: number;
+}
+
+/** Webhook deliveries in slots of their own; every other kind shares the rest. */
+export function jobBudgets(settings: BudgetSettings): JobBudget[] {
+  return [
+    {
+      kinds: JOB_KINDS.filter((kind) => kind !== 'deliver_webhook'),
+      slots: settings.concurrency,
+      perAccount: Math.min(settings.perAccount, settings.concurrency),
+    },
+    {
+      kinds: ['deliver_webhook'],
+      slots: settings.webhookConcurrency,
+      perAccount: Math.min(settings.webhookPerAccount, settings.webhookConcurrency),
+    },
+  ];
+}
 
 /** The claim was lost before the outcome committed: the outcome is another worker's to record. */
 export class LostClaimError extends Error {}
+
+/** The JobClaim of one claim (`fence`); `finished` once `finish` removed the job. */
+export function fencedClaim(fence: Fence): JobClaim & { readonly finished: boolean } {
+  let finished = false;
+  return {
+    get finished() {
+      return finished;
+    },
+    async hold(trx) {
+      if (!(await holdClaim(trx, fence))) throw new LostClaimError('another worker holds this job now');
+    },
+    async finish(trx) {
+      if (!(await complete(trx, fence))) throw new LostClaimError('another worker holds this job now');
+      finished = true;
+    },
+  };
+}
 
 export interface WorkerOptions {
   store: Store;
   handlers: JobHandlers;
   logger: Logger;
   leaseMs: number;
-  /** Jobs run at once by this process; jobs of one service never run together whatever this is. */
-  concurrency?: number;
+  /** This process's slots; jobs of one service never run together whatever they are. */
+  budgets: JobBudget[];
   /** Fallback poll when no notification arrives (a notification lost with a dropped connection). */
   pollMs?: number;
+}
+
+/** The jobs one budget runs now, by account; claims are taken one at a time so a count is never stale. */
+class BudgetSlots {
+  private readonly running = new Map<string, number>();
+  private claiming: Promise<unknown> = Promise.resolve();
+  readonly budget: JobBudget;
+
+  constructor(budget: JobBudget) {
+    this.budget = budget;
+  }
+
+  claim(take: (filter: ClaimFilter) => Promise<JobRow | undefined>): Promise<JobRow | undefined> {
+    const next = this.claiming.then(async () => {
+      const fullAccounts = [...this.running]
+        .filter(([, count]) => count >= this.budget.perAccount)
+        .map(([account]) => account);
+      const job = await take({ kinds: this.budget.kinds, fullAccounts });
+      if (job?.account_id) this.running.set(job.account_id, (this.running.get(job.account_id) ?? 0) + 1);
+      return job;
+    });
+    this.claiming = next.catch(() => undefined);
+    return next;
+  }
+
+  release(job: JobRow): void {
+    if (!job.account_id) return;
+    const count = (this.running.get(job.account_id) ?? 1) - 1;
+    if (count > 0) this.running.set(job.account_id, count);
+    else this.running.delete(job.account_id);
+  }
 }
 
 export class Worker {
@@ -50,14 +156,14 @@ export class Worker {
   private loops: Promise<void>[] = [];
   private waiters = new Set<() => void>();
   private unlisten: (() => void) | undefined;
-  private readonly concurrency: number;
+  private readonly budgets: BudgetSlots[];
   private readonly pollMs: number;
 
   private readonly options: WorkerOptions;
 
   constructor(options: WorkerOptions) {
     this.options = options;
-    this.concurrency = options.concurrency ?? DEFAULT_CONCURRENCY;
+    this.budgets = options.budgets.map((budget) => new BudgetSlots(budget));
     this.pollMs = options.pollMs ?? 1000;
   }
 
@@ -65,7 +171,9 @@ export class Worker {
     this.running = true;
     this.unlisten = this.options.store.notifications.subscribe('jobs', { notified: () => this.wakeAll() });
     await this.options.store.notifications.start();
-    for (let i = 0; i < this.concurrency; i++) this.loops.push(this.loop());
+    for (const slots of this.budgets) {
+      for (let i = 0; i < slots.budget.slots; i++) this.loops.push(this.loop(slots));
+    }
   }
 
   /** Stops claiming and waits for the jobs in hand; an unfinished job's lease lets another worker take it. */
@@ -99,14 +207,14 @@ export class Worker {
     });
   }
 
-  private async loop(): Promise<void> {
+  private async loop(slots: BudgetSlots): Promise<void> {
     const { store, logger, leaseMs } = this.options;
     while (this.running) {
       let job: JobRow | undefined;
       // The database starts the lease after this moment: it is surely held until claimedAt + leaseMs.
       const claimedAt = Date.now();
       try {
-        job = await claim(store.db, this.id, leaseMs);
+        job = await slots.claim((filter) => claim(store.db, this.id, leaseMs, filter));
       } catch (error) {
         if (!this.running) return;
         logger.error({ err: error }, 'claiming a job failed');
@@ -117,7 +225,13 @@ export class Worker {
       }
       // Another loop may find work too: a claimed job often makes the next one in its queue due later.
       this.wakeAll();
-      await this.execute(job, claimedAt);
+      try {
+        await this.execute(job, claimedAt);
+      } finally {
+        slots.release(job);
+      }
+      // A slot of this job's account is free again: a loop that found only that account's jobs may go on.
+      this.wakeAll();
     }
   }
 
@@ -166,21 +280,18 @@ export class Worker {
       Math.max(250, Math.floor(leaseMs / 3)),
     );
     const handler = handlers[job.kind as JobKind];
+    const claimed = fencedClaim(fence);
     try {
       // A job that was claimed more times than it may run (its workers kept dying) fails for good.
       if (job.attempts > job.max_attempts) {
         log.error('job abandoned after too many attempts');
-        await handler.fail(job, job.last_error ?? 'its worker stopped every time');
-        await complete(store.db, fence);
+        await handler.fail(job, job.last_error ?? 'its worker stopped every time', claimed);
+        if (!claimed.finished) await complete(store.db, fence);
         return;
       }
-      let finished = false;
-      await handler.run(job, lease.signal, async (trx) => {
-        if (!(await complete(trx, fence))) throw new LostClaimError('another worker holds this job now');
-        finished = true;
-      });
+      await handler.run(job, lease.signal, claimed);
       // The outcome committed with the job's removal: nothing is left to do.
-      if (finished) {
+      if (claimed.finished) {
         log.debug('job done');
         return;
       }
@@ -204,12 +315,16 @@ export class Worker {
         } else if (await renewLease(store.db, fence, leaseMs)) {
           // Recorded first, removed second: a crash in between runs fail again, which is idempotent.
           log.error({ err: error }, 'job failed for good');
-          await handler.fail(job, message);
-          await complete(store.db, fence);
+          await handler.fail(job, message, claimed);
+          if (!claimed.finished) await complete(store.db, fence);
         } else {
           log.warn({ err: error }, 'job failed, but another worker holds it now: its outcome is theirs');
         }
       } catch (inner) {
+        if (inner instanceof LostClaimError) {
+          log.warn({ err: error }, 'job failed, but another worker holds it now: its outcome is theirs');
+          return;
+        }
         // The lease will lapse and the job run again: handlers are idempotent.
         log.error({ err: inner }, 'recording a job failure failed');
       }

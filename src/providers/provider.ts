@@ -44,6 +44,11 @@ export interface DeployTarget {
   docker_image_tag: string;
   /** Empty: the latest chart version. */
   helm_chart_version: string;
+  /**
+   * What the git host said of `commit_id` when a push asked for it: what the deployment records, so a
+   * provider that cannot read the commit itself (the sim) reports it rather than inventing one.
+   */
+  commit?: { author: string; message: string };
 }
 
 /** The fields of a service a runtime needs to run it. */

@@ -3,7 +3,8 @@ import { execFileSync } from 'node:child_process';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-const MAIN = fileURLToPath(new URL('../cli/main.ts', import.meta.url));
+/** What `berth serve`, `worker` and `migrate` load (the CLI itself loads it only for them). */
+const PROCESSES = fileURLToPath(new URL('../cli/processes.ts', import.meta.url));
 
 /** The CommonJS packages (dockerode and what it brings are CommonJS) loaded by importing `module`. */
 function commonJsPackagesLoadedBy(module: string): string[] {
@@ -18,8 +19,8 @@ function commonJsPackagesLoadedBy(module: string): string[] {
   return JSON.parse(out) as string[];
 }
 
-test('the docker driver loads only when chosen: starting the CLI loads no dockerode, gRPC or ssh2', () => {
-  const loaded = commonJsPackagesLoadedBy(MAIN);
+test('the docker driver loads only when chosen: starting the server loads no dockerode, gRPC or ssh2', () => {
+  const loaded = commonJsPackagesLoadedBy(PROCESSES);
   assert.ok(loaded.includes('pg'), `the probe sees CommonJS packages: ${loaded.join(', ')}`);
   for (const name of ['dockerode', '@grpc/grpc-js', 'ssh2']) {
     assert.ok(!loaded.includes(name), `${name} was loaded at start`);

@@ -1,10 +1,10 @@
 import path from 'node:path';
-import { PGlite } from '@electric-sql/pglite';
+import v8 from 'node:v8';
 import { Kysely, type KyselyConfig, PGliteDialect, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { watchingCommits } from './committed-writes.ts';
 import { lockDataDir } from './data-dir-lock.ts';
-import { EMBEDDED_START_PARAMS, snapshotFor } from './embedded-snapshot.ts';
+import { embeddedStartParams, snapshotFor } from './embedded-snapshot.ts';
 import { migrateToLatest } from './migrate.ts';
 import { embeddedSource, Notifications, postgresSource } from './notifications.ts';
 import type { Database } from './schema.ts';
@@ -45,9 +45,16 @@ async function openEmbedded(
   const lock = await lockDataDir(dataDir);
   try {
     const pgdata = path.join(dataDir, 'pgdata');
+    // PGlite's Postgres stays on V8's baseline WebAssembly code: tiering up to the optimizing compiler
+    // took ~600 MB of scratch memory at start, which the C allocator then kept (idle RSS +60 MB), and
+    // made Berth's statements no faster (docs/performance.md, "Memory"). Both flags are needed.
+    v8.setFlagsFromString('--no-wasm-tier-up');
+    v8.setFlagsFromString('--no-wasm-dynamic-tiering');
+    // Loaded only here: a server on Postgres never needs PGlite's half a megabyte of JavaScript.
+    const { PGlite } = await import('@electric-sql/pglite');
     const pglite = await PGlite.create(pgdata, {
       loadDataDir: snapshotFor(pgdata),
-      startParams: EMBEDDED_START_PARAMS,
+      startParams: embeddedStartParams(PGlite),
     });
     // Unlistening runs a statement: once the database is closed there is nothing left to unlisten.
     const listen = async (channel: string, onNotify: (payload: string) => void) => {

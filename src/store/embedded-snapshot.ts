@@ -8,7 +8,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { PGlite } from '@electric-sql/pglite';
+import type { PGlite } from '@electric-sql/pglite';
 
 export const SNAPSHOT_FILE = fileURLToPath(new URL('./embedded-snapshot/pgdata.tgz', import.meta.url));
 export const SNAPSHOT_META_FILE = fileURLToPath(new URL('./embedded-snapshot/meta.json', import.meta.url));
@@ -24,7 +24,9 @@ export interface SnapshotMeta {
  * PGlite's start parameters: its defaults with 16 MB of shared buffers instead of 128 MB, which it
  * would otherwise touch at start (RSS) for a database a control plane keeps in a few megabytes.
  */
-export const EMBEDDED_START_PARAMS = [...PGlite.defaultStartParams, '-c', 'shared_buffers=16MB'];
+export function embeddedStartParams(pglite: Pick<typeof PGlite, 'defaultStartParams'>): string[] {
+  return [...pglite.defaultStartParams, '-c', 'shared_buffers=16MB'];
+}
 
 /** The installed PGlite's version (its package exports no package.json). */
 export function installedPgliteVersion(): string {

@@ -14,6 +14,7 @@ const SEALED: ReadonlyArray<{ table: string; key: string[]; columns: string[] }>
   { table: 'service_resources', key: ['service_id', 'kind', 'type', 'resource_id'], columns: ['password'] },
   { table: 'webhooks', key: ['id'], columns: ['secret_sealed'] },
   { table: 'git_connections', key: ['id'], columns: ['secret_sealed', 'webhook_secret_sealed'] },
+  { table: 'idempotency_keys', key: ['scope', 'key'], columns: ['body_sealed'] },
 ];
 
 /** A sweep that still finds values under an old key this many times means a process still seals with it. */

@@ -23,6 +23,9 @@ import * as gitPollHeads from './migrations/0023-git-poll-heads.ts';
 import * as repoOps from './migrations/0026-repo-ops.ts';
 import * as gitHookRouting from './migrations/0027-git-hook-routing.ts';
 import * as deploymentTimeline from './migrations/0028-deployment-timeline.ts';
+import * as jobAccounts from './migrations/0029-job-accounts.ts';
+import * as auditClientAddress from './migrations/0031-audit-client-address.ts';
+import * as sealedIdempotentAnswers from './migrations/0032-sealed-idempotent-answers.ts';
 import * as keyRotation from './migrations/0033-key-rotation.ts';
 import type { Database } from './schema.ts';
 
@@ -52,6 +55,9 @@ const migrations: Record<string, Migration> = {
   '0026-repo-ops': repoOps,
   '0027-git-hook-routing': gitHookRouting,
   '0028-deployment-timeline': deploymentTimeline,
+  '0029-job-accounts': jobAccounts,
+  '0031-audit-client-address': auditClientAddress,
+  '0032-sealed-idempotent-answers': sealedIdempotentAnswers,
   '0033-key-rotation': keyRotation,
 };
 

@@ -85,6 +85,7 @@ export interface AuditLogsTable {
   resource_id: string | null;
   environment_id: string | null;
   request_id: string;
+  client_address: string | null;
   created_at: Timestamp;
 }
 
@@ -142,6 +143,8 @@ export interface JobsTable {
   kind: string;
   subject_id: string;
   queue_key: string | null;
+  /** The account the job works for: the workers budget their slots per account (null: no account). */
+  account_id: string | null;
   run_after: Timestamp;
   attempts: Generated<number>;
   max_attempts: number;
@@ -182,7 +185,8 @@ export interface IdempotencyKeysTable {
   key: string;
   fingerprint: string;
   status: number | null;
-  body: string | null;
+  /** The answer's body, sealed (SecretBox): it may carry a one-time secret. */
+  body_sealed: string | null;
   claim: string | null;
   done: Generated<boolean>;
   created_at: Generated<Date>;

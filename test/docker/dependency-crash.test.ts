@@ -3,6 +3,7 @@ import { after, before, test } from 'node:test';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
 import { buildDependencyImages } from '../helpers/dependency-images.ts';
 import { docker, freePort, removeEnvironment, requireDocker } from '../helpers/docker.ts';
+import { assertNoDeploymentWithoutJobIn } from '../helpers/fencing.ts';
 import { pollUntil } from '../helpers/poll.ts';
 import { api, deploymentEnd, firstStartOf, startBerth } from '../helpers/process.ts';
 
@@ -81,6 +82,7 @@ test('SIGKILL while a postgres dependency starts: after a restart the deployment
     { timeoutMs: 120_000, intervalMs: 50 },
   );
   assert.equal(await first.kill('SIGKILL'), 'SIGKILL');
+  await assertNoDeploymentWithoutJobIn(db);
 
   const second = await startBerth(env);
   try {

@@ -8,6 +8,7 @@ import {
   freePort,
   removeEnvironment,
   requireDocker,
+  viaIngress,
 } from '../helpers/docker.ts';
 import { pollUntil } from '../helpers/poll.ts';
 import { api, deploymentEnd, firstStartOf, startBerth } from '../helpers/process.ts';
@@ -72,12 +73,13 @@ function assertTimeline(timeline: Moment[], expected: string[]): void {
   }
 }
 
-test("a deployment's operations show its timeline, in order, each moment with a millisecond timestamp", async () => {
+test("a deployment's operations show its timeline, in order, each moment with a millisecond timestamp; the ingress serves it from the moment it is routed", async () => {
+  const ingressPort = await freePort();
   const berth = await startBerth({
     BERTH_DATA_DIR: db.dataDir,
     BERTH_DATABASE_URL: db.databaseUrl ?? '',
     BERTH_PROVIDER: 'docker',
-    BERTH_INGRESS_PORT: String(await freePort()),
+    BERTH_INGRESS_PORT: String(ingressPort),
   });
   try {
     const started = await firstStartOf(berth);
@@ -93,7 +95,7 @@ test("a deployment's operations show its timeline, in order, each moment with a 
       memory_mb_min: 32,
     });
     assert.equal(created.status, 200, JSON.stringify(created.body));
-    const service = created.body.data.service as { id: string };
+    const service = created.body.data.service as { id: string; subdomain: string };
     const deploy = async (tag: string) => {
       const url = `${started.envUrl}/services/${service.id}/deploy`;
       const res = await api(url, started.token, 'POST', { docker_image_tag: tag });
@@ -111,6 +113,16 @@ test("a deployment's operations show its timeline, in order, each moment with a 
     const first = await deploy('v1');
     assertTimeline(await timelineOf(first), ROLLOUT);
 
+    // Requests through the ingress all along the second rollout: v1 is what it caches when it starts.
+    const served: { sentAt: number; body: string }[] = [];
+    let polling = true;
+    const poller = (async () => {
+      while (polling) {
+        const sentAt = Date.now();
+        const res = await viaIngress(ingressPort, `${service.subdomain}.localhost`).catch(() => null);
+        if (res) served.push({ sentAt, body: res.body });
+      }
+    })();
     const second = await deploy('v2');
     const timeline = await pollUntil(
       'the old version to stop',
@@ -120,7 +132,22 @@ test("a deployment's operations show its timeline, in order, each moment with a 
       },
       { intervalMs: 250 },
     );
+    polling = false;
+    await poller;
     assertTimeline(timeline, [...ROLLOUT, 'old_stopped']);
+    // The ingress forgets its routes when traffic moves: not one request sent after that gets v1.
+    const routedAt = Date.parse(timeline.find((m) => m.mark === 'routed')?.at ?? '');
+    assert.ok(
+      served.some((s) => s.sentAt < routedAt && s.body === 'v1\n'),
+      'v1 served before',
+    );
+    const after = served.filter((s) => s.sentAt > routedAt + 1);
+    assert.ok(after.length > 0);
+    assert.deepEqual(
+      after.filter((s) => s.body !== 'v2\n'),
+      [],
+      'every request sent after the route moved reaches the new version',
+    );
   } finally {
     await berth.kill('SIGTERM');
   }

@@ -22,6 +22,39 @@ export interface FencingDriver {
   staleCallEnded?(db: Db, deploymentId: string, pid: number): Promise<boolean>;
 }
 
+/**
+ * Issue 24's invariant, true at every moment: a deployment that is not final has its job (a job ends
+ * only in the transaction that makes its deployment final), or nothing would ever finish it.
+ */
+export async function assertNoDeploymentWithoutJob(db: Db): Promise<void> {
+  const orphans = await db
+    .selectFrom('deployments')
+    .select(['id', 'state'])
+    .where('state', 'in', ['queued', 'in_progress'])
+    .where(({ not, exists, selectFrom }) =>
+      not(
+        exists(
+          selectFrom('jobs')
+            .select('seq')
+            .where('jobs.kind', '=', 'deploy')
+            .whereRef('jobs.subject_id', '=', 'deployments.id'),
+        ),
+      ),
+    )
+    .execute();
+  assert.deepEqual(orphans, [], 'every deployment that is not final has a job to finish it');
+}
+
+/** The same between a kill and a restart, when no process holds the database (the embedded one allows one). */
+export async function assertNoDeploymentWithoutJobIn(database: TestDatabase): Promise<void> {
+  const store = await openStore({ databaseUrl: database.databaseUrl, dataDir: database.dataDir });
+  try {
+    await assertNoDeploymentWithoutJob(store.db);
+  } finally {
+    await store.close();
+  }
+}
+
 export async function staleWorkerScenario(database: TestDatabase, driver: FencingDriver): Promise<void> {
   const env = {
     BERTH_DATA_DIR: database.dataDir,
@@ -74,6 +107,7 @@ export async function staleWorkerScenario(database: TestDatabase, driver: Fencin
       (await driver.started(store.db, d1, stalePid)) ? true : undefined,
     );
     stale.child.kill('SIGSTOP');
+    await assertNoDeploymentWithoutJob(store.db);
 
     // Its lease lapses; another worker finishes D1, then D2.
     await startWorker();
@@ -88,6 +122,7 @@ export async function staleWorkerScenario(database: TestDatabase, driver: Fencin
     await servesD2();
 
     stale.child.kill('SIGCONT');
+    await assertNoDeploymentWithoutJob(store.db);
     if (driver.staleCallEnded) {
       const check = driver.staleCallEnded;
       await pollUntil(
@@ -107,6 +142,7 @@ export async function staleWorkerScenario(database: TestDatabase, driver: Fencin
     const service = (await api(`${services}/${serviceId}`, token)).body.data.service;
     assert.equal(service.latest_deployment.id, d2);
     assert.equal((await api(`${url}/v1/deployments/${d1}`, token)).body.data.deployment.state, 'success');
+    await assertNoDeploymentWithoutJob(store.db);
   } finally {
     for (const p of processes) {
       p.child.kill('SIGCONT');

@@ -26,12 +26,22 @@ export function githubPush(
 
 export function githubPullRequest(
   action: string,
-  pr: { repo: string; base: string; head: string; sha: string; number: number },
+  pr: {
+    repo: string;
+    base: string;
+    head: string;
+    sha: string;
+    number: number;
+    before?: string;
+    updatedAt?: string;
+  },
 ) {
   return {
     action,
     number: pr.number,
+    ...(pr.before ? { before: pr.before } : {}),
     pull_request: {
+      ...(pr.updatedAt ? { updated_at: pr.updatedAt } : {}),
       merged: action === 'closed',
       head: { ref: pr.head, sha: pr.sha },
       base: { ref: pr.base, repo: { full_name: pr.repo } },

@@ -48,11 +48,16 @@ export interface Harness {
   /** A git connection of the tenant's account (token credential), for services that name one. */
   gitConnection(tenant: Tenant, kind: 'github' | 'gitlab', extra?: Record<string, unknown>): Promise<string>;
   startWorker(): Promise<Worker>;
-  close(): Promise<void>;
+  /** Stops everything and drops the database; `beforeDrop` sees the closed database's files first. */
+  close(beforeDrop?: () => Promise<void>): Promise<void>;
 }
 
 /** An app on a fresh database of this file's own (see database.ts), driven through app.inject. */
-export async function startHarness(overrides: Partial<Config> = {}): Promise<Harness> {
+export async function startHarness(
+  overrides: Partial<Config> = {},
+  /** Where the log lines go (tests that read them); the process's stdout otherwise. */
+  logTo?: pino.DestinationStream,
+): Promise<Harness> {
   const db = await createTestDatabase();
   const config: Config = {
     ...loadConfig({}),
@@ -64,7 +69,8 @@ export async function startHarness(overrides: Partial<Config> = {}): Promise<Har
     ...overrides,
   };
   const queries: string[] = [];
-  const runtime = await openRuntime(config, pino({ level: config.logLevel }), {
+  const logger = logTo ? pino({ level: config.logLevel }, logTo) : pino({ level: config.logLevel });
+  const runtime = await openRuntime(config, logger, {
     onQuery: (sql) => queries.push(sql),
   });
   const collector = routeCollector();
@@ -165,10 +171,11 @@ export async function startHarness(overrides: Partial<Config> = {}): Promise<Har
       workers.push(worker);
       return worker;
     },
-    async close() {
+    async close(beforeDrop) {
       await Promise.all(workers.map((w) => w.stop()));
       await app.close();
       await runtime.close();
+      await beforeDrop?.();
       await db.drop();
     },
   };

@@ -18,18 +18,19 @@ export interface BerthProcess {
 
 /**
  * Runs the real CLI as a user would: `node bin/berth.js ...` with the given environment, on this Node or
- * on another one (`node`, e.g. the machine's older /usr/bin/node).
+ * on another one (`node`, e.g. the machine's older /usr/bin/node), with `stdin` piped in if given.
  */
 export function runBerth(
   args: string[],
   env: Record<string, string | undefined>,
-  options: { node?: string } = {},
+  options: { node?: string; stdin?: string } = {},
 ): BerthProcess {
   const child = spawn(options.node ?? process.execPath, [BERTH_BIN, ...args], {
     cwd: REPO,
     env: { ...process.env, BERTH_LOG_LEVEL: 'warn', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: [options.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
   });
+  if (options.stdin !== undefined) child.stdin?.end(options.stdin);
   let out = '';
   let err = '';
   child.stdout?.on('data', (chunk) => {

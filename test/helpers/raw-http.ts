@@ -73,8 +73,12 @@ export interface RawResponse {
   closed: boolean;
 }
 
-/** Parses the first response in `text` (enough for the short JSON answers these tests read). */
-export function parseRawResponse(text: string, closed: boolean): RawResponse {
+/**
+ * Parses the first final response in `text` (enough for the short JSON answers these tests read): an
+ * interim `100 Continue` before it is skipped.
+ */
+export function parseRawResponse(raw: string, closed: boolean): RawResponse {
+  const text = raw.replace(/^(HTTP\/1\.1 1\d\d [^\r]*\r\n(?:[^\r]+\r\n)*\r\n)+/, '');
   const end = text.indexOf('\r\n\r\n');
   const head = end === -1 ? text : text.slice(0, end);
   const [statusLine = '', ...lines] = head.split('\r\n');

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { deployHandler } from '../../src/jobs/handlers/deploy.ts';
 import { type Harness, startHarness, type Tenant, VALID_SERVICE } from '../helpers/harness.ts';
+import { claimHeldByTest } from '../helpers/jobs.ts';
 
 /** Behaviours found in review: states that must not lie, replaces that must stay whole, errors together. */
 let h: Harness;
@@ -93,7 +94,7 @@ test('an older deployment finishing does not report the service running while a 
     .selectAll()
     .where('subject_id', '=', first)
     .executeTakeFirstOrThrow();
-  await deployHandler(h.deps).run(job, new AbortController().signal);
+  await deployHandler(h.deps).run(job, new AbortController().signal, claimHeldByTest);
   const read = await h.request('GET', `${services()}/${created.id}`, { token: t.token });
   assert.equal(read.body.data.service.latest_deployment.state, 'queued');
   assert.equal(read.body.data.state, 'deploy_queued');
@@ -191,7 +192,7 @@ test('a deploy handler whose worker lost the lease records no outcome (the new h
     .executeTakeFirstOrThrow();
   const lost = new AbortController();
   lost.abort(new Error('the lease of this job was lost'));
-  await deployHandler(h.deps).run(job, lost.signal);
+  await deployHandler(h.deps).run(job, lost.signal, claimHeldByTest);
   const d = (await h.request('GET', `/v1/deployments/${id}`, { token: t.token })).body.data.deployment;
   assert.equal(d.state, 'in_progress', 'left for the worker that holds the job now');
   const read = await h.request('GET', `${services()}/${created.id}`, { token: t.token });

@@ -302,41 +302,48 @@ describe('replayed pushes', () => {
     assert.deepEqual(await deploymentsOf(web), [a, b, a, c]);
   });
 
-  test('a pull request event repeated under a new delivery id does not deploy its preview again', async () => {
+  test('a pull request event repeated, or older than the one its preview deployed, does not deploy it again', async () => {
     const repo = 'acme/replayed-pr';
-    const parent = await create({
-      ...VALID_SERVICE.github,
-      git_repo_full_name: repo,
-      enable_previews: true,
-      type: 'web',
+    await create({ ...VALID_SERVICE.github, git_repo_full_name: repo, enable_previews: true, type: 'web' });
+    const pr = { repo, base: 'main', head: 'feature', number: 9 };
+    const [a, b, c] = ['5', '6', '7'].map((d) => d.repeat(40)) as [string, string, string];
+    const opened = githubPullRequest('opened', { ...pr, sha: a, updatedAt: '2026-02-01T10:00:00Z' });
+    const synced = githubPullRequest('synchronize', {
+      ...pr,
+      sha: b,
+      before: a,
+      updatedAt: '2026-02-01T10:05:00Z',
     });
-    const opened = githubPullRequest('opened', {
-      repo,
-      base: 'main',
-      head: 'feature',
-      sha: '5'.repeat(40),
-      number: 9,
-    });
-    const first = await sendGithub(h, SECRET, 'pull_request', opened);
+    const send = (payload: unknown) => sendGithub(h, SECRET, 'pull_request', payload);
+
+    const first = await send(opened);
     assert.equal(first.status, 200, first.raw);
     const [preview] = first.body.data.preview_service_ids;
-    const again = await sendGithub(h, SECRET, 'pull_request', opened);
+    const again = await send(opened);
     assert.equal(again.status, 200, again.raw);
     assert.equal(again.body.data.duplicate, true);
     assert.deepEqual(again.body.data.preview_service_ids, []);
-    assert.deepEqual(await deploymentsOf(preview), ['5'.repeat(40)]);
-    const synced = githubPullRequest('synchronize', {
-      repo,
-      base: 'main',
-      head: 'feature',
-      sha: '6'.repeat(40),
-      number: 9,
+    assert.deepEqual((await send(synced)).body.data.preview_service_ids, [preview]);
+    const replayed = await send(opened);
+    assert.deepEqual(replayed.body.data.preview_service_ids, []);
+    assert.match(replayed.body.data.ignored, /older than the head its preview last deployed/);
+    assert.equal((await send(synced)).body.data.duplicate, true);
+    // A force-push back follows the head: deployed.
+    const back = githubPullRequest('synchronize', {
+      ...pr,
+      sha: a,
+      before: b,
+      updatedAt: '2026-02-01T10:01:00Z',
     });
-    assert.deepEqual((await sendGithub(h, SECRET, 'pull_request', synced)).body.data.preview_service_ids, [
-      preview,
-    ]);
-    assert.deepEqual(await deploymentsOf(preview), ['5'.repeat(40), '6'.repeat(40)]);
-    assert.ok(parent);
+    assert.deepEqual((await send(back)).body.data.preview_service_ids, [preview]);
+    const next = githubPullRequest('synchronize', {
+      ...pr,
+      sha: c,
+      before: a,
+      updatedAt: '2026-02-01T10:09:00Z',
+    });
+    assert.deepEqual((await send(next)).body.data.preview_service_ids, [preview]);
+    assert.deepEqual(await deploymentsOf(preview), [a, b, a, c]);
   });
 
   test('GitLab: the same pushed commit again is a duplicate', async () => {

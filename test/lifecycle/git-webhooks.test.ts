@@ -89,6 +89,11 @@ describe('push', () => {
       assert.equal(done.git_commit_ref, sha);
       assert.equal(done.git_commit_author, 'Dev Eloper <dev@acme.test>');
       assert.equal(done.git_commit_message, 'Add the cart');
+      // The log names the commit as the record does: the pushed author and message, not the sim's own.
+      const log = await h.request('GET', `/v1/deployments/${deployment.id}/logs`, { token: t.token });
+      const lines = log.body.data.lines.map((l: { line: string }) => l.line).join('\n');
+      assert.match(lines, new RegExp(`Commit ${sha} by Dev Eloper <dev@acme\\.test>: Add the cart`));
+      assert.doesNotMatch(lines, /Sim Developer|Simulated commit/);
     }
     assert.deepEqual(await deploymentsOf(manual), [], 'auto_deploy false: not deployed');
     assert.deepEqual(await deploymentsOf(elsewhere), [], "another account's service: not deployed");

@@ -209,3 +209,46 @@ describe('services stored with the old array form of ops.json dependencies', () 
     assert.equal(patched.status, 200, JSON.stringify(patched.body));
   });
 });
+
+describe('jobs queued before jobs named their account', () => {
+  test('are given the account of their subject by migration 0029, and the fan-out trigger names it after', async () => {
+    const serviceId = await newServiceId();
+    const { db } = h.deps.store;
+    await db.deleteFrom('jobs').execute();
+    const webhook = await h.request('POST', '/v1/webhooks', {
+      token: t.token,
+      body: { url: 'http://93.184.216.34/hook', event_types: ['secret.created'] },
+    });
+    assert.equal(webhook.status, 200, webhook.raw);
+    const deploy = await h.request('POST', `/v1/environments/${t.envId}/services/${serviceId}/deploy`, {
+      token: t.token,
+      body: {},
+    });
+    assert.equal(deploy.status, 200, deploy.raw);
+    const put = await h.request('PUT', `/v1/environments/${t.envId}/secrets`, {
+      token: t.token,
+      body: { secrets: [{ key: 'BEFORE', value: 'v' }] },
+    });
+    assert.equal(put.status, 200, put.raw);
+    await sql`ALTER TABLE jobs DROP COLUMN account_id`.execute(db);
+    await sql`DELETE FROM kysely_migration WHERE name = '0029-job-accounts'`.execute(db);
+    await migrateToLatest(db);
+    const before = await db.selectFrom('jobs').select(['kind', 'account_id']).orderBy('kind').execute();
+    assert.deepEqual(before, [
+      { kind: 'deliver_webhook', account_id: t.accountId },
+      { kind: 'deploy', account_id: t.accountId },
+      { kind: 'write_environment_secrets', account_id: t.accountId },
+    ]);
+    await db.deleteFrom('jobs').execute();
+    await h.request('PUT', `/v1/environments/${t.envId}/secrets`, {
+      token: t.token,
+      body: { secrets: [{ key: 'AFTER', value: 'v' }] },
+    });
+    const after = await db
+      .selectFrom('jobs')
+      .select('account_id')
+      .where('kind', '=', 'deliver_webhook')
+      .execute();
+    assert.deepEqual(after, [{ account_id: t.accountId }]);
+  });
+});

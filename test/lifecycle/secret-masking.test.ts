@@ -1,29 +1,63 @@
 import assert from 'node:assert/strict';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
+import { githubPush, sendGithub } from '../helpers/git-webhooks.ts';
 import { type Harness, startHarness, type Tenant, VALID_SERVICE } from '../helpers/harness.ts';
 import { pollUntil } from '../helpers/poll.ts';
 
 /**
- * A secret value a user types into a field that reaches a log or a failure reason shows there as
- * `[redacted]`, on every path: the deploy body's note and target, a rollback's and
- * a restart's note, a service created with deploy_now.
+ * A secret value a user puts into a field that reaches a log, an event, a webhook payload or a failure
+ * reason shows there as `[redacted]`, on every path: the deploy body's note and target, a rollback's
+ * and a restart's note, a service created with deploy_now, a push's commit author and message. The one
+ * exception is the target in the deployment's own record and so in its events (docs/api.md): it is
+ * what the deployment runs.
  */
 const SECRET = 'sk-live-4f9a8b7c6d5e';
+const HOOK_SECRET = 'hook-secret-of-masking';
 let h: Harness;
 let t: Tenant;
+let receiver: Server;
+const bodies: string[] = [];
 
 before(async () => {
   h = await startHarness({ webhookAllowPrivate: true, rateLimitPerMin: 100_000 });
   await h.startWorker();
   t = await h.tenant();
+  receiver = createServer((req, res) => {
+    let body = '';
+    req.on('data', (chunk) => {
+      body += chunk;
+    });
+    req.on('end', () => {
+      bodies.push(body);
+      res.writeHead(204).end();
+    });
+  });
+  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+  const hook = await h.request('POST', '/v1/webhooks', {
+    token: t.token,
+    body: { url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/in` },
+  });
+  assert.equal(hook.status, 200, hook.raw);
 });
-after(() => h.close());
+after(async () => {
+  await h.close();
+  await new Promise((resolve) => receiver.close(resolve));
+});
+
+/** An event's or a payload's data without the one field that keeps the target as given. */
+function withoutTarget(data: Record<string, unknown>): string {
+  const { docker_image_tag: _target, ...rest } = data;
+  return JSON.stringify(rest);
+}
 
 interface Deployment {
   id: string;
   state: string;
   note: string;
   failure_reason: string;
+  git_commit_message: string;
 }
 
 async function finished(id: string): Promise<Deployment> {
@@ -40,7 +74,7 @@ async function logOf(id: string): Promise<string> {
   return res.body.data.lines.map((l: { line: string }) => l.line).join('\n');
 }
 
-test('a secret value in every user-supplied field is masked in logs and failure reasons', async () => {
+test('a secret value in every user-supplied field is masked in logs, events, webhook payloads and failure reasons', async () => {
   const put = await h.request('PUT', `/v1/environments/${t.envId}/secrets`, {
     token: t.token,
     body: { secrets: [{ key: 'API_KEY', value: SECRET, is_sensitive: true }] },
@@ -81,4 +115,42 @@ test('a secret value in every user-supplied field is masked in logs and failure 
     assert.equal(read.body.data.deployment.note.includes(SECRET), false);
   }
   assert.match(await logOf(good.id), /accepted \(note: rotated the key \[redacted\] today\)/);
+
+  // A push whose commit author and message carry the value.
+  const connection = await h.gitConnection(t, 'github', { webhook_secret: HOOK_SECRET });
+  const git = await h.request('POST', `/v1/environments/${t.envId}/services`, {
+    token: t.token,
+    body: { ...VALID_SERVICE.github, git_repo_full_name: 'acme/masked', auto_deploy: true },
+  });
+  assert.equal(git.status, 200, git.raw);
+  const push = githubPush('acme/masked', 'main', 'b'.repeat(40), `leaked ${SECRET} in a commit`);
+  push.head_commit.author.name = `Dev ${SECRET}`;
+  const pushed = await sendGithub(h, HOOK_SECRET, 'push', push, undefined, connection);
+  assert.equal(pushed.status, 200, pushed.raw);
+  const fromPush = await finished(pushed.body.data.deployment_ids[0]);
+  assert.equal(fromPush.state, 'success');
+  assert.match(fromPush.git_commit_message, /^leaked \[redacted\] in a commit$/);
+  ids.push(fromPush.id);
+  const pushLog = await logOf(fromPush.id);
+  assert.equal(pushLog.includes(SECRET), false, pushLog);
+  assert.match(pushLog, /by Dev \[redacted\] <dev@acme\.test>: leaked \[redacted\] in a commit/);
+
+  const events = await h.deps.store.db
+    .selectFrom('events')
+    .select(['type', 'data'])
+    .where('account_id', '=', t.accountId)
+    .where('type', 'like', 'deployment.%')
+    .execute();
+  assert.ok(events.length >= ids.length * 3, `${events.length} deployment events`);
+  for (const e of events) {
+    const data = e.data as Record<string, unknown>;
+    assert.equal(withoutTarget(data).includes(SECRET), false, `${e.type}: ${JSON.stringify(data)}`);
+  }
+  await pollUntil('the deployment events delivered', async () =>
+    bodies.filter((b) => b.includes('"deployment.')).length >= events.length ? true : undefined,
+  );
+  for (const body of bodies) {
+    const payload = JSON.parse(body) as { data: Record<string, unknown> };
+    assert.equal(withoutTarget(payload.data).includes(SECRET), false, body);
+  }
 });

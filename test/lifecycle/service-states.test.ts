@@ -6,6 +6,7 @@ import { simTables } from '../../src/providers/sim/tables.ts';
 import { enqueue } from '../../src/store/repositories/jobs.ts';
 import { findServiceById, transitionService } from '../../src/store/repositories/services.ts';
 import { type Harness, startHarness, type Tenant, VALID_SERVICE } from '../helpers/harness.ts';
+import { claimHeldByTest } from '../helpers/jobs.ts';
 
 let h: Harness;
 let t: Tenant;
@@ -25,7 +26,12 @@ async function createService(): Promise<string> {
 }
 
 async function deleteJobOf(serviceId: string) {
-  await enqueue(h.deps.store.db, { kind: 'delete_service', subjectId: serviceId, queueKey: serviceId });
+  await enqueue(h.deps.store.db, {
+    kind: 'delete_service',
+    subjectId: serviceId,
+    accountId: t.accountId,
+    queueKey: serviceId,
+  });
   return h.deps.store.db
     .selectFrom('jobs')
     .selectAll()
@@ -56,7 +62,7 @@ describe('service state writes are guarded by their from-states', () => {
     const id = await createService();
     const before = await rowOf(id);
     const handler = jobHandlers(h.deps).delete_service;
-    await handler.run(await deleteJobOf(id), new AbortController().signal);
+    await handler.run(await deleteJobOf(id), new AbortController().signal, claimHeldByTest);
     assert.deepEqual(await rowOf(id), before);
     const removals = await simTables(h.deps.store.db)
       .selectFrom('sim_calls')
@@ -73,7 +79,7 @@ describe('service state writes are guarded by their from-states', () => {
       h.deps.store.db,
     );
     const handler = jobHandlers(h.deps).delete_service;
-    await handler.fail(await deleteJobOf(id), 'late failure');
+    await handler.fail(await deleteJobOf(id), 'late failure', claimHeldByTest);
     const row = await rowOf(id);
     assert.equal(row.state, 'deleted');
     assert.equal(row.is_deleted, true);
@@ -91,11 +97,11 @@ describe('service state writes are guarded by their from-states', () => {
       .where('kind', '=', 'delete_service')
       .where('subject_id', '=', id)
       .executeTakeFirstOrThrow();
-    await handler.run(job, new AbortController().signal);
+    await handler.run(job, new AbortController().signal, claimHeldByTest);
     const deleted = await rowOf(id);
     assert.equal(deleted.state, 'deleted');
     assert.equal(deleted.is_deleted, true);
-    await handler.run(job, new AbortController().signal);
+    await handler.run(job, new AbortController().signal, claimHeldByTest);
     assert.deepEqual(await rowOf(id), deleted);
   });
 });

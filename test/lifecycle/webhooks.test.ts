@@ -173,6 +173,9 @@ test('a private receiver is refused at create unless allowed, and at delivery wh
       'http://10.1.2.3/',
       'http://[::1]:8080/',
       'http://[::ffff:127.0.0.1]/',
+      'http://[::127.0.0.1]:18186/h',
+      'http://[::a9fe:a9fe]/latest/meta-data',
+      'http://[::ffff:a00:1]/',
       'http://localhost:9/',
     ]) {
       const res = await h.request('POST', '/v1/webhooks', { token: t.token, body: { url } });
@@ -190,26 +193,30 @@ test('a private receiver is refused at create unless allowed, and at delivery wh
     });
     assert.equal(typo.status, 422);
 
-    // Allowed when it was created, refused when it is delivered: checked on the addresses used.
-    h.deps.config.webhookAllowPrivate = true;
+    // Allowed when it was created, refused when it is delivered: checked on the addresses used, a
+    // name's and a literal's (an IPv4-compatible loopback) alike.
     const port = (receiver.address() as AddressInfo).port;
-    const created = await h.request('POST', '/v1/webhooks', {
-      token: t.token,
-      body: { url: `http://localhost:${port}/hooks`, event_types: ['secret.created'] },
-    });
-    assert.equal(created.status, 200, created.raw);
-    h.deps.config.webhookAllowPrivate = false;
-    received.length = 0;
-    await putSecret('REFUSED', 'x-value');
-    const refused = await pollUntil('the delivery to be refused', async () => {
-      const res = await h.request('GET', `/v1/webhooks/${created.body.data.webhook.id}/deliveries`, {
+    for (const host of ['localhost', '[::127.0.0.1]']) {
+      h.deps.config.webhookAllowPrivate = true;
+      const created = await h.request('POST', '/v1/webhooks', {
         token: t.token,
+        body: { url: `http://${host}:${port}/hooks`, event_types: ['secret.created'] },
       });
-      return res.body.data.deliveries[0]?.state === 'failed' ? res.body.data.deliveries[0] : undefined;
-    });
-    assert.equal(refused.attempts, 1, 'not retried');
-    assert.match(refused.last_error, /private address/);
-    assert.equal(received.length, 0);
+      assert.equal(created.status, 200, created.raw);
+      h.deps.config.webhookAllowPrivate = false;
+      received.length = 0;
+      await putSecret(`REFUSED_${host === 'localhost' ? 'NAME' : 'LITERAL'}`, 'x-value');
+      const refused = await pollUntil('the delivery to be refused', async () => {
+        const res = await h.request('GET', `/v1/webhooks/${created.body.data.webhook.id}/deliveries`, {
+          token: t.token,
+        });
+        return res.body.data.deliveries[0]?.state === 'failed' ? res.body.data.deliveries[0] : undefined;
+      });
+      assert.equal(refused.attempts, 1, 'not retried');
+      assert.match(refused.last_error, /private address/);
+      assert.equal(received.length, 0);
+      await h.request('DELETE', `/v1/webhooks/${created.body.data.webhook.id}`, { token: t.token });
+    }
   } finally {
     h.deps.config.webhookAllowPrivate = true;
   }

@@ -12,7 +12,10 @@ before(async () => {
 after(() => db.drop());
 
 async function admin(url: string, dataDir: string, ...args: string[]) {
-  const proc = runBerth(['admin', '--url', url, ...args], { BERTH_DATA_DIR: dataDir, BERTH_ADMIN_TOKEN: '' });
+  const proc = runBerth(['admin', '--url', url, '-o', 'json', ...args], {
+    BERTH_DATA_DIR: dataDir,
+    BERTH_ADMIN_TOKEN: '',
+  });
   const code = await proc.exited;
   return { code, out: proc.stdout(), err: proc.stderr() };
 }

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
@@ -42,22 +42,26 @@ test('berth --version on the older Node prints the package version and nothing e
   }
 });
 
-test('berth serve on the older Node; admin lists of accounts, tokens and environments are bare JSON', async () => {
+test('berth serve on the older Node; admin prints tables, and with -o json the bare JSON of the admin API', async () => {
   const server = await startBerth({ BERTH_DATA_DIR: db.dataDir, BERTH_DATABASE_URL: db.databaseUrl ?? '' });
   try {
     await server.waitForOutput(/API token:\s+[0-9a-f-]{36}/);
-    const accounts = await berth(['admin', '--url', server.url, 'accounts', 'list']);
+    const table = await berth(['admin', '--url', server.url, 'accounts', 'list']);
+    assert.equal(table.code, 0, table.err);
+    // Piped: a table's rows, tab-separated (on a terminal, with a header).
+    assert.match(table.out, /^[0-9a-f-]{36}\tdefault\tpro\t/m);
+    const accounts = await berth(['admin', '--url', server.url, 'accounts', 'list', '-o', 'json']);
     assert.equal(accounts.code, 0, accounts.err);
     const account = JSON.parse(accounts.out).accounts.find((a: { name: string }) => a.name === 'default');
     assert.ok(account, accounts.out);
 
-    const issued = await berth(['admin', '--url', server.url, 'tokens', 'issue', account.id]);
+    const issued = await berth(['admin', '--url', server.url, 'tokens', 'issue', account.id, '-o', 'json']);
     assert.equal(issued.code, 0, issued.err);
     const { token_id: tokenId } = JSON.parse(issued.out);
-    const revoked = await berth(['admin', '--url', server.url, 'tokens', 'revoke', tokenId]);
+    const revoked = await berth(['admin', '--url', server.url, 'tokens', 'revoke', tokenId, '-o', 'json']);
     assert.equal(revoked.code, 0, revoked.err);
 
-    const tokens = await berth(['admin', '--url', server.url, 'tokens', 'list', account.id]);
+    const tokens = await berth(['admin', '--url', server.url, 'tokens', 'list', account.id, '-o', 'json']);
     assert.equal(tokens.code, 0, tokens.err);
     const listed = JSON.parse(tokens.out).api_tokens as Record<string, unknown>[];
     assert.equal(listed.length, 2, 'the first-start token and the issued one');
@@ -66,7 +70,16 @@ test('berth serve on the older Node; admin lists of accounts, tokens and environ
     assert.equal(listed[1]?.id, tokenId);
     assert.match(String(listed[1]?.revoked_at), /^\d{4}-\d\d-\d\dT/);
 
-    const envs = await berth(['admin', '--url', server.url, 'environments', 'list', account.id]);
+    const envs = await berth([
+      'admin',
+      '--url',
+      server.url,
+      'environments',
+      'list',
+      account.id,
+      '-o',
+      'json',
+    ]);
     assert.equal(envs.code, 0, envs.err);
     assert.deepEqual(
       JSON.parse(envs.out).environments.map((e: { name: string }) => e.name),
@@ -86,4 +99,30 @@ test('berth serve on the older Node; admin lists of accounts, tokens and environ
   } finally {
     assert.equal(await server.kill('SIGTERM'), 0);
   }
+});
+
+test('on the older Node, npx berth and npm install warn of no engine: bin/berth.js checks the Node itself', () => {
+  const env = { ...process.env, PATH: `${path.dirname(OLD_NODE)}:/usr/bin:/bin` };
+  const res = spawnSync('npx', ['berth', '--version'], { cwd: REPO, encoding: 'utf8', env });
+  assert.equal(res.status, 0, res.stderr);
+  assert.equal(res.stdout, `${VERSION}\n`);
+  assert.equal(res.stderr, '');
+  // Where npm builds its tree (an install, or npx when the tree changed), it checks each engine.
+  const install = spawnSync(
+    'npm',
+    ['install', '--dry-run', '--ignore-scripts', '--offline', '--no-audit', '--no-fund'],
+    { cwd: REPO, encoding: 'utf8', env },
+  );
+  assert.equal(install.status, 0, install.stderr);
+  assert.doesNotMatch(install.stderr, /EBADENGINE[^\n]*\n[^\n]*package: 'berth@/);
+});
+
+test('every dependency with an install script is reviewed in allowScripts: npm install warns of none', () => {
+  const res = spawnSync('npm', ['install-scripts', 'ls'], {
+    cwd: REPO,
+    encoding: 'utf8',
+    env: { ...process.env, PATH: `${path.dirname(OLD_NODE)}:/usr/bin:/bin` },
+  });
+  assert.equal(res.status, 0, res.stderr);
+  assert.match(res.stdout, /^No packages with unreviewed install scripts\.$/m);
 });

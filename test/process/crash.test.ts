@@ -3,6 +3,7 @@ import { after, before, test } from 'node:test';
 import { simTables } from '../../src/providers/sim/tables.ts';
 import { openStore } from '../../src/store/database.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
+import { assertNoDeploymentWithoutJobIn } from '../helpers/fencing.ts';
 import { pollUntil } from '../helpers/poll.ts';
 import { api, firstStartOf, startBerth } from '../helpers/process.ts';
 
@@ -60,6 +61,7 @@ test('SIGKILL during deployments: after a restart every deployment reaches a ter
     return undefined;
   });
   assert.equal(await first.kill('SIGKILL'), 'SIGKILL');
+  await assertNoDeploymentWithoutJobIn(db);
 
   const second = await startBerth(env());
   for (const id of deploymentIds) {

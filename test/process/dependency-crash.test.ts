@@ -3,6 +3,7 @@ import { after, before, test } from 'node:test';
 import { simTables } from '../../src/providers/sim/tables.ts';
 import { openStore } from '../../src/store/database.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
+import { assertNoDeploymentWithoutJobIn } from '../helpers/fencing.ts';
 import { pollUntil } from '../helpers/poll.ts';
 import { api, deploymentEnd, firstStartOf, startBerth } from '../helpers/process.ts';
 
@@ -56,6 +57,7 @@ test('SIGKILL while a dependency is provisioned: after a restart the deployment 
     return rds?.state === 'provisioning' ? true : undefined;
   });
   assert.equal(await first.kill('SIGKILL'), 'SIGKILL');
+  await assertNoDeploymentWithoutJobIn(db);
 
   const second = await startBerth(env());
   const deployment = await deploymentEnd(second.url, token, deploymentId);

@@ -1,11 +1,13 @@
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import YAML from 'yaml';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
-import { type BerthProcess, firstStartOf, runBerth, startBerth } from '../helpers/process.ts';
+import { pollUntil } from '../helpers/poll.ts';
+import { api, BERTH_BIN, type BerthProcess, firstStartOf, runBerth, startBerth } from '../helpers/process.ts';
 
 /**
  * The developer commands as a user runs them: the real `berth` bin against a real `berth serve`, with a
@@ -69,11 +71,69 @@ test('login checks the token, keeps it in the config directory (0600), and whoam
   assert.equal(me.url, server.url);
   assert.equal(me.context, 'default');
   assert.deepEqual(me.environments, ['default']);
+  assert.equal(me.default_env, 'default', 'the environment commands use: the only one');
   assert.ok(!JSON.stringify(me).includes(token), 'the token is not printed');
 
   // BERTH_URL / BERTH_TOKEN override the context.
   const overridden = await berth(['whoami'], { BERTH_TOKEN: '00000000-0000-4000-8000-000000000000' });
   assert.equal(overridden.code, 3);
+});
+
+test('login asked on a terminal does not echo the token; piped, it reads the first line', async () => {
+  // A terminal of its own (script(1) runs the command on a pty, and types what it is given).
+  const pty = spawn(
+    'script',
+    ['-qec', `${process.execPath} ${BERTH_BIN} login --url ${server.url} --context typed`, '/dev/null'],
+    { env: { ...process.env, ...userEnv() }, stdio: ['pipe', 'pipe', 'pipe'] },
+  );
+  let screen = '';
+  pty.stdout.on('data', (chunk) => {
+    screen += chunk;
+  });
+  const exited = new Promise((resolve) => pty.on('exit', resolve));
+  await pollUntil('the prompt', async () => (screen.includes('API token: ') ? true : undefined));
+  pty.stdin.write(`${token}\r`);
+  assert.equal(await exited, 0, screen);
+  assert.match(screen, /Logged in to .* as context "typed"/);
+  assert.ok(!screen.includes(token.slice(0, 8)), `the token is not shown: ${screen}`);
+
+  const piped = runBerth(['login', '--url', server.url, '--context', 'piped'], userEnv(), {
+    stdin: `${token}\nsomething else\n`,
+  });
+  assert.equal(await piped.exited, 0, piped.stderr());
+  for (const name of ['typed', 'piped']) assert.equal((await berth(['logout', '--context', name])).code, 0);
+  assert.equal((await berth(['contexts', 'use', 'default'])).code, 0);
+});
+
+test('BERTH_URL and BERTH_TOKEN work even when the config file is broken', async () => {
+  const brokenHome = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-broken-'));
+  try {
+    fs.mkdirSync(path.join(brokenHome, '.config/berth'), { recursive: true });
+    fs.writeFileSync(path.join(brokenHome, '.config/berth/config.json'), '{ not json');
+    const env = { HOME: brokenHome };
+    const alone = await berth(['envs', 'ls'], { ...env, BERTH_URL: server.url, BERTH_TOKEN: token });
+    assert.equal(alone.code, 0, alone.err);
+    assert.match(alone.out, /^default\t/);
+    const withFile = await berth(['envs', 'ls'], env);
+    assert.equal(withFile.code, 2);
+    assert.match(withFile.err, /config\.json is not valid JSON/);
+  } finally {
+    fs.rmSync(brokenHome, { recursive: true, force: true });
+  }
+});
+
+test('berth help <command> <subcommand> shows that subcommand; an unknown command gets the suggestion and a hint', async () => {
+  const help = await berth(['help', 'secrets', 'set']);
+  assert.equal(help.code, 0, help.err);
+  assert.match(help.out, /^Usage: berth secrets set \[options\] <service> <pairs\.\.\.>/);
+  const bogus = await berth(['bogus']);
+  assert.equal(bogus.code, 2);
+  assert.equal(
+    bogus.err,
+    "error: unknown command 'bogus'\n(Did you mean logs?)\n(berth --help shows how to use it)\n",
+  );
+  assert.equal(bogus.out, '');
+  assert.deepEqual(await berth(['help', 'bogus']), bogus);
 });
 
 test('services create from a YAML file; get and ls by name, in JSON, YAML and piped table form', async () => {
@@ -91,13 +151,25 @@ test('services create from a YAML file; get and ls by name, in JSON, YAML and pi
       docker_image: 'acme/hello',
     }),
   );
-  const created = await json(['services', 'create', '-f', spec, '--replicas', '2']);
+  const { service: created } = await json(['services', 'create', '-f', spec, '--replicas', '2']);
   assert.equal(created.name, SERVICE);
   assert.equal(created.replica_count, 2, 'flags override the file');
 
   const got = await json(['services', 'get', SERVICE]);
-  assert.equal(got.id, created.id);
-  assert.equal(YAML.parse((await berth(['services', 'get', created.id, '-o', 'yaml'])).out).name, SERVICE);
+  assert.equal(got.service.id, created.id);
+  assert.equal(
+    YAML.parse((await berth(['services', 'get', created.id, '-o', 'yaml'])).out).service.name,
+    SERVICE,
+  );
+
+  // Created again from the same file: refused (the API would make a second service of that name).
+  const again = await berth(['services', 'create', '-f', spec]);
+  assert.equal(again.code, 6, again.err);
+  assert.match(
+    again.err,
+    /^berth: environment default already has a service named "hello web" \([0-9a-f-]{36}\): change it with berth services patch "hello web"/,
+  );
+  assert.equal((await json(['services', 'ls'])).services.length, 1);
 
   const listed = await berth(['services', 'ls']);
   assert.equal(listed.code, 0, listed.err);
@@ -118,39 +190,27 @@ test('services create from a YAML file; get and ls by name, in JSON, YAML and pi
   assert.equal(unknownFlag.code, 2);
 });
 
-test('deploy --wait shows the deployment moving and exits 0 on success, 7 on failure', async () => {
-  const ok = await berth([
-    'deploy',
-    SERVICE,
-    '--tag',
-    'v2',
-    '--note',
-    'release 2',
-    '--wait',
-    '--interval',
-    '100',
-  ]);
+test('deploy --wait prints the log to its end, then the outcome and a short summary; exit 0, or 7 on failure', async () => {
+  const ok = await berth(['deploy', SERVICE, '--tag', 'v2', '--note', 'release 2', '--wait']);
   assert.equal(ok.code, 0, ok.err);
   assert.match(ok.err, /deploying hello web: deployment [0-9a-f-]{36}\n/);
-  assert.match(ok.err, /^success \(\d+s\)$/m);
-  // The deployment's log, line by line, as it is written.
+  // The deployment's log, line by line as it is written, to its last line; then the outcome.
   assert.match(ok.err, /^ {2}pull: Pulling acme\/hello:v2$/m);
-  assert.match(ok.err, /^ {2}outcome: Deployment succeeded$/m);
+  assert.match(ok.err, /^ {2}outcome: Deployment succeeded\nsuccess \(\d+s\)\n$/m);
+  // The summary: what was deployed and how it ended, without empty fields or zero ids.
+  assert.deepEqual(
+    ok.out
+      .trim()
+      .split('\n')
+      .map((line) => line.split('\t')[0]),
+    ['id', 'state', 'docker_image_tag', 'docker_image_digest', 'note', 'created_at', 'updated_at'],
+  );
   assert.match(ok.out, /^state\tsuccess$/m);
+  assert.doesNotMatch(ok.out, /00000000-0000-0000-0000-000000000000/);
 
-  const failed = await berth([
-    'deploy',
-    SERVICE,
-    '--tag',
-    'fail-now',
-    '--wait',
-    '--interval',
-    '100',
-    '-o',
-    'json',
-  ]);
+  const failed = await berth(['deploy', SERVICE, '--tag', 'fail-now', '--wait', '-o', 'json']);
   assert.equal(failed.code, 7, failed.err);
-  assert.equal(JSON.parse(failed.out).state, 'failed');
+  assert.equal(JSON.parse(failed.out).deployment.state, 'failed');
   assert.match(failed.err, /berth: deployment [0-9a-f-]{36} failed: .*fail/);
 
   const deployments = await json(['deployments', 'ls', SERVICE]);
@@ -191,7 +251,7 @@ test("dependencies ls shows what the service's ops.json dependencies were made i
     }),
   );
   assert.equal((await berth(['services', 'create', '-f', spec])).code, 0);
-  const deployed = await berth(['deploy', 'stores web', '--wait', '--interval', '100']);
+  const deployed = await berth(['deploy', 'stores web', '--wait']);
   assert.equal(deployed.code, 0, deployed.err);
   const listed = (await json(['dependencies', 'ls', 'stores web'])).dependencies as {
     kind: string;
@@ -258,7 +318,30 @@ test("events follows the account's changes: from the oldest kept with --after 0,
 test('secrets set / unset / import keep the other keys; sensitive values are never printed', async () => {
   const set = await berth(['secrets', 'set', SERVICE, 'A=1', 'B=two words', 'URL=https://x.test/?a=b']);
   assert.equal(set.code, 0, set.err);
-  assert.equal((await berth(['secrets', 'set', SERVICE, 'PASSWORD=s3cret-value', '--sensitive'])).code, 0);
+  const sensitiveSet = await berth([
+    'secrets',
+    'set',
+    SERVICE,
+    'PASSWORD=s3cret-value',
+    'PLAIN=p',
+    '--sensitive',
+    'PASSWORD',
+  ]);
+  assert.equal(sensitiveSet.code, 0, sensitiveSet.err);
+  assert.equal(
+    (await berth(['secrets', 'get', SERVICE, 'PLAIN'])).out,
+    'p\n',
+    'only the key named is write-only',
+  );
+  assert.equal((await berth(['secrets', 'unset', SERVICE, 'PLAIN'])).code, 0);
+  const notAPair = await berth(['secrets', 'set', SERVICE, 'X=1', '--sensitive', 'Y']);
+  assert.equal(notAPair.code, 2);
+  assert.match(notAPair.err, /--sensitive Y: no Y=VALUE among the pairs/);
+  // A bad key is named as typed, not as an index into the list the CLI sent.
+  const badKey = await berth(['secrets', 'set', SERVICE, 'A=1', 'B=2', 'bad key=3']);
+  assert.equal(badKey.code, 5, badKey.err);
+  assert.match(badKey.err, /\n {2}"bad key": /);
+  assert.doesNotMatch(badKey.err, /secrets\[/);
   const unset = await berth(['secrets', 'unset', SERVICE, 'A']);
   assert.equal(unset.code, 0, unset.err);
   const dotenv = path.join(home, '.env');
@@ -309,15 +392,15 @@ test('domains add prints the DNS records to create; envs and contexts list', asy
   assert.equal(added.code, 0, added.err);
   assert.match(added.out, /^CNAME\tapp\.example\.com\t\S+\troute_app_traffic$/m);
   const domains = await json(['domains', 'ls', SERVICE]);
-  assert.equal(domains.custom_domains[0].domain, 'app.example.com');
+  assert.equal(domains.custom_domain.pending_domain.domain, 'app.example.com');
   assert.equal((await json(['envs', 'ls'])).environments[0].name, 'default');
-  assert.equal((await json(['envs', 'get', 'default'])).name, 'default');
+  assert.equal((await json(['envs', 'get', 'default'])).environment.name, 'default');
   assert.deepEqual((await json(['contexts', 'ls'])).contexts, [
     { name: 'default', url: server.url, env: null, current: true },
   ]);
 });
 
-test('berth --help lists every command and the exit codes; completion scripts for bash, zsh and fish', async () => {
+test('berth --help lists every command and the exit codes; completion scripts for bash, zsh and fish (test/process/completion.test.ts)', async () => {
   const help = await berth(['--help']);
   assert.equal(help.code, 0);
   for (const command of [
@@ -357,8 +440,38 @@ test('berth --help lists every command and the exit codes; completion scripts fo
     assert.equal(script.code, 0, script.err);
     assert.match(script.out, /berth/);
   }
-  const suggestions = await berth(['complete', '--', 'secrets', '']);
-  assert.match(suggestions.out, /^unset\t/m);
+});
+
+test('-o json prints exactly what the API answered (its data), the same shape as a direct call', async () => {
+  const envId = (await json(['envs', 'get', 'default'])).environment.id as string;
+  const { service } = await json(['services', 'get', SERVICE]);
+  const serviceUrl = `${server.url}/v1/environments/${envId}/services/${service.id}`;
+  const data = async (url: string) => {
+    const res = await api(url, token);
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    return res.body.data;
+  };
+  const [deployment] = (await json(['deployments', 'ls', SERVICE])).deployments;
+  const pairs: [string[], string][] = [
+    [['envs', 'get', 'default'], `${server.url}/v1/environments/${envId}`],
+    [['services', 'get', SERVICE], serviceUrl],
+    [['domains', 'ls', SERVICE], `${serviceUrl}/custom-domains`],
+    [['deployments', 'ls', SERVICE], `${serviceUrl}/deployments`],
+    [['deployments', 'get', deployment.id], `${server.url}/v1/deployments/${deployment.id}`],
+    [['secrets', 'ls', SERVICE], `${serviceUrl}/secrets`],
+    [['dependencies', 'ls', SERVICE], `${serviceUrl}/dependencies`],
+  ];
+  for (const [args, url] of pairs) {
+    const [cli, direct] = [await json(args), await data(url)];
+    // Shapes: the same keys at every level (live fields such as run_status may move between reads).
+    const shape = (value: unknown): unknown =>
+      Array.isArray(value)
+        ? value.map(shape)
+        : value && typeof value === 'object'
+          ? Object.fromEntries(Object.entries(value).map(([k, v]) => [k, shape(v)]))
+          : typeof value;
+    assert.deepEqual(shape(cli), shape(direct), args.join(' '));
+  }
 });
 
 test('services delete by name; the deleted service no longer lists', async () => {

@@ -1,7 +1,13 @@
+import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import { sql } from 'kysely';
+import pg from 'pg';
 import { simTables } from '../../src/providers/sim/tables.ts';
+import { openStore } from '../../src/store/database.ts';
 import { createTestDatabase, TEST_DATABASE, type TestDatabase } from '../helpers/database.ts';
-import { staleWorkerScenario } from '../helpers/fencing.ts';
+import { assertNoDeploymentWithoutJob, staleWorkerScenario } from '../helpers/fencing.ts';
+import { pollUntil } from '../helpers/poll.ts';
+import { api, type BerthProcess, firstStartOf, runBerth } from '../helpers/process.ts';
 
 /** Issue 17 item 1 on the sim driver: see test/helpers/fencing.ts. Two worker processes need Postgres. */
 let db: TestDatabase;
@@ -52,4 +58,125 @@ test('a worker stopped mid-rollout and resumed after a newer deployment finished
         .where('outcome', 'is not', null)
         .executeTakeFirst()) !== undefined,
   });
+});
+
+/**
+ * Issue 24 item 2: worker 1 stopped (SIGSTOP) inside the transaction that starts a deployment, after its
+ * start statement and before its commit; its lease lapses and worker 2 takes the job over, and waits on
+ * the deployment's row. Worker 1 resumes: its start must not commit (the job is no longer its), or
+ * worker 2 finds the deployment started, takes that as done and ends the job, leaving it in_progress
+ * forever with nothing to finish it.
+ */
+test('a worker stopped between its start statement and its commit cannot leave a deployment without a job', {
+  skip: TEST_DATABASE !== 'postgres' && 'two worker processes share a database only on Postgres',
+}, async () => {
+  const race = await createTestDatabase();
+  const env = {
+    BERTH_DATA_DIR: race.dataDir,
+    BERTH_DATABASE_URL: race.databaseUrl ?? '',
+    BERTH_JOB_LEASE_MS: '1000',
+    BERTH_SIM_STEP_MS: '50',
+    BERTH_PORT: '0',
+  };
+  const processes: BerthProcess[] = [];
+  const store = await openStore({ databaseUrl: race.databaseUrl, dataDir: race.dataDir });
+  const holder = new pg.Client({ connectionString: race.databaseUrl });
+  await holder.connect();
+  try {
+    const server = runBerth(['serve', '--no-workers'], env);
+    processes.push(server);
+    const url = (await server.waitForOutput(/Berth is listening on (http:\/\/\S+)/))[1] as string;
+    const startWorker = async () => {
+      const worker = runBerth(['worker', '--concurrency', '1'], { ...env, BERTH_LOG_LEVEL: 'info' });
+      processes.push(worker);
+      await worker.waitForOutput(/worker started/);
+      return worker;
+    };
+    const first = await startWorker();
+    const { token, envUrl } = await firstStartOf(Object.assign(server, { url }));
+    const created = await api(`${envUrl}/services`, token, 'POST', {
+      name: 'Started Once',
+      source: 'docker_image',
+      type: 'worker',
+      replica_count: 1,
+      cpu_count_min: 0.5,
+      memory_mb_min: 128,
+      docker_image: 'acme/started',
+    });
+    assert.equal(created.status, 200, JSON.stringify(created.body));
+
+    // The deployment is accepted while worker 1 cannot claim it, then its log's lock is held: worker 1's
+    // start transaction stops right after the start statement, at its first log line.
+    first.child.kill('SIGSTOP');
+    const res = await api(`${envUrl}/services/${created.body.data.service.id}/deploy`, token, 'POST', {});
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    const deploymentId = res.body.data.deployment_id as string;
+    await holder.query('BEGIN');
+    await holder.query('SELECT pg_advisory_xact_lock(hashtext($1))', [deploymentId]);
+    first.child.kill('SIGCONT');
+    const waiting = (what: string, query: string) =>
+      pollUntil(`${what} to wait on a lock`, async () => {
+        // Not on the holder's connection: inside a transaction, pg_stat_activity is read once.
+        const { rows } = await sql`SELECT 1 FROM pg_stat_activity
+          WHERE wait_event_type = 'Lock' AND query ILIKE ${query}`.execute(store.db);
+        return rows.length > 0 ? true : undefined;
+      });
+    await waiting('worker 1 (its deployment started, its log line next)', '%pg_advisory_xact_lock%');
+    assert.equal(
+      (
+        await store.db
+          .selectFrom('deployments')
+          .select('state')
+          .where('id', '=', deploymentId)
+          .executeTakeFirst()
+      )?.state,
+      'queued',
+      'the start is not committed yet',
+    );
+    // Paused there: its transaction stays open, holding the deployment's row, once the log lock is free.
+    first.child.kill('SIGSTOP');
+    await holder.query('COMMIT');
+
+    const second = await startWorker();
+    const secondPid = second.child.pid as number;
+    await pollUntil('worker 2 to take the job over', async () => {
+      const job = await store.db
+        .selectFrom('jobs')
+        .select('locked_by')
+        .where('subject_id', '=', deploymentId)
+        .executeTakeFirst();
+      return job?.locked_by?.includes(`:${secondPid}:`) ? true : undefined;
+    });
+    await waiting('worker 2 (starting the same deployment)', '%update "deployments"%');
+
+    first.child.kill('SIGCONT');
+    const end = await pollUntil(
+      'the deployment to end, or to be left without a job',
+      async () => {
+        const deployment = await store.db
+          .selectFrom('deployments')
+          .select('state')
+          .where('id', '=', deploymentId)
+          .executeTakeFirstOrThrow();
+        const job = await store.db
+          .selectFrom('jobs')
+          .select('seq')
+          .where('subject_id', '=', deploymentId)
+          .executeTakeFirst();
+        if (deployment.state === 'success' || deployment.state === 'failed') return deployment.state;
+        return job ? undefined : `${deployment.state} without a job`;
+      },
+      { timeoutMs: 60_000, intervalMs: 50 },
+    );
+    assert.equal(end, 'success');
+    await assertNoDeploymentWithoutJob(store.db);
+  } finally {
+    await holder.end();
+    for (const p of processes) {
+      p.child.kill('SIGCONT');
+      await p.kill('SIGTERM');
+    }
+    await store.close();
+    await race.drop();
+  }
 });

@@ -24,7 +24,7 @@ const HOOK_SECRET = 'cli-webhook-secret-never-printed';
 test('create from a token file and an environment secret, list, refuse a gitlab connection without a token, delete', async () => {
   const server = await startBerth({ BERTH_DATA_DIR: db.dataDir, BERTH_DATABASE_URL: db.databaseUrl ?? '' });
   const admin = async (env: Record<string, string>, ...args: string[]) => {
-    const proc = runBerth(['admin', '--url', server.url, ...args], {
+    const proc = runBerth(['admin', '--url', server.url, '-o', 'json', ...args], {
       BERTH_DATA_DIR: db.dataDir,
       BERTH_ADMIN_TOKEN: '',
       ...env,

@@ -89,7 +89,17 @@ async function populate(url: string, token: string, envPath: string): Promise<In
   const serviceUrl = url + servicePath;
   const deployed = ok(await api(`${serviceUrl}/deploy`, token, 'POST', {}));
   assert.equal((await deploymentEnd(url, token, deployed.data.deployment_id)).state, 'success');
-  ok(await api(`${url}/v1/webhooks`, token, 'POST', { url: 'http://127.0.0.1:9/hook' }));
+  // With an Idempotency-Key: its stored answer (it carries the signing secret) is sealed too.
+  const webhook = await fetch(`${url}/v1/webhooks`, {
+    method: 'POST',
+    headers: {
+      authorization: `Bearer ${token}`,
+      'content-type': 'application/json',
+      'idempotency-key': 'hook-1',
+    },
+    body: JSON.stringify({ url: 'http://127.0.0.1:9/hook' }),
+  });
+  assert.equal(webhook.status, 200, await webhook.text());
   const account = ok(await api(`${url}/admin/v1/accounts`, ADMIN_TOKEN)).data.accounts[0].id;
   ok(
     await api(`${url}/admin/v1/accounts/${account}/git-connections`, ADMIN_TOKEN, 'POST', {
@@ -197,7 +207,10 @@ async function install(db: TestDatabase, key: string | undefined): Promise<Insta
 }
 
 function rotateWithCli(url: string) {
-  return runBerth(['admin', 'rotate-master-key'], { BERTH_URL: url, BERTH_ADMIN_TOKEN: ADMIN_TOKEN });
+  return runBerth(['admin', '-o', 'json', 'rotate-master-key'], {
+    BERTH_URL: url,
+    BERTH_ADMIN_TOKEN: ADMIN_TOKEN,
+  });
 }
 
 test('rotation under load: no request fails; then the server starts with only the new key and every value opens', async () => {

@@ -3,6 +3,7 @@ import { after, before, test } from 'node:test';
 import { simTables } from '../../src/providers/sim/tables.ts';
 import { openStore } from '../../src/store/database.ts';
 import { createTestDatabase, TEST_DATABASE, type TestDatabase } from '../helpers/database.ts';
+import { assertNoDeploymentWithoutJob } from '../helpers/fencing.ts';
 import { pollUntil } from '../helpers/poll.ts';
 import { api, type BerthProcess, runBerth, startBerth } from '../helpers/process.ts';
 
@@ -245,6 +246,7 @@ test('workers SIGKILLed mid-call: no overlapping provider calls for one service,
       );
       await (workers[slot] as BerthProcess).kill('SIGKILL');
       killedAt.set(pid, Date.now());
+      await assertNoDeploymentWithoutJob(store.db);
       workers[slot] = await startWorker();
       await deployEach();
     }

@@ -1,8 +1,14 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
+import type { TimelineMark } from '../../src/domain/deployment-states.ts';
 import { DEFAULT_OPS_CONFIG, type OpsConfig } from '../../src/domain/ops-json.ts';
-import { DeployFailed, type DesiredService, type Provider } from '../../src/providers/provider.ts';
+import {
+  DeployFailed,
+  type DeployLog,
+  type DesiredService,
+  type Provider,
+} from '../../src/providers/provider.ts';
 import { freePort, viaIngress } from '../helpers/docker.ts';
 import { pollUntil } from '../helpers/poll.ts';
 import {
@@ -26,6 +32,7 @@ let berth: SwarmBerth;
 let provider: Provider;
 let ingressPort: number;
 let v1: string;
+let v2: string;
 let broken: string;
 const environment = { id: randomUUID(), account_id: randomUUID(), cloud: 'aws' as const, region: 'local' };
 const never = new AbortController().signal;
@@ -37,6 +44,7 @@ const page = (version: string, healthy: boolean) =>
 before(async () => {
   swarm = await startSwarm(2);
   v1 = await swarm.pushImage('berth-swarm/web-v1', page('v1', true));
+  v2 = await swarm.pushImage('berth-swarm/web-v2', page('v2', true));
   broken = await swarm.pushImage('berth-swarm/web-broken', page('broken', false));
   ingressPort = await freePort();
   berth = await openSwarmProvider({
@@ -204,4 +212,25 @@ test('losing a node: the service keeps answering, the swarm reschedules, ready_c
   assert.deepEqual(failures, [], 'every request while the node was lost was answered');
   await answering(/^v1 says/, 4);
   await swarm.startNode(2);
+});
+
+test("an update's timeline: resolved, created, started, first healthy, the old version stopped, routed; the ingress serves the new version at once", async () => {
+  const marks: TimelineMark[] = [];
+  const log: DeployLog = {
+    line: () => undefined,
+    end: () => undefined,
+    mark: (mark) => void (marks.includes(mark) || marks.push(mark)),
+  };
+  // The ingress knows v1's replicas before the update.
+  await answering(/^v1 says/, 2);
+  await provider.apply(desired(v2, 3), never, log);
+  assert.deepEqual(marks, [
+    'image_resolved',
+    'container_created',
+    'container_started',
+    'first_healthy',
+    'old_stopped',
+    'routed',
+  ]);
+  await answering(/^v2 says hello from /, 4);
 });

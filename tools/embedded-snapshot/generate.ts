@@ -10,7 +10,7 @@ import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { Kysely, PGliteDialect, sql } from 'kysely';
 import {
-  EMBEDDED_START_PARAMS,
+  embeddedStartParams,
   installedPgliteVersion,
   SNAPSHOT_FILE,
   SNAPSHOT_META_FILE,
@@ -19,7 +19,7 @@ import {
 import { migrateToLatest } from '../../src/store/migrate.ts';
 import type { Database } from '../../src/store/schema.ts';
 
-const pglite = await PGlite.create({ startParams: EMBEDDED_START_PARAMS });
+const pglite = await PGlite.create({ startParams: embeddedStartParams(PGlite) });
 const db = new Kysely<Database>({ dialect: new PGliteDialect({ pglite }) });
 await migrateToLatest(db);
 const applied = await sql<{ name: string }>`SELECT name FROM kysely_migration ORDER BY name`.execute(db);

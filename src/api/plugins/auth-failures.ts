@@ -1,9 +1,11 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { RateLimitedError, UnauthorizedError } from '../../domain/errors.ts';
+import { clientAddress } from '../client-address.ts';
 import { MemoryWindows } from './windows.ts';
 
 /**
- * Failed authentication per client address (the socket's peer: behind a proxy, the proxy's), a fixed
+ * Failed authentication per client address (client-address.ts: behind a trusted proxy, the address it
+ * forwarded; behind one not in BERTH_TRUST_PROXY, the proxy's), a fixed
  * window of one minute, in this process's memory. Once an address has failed `perMinute` times, every
  * further request from it is answered 429 until the window ends, without looking the token up: an
  * unknown token costs a database lookup, and a wrong admin token is a guess. Counted: a missing,
@@ -21,12 +23,12 @@ export interface AuthFailureLimit {
 export function authFailureLimit(perMinute: number): AuthFailureLimit {
   const failures = new MemoryWindows(60_000);
   const counted = (request: FastifyRequest, error: unknown): never => {
-    if (error instanceof UnauthorizedError) failures.take(request.ip);
+    if (error instanceof UnauthorizedError) failures.take(clientAddress(request));
     throw error;
   };
   return {
     guard(request, reply, authenticate) {
-      const window = failures.counted(request.ip);
+      const window = failures.counted(clientAddress(request));
       if (window && window.position >= perMinute) {
         const retryS = Math.max(1, Math.ceil((window.resetAt - Date.now()) / 1000));
         reply.header('retry-after', retryS);

@@ -6,6 +6,7 @@ import { effectiveFeatures, type Plan } from '../../domain/plans.ts';
 import type { Actor, Call } from '../../domain/usecases/context.ts';
 import type { Db } from '../../store/database.ts';
 import { findActiveToken } from '../../store/repositories/accounts.ts';
+import { clientAddress } from '../client-address.ts';
 
 export interface AuthContext {
   accountId: string;
@@ -78,9 +79,13 @@ export function authOf(request: FastifyRequest): AuthContext {
   return request.auth;
 }
 
-/** The request as use cases see it: its id and its Idempotency-Key claim (see plugins/idempotency.ts). */
+/** The request as use cases see it: its id, client address and Idempotency-Key claim (see plugins/idempotency.ts). */
 export function callOf(request: FastifyRequest): Call {
-  return { requestId: String(request.id), idempotency: request.idempotency };
+  return {
+    requestId: String(request.id),
+    clientAddress: clientAddress(request),
+    idempotency: request.idempotency,
+  };
 }
 
 export function actorOf(request: FastifyRequest): Actor {

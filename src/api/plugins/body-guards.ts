@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, preValidationHookHandler } from 'fastify';
 import { type FieldError, ValidationError } from '../../domain/errors.ts';
 
 /**
@@ -8,7 +8,7 @@ import { type FieldError, ValidationError } from '../../domain/errors.ts';
  *   JSON parser (json-body.ts) asks `nestsDeeperThan` before it parses.
  * - A route that takes no body ignores one: a client that always sends `Content-Type: application/json`
  *   (with an empty or stray body) on a DELETE gets the DELETE's answer, not a body error.
- * - No string in a body may hold a NUL character: PostgreSQL text cannot store it, so it is a field
+ * - No string in a body or a query may hold a NUL character: PostgreSQL text cannot store it, so it is a field
  *   error here rather than a failed write later.
  * - A query parameter a route declares may be given once: `?limit=1&limit=2` is a field error, not an
  *   array the handler never expected.
@@ -67,7 +67,8 @@ function isEmpty(query: unknown): boolean {
 }
 
 export function registerBodyGuards(app: FastifyInstance): void {
-  // Callback hooks that look at the route only when the request has a body or a query: a poll has neither.
+  // Callback hooks: an async hook costs a promise per request. This one looks at the route only when
+  // the request has a body: a poll has none.
   app.addHook('onRequest', (request, _reply, done) => {
     if (sendsBody(request.headers) && !request.routeOptions.schema?.body) {
       delete request.headers['content-type'];
@@ -76,14 +77,22 @@ export function registerBodyGuards(app: FastifyInstance): void {
     }
     done();
   });
-  app.addHook('preValidation', (request, _reply, done) => {
-    const query = request.query;
-    if (request.body === undefined && (typeof query !== 'object' || query === null || isEmpty(query))) {
-      done();
-      return;
-    }
-    const errors: FieldError[] = request.routeOptions.schema?.querystring ? repeatedQueryFields(query) : [];
-    nulFields(request.body, '', errors);
-    done(errors.length > 0 ? ValidationError.fields(errors) : undefined);
+  // Only routes that take a body or declare a query string have anything to check; the others skip
+  // the preValidation phase altogether.
+  app.addHook('onRoute', (route) => {
+    if (!route.schema?.body && !route.schema?.querystring) return;
+    route.preValidation = [guardBodyAndQuery, ...[route.preValidation ?? []].flat()];
   });
 }
+
+const guardBodyAndQuery: preValidationHookHandler = (request, _reply, done) => {
+  const query = request.query;
+  if (request.body === undefined && (typeof query !== 'object' || query === null || isEmpty(query))) {
+    done();
+    return;
+  }
+  const errors: FieldError[] = request.routeOptions.schema?.querystring ? repeatedQueryFields(query) : [];
+  nulFields(request.body, '', errors);
+  nulFields(query, '', errors);
+  done(errors.length > 0 ? ValidationError.fields(errors) : undefined);
+};

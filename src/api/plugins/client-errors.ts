@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { type IncomingMessage, type ServerResponse, STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { requestIdFor } from './request-id.ts';
 
 /**
@@ -57,19 +57,22 @@ function errorBody(message: string): string {
 const NO_HOST = 'An HTTP/1.1 request must have a Host header';
 const UNMET_EXPECTATION = 'The Expect header cannot be met: the only expectation served is 100-continue';
 
+/**
+ * Node answers a request without Host with an empty 400 (the server is built with requireHostHeader
+ * off, so it reaches Fastify) and an unmet Expect with an empty 417: both answered here in the error
+ * shape. True when `request` was answered so (app.ts asks in its first onRequest hook: no hook of its
+ * own per request).
+ */
+export function answeredMissingHost(request: FastifyRequest, reply: FastifyReply): boolean {
+  if (request.headers.host !== undefined || request.raw.httpVersion !== '1.1') return false;
+  reply
+    .code(400)
+    .header('connection', 'close')
+    .send({ error_code: 'validation', message: NO_HOST, errors: null });
+  return true;
+}
+
 export function registerClientErrors(app: FastifyInstance): void {
-  // Node answers these two itself with an empty body (the server is built with requireHostHeader off,
-  // and an unmet Expect goes to this listener instead): answered here in the error shape.
-  app.addHook('onRequest', (request, reply, done) => {
-    if (request.headers.host === undefined && request.raw.httpVersion === '1.1') {
-      reply
-        .code(400)
-        .header('connection', 'close')
-        .send({ error_code: 'validation', message: NO_HOST, errors: null });
-      return;
-    }
-    done();
-  });
   app.server.on('checkExpectation', (request: IncomingMessage, response: ServerResponse) => {
     const body = errorBody(UNMET_EXPECTATION);
     response.writeHead(417, {
@@ -80,16 +83,19 @@ export function registerClientErrors(app: FastifyInstance): void {
     });
     response.end(body);
   });
-  // A callback hook: nothing here waits, and an async hook costs a promise per request. The mark goes
-  // once the unread body has been read (the connection then carries the next request).
-  app.addHook('onResponse', (request, _reply, done) => {
-    if (!request.raw.complete) {
-      const socket = request.raw.socket;
-      answeredEarly.add(socket);
-      request.raw.once('end', () => answeredEarly.delete(socket));
-    }
-    done();
-  });
+}
+
+/**
+ * Called once each response has finished (access-log.ts): a request answered before its body had all
+ * arrived marks its connection until the unread body has been read (the connection then carries the
+ * next request).
+ */
+export function noteUnreadBody(request: FastifyRequest): void {
+  if (!request.raw.complete) {
+    const socket = request.raw.socket;
+    answeredEarly.add(socket);
+    request.raw.once('end', () => answeredEarly.delete(socket));
+  }
 }
 
 /** Fastify binds the handler to the app, hence `this`. */

@@ -16,9 +16,10 @@ declare module 'fastify' {
 }
 
 export function registerConditionalReads(app: FastifyInstance): void {
-  // On the routes that ask for it only: the others pay nothing per request.
+  // On the routes that ask for it only: the others pay nothing per request. A cached read
+  // (read-cache.ts) answers its 304 itself.
   app.addHook('onRoute', (route) => {
-    if (route.config?.etag !== true) return;
+    if (route.config?.etag !== true || route.config.readCache === true) return;
     route.onSend = [conditionalAnswer, ...[route.onSend ?? []].flat()];
   });
 }

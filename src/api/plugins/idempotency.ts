@@ -12,6 +12,7 @@ import {
   releaseKey,
   type StoredKey,
 } from '../../store/repositories/idempotency-keys.ts';
+import type { SecretBox } from '../../store/secret-box.ts';
 
 /**
  * `Idempotency-Key` on POST, as Stripe does it: the first request with a key runs and its answer
@@ -22,7 +23,9 @@ import {
  * still running waits for its answer, so the work is done once. The work's own transaction marks the key
  * done (use cases confirm `request.idempotency` with their audit entry), so a key is never run twice once
  * its work committed, even when the process died before the answer was stored. An unexpected failure
- * (500 `unknown`) before the work committed is not stored: a retry runs again.
+ * (500 `unknown`) before the work committed is not stored: a retry runs again. The stored answer is
+ * sealed with the master key: an answer may carry a one-time secret (an issued API token, a webhook's
+ * signing secret) that Berth otherwise never keeps in the clear.
  */
 declare module 'fastify' {
   interface FastifyRequest {
@@ -54,6 +57,7 @@ async function answered(db: Db, scope: string, key: string): Promise<StoredKey |
 export function registerIdempotency(
   app: FastifyInstance,
   db: Db,
+  box: SecretBox,
   scopeOf: (request: FastifyRequest) => string,
 ): void {
   let purgedAt = 0;
@@ -96,7 +100,7 @@ export function registerIdempotency(
       .code(stored.status)
       .header('idempotent-replayed', 'true')
       .header('content-type', 'application/json; charset=utf-8')
-      .send(stored.body);
+      .send(stored.body_sealed === null ? '' : box.open(stored.body_sealed));
   };
   const record = async (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
     const held = request.idempotency;
@@ -104,7 +108,8 @@ export function registerIdempotency(
     request.idempotency = undefined;
     const body = typeof payload === 'string' ? payload : '';
     const unexpected = reply.statusCode === 500 && body.includes(UNKNOWN_MESSAGE);
-    if (!(unexpected && (await releaseKey(db, held)))) await recordAnswer(db, held, reply.statusCode, body);
+    if (!(unexpected && (await releaseKey(db, held))))
+      await recordAnswer(db, held, reply.statusCode, box.seal(body));
     return payload;
   };
   // On POST routes only (the key means nothing elsewhere): the others pay nothing per request. First

@@ -83,7 +83,7 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{
         throw new UnauthorizedError();
     });
   });
-  registerIdempotency(app, deps.store.db, () => 'admin');
+  registerIdempotency(app, deps.store.db, deps.secretBox, () => 'admin');
 
   app.get(
     '/accounts',

@@ -17,6 +17,13 @@ const AuditEntry = Type.Object({
   resource_id: Nullable(Uuid),
   environment_id: Nullable(Uuid),
   request_id: Type.String({ maxLength: 128 }),
+  client_address: Nullable(
+    Type.String({
+      maxLength: 64,
+      description:
+        'the address the request came from (behind a proxy in BERTH_TRUST_PROXY, the one it forwarded); null when no request did (the git poller)',
+    }),
+  ),
   created_at: DateTime,
 });
 

@@ -84,7 +84,7 @@ export const customDomainRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; reads: 
         },
       },
     },
-    async (request, reply) => {
+    (request, reply) => {
       const { envId, serviceId } = request.params;
       return cachedGet(reads, request, reply, {
         key: `custom-domains ${authOf(request).accountId} ${envId} ${serviceId}`,

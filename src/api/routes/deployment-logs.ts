@@ -11,7 +11,7 @@ import {
 } from '../../store/repositories/deployment-logs.ts';
 import { findDeploymentById } from '../../store/repositories/deployments.ts';
 import { deploymentOf } from '../plugins/scope.ts';
-import { AUTH_ERRORS, Envelope, errorResponses, Nullable, Uuid } from '../schemas/common.ts';
+import { AUTH_ERRORS, Envelope, errorResponses, isSeq, Nullable, Uuid } from '../schemas/common.ts';
 import { Deployment } from '../schemas/deployments.ts';
 import {
   DeploymentLogLine,
@@ -35,7 +35,7 @@ function startCursor(cursor: string | undefined, lastEventId: string | string[] 
   if (cursor !== undefined) return cursor;
   if (lastEventId === undefined) return null;
   const value = String(lastEventId);
-  if (!/^[0-9]{1,19}$/.test(value)) {
+  if (!isSeq(value)) {
     throw ValidationError.fields([{ field: 'Last-Event-ID', error: 'Last-Event-ID must be a line cursor' }]);
   }
   return value;

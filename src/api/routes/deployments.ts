@@ -96,7 +96,7 @@ export const deploymentRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; reads: Re
         },
       },
     },
-    async (request, reply) => {
+    (request, reply) => {
       const { deploymentId } = request.params;
       return cachedGet(reads, request, reply, {
         key: `deployment ${authOf(request).accountId} ${deploymentId}`,

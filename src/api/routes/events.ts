@@ -5,7 +5,7 @@ import type { Deps } from '../../domain/usecases/context.ts';
 import { eventsPrunedThrough, latestEventSeq } from '../../store/repositories/events.ts';
 import { EventReads } from '../event-reads.ts';
 import { authOf } from '../plugins/auth.ts';
-import { AUTH_ERRORS, errorResponses } from '../schemas/common.ts';
+import { AUTH_ERRORS, errorResponses, isSeq } from '../schemas/common.ts';
 import { Event, EventsExpired, EventsQuery } from '../schemas/events.ts';
 import { openSse } from '../sse.ts';
 import { eventView } from '../views.ts';
@@ -20,7 +20,7 @@ function resumeAfter(query: string | undefined, header: string | string[] | unde
   if (query !== undefined) return query;
   if (header === undefined) return undefined;
   const value = String(header);
-  if (!/^[0-9]{1,19}$/.test(value)) {
+  if (!isSeq(value)) {
     throw ValidationError.fields([{ field: 'Last-Event-ID', error: 'Last-Event-ID must be an event id' }]);
   }
   return value;

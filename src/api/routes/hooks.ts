@@ -6,6 +6,7 @@ import { UnauthorizedError, ValidationError } from '../../domain/errors.ts';
 import type { Deps } from '../../domain/usecases/context.ts';
 import { type Delivery, MAX_HOOK_CANDIDATES, receiveDelivery } from '../../domain/usecases/git-events.ts';
 import type { GitKind } from '../../store/schema.ts';
+import { clientAddress } from '../client-address.ts';
 import type { AuthFailureLimit } from '../plugins/auth-failures.ts';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../plugins/body-guards.ts';
 import { Envelope, errorResponses } from '../schemas/common.ts';
@@ -113,6 +114,7 @@ export const hookRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; failures: AuthF
       const delivery: Delivery = {
         kind,
         id: header(request, names.delivery),
+        clientAddress: clientAddress(request),
         event: header(request, names.event),
         proof: header(request, names.proof),
         connectionId,

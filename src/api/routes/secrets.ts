@@ -22,12 +22,17 @@ const PUT_DESCRIPTION =
 
 function serviceScope(request: FastifyRequest): SecretScope {
   const service = serviceOf(request);
-  return { scope: 'service', id: service.id, environmentId: service.environment_id };
+  return {
+    scope: 'service',
+    id: service.id,
+    environmentId: service.environment_id,
+    accountId: service.account_id,
+  };
 }
 
 function environmentScope(request: FastifyRequest): SecretScope {
   const env = environmentOf(request);
-  return { scope: 'environment', id: env.id, environmentId: env.id };
+  return { scope: 'environment', id: env.id, environmentId: env.id, accountId: env.account_id };
 }
 
 /** What GET .../secrets sends; PUT's If-Match is compared with its ETag. */

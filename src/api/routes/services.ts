@@ -160,7 +160,7 @@ export const serviceRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; reads: ReadC
         response: { ...conditionalResponses(ServiceRead), ...errorResponses(...AUTH_ERRORS) },
       },
     },
-    async (request, reply) => {
+    (request, reply) => {
       const { envId, serviceId } = request.params;
       return cachedGet(reads, request, reply, {
         key: `service ${authOf(request).accountId} ${envId} ${serviceId}`,

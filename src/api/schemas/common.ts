@@ -39,6 +39,27 @@ export function errorResponses(...statuses: number[]): Record<number, TSchema> {
 /** The responses every authenticated /v1 route can give besides its own. */
 export const AUTH_ERRORS = [401, 403, 404, 429, 500] as const;
 
+/**
+ * Decimal text of 0 to `max`, leading zeros allowed, as one pattern: the digits up to the first one
+ * below max's, then any digits. A validator can then refuse a value past the bound with the rest.
+ */
+function atMostPattern(max: string): string {
+  const longest = max.length;
+  const below = [...max].flatMap((digit, i) =>
+    digit === '0' ? [] : [`${max.slice(0, i)}[0-${Number(digit) - 1}][0-9]{${longest - i - 1}}`],
+  );
+  return `^(?:[0-9]{1,${longest - 1}}|${[...below, max].join('|')})$`;
+}
+
+/**
+ * An event id or a log cursor: a PostgreSQL bigint sequence number, so at most 2^63 - 1. A larger one
+ * is a field error, never a query that fails.
+ */
+export const SEQ_PATTERN = atMostPattern('9223372036854775807');
+const SEQ = new RegExp(SEQ_PATTERN);
+export const isSeq = (text: string): boolean => SEQ.test(text);
+export const Seq = (description: string) => Type.String({ pattern: SEQ_PATTERN, maxLength: 19, description });
+
 export const EnvIdParams = Type.Object({ envId: Uuid });
 export const ServiceParams = Type.Object({ envId: Uuid, serviceId: Uuid });
 

@@ -2,7 +2,7 @@ import { type TSchema, Type } from 'typebox';
 import { CUSTOM_DOMAIN_STATES } from '../../domain/custom-domain-states.ts';
 import { EVENT_ACTIONS, type EventKind } from '../../domain/events.ts';
 import { SERVICE_STATES } from '../../domain/service-states.ts';
-import { DateTime, Nullable, StringEnum, Uuid } from './common.ts';
+import { DateTime, Nullable, Seq, StringEnum, Uuid } from './common.ts';
 import { Deployment } from './deployments.ts';
 
 /** A service's state in an event: what changes when it moves, not its whole configuration. */
@@ -94,12 +94,7 @@ export const EventsExpired = Type.Object({
 export const EventsQuery = Type.Object(
   {
     last_event_id: Type.Optional(
-      Type.String({
-        pattern: '^[0-9]{1,19}$',
-        maxLength: 19,
-        description:
-          'resume after this event (what the Last-Event-ID header says, for clients that cannot set it)',
-      }),
+      Seq('resume after this event (what the Last-Event-ID header says, for clients that cannot set it)'),
     ),
   },
   { additionalProperties: false },

@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import { DEPLOY_STEPS, OPERATION_STATES, TIMELINE_MARKS } from '../../domain/deployment-states.ts';
-import { DateTime, Nullable, StringEnum } from './common.ts';
+import { DateTime, Nullable, Seq, StringEnum } from './common.ts';
 
 export const MAX_TAIL = 10_000;
 
@@ -46,8 +46,6 @@ export function JsonOrStream<T extends object>(json: T, stream: string) {
   };
 }
 
-const Cursor = Type.String({ pattern: '^[0-9]{1,19}$', maxLength: 19 });
-
 export const DeploymentLogLine = Type.Object({
   cursor: Type.String({
     maxLength: 19,
@@ -65,7 +63,7 @@ export const DeploymentLogLine = Type.Object({
 
 export const DeploymentLogQuery = Type.Object(
   {
-    cursor: Type.Optional({ ...Cursor, description: "read the lines after this one (a line's `cursor`)" }),
+    cursor: Type.Optional(Seq("read the lines after this one (a line's `cursor`)")),
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 2000, default: 1000 })),
     follow: Type.Optional(
       Type.Boolean({

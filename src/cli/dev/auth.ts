@@ -1,5 +1,4 @@
-import readline from 'node:readline/promises';
-import { text } from 'node:stream/consumers';
+import readline from 'node:readline';
 import type { Command } from 'commander';
 import { unwrap } from '../../client/index.ts';
 import { withExamples } from '../help.ts';
@@ -11,17 +10,43 @@ import { clientFor } from './session.ts';
 
 const DEFAULT_URL = 'http://127.0.0.1:8080';
 
-/** The token from the flag, BERTH_TOKEN, piped stdin, or a prompt on a terminal. */
+/** The token from the flag, BERTH_TOKEN, the first line piped in, or a prompt on a terminal. */
 async function tokenFrom(option: string | undefined): Promise<string> {
   const given = option ?? process.env.BERTH_TOKEN;
   if (given) return given.trim();
-  if (!process.stdin.isTTY) return (await text(process.stdin)).trim();
-  const prompt = readline.createInterface({ input: process.stdin, output: process.stderr });
-  try {
-    return (await prompt.question('API token: ')).trim();
-  } finally {
-    prompt.close();
-  }
+  if (process.stdin.isTTY) return (await readHidden('API token: ')).trim();
+  const lines = readline.createInterface({ input: process.stdin, crlfDelay: Number.POSITIVE_INFINITY });
+  for await (const line of lines) return line.trim();
+  return '';
+}
+
+/** A line typed on the terminal without echoing it (a token is a password): Enter ends it, Ctrl-C cancels. */
+function readHidden(prompt: string): Promise<string> {
+  const stdin = process.stdin;
+  process.stderr.write(prompt);
+  stdin.setRawMode(true);
+  stdin.setEncoding('utf8');
+  return new Promise<string>((resolve, reject) => {
+    let typed = '';
+    const done = (error?: Error) => {
+      stdin.off('data', onData);
+      stdin.setRawMode(false);
+      stdin.pause();
+      process.stderr.write('\n');
+      if (error) reject(error);
+      else resolve(typed);
+    };
+    const onData = (chunk: string) => {
+      for (const char of chunk) {
+        if (char === '\r' || char === '\n' || char === '\u0004') return done();
+        if (char === '\u0003') return done(new CliError('login cancelled', EXIT.usage));
+        if (char === '\u007f' || char === '\b') typed = typed.slice(0, -1);
+        else typed += char;
+      }
+    };
+    stdin.on('data', onData);
+    stdin.resume();
+  });
 }
 
 export function authCommands(program: Command): void {
@@ -30,7 +55,10 @@ export function authCommands(program: Command): void {
       .command('login')
       .description('check a server and API token, and keep them as a named context (the current one)')
       .option('--url <url>', `the server (default BERTH_URL, else ${DEFAULT_URL})`)
-      .option('--token <token>', 'the API token (default BERTH_TOKEN, else read from stdin or asked)')
+      .option(
+        '--token <token>',
+        'the API token (default BERTH_TOKEN, else the first line of stdin, or asked without echo)',
+      )
       .option('--context <name>', 'the name to keep them under', 'default')
       .option('-e, --env <env>', 'the environment commands use by default (name or id)'),
     'login --url http://127.0.0.1:8080',
@@ -84,12 +112,14 @@ export function authCommands(program: Command): void {
   ).action(
     withSession(async (session) => {
       const environments = await session.environments();
+      // The environment commands use when not told: named by BERTH_ENV or the context, else the only one.
+      const chosen = await session.environment().catch(() => undefined);
       const me = {
         url: session.context.url,
         context: session.contextName ?? null,
         account_id: environments[0]?.account_id ?? null,
         environments: environments.map((e) => e.name),
-        default_env: session.context.env ?? null,
+        default_env: chosen?.name ?? null,
         token: `…${session.context.token.slice(-4)}`,
       };
       session.out.item(me, undefined, me);

@@ -56,12 +56,20 @@ export interface Selection {
 
 /**
  * The context a command uses: --context, else BERTH_CONTEXT, else the current one; BERTH_URL and
- * BERTH_TOKEN override its server and token (and are enough without any context).
+ * BERTH_TOKEN override its server and token (and are enough without any context, or any readable
+ * config file).
  */
 export function selectContext(wanted: string | undefined, env = process.env): Selection {
-  const file = readContexts();
   // An empty variable counts as unset.
   const asked = wanted || env.BERTH_CONTEXT || undefined;
+  // BERTH_URL and BERTH_TOKEN need no config file, so a broken one does not stop them.
+  const alone = asked === undefined && Boolean(env.BERTH_URL && env.BERTH_TOKEN);
+  let file: ContextFile = { contexts: {} };
+  try {
+    file = readContexts();
+  } catch (error) {
+    if (!alone) throw error;
+  }
   const name = asked ?? file.current;
   const stored = name === undefined ? undefined : file.contexts[name];
   if (asked !== undefined && stored === undefined) {
@@ -80,4 +88,9 @@ export function selectContext(wanted: string | undefined, env = process.env): Se
     );
   }
   return { name: stored ? name : undefined, context: { url, token, env: stored?.env } };
+}
+
+/** The environment commands use when --env is not given: BERTH_ENV, else the context's (a name or an id). */
+export function environmentReference(option: string | undefined, context: Context, env = process.env) {
+  return option || env.BERTH_ENV || context.env || undefined;
 }

@@ -25,26 +25,27 @@ const RECORD_COLUMNS: Column<DnsRecord>[] = [
 ];
 
 /** The service's domains: the active one, then the pending one (the API keeps at most these two). */
-async function domainsOf(session: Session, envId: string, serviceId: string): Promise<CustomDomain[]> {
-  const { custom_domain: pair } = unwrap(
+async function domainsOf(session: Session, envId: string, serviceId: string) {
+  const data = unwrap(
     await session.api.GET('/v1/environments/{envId}/services/{serviceId}/custom-domains', {
       params: { path: { envId, serviceId } },
     }),
   );
-  return [pair.active_domain, pair.pending_domain].filter((d): d is CustomDomain => d !== null);
+  const { active_domain: active, pending_domain: pending } = data.custom_domain;
+  return { data, domains: [active, pending].filter((d): d is CustomDomain => d !== null) };
 }
 
 /** A domain of the service, by name or id. */
 async function domainOf(session: Session, envId: string, serviceId: string, reference: string) {
-  const domains = await domainsOf(session, envId, serviceId);
+  const { domains } = await domainsOf(session, envId, serviceId);
   const found = domains.find((d) => d.id === reference || d.domain === reference.toLowerCase());
   if (!found) throw new CliError(`the service has no custom domain "${reference}"`, EXIT.notFound);
   return found;
 }
 
-/** The domain, then (as a table) the DNS records to create. */
+/** The domain, then (as a table) the DNS records to create; `{custom_domain}` as JSON or YAML. */
 function showDomain(session: Session, domain: CustomDomain) {
-  if (session.out.format !== 'table') return session.out.item(domain, undefined, domain);
+  if (session.out.format !== 'table') return session.out.item(domain, undefined, { custom_domain: domain });
   session.out.item(domain, ['domain', 'id', 'state', 'origin']);
   session.out.notice('\nDNS records to create:');
   session.out.list(domain.dns_records, RECORD_COLUMNS);
@@ -79,9 +80,8 @@ export function domainCommands(program: Command): void {
   ).action(
     withSession(async (session, [reference = '']) => {
       const { env, service } = await session.service(reference);
-      const domains = await domainsOf(session, env.id, service.id);
-      if (session.out.format !== 'table')
-        return session.out.list(domains, DOMAIN_COLUMNS, { custom_domains: domains });
+      const { data, domains } = await domainsOf(session, env.id, service.id);
+      if (session.out.format !== 'table') return session.out.list(domains, DOMAIN_COLUMNS, data);
       session.out.list(domains, DOMAIN_COLUMNS);
       for (const domain of domains.filter((d) => d.state === 'unverified')) {
         session.out.notice(`\nDNS records for ${domain.domain}:`);
@@ -104,7 +104,7 @@ export function domainCommands(program: Command): void {
           { params: { path: { envId: env.id, serviceId: service.id, customDomainId: domain.id } } },
         ),
       );
-      session.out.item(verified, ['domain', 'id', 'state', 'origin'], verified);
+      session.out.item(verified, ['domain', 'id', 'state', 'origin'], { custom_domain: verified });
     }),
   );
 }

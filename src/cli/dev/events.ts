@@ -1,32 +1,25 @@
 import { styleText } from 'node:util';
 import type { Command } from 'commander';
-import YAML from 'yaml';
-import { ApiError } from '../../client/index.ts';
+import { type AccountEvent, events } from '../../client/index.ts';
 import { withExamples } from '../help.ts';
 import { common, withSession } from './common.ts';
 import { CliError, EXIT } from './errors.ts';
-import { sseEvents } from './logs.ts';
 import type { Session } from './session.ts';
-
-interface Event {
-  id: string;
-  type: string;
-  timestamp: string;
-  data: { id?: string; key?: string; name?: string; domain?: string; state?: string };
-}
+import { yaml } from './yaml.ts';
 
 /** One event as a person reads it: id, time, type, what it is about and its state; JSON / YAML for scripts. */
-function print(session: Session, name: string, event: Event): void {
+function print(session: Session, event: AccountEvent): void {
   const format = session.out.format;
   if (format === 'json') return void process.stdout.write(`${JSON.stringify(event)}\n`);
-  if (format === 'yaml') return void process.stdout.write(`---\n${YAML.stringify(event)}`);
-  if (name === 'expired') {
+  if (format === 'yaml') return void process.stdout.write(`---\n${yaml().stringify(event)}`);
+  if (!('type' in event)) {
     return void process.stdout.write(
       `${styleText('yellow', 'events were dropped by retention: read the state again')}\n`,
     );
   }
-  const about = event.data.name ?? event.data.domain ?? event.data.key ?? event.data.id ?? '';
-  const state = event.data.state ? ` ${event.data.state}` : '';
+  const data: { id?: string; key?: string; name?: string; domain?: string; state?: string } = event.data;
+  const about = data.name ?? data.domain ?? data.key ?? data.id ?? '';
+  const state = data.state ? ` ${data.state}` : '';
   process.stdout.write(
     `${styleText('dim', `${event.id} ${event.timestamp}`)} ${event.type} ${about}${state}\n`,
   );
@@ -47,17 +40,7 @@ export function eventCommands(program: Command): void {
       if (options.after !== undefined && !/^[0-9]{1,19}$/.test(options.after)) {
         throw new CliError(`--after takes an event id, a whole number (got "${options.after}")`, EXIT.usage);
       }
-      const result = await session.api.GET('/v1/events', {
-        params: { query: { last_event_id: options.after } },
-        headers: { accept: 'text/event-stream' },
-        parseAs: 'stream',
-      });
-      if (!result.response.ok || !result.data) {
-        throw new ApiError(result.response.status, await result.response.json().catch(() => ({})));
-      }
-      for await (const event of sseEvents(result.data as ReadableStream<Uint8Array>)) {
-        print(session, event.event ?? '', JSON.parse(event.data) as Event);
-      }
+      for await (const event of events(session.api, { after: options.after })) print(session, event);
     }),
   );
 }

@@ -1,15 +1,11 @@
 import { styleText } from 'node:util';
 import type { Command } from 'commander';
-import { EventSourceParserStream } from 'eventsource-parser/stream';
-import YAML from 'yaml';
-import { ApiError, type paths, unwrap } from '../../client/index.ts';
+import { followServiceLogs, type ServiceLogLine, unwrap } from '../../client/index.ts';
 import { withExamples } from '../help.ts';
 import { common, withSession } from './common.ts';
 import { CliError, EXIT } from './errors.ts';
 import type { Session } from './session.ts';
-
-type LogsPath = paths['/v1/environments/{envId}/services/{serviceId}/logs']['get'];
-type LogLine = LogsPath['responses'][200]['content']['application/json']['data']['lines'][number];
+import { yaml } from './yaml.ts';
 
 function positive(value: string): number {
   const n = Number(value);
@@ -19,38 +15,13 @@ function positive(value: string): number {
 }
 
 /** One line as a person reads it (time and replica dimmed on a terminal), or as JSON / YAML for scripts. */
-function printer(session: Session): (line: LogLine) => void {
+function printer(session: Session): (line: ServiceLogLine) => void {
   const format = session.out.format;
   return (line) => {
     if (format === 'json') process.stdout.write(`${JSON.stringify(line)}\n`);
-    else if (format === 'yaml') process.stdout.write(`---\n${YAML.stringify(line)}`);
+    else if (format === 'yaml') process.stdout.write(`---\n${yaml().stringify(line)}`);
     else process.stdout.write(`${styleText('dim', `${line.time} ${line.replica}`)} ${line.line}\n`);
   };
-}
-
-/** The events of a server-sent events body (text/event-stream), as they arrive. */
-export function sseEvents(body: ReadableStream<Uint8Array>) {
-  return body.pipeThrough(new TextDecoderStream()).pipeThrough(new EventSourceParserStream());
-}
-
-/** Follows the server-sent events stream, printing each `line` event as it comes, until it ends. */
-async function follow(
-  session: Session,
-  path: { envId: string; serviceId: string },
-  query: LogsPath['parameters']['query'],
-) {
-  const result = await session.api.GET('/v1/environments/{envId}/services/{serviceId}/logs', {
-    params: { path, query: { ...query, follow: true } },
-    headers: { accept: 'text/event-stream' },
-    parseAs: 'stream',
-  });
-  if (!result.response.ok || !result.data) {
-    throw new ApiError(result.response.status, await result.response.json().catch(() => ({})));
-  }
-  const print = printer(session);
-  for await (const event of sseEvents(result.data as ReadableStream<Uint8Array>)) {
-    if (event.event === 'line') print(JSON.parse(event.data) as LogLine);
-  }
 }
 
 export function logCommands(program: Command): void {
@@ -71,7 +42,11 @@ export function logCommands(program: Command): void {
         const { env, service } = await session.service(reference);
         const path = { envId: env.id, serviceId: service.id };
         const query = { tail: options.tail, since: options.since };
-        if (options.follow) return follow(session, path, query);
+        if (options.follow) {
+          const print = printer(session);
+          for await (const line of followServiceLogs(session.api, path, query)) print(line);
+          return;
+        }
         const data = unwrap(
           await session.api.GET('/v1/environments/{envId}/services/{serviceId}/logs', {
             params: { path, query },

@@ -1,7 +1,11 @@
+import { createRequire } from 'node:module';
 import { styleText } from 'node:util';
-import Table from 'cli-table3';
-import YAML from 'yaml';
 import { CliError, EXIT } from './errors.ts';
+import { yaml } from './yaml.ts';
+
+const require = createRequire(import.meta.url);
+/** cli-table3, loaded only to draw a table on a terminal. */
+const tables = (): typeof import('cli-table3') => require('cli-table3');
 
 export const FORMATS = ['table', 'json', 'yaml'] as const;
 export type Format = (typeof FORMATS)[number];
@@ -48,13 +52,14 @@ export function makeOutput(
   const terminal = Boolean(stdout.isTTY);
   const write = (text: string) => stdout.write(text.endsWith('\n') ? text : `${text}\n`);
   const structured = (value: unknown) =>
-    write(chosen === 'json' ? JSON.stringify(value, null, 2) : YAML.stringify(value));
+    write(chosen === 'json' ? JSON.stringify(value, null, 2) : yaml().stringify(value));
   // On a terminal: a table with a bold header. Elsewhere: tab-separated rows, no header, nothing decorative.
   const rowsOut = (header: string[], rows: string[][]) => {
     if (!terminal) {
       for (const row of rows) write(row.join('\t'));
       return;
     }
+    const Table = tables();
     const table = new Table({
       head: header.map((h) => styleText('bold', h)),
       style: { head: [], border: [], compact: true, 'padding-left': 0, 'padding-right': 2 },

@@ -1,15 +1,13 @@
 import fs from 'node:fs';
-import { setTimeout as delay } from 'node:timers/promises';
 import { styleText } from 'node:util';
-import { type Command, Option } from 'commander';
-import YAML from 'yaml';
-import { type Deployment, type paths, unwrap, waitForDeployment } from '../../client/index.ts';
+import type { Command } from 'commander';
+import { type Deployment, followDeployment, type paths, unwrap } from '../../client/index.ts';
 import { withExamples } from '../help.ts';
 import { common, withSession } from './common.ts';
 import { CliError, EXIT } from './errors.ts';
-import { sseEvents } from './logs.ts';
 import { type Column, stateText } from './output.ts';
 import type { Environment, Service, Session } from './session.ts';
+import { yaml } from './yaml.ts';
 
 type CreateBody =
   paths['/v1/environments/{envId}/services']['post']['requestBody']['content']['application/json'];
@@ -98,7 +96,7 @@ export function readObjectFile(file: string): Record<string, unknown> {
   }
   let value: unknown;
   try {
-    value = YAML.parse(text);
+    value = yaml().parse(text);
   } catch (error) {
     throw new CliError(`${file} is neither JSON nor YAML: ${(error as Error).message}`, EXIT.usage);
   }
@@ -130,7 +128,7 @@ async function showService(session: Session, envId: string, serviceId: string) {
       params: { path: { envId, serviceId } },
     }),
   );
-  session.out.item(data.service, SERVICE_FIELDS, data.service);
+  session.out.item(data.service, SERVICE_FIELDS, data);
 }
 
 function elapsed(since: number): string {
@@ -138,39 +136,37 @@ function elapsed(since: number): string {
   return s < 60 ? `${s}s` : `${Math.floor(s / 60)}m${String(s % 60).padStart(2, '0')}s`;
 }
 
-/** Prints the deployment's log lines as they are written, until its `end` event (it is terminal). */
-async function followDeploymentLog(session: Session, deploymentId: string, signal: AbortSignal) {
-  const result = await session.api.GET('/v1/deployments/{deploymentId}/logs', {
-    params: { path: { deploymentId }, query: { follow: true } },
-    headers: { accept: 'text/event-stream' },
-    parseAs: 'stream',
-    signal,
-  });
-  // A server without deployment logs: the states alone show the progress.
-  if (!result.response.ok || !result.data) return;
-  for await (const event of sseEvents(result.data as ReadableStream<Uint8Array>)) {
-    if (event.event === 'end') return;
-    if (event.event !== 'line') continue;
-    const line = JSON.parse(event.data) as { step: string; line: string };
-    session.out.notice(`  ${styleText('dim', line.step)}: ${line.line}`);
-  }
-}
+/** What `deploy --wait` shows of the deployment at its end, in this order, when set. */
+const DEPLOYMENT_SUMMARY: (keyof Deployment)[] = [
+  'id',
+  'state',
+  'git_commit_ref',
+  'docker_image_tag',
+  'helm_chart_version',
+  'docker_image_digest',
+  'note',
+  'failure_reason',
+  'created_at',
+  'updated_at',
+];
 
-/** After the deployment ended, how long its log stream may take to deliver its last lines. */
-const LOG_DRAIN_MS = 3000;
-
-/** Waits for a deployment, printing each state it moves to and its log lines; exits 7 when it failed. */
-async function waitAndReport(session: Session, deploymentId: string, intervalMs: number) {
+/**
+ * Follows the deployment's log to its end, printing each line as it is written; then its outcome (from
+ * the stream's `end` event) as a line and a short summary; exits 7 when it failed. With -o json or yaml
+ * it prints `{deployment}`, what GET /v1/deployments/{id} answers.
+ */
+async function waitAndReport(session: Session, deploymentId: string) {
   const started = Date.now();
-  const stopLog = new AbortController();
-  const log = followDeploymentLog(session, deploymentId, stopLog.signal).catch(() => undefined);
-  const deployment = await waitForDeployment(session.api, deploymentId, {
-    intervalMs,
-    onChange: (d) => session.out.notice(`${stateText(d.state)} (${elapsed(started)})`),
-  });
-  await Promise.race([log, delay(LOG_DRAIN_MS, undefined, { ref: false })]);
-  stopLog.abort();
-  session.out.item(deployment, undefined, deployment);
+  const log = followDeployment(session.api, deploymentId);
+  let next = await log.next();
+  while (!next.done) {
+    session.out.notice(`  ${styleText('dim', next.value.step)}: ${next.value.line}`);
+    next = await log.next();
+  }
+  const deployment = next.value;
+  session.out.notice(`${stateText(deployment.state)} (${elapsed(started)})`);
+  const shown = DEPLOYMENT_SUMMARY.filter((field) => deployment[field] !== '' && deployment[field] !== null);
+  session.out.item(deployment, shown, { deployment });
   if (deployment.state === 'failed') {
     throw new CliError(
       `deployment ${deployment.id} failed${deployment.failure_reason ? `: ${deployment.failure_reason}` : ''}`,
@@ -178,11 +174,6 @@ async function waitAndReport(session: Session, deploymentId: string, intervalMs:
     );
   }
 }
-
-const intervalOption = () =>
-  new Option('--interval <ms>', 'how often to read the deployment while waiting')
-    .default(1000)
-    .argParser(Number);
 
 export function resourceCommands(program: Command): void {
   const envs = withExamples(program.command('envs').description('environments of your account'), 'envs ls');
@@ -204,10 +195,11 @@ export function resourceCommands(program: Command): void {
   ).action(
     withSession<[string | undefined]>(async (session, [reference]) => {
       const env = await session.environment(reference);
-      const { environment } = unwrap(
+      const data = unwrap(
         await session.api.GET('/v1/environments/{envId}', { params: { path: { envId: env.id } } }),
       );
-      session.out.item(environment, undefined, environment);
+      const { environment, ...identity } = data;
+      session.out.item({ ...environment, ...identity }, undefined, data);
     }),
   );
 
@@ -251,6 +243,14 @@ export function resourceCommands(program: Command): void {
       const env = await session.environment();
       const body = serviceBody(options);
       if (options.deployNow) body.deploy_now = true;
+      // The API lets two services share a name, and then no command can name either: refuse here.
+      const same = (await session.services(env.id)).find((s) => s.name === body.name);
+      if (same) {
+        throw new CliError(
+          `environment ${env.name} already has a service named "${same.name}" (${same.id}): change it with berth services patch "${same.name}", or choose another name`,
+          EXIT.conflict,
+        );
+      }
       const { service } = unwrap(
         await session.api.POST('/v1/environments/{envId}/services', {
           params: { path: { envId: env.id } },
@@ -258,7 +258,7 @@ export function resourceCommands(program: Command): void {
         }),
       );
       session.out.notice(`created service ${service.name} (${service.id})`);
-      session.out.item(service, SERVICE_FIELDS, service);
+      session.out.item(service, SERVICE_FIELDS, { service });
     }),
   );
   withExamples(
@@ -273,13 +273,13 @@ export function resourceCommands(program: Command): void {
       const body = serviceBody(options);
       if (Object.keys(body).length === 0)
         throw new CliError('nothing to change: give flags or -f <file>', EXIT.usage);
-      const updated = unwrap(
+      const data = unwrap(
         await session.api.PATCH('/v1/environments/{envId}/services/{serviceId}', {
           params: { path: { envId: env.id, serviceId: service.id } },
           body: body as PatchBody,
         }),
-      ).service;
-      session.out.item(updated, SERVICE_FIELDS, updated);
+      );
+      session.out.item(data.service, SERVICE_FIELDS, data);
     }),
   );
   withExamples(
@@ -307,8 +307,7 @@ export function resourceCommands(program: Command): void {
         .option('--tag <tag>', 'docker_image: the image tag (default latest)')
         .option('--chart-version <version>', 'helm_chart: the chart version')
         .option('--note <text>', 'a note kept with the deployment')
-        .option('--wait', 'wait until the deployment succeeds or fails, showing its progress')
-        .addOption(intervalOption()),
+        .option('--wait', 'follow its log until it succeeds or fails, then show how it ended'),
     ),
     'deploy "hello web" --tag v2 --note "release 2" --wait',
     'deploy "hello web" --commit 4f2a9c1',
@@ -321,7 +320,6 @@ export function resourceCommands(program: Command): void {
         chartVersion?: string;
         note?: string;
         wait?: boolean;
-        interval: number;
       }
     >(async (session, [reference], options) => {
       const { env, service } = await session.service(reference);
@@ -339,7 +337,7 @@ export function resourceCommands(program: Command): void {
       if (!('deployment_id' in data))
         throw new CliError('the API answered a preview deploy', EXIT.unexpected);
       session.out.notice(`deploying ${service.name}: deployment ${data.deployment_id}`);
-      if (options.wait) await waitAndReport(session, data.deployment_id, options.interval);
+      if (options.wait) await waitAndReport(session, data.deployment_id);
       else session.out.item(data, undefined, data);
     }),
   );
@@ -367,24 +365,23 @@ export function resourceCommands(program: Command): void {
     'deployments get <deploymentId> -o json',
   ).action(
     withSession(async (session, [deploymentId = '']) => {
-      const { deployment } = unwrap(
+      const data = unwrap(
         await session.api.GET('/v1/deployments/{deploymentId}', { params: { path: { deploymentId } } }),
       );
-      session.out.item(deployment, undefined, deployment);
+      session.out.item(data.deployment, undefined, data);
     }),
   );
   withExamples(
     common(
       deployments
         .command('wait <deploymentId>')
-        .description('wait until a deployment succeeds or fails (exit 7 if it fails)')
-        .addOption(intervalOption()),
+        .description('follow a deployment until it succeeds or fails (exit 7 if it fails)'),
       { env: false },
     ),
     'deployments wait <deploymentId>',
   ).action(
-    withSession<[string], { interval: number }>(async (session, [deploymentId], options) => {
-      await waitAndReport(session, deploymentId, options.interval);
+    withSession<[string]>(async (session, [deploymentId]) => {
+      await waitAndReport(session, deploymentId);
     }),
   );
 }

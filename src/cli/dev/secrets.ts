@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import type { Command } from 'commander';
 import dotenv from 'dotenv';
-import { type BerthClient, type paths, unwrap } from '../../client/index.ts';
+import { ApiError, type BerthClient, type paths, unwrap } from '../../client/index.ts';
 import { withExamples } from '../help.ts';
 import { common, withSession } from './common.ts';
 import { CliError, EXIT } from './errors.ts';
@@ -39,17 +39,41 @@ export async function editSecrets(
     });
     const { secrets } = unwrap(read);
     const etag = read.response.headers.get('etag');
+    const body = await edit(secrets);
     const written = await api.PUT('/v1/environments/{envId}/services/{serviceId}/secrets', {
       params: { path },
       headers: etag ? { 'if-match': etag } : {},
-      body: { secrets: await edit(secrets) },
+      body: { secrets: body },
     });
-    if (written.response.status !== 412) return unwrap(written).secrets;
+    if (written.response.status !== 412) {
+      try {
+        return unwrap(written).secrets;
+      } catch (error) {
+        throw namedByKey(error, body);
+      }
+    }
   }
   throw new CliError(
     `the secrets kept changing while this edit was made (${EDIT_ATTEMPTS} tries): run it again`,
     EXIT.conflict,
   );
+}
+
+/**
+ * The API names a field of the full list it was sent (`secrets[2].key`), which the user never saw:
+ * name the key they typed instead (`bad key: ...`), and the field when it is not the key itself.
+ */
+function namedByKey(error: unknown, sent: SecretInput[]): unknown {
+  if (!(error instanceof ApiError) || !error.body.errors) return error;
+  const errors = error.body.errors.map((e) => {
+    const at = /^secrets\[(\d+)\](?:\.(\w+))?$/.exec(e.field);
+    const entry = at ? sent[Number(at[1])] : undefined;
+    if (!entry) return e;
+    const key = /^[\w.-]+$/.test(entry.key) ? entry.key : JSON.stringify(entry.key);
+    const field = at?.[2] ?? 'value';
+    return { field: field === 'key' ? key : `${key} (${field})`, error: e.error.replace(e.field, field) };
+  });
+  return new ApiError(error.status, { ...error.body, errors });
 }
 
 /** KEY=VALUE arguments as entries; the value may hold '=' and may be empty. */
@@ -63,14 +87,42 @@ function parsePairs(pairs: string[]): Map<string, string> {
   return values;
 }
 
-/** The current entries with `values` set (new keys appended); a sensitive key stays sensitive. */
-function withValues(current: Secret[], values: Map<string, string>, sensitive: boolean): SecretInput[] {
+/**
+ * The current entries with `values` set (new keys appended); the keys `sensitive` says become
+ * write-only, and a sensitive key stays sensitive.
+ */
+function withValues(
+  current: Secret[],
+  values: Map<string, string>,
+  sensitive: (key: string) => boolean,
+): SecretInput[] {
   const next: SecretInput[] = current.map((s) =>
-    values.has(s.key) ? { ...s, value: values.get(s.key), is_sensitive: s.is_sensitive || sensitive } : s,
+    values.has(s.key)
+      ? { ...s, value: values.get(s.key), is_sensitive: s.is_sensitive || sensitive(s.key) }
+      : s,
   );
   const known = new Set(current.map((s) => s.key));
-  for (const [key, value] of values) if (!known.has(key)) next.push({ key, value, is_sensitive: sensitive });
+  for (const [key, value] of values) {
+    if (!known.has(key)) next.push({ key, value, is_sensitive: sensitive(key) });
+  }
   return next;
+}
+
+/** The keys of --sensitive, each one of the pairs set. */
+function sensitiveKeys(names: string[] | undefined, values: Map<string, string>): Set<string> {
+  const keys = new Set(names ?? []);
+  for (const key of keys) {
+    if (key.includes('=')) {
+      throw new CliError(
+        `--sensitive takes key names (got "${key}"): put it after the KEY=VALUE pairs`,
+        EXIT.usage,
+      );
+    }
+    if (!values.has(key)) {
+      throw new CliError(`--sensitive ${key}: no ${key}=VALUE among the pairs to set`, EXIT.usage);
+    }
+  }
+  return keys;
 }
 
 /** A value as a .env line reads it back (dotenv): bare when plain, else double-quoted with escapes. */
@@ -127,19 +179,22 @@ export function secretCommands(program: Command): void {
       secrets
         .command('set <service> <pairs...>')
         .description('set keys, keeping every other key (a conditional read-modify-write)')
-        .option('--sensitive', 'make the keys write-only: never shown again'),
+        .option('--sensitive <keys...>', 'make these of the keys set write-only: never shown again'),
     ),
     'secrets set "hello web" API_URL=https://api.example.com LOG_LEVEL=debug',
-    'secrets set "hello web" DATABASE_PASSWORD=s3cret --sensitive',
+    'secrets set "hello web" LOG_LEVEL=debug API_KEY=s3cret --sensitive API_KEY',
   ).action(
-    withSession<[string, string[]], { sensitive?: boolean }>(async (session, [reference, pairs], options) => {
-      const values = parsePairs(pairs);
-      const stored = await editSecrets(session.api, await target(session, reference), (current) =>
-        withValues(current, values, options.sensitive === true),
-      );
-      session.out.notice(`set ${[...values.keys()].join(', ')}`);
-      summary(session, stored);
-    }),
+    withSession<[string, string[]], { sensitive?: string[] }>(
+      async (session, [reference, pairs], options) => {
+        const values = parsePairs(pairs);
+        const sensitive = sensitiveKeys(options.sensitive, values);
+        const stored = await editSecrets(session.api, await target(session, reference), (current) =>
+          withValues(current, values, (key) => sensitive.has(key)),
+        );
+        session.out.notice(`set ${[...values.keys()].join(', ')}`);
+        summary(session, stored);
+      },
+    ),
   );
   withExamples(
     common(secrets.command('unset <service> <keys...>').description('remove keys, keeping every other key')),
@@ -176,7 +231,7 @@ export function secretCommands(program: Command): void {
       const values = new Map(Object.entries(dotenv.parse(text)));
       if (values.size === 0) throw new CliError(`${file} holds no KEY=VALUE line`, EXIT.usage);
       const stored = await editSecrets(session.api, await target(session, reference), (current) =>
-        withValues(current, values, options.sensitive === true),
+        withValues(current, values, () => options.sensitive === true),
       );
       session.out.notice(`imported ${values.size} keys from ${file}`);
       summary(session, stored);

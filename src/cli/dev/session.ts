@@ -1,6 +1,7 @@
 import packageJson from '../../../package.json' with { type: 'json' };
 import { type BerthClient, createClient, unwrap } from '../../client/index.ts';
-import { type Context, selectContext } from './contexts.ts';
+import { keepServiceNames } from '../completion/service-names.ts';
+import { type Context, environmentReference, selectContext } from './contexts.ts';
 import { CliError, EXIT } from './errors.ts';
 import { makeOutput, type Output } from './output.ts';
 
@@ -30,7 +31,10 @@ export class Session {
   readonly context: Context;
   readonly contextName: string | undefined;
   readonly out: Output;
-  private readonly envOption: string | undefined;
+  /** --env, else BERTH_ENV, else the context's: undefined means the account's only environment. */
+  private readonly envReference: string | undefined;
+  /** The id of the environment `envReference` named, once read. */
+  private defaultEnvId: string | undefined;
 
   constructor(options: CommonOptions) {
     this.out = makeOutput(options.output);
@@ -38,15 +42,21 @@ export class Session {
     this.context = selected.context;
     this.contextName = selected.name;
     this.api = clientFor(this.context);
-    this.envOption = options.env || process.env.BERTH_ENV || undefined;
+    this.envReference = environmentReference(options.env, this.context);
   }
 
   async environments() {
     return unwrap(await this.api.GET('/v1/environments')).environments;
   }
 
-  /** --env (a name or an id), else BERTH_ENV, else the context's, else the account's only environment. */
-  async environment(reference = this.envOption ?? this.context.env): Promise<Environment> {
+  /** The environment named (by name or id), else the one the options and the context name. */
+  async environment(named?: string): Promise<Environment> {
+    const chosen = await this.find(named ?? this.envReference);
+    if (named === undefined) this.defaultEnvId = chosen.id;
+    return chosen;
+  }
+
+  private async find(reference: string | undefined): Promise<Environment> {
     const all = await this.environments();
     if (reference === undefined) {
       if (all.length === 1 && all[0]) return all[0];
@@ -78,6 +88,14 @@ export class Session {
       services.push(...page.services);
       cursor = page.next_cursor ?? undefined;
     } while (cursor);
+    // The next TAB completes these names without asking the server.
+    if (envId === this.defaultEnvId) {
+      const { url, token } = this.context;
+      keepServiceNames(
+        { url, token, env: this.envReference },
+        services.map((s) => s.name),
+      );
+    }
     return services;
   }
 

@@ -39,5 +39,6 @@ export async function recordAudit(
     resource_id: subject.id,
     environment_id: subject.environmentId ?? null,
     request_id: actor.requestId,
+    client_address: actor.clientAddress ?? null,
   });
 }

@@ -17,11 +17,13 @@ export interface Deps {
 }
 
 /**
- * The request a use case serves: its id (written in the audit entry) and, when it sent an
+ * The request a use case serves: its id and client address (written in the audit entry) and, when it sent an
  * Idempotency-Key, its claim on the key, confirmed in the transaction that does the work.
  */
 export interface Call {
   requestId: string;
+  /** Who sent the request (api/client-address.ts); absent when none did (the git poller). */
+  clientAddress?: string | undefined;
   idempotency?: KeyClaim | undefined;
 }
 

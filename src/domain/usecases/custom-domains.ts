@@ -138,7 +138,12 @@ export async function verifyCustomDomain(
   return deps.store.db.transaction().execute(async (trx) => {
     await lockLiveService(trx, service.id);
     if (await transitionCustomDomain(trx, domain.id, VERIFIABLE, 'verified', { failure_reason: '' })) {
-      await enqueue(trx, { kind: 'deploy_custom_domain', subjectId: domain.id, queueKey: service.id });
+      await enqueue(trx, {
+        kind: 'deploy_custom_domain',
+        subjectId: domain.id,
+        accountId: service.account_id,
+        queueKey: service.id,
+      });
       await recordAudit(trx, actor, 'custom_domain.verify', {
         id: domain.id,
         environmentId: service.environment_id,

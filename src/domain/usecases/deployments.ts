@@ -108,7 +108,12 @@ export async function acceptDeployment(
     latest_deployment_id: deployment.id,
   });
   if (refusal === null)
-    await enqueue(trx, { kind: 'deploy', subjectId: deployment.id, queueKey: service.id });
+    await enqueue(trx, {
+      kind: 'deploy',
+      subjectId: deployment.id,
+      accountId: service.account_id,
+      queueKey: service.id,
+    });
   await logAccepted(trx, deployment, refusal === null ? null : deployment.failure_reason, mask);
   return deployment;
 }

@@ -40,7 +40,7 @@ export async function createEnvironment(
       region: input.region ?? (input.cloud === 'gcp' ? 'us-central1' : 'us-east-1'),
       state: 'provisioning',
     });
-    await enqueue(trx, { kind: 'provision_environment', subjectId: env.id });
+    await enqueue(trx, { kind: 'provision_environment', subjectId: env.id, accountId: env.account_id });
     await recordAudit(trx, actor, 'environment.create', { id: env.id, environmentId: env.id });
     return env;
   });

@@ -9,7 +9,7 @@
 import { Errors } from 'typebox/value';
 import type { Db } from '../../store/database.ts';
 import { findAccount } from '../../store/repositories/accounts.ts';
-import { findDeploymentById, recordCommitDetails } from '../../store/repositories/deployments.ts';
+import { recordCommitDetails } from '../../store/repositories/deployments.ts';
 import {
   gitConnectionOfKind,
   hookCandidates,
@@ -32,12 +32,14 @@ import {
 } from '../git-events.ts';
 import { type DeployBody, DeployRequestBody } from '../inputs.ts';
 import { effectiveFeatures } from '../plans.ts';
+import { redactor } from '../redact.ts';
 import { isDeleting } from '../service-states.ts';
 import { isUuid } from '../uuid.ts';
 import { recordAudit } from './audit.ts';
 import type { Actor, Deps } from './context.ts';
 import { acceptDeployment, checkDeployTarget } from './deployments.ts';
 import { checkPreview, checkPreviewBody, deployPreviewIn } from './previews.ts';
+import { maskedValuesOf } from './secrets.ts';
 import { lockService } from './service-guards.ts';
 import { deleteServiceIn } from './services.ts';
 
@@ -49,6 +51,8 @@ export interface Delivery {
   event: string;
   /** X-Hub-Signature-256 (GitHub) or X-Gitlab-Token (GitLab). */
   proof: string;
+  /** The address the delivery came from (api/client-address.ts), for the audit log. */
+  clientAddress: string;
   /** The connection the URL names (`/hooks/{kind}/{connection}`); absent on `/hooks/{kind}`. */
   connectionId?: string;
   /** Reads the body, handing each chunk to `onChunk` as it arrives (GitHub signs these bytes). */
@@ -158,6 +162,7 @@ export async function receiveDelivery(
       tokenId: null,
       name: `${HOST[delivery.kind]} ${event.type === 'push' ? 'push' : 'pull request'}`,
       requestId: delivery.id,
+      clientAddress: delivery.clientAddress,
     };
     const match = { accountId: account.id, source: delivery.kind, connectionId: connection.id };
     if (event.type === 'push') {
@@ -173,7 +178,14 @@ export async function receiveDelivery(
       const touched = await previewPullRequest(trx, deps, actor, match, event);
       outcome.preview_service_ids = touched.preview_service_ids;
       outcome.deleted_service_ids = touched.deleted_service_ids;
-      outcome.duplicate = touched.duplicate && touched.preview_service_ids.length === 0;
+      const nothing = touched.preview_service_ids.length === 0;
+      outcome.duplicate = touched.duplicate && nothing;
+      if (touched.older && nothing && !outcome.duplicate)
+        outcome.ignored =
+          `pull request ${event.number} at ${event.headSha} is older than the head its preview last deployed`.slice(
+            0,
+            300,
+          );
     }
     return outcome;
   });
@@ -207,6 +219,22 @@ function checkDeployCall(kind: GitKind, event: GitEvent): void {
   if (errors.size > 0) throw ValidationError.fields([...errors].map(([field, error]) => ({ field, error })));
 }
 
+/**
+ * Whether a signed event is a replay for a service (its delivery id is not signed, so a captured event
+ * can come again under a new one): its commit is the service's recorded head already (`duplicate`), or
+ * it is older than the newest event deployed and does not follow the head (`older`: a force-push back to
+ * an older commit follows the head, and is deployed).
+ */
+function replayOf(
+  last: { head: string; pushed_at: Date | null } | undefined,
+  event: { commit: string; before: string; at: Date | null },
+): 'duplicate' | 'older' | null {
+  if (!last) return null;
+  if (last.head === event.commit) return 'duplicate';
+  const older = event.before !== last.head && event.at && last.pushed_at && event.at < last.pushed_at;
+  return older ? 'older' : null;
+}
+
 type Match = { accountId: string; source: GitKind; connectionId: string };
 
 /**
@@ -228,16 +256,15 @@ async function deployPush(
     if (!service.auto_deploy || service.type === 'job') continue;
     const locked = await lockService(trx, service.id);
     if (isDeleting(locked.state)) continue;
-    const last = await headOf(trx, service.id);
-    if (last?.head === event.commit.id) {
-      pushed.duplicates++;
-      continue;
-    }
     const at = event.commit.timestamp;
-    if (last && event.before !== last.head && at && last.pushed_at && at < last.pushed_at) {
-      pushed.older++;
-      continue;
-    }
+    const replay = replayOf(await headOf(trx, service.id), {
+      commit: event.commit.id,
+      before: event.before,
+      at,
+    });
+    if (replay === 'duplicate') pushed.duplicates++;
+    if (replay === 'older') pushed.older++;
+    if (replay) continue;
     const deployment = await acceptDeployment(
       trx,
       deps.secretBox,
@@ -248,9 +275,11 @@ async function deployPush(
     );
     // The poller (if on) then sees this head as known and does not deploy it again.
     await recordPushedHead(trx, service.id, event.commit.id, at);
+    // Stored masked, as the note is: the events copy them, and the log masks them alike.
+    const mask = redactor(await maskedValuesOf(trx, deps.secretBox, deployment));
     await recordCommitDetails(trx, deployment.id, {
-      git_commit_author: event.commit.author,
-      git_commit_message: event.commit.message.slice(0, 2000),
+      git_commit_author: mask(event.commit.author),
+      git_commit_message: mask(event.commit.message).slice(0, 2000),
     });
     await recordAudit(trx, actor, 'deployment.create', {
       id: deployment.id,
@@ -273,6 +302,7 @@ async function previewPullRequest(
     preview_service_ids: [] as string[],
     deleted_service_ids: [] as string[],
     duplicate: false,
+    older: false,
   };
   const parents = await servicesOnBranch(trx, { ...match, repo: event.repo, branch: event.baseBranch });
   for (const parent of parents) {
@@ -289,16 +319,19 @@ async function previewPullRequest(
     const existing = await findPreview(trx, parent.id, event.number);
     // A preview already being deleted (closed, then reopened at once) is left to finish.
     if (existing && isDeleting(existing.state)) continue;
-    // The same head again (a replay under a new delivery id) is a duplicate, as a push's is.
-    const latest = existing?.latest_deployment_id
-      ? await findDeploymentById(trx, existing.latest_deployment_id)
-      : undefined;
-    if (event.action === 'open' && latest?.git_commit_ref === event.headSha) {
-      touched.duplicate = true;
-      continue;
+    if (event.action === 'open' && existing) {
+      const replay = replayOf(await headOf(trx, existing.id), {
+        commit: event.headSha,
+        before: event.before,
+        at: event.updatedAt,
+      });
+      if (replay === 'duplicate') touched.duplicate = true;
+      if (replay === 'older') touched.older = true;
+      if (replay) continue;
     }
     if (event.action === 'open') {
       const { preview } = await deployPreviewIn(trx, deps, actor, parent, body);
+      await recordPushedHead(trx, preview.id, event.headSha, event.updatedAt);
       touched.preview_service_ids.push(preview.id);
     } else if (existing) {
       await deleteServiceIn(trx, actor, existing);

@@ -82,7 +82,7 @@ async function createPreviewService(
     await storeSecrets(
       trx,
       deps.secretBox,
-      { scope: 'service', id, environmentId: parent.environment_id },
+      { scope: 'service', id, environmentId: parent.environment_id, accountId: parent.account_id },
       inherited,
     );
   }

@@ -20,6 +20,7 @@ export interface SecretScope {
   scope: 'service' | 'environment';
   id: string;
   environmentId: string;
+  accountId: string;
 }
 
 /** The job that writes a scope's secrets to the provider: its kind carries the scope. */
@@ -71,7 +72,12 @@ export async function storeSecrets(
       value_sealed: box.seal(value),
     })),
   );
-  await enqueue(trx, { kind: SECRETS_JOB[target.scope], subjectId: target.id, queueKey: target.id });
+  await enqueue(trx, {
+    kind: SECRETS_JOB[target.scope],
+    subjectId: target.id,
+    accountId: target.accountId,
+    queueKey: target.id,
+  });
   return next;
 }
 

@@ -97,7 +97,8 @@ export async function createService(
       ...kubeSecretNames(subdomain),
     });
     if (secrets.length > 0) {
-      await storeSecrets(trx, deps.secretBox, { scope: 'service', id, environmentId: env.id }, secrets);
+      const scope = { scope: 'service', id, environmentId: env.id, accountId: env.account_id } as const;
+      await storeSecrets(trx, deps.secretBox, scope, secrets);
     }
     await recordAudit(trx, actor, 'service.create', { id, environmentId: env.id });
     if (body.deploy_now) await acceptDeployment(trx, deps.secretBox, id, {}, refusal);
@@ -187,7 +188,12 @@ export async function deleteServiceIn(trx: Db, actor: Actor, service: ServiceRow
     queued.map((d) => d.id),
   );
   await moveLiveService(trx, service.id, 'delete_pending');
-  await enqueue(trx, { kind: 'delete_service', subjectId: service.id, queueKey: service.id });
+  await enqueue(trx, {
+    kind: 'delete_service',
+    subjectId: service.id,
+    accountId: service.account_id,
+    queueKey: service.id,
+  });
   await recordAudit(trx, actor, 'service.delete', {
     id: service.id,
     environmentId: service.environment_id,

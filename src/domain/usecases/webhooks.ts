@@ -103,7 +103,12 @@ export async function redeliver(
     if (!(await reopenDelivery(trx, delivery.id))) {
       throw new ConflictError('This delivery is still pending: it is being tried already');
     }
-    await enqueue(trx, { kind: 'deliver_webhook', subjectId: delivery.id, maxAttempts: WEBHOOK_ATTEMPTS });
+    await enqueue(trx, {
+      kind: 'deliver_webhook',
+      subjectId: delivery.id,
+      accountId: webhook.account_id,
+      maxAttempts: WEBHOOK_ATTEMPTS,
+    });
     await recordAudit(trx, actor, 'webhook.redeliver', { id: webhook.id });
     return { ...delivery, state: 'pending', last_error: '' };
   });

@@ -29,7 +29,7 @@ async function reapply(deps: Deps, service: ServiceRow, signal: AbortSignal, add
 export function deployCustomDomainHandler(deps: Deps): JobHandler {
   const { db } = deps.store;
   return {
-    async run(job: JobRow, signal: AbortSignal) {
+    async run(job: JobRow, signal: AbortSignal, claim) {
       const domain = await findCustomDomainById(db, job.subject_id);
       if (!domain || !['verified', 'deploy_queued', 'deploying'].includes(domain.state)) return;
       await transitionCustomDomain(db, domain.id, ['verified'], 'deploy_queued');
@@ -39,26 +39,32 @@ export function deployCustomDomainHandler(deps: Deps): JobHandler {
       await db.transaction().execute(async (trx) => {
         const locked = (await findServiceById(trx, service.id, { forUpdate: true })) as ServiceRow;
         const moved = await transitionCustomDomain(trx, domain.id, ['deploying'], 'deployed');
-        if (!moved) return;
         const previous = locked.custom_domain_id;
-        await updateService(trx, service.id, { custom_domain_id: domain.id });
-        if (previous && previous !== domain.id) {
+        if (moved) await updateService(trx, service.id, { custom_domain_id: domain.id });
+        if (moved && previous && previous !== domain.id) {
           if (await transitionCustomDomain(trx, previous, ['deployed'], 'delete_queued')) {
-            await enqueue(trx, { kind: 'retire_custom_domain', subjectId: previous, queueKey: service.id });
+            await enqueue(trx, {
+              kind: 'retire_custom_domain',
+              subjectId: previous,
+              accountId: service.account_id,
+              queueKey: service.id,
+            });
           }
         }
+        await claim.finish(trx);
       });
     },
-    async fail(job: JobRow, reason: string) {
-      await transitionCustomDomain(
-        db,
-        job.subject_id,
-        ['verified', 'deploy_queued', 'deploying'],
-        'deploy_failed',
-        {
-          failure_reason: reason.slice(0, 2000),
-        },
-      );
+    async fail(job: JobRow, reason: string, claim) {
+      await db.transaction().execute(async (trx) => {
+        await transitionCustomDomain(
+          trx,
+          job.subject_id,
+          ['verified', 'deploy_queued', 'deploying'],
+          'deploy_failed',
+          { failure_reason: reason.slice(0, 2000) },
+        );
+        await claim.finish(trx);
+      });
     },
   };
 }
@@ -67,18 +73,24 @@ export function deployCustomDomainHandler(deps: Deps): JobHandler {
 export function retireCustomDomainHandler(deps: Deps): JobHandler {
   const { db } = deps.store;
   return {
-    async run(job: JobRow, signal: AbortSignal) {
+    async run(job: JobRow, signal: AbortSignal, claim) {
       const domain = await findCustomDomainById(db, job.subject_id);
       if (!domain || !['delete_queued', 'deleting'].includes(domain.state)) return;
       await transitionCustomDomain(db, domain.id, ['delete_queued'], 'deleting');
       const service = (await findServiceById(db, domain.service_id)) as ServiceRow;
       // The domain is `deleting` now: the desired state no longer lists it.
       await reapply(deps, service, signal);
-      await transitionCustomDomain(db, domain.id, ['deleting'], 'deleted');
+      await db.transaction().execute(async (trx) => {
+        await transitionCustomDomain(trx, domain.id, ['deleting'], 'deleted');
+        await claim.finish(trx);
+      });
     },
-    async fail(job: JobRow, reason: string) {
-      await transitionCustomDomain(db, job.subject_id, ['delete_queued', 'deleting'], 'delete_failed', {
-        failure_reason: reason.slice(0, 2000),
+    async fail(job: JobRow, reason: string, claim) {
+      await db.transaction().execute(async (trx) => {
+        await transitionCustomDomain(trx, job.subject_id, ['delete_queued', 'deleting'], 'delete_failed', {
+          failure_reason: reason.slice(0, 2000),
+        });
+        await claim.finish(trx);
       });
     },
   };

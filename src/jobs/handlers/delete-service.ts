@@ -14,7 +14,7 @@ import type { JobHandler } from '../worker.ts';
 export function deleteServiceHandler(deps: Deps): JobHandler {
   const { db } = deps.store;
   return {
-    async run(job: JobRow) {
+    async run(job: JobRow, _signal, claim) {
       const service = await findServiceById(db, job.subject_id);
       if (!service) return;
       await transitionService(db, service.id, ['delete_pending'], 'delete_queued');
@@ -23,22 +23,24 @@ export function deleteServiceHandler(deps: Deps): JobHandler {
       await removeDependencies(deps, service);
       await deps.provider.remove(service);
       await db.transaction().execute(async (trx) => {
-        const deleted = await transitionService(trx, service.id, ['deleting'], 'deleted', {
-          is_deleted: true,
-        });
-        if (!deleted) return;
-        await recordObservation(trx, service.id, { run_status: 'deleted', ready_count: 0 });
-        // The teardown took the service's routes with it; its domain names are free to register again.
-        await retireAllDomains(trx, service.id);
+        if (await transitionService(trx, service.id, ['deleting'], 'deleted', { is_deleted: true })) {
+          await recordObservation(trx, service.id, { run_status: 'deleted', ready_count: 0 });
+          // The teardown took the service's routes with it; its domain names are free to register again.
+          await retireAllDomains(trx, service.id);
+        }
+        await claim.finish(trx);
       });
     },
-    async fail(job: JobRow) {
-      await transitionService(
-        db,
-        job.subject_id,
-        ['delete_pending', 'delete_queued', 'deleting'],
-        'delete_failed',
-      );
+    async fail(job: JobRow, _reason, claim) {
+      await db.transaction().execute(async (trx) => {
+        await transitionService(
+          trx,
+          job.subject_id,
+          ['delete_pending', 'delete_queued', 'deleting'],
+          'delete_failed',
+        );
+        await claim.finish(trx);
+      });
     },
   };
 }

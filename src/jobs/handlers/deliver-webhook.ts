@@ -17,7 +17,7 @@ import type { JobHandler } from '../worker.ts';
 export function deliverWebhookHandler(deps: Deps): JobHandler {
   const db = deps.store.db;
   return {
-    async run(job, signal) {
+    async run(job, signal, claim) {
       const target = await deliveryTarget(db, job.subject_id);
       // The subscription was deleted: nothing to send.
       if (!target) return;
@@ -40,21 +40,27 @@ export function deliverWebhookHandler(deps: Deps): JobHandler {
         throw error instanceof RefusedAddressError ? new TerminalError(message) : new Error(message);
       }
       if (status >= 200 && status < 300) {
-        await recordAttempt(db, delivery.id, { state: 'succeeded', responseCode: status, error: '' });
+        await db.transaction().execute(async (trx) => {
+          await recordAttempt(trx, delivery.id, { state: 'succeeded', responseCode: status, error: '' });
+          await claim.finish(trx);
+        });
         return;
       }
       const message = `the receiver answered ${status}`;
       await recordAttempt(db, delivery.id, { state: 'pending', responseCode: status, error: message });
       throw new Error(message);
     },
-    async fail(job, reason) {
+    async fail(job, reason, claim) {
       const target = await deliveryTarget(db, job.subject_id);
       if (!target) return;
-      await recordAttempt(db, job.subject_id, {
-        state: 'failed',
-        responseCode: target.delivery.response_code,
-        error: reason,
-        attempts: target.delivery.attempts,
+      await db.transaction().execute(async (trx) => {
+        await recordAttempt(trx, job.subject_id, {
+          state: 'failed',
+          responseCode: target.delivery.response_code,
+          error: reason,
+          attempts: target.delivery.attempts,
+        });
+        await claim.finish(trx);
       });
     },
     retryDelayMs: (attempts) => webhookRetryDelayMs(deps.config.webhookRetryBaseMs, attempts),

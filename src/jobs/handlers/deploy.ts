@@ -56,7 +56,7 @@ export function deployHandler(deps: Deps): JobHandler {
     return redactor(deployment ? await maskedValuesOf(db, deps.secretBox, deployment) : []);
   };
   return {
-    async run(job: JobRow, signal: AbortSignal, finish) {
+    async run(job: JobRow, signal: AbortSignal, claim) {
       const found = await findDeploymentToRun(db, job.subject_id);
       if (!found) return;
       const { deployment, service, environment } = found;
@@ -72,9 +72,12 @@ export function deployHandler(deps: Deps): JobHandler {
             log.end('queue', 'success', `Started (${attempt})`);
             await log.writeIn(trx);
           }
+          // An attempt that lost the job before this commits starts nothing: the one holding the job
+          // finds the deployment queued and starts it, instead of finding it started and ending the job.
+          await claim.hold(trx);
           return moved;
         });
-        // Cancelled in the meantime (a delete): nothing to roll out.
+        // Cancelled in the meantime (a delete): nothing to roll out. Only a holder of the job starts it.
         if (!started) return;
       } else {
         log.line('outcome', `Started again (${attempt})`);
@@ -175,7 +178,7 @@ export function deployHandler(deps: Deps): JobHandler {
         }
         await log.writeIn(trx);
         await recordObservation(trx, service.id, observed, observedAt);
-        await finish?.(trx);
+        await claim.finish(trx);
       });
     },
     async retrying(job: JobRow, reason: string) {
@@ -191,7 +194,7 @@ export function deployHandler(deps: Deps): JobHandler {
           appendDeploymentLog(trx, job.subject_id, [{ step: 'outcome', line: note, at: new Date() }]),
         );
     },
-    async fail(job: JobRow, reason: string) {
+    async fail(job: JobRow, reason: string, claim) {
       await db.transaction().execute(async (trx) => {
         const deployment = await findDeploymentById(trx, job.subject_id);
         if (!deployment) return;
@@ -214,6 +217,8 @@ export function deployHandler(deps: Deps): JobHandler {
             [{ mark: 'failed', at }],
           );
         }
+        // A worker that lost the job fails nothing: the deployment is the holder's to finish.
+        await claim.finish(trx);
       });
     },
   };

@@ -6,14 +6,21 @@ import type { JobHandler } from '../worker.ts';
 export function provisionEnvironmentHandler(deps: Deps): JobHandler {
   const { db } = deps.store;
   return {
-    async run(job: JobRow) {
+    async run(job: JobRow, _signal, claim) {
       const env = await findEnvironmentById(db, job.subject_id);
       if (env?.state !== 'provisioning') return;
       await deps.provider.ensureEnvironment(env);
-      await setEnvironmentState(db, env.id, 'available');
+      await db.transaction().execute(async (trx) => {
+        await setEnvironmentState(trx, env.id, 'available');
+        await claim.finish(trx);
+      });
     },
-    async fail(job: JobRow) {
-      await setEnvironmentState(db, job.subject_id, 'failed');
+    async fail(job: JobRow, _reason, claim) {
+      // Fenced: a worker that lost the job cannot fail an environment the one holding it made available.
+      await db.transaction().execute(async (trx) => {
+        await setEnvironmentState(trx, job.subject_id, 'failed');
+        await claim.finish(trx);
+      });
     },
   };
 }

@@ -3,7 +3,6 @@ import Docker from 'dockerode';
 import type { Logger } from 'pino';
 import type { OpsConfig } from '../../domain/ops-json.ts';
 import { isUuid } from '../../domain/uuid.ts';
-import { SupersededError } from '../../jobs/errors.ts';
 import type { Db } from '../../store/database.ts';
 import {
   type Applied,
@@ -35,7 +34,8 @@ import { containerSources, EngineLogs } from './logs.ts';
 import { OpsCronJobs, requestReplica } from './ops-cron.ts';
 import { demultiplex } from './output.ts';
 import { DockerResources } from './resources.ts';
-import { admit, bury, promote, routeOf } from './routes.ts';
+import { type Prepared, type RolloutEngine, type Run, rollout } from './rollout.ts';
+import { bury, routeOf } from './routes.ts';
 import type { DockerSettings } from './settings.ts';
 import { type DockerDb, dockerTables } from './tables.ts';
 
@@ -63,6 +63,7 @@ export class DockerProvider implements Provider {
   private readonly opsCron: OpsCronJobs;
   private ingress: Ingress | undefined;
   private readonly drainer: Drainer;
+  private readonly engine: RolloutEngine<Prepared>;
   readonly serving: Serving;
   readonly logs: ServiceLogs;
   readonly resources: DockerResources;
@@ -74,6 +75,7 @@ export class DockerProvider implements Provider {
     this.options = options;
     this.logs = new EngineLogs(this.docker, containerSources(this.docker));
     this.db = dockerTables(options.db);
+    this.engine = this.rolloutEngine();
     this.resources = new DockerResources(this.docker, options.settings, (env) => this.ensureNetwork(env));
     this.drainer = new Drainer({
       docker: this.docker,
@@ -154,7 +156,7 @@ export class DockerProvider implements Provider {
 
   async apply(desired: DesiredService, signal: AbortSignal, log: DeployLog = SILENT_LOG): Promise<Applied> {
     try {
-      return await this.rollout(desired, signal, log);
+      return await rollout(this.engine, desired, signal, log);
     } catch (error) {
       // A lost lease leaves the containers to the worker that took over; a cancel has no such worker.
       if (signal.reason instanceof DeploymentCancelled) {
@@ -165,116 +167,174 @@ export class DockerProvider implements Provider {
     }
   }
 
-  private async rollout(desired: DesiredService, signal: AbortSignal, log: DeployLog): Promise<Applied> {
-    const { service, deploymentId, environment, generation } = desired;
-    const { applied, route } = await admit(this.db, desired, 'docker');
-    const { svcAlias } = applied;
-    // The generation in place (a rerun after a crash, or new domains): no rollout, only the routing.
-    if (route?.deployment_id === deploymentId) {
-      await promote(this.db, desired, desired.ops);
-      if (service.type === 'job' || service.type === 'cron')
-        await this.retireOlder(service.id, generation, signal);
-      else this.drainer.drain(service.id);
-      if (service.type === 'job') await this.jobOutcome(deploymentId, {});
-      return applied;
-    }
-    signal.throwIfAborted();
-    // A rerun of one never promoted starts afresh.
-    await this.removeContainers({ [LABEL.deployment]: deploymentId });
-    // What an earlier drain left when its process stopped.
-    this.drainer.drain(service.id);
-    const network = await this.ensureNetwork(environment);
-    const { image, ops, source } = await this.prepareImage(desired, log);
-    log.mark('image_resolved');
-    applied.source = source;
-    signal.throwIfAborted();
-    const labels = (role: Role): Record<string, string> => labelsOf(desired, role);
-    const variables = {
-      ...desired.variables,
-      ...(service.port ? { PORT: String(service.port) } : {}),
+  /** What the docker driver gives the shared rollout (rollout.ts): its engine calls, a strategy per type. */
+  private rolloutEngine(): RolloutEngine<Prepared> {
+    return {
+      driver: 'docker',
+      db: this.db,
+      ingress: () => this.ingress,
+      prepare: (desired, _signal, log) => this.prepare(desired, log),
+      standDown: async (desired) => {
+        await this.removeContainers({ [LABEL.deployment]: desired.deploymentId });
+        await this.cron.rescan();
+      },
+      strategies: {
+        job: {
+          start: (desired, run, signal, log) => this.runJob(desired, run, signal, log),
+          retire: async (desired, after, signal) => {
+            await this.retireOlder(desired.service.id, desired.generation, signal);
+            await this.jobOutcome(desired.deploymentId, after.source);
+          },
+        },
+        cron: {
+          start: async (desired, run, _signal, log) => {
+            const { service } = desired;
+            const template = this.containerSpec(
+              desired,
+              run,
+              'cron-template',
+              `berth-${shortName(desired)}-cron`,
+            );
+            template.Labels = { ...template.Labels, [LABEL.cronSchedule]: service.cron_schedule ?? '' };
+            await this.docker.createContainer(template).catch((error: unknown) => {
+              throw engineError(error, 'the Docker Engine refused the container');
+            });
+            log.end('rollout', 'success', `Cron template created: runs on "${service.cron_schedule ?? ''}"`);
+          },
+          retire: (desired, _after, signal) =>
+            this.retireOlder(desired.service.id, desired.generation, signal),
+        },
+        serving: {
+          start: (desired, run, signal, log) => this.startReplicas(desired, run, signal, log),
+          retire: async (desired, after, _signal, log) => {
+            // The new version serves: the deployment has succeeded. The old one drains meanwhile.
+            this.drainer.drain(desired.service.id, { deploymentId: desired.deploymentId, log });
+            if (after.replaced)
+              log.end(
+                'drain',
+                'success',
+                'The previous version drains: each old container gets 10 s to stop',
+              );
+          },
+        },
+      },
     };
-    const spec = (role: Role, name: string): Docker.ContainerCreateOptions => ({
+  }
+
+  /** A rollout's image and network; a rerun of one never promoted starts afresh. */
+  private async prepare(desired: DesiredService, log: DeployLog): Promise<Prepared> {
+    await this.removeContainers({ [LABEL.deployment]: desired.deploymentId });
+    // What an earlier drain left when its process stopped.
+    this.drainer.drain(desired.service.id);
+    const network = await this.ensureNetwork(desired.environment);
+    return { ...(await this.prepareImage(desired, log)), network };
+  }
+
+  /** A container of the new version, in the role given. */
+  private containerSpec(
+    desired: DesiredService,
+    run: Run<Prepared>,
+    role: Role,
+    name: string,
+  ): Docker.ContainerCreateOptions {
+    const { service } = desired;
+    const variables = { ...desired.variables, ...(service.port ? { PORT: String(service.port) } : {}) };
+    return {
       name,
-      Image: image,
+      Image: run.image,
       Env: Object.entries(variables).map(([k, v]) => `${k}=${v}`),
       Cmd: service.run_command ? ['/bin/sh', '-c', service.run_command] : undefined,
-      Labels: labels(role),
+      Labels: labelsOf(desired, role),
       HostConfig: {
-        NetworkMode: network,
+        NetworkMode: run.network,
         NanoCpus: service.cpu_count_max ? Math.round(service.cpu_count_max * 1e9) : undefined,
         Memory: service.memory_mb_max ? service.memory_mb_max * 1024 * 1024 : undefined,
       },
-      NetworkingConfig: { EndpointsConfig: { [network]: { Aliases: [service.subdomain, svcAlias] } } },
-    });
-    const deadline = Date.now() + ops.deploy_timeout * 60_000;
-    const short = `${service.subdomain}-${deploymentId.slice(0, 8)}`;
+      NetworkingConfig: {
+        EndpointsConfig: { [run.network]: { Aliases: [service.subdomain, run.svcAlias] } },
+      },
+    };
+  }
 
-    if (service.type === 'job') {
-      const container = await this.run(spec('job', `berth-${short}-job`), log);
-      log.line('rollout', `Job container berth-${short}-job started`);
-      // A lost lease ends the wait at once (the sleep rejects), before any further side effect.
-      const exit = await Promise.race([
-        container.wait() as Promise<{ StatusCode: number }>,
-        sleep(Math.max(0, deadline - Date.now()), null, { signal, ref: false }),
-      ]).catch((error: unknown) => {
-        signal.throwIfAborted();
-        throw error;
-      });
-      if (exit === null) {
-        await container.remove({ force: true });
-        log.end(
-          'rollout',
-          'failed',
-          `The job did not finish within deploy_timeout (${ops.deploy_timeout} min)`,
-        );
-        throw new DeployFailed(
-          `the job did not finish within deploy_timeout (${ops.deploy_timeout} min)`,
-          source,
-        );
-      }
-      log.line('rollout', await this.output(container, 50));
+  /** A job's container, run to its end (or its deploy_timeout). */
+  private async runJob(
+    desired: DesiredService,
+    run: Run<Prepared>,
+    signal: AbortSignal,
+    log: DeployLog,
+  ): Promise<void> {
+    const { ops, source, deadline } = run;
+    const name = `berth-${shortName(desired)}-job`;
+    const container = await this.run(this.containerSpec(desired, run, 'job', name), log);
+    log.line('rollout', `Job container ${name} started`);
+    // A lost lease ends the wait at once (the sleep rejects), before any further side effect.
+    const exit = await Promise.race([
+      container.wait() as Promise<{ StatusCode: number }>,
+      sleep(Math.max(0, deadline - Date.now()), null, { signal, ref: false }),
+    ]).catch((error: unknown) => {
+      signal.throwIfAborted();
+      throw error;
+    });
+    if (exit === null) {
+      await container.remove({ force: true });
       log.end(
         'rollout',
-        exit.StatusCode === 0 ? 'success' : 'failed',
-        `The job exited with code ${exit.StatusCode}`,
+        'failed',
+        `The job did not finish within deploy_timeout (${ops.deploy_timeout} min)`,
       );
-      await this.promoteOrStandDown(desired, ops, signal, log);
-      await this.retireOlder(service.id, generation, signal);
-      await this.jobOutcome(deploymentId, source);
-      return applied;
+      throw new DeployFailed(
+        `the job did not finish within deploy_timeout (${ops.deploy_timeout} min)`,
+        source,
+      );
     }
+    log.line('rollout', await this.output(container, 50));
+    log.end(
+      'rollout',
+      exit.StatusCode === 0 ? 'success' : 'failed',
+      `The job exited with code ${exit.StatusCode}`,
+    );
+  }
 
-    if (service.type === 'cron') {
-      const template = spec('cron-template', `berth-${short}-cron`);
-      template.Labels = { ...template.Labels, [LABEL.cronSchedule]: service.cron_schedule ?? '' };
-      await this.docker.createContainer(template).catch((error: unknown) => {
-        throw engineError(error, 'the Docker Engine refused the container');
-      });
-      log.end('rollout', 'success', `Cron template created: runs on "${service.cron_schedule ?? ''}"`);
-      await this.promoteOrStandDown(desired, ops, signal, log);
-      await this.retireOlder(service.id, generation, signal);
-      return applied;
+  /** A web, internal or worker service's replicas, started side by side, until every one is ready. */
+  private async startReplicas(
+    desired: DesiredService,
+    run: Run<Prepared>,
+    signal: AbortSignal,
+    log: DeployLog,
+  ): Promise<void> {
+    const { service, deploymentId } = desired;
+    const { ops, source, deadline, network, route } = run;
+    // The engine's time for one replica is the rollout's for all.
+    const started = await Promise.allSettled(
+      Array.from({ length: service.replica_count ?? 1 }, async (_, i): Promise<Target> => {
+        const name = `berth-${shortName(desired)}-${i}`;
+        const container = await this.run(this.containerSpec(desired, run, 'replica', name), log);
+        const info = await container.inspect();
+        log.line('rollout', `Replica ${info.Name.replace(/^\//, '')} created`);
+        return { container, ip: info.NetworkSettings.Networks[network]?.IPAddress ?? '' };
+      }),
+    );
+    const refused = started.find((r) => r.status === 'rejected');
+    if (refused) {
+      // The replicas that did start go with the deployment that failed.
+      await this.removeContainers({ [LABEL.deployment]: deploymentId });
+      throw refused.reason;
     }
-
-    const targets: Target[] = [];
-    for (let i = 0; i < (service.replica_count ?? 1); i++) {
-      signal.throwIfAborted();
-      const container = await this.run(spec('replica', `berth-${short}-${i}`), log).catch(async (error) => {
-        // The replicas already started go with the deployment that failed.
-        await this.removeContainers({ [LABEL.deployment]: deploymentId });
-        throw error;
-      });
-      const info = await container.inspect();
-      const name = info.Name.replace(/^\//, '');
-      log.line('rollout', `Replica ${name} created`);
-      targets.push({ container, ip: info.NetworkSettings.Networks[network]?.IPAddress ?? '' });
-    }
+    const targets = started.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
     // Aborted (the lease was lost), the wait throws at once: the replicas are left as they are, since the
     // worker now running this deployment may be using them, and a rerun removes them anyway.
-    const ready = await waitReady(targets, ops.health_check, service.port, deadline, signal, (t) => {
-      log.mark('first_healthy');
-      log.line('rollout', `Replica ${t.container.id.slice(0, 12)} is healthy`);
-    });
+    const ready = await waitReady(
+      this.docker,
+      targets,
+      ops.health_check,
+      service.port,
+      deadline,
+      signal,
+      (t) => {
+        log.mark('first_healthy');
+        log.line('rollout', `Replica ${t.container.id.slice(0, 12)} is healthy`);
+      },
+    );
     if (!ready.ok) {
       const shown = ready.exited ?? targets[0];
       const tail = shown ? await this.logTail(shown.container) : '';
@@ -296,12 +356,6 @@ export class DockerProvider implements Provider {
     // Replicas get their restart policy only now: during the rollout an exit must fail it at once, with
     // its code, not turn into a crash loop that looks alive.
     for (const { container } of targets) await container.update({ RestartPolicy: KEEP_RUNNING });
-    await this.promoteOrStandDown(desired, ops, signal, log);
-    // The new version serves: the deployment has succeeded. The old one drains meanwhile.
-    this.drainer.drain(service.id, { deploymentId, log });
-    if (route)
-      log.end('drain', 'success', 'The previous version drains: each old container gets 10 s to stop');
-    return applied;
   }
 
   /** Creates and starts a container; one the Engine refuses (4xx: a memory limit below its minimum) is permanent. */
@@ -373,13 +427,13 @@ export class DockerProvider implements Provider {
         service.docker_image ?? '',
         target.docker_image_tag,
       );
-      const local = service.docker_registry
-        ? null
-        : await this.docker
-            .getImage(image)
-            .inspect()
-            .catch(() => null);
-      if (local) log.line('pull', `Using the local image ${image}`);
+      const local = await this.docker
+        .getImage(image)
+        .inspect()
+        .catch(() => null);
+      const current = local && service.docker_registry ? await this.unchanged(image, local) : null;
+      if (local && !service.docker_registry) log.line('pull', `Using the local image ${image}`);
+      else if (current) log.line('pull', `${image} is up to date (${current}): no pull`);
       else {
         log.line('pull', `Pulling ${image}`);
         await pullImage(this.docker, image, this.options.settings.pullTimeoutMs, (text) =>
@@ -400,28 +454,19 @@ export class DockerProvider implements Provider {
     );
   }
 
-  /** A new version takes over, unless a newer generation did meanwhile: then this one removes itself. */
-  private async promoteOrStandDown(
-    desired: DesiredService,
-    ops: OpsConfig,
-    signal: AbortSignal,
-    log: DeployLog,
-  ): Promise<void> {
-    // A worker that lost the job must not move traffic: the one that took it over decides.
-    signal.throwIfAborted();
-    if (await promote(this.db, desired, ops)) {
-      log.mark('routed');
-      log.end('traffic', 'success', `Traffic moved to this deployment (generation ${desired.generation})`);
-      return;
-    }
-    log.end(
-      'traffic',
-      'failed',
-      `A newer generation than ${desired.generation} is in place: traffic stays there`,
-    );
-    await this.removeContainers({ [LABEL.deployment]: desired.deploymentId });
-    await this.cron.rescan();
-    throw new SupersededError(`a newer generation than ${desired.generation} is in place`);
+  /**
+   * The digest of a registry image already here, when its registry still has that digest under the tag
+   * (one manifest request, instead of a pull): null when the tag moved or the registry cannot say.
+   */
+  private async unchanged(image: string, local: Docker.ImageInspectInfo): Promise<string | null> {
+    const repository = image.slice(0, image.lastIndexOf(':'));
+    const here = local.RepoDigests?.find((d) => d.startsWith(`${repository}@`))?.split('@')[1];
+    if (!here) return null;
+    const remote = (await this.docker
+      .getImage(image)
+      .distribution()
+      .catch(() => null)) as { Descriptor?: { digest?: string } } | null;
+    return remote?.Descriptor?.digest === here ? here : null;
   }
 
   /** The last `lines` lines a container printed, stdout and stderr together. */
@@ -489,6 +534,11 @@ export class DockerProvider implements Provider {
       await this.docker.getImage(image.Id).remove({ force: true }).catch(ignoreGone);
     }
   }
+}
+
+/** The start of a deployment's container names: the service's subdomain and the deployment's id. */
+function shortName({ service, deploymentId }: DesiredService): string {
+  return `${service.subdomain}-${deploymentId.slice(0, 8)}`;
 }
 
 /** Removing what is already gone is done. */

@@ -81,13 +81,6 @@ export async function checkOnce(
   port: number | null,
   signal: AbortSignal,
 ): Promise<Verdict> {
-  const info = await target.container.inspect();
-  const state = info.State;
-  // Replicas roll out without a restart policy, so an exit stays an exit (with its code) instead of
-  // a crash loop that looks alive; a restart count says the same of one that was restarted anyway.
-  if (!state.Running || state.Restarting || info.RestartCount > 0) {
-    throw new ContainerExited(`a replica exited with code ${state.ExitCode}`, target);
-  }
   const within = AbortSignal.any([signal, AbortSignal.timeout((check?.timeout ?? 10) * 1000)]);
   const checkPort = check?.port ?? port;
   if (!check) return checkPort ? tcpOpen(target.ip, checkPort, within) : true;
@@ -103,10 +96,69 @@ export async function checkOnce(
 }
 
 /**
- * Waits until every target is ready, or says why not by the deadline. Throws the signal's reason as soon
- * as it aborts: a worker that lost its job must not wait out the deploy timeout, nor act on the outcome.
+ * The first round of checks goes at once; the pause before each next one doubles from FIRST_PAUSE_MS up
+ * to MAX_PAUSE_MS: a replica that answers soon is seen soon, one that takes long costs few probes.
+ */
+const FIRST_PAUSE_MS = 10;
+const MAX_PAUSE_MS = 250;
+
+/** The container an event line is about ('' when it is not one). */
+function idOf(line: string): string {
+  try {
+    return String((JSON.parse(line) as { id?: string }).id ?? '');
+  } catch {
+    return '';
+  }
+}
+
+/**
+ * Replicas that stop, as the Engine's event stream reports them from the moment it is opened; what
+ * stopped before is read once from each container. Replicas roll out without a restart policy, so an
+ * exit stays an exit (with its code) instead of a crash loop that looks alive; a restart count says the
+ * same of one that was restarted anyway. `onExit` is called at once.
+ */
+async function watchExits(
+  docker: Docker,
+  targets: Target[],
+  onExit: () => void,
+): Promise<{ exited: () => ContainerExited | undefined; close: () => void }> {
+  let exited: ContainerExited | undefined;
+  const exit = async (target: Target) => {
+    if (exited) return;
+    const info = await target.container.inspect().catch(() => null);
+    exited = new ContainerExited(`a replica exited with code ${info?.State.ExitCode ?? 'unknown'}`, target);
+    onExit();
+  };
+  const byId = new Map(targets.map((t) => [t.container.id, t]));
+  const events = (await docker.getEvents({
+    filters: { type: ['container'], event: ['die'], container: [...byId.keys()] },
+  })) as NodeJS.ReadableStream & { destroy(): void };
+  let pending = '';
+  events.on('data', (chunk: Buffer) => {
+    pending += chunk.toString('utf8');
+    const lines = pending.split('\n');
+    pending = lines.pop() ?? '';
+    for (const line of lines) {
+      const target = byId.get(idOf(line));
+      if (target) void exit(target);
+    }
+  });
+  events.on('error', () => undefined);
+  for (const target of targets) {
+    const info = await target.container.inspect();
+    const { State: state } = info;
+    if (!state.Running || state.Restarting || info.RestartCount > 0) await exit(target);
+  }
+  return { exited: () => exited, close: () => events.destroy() };
+}
+
+/**
+ * Waits until every target is ready, or says why not by the deadline; a replica that exits fails the
+ * wait at once. Throws the signal's reason as soon as it aborts: a worker that lost its job must not wait
+ * out the deploy timeout, nor act on the outcome.
  */
 export async function waitReady(
+  docker: Docker,
   targets: Target[],
   check: HealthCheck | null,
   port: number | null,
@@ -114,39 +166,56 @@ export async function waitReady(
   signal: AbortSignal,
   onReady: (target: Target) => void = () => undefined,
 ): Promise<{ ok: true } | { ok: false; reason: string; exited?: Target }> {
-  const pending = new Set(targets);
-  let last = 'not ready';
-  while (pending.size > 0) {
-    for (const target of [...pending]) {
+  // An exit ends the pause between rounds (and the checks under way) at once.
+  const stopped = new AbortController();
+  const watch = await watchExits(docker, targets, () => stopped.abort());
+  const probing = AbortSignal.any([signal, stopped.signal]);
+  const exitedNow = () => {
+    const exit = watch.exited();
+    return exit ? { ok: false as const, reason: exit.message, exited: exit.target } : undefined;
+  };
+  try {
+    const pending = new Set(targets);
+    let last = 'not ready';
+    let pause = FIRST_PAUSE_MS;
+    while (pending.size > 0) {
       signal.throwIfAborted();
-      try {
-        const verdict = await checkOnce(target, check, port, signal);
-        if (verdict === true) {
-          pending.delete(target);
-          onReady(target);
-        } else {
-          const printed =
-            typeof verdict === 'object' && verdict.output ? `; it printed: ${verdict.output}` : '';
-          last = check
-            ? `the ${check.type} health check did not pass${printed}`
-            : `port ${port} did not accept connections`;
-        }
-      } catch (error) {
-        if (error instanceof ContainerExited) {
-          return { ok: false, reason: error.message, exited: error.target };
-        }
-        last = (error as Error).message;
+      const early = exitedNow();
+      if (early) return early;
+      await Promise.all(
+        [...pending].map(async (target) => {
+          try {
+            const verdict = await checkOnce(target, check, port, probing);
+            if (verdict === true) {
+              pending.delete(target);
+              onReady(target);
+            } else {
+              const printed =
+                typeof verdict === 'object' && verdict.output ? `; it printed: ${verdict.output}` : '';
+              last = check
+                ? `the ${check.type} health check did not pass${printed}`
+                : `port ${port} did not accept connections`;
+            }
+          } catch (error) {
+            last = (error as Error).message;
+          }
+        }),
+      );
+      signal.throwIfAborted();
+      const exit = exitedNow();
+      if (exit) return exit;
+      if (pending.size === 0) break;
+      if (Date.now() > deadline) {
+        return {
+          ok: false,
+          reason: `${pending.size} of ${targets.length} replicas not ready in time: ${last}`,
+        };
       }
+      await sleep(pause, undefined, { signal: probing }).catch(() => signal.throwIfAborted());
+      pause = Math.min(pause * 2, MAX_PAUSE_MS);
     }
-    signal.throwIfAborted();
-    if (pending.size === 0) break;
-    if (Date.now() > deadline) {
-      return {
-        ok: false,
-        reason: `${pending.size} of ${targets.length} replicas not ready in time: ${last}`,
-      };
-    }
-    await sleep(500, undefined, { signal }).catch(() => signal.throwIfAborted());
+    return { ok: true };
+  } finally {
+    watch.close();
   }
-  return { ok: true };
 }

@@ -20,6 +20,12 @@ import type { DockerDb } from './tables.ts';
 
 export interface Ingress {
   url: string;
+  /**
+   * Forgets every host's upstreams: the routing table changed, and the next request reads it again. The
+   * process that moved traffic calls it, so its own ingress switches at once; another process's ingress
+   * follows within INGRESS_CACHE_MS.
+   */
+  forget(): void;
   close(): Promise<void>;
 }
 
@@ -205,6 +211,7 @@ export async function startIngress(options: {
   options.logger.info({ url, ingressHost }, 'ingress listening');
   return {
     url,
+    forget: () => cache.clear(),
     close: async () => {
       await app.close();
       await agent.close();

@@ -77,6 +77,7 @@ export class DockerResources implements Resources {
     const network = networkName(environment.id);
     const ip = (await container.inspect()).NetworkSettings.Networks[network]?.IPAddress ?? '';
     const ready = await waitReady(
+      this.docker,
       [{ container, ip }],
       null,
       engine.port,

@@ -462,8 +462,9 @@ function simCommit(service: ServiceSpec, target: DeployTarget, deploymentId: str
 
 /**
  * What the simulated cloud "resolved" the target to, as a real one reports it: a git deployment names its
- * commit (`commit`: a simulated head gets a simulated author and message; a real one read with ls-remote
- * has none the sim could know); an image deployment the digest of its tag (stable per image and tag).
+ * commit (`commit`: one a push named keeps the author and message the git host gave; a simulated head
+ * gets a simulated author and message; a real one read with ls-remote has none the sim could know); an
+ * image deployment the digest of its tag (stable per image and tag).
  */
 function deployedSource({ service, target, deploymentId }: DesiredService, commit: string): DeployedSource {
   if (service.source === 'docker_image') {
@@ -474,6 +475,14 @@ function deployedSource({ service, target, deploymentId }: DesiredService, commi
   if (service.source === 'helm_chart') return {};
   const branch = service.git_repo_branch ?? 'main';
   if (commit !== simCommit(service, target, deploymentId)) return { git_commit_ref: commit };
+  // The commit a push named: its author and message as the git host told them.
+  if (target.commit && commit === target.commit_id) {
+    return {
+      git_commit_ref: commit,
+      git_commit_author: target.commit.author,
+      git_commit_message: target.commit.message,
+    };
+  }
   return {
     git_commit_ref: commit,
     git_commit_author: 'Sim Developer <developer@sim.berth.test>',

@@ -11,7 +11,8 @@ import { type Ingress, type RouteTarget, startIngress } from '../docker/ingress.
 import { LABEL, labelFilter, labelsOf, type Role } from '../docker/labels.ts';
 import { EngineLogs, type LogOptions, type LogSource } from '../docker/logs.ts';
 import { OpsCronJobs } from '../docker/ops-cron.ts';
-import { admit, bury, promote, routeOf } from '../docker/routes.ts';
+import { type Prepared, type RolloutEngine, type Run, rollout } from '../docker/rollout.ts';
+import { bury, routeOf } from '../docker/routes.ts';
 import {
   type Applied,
   type DeployedSource,
@@ -33,7 +34,7 @@ import {
 import { SwarmCron } from './cron.ts';
 import { requestTask } from './ops-cron.ts';
 import { SwarmResources } from './resources.ts';
-import { launchOf, sweepSecrets } from './secrets.ts';
+import { type Launch, launchOf, sweepSecrets } from './secrets.ts';
 import {
   cronTemplateName,
   failedTasks,
@@ -51,7 +52,16 @@ import {
 import type { SwarmSettings } from './settings.ts';
 import { type SwarmDb, swarmTables } from './tables.ts';
 
-const POLL_MS = 500;
+/**
+ * The swarm reports task states only when asked: the first look goes at once, then the pause doubles
+ * from FIRST_POLL_MS up to MAX_POLL_MS (a rollout that is quick is seen quickly, a long one costs few reads).
+ */
+const FIRST_POLL_MS = 20;
+const MAX_POLL_MS = 500;
+const nextPause = (pause: number) => Math.min(pause * 2, MAX_POLL_MS);
+
+/** A swarm rollout's prepared version: with its launch (its variables as swarm secrets). */
+type Launched = Prepared & { launch: Launch };
 
 export interface SwarmProviderOptions {
   db: Db;
@@ -74,6 +84,7 @@ export class SwarmProvider implements Provider {
   private readonly cron: SwarmCron;
   private readonly opsCron: OpsCronJobs;
   private ingress: Ingress | undefined;
+  private readonly engine: RolloutEngine<Launched>;
   readonly serving: Serving;
   readonly logs: ServiceLogs;
   readonly resources: SwarmResources;
@@ -85,6 +96,7 @@ export class SwarmProvider implements Provider {
     this.options = options;
     this.docker = new Docker(options.settings.engine);
     this.db = swarmTables(options.db);
+    this.engine = this.rolloutEngine();
     this.logs = new EngineLogs(this.docker, (serviceId) => this.logSources(serviceId));
     this.cron = new SwarmCron(this.docker, this.db, options.logger);
     this.opsCron = new OpsCronJobs(
@@ -165,7 +177,7 @@ export class SwarmProvider implements Provider {
 
   async apply(desired: DesiredService, signal: AbortSignal, log: DeployLog = SILENT_LOG): Promise<Applied> {
     try {
-      return await this.rollout(desired, signal, log);
+      return await rollout(this.engine, desired, signal, log);
     } catch (error) {
       // A cancelled first rollout leaves nothing; a cancelled update is rolled back by the swarm.
       if (signal.reason instanceof DeploymentCancelled) await this.cancel(desired);
@@ -205,78 +217,107 @@ export class SwarmProvider implements Provider {
       .update({ ...service.Spec, version: service.Version?.Index, rollback: 'previous' });
   }
 
-  private async rollout(desired: DesiredService, signal: AbortSignal, log: DeployLog): Promise<Applied> {
-    const { service, deploymentId, environment, generation } = desired;
-    const { applied, route } = await admit(this.db, desired, 'swarm');
-    const { svcAlias } = applied;
-    // The generation in place (a rerun after a crash, or new domains): no rollout, only the routing.
-    if (route?.deployment_id === deploymentId) {
-      await promote(this.db, desired, desired.ops);
-      if (service.type === 'job') await this.jobOutcome(deploymentId, {}, log);
-      return applied;
-    }
-    signal.throwIfAborted();
-    const network = await this.ensureNetwork(environment);
-    const { image, ops, source } = await this.resolveImage(desired, log);
-    applied.source = source;
+  /** What the swarm driver gives the shared rollout (docker/rollout.ts): its engine calls, a strategy per type. */
+  private rolloutEngine(): RolloutEngine<Launched> {
+    return {
+      driver: 'swarm',
+      db: this.db,
+      ingress: () => this.ingress,
+      prepare: (desired, _signal, log) => this.prepare(desired, log),
+      standDown: async (desired) => {
+        await this.removeService(jobName(desired.deploymentId));
+        await this.removeService(cronTemplateName(desired.deploymentId));
+      },
+      strategies: {
+        job: {
+          start: async (desired, run, signal, log) => {
+            const name = jobName(desired.deploymentId);
+            if (!(await this.inspect(name))) {
+              await this.create({
+                Name: name,
+                Labels: labelsOf(desired, 'job'),
+                TaskTemplate: this.template(desired, run, 'job'),
+                Mode: { ReplicatedJob: { MaxConcurrent: 1, TotalCompletions: 1 } },
+              });
+            }
+            log.line('rollout', `Job service ${name} created`);
+            await this.waitJob(name, run.deadline, signal, run.source, log);
+          },
+          retire: async (desired, after, _signal, log) => {
+            await this.retireOlder(desired.service.id, desired.generation);
+            await this.jobOutcome(desired.deploymentId, after.source, log);
+          },
+        },
+        cron: {
+          start: async (desired, run, _signal, log) => {
+            const { service } = desired;
+            const name = cronTemplateName(desired.deploymentId);
+            if (!(await this.inspect(name))) {
+              await this.create({
+                Name: name,
+                Labels: {
+                  ...labelsOf(desired, 'cron-template'),
+                  [LABEL.cronSchedule]: service.cron_schedule ?? '',
+                },
+                TaskTemplate: this.template(desired, run, 'cron-run'),
+                Mode: { Replicated: { Replicas: 0 } },
+              });
+            }
+            log.end(
+              'rollout',
+              'success',
+              `Cron template ${name} created: runs on "${service.cron_schedule ?? ''}"`,
+            );
+          },
+          retire: async (desired) => {
+            await this.retireOlder(desired.service.id, desired.generation);
+            await this.cron.rescan();
+          },
+        },
+        serving: {
+          start: (desired, run, signal, log) => this.updateServing(desired, run, signal, log),
+          retire: (desired) =>
+            this.retireOlder(desired.service.id, desired.generation, servingName(desired.service.id)),
+        },
+      },
+    };
+  }
+
+  /** A rollout's image (by digest), network and launch (its variables as swarm secrets). */
+  private async prepare(desired: DesiredService, log: DeployLog): Promise<Launched> {
+    const network = await this.ensureNetwork(desired.environment);
+    const resolved = await this.resolveImage(desired, log);
     const launch = await launchOf(
       this.docker,
       desired,
-      image,
+      resolved.image,
       this.options.settings.pullTimeoutMs,
       log,
     ).catch((error: Error) => {
       log.end('rollout', 'failed', error.message);
       throw error;
     });
-    const deadline = Date.now() + ops.deploy_timeout * 60_000;
-    signal.throwIfAborted();
+    return { ...resolved, network, launch };
+  }
 
-    if (service.type === 'job') {
-      const name = jobName(deploymentId);
-      if (!(await this.inspect(name))) {
-        await this.create({
-          Name: name,
-          Labels: labelsOf(desired, 'job'),
-          TaskTemplate: taskTemplate(desired, image, ops, 'job', network, svcAlias, launch),
-          Mode: { ReplicatedJob: { MaxConcurrent: 1, TotalCompletions: 1 } },
-        });
-      }
-      log.line('rollout', `Job service ${name} created`);
-      await this.waitJob(name, deadline, signal, source, log);
-      await this.promoteOrStandDown(desired, ops, signal, log);
-      await this.retireOlder(service.id, generation);
-      await this.jobOutcome(deploymentId, source, log);
-      return applied;
-    }
+  private template(desired: DesiredService, run: Run<Launched>, role: Role): Docker.ContainerTaskSpec {
+    return taskTemplate(desired, run.image, run.ops, role, run.network, run.svcAlias, run.launch);
+  }
 
-    if (service.type === 'cron') {
-      const name = cronTemplateName(deploymentId);
-      if (!(await this.inspect(name))) {
-        await this.create({
-          Name: name,
-          Labels: {
-            ...labelsOf(desired, 'cron-template'),
-            [LABEL.cronSchedule]: service.cron_schedule ?? '',
-          },
-          TaskTemplate: taskTemplate(desired, image, ops, 'cron-run', network, svcAlias, launch),
-          Mode: { Replicated: { Replicas: 0 } },
-        });
-      }
-      log.end(
-        'rollout',
-        'success',
-        `Cron template ${name} created: runs on "${service.cron_schedule ?? ''}"`,
-      );
-      await this.promoteOrStandDown(desired, ops, signal, log);
-      await this.retireOlder(service.id, generation);
-      await this.cron.rescan();
-      return applied;
-    }
-
+  /**
+   * The serving service created, or updated by the swarm's own rolling update, until every replica of
+   * this deployment runs healthy; one that does not is removed (a first version) or rolled back.
+   */
+  private async updateServing(
+    desired: DesiredService,
+    run: Run<Launched>,
+    signal: AbortSignal,
+    log: DeployLog,
+  ): Promise<void> {
+    const { service, deploymentId, generation } = desired;
     const spec = servingSpec(
       desired,
-      taskTemplate(desired, image, ops, 'replica', network, svcAlias, launch),
+      this.template(desired, run, 'replica'),
       this.options.settings.monitorSeconds,
     );
     const current = await this.inspect(spec.Name as string);
@@ -298,23 +339,22 @@ export class SwarmProvider implements Provider {
         .catch((error: unknown) => {
           throw engineError(error, 'the swarm refused the service update');
         });
+      log.mark('container_created');
       log.line('rollout', `Rolling update of ${spec.Name} started (start-first, one replica at a time)`);
     } else if (!current) {
       await this.create(spec);
+      log.mark('container_created');
       log.line('rollout', `Service ${spec.Name} created with ${service.replica_count ?? 1} replicas`);
     }
-    const outcome = await this.waitServing(desired, isUpdate, deadline, signal, log);
+    const outcome = await this.waitServing(desired, isUpdate, run.deadline, signal, log);
     if (!outcome.ok) {
       const kept = isUpdate ? ' The swarm rolled back: the previous version keeps serving.' : '';
       if (!isUpdate) await this.removeService(spec.Name as string);
       else await this.rollBackIfUpdating(spec.Name as string);
       log.end('rollout', 'failed', `The new version did not become healthy: ${outcome.reason}.${kept}`);
-      throw new DeployFailed(`the new version did not become healthy: ${outcome.reason}.${kept}`, source);
+      throw new DeployFailed(`the new version did not become healthy: ${outcome.reason}.${kept}`, run.source);
     }
     log.end('rollout', 'success', `${outcome.ready} of ${outcome.ready} replicas running and healthy`);
-    await this.promoteOrStandDown(desired, ops, signal, log);
-    await this.retireOlder(service.id, generation, spec.Name as string);
-    return applied;
   }
 
   /** A swarm still updating past the deadline is told to roll back; one that rolled back already is left. */
@@ -346,19 +386,32 @@ export class SwarmProvider implements Provider {
     const name = servingName(desired.service.id);
     const replicas = desired.service.replica_count ?? 1;
     const seen = new Set<string>();
+    let pause = FIRST_POLL_MS;
+    let others = Number.POSITIVE_INFINITY;
     for (;;) {
       signal.throwIfAborted();
       const service = await this.inspect(name);
       if (!service) return { ok: false, reason: 'the swarm service was removed' };
-      const tasks = ofDeployment(await tasksOf(this.docker, name), desired.deploymentId);
+      const all = await tasksOf(this.docker, name);
+      const tasks = ofDeployment(all, desired.deploymentId);
+      if (tasks.some((t) => t.Status.State === 'starting' || t.Status.State === 'running'))
+        log.mark('container_started');
       for (const task of running(tasks)) {
         if (seen.has(task.ID)) continue;
         seen.add(task.ID);
+        log.mark('first_healthy');
+        // The swarm sends traffic to a replica once it runs healthy: so does the ingress, from now.
+        this.ingress?.forget();
         log.line(
           'rollout',
           `Replica ${task.Slot ?? ''} (task ${task.ID.slice(0, 12)}) is running and healthy`,
         );
       }
+      // The previous version's replicas stopping take their addresses with them.
+      const previous = running(all).length - running(tasks).length;
+      if (previous < others) this.ingress?.forget();
+      if (previous === 0 && others > 0 && isUpdate) log.mark('old_stopped');
+      others = previous;
       const failed = failedTasks(tasks);
       const state = service.UpdateStatus?.State;
       if (state === 'rollback_started' || state === 'rollback_completed' || state === 'paused') {
@@ -377,7 +430,8 @@ export class SwarmProvider implements Provider {
           reason: `${ready} of ${replicas} replicas running and healthy within deploy_timeout (${desired.ops.deploy_timeout} min)${why ? `: ${why}` : ''}`,
         };
       }
-      await sleep(POLL_MS, undefined, { signal }).catch(() => signal.throwIfAborted());
+      await sleep(pause, undefined, { signal }).catch(() => signal.throwIfAborted());
+      pause = nextPause(pause);
     }
   }
 
@@ -389,6 +443,7 @@ export class SwarmProvider implements Provider {
     source: DeployedSource,
     log: DeployLog,
   ): Promise<void> {
+    let pause = FIRST_POLL_MS;
     for (;;) {
       signal.throwIfAborted();
       const tasks = await tasksOf(this.docker, name);
@@ -398,7 +453,8 @@ export class SwarmProvider implements Provider {
         log.end('rollout', 'failed', 'The job did not finish within deploy_timeout');
         throw new DeployFailed('the job did not finish within deploy_timeout', source);
       }
-      await sleep(POLL_MS, undefined, { signal }).catch(() => signal.throwIfAborted());
+      await sleep(pause, undefined, { signal }).catch(() => signal.throwIfAborted());
+      pause = nextPause(pause);
     }
   }
 
@@ -477,28 +533,6 @@ export class SwarmProvider implements Provider {
     const digest = await digestOf(this.docker, tag);
     log.end('build', 'success', `Pushed ${tag} (${digest})`);
     return { ...built, image: `${tag}@${digest}`, source: { ...built.source, docker_image_digest: digest } };
-  }
-
-  /** A new version takes over, unless a newer generation did meanwhile. */
-  private async promoteOrStandDown(
-    desired: DesiredService,
-    ops: OpsConfig,
-    signal: AbortSignal,
-    log: DeployLog,
-  ): Promise<void> {
-    signal.throwIfAborted();
-    if (await promote(this.db, desired, ops)) {
-      log.end('traffic', 'success', `Traffic moved to this deployment (generation ${desired.generation})`);
-      return;
-    }
-    log.end(
-      'traffic',
-      'failed',
-      `A newer generation than ${desired.generation} is in place: traffic stays there`,
-    );
-    await this.removeService(jobName(desired.deploymentId));
-    await this.removeService(cronTemplateName(desired.deploymentId));
-    throw new SupersededError(`a newer generation than ${desired.generation} is in place`);
   }
 
   /**

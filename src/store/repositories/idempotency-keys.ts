@@ -12,7 +12,10 @@ export const IDEMPOTENCY_KEY_TTL_HOURS = 24;
  */
 const ABANDONED_AFTER_SECONDS = 600;
 
-export type StoredKey = Pick<Selectable<IdempotencyKeysTable>, 'fingerprint' | 'status' | 'body' | 'done'>;
+export type StoredKey = Pick<
+  Selectable<IdempotencyKeysTable>,
+  'fingerprint' | 'status' | 'body_sealed' | 'done'
+>;
 
 /** A request's hold on its key: `claim` tells it apart from a later request that took the key over. */
 export interface KeyClaim {
@@ -76,16 +79,16 @@ export async function confirmKey(trx: Db, held: KeyClaim): Promise<boolean> {
 export async function findKey(db: Db, scope: string, key: string): Promise<StoredKey | undefined> {
   return db
     .selectFrom('idempotency_keys')
-    .select(['fingerprint', 'status', 'body', 'done'])
+    .select(['fingerprint', 'status', 'body_sealed', 'done'])
     .where('scope', '=', scope)
     .where('key', '=', key)
     .executeTakeFirst();
 }
 
-export async function recordAnswer(db: Db, held: KeyClaim, status: number, body: string) {
+export async function recordAnswer(db: Db, held: KeyClaim, status: number, bodySealed: string) {
   await db
     .updateTable('idempotency_keys')
-    .set({ status, body })
+    .set({ status, body_sealed: bodySealed })
     .where('scope', '=', held.scope)
     .where('key', '=', held.key)
     .where('claim', '=', held.claim)

@@ -12,19 +12,23 @@ import type { Database, JobRow } from '../schema.ts';
  * (locked_by, locked_until) and renews it while it works; a job whose lease lapsed is claimed again.
  * Attempts are counted at claim time. A finished job is deleted.
  */
-export type JobKind =
-  | 'provision_environment'
-  | 'deploy'
-  | 'delete_service'
-  | 'write_service_secrets'
-  | 'write_environment_secrets'
-  | 'deploy_custom_domain'
-  | 'retire_custom_domain'
-  | 'deliver_webhook';
+export const JOB_KINDS = [
+  'provision_environment',
+  'deploy',
+  'delete_service',
+  'write_service_secrets',
+  'write_environment_secrets',
+  'deploy_custom_domain',
+  'retire_custom_domain',
+  'deliver_webhook',
+] as const;
+export type JobKind = (typeof JOB_KINDS)[number];
 
 export interface NewJob {
   kind: JobKind;
   subjectId: string;
+  /** The account the job works for: workers budget their slots per account. */
+  accountId: string;
   queueKey?: string | null;
   maxAttempts?: number;
 }
@@ -36,6 +40,7 @@ export async function enqueue(db: Db, job: NewJob): Promise<void> {
     .values({
       kind: job.kind,
       subject_id: job.subjectId,
+      account_id: job.accountId,
       queue_key: job.queueKey ?? null,
       max_attempts: job.maxAttempts ?? 8,
     })
@@ -43,7 +48,23 @@ export async function enqueue(db: Db, job: NewJob): Promise<void> {
   await notify(db, 'jobs', '');
 }
 
-export async function claim(db: Db, workerId: string, leaseMs: number): Promise<JobRow | undefined> {
+/** Which jobs a claim may take: of these kinds, and of no account in `fullAccounts`. */
+export interface ClaimFilter {
+  kinds: readonly JobKind[];
+  /** Accounts that already use their whole budget of this worker's slots. */
+  fullAccounts: readonly string[];
+}
+
+export async function claim(
+  db: Db,
+  workerId: string,
+  leaseMs: number,
+  filter: ClaimFilter = { kinds: JOB_KINDS, fullAccounts: [] },
+): Promise<JobRow | undefined> {
+  const accounts =
+    filter.fullAccounts.length === 0
+      ? sql``
+      : sql`AND (j.account_id IS NULL OR j.account_id NOT IN (${sql.join(filter.fullAccounts)}))`;
   const result = await sql<JobRow>`
     UPDATE jobs SET locked_by = ${workerId},
       locked_until = clock_timestamp() + ${`${leaseMs} milliseconds`}::interval,
@@ -52,6 +73,8 @@ export async function claim(db: Db, workerId: string, leaseMs: number): Promise<
       SELECT j.seq FROM jobs j
       WHERE j.run_after <= clock_timestamp()
         AND (j.locked_until IS NULL OR j.locked_until < clock_timestamp())
+        AND j.kind IN (${sql.join(filter.kinds)})
+        ${accounts}
         AND (j.queue_key IS NULL OR NOT EXISTS (
           SELECT 1 FROM jobs older WHERE older.queue_key = j.queue_key AND older.seq < j.seq))
       ORDER BY j.run_after, j.seq
@@ -83,6 +106,16 @@ export async function renewLease(db: Db, fence: Fence, leaseMs: number): Promise
     .where(held(fence))
     .executeTakeFirst();
   return result.numUpdatedRows > 0n;
+}
+
+/**
+ * Inside a transaction that records work on the job's subject: true when this claim still holds the
+ * job, which stays locked until the transaction ends, so no other worker can claim it before the work
+ * commits; false (the caller rolls back) when another worker took it over.
+ */
+export async function holdClaim(db: Db, fence: Fence): Promise<boolean> {
+  const row = await db.selectFrom('jobs').select('seq').where(held(fence)).forUpdate().executeTakeFirst();
+  return row !== undefined;
 }
 
 /** Removes a finished job; false (and nothing done) when the claim is no longer this worker's. */

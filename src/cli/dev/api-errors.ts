@@ -1,0 +1,22 @@
+import { ApiError, UnreachableError } from '../../client/index.ts';
+import { CliError, EXIT } from './errors.ts';
+
+function exitCodeOf(error: ApiError): number {
+  if (error.status === 401 || error.status === 403) return EXIT.auth;
+  if (error.status === 404) return EXIT.notFound;
+  if (error.status === 422 || error.body.error_code === 'validation') return EXIT.validation;
+  if (error.status === 409 || error.status === 412) return EXIT.conflict;
+  return EXIT.unexpected;
+}
+
+/** The API's message and its field errors, one per line, and the matching exit code. */
+export function cliErrorOf(error: unknown): CliError | undefined {
+  if (error instanceof CliError) return error;
+  if (error instanceof ApiError) {
+    const code = error.body.error_code ? `${error.body.error_code}: ` : '';
+    const fields = (error.body.errors ?? []).map((e) => `\n  ${e.field}: ${e.error}`).join('');
+    return new CliError(`${code}${error.message}${fields}`, exitCodeOf(error));
+  }
+  if (error instanceof UnreachableError) return new CliError(error.message, EXIT.unexpected);
+  return undefined;
+}

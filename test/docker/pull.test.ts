@@ -1,0 +1,101 @@
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
+import {
+  BASE_IMAGE,
+  buildBaseImage,
+  buildImage,
+  freePort,
+  pushImage,
+  type Registry,
+  removeEnvironment,
+  requireDocker,
+  startRegistry,
+  viaIngress,
+} from '../helpers/docker.ts';
+import { api, deploymentEnd, firstStartOf, startBerth } from '../helpers/process.ts';
+
+/**
+ * A registry image is pulled only when its tag's digest changed: a tag already here under the digest
+ * its registry still gives costs one manifest request, and a tag pushed again is pulled and runs.
+ */
+let db: TestDatabase;
+let envId: string | undefined;
+let registry: Registry;
+const reference = () => `${registry.address}/berth-test/pulled:v1`;
+const serving = (text: string) =>
+  `FROM ${BASE_IMAGE}\nCMD ["/bin/sh", "-c", "mkdir -p /www && echo ${text} > /www/index.html && exec httpd -f -p 8080 -h /www"]\n`;
+
+before(async () => {
+  await requireDocker();
+  db = await createTestDatabase();
+  registry = await startRegistry();
+  await buildBaseImage();
+  await buildImage(reference(), serving('first'));
+  await pushImage(reference());
+});
+after(async () => {
+  if (envId) await removeEnvironment(envId);
+  await registry?.stop();
+  await db?.drop();
+});
+
+test('a registry tag is pulled only when its digest changed', async () => {
+  const ingressPort = await freePort();
+  const berth = await startBerth({
+    BERTH_DATA_DIR: db.dataDir,
+    BERTH_DATABASE_URL: db.databaseUrl ?? '',
+    BERTH_PROVIDER: 'docker',
+    BERTH_INGRESS_PORT: String(ingressPort),
+    BERTH_ALLOWED_REGISTRIES: registry.address,
+  });
+  try {
+    const started = await firstStartOf(berth);
+    envId = started.envId;
+    const created = await api(`${started.envUrl}/services`, started.token, 'POST', {
+      name: 'Pulled',
+      source: 'docker_image',
+      docker_registry: registry.address,
+      docker_image: 'berth-test/pulled',
+      type: 'web',
+      port: 8080,
+      replica_count: 1,
+      cpu_count_min: 0.25,
+      memory_mb_min: 32,
+    });
+    assert.equal(created.status, 200, JSON.stringify(created.body));
+    const service = created.body.data.service as { id: string; subdomain: string };
+    /** Deploys v1 and returns its pull lines. */
+    const deploy = async () => {
+      const url = `${started.envUrl}/services/${service.id}/deploy`;
+      const res = await api(url, started.token, 'POST', { docker_image_tag: 'v1' });
+      const end = await deploymentEnd(berth.url, started.token, res.body.data.deployment_id, 120_000);
+      assert.equal(end.state, 'success', end.failure_reason);
+      const logs = await api(`${berth.url}/v1/deployments/${end.id}/logs`, started.token);
+      return (logs.body.data.lines as { step: string; line: string }[])
+        .filter((l) => l.step === 'pull')
+        .map((l) => l.line);
+    };
+    const page = async () => (await viaIngress(ingressPort, `${service.subdomain}.localhost`)).body;
+
+    await deploy();
+    assert.equal(await page(), 'first\n');
+
+    const unchanged = await deploy();
+    assert.ok(
+      unchanged.some((l) => l.startsWith(`${reference()} is up to date (sha256:`)),
+      unchanged.join('\n'),
+    );
+    assert.ok(!unchanged.includes(`Pulling ${reference()}`));
+
+    // The tag pushed again (from elsewhere: the engine here still has the old image under it).
+    await buildImage(reference(), serving('second'));
+    await pushImage(reference());
+    await buildImage(reference(), serving('first'));
+    const moved = await deploy();
+    assert.ok(moved.includes(`Pulling ${reference()}`), moved.join('\n'));
+    assert.equal(await page(), 'second\n');
+  } finally {
+    await berth.kill('SIGTERM');
+  }
+});
