@@ -59,6 +59,8 @@ export interface Config {
   /** BERTH_GIT_POLL_INTERVAL_MS: how often the git poller asks each auto_deploy branch for its head; 0: off. */
   gitPollIntervalMs: number;
   logLevel: string;
+  /** BERTH_METRICS_BIND: where GET /metrics listens (docs/metrics.md); unset, no metrics are collected. */
+  metricsBind: { host: string; port: number } | undefined;
 }
 
 export class ConfigError extends Error {}
@@ -106,6 +108,18 @@ function tlsSetting(env: NodeJS.ProcessEnv): Config['tls'] {
   if (!certFile) throw new ConfigError('BERTH_TLS_CERT_FILE must be set too: BERTH_TLS_KEY_FILE is set');
   if (!keyFile) throw new ConfigError('BERTH_TLS_KEY_FILE must be set too: BERTH_TLS_CERT_FILE is set');
   return { certFile: path.resolve(certFile), keyFile: path.resolve(keyFile) };
+}
+
+/** `host:port` (`[::1]:9464` for IPv6): an address of its own, never the API's. */
+function bindSetting(env: NodeJS.ProcessEnv, name: string): { host: string; port: number } | undefined {
+  const raw = env[name];
+  if (!raw) return undefined;
+  const match = /^(?:\[([0-9a-fA-F:.]+)\]|([^:\s[\]]+)):(\d{1,5})$/.exec(raw);
+  const port = Number(match?.[3]);
+  if (!match || port > 65535) {
+    throw new ConfigError(`${name} must be host:port (for instance 127.0.0.1:9464), got "${raw}"`);
+  }
+  return { host: (match[1] ?? match[2]) as string, port };
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -178,5 +192,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     // Off unless asked for: hosts that can reach Berth send webhooks instead.
     gitPollIntervalMs: intSetting(env, 'BERTH_GIT_POLL_INTERVAL_MS', 0, 0, 86_400_000),
     logLevel: env.BERTH_LOG_LEVEL || 'info',
+    metricsBind: bindSetting(env, 'BERTH_METRICS_BIND'),
   };
 }

@@ -12,6 +12,9 @@ import { startGitPoller } from './jobs/git-poller.ts';
 import { jobHandlers } from './jobs/handlers/index.ts';
 import { startObserver } from './jobs/observer.ts';
 import { DEFAULT_CONCURRENCY, jobBudgets, Worker } from './jobs/worker.ts';
+import { instrumentJobs } from './metrics/jobs.ts';
+import { Metrics } from './metrics/metrics.ts';
+import { type MetricsServer, serveMetrics } from './metrics/server.ts';
 import { openProvider, providerName } from './providers/registry.ts';
 import { openStore, type Store } from './store/database.ts';
 import { releaseAllLeases } from './store/repositories/jobs.ts';
@@ -33,11 +36,12 @@ export async function openRuntime(
   options: { onQuery?: (sql: string) => void } = {},
 ): Promise<Runtime> {
   // A BERTH_PROVIDER typo is refused before the database is opened.
-  providerName(config);
+  const metrics = new Metrics(providerName(config));
   const store = await openStore({
     databaseUrl: config.databaseUrl,
     dataDir: config.dataDir,
     onQuery: options.onQuery,
+    onStatement: statementTimer(config, metrics),
     onConnectionError: (err) =>
       logger.warn({ err }, 'an idle database connection failed; the pool replaces it'),
   });
@@ -45,7 +49,9 @@ export async function openRuntime(
     const provider = await openProvider(config, store.db, logger);
     const secretBox = new SecretBox(loadMasterKeys(config.masterKey, config.dataDir));
     await checkMasterKey(store.db, secretBox);
-    const deps: Deps = { store, provider, dns: new DnsLookup(config.dnsServers), secretBox, config, logger };
+    metrics.queueDb = store.db;
+    const dns = new DnsLookup(config.dnsServers);
+    const deps: Deps = { store, provider, dns, secretBox, config, logger, metrics };
     return {
       deps,
       close: async () => {
@@ -59,11 +65,30 @@ export async function openRuntime(
   }
 }
 
+/** Statement latency, only when metrics are served: a process that serves none times nothing. */
+function statementTimer(config: Config, metrics: Metrics): ((ms: number, ok: boolean) => void) | undefined {
+  if (!config.metricsBind) return undefined;
+  const ok = metrics.dbStatements.labels({ outcome: 'ok' });
+  const error = metrics.dbStatements.labels({ outcome: 'error' });
+  return (ms, succeeded) => (succeeded ? ok : error).observe(ms / 1000);
+}
+
+/** GET /metrics on BERTH_METRICS_BIND, when it is set; a bind that fails says which setting to change. */
+export async function startMetricsServer(deps: Deps): Promise<MetricsServer | null> {
+  const bind = deps.config.metricsBind;
+  if (!bind) return null;
+  return serveMetrics(deps.metrics, bind).catch((error: NodeJS.ErrnoException) => {
+    throw new ListenError(
+      `BERTH_METRICS_BIND ${bind.host}:${bind.port}: ${error.code === 'EADDRINUSE' ? 'the port is in use' : error.message}`,
+    );
+  });
+}
+
 export function startWorker(deps: Deps, options: { concurrency?: number; pollMs?: number } = {}): Worker {
   const { config } = deps;
   return new Worker({
     store: deps.store,
-    handlers: jobHandlers(deps),
+    handlers: instrumentJobs(jobHandlers(deps), deps.metrics),
     logger: deps.logger.child({ component: 'worker' }),
     leaseMs: config.jobLeaseMs,
     budgets: jobBudgets({
@@ -83,6 +108,8 @@ export function startGitPolling(deps: Deps): { stop(): Promise<void> } | null {
 
 export interface Server {
   url: string;
+  /** Where GET /metrics is served (BERTH_METRICS_BIND), if anywhere. */
+  metricsUrl: string | null;
   adminToken: string;
   adminTokenGenerated: boolean;
   firstStart: FirstStart | null;
@@ -130,11 +157,14 @@ export async function startServer(
   let retention: ReturnType<typeof startEventRetention> | null = null;
   let poller: ReturnType<typeof startGitPolling> = null;
   let workerStore: Store | null = null;
+  let metricsServer: MetricsServer | null = null;
   try {
     // The embedded database has one process, so a lease left in it belongs to a process that is gone.
     if (deps.store.kind === 'embedded') await releaseAllLeases(deps.store.db);
     const admin = adminTokenFor(config.adminToken, config.dataDir);
-    app = await buildApp(deps, { adminToken: admin.token, tls: tlsPair });
+    // Without workers here, /ready does not ask about them; with, it asks until they are started.
+    const workerAlive = options.workers === false ? undefined : () => worker?.alive() ?? false;
+    app = await buildApp(deps, { adminToken: admin.token, tls: tlsPair, workerAlive });
     const address = await app.listen({ host: config.host, port: config.port }).catch((error) => {
       throw listenError(error, config);
     });
@@ -144,6 +174,7 @@ export async function startServer(
       app.server.on('close', () => watcher.stop());
     }
     await deps.provider.serving?.start();
+    metricsServer = await startMetricsServer(deps);
     const collector = collectWhenIdle({ idleMs: IDLE_COLLECT_MS });
     app.server.on('request', () => collector.touch());
     app.server.on('close', () => collector.stop());
@@ -160,6 +191,7 @@ export async function startServer(
             // Each job holds one connection at a time, plus lease renewals and the observer.
             poolSize: DEFAULT_CONCURRENCY + config.webhookConcurrency + 2,
             notifications: deps.store.notifications,
+            onStatement: statementTimer(config, deps.metrics),
             onConnectionError: (err) =>
               deps.logger.warn({ err }, 'an idle database connection failed; the pool replaces it'),
           })
@@ -173,15 +205,17 @@ export async function startServer(
     // The start allocated more than anything after it (the embedded database's snapshot, its
     // WebAssembly, the routes): given back now rather than after the first requests' quiet spell.
     collector.collectNow();
-    const running = { app, worker, observer, retention, poller, workerStore };
+    const running = { app, worker, observer, retention, poller, workerStore, metricsServer };
     return {
       url: address,
       adminToken: admin.token,
       adminTokenGenerated: admin.generated,
+      metricsUrl: metricsServer?.url ?? null,
       firstStart: first,
       runtime,
       close: async () => {
         await running.app.close();
+        await running.metricsServer?.close();
         await running.worker?.stop();
         await running.observer?.stop();
         await running.retention?.stop();
@@ -192,6 +226,7 @@ export async function startServer(
     };
   } catch (error) {
     await app?.close();
+    await metricsServer?.close();
     await worker?.stop();
     await observer?.stop();
     await retention?.stop();

@@ -10,6 +10,7 @@ import Fastify, {
 } from 'fastify';
 import { ForbiddenError, UnauthorizedError } from '../domain/errors.ts';
 import type { Deps } from '../domain/usecases/context.ts';
+import { httpMetricsObserver } from '../metrics/http.ts';
 import { registerConsole } from './console.ts';
 import { andThen, hookOf, parsingHookOf } from './hooks.ts';
 import { BODY_LIMIT_BYTES, registerJsonBody } from './json-body.ts';
@@ -54,6 +55,8 @@ export interface AppOptions {
   adminToken: string;
   /** Sees every route as it is registered (the tests list the routes with it). */
   onRoute?: (route: { method: string | string[]; url: string }) => void;
+  /** Whether this process's worker loop runs, for /ready; absent: no workers run in this process. */
+  workerAlive?: () => boolean;
   /** Serve HTTPS with this certificate and key (tls-files.ts reads and checks them); absent: HTTP. */
   tls?: TlsPair | undefined;
 }
@@ -80,7 +83,10 @@ export async function buildApp(deps: Deps, options: AppOptions) {
     loggerInstance: deps.logger as FastifyBaseLogger,
     genReqId: requestIdFor,
     requestIdHeader: false,
-    logController: new ResponseFinished(),
+    // Metrics, when served, are taken there too: the cheapest place a finished request is seen.
+    logController: new ResponseFinished(
+      deps.config.metricsBind ? httpMetricsObserver(deps.metrics) : undefined,
+    ),
     childLoggerFactory: requestLoggers,
     // Forwarded headers are believed only from these proxies (client-address.ts); none: never.
     trustProxy: deps.config.trustProxy.length > 0 ? deps.config.trustProxy : false,
@@ -144,7 +150,7 @@ export async function buildApp(deps: Deps, options: AppOptions) {
     refResolver: { buildLocalReference: (json, _base, _fragment, i) => String(json.$id ?? `def-${i}`) },
   });
 
-  await app.register(healthRoutes, { deps });
+  await app.register(healthRoutes, { deps, workerAlive: options.workerAlive });
 
   const authenticator = new TokenAuthenticator(deps.store.db);
   const reads = new ReadCache(deps.store.notifications);
@@ -181,11 +187,17 @@ export async function buildApp(deps: Deps, options: AppOptions) {
   });
   app.addHook('onClose', async () => unsubscribeAccess());
   app.addHook('preClose', async () => streams.endAll());
-  const authFailures = authFailureLimit(deps.config.authFailuresPerMin);
+  deps.metrics.openStreams = () => streams.size;
+  const { metrics } = deps;
+  const authFailures = authFailureLimit(deps.config.authFailuresPerMin, {
+    failed: () => metrics.authFailures.inc({ surface: 'api' }),
+    refused: () => metrics.refusals.inc({ reason: 'auth_failures' }),
+  });
   // With Postgres, other API processes may serve the same tokens: the window lives in the database.
   const rateLimit = tokenRateLimit(
     deps.config.rateLimitPerMin,
     deps.config.databaseUrl ? deps.store.db : undefined,
+    () => metrics.refusals.inc({ reason: 'rate_limit' }),
   );
   await app.register(
     async (v1) => {
@@ -237,7 +249,10 @@ export async function buildApp(deps: Deps, options: AppOptions) {
     { prefix: '/v1' },
   );
   // Webhook deliveries count apart: a host retrying with a wrong secret must not lock the API out.
-  const hookFailures = authFailureLimit(deps.config.authFailuresPerMin);
+  const hookFailures = authFailureLimit(deps.config.authFailuresPerMin, {
+    failed: () => metrics.authFailures.inc({ surface: 'hooks' }),
+    refused: () => metrics.refusals.inc({ reason: 'auth_failures' }),
+  });
   await app.register(hookRoutes, { prefix: '/hooks', deps, failures: hookFailures });
   await app.register(adminRoutes, {
     prefix: '/admin/v1',

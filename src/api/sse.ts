@@ -30,7 +30,7 @@ export interface SseStream {
  * token may no longer read.
  */
 export function openSse(request: FastifyRequest, reply: FastifyReply): SseStream {
-  let ending = () => undefined as void;
+  let ending: () => void = () => {};
   const leave = request.server.openStreams.admit(request.auth, request.headers.authorization, () => ending());
   reply.hijack();
   const raw = reply.raw;

@@ -8,6 +8,7 @@ import {
   makeLogger,
   openRuntime,
   startGitPolling,
+  startMetricsServer,
   startServer,
   startWorker,
 } from '../runtime.ts';
@@ -69,6 +70,7 @@ async function serveProcess(options: { workers: boolean }): Promise<void> {
       ? `Console: ${server.url}/ (sign in with an API token)`
       : `Console: not built: ${CONSOLE_NOT_BUILT}`,
   ];
+  if (server.metricsUrl) lines.push(`Metrics: ${server.metricsUrl}`);
   if (server.adminTokenGenerated) {
     lines.push(
       `Admin token (for /admin/v1 and berth admin): ${server.adminToken}`,
@@ -99,6 +101,10 @@ async function workerProcess(options: { concurrency: number }): Promise<void> {
     );
   }
   const runtime = await openRuntime(config);
+  const metrics = await startMetricsServer(runtime.deps).catch(async (error) => {
+    await runtime.close();
+    throw error;
+  });
   const worker = startWorker(runtime.deps, { concurrency: options.concurrency });
   const observer = startObserver(runtime.deps);
   const retention = startEventRetention(runtime.deps);
@@ -108,10 +114,11 @@ async function workerProcess(options: { concurrency: number }): Promise<void> {
     await observer.stop();
     await retention.stop();
     await poller?.stop();
+    await metrics?.close();
     await runtime.close();
   });
   await worker.start();
-  runtime.deps.logger.info({ worker: worker.id }, 'worker started');
+  runtime.deps.logger.info({ worker: worker.id, metrics: metrics?.url }, 'worker started');
 }
 
 async function migrateProcess(): Promise<void> {

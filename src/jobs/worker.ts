@@ -154,6 +154,8 @@ export class Worker {
   readonly id = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
   private running = false;
   private loops: Promise<void>[] = [];
+  /** Loops still going: one that ended (stopped, or died of an error) no longer claims jobs. */
+  private live = 0;
   private waiters = new Set<() => void>();
   private unlisten: (() => void) | undefined;
   private readonly budgets: BudgetSlots[];
@@ -172,8 +174,16 @@ export class Worker {
     this.unlisten = this.options.store.notifications.subscribe('jobs', { notified: () => this.wakeAll() });
     await this.options.store.notifications.start();
     for (const slots of this.budgets) {
-      for (let i = 0; i < slots.budget.slots; i++) this.loops.push(this.loop(slots));
+      for (let i = 0; i < slots.budget.slots; i++) {
+        this.live++;
+        this.loops.push(this.loop(slots).finally(() => this.live--));
+      }
     }
+  }
+
+  /** Started, not stopped, and every loop still claiming: what /ready asks of a process's workers. */
+  alive(): boolean {
+    return this.running && this.live === this.loops.length;
   }
 
   /** Stops claiming and waits for the jobs in hand; an unfinished job's lease lets another worker take it. */

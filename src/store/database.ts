@@ -26,6 +26,8 @@ export interface OpenStoreOptions {
   migrate?: boolean;
   /** Sees every query Kysely runs (tests count queries per request with it). */
   onQuery?: (sql: string) => void;
+  /** Sees how long each statement took, and whether it failed (the metrics' statement latency). */
+  onStatement?: (ms: number, ok: boolean) => void;
   /** Postgres: connections in this store's pool (default 10). */
   poolSize?: number;
   /** A pooled Postgres connection failed while idle (a server restart, say); the pool replaces it. */
@@ -109,8 +111,14 @@ function openPostgres(
 }
 
 export async function openStore(options: OpenStoreOptions): Promise<Store> {
-  const onQuery = options.onQuery;
-  const log: KyselyConfig['log'] = onQuery ? (event) => onQuery(event.query.sql) : undefined;
+  const { onQuery, onStatement } = options;
+  const log: KyselyConfig['log'] =
+    onQuery || onStatement
+      ? (event) => {
+          onQuery?.(event.query.sql);
+          onStatement?.(event.queryDurationMillis, event.level === 'query');
+        }
+      : undefined;
   const store = options.databaseUrl
     ? openPostgres(
         options.databaseUrl,

@@ -64,19 +64,28 @@ const migrations: Record<string, Migration> = {
 export class MigrationError extends Error {}
 
 // Kysely<Database> rather than database.ts's Db: database.ts runs the migrations, so importing it here would be a cycle.
-export async function migrateToLatest(db: Kysely<Database>): Promise<void> {
-  const migrator = new Migrator({
+function migratorOf(db: Kysely<Database>): Migrator {
+  return new Migrator({
     db,
     provider: { getMigrations: async () => migrations },
     // Migrations written side by side may land in either order: one missing before the last that ran
     // still runs (each is written for the schema before it, whatever else ran).
     allowUnorderedMigrations: true,
   });
-  const { error, results } = await migrator.migrateToLatest();
+}
+
+export async function migrateToLatest(db: Kysely<Database>): Promise<void> {
+  const { error, results } = await migratorOf(db).migrateToLatest();
   if (error) {
     const failed = results?.find((r) => r.status === 'Error')?.migrationName ?? 'unknown';
     throw new MigrationError(`Database migration ${failed} failed: ${(error as Error).message}`);
   }
+}
+
+/** The migrations this build has that the database has not run (/ready: a process ahead of its schema). */
+export async function pendingMigrations(db: Kysely<Database>): Promise<string[]> {
+  const known = await migratorOf(db).getMigrations();
+  return known.filter((m) => m.executedAt === undefined).map((m) => m.name);
 }
 
 /** True when the database answers; /health uses it. */

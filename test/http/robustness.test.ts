@@ -49,7 +49,7 @@ assert.ok(ROUTES.length > 20);
 const toOpenApiPath = (url: string) => url.replace(/:(\w+)/g, '{$1}');
 const operationOf = (route: Route) => doc.paths[toOpenApiPath(route.url)]?.[route.method.toLowerCase()];
 const isAdmin = (route: Route) => route.url.startsWith('/admin/');
-const isPublic = (route: Route) => route.url === '/health' || route.url === '/v1/openapi.json';
+const isPublic = (route: Route) => ['/health', '/ready', '/v1/openapi.json'].includes(route.url);
 const COMING_SOON = new Set([
   'POST /v1/environments',
   'DELETE /v1/environments/:envId',

@@ -52,7 +52,7 @@ const deliveries = () =>
     .then((r) => Number(r.n));
 
 describe('a connection of its own URL', () => {
-  test('/hooks/{kind}/{connection} checks that connection alone; another, unknown or of the other kind is a 401', async () => {
+  test('/hooks/{kind}/{connection} checks that connection alone; another, unknown or of the other kind is a 401, a malformed id 404', async () => {
     const repo = 'acme/routed';
     const web = await create({ ...VALID_SERVICE.github, git_repo_full_name: repo, auto_deploy: true });
     const sha = '1'.repeat(40);
@@ -63,7 +63,7 @@ describe('a connection of its own URL', () => {
     const elsewhere = await h.gitConnection(await h.tenant(), 'github', {
       webhook_secret: 'another-secret-16',
     });
-    for (const connection of [elsewhere, gitlab, randomUUID(), 'not-a-uuid']) {
+    for (const connection of [elsewhere, gitlab, randomUUID()]) {
       const res = await sendGithub(
         h,
         SECRET,
@@ -74,6 +74,16 @@ describe('a connection of its own URL', () => {
       );
       assert.equal(res.status, 401, `${connection}: ${res.raw}`);
     }
+    // A path id that is not a UUID is 404, as on every route (docs/api.md).
+    const malformed = await sendGithub(
+      h,
+      SECRET,
+      'push',
+      githubPush(repo, 'main', '2'.repeat(40)),
+      randomUUID(),
+      'not-a-uuid',
+    );
+    assert.equal(malformed.status, 404, malformed.raw);
     const lab = await create({
       ...VALID_SERVICE.gitlab,
       git_repo_full_name: 'acme/routed-lab',

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
+import type { DeployLog, DesiredService } from '../../src/providers/provider.ts';
 import { githubPush, sendGithub } from '../helpers/git-webhooks.ts';
 import { type Harness, startHarness, type Tenant, VALID_SERVICE } from '../helpers/harness.ts';
 import { pollUntil } from '../helpers/poll.ts';
@@ -104,6 +105,23 @@ test('a secret value in every user-supplied field is masked in logs, events, web
   assert.equal(failed.state, 'failed');
   assert.match(failed.failure_reason, /\[redacted\]/);
   ids.push(failed.id);
+  // A provider error that carries the value: the retry's log line and the interim reason mask it.
+  const provider = h.deps.provider;
+  const realApply = provider.apply.bind(provider);
+  let thrown = false;
+  provider.apply = async (request: DesiredService, signal: AbortSignal, log?: DeployLog) => {
+    if (request.target.docker_image_tag === 'flaky' && !thrown) {
+      thrown = true;
+      throw new Error(`the cloud API echoed ${SECRET}`);
+    }
+    return realApply(request, signal, log);
+  };
+  const retried = await deploy({ docker_image_tag: 'flaky' });
+  assert.equal(retried.state, 'success');
+  assert.ok(thrown);
+  assert.match(await logOf(retried.id), /failed, retrying: the cloud API echoed \[redacted\]/);
+  ids.push(retried.id);
+  provider.apply = realApply;
   ids.push((await deploy({ note: `back to ${SECRET}` }, 'rollback')).id);
   ids.push((await deploy({ note: `again ${SECRET}` }, 'restart')).id);
 

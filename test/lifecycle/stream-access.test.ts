@@ -118,7 +118,7 @@ test('a token holds at most its cap of open streams and an account its own; past
   assert.equal(overToken.body.error_code, 'rate_limited');
   assert.match(overToken.body.message, /API token already has 2 streams open \(at most 2\)/);
   // A log follow counts the same.
-  const overFollow = await h.request('GET', new URL(await followUrl(t)).pathname + '?follow=true', {
+  const overFollow = await h.request('GET', `${new URL(await followUrl(t)).pathname}?follow=true`, {
     token: t.token,
   });
   assert.equal(overFollow.status, 429, overFollow.raw);

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { createTestDatabase, TEST_DATABASE, type TestDatabase } from '../helpers/database.ts';
-import { api, type BerthProcess, firstStartOf, runBerth, startBerth } from '../helpers/process.ts';
+import { api, type BerthProcess, firstStartOf, startBerth } from '../helpers/process.ts';
 import { openSse } from '../helpers/sse.ts';
 
 /**

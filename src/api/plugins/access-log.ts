@@ -8,8 +8,12 @@ import { noteUnreadBody } from './client-errors.ts';
  * pollers make many requests), and client-errors.ts's mark for a request answered before its body came.
  */
 export class ResponseFinished extends LogController {
-  constructor() {
+  /** Also told of each finished request: the HTTP metrics, when they are collected. */
+  private readonly observe: ((request: FastifyRequest, reply: FastifyReply) => void) | undefined;
+
+  constructor(observe?: (request: FastifyRequest, reply: FastifyReply) => void) {
     super({ disableRequestLogging: true });
+    this.observe = observe;
   }
 
   override requestCompleted(
@@ -28,5 +32,6 @@ export class ResponseFinished extends LogController {
       },
       'request',
     );
+    this.observe?.(request, reply);
   }
 }

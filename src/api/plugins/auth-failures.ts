@@ -20,10 +20,19 @@ export interface AuthFailureLimit {
   guard<T>(request: FastifyRequest, reply: FastifyReply, authenticate: () => T | Promise<T>): T | Promise<T>;
 }
 
-export function authFailureLimit(perMinute: number): AuthFailureLimit {
+/** What the metrics count: each failed authentication, and each request refused for too many of them. */
+export interface AuthFailureCounters {
+  failed(): void;
+  refused(): void;
+}
+
+export function authFailureLimit(perMinute: number, counters?: AuthFailureCounters): AuthFailureLimit {
   const failures = new MemoryWindows(60_000);
   const counted = (request: FastifyRequest, error: unknown): never => {
-    if (error instanceof UnauthorizedError) failures.take(clientAddress(request));
+    if (error instanceof UnauthorizedError) {
+      failures.take(clientAddress(request));
+      counters?.failed();
+    }
     throw error;
   };
   return {
@@ -32,6 +41,7 @@ export function authFailureLimit(perMinute: number): AuthFailureLimit {
       if (window && window.position >= perMinute) {
         const retryS = Math.max(1, Math.ceil((window.resetAt - Date.now()) / 1000));
         reply.header('retry-after', retryS);
+        counters?.refused();
         throw new RateLimitedError(
           `Too many failed authentications from this address: at most ${perMinute} per minute. Retry in ${retryS} seconds.`,
         );

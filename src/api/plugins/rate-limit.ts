@@ -10,9 +10,9 @@ const WINDOW_MS = 60_000;
  * the token id), so every authenticated response carries RateLimit-Limit / -Remaining / -Reset (the
  * IETF draft's fields), and a 429 carries Retry-After. `db` given: the window lives in the database
  * (several processes serve); otherwise in this process's memory (the embedded database has one
- * process). Returns what the /v1 authentication hook calls: without a promise when the place is at hand.
+ * process). `onRefused` counts each 429. Returns what the /v1 authentication hook calls: without a promise when the place is at hand.
  */
-export function tokenRateLimit(perMinute: number, db?: Db) {
+export function tokenRateLimit(perMinute: number, db?: Db, onRefused?: () => void) {
   const windows: Windows = db ? new SharedWindows(db, WINDOW_MS, perMinute) : new MemoryWindows(WINDOW_MS);
   const answer = (reply: FastifyReply, { position, resetAt }: Place): void => {
     const resetS = Math.max(0, Math.ceil((resetAt - Date.now()) / 1000));
@@ -21,6 +21,7 @@ export function tokenRateLimit(perMinute: number, db?: Db) {
     reply.header('ratelimit-reset', resetS);
     if (position > perMinute) {
       reply.header('retry-after', resetS);
+      onRefused?.();
       throw new RateLimitedError(
         `Rate limit exceeded: at most ${perMinute} requests per minute for one API token. Retry in ${resetS} seconds.`,
       );

@@ -9,7 +9,7 @@ import type { GitKind } from '../../store/schema.ts';
 import { clientAddress } from '../client-address.ts';
 import type { AuthFailureLimit } from '../plugins/auth-failures.ts';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../plugins/body-guards.ts';
-import { Envelope, errorResponses } from '../schemas/common.ts';
+import { Envelope, errorResponses, Uuid } from '../schemas/common.ts';
 import { success } from '../views.ts';
 
 /** The headers each host sends: what happened, its delivery id, and its proof of the secret. */
@@ -103,12 +103,12 @@ export const hookRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; failures: AuthF
       kind === 'github'
         ? 'push deploys auto_deploy services; pull_request opened/synchronize/reopened deploys the preview, closed deletes it.'
         : 'Push Hook deploys auto_deploy services.';
-    const schema = (summary: string, routing: string) => ({
+    const schema = (summary: string, routing: string, statuses: number[] = []) => ({
       summary,
       description: `No bearer token: ${proof} proves the delivery; ${routing} ${names.event} and ${names.delivery} are required; a delivery id or pushed commit seen before does nothing. ${does} Bodies up to 25 MiB.`,
       security: [],
       body: Type.Unknown({ description: "the host's event payload, as it sent it" }),
-      response: { 200: Envelope(Outcome), ...errorResponses(401, 422, 429, 500) },
+      response: { 200: Envelope(Outcome), ...errorResponses(401, ...statuses, 422, 429, 500) },
     });
     const receive = async (request: FastifyRequest, reply: FastifyReply, connectionId?: string) => {
       const delivery: Delivery = {
@@ -162,10 +162,11 @@ export const hookRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; failures: AuthF
         schema: {
           ...schema(
             `Receive a ${host} webhook for one connection (docs/git.md)`,
-            'the connection is the one in the path, and only its secret is checked.',
+            'the connection is the one in the path, and only its secret is checked; a path id that is not a UUID is 404.',
+            [404],
           ),
           params: Type.Object({
-            connectionId: Type.String({ maxLength: 100, description: 'the git connection id' }),
+            connectionId: { ...Uuid, description: 'the git connection id' },
           }),
         },
       },

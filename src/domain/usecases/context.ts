@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { Config } from '../../config.ts';
 import type { DnsLookup } from '../../dns.ts';
+import type { Metrics } from '../../metrics/metrics.ts';
 import type { Provider } from '../../providers/provider.ts';
 import type { Store } from '../../store/database.ts';
 import type { KeyClaim } from '../../store/repositories/idempotency-keys.ts';
@@ -14,6 +15,8 @@ export interface Deps {
   secretBox: SecretBox;
   config: Config;
   logger: Logger;
+  /** This process's own metrics (docs/metrics.md). */
+  metrics: Metrics;
 }
 
 /**

@@ -175,3 +175,12 @@ export async function releaseAllLeases(db: Db): Promise<void> {
     .where('locked_by', 'is not', null)
     .execute();
 }
+
+/** Per kind, the jobs waiting (due or not, held by no live lease) and how old the oldest of them is. */
+export async function queuedJobs(db: Db): Promise<{ kind: string; count: number; oldestS: number }[]> {
+  const result = await sql<{ kind: string; count: string; oldest_s: number }>`
+    SELECT kind, count(*) AS count, extract(epoch FROM clock_timestamp() - min(created_at))::float8 AS oldest_s
+    FROM jobs WHERE locked_until IS NULL OR locked_until < clock_timestamp()
+    GROUP BY kind`.execute(db);
+  return result.rows.map((r) => ({ kind: r.kind, count: Number(r.count), oldestS: Number(r.oldest_s) }));
+}
