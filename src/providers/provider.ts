@@ -228,6 +228,14 @@ export interface Admission {
 /** What names a dependency: changing any of these replaces the resource. */
 export type ResourceKey = Pick<OpsResource, 'kind' | 'type' | 'id' | 'prefix'>;
 
+/** A dependency to make: the service that declares it, where, as declared, and the password for a new one. */
+export interface ResourceRequest {
+  service: ServiceRef;
+  environment: EnvironmentRef;
+  resource: OpsResource;
+  password: string;
+}
+
 /** A dependency made: its `$...` attributes by name (without the `$`), and a generated password apart. */
 export interface ProvisionedResource {
   attributes: Record<string, string>;
@@ -247,10 +255,7 @@ export interface Resources {
    * the first call, so a call that runs again after a crash gets the same one (a driver that cannot read
    * a password back from what it made relies on that). `signal` as for apply.
    */
-  ensure(
-    request: { service: ServiceRef; environment: EnvironmentRef; resource: OpsResource; password: string },
-    signal: AbortSignal,
-  ): Promise<ProvisionedResource>;
+  ensure(request: ResourceRequest, signal: AbortSignal): Promise<ProvisionedResource>;
   /** Deletes the resource and its data; one already gone is fine. */
   delete(service: ServiceRef, resource: ResourceKey): Promise<void>;
 }
