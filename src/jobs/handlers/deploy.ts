@@ -83,7 +83,13 @@ export function deployHandler(deps: Deps): JobHandler {
         log.line('outcome', `Started again (${attempt})`);
       }
       const desired = await desiredStateOf(deps, { deployment, service, environment });
-      log.maskValues(await maskedValuesOf(db, deps.secretBox, deployment));
+      // A plain deploy runs with the secrets it just read; one that runs recorded values (a rollback
+      // or restart) masks today's secrets as well.
+      log.maskValues(
+        deployment.variables_sealed
+          ? await maskedValuesOf(db, deps.secretBox, deployment)
+          : Object.values(desired.variables),
+      );
       let applied: Applied | undefined;
       let failure: string | undefined;
       let failedSource: DeployedSource | undefined;
