@@ -1,23 +1,96 @@
 import { type OpsConfig, opsConfigOf } from '../domain/ops-json.ts';
+import { isGitSource } from '../domain/service-fields.ts';
 import type { Deps } from '../domain/usecases/context.ts';
-import { effectiveSecrets } from '../domain/usecases/secrets.ts';
-import type { DesiredService } from '../providers/provider.ts';
+import { effectiveSecrets, maskedValuesOf } from '../domain/usecases/secrets.ts';
+import type { DeployLog, DesiredService } from '../providers/provider.ts';
 import { servedDomains } from '../store/repositories/custom-domains.ts';
-import { recordObservation } from '../store/repositories/observations.ts';
+import { recordSnapshot } from '../store/repositories/deployments.ts';
+import { recordRepoOps } from '../store/repositories/services.ts';
 import type { DeploymentRow, EnvironmentRow, ServiceRow } from '../store/schema.ts';
+import { gitAccessOf } from './git-access.ts';
+import { readRepoOps } from './repo-ops.ts';
+import { provisionDependencies } from './resources.ts';
+
+export interface DeploymentSubject {
+  deployment: DeploymentRow;
+  service: ServiceRow;
+  environment: EnvironmentRow;
+  /** Names the service is served under besides those recorded as deployed (a domain being cut over). */
+  domains?: string[];
+}
+
+export interface Resolving {
+  signal: AbortSignal;
+  log: DeployLog;
+  /** Told every value the log must mask, before anything that might print it (secrets, git token, passwords). */
+  mask?: (values: Iterable<string>) => void;
+  /**
+   * The run of the deployment itself records what it read (its ops config, commit and variables) so that
+   * a rerun finds them; a re-apply of one already in place (new domains) records nothing.
+   */
+  record?: boolean;
+}
 
 /**
- * The desired state of a service as one plain value: what a deployment asks the provider to run (its
- * spec, target, variables, ops config, active domains) and its generation, the fencing token. `domains`
- * adds names not yet recorded as deployed (the custom domain being cut over). A deployment that has
- * run (or a restore or restart, which copies one that has) runs with the ops config and variables it
- * recorded, not with today's: a rollback brings back the secrets as they were.
+ * The one desired state of a deployment, as its deploy job, a restart, a rollback and a custom-domain
+ * change all apply it: the service's spec, target, variables, ops config, domains, git credential and
+ * generation (the fencing token), its dependencies made and their exports among its variables. A
+ * deployment that has run (or a restore or restart, which copies one that has) runs with the ops config
+ * and variables it recorded, not with today's: a rollback brings back the secrets as they were. A git
+ * service's ops.json is read once, at the commit then built.
  */
-export async function desiredStateOf(
-  deps: Pick<Deps, 'store' | 'secretBox'>,
-  input: { deployment: DeploymentRow; service: ServiceRow; environment: EnvironmentRow; domains?: string[] },
+export async function resolveDesiredState(
+  deps: Pick<Deps, 'store' | 'secretBox' | 'provider'>,
+  subject: DeploymentSubject,
+  how: Resolving,
 ): Promise<DesiredService> {
-  const { deployment, service, environment } = input;
+  const { deployment, service } = subject;
+  const { signal, log, mask = () => undefined } = how;
+  const db = deps.store.db;
+  const desired = await recordedStateOf(deps, subject);
+  // Unrecorded variables are today's secrets, which is all there is to mask: no second read of them.
+  if (how.mask)
+    mask(
+      deployment.variables_sealed
+        ? await maskedValuesOf(db, deps.secretBox, deployment)
+        : Object.values(desired.variables),
+    );
+  desired.git = await gitAccessOf(deps, service);
+  // The git credential never reaches the log, whatever a driver or git might echo (reading the
+  // repository's ops.json below clones it already).
+  if (desired.git) mask([desired.git.password]);
+  const read = deployment.ops_snapshot ? undefined : await readRepoOps(deps.provider, desired, signal, log);
+  if (read) {
+    desired.ops = read.ops;
+    desired.target.commit_id = read.commit;
+  }
+  if (how.record) {
+    const opsSnapshot = JSON.stringify(desired.ops);
+    await recordSnapshot(db, deployment.id, {
+      ops_snapshot: opsSnapshot,
+      variables_sealed: deps.secretBox.seal(JSON.stringify(desired.variables)),
+      ...(read ? { git_commit_ref: read.commit } : {}),
+    });
+    if (isGitSource(service.source)) await recordRepoOps(db, service.id, opsSnapshot);
+  }
+  // The new version starts only once its resources exist, with their exports resolved.
+  const exported = await provisionDependencies(
+    deps,
+    { service, environment: subject.environment, ops: desired.ops },
+    signal,
+    log,
+  );
+  mask(exported.passwords);
+  desired.variables = { ...exported.variables, ...desired.variables };
+  return desired;
+}
+
+/** What the deployment's row and its service's records say, before git, ops.json and dependencies. */
+async function recordedStateOf(
+  deps: Pick<Deps, 'store' | 'secretBox'>,
+  subject: DeploymentSubject,
+): Promise<DesiredService> {
+  const { deployment, service, environment } = subject;
   const db = deps.store.db;
   return {
     service,
@@ -36,14 +109,6 @@ export async function desiredStateOf(
     variables: deployment.variables_sealed
       ? (JSON.parse(deps.secretBox.open(deployment.variables_sealed)) as Record<string, string>)
       : await effectiveSecrets(db, deps.secretBox, environment.id, service.id),
-    domains: await servedDomains(db, service.id, input.domains),
+    domains: await servedDomains(db, service.id, subject.domains),
   };
-}
-
-/** Asks the provider what runs for the service and writes it back for the API to read. */
-export async function observeInto(
-  deps: Pick<Deps, 'store' | 'provider'>,
-  service: ServiceRow,
-): Promise<void> {
-  await recordObservation(deps.store.db, service.id, await deps.provider.observe(service));
 }

@@ -48,8 +48,7 @@ export async function pollGitHeads(
         deps.secretBox,
         service.id,
         { commit_id: head },
-        null,
-        locked,
+        { locked },
       );
       await recordAudit(
         trx,

@@ -52,7 +52,7 @@ export interface DeployTarget {
 }
 
 /** The fields of a service a runtime needs to run it. */
-export type ServiceSpec = Pick<
+export type RuntimeSpec = Pick<
   ServiceRow,
   | 'id'
   | 'account_id'
@@ -86,7 +86,7 @@ export type ServiceRef = Pick<ServiceRow, 'id' | 'account_id' | 'environment_id'
 
 /** Everything a service should be, as one value. */
 export interface DesiredService {
-  service: ServiceSpec;
+  service: RuntimeSpec;
   environment: EnvironmentRef;
   /** The deployment that asks for this state. */
   deploymentId: string;
@@ -202,7 +202,7 @@ export interface LogQuery {
 
 /** The output of a service's replicas, job runs and cron runs. */
 export interface ServiceLogs {
-  read(service: ServiceRef & Pick<ServiceSpec, 'subdomain'>, query: LogQuery): AsyncIterable<LogLine>;
+  read(service: ServiceRef & Pick<RuntimeSpec, 'subdomain'>, query: LogQuery): AsyncIterable<LogLine>;
 }
 
 /** Runs beside the API in `berth serve`: the docker driver's ingress and cron scheduler. */
@@ -222,11 +222,19 @@ export interface SecretStore {
  */
 export interface Admission {
   /** The reason, or null. Synchronous and cheap: it runs inside the create request. */
-  refusal(service: ServiceSpec): string | null;
+  refusal(service: RuntimeSpec): string | null;
 }
 
 /** What names a dependency: changing any of these replaces the resource. */
 export type ResourceKey = Pick<OpsResource, 'kind' | 'type' | 'id' | 'prefix'>;
+
+/** A dependency to make: the service that declares it, where, as declared, and the password for a new one. */
+export interface ResourceRequest {
+  service: ServiceRef;
+  environment: EnvironmentRef;
+  resource: OpsResource;
+  password: string;
+}
 
 /** A dependency made: its `$...` attributes by name (without the `$`), and a generated password apart. */
 export interface ProvisionedResource {
@@ -247,10 +255,7 @@ export interface Resources {
    * the first call, so a call that runs again after a crash gets the same one (a driver that cannot read
    * a password back from what it made relies on that). `signal` as for apply.
    */
-  ensure(
-    request: { service: ServiceRef; environment: EnvironmentRef; resource: OpsResource; password: string },
-    signal: AbortSignal,
-  ): Promise<ProvisionedResource>;
+  ensure(request: ResourceRequest, signal: AbortSignal): Promise<ProvisionedResource>;
   /** Deletes the resource and its data; one already gone is fine. */
   delete(service: ServiceRef, resource: ResourceKey): Promise<void>;
 }
@@ -266,7 +271,7 @@ export interface Sources {
    */
   readFile(
     request: {
-      service: ServiceSpec;
+      service: RuntimeSpec;
       target: DeployTarget;
       deploymentId: string;
       git?: GitAccess;

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { DEFAULT_OPS_CONFIG } from '../../src/domain/ops-json.ts';
 import { SupersededError, TerminalError } from '../../src/jobs/errors.ts';
-import type { DesiredService, EnvironmentRef, Provider, ServiceSpec } from '../../src/providers/provider.ts';
+import type { DesiredService, EnvironmentRef, Provider, RuntimeSpec } from '../../src/providers/provider.ts';
 
 /**
  * The provider contract: one suite every driver passes (sim in test/lifecycle, docker in test/docker).
@@ -14,7 +14,7 @@ export interface ContractDriver {
   provider: Provider;
   environment: EnvironmentRef;
   /** A service this driver can run (its image, command, type). */
-  spec(): Partial<ServiceSpec>;
+  spec(): Partial<RuntimeSpec>;
   /** The same desired state, changed so that applying it fails with a TerminalError. */
   failing(desired: DesiredService): DesiredService;
   /** What runs for the service, as a value that changes on every rollout and only then. */
@@ -28,8 +28,8 @@ const never = new AbortController().signal;
 export function serviceSpecIn(
   environment: EnvironmentRef,
   id: string,
-  extra: Partial<ServiceSpec>,
-): ServiceSpec {
+  extra: Partial<RuntimeSpec>,
+): RuntimeSpec {
   return {
     id,
     account_id: environment.account_id,

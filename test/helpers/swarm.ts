@@ -10,7 +10,7 @@ import pino, { type Logger } from 'pino';
 import { loadConfig } from '../../src/config.ts';
 import { DEFAULT_OPS_CONFIG, type OpsConfig } from '../../src/domain/ops-json.ts';
 import { demultiplex } from '../../src/providers/docker/output.ts';
-import type { DesiredService, EnvironmentRef, Provider, ServiceSpec } from '../../src/providers/provider.ts';
+import type { DesiredService, EnvironmentRef, Provider, RuntimeSpec } from '../../src/providers/provider.ts';
 import { openProvider } from '../../src/providers/registry.ts';
 import { openStore, type Store } from '../../src/store/database.ts';
 import { createTestDatabase, type TestDatabase } from './database.ts';
@@ -195,7 +195,7 @@ export function deploymentOf(
   image: string,
   options: {
     generation: number;
-    spec?: Partial<ServiceSpec>;
+    spec?: Partial<RuntimeSpec>;
     variables?: Record<string, string>;
     ops?: Partial<OpsConfig>;
   },

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { desiredStateOf } from '../../src/jobs/desired-state.ts';
+import { resolveDesiredState } from '../../src/jobs/desired-state.ts';
+import { SILENT_LOG } from '../../src/providers/provider.ts';
 import { simTables } from '../../src/providers/sim/tables.ts';
 import { findDeploymentById } from '../../src/store/repositories/deployments.ts';
 import { findEnvironmentById } from '../../src/store/repositories/environments.ts';
@@ -144,7 +145,11 @@ test('rollback restores the earlier image, ops and secret values; restart runs t
   const row = await findDeploymentById(h.deps.store.db, restoreId);
   const service = (await findServiceById(h.deps.store.db, row?.service_id as string)) as ServiceRow;
   const environment = (await findEnvironmentById(h.deps.store.db, t.envId)) as EnvironmentRow;
-  const desired = await desiredStateOf(h.deps, { deployment: row as never, service, environment });
+  const desired = await resolveDesiredState(
+    h.deps,
+    { deployment: row as never, service, environment },
+    { signal: new AbortController().signal, log: SILENT_LOG },
+  );
   assert.equal(desired.variables.API_KEY, 'rollback-secret-one');
   const log = await h.request('GET', `/v1/deployments/${restoreId}/logs`, { token: t.token });
   assert.match(log.body.data.lines[0].line, new RegExp(`^A restore deployment \\(bringing back ${v1}\\)`));

@@ -8,7 +8,7 @@ import {
   DeployFailed,
   type DesiredService,
   type Provider,
-  type ServiceSpec,
+  type RuntimeSpec,
 } from '../../src/providers/provider.ts';
 import { openProvider } from '../../src/providers/registry.ts';
 import { swarmTables } from '../../src/providers/swarm/tables.ts';
@@ -67,7 +67,7 @@ after(async () => {
   await swarm?.down();
 });
 
-function desired(spec: Partial<ServiceSpec>, generation = 1): DesiredService {
+function desired(spec: Partial<RuntimeSpec>, generation = 1): DesiredService {
   return deploymentOf(environment, spec.id ?? randomUUID(), `${swarm.registry}/${SWARM_IMAGE}:latest`, {
     generation,
     spec,

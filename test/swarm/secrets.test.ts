@@ -4,7 +4,7 @@ import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { promisify } from 'node:util';
 import { TerminalError } from '../../src/jobs/errors.ts';
-import type { DesiredService, Provider, ServiceSpec } from '../../src/providers/provider.ts';
+import type { DesiredService, Provider, RuntimeSpec } from '../../src/providers/provider.ts';
 import { freePort } from '../helpers/docker.ts';
 import { pollUntil } from '../helpers/poll.ts';
 import {
@@ -66,7 +66,7 @@ function desired(
   image: string,
   serviceId: string,
   generation: number,
-  spec: Partial<ServiceSpec>,
+  spec: Partial<RuntimeSpec>,
   variables: Record<string, string>,
 ): DesiredService {
   return deploymentOf(environment, serviceId, image, { generation, spec, variables });

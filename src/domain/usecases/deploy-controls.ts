@@ -105,12 +105,7 @@ export async function rollback(
       deps.secretBox,
       service.id,
       { note: body.note ?? `Rollback to ${target.id}` },
-      null,
-      undefined,
-      {
-        type: 'restore',
-        of: target,
-      },
+      { copy: { type: 'restore', of: target } },
     );
     await recordAudit(trx, actor, 'deployment.rollback', {
       id: deployment.id,
@@ -138,12 +133,7 @@ export async function restart(
       deps.secretBox,
       service.id,
       { note: body.note ?? `Restart of ${serving.id}` },
-      null,
-      undefined,
-      {
-        type: 'restart',
-        of: serving,
-      },
+      { copy: { type: 'restart', of: serving } },
     );
     await recordAudit(trx, actor, 'deployment.restart', {
       id: deployment.id,

@@ -49,6 +49,15 @@ export function checkDeployTarget(body: DeployBody, source: string): FieldError[
   return errors;
 }
 
+export interface AcceptOptions {
+  /** The provider refused the deployment at once, for this reason. */
+  refusal?: string | null;
+  /** The service row, already locked by the caller in `trx`. */
+  locked?: ServiceRow;
+  /** A restore or restart: the earlier deployment whose target, ops config and variables it runs again. */
+  copy?: { type: 'restore' | 'restart'; of: DeploymentRow };
+}
+
 /**
  * Accepts a deployment inside `trx`: the service row is locked first, so deployments of one service get
  * their creation times, their jobs and their prev_deployment_id in the order they were accepted. The
@@ -62,12 +71,11 @@ export async function acceptDeployment(
   box: SecretBox,
   serviceId: string,
   body: DeployBody,
-  refusal: string | null = null,
-  locked?: ServiceRow,
-  copy?: { type: 'restore' | 'restart'; of: DeploymentRow },
+  options: AcceptOptions = {},
 ): Promise<DeploymentRow> {
+  const { refusal = null, copy } = options;
   // A caller that already locked the row (to check it) hands it over: one lock, one statement.
-  const service = locked ?? (await lockService(trx, serviceId));
+  const service = options.locked ?? (await lockService(trx, serviceId));
   const target = copy
     ? {
         // What the earlier deployment resolved and ran with: its commit, tag or chart, ops and variables.
@@ -185,7 +193,7 @@ export async function deploy(
   assertNotDeleting(service);
   return deps.store.db.transaction().execute(async (trx) => {
     const locked = await lockLiveService(trx, service.id);
-    const deployment = await acceptDeployment(trx, deps.secretBox, service.id, body, null, locked);
+    const deployment = await acceptDeployment(trx, deps.secretBox, service.id, body, { locked });
     await recordAudit(trx, actor, 'deployment.create', {
       id: deployment.id,
       environmentId: service.environment_id,

@@ -270,8 +270,7 @@ async function deployPush(
       deps.secretBox,
       service.id,
       { commit_id: event.commit.id },
-      null,
-      locked,
+      { locked },
     );
     // The poller (if on) then sees this head as known and does not deploy it again.
     await recordPushedHead(trx, service.id, event.commit.id, at);

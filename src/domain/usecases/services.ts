@@ -101,7 +101,7 @@ export async function createService(
       await storeSecrets(trx, deps.secretBox, scope, secrets);
     }
     await recordAudit(trx, actor, 'service.create', { id, environmentId: env.id });
-    if (body.deploy_now) await acceptDeployment(trx, deps.secretBox, id, {}, refusal);
+    if (body.deploy_now) await acceptDeployment(trx, deps.secretBox, id, {}, { refusal });
     // The spec: the create response shows `deploy_pending`, also when deploy_now queued a deployment.
     return created;
   });

@@ -1,16 +1,17 @@
 import type { Deps } from '../../domain/usecases/context.ts';
+import { SILENT_LOG } from '../../providers/provider.ts';
 import { findCustomDomainById, transitionCustomDomain } from '../../store/repositories/custom-domains.ts';
 import { newestSuccessfulDeployment } from '../../store/repositories/deployments.ts';
 import { findEnvironmentById } from '../../store/repositories/environments.ts';
 import { enqueue } from '../../store/repositories/jobs.ts';
 import { findServiceById, updateService } from '../../store/repositories/services.ts';
 import type { EnvironmentRow, JobRow, ServiceRow } from '../../store/schema.ts';
-import { desiredStateOf } from '../desired-state.ts';
+import { resolveDesiredState } from '../desired-state.ts';
 import type { JobHandler } from '../worker.ts';
 
 /**
- * Applies the service's current desired state again (its newest successful deployment, so the same
- * generation: no rollout) with the domains it is now served under. A service that never ran has
+ * Applies the service's current desired state again (its newest successful deployment's, resolved as
+ * its deploy job resolves it; the same generation: no rollout) with the domains it is now served under. A service that never ran has
  * nothing to route: its next deployment carries the domains.
  */
 async function reapply(deps: Deps, service: ServiceRow, signal: AbortSignal, adding: string[] = []) {
@@ -18,7 +19,11 @@ async function reapply(deps: Deps, service: ServiceRow, signal: AbortSignal, add
   const deployment = await newestSuccessfulDeployment(deps.store.db, service.id);
   if (!deployment) return;
   const environment = (await findEnvironmentById(deps.store.db, service.environment_id)) as EnvironmentRow;
-  const desired = await desiredStateOf(deps, { deployment, service, environment, domains: adding });
+  const desired = await resolveDesiredState(
+    deps,
+    { deployment, service, environment, domains: adding },
+    { signal, log: SILENT_LOG },
+  );
   await deps.provider.apply(desired, signal);
 }
 

@@ -7,6 +7,7 @@
  * @module
  */
 import type { OpsResource } from '../../domain/ops-json.ts';
+import { resourceName } from '../../domain/resource-names.ts';
 import { TerminalError } from '../../jobs/errors.ts';
 import type { EnvironmentRef, ServiceRef } from '../provider.ts';
 import { LABEL } from './labels.ts';
@@ -175,6 +176,16 @@ export function attributesOf(
 
 /** The container (docker) or swarm service that runs a dependency, and its volume. */
 export const dependencyNameOf = (name: string) => `berth-dep-${name}`;
+
+/** A declared dependency as a driver makes it: its engine, its name, and what runs it. */
+export function dependencyOf(
+  service: ServiceRef,
+  resource: OpsResource,
+  provider: 'docker' | 'swarm',
+): { engine: Engine; name: string; runName: string } {
+  const name = resourceName(service.id, resource);
+  return { engine: engineOf(resource, provider), name, runName: dependencyNameOf(name) };
+}
 
 /** What a dependency's container or service and its volume carry (never `berth.service`: see labels.ts). */
 export function dependencyLabels(

@@ -11,7 +11,6 @@ import {
   type DeployLog,
   DeploymentCancelled,
   type DesiredService,
-  type EnvironmentIdentity,
   type EnvironmentRef,
   type Observed,
   type Provider,
@@ -20,22 +19,23 @@ import {
   type ServiceRef,
   type Serving,
   SILENT_LOG,
-  type Sources,
 } from '../provider.ts';
-import { CronScheduler } from './cron.ts';
+import { dockerCron } from './cron.ts';
 import { Drainer } from './drain.ts';
-import { ensureNetwork, ingressIdentity } from './environment.ts';
-import { buildFromGit, readFromGit } from './git-build.ts';
+import { EngineDriver } from './engine-driver.ts';
+import { ensureNetwork } from './environment.ts';
+import { buildFromGit } from './git-build.ts';
 import { type Target, waitReady } from './health.ts';
 import { digestOf, engineError, imageReference, pullImage } from './images.ts';
-import { containerTargets, type Ingress, startIngress } from './ingress.ts';
+import { containerTargets, startIngress } from './ingress.ts';
 import { LABEL, labelFilter, labelsOf, networkName, type Role } from './labels.ts';
 import { containerSources, EngineLogs } from './logs.ts';
 import { OpsCronJobs, requestReplica } from './ops-cron.ts';
 import { demultiplex } from './output.ts';
 import { DockerResources } from './resources.ts';
 import { type Prepared, type RolloutEngine, type Run, rollout } from './rollout.ts';
-import { bury, routeOf } from './routes.ts';
+import { bury, DELETED, observedRoute } from './routes.ts';
+import type { Schedules } from './schedules.ts';
 import type { DockerSettings } from './settings.ts';
 import { type DockerDb, dockerTables } from './tables.ts';
 
@@ -55,23 +55,20 @@ export interface DockerProviderOptions {
  * for it to be healthy, moves traffic (docker_routes, fenced by generation) and succeeds; the old one
  * drains afterwards (drain.ts).
  */
-export class DockerProvider implements Provider {
+export class DockerProvider extends EngineDriver implements Provider {
   private readonly docker = new Docker();
   private readonly options: DockerProviderOptions;
   private readonly db: DockerDb;
-  private readonly cron: CronScheduler;
+  private readonly cron: Schedules;
   private readonly opsCron: OpsCronJobs;
-  private ingress: Ingress | undefined;
   private readonly drainer: Drainer;
   private readonly engine: RolloutEngine<Prepared>;
   readonly serving: Serving;
   readonly logs: ServiceLogs;
   readonly resources: DockerResources;
-  readonly sources: Sources = {
-    readFile: (request) => readFromGit(this.options.settings.gitBaseUrl, request),
-  };
 
   constructor(options: DockerProviderOptions) {
+    super(options.settings);
     this.options = options;
     this.logs = new EngineLogs(this.docker, containerSources(this.docker));
     this.db = dockerTables(options.db);
@@ -84,7 +81,7 @@ export class DockerProvider implements Provider {
       afterDrain: () => this.cron.rescan(),
     });
     // Only services this driver routes: another Berth sharing the engine keeps its own templates.
-    this.cron = new CronScheduler(this.docker, options.logger, async (labelled) => {
+    this.cron = dockerCron(this.docker, options.logger, async (labelled) => {
       const ids = labelled.filter(isUuid);
       if (ids.length === 0) return new Set();
       const rows = await this.db
@@ -121,24 +118,8 @@ export class DockerProvider implements Provider {
     };
   }
 
-  async close(): Promise<void> {
-    await this.serving.stop();
-  }
-
-  private async ensureNetwork(env: EnvironmentRef): Promise<string> {
+  protected async ensureNetwork(env: EnvironmentRef): Promise<string> {
     return ensureNetwork(this.docker, env, networkName(env.id), { Driver: 'bridge' });
-  }
-
-  async ensureEnvironment(env: EnvironmentRef): Promise<void> {
-    await this.ensureNetwork(env);
-  }
-
-  async identity(): Promise<EnvironmentIdentity> {
-    return ingressIdentity(this.options.settings);
-  }
-
-  domainValidationZone(): string {
-    return 'acm-validations.berth.local';
   }
 
   private async containersOf(labels: Record<string, string>) {
@@ -490,10 +471,8 @@ export class DockerProvider implements Provider {
   }
 
   async observe(service: ServiceRef): Promise<Observed> {
-    const route = await routeOf(this.db, service.id);
-    if (route && Number(route.generation) === REMOVED_GENERATION)
-      return { run_status: 'deleted', ready_count: 0, generation: null };
-    const generation = route ? Number(route.generation) : null;
+    const { route, deleted, generation } = await observedRoute(this.db, service.id);
+    if (deleted) return DELETED;
     const all = await this.containersOf({ [LABEL.service]: service.id });
     if (all.length === 0) return { run_status: 'not_deployed', ready_count: 0, generation };
     if (service.type === 'cron') {

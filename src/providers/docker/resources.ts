@@ -10,13 +10,20 @@ import { instanceMemoryBytes } from '../../domain/instance-memory.ts';
 import type { OpsResource } from '../../domain/ops-json.ts';
 import { resourceName } from '../../domain/resource-names.ts';
 import { TerminalError } from '../../jobs/errors.ts';
-import type { EnvironmentRef, ProvisionedResource, ResourceKey, Resources, ServiceRef } from '../provider.ts';
+import type {
+  EnvironmentRef,
+  ProvisionedResource,
+  ResourceKey,
+  ResourceRequest,
+  Resources,
+  ServiceRef,
+} from '../provider.ts';
 import {
   attributesOf,
   dependencyLabels,
   dependencyNameOf,
+  dependencyOf,
   type Engine,
-  engineOf,
   imageSettingOf,
   READY_TIMEOUT_MS,
 } from './dependency-engines.ts';
@@ -45,14 +52,9 @@ export class DockerResources implements Resources {
     this.ensureNetwork = ensureNetwork;
   }
 
-  async ensure(
-    request: { service: ServiceRef; environment: EnvironmentRef; resource: OpsResource; password: string },
-    signal: AbortSignal,
-  ): Promise<ProvisionedResource> {
+  async ensure(request: ResourceRequest, signal: AbortSignal): Promise<ProvisionedResource> {
     const { service, environment, resource } = request;
-    const engine = engineOf(resource, 'docker');
-    const name = resourceName(service.id, resource);
-    const containerName = dependencyNameOf(name);
+    const { engine, name, runName: containerName } = dependencyOf(service, resource, 'docker');
     let info = await this.inspect(containerName);
     // Another engine under the same name (the declared engine changed) is a different database.
     if (info && info.Config.Labels[LABEL.engine] !== engine.name) {

@@ -1,6 +1,6 @@
 import type { OpsConfig } from '../../domain/ops-json.ts';
 import { SupersededError, TerminalError } from '../../jobs/errors.ts';
-import { type Applied, type DesiredService, REMOVED_GENERATION } from '../provider.ts';
+import { type Applied, type DesiredService, type Observed, REMOVED_GENERATION } from '../provider.ts';
 import type { DockerDb } from './tables.ts';
 
 /**
@@ -16,6 +16,16 @@ export async function routeOf(db: DockerDb, serviceId: string) {
     .select(['deployment_id', 'generation'])
     .where('service_id', '=', serviceId)
     .executeTakeFirst();
+}
+
+/** What a removed service reports. */
+export const DELETED: Observed = { run_status: 'deleted', ready_count: 0, generation: null };
+
+/** What observe starts from: the route in place and its generation; `deleted` once the tombstone is there. */
+export async function observedRoute(db: DockerDb, serviceId: string) {
+  const route = await routeOf(db, serviceId);
+  const deleted = route !== undefined && Number(route.generation) === REMOVED_GENERATION;
+  return { route, deleted, generation: route && !deleted ? Number(route.generation) : null };
 }
 
 /**

@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { LogLine, LogQuery, ServiceLogs, ServiceRef, ServiceSpec } from '../provider.ts';
+import type { LogLine, LogQuery, RuntimeSpec, ServiceLogs, ServiceRef } from '../provider.ts';
 import { REMOVED_GENERATION } from '../provider.ts';
 import type { SimDb } from './tables.ts';
 
@@ -57,7 +57,7 @@ export class SimLogs implements ServiceLogs {
 
   /** The lines printed in [from, to), at most the newest `limit`. */
   private linesBetween(
-    service: ServiceRef & Pick<ServiceSpec, 'subdomain'>,
+    service: ServiceRef & Pick<RuntimeSpec, 'subdomain'>,
     w: Workload,
     from: number,
     to: number,
@@ -82,7 +82,7 @@ export class SimLogs implements ServiceLogs {
     return lines.slice(-limit);
   }
 
-  async *read(service: ServiceRef & Pick<ServiceSpec, 'subdomain'>, query: LogQuery): AsyncIterable<LogLine> {
+  async *read(service: ServiceRef & Pick<RuntimeSpec, 'subdomain'>, query: LogQuery): AsyncIterable<LogLine> {
     const since = query.since?.getTime() ?? Number.NEGATIVE_INFINITY;
     let from = Date.now();
     const workload = await this.workload(service.id);

@@ -25,10 +25,10 @@ import {
   REMOVED_GENERATION,
   type ResourceKey,
   type Resources,
+  type RuntimeSpec,
   type SecretStore,
   type ServiceLogs,
   type ServiceRef,
-  type ServiceSpec,
   type Serving,
   SILENT_LOG,
   type Sources,
@@ -63,7 +63,7 @@ const HEAD_TIMEOUT_MS = 10_000;
 const HEADS_KEPT = 1000;
 
 /** The simulated cloud refuses services named `refuse...` at once (see SimProvider). */
-function simRefusal(service: ServiceSpec): string | null {
+function simRefusal(service: RuntimeSpec): string | null {
   const names = [
     service.docker_image,
     service.git_repo_full_name?.split('/').at(-1),
@@ -455,7 +455,7 @@ function logSource(log: DeployLog, { service, target }: DesiredService, source: 
 const hex = (text: string) => createHash('sha256').update(text).digest('hex');
 
 /** The commit a git target names: the branch head is a commit id of its own, stable per deployment. */
-function simCommit(service: ServiceSpec, target: DeployTarget, deploymentId: string): string {
+function simCommit(service: RuntimeSpec, target: DeployTarget, deploymentId: string): string {
   const branch = service.git_repo_branch ?? 'main';
   return target.commit_id || hex(`${service.git_repo_full_name}@${branch}#${deploymentId}`).slice(0, 40);
 }

@@ -19,125 +19,110 @@ const RUNS_KEPT = 3;
 /** Claims older than this are history nobody reads again. */
 const CLAIMS_KEPT_MS = 24 * 3600_000;
 
-export class SwarmCron {
-  private readonly schedules: Schedules;
-  private readonly docker: Docker;
-  private readonly db: SwarmDb;
-  private readonly logger: Logger;
+/** The swarm driver's cron schedules. */
+export function swarmCron(docker: Docker, db: SwarmDb, logger: Logger): Schedules {
+  return new Schedules(
+    logger,
+    () => templates(docker, db),
+    (id, at) => tick(docker, db, logger, id, at),
+  );
+}
 
-  constructor(docker: Docker, db: SwarmDb, logger: Logger) {
-    this.docker = docker;
-    this.db = db;
-    this.logger = logger;
-    this.schedules = new Schedules(
-      logger,
-      () => this.templates(),
-      (id, at) => this.tick(id, at),
-    );
+/** The templates of the deployments that serve (a superseded template never ticks), with their schedules. */
+async function templates(docker: Docker, db: SwarmDb): Promise<Map<string, string>> {
+  const listed = await docker.listServices({
+    filters: labelFilter({ [LABEL.managed]: 'true', [LABEL.role]: 'cron-template' }),
+  });
+  const routes = await db
+    .selectFrom('docker_routes')
+    .select('deployment_id')
+    .where('type', '=', 'cron')
+    .where('generation', '<', REMOVED_GENERATION)
+    .execute();
+  const serving = new Set(routes.map((r) => r.deployment_id));
+  const wanted = new Map<string, string>();
+  for (const template of listed) {
+    const labels = template.Spec?.Labels ?? {};
+    const schedule = labels[LABEL.cronSchedule];
+    if (schedule && serving.has(labels[LABEL.deployment] ?? '')) wanted.set(template.ID, schedule);
   }
+  return wanted;
+}
 
-  async start(): Promise<void> {
-    await this.schedules.start();
-  }
-
-  stop(): void {
-    this.schedules.stop();
-  }
-
-  async rescan(): Promise<void> {
-    await this.schedules.rescan();
-  }
-
-  /** The templates of the deployments that serve (a superseded template never ticks), with their schedules. */
-  private async templates(): Promise<Map<string, string>> {
-    const templates = await this.docker.listServices({
-      filters: labelFilter({ [LABEL.managed]: 'true', [LABEL.role]: 'cron-template' }),
-    });
-    const routes = await this.db
-      .selectFrom('docker_routes')
-      .select('deployment_id')
-      .where('type', '=', 'cron')
-      .where('generation', '<', REMOVED_GENERATION)
+/** Claims the tick for this process; false when another one did. */
+async function claim(db: SwarmDb, serviceId: string, tickAt: Date): Promise<boolean> {
+  const claimed = await db
+    .insertInto('swarm_cron_ticks')
+    .values({ service_id: serviceId, tick_at: tickAt, claimed_at: new Date() })
+    .onConflict((oc) => oc.columns(['service_id', 'tick_at']).doNothing())
+    .returning('service_id')
+    .executeTakeFirst();
+  if (claimed) {
+    await db
+      .deleteFrom('swarm_cron_ticks')
+      .where('service_id', '=', serviceId)
+      .where('tick_at', '<', new Date(Date.now() - CLAIMS_KEPT_MS))
       .execute();
-    const serving = new Set(routes.map((r) => r.deployment_id));
-    const wanted = new Map<string, string>();
-    for (const template of templates) {
-      const labels = template.Spec?.Labels ?? {};
-      const schedule = labels[LABEL.cronSchedule];
-      if (schedule && serving.has(labels[LABEL.deployment] ?? '')) wanted.set(template.ID, schedule);
-    }
-    return wanted;
   }
+  return claimed !== undefined;
+}
 
-  /** Claims the tick for this process; false when another one did. */
-  private async claim(serviceId: string, tickAt: Date): Promise<boolean> {
-    const claimed = await this.db
-      .insertInto('swarm_cron_ticks')
-      .values({ service_id: serviceId, tick_at: tickAt, claimed_at: new Date() })
-      .onConflict((oc) => oc.columns(['service_id', 'tick_at']).doNothing())
-      .returning('service_id')
-      .executeTakeFirst();
-    if (claimed) {
-      await this.db
-        .deleteFrom('swarm_cron_ticks')
-        .where('service_id', '=', serviceId)
-        .where('tick_at', '<', new Date(Date.now() - CLAIMS_KEPT_MS))
-        .execute();
-    }
-    return claimed !== undefined;
+async function tick(
+  docker: Docker,
+  db: SwarmDb,
+  logger: Logger,
+  templateId: string,
+  at: Date,
+): Promise<void> {
+  const template = await docker.getService(templateId).inspect();
+  const labels: Record<string, string> = template.Spec?.Labels ?? {};
+  const serviceId = labels[LABEL.service] ?? '';
+  const tickAt = new Date(Math.floor(at.getTime() / 1000) * 1000);
+  if (!(await claim(db, serviceId, tickAt))) {
+    logger.debug(
+      { service: serviceId, tick: tickAt.toISOString() },
+      'cron tick claimed by another Berth process',
+    );
+    return;
   }
-
-  private async tick(templateId: string, at: Date): Promise<void> {
-    const template = await this.docker.getService(templateId).inspect();
-    const labels: Record<string, string> = template.Spec?.Labels ?? {};
-    const serviceId = labels[LABEL.service] ?? '';
-    const tickAt = new Date(Math.floor(at.getTime() / 1000) * 1000);
-    if (!(await this.claim(serviceId, tickAt))) {
-      this.logger.debug(
-        { service: serviceId, tick: tickAt.toISOString() },
-        'cron tick claimed by another Berth process',
-      );
-      return;
-    }
-    const runs = await this.docker.listServices({
-      filters: labelFilter({ [LABEL.service]: serviceId, [LABEL.role]: 'cron-run' }),
-    });
-    for (const run of runs) {
-      const tasks = await tasksOf(this.docker, run.ID);
-      if (tasks.some((t) => t.DesiredState === 'running' || t.DesiredState === 'ready')) {
-        if (tasks.some((t) => !['complete', 'failed', 'rejected', 'shutdown'].includes(t.Status.State))) {
-          this.logger.info({ service: serviceId }, 'cron tick skipped: the previous run is still running');
-          return;
-        }
+  const runs = await docker.listServices({
+    filters: labelFilter({ [LABEL.service]: serviceId, [LABEL.role]: 'cron-run' }),
+  });
+  for (const run of runs) {
+    const tasks = await tasksOf(docker, run.ID);
+    if (tasks.some((t) => t.DesiredState === 'running' || t.DesiredState === 'ready')) {
+      if (tasks.some((t) => !['complete', 'failed', 'rejected', 'shutdown'].includes(t.Status.State))) {
+        logger.info({ service: serviceId }, 'cron tick skipped: the previous run is still running');
+        return;
       }
     }
-    const name = `berth-run-${(labels[LABEL.deployment] ?? '').slice(0, 8)}-${tickAt.getTime() / 1000}`;
-    await this.docker.createService({
-      Name: name,
-      Labels: { ...labels, [LABEL.role]: 'cron-run', [LABEL.cronSchedule]: '' },
-      TaskTemplate: template.Spec?.TaskTemplate,
-      Mode: { ReplicatedJob: { MaxConcurrent: 1, TotalCompletions: 1 } },
-    });
-    this.logger.info({ service: serviceId, tick: tickAt.toISOString(), run: name }, 'cron run started');
-    // A delete removes the templates first, then every service of the Berth service: a run created
-    // after that listing finds its template gone here and removes itself.
-    const left = await this.docker
-      .getService(templateId)
-      .inspect()
-      .then(
-        () => true,
-        () => false,
-      );
-    const all = await this.docker.listServices({
-      filters: labelFilter({ [LABEL.service]: serviceId, [LABEL.role]: 'cron-run' }),
-    });
-    const newestFirst = all.sort((a, b) => String(b.CreatedAt).localeCompare(String(a.CreatedAt)));
-    for (const old of left ? newestFirst.slice(RUNS_KEPT) : newestFirst)
-      await this.docker
-        .getService(old.ID)
-        .remove()
-        .catch(() => undefined);
-    // The last run of an older version may have been the last user of that version's variables.
-    await sweepSecrets(this.docker, serviceId, Number(labels[LABEL.generation] ?? 0) + 1);
   }
+  const name = `berth-run-${(labels[LABEL.deployment] ?? '').slice(0, 8)}-${tickAt.getTime() / 1000}`;
+  await docker.createService({
+    Name: name,
+    Labels: { ...labels, [LABEL.role]: 'cron-run', [LABEL.cronSchedule]: '' },
+    TaskTemplate: template.Spec?.TaskTemplate,
+    Mode: { ReplicatedJob: { MaxConcurrent: 1, TotalCompletions: 1 } },
+  });
+  logger.info({ service: serviceId, tick: tickAt.toISOString(), run: name }, 'cron run started');
+  // A delete removes the templates first, then every service of the Berth service: a run created
+  // after that listing finds its template gone here and removes itself.
+  const left = await docker
+    .getService(templateId)
+    .inspect()
+    .then(
+      () => true,
+      () => false,
+    );
+  const all = await docker.listServices({
+    filters: labelFilter({ [LABEL.service]: serviceId, [LABEL.role]: 'cron-run' }),
+  });
+  const newestFirst = all.sort((a, b) => String(b.CreatedAt).localeCompare(String(a.CreatedAt)));
+  for (const old of left ? newestFirst.slice(RUNS_KEPT) : newestFirst)
+    await docker
+      .getService(old.ID)
+      .remove()
+      .catch(() => undefined);
+  // The last run of an older version may have been the last user of that version's variables.
+  await sweepSecrets(docker, serviceId, Number(labels[LABEL.generation] ?? 0) + 1);
 }

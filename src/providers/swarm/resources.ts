@@ -20,8 +20,8 @@ import {
   attributesOf,
   dependencyLabels,
   dependencyNameOf,
+  dependencyOf,
   type Engine,
-  engineOf,
   environmentWithPasswordFile,
   imageSettingOf,
   READY_TIMEOUT_MS,
@@ -29,7 +29,14 @@ import {
 import { engineError } from '../docker/images.ts';
 import { LABEL } from '../docker/labels.ts';
 import { demultiplex } from '../docker/output.ts';
-import type { EnvironmentRef, ProvisionedResource, ResourceKey, Resources, ServiceRef } from '../provider.ts';
+import type {
+  EnvironmentRef,
+  ProvisionedResource,
+  ResourceKey,
+  ResourceRequest,
+  Resources,
+  ServiceRef,
+} from '../provider.ts';
 import { failedTasks, running, type Task, taskErrors, tasksOf } from './services.ts';
 import type { SwarmSettings } from './settings.ts';
 import type { SwarmDb } from './tables.ts';
@@ -117,14 +124,9 @@ export class SwarmResources implements Resources {
     this.ensureNetwork = ensureNetwork;
   }
 
-  async ensure(
-    request: { service: ServiceRef; environment: EnvironmentRef; resource: OpsResource; password: string },
-    signal: AbortSignal,
-  ): Promise<ProvisionedResource> {
+  async ensure(request: ResourceRequest, signal: AbortSignal): Promise<ProvisionedResource> {
     const { service, environment, resource, password } = request;
-    const engine = engineOf(resource, 'swarm');
-    const name = resourceName(service.id, resource);
-    const serviceName = dependencyNameOf(name);
+    const { engine, name, runName: serviceName } = dependencyOf(service, resource, 'swarm');
     const made = await this.inspect(serviceName);
     // Another engine under the same name (the declared engine changed) is a different database.
     if (made && made.Spec?.Labels?.[LABEL.engine] !== engine.name) {

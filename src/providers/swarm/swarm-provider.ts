@@ -4,15 +4,17 @@ import type { Logger } from 'pino';
 import type { OpsConfig } from '../../domain/ops-json.ts';
 import { SupersededError, TerminalError } from '../../jobs/errors.ts';
 import type { Db } from '../../store/database.ts';
-import { ensureNetwork, ingressIdentity } from '../docker/environment.ts';
-import { buildFromGit, readFromGit } from '../docker/git-build.ts';
+import { EngineDriver } from '../docker/engine-driver.ts';
+import { ensureNetwork } from '../docker/environment.ts';
+import { buildFromGit } from '../docker/git-build.ts';
 import { digestOf, engineError, imageReference, pushImage } from '../docker/images.ts';
-import { type Ingress, type RouteTarget, startIngress } from '../docker/ingress.ts';
+import { type RouteTarget, startIngress } from '../docker/ingress.ts';
 import { LABEL, labelFilter, labelsOf, type Role } from '../docker/labels.ts';
 import { EngineLogs, type LogOptions, type LogSource } from '../docker/logs.ts';
 import { OpsCronJobs } from '../docker/ops-cron.ts';
 import { type Prepared, type RolloutEngine, type Run, rollout } from '../docker/rollout.ts';
-import { bury, routeOf } from '../docker/routes.ts';
+import { bury, DELETED, observedRoute } from '../docker/routes.ts';
+import type { Schedules } from '../docker/schedules.ts';
 import {
   type Applied,
   type DeployedSource,
@@ -20,18 +22,15 @@ import {
   type DeployLog,
   DeploymentCancelled,
   type DesiredService,
-  type EnvironmentIdentity,
   type EnvironmentRef,
   type Observed,
   type Provider,
-  REMOVED_GENERATION,
   type ServiceLogs,
   type ServiceRef,
   type Serving,
   SILENT_LOG,
-  type Sources,
 } from '../provider.ts';
-import { SwarmCron } from './cron.ts';
+import { swarmCron } from './cron.ts';
 import { requestTask } from './ops-cron.ts';
 import { SwarmResources } from './resources.ts';
 import { type Launch, launchOf, sweepSecrets } from './secrets.ts';
@@ -77,28 +76,25 @@ export interface SwarmProviderOptions {
  * deployment; a template per cron deployment, run by Berth's scheduler (cron.ts). Routing, generations
  * and the ingress are the docker driver's (docker/routes.ts, docker/ingress.ts).
  */
-export class SwarmProvider implements Provider {
+export class SwarmProvider extends EngineDriver implements Provider {
   private readonly docker: Docker;
   private readonly options: SwarmProviderOptions;
   private readonly db: SwarmDb;
-  private readonly cron: SwarmCron;
+  private readonly cron: Schedules;
   private readonly opsCron: OpsCronJobs;
-  private ingress: Ingress | undefined;
   private readonly engine: RolloutEngine<Launched>;
   readonly serving: Serving;
   readonly logs: ServiceLogs;
   readonly resources: SwarmResources;
-  readonly sources: Sources = {
-    readFile: (request) => readFromGit(this.options.settings.gitBaseUrl, request),
-  };
 
   constructor(options: SwarmProviderOptions) {
+    super(options.settings);
     this.options = options;
     this.docker = new Docker(options.settings.engine);
     this.db = swarmTables(options.db);
     this.engine = this.rolloutEngine();
     this.logs = new EngineLogs(this.docker, (serviceId) => this.logSources(serviceId));
-    this.cron = new SwarmCron(this.docker, this.db, options.logger);
+    this.cron = swarmCron(this.docker, this.db, options.logger);
     this.opsCron = new OpsCronJobs(
       this.db,
       options.logger,
@@ -128,11 +124,7 @@ export class SwarmProvider implements Provider {
     };
   }
 
-  async close(): Promise<void> {
-    await this.serving.stop();
-  }
-
-  private async ensureNetwork(env: EnvironmentRef): Promise<string> {
+  protected async ensureNetwork(env: EnvironmentRef): Promise<string> {
     // Attachable: Berth's own containers (a future ingress on a node) may join it.
     return ensureNetwork(this.docker, env, overlayName(env.id), {
       Driver: 'overlay',
@@ -141,18 +133,6 @@ export class SwarmProvider implements Provider {
     }).catch((error: unknown) => {
       throw engineError(error, 'the swarm refused the network');
     });
-  }
-
-  async ensureEnvironment(env: EnvironmentRef): Promise<void> {
-    await this.ensureNetwork(env);
-  }
-
-  async identity(): Promise<EnvironmentIdentity> {
-    return ingressIdentity(this.options.settings);
-  }
-
-  domainValidationZone(): string {
-    return 'acm-validations.berth.local';
   }
 
   /** The swarm services of a Berth service (its serving one, its jobs, its cron templates and runs). */
@@ -548,10 +528,8 @@ export class SwarmProvider implements Provider {
   }
 
   async observe(service: ServiceRef): Promise<Observed> {
-    const route = await routeOf(this.db, service.id);
-    if (route && Number(route.generation) === REMOVED_GENERATION)
-      return { run_status: 'deleted', ready_count: 0, generation: null };
-    const generation = route ? Number(route.generation) : null;
+    const { route, deleted, generation } = await observedRoute(this.db, service.id);
+    if (deleted) return DELETED;
     const all = await this.servicesOf(service.id);
     if (all.length === 0 || !route) return { run_status: 'not_deployed', ready_count: 0, generation };
     if (service.type === 'cron') {

@@ -1,0 +1,183 @@
+/**
+ * The steps of the deploy job (handlers/deploy.ts), each usable and tested alone: start the run, watch
+ * for a cancel, roll the desired state out, record the outcome.
+ * @module
+ */
+import type { Deps } from '../domain/usecases/context.ts';
+import {
+  type Applied,
+  type DeployedSource,
+  DeployFailed,
+  DeploymentCancelled,
+} from '../providers/provider.ts';
+import type { Db } from '../store/database.ts';
+import { cancelRequested, startDeployment, transitionDeployment } from '../store/repositories/deployments.ts';
+import { recordObservation } from '../store/repositories/observations.ts';
+import { followDeployment } from '../store/repositories/services.ts';
+import type { DeploymentRow, JobRow } from '../store/schema.ts';
+import type { DeploymentLogWriter } from './deployment-log.ts';
+import { type DeploymentSubject, resolveDesiredState } from './desired-state.ts';
+import { TerminalError } from './errors.ts';
+import type { JobClaim } from './worker.ts';
+
+/**
+ * Moves a queued deployment to in_progress (with its service, and the log line, in one commit held by
+ * the claim) or notes a rerun of one already started. False: nothing to run (cancelled meanwhile).
+ */
+export async function startRun(
+  db: Db,
+  deployment: DeploymentRow,
+  job: JobRow,
+  claim: JobClaim,
+  log: DeploymentLogWriter,
+): Promise<boolean> {
+  const attempt = `attempt ${job.attempts} of ${job.max_attempts}`;
+  if (deployment.state !== 'queued') {
+    log.line('outcome', `Started again (${attempt})`);
+    return true;
+  }
+  return db.transaction().execute(async (trx) => {
+    const moved = await startDeployment(trx, deployment.id);
+    if (moved) {
+      log.end('queue', 'success', `Started (${attempt})`);
+      await log.writeIn(trx);
+    }
+    // An attempt that lost the job before this commits starts nothing: the one holding the job finds
+    // the deployment queued and starts it, instead of finding it started and ending the job.
+    await claim.hold(trx);
+    return moved;
+  });
+}
+
+/** How often a running deployment looks for a cancel. */
+const CANCEL_POLL_MS = 300;
+
+/**
+ * A cancel is a flag on the row: looked at now and then every CANCEL_POLL_MS while the provider works,
+ * it aborts `signal` (the driver checks it before each side effect, so traffic does not move).
+ */
+export async function watchForCancel(
+  db: Db,
+  deploymentId: string,
+): Promise<{ signal: AbortSignal; stop(): void }> {
+  const cancel = new AbortController();
+  const watch = setInterval(() => {
+    cancelRequested(db, deploymentId)
+      .then((asked) => asked && cancel.abort(new DeploymentCancelled()))
+      .catch(() => undefined);
+  }, CANCEL_POLL_MS);
+  try {
+    if (await cancelRequested(db, deploymentId)) cancel.abort(new DeploymentCancelled());
+  } catch (error) {
+    clearInterval(watch);
+    throw error;
+  }
+  return { signal: cancel.signal, stop: () => clearInterval(watch) };
+}
+
+/** How a rollout ended: applied, or failed (cancelled included) with the reason to record. */
+export type RolloutOutcome = { applied: Applied } | { failure: string; source?: DeployedSource };
+
+/**
+ * Resolves the deployment's desired state and applies it. A TerminalError (or a cancel) is a failed
+ * outcome; any other error is thrown (the job retries), unless the job was lost meanwhile (`lost`
+ * aborted): then undefined, and the outcome is the new holder's to record.
+ */
+export async function rollOut(
+  deps: Deps,
+  subject: DeploymentSubject,
+  lost: AbortSignal,
+  log: DeploymentLogWriter,
+): Promise<RolloutOutcome | undefined> {
+  const cancel = await watchForCancel(deps.store.db, subject.deployment.id);
+  try {
+    const signal = AbortSignal.any([lost, cancel.signal]);
+    const mask = (values: Iterable<string>) => log.maskValues(values);
+    const desired = await resolveDesiredState(deps, subject, { signal, log, mask, record: true });
+    return { applied: await deps.provider.apply(desired, signal, log) };
+  } catch (error) {
+    await log.flush();
+    if (lost.aborted) return undefined;
+    if (cancel.signal.aborted) return { failure: 'cancelled' };
+    if (!(error instanceof TerminalError)) throw error;
+    return {
+      failure: log.masked(error.message),
+      ...(error instanceof DeployFailed ? { source: error.source } : {}),
+    };
+  } finally {
+    cancel.stop();
+  }
+}
+
+/**
+ * What the provider resolved, except that a commit's author and message the git host's event recorded
+ * (a push) stay when the provider ran that same commit: the host knows them, a simulated cloud does not.
+ */
+export function keepHostDetails(
+  deployment: Pick<DeploymentRow, 'git_commit_author' | 'git_commit_ref'>,
+  source: DeployedSource | undefined,
+): DeployedSource {
+  if (!source || !deployment.git_commit_author || source.git_commit_ref !== deployment.git_commit_ref)
+    return source ?? {};
+  const { git_commit_author: _author, git_commit_message: _message, ...rest } = source;
+  return rest;
+}
+
+/**
+ * Records the outcome in one commit that ends the job (held by the claim): the deployment's final
+ * state, its service following it, the log's last lines and what now runs (observed just before); then
+ * counts the deployment's end in the metrics.
+ */
+export async function recordOutcome(
+  deps: Deps,
+  subject: DeploymentSubject,
+  outcome: RolloutOutcome,
+  log: DeploymentLogWriter,
+  claim: JobClaim,
+): Promise<void> {
+  const { deployment, service } = subject;
+  const observedAt = new Date();
+  const observed = await deps.provider.observe(service);
+  const ended = await deps.store.db.transaction().execute(async (trx) => {
+    let moved: boolean;
+    if ('applied' in outcome) {
+      const { applied } = outcome;
+      moved = await transitionDeployment(trx, deployment.id, ['in_progress'], 'success', {
+        prov_deployment_id: applied.provDeploymentId,
+        failure_reason: '',
+        ...keepHostDetails(deployment, applied.source),
+      });
+      if (moved) {
+        await followDeployment(trx, service.id, deployment.id, 'running', {
+          namespace_name: applied.namespaceName,
+          kube_svc_alias: applied.svcAlias,
+        });
+        log.end('outcome', 'success', 'Deployment succeeded');
+        log.mark('success');
+      }
+    } else {
+      const { failure } = outcome;
+      moved = await transitionDeployment(trx, deployment.id, ['in_progress'], 'failed', {
+        failure_reason: failure.slice(0, 2000),
+        ...outcome.source,
+      });
+      if (moved) {
+        await followDeployment(trx, service.id, deployment.id, 'deploy_failed');
+        log.end(
+          'outcome',
+          'failed',
+          failure === 'cancelled' ? 'Deployment cancelled' : `Deployment failed: ${failure}`,
+        );
+        log.mark('failed');
+      }
+    }
+    await log.writeIn(trx);
+    await recordObservation(trx, service.id, observed, observedAt);
+    await claim.finish(trx);
+    return moved;
+  });
+  if (ended) {
+    const state = 'applied' in outcome ? 'success' : outcome.failure === 'cancelled' ? 'cancelled' : 'failed';
+    deps.metrics.deploymentEnded(state, deployment.created_at);
+  }
+}
