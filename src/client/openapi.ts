@@ -5055,7 +5055,7 @@ export interface paths {
         put?: never;
         /**
          * Receive a GitHub webhook for one connection (docs/git.md)
-         * @description No bearer token: X-Hub-Signature-256 (HMAC-SHA256 of the raw body with the connection's webhook secret) proves the delivery; the connection is the one in the path, and only its secret is checked. x-github-event and x-github-delivery are required; a delivery id or pushed commit seen before does nothing. push deploys auto_deploy services; pull_request opened/synchronize/reopened deploys the preview, closed deletes it. Bodies up to 25 MiB.
+         * @description No bearer token: X-Hub-Signature-256 (HMAC-SHA256 of the raw body with the connection's webhook secret) proves the delivery; the connection is the one in the path, and only its secret is checked; a path id that is not a UUID is 404. x-github-event and x-github-delivery are required; a delivery id or pushed commit seen before does nothing. push deploys auto_deploy services; pull_request opened/synchronize/reopened deploys the preview, closed deletes it. Bodies up to 25 MiB.
          */
         post: {
             parameters: {
@@ -5097,6 +5097,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -5242,7 +5251,7 @@ export interface paths {
         put?: never;
         /**
          * Receive a GitLab webhook for one connection (docs/git.md)
-         * @description No bearer token: X-Gitlab-Token (the connection's webhook secret) proves the delivery; the connection is the one in the path, and only its secret is checked. x-gitlab-event and x-gitlab-event-uuid are required; a delivery id or pushed commit seen before does nothing. Push Hook deploys auto_deploy services. Bodies up to 25 MiB.
+         * @description No bearer token: X-Gitlab-Token (the connection's webhook secret) proves the delivery; the connection is the one in the path, and only its secret is checked; a path id that is not a UUID is 404. x-gitlab-event and x-gitlab-event-uuid are required; a delivery id or pushed commit seen before does nothing. Push Hook deploys auto_deploy services. Bodies up to 25 MiB.
          */
         post: {
             parameters: {
@@ -5284,6 +5293,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
                     headers: {
                         [name: string]: unknown;
                     };
