@@ -34,6 +34,7 @@
  *   got its `end` event.
  * - console: bench/console.ts in a process of its own (embedded): the web console's first screens from
  *   a cold Chromium (sign-in; the services list with live status) and its bundle size.
+ * - metrics: bench/metrics.ts, poll throughput with BERTH_METRICS_BIND set vs unset (embedded).
  * BENCH_POSTGRES_URL (an admin connection; the run creates and drops databases of its own).
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
@@ -46,6 +47,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { median } from './median.ts';
+import { metricsRows } from './metrics.ts';
 import { pushToLiveRows } from './push-to-live.ts';
 import { BENCH_SERVICE } from './service.ts';
 
@@ -772,6 +774,7 @@ async function main(): Promise<void> {
     log: logFollowRow,
     console: consoleRow,
     push: () => pushToLiveRows(addRow),
+    metrics: () => metricsRows(addRow),
   };
   // BENCH_ROWS=list,start measures those rows again; the report keeps the other rows of the last run.
   const only = process.env.BENCH_ROWS?.split(',').map((r) => r.trim());

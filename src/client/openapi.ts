@@ -5055,7 +5055,7 @@ export interface paths {
         put?: never;
         /**
          * Receive a GitHub webhook for one connection (docs/git.md)
-         * @description No bearer token: X-Hub-Signature-256 (HMAC-SHA256 of the raw body with the connection's webhook secret) proves the delivery; the connection is the one in the path, and only its secret is checked. x-github-event and x-github-delivery are required; a delivery id or pushed commit seen before does nothing. push deploys auto_deploy services; pull_request opened/synchronize/reopened deploys the preview, closed deletes it. Bodies up to 25 MiB.
+         * @description No bearer token: X-Hub-Signature-256 (HMAC-SHA256 of the raw body with the connection's webhook secret) proves the delivery; the connection is the one in the path, and only its secret is checked; a path id that is not a UUID is 404. x-github-event and x-github-delivery are required; a delivery id or pushed commit seen before does nothing. push deploys auto_deploy services; pull_request opened/synchronize/reopened deploys the preview, closed deletes it. Bodies up to 25 MiB.
          */
         post: {
             parameters: {
@@ -5097,6 +5097,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -5242,7 +5251,7 @@ export interface paths {
         put?: never;
         /**
          * Receive a GitLab webhook for one connection (docs/git.md)
-         * @description No bearer token: X-Gitlab-Token (the connection's webhook secret) proves the delivery; the connection is the one in the path, and only its secret is checked. x-gitlab-event and x-gitlab-event-uuid are required; a delivery id or pushed commit seen before does nothing. Push Hook deploys auto_deploy services. Bodies up to 25 MiB.
+         * @description No bearer token: X-Gitlab-Token (the connection's webhook secret) proves the delivery; the connection is the one in the path, and only its secret is checked; a path id that is not a UUID is 404. x-gitlab-event and x-gitlab-event-uuid are required; a delivery id or pushed commit seen before does nothing. Push Hook deploys auto_deploy services. Bodies up to 25 MiB.
          */
         post: {
             parameters: {
@@ -5284,6 +5293,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -5670,6 +5688,94 @@ export interface paths {
         };
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/master-key/rotate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Re-seal every sealed value under the sealing master key, while the server serves
+         * @description Secrets, deployments' variables, dependency passwords, webhook and git connection secrets are re-sealed in batches (BERTH_KEY_ROTATION_BATCH rows, each batch its own transaction) under BERTH_MASTER_KEY's first key; where Berth generated the key into BERTH_DATA_DIR, it generates the new one. Idempotent: run it again to resume an interrupted rotation. 409 when there is nothing to rotate to, or when a process still seals with an old key. docs/operations.md.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            message: "success";
+                            data: {
+                                rotation: {
+                                    /** @description the id of the key every value is sealed with now */
+                                    key_id: string;
+                                    /** @description values this run re-sealed */
+                                    resealed: number;
+                                    /** @description keys no value is sealed with any more: no process needs them now */
+                                    retired_key_ids: string[];
+                                };
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
         delete?: never;
         options?: never;
         head?: never;

@@ -10,7 +10,7 @@ import {
   DeployFailed,
   DeploymentCancelled,
 } from '../providers/provider.ts';
-import type { Db } from '../store/database.ts';
+import type { Db, Store } from '../store/database.ts';
 import { cancelRequested, startDeployment, transitionDeployment } from '../store/repositories/deployments.ts';
 import { recordObservation } from '../store/repositories/observations.ts';
 import { followDeployment } from '../store/repositories/services.ts';
@@ -49,30 +49,45 @@ export async function startRun(
   });
 }
 
-/** How often a running deployment looks for a cancel. */
-const CANCEL_POLL_MS = 300;
+/**
+ * A wait for a cancel ends this often even when nothing was heard: a belt to the notification's braces
+ * (while notifications cannot be seen, waits end every second anyway).
+ */
+const CANCEL_RECHECK_MS = 30_000;
 
 /**
- * A cancel is a flag on the row: looked at now and then every CANCEL_POLL_MS while the provider works,
- * it aborts `signal` (the driver checks it before each side effect, so traffic does not move).
+ * A cancel is a flag on the row, announced on `cancels` when it commits: read now, and again each time
+ * one for this deployment is heard, it aborts `signal` (the driver checks it before each side effect, so
+ * traffic does not move). No timer polls the row meanwhile.
  */
 export async function watchForCancel(
-  db: Db,
+  store: Pick<Store, 'db' | 'notifications'>,
   deploymentId: string,
 ): Promise<{ signal: AbortSignal; stop(): void }> {
   const cancel = new AbortController();
-  const watch = setInterval(() => {
-    cancelRequested(db, deploymentId)
-      .then((asked) => asked && cancel.abort(new DeploymentCancelled()))
-      .catch(() => undefined);
-  }, CANCEL_POLL_MS);
+  const stopped = new AbortController();
+  const until = AbortSignal.any([cancel.signal, stopped.signal]);
+  const look = async () => {
+    if (await cancelRequested(store.db, deploymentId)) cancel.abort(new DeploymentCancelled());
+  };
+  // Armed before each read: a cancel committed between the read and the wait still wakes it.
+  const arm = () => store.notifications.arm([['cancels', deploymentId]], CANCEL_RECHECK_MS, until);
+  let armed = await arm();
   try {
-    if (await cancelRequested(db, deploymentId)) cancel.abort(new DeploymentCancelled());
+    await look();
   } catch (error) {
-    clearInterval(watch);
+    stopped.abort();
     throw error;
   }
-  return { signal: cancel.signal, stop: () => clearInterval(watch) };
+  void (async () => {
+    while (!until.aborted) {
+      await armed.woken;
+      if (until.aborted) return;
+      armed = await arm();
+      await look().catch(() => undefined);
+    }
+  })();
+  return { signal: cancel.signal, stop: () => stopped.abort() };
 }
 
 /** How a rollout ended: applied, or failed (cancelled included) with the reason to record. */
@@ -89,7 +104,7 @@ export async function rollOut(
   lost: AbortSignal,
   log: DeploymentLogWriter,
 ): Promise<RolloutOutcome | undefined> {
-  const cancel = await watchForCancel(deps.store.db, subject.deployment.id);
+  const cancel = await watchForCancel(deps.store, subject.deployment.id);
   try {
     const signal = AbortSignal.any([lost, cancel.signal]);
     const mask = (values: Iterable<string>) => log.maskValues(values);

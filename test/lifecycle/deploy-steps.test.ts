@@ -139,19 +139,25 @@ test('startRun: a queued deployment starts (in the claim-held commit); a rerun n
   assert.equal((await deploymentRow(other.id)).state, 'failed', 'the cancel stands');
 });
 
-test('watchForCancel: a cancel asked before the watch aborts at once; one asked during it aborts soon after', async () => {
+test('watchForCancel: a cancel asked during the watch is heard (no timer polls the row); one asked before aborts at once', async () => {
   const { id } = await started();
-  const db = h.deps.store.db;
-  const quiet = await watchForCancel(db, id);
+  const reads = () => h.queries.filter((q) => q.startsWith('select "cancel_requested"')).length;
+  const before = reads();
+  const { notifications } = h.deps.store;
+  const waits = notifications.armed;
+  const quiet = await watchForCancel(h.deps.store, id);
   try {
     assert.equal(quiet.signal.aborted, false);
+    assert.equal(notifications.armed, waits + 1, 'the watch waits for a notification');
     const asked = await h.request('POST', `/v1/deployments/${id}/cancel`, { token: t.token, body: {} });
     assert.equal(asked.status, 200, asked.raw);
-    await pollUntil('the watch to see the cancel', async () => (quiet.signal.aborted ? true : undefined));
+    await pollUntil('the watch to hear the cancel', async () => (quiet.signal.aborted ? true : undefined));
+    assert.equal(reads() - before, 2, 'the flag is read once at the start and once when the cancel is heard');
   } finally {
     quiet.stop();
   }
-  const late = await watchForCancel(db, id);
+  assert.equal(notifications.armed, waits, 'a watch that heard the cancel waits no more');
+  const late = await watchForCancel(h.deps.store, id);
   late.stop();
   assert.equal(late.signal.aborted, true, 'the flag is read before the first tick');
 });

@@ -1,0 +1,214 @@
+/**
+ * The metrics row of `npm run bench` (issue 29): poll throughput (GET /v1/deployments/{id}, a finished
+ * deployment, a token) with Berth's metrics collected (BERTH_METRICS_BIND set) against the same Berth
+ * without them, in the same run. Two `berth serve` processes on embedded databases of their own, the
+ * same deployment in each; every round loads both, in alternating order so a drifting machine load
+ * weighs on both alike. The "on" process's /metrics is read at the end: it must have counted the load.
+ * Settings: BENCH_ROUNDS (3), BENCH_DURATION_S (5), BENCH_WARMUP_S (1), BENCH_CONNECTIONS (50). Run
+ * alone with `node bench/metrics.ts`.
+ * @module
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import autocannon from 'autocannon';
+import { median } from './median.ts';
+import { BENCH_SERVICE } from './service.ts';
+
+const HERE = path.dirname(new URL(import.meta.url).pathname);
+const BERTH_BIN = path.join(HERE, '..', 'bin', 'berth.js');
+const log = (message: string) => process.stderr.write(`[bench] ${message}\n`);
+
+export type AddRow = (
+  measure: string,
+  target: string,
+  rounds: Record<string, number>[],
+  met: (m: Record<string, number>) => boolean,
+) => void;
+
+const ROUNDS = Number(process.env.BENCH_ROUNDS || 3);
+const DURATION_S = Number(process.env.BENCH_DURATION_S || 5);
+const WARMUP_S = Number(process.env.BENCH_WARMUP_S || 1);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS || 50);
+/** Metrics on may cost at most 5% of the poll throughput. */
+const TARGET_RATIO = 0.95;
+
+interface Berth {
+  child: ChildProcess;
+  out(): string;
+  url: string;
+  token: string;
+  pollUrl: string;
+  metricsUrl: string | undefined;
+  stop(): Promise<void>;
+}
+
+async function waitFor<T>(what: string, check: () => Promise<T | undefined> | T | undefined): Promise<T> {
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(10);
+  }
+}
+
+async function api(berth: { url: string; token: string }, method: string, url: string, body?: unknown) {
+  const res = await fetch(new URL(url, berth.url), {
+    method,
+    headers: {
+      authorization: `Bearer ${berth.token}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`${method} ${url}: HTTP ${res.status} ${text.slice(0, 300)}`);
+  // biome-ignore lint/suspicious/noExplicitAny: the bench reads a few fields of the envelope
+  return JSON.parse(text) as { data: any };
+}
+
+/** `berth serve` on a fresh embedded data directory, with one finished deployment to poll. */
+async function startBerth(metrics: boolean): Promise<Berth> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-bench-metrics-'));
+  const child = spawn(process.execPath, [BERTH_BIN, 'serve'], {
+    env: {
+      ...process.env,
+      BERTH_LOG_LEVEL: 'warn',
+      BERTH_DATA_DIR: dataDir,
+      BERTH_PORT: '0',
+      BERTH_RATE_LIMIT_PER_MIN: '10000000',
+      BERTH_SIM_STEP_MS: '10',
+      BERTH_METRICS_BIND: metrics ? '127.0.0.1:0' : '',
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout?.on('data', (chunk) => {
+    out += chunk;
+  });
+  child.stderr?.on('data', (chunk) => {
+    out += chunk;
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const stop = async () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+    await exited;
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  };
+  try {
+    const url = await waitFor('berth to listen', () => {
+      if (child.exitCode !== null) throw new Error(`berth exited: ${out}`);
+      return /listening on (http:\/\/\S+)/.exec(out)?.[1];
+    });
+    const token = await waitFor('the first start', () => /API token:\s+([0-9a-f-]{36})/.exec(out)?.[1]);
+    const envId = await waitFor('the first start', () => /environment:\s+([0-9a-f-]{36})/.exec(out)?.[1]);
+    const berth = { url, token };
+    await waitFor('the environment to be available', async () =>
+      (await api(berth, 'GET', `/v1/environments/${envId}`)).data.environment.state === 'available'
+        ? true
+        : undefined,
+    );
+    const service = await api(berth, 'POST', `/v1/environments/${envId}/services`, {
+      ...BENCH_SERVICE,
+      name: 'bench metrics',
+    });
+    const deployed = await api(
+      berth,
+      'POST',
+      `/v1/environments/${envId}/services/${service.data.service.id}/deploy`,
+      {},
+    );
+    const pollUrl = `${url}/v1/deployments/${deployed.data.deployment_id}`;
+    await waitFor('the deployment to succeed', async () =>
+      (await api(berth, 'GET', pollUrl)).data.deployment.state === 'success' ? true : undefined,
+    );
+    const metricsUrl = metrics ? /Metrics: (http:\/\/\S+)/.exec(out)?.[1] : undefined;
+    if (metrics && !metricsUrl) throw new Error(`berth printed no metrics address: ${out}`);
+    return { child, out: () => out, url, token, pollUrl, metricsUrl, stop };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}
+
+/** CPU seconds (user + system) a process has used: a loaded machine moves it far less than throughput. */
+function cpuSeconds(pid: number | undefined): number {
+  const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+/** Polls per second, and the server's CPU microseconds per poll. */
+async function pollRate(berth: Berth): Promise<{ rps: number; cpuUs: number }> {
+  const options = {
+    url: berth.pollUrl,
+    headers: { authorization: `Bearer ${berth.token}` },
+    connections: CONNECTIONS,
+  };
+  if (WARMUP_S > 0) await autocannon({ ...options, duration: WARMUP_S });
+  const cpuFrom = cpuSeconds(berth.child.pid);
+  const result = await autocannon({ ...options, duration: DURATION_S });
+  const cpuUs = ((cpuSeconds(berth.child.pid) - cpuFrom) * 1e6) / Math.max(1, result['2xx']);
+  if (result.errors > 0 || result.timeouts > 0 || result.non2xx > 0) {
+    throw new Error(
+      `${berth.pollUrl}: ${result.errors} errors, ${result.timeouts} timeouts, ${result.non2xx} non-2xx`,
+    );
+  }
+  return { rps: result.requests.average, cpuUs };
+}
+
+export async function metricsRows(addRow: AddRow): Promise<void> {
+  log('metrics: poll throughput with metrics collected vs without');
+  const off = await startBerth(false);
+  let on: Berth | undefined;
+  try {
+    on = await startBerth(true);
+    const rounds: Record<string, number>[] = [];
+    for (let r = 0; r < ROUNDS; r++) {
+      const order = r % 2 === 0 ? [off, on] : [on, off];
+      const rates = new Map<Berth, { rps: number; cpuUs: number }>();
+      for (const berth of order) rates.set(berth, await pollRate(berth));
+      const offRate = rates.get(off) as { rps: number; cpuUs: number };
+      const onRate = rates.get(on) as { rps: number; cpuUs: number };
+      rounds.push({
+        metrics_on_rps: onRate.rps,
+        metrics_off_rps: offRate.rps,
+        ratio_rps: onRate.rps / offRate.rps,
+        metrics_on_server_cpu_us: onRate.cpuUs,
+        metrics_off_server_cpu_us: offRate.cpuUs,
+        ratio_cpu: onRate.cpuUs / offRate.cpuUs,
+        load_average_1m: os.loadavg()[0] as number,
+      });
+    }
+    // The "on" side really collected: its /metrics counted the polls.
+    const text = await (await fetch(on.metricsUrl as string)).text();
+    const counted =
+      /^berth_http_request_duration_seconds_count\{route="\/v1\/deployments\/:deploymentId",method="GET",status="200"\} (\d+)$/m.exec(
+        text,
+      );
+    if (!counted || Number(counted[1]) < 1000)
+      throw new Error(`the metrics did not count the polls:\n${text.slice(0, 2000)}`);
+    addRow(
+      'poll GET /v1/deployments/{id} with metrics on vs off, embedded',
+      `>= ${TARGET_RATIO}x of the same Berth without metrics (issue 29)`,
+      rounds,
+      (m) => (m.ratio_rps as number) >= TARGET_RATIO,
+    );
+  } finally {
+    await on?.stop();
+    await off.stop();
+  }
+}
+
+// Run alone: the row on stdout.
+if (process.argv[1] === new URL(import.meta.url).pathname) {
+  await metricsRows((measure, target, rounds, met) => {
+    const keys = Object.keys(rounds[0] ?? {});
+    const med = Object.fromEntries(
+      keys.map((k) => [k, Math.round(median(rounds.map((r) => r[k] as number)) * 100) / 100]),
+    );
+    console.log(JSON.stringify({ measure, target, rounds, median: med, met: met(med) }, null, 2));
+  });
+}
