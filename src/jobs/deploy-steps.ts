@@ -1,9 +1,11 @@
 /**
  * The steps of the deploy job (handlers/deploy.ts), each usable and tested alone: start the run, watch
- * for a cancel, roll the desired state out, record the outcome.
+ * for a cancel, roll the desired state out, record the outcome; note a retry, fail the run.
  * @module
  */
+import { redactor } from '../domain/redact.ts';
 import type { Deps } from '../domain/usecases/context.ts';
+import { maskedValuesOf } from '../domain/usecases/secrets.ts';
 import {
   type Applied,
   type DeployedSource,
@@ -11,7 +13,14 @@ import {
   DeploymentCancelled,
 } from '../providers/provider.ts';
 import type { Db, Store } from '../store/database.ts';
-import { cancelRequested, startDeployment, transitionDeployment } from '../store/repositories/deployments.ts';
+import { appendDeploymentLog } from '../store/repositories/deployment-logs.ts';
+import {
+  cancelRequested,
+  findDeploymentById,
+  noteUnfinishedDeployment,
+  startDeployment,
+  transitionDeployment,
+} from '../store/repositories/deployments.ts';
 import { recordObservation } from '../store/repositories/observations.ts';
 import { followDeployment } from '../store/repositories/services.ts';
 import type { DeploymentRow, JobRow } from '../store/schema.ts';
@@ -195,4 +204,60 @@ export async function recordOutcome(
     const state = 'applied' in outcome ? 'success' : outcome.failure === 'cancelled' ? 'cancelled' : 'failed';
     deps.metrics.deploymentEnded(state, deployment.created_at);
   }
+}
+
+/** A retried attempt: its masked reason shows on the deployment (`failure_reason`) and in its log meanwhile. */
+export async function noteRetry(deps: Pick<Deps, 'store' | 'secretBox'>, job: JobRow, reason: string) {
+  const { db } = deps.store;
+  const deployment = await findDeploymentById(db, job.subject_id);
+  const mask = redactor(deployment ? await maskedValuesOf(db, deps.secretBox, deployment) : []);
+  const note = mask(`Attempt ${job.attempts} of ${job.max_attempts} failed, retrying: ${reason}`).slice(
+    0,
+    2000,
+  );
+  await noteUnfinishedDeployment(db, job.subject_id, note);
+  await db
+    .transaction()
+    .execute((trx) =>
+      appendDeploymentLog(trx, job.subject_id, [{ step: 'outcome', line: note, at: new Date() }]),
+    );
+}
+
+/**
+ * The job gave up (a terminal error, or attempts spent): the deployment fails with the masked reason,
+ * in the commit that ends the job. A worker that lost the job fails nothing: the deployment is the
+ * holder's to finish.
+ */
+export async function failRun(
+  deps: Pick<Deps, 'store' | 'secretBox' | 'metrics'>,
+  job: JobRow,
+  reason: string,
+  claim: JobClaim,
+): Promise<void> {
+  const ended = await deps.store.db.transaction().execute(async (trx) => {
+    const deployment = await findDeploymentById(trx, job.subject_id);
+    if (!deployment) return undefined;
+    const mask = redactor(await maskedValuesOf(trx, deps.secretBox, deployment));
+    // A permanent error fails on its first attempt: only a retried one "kept failing".
+    const failure = mask(
+      job.attempts >= job.max_attempts ? `The provider kept failing: ${reason}` : reason,
+    ).slice(0, 2000);
+    const moved = await transitionDeployment(trx, deployment.id, ['queued', 'in_progress'], 'failed', {
+      failure_reason: failure,
+    });
+    if (moved) {
+      await followDeployment(trx, deployment.service_id, deployment.id, 'deploy_failed');
+      const at = new Date();
+      await appendDeploymentLog(
+        trx,
+        deployment.id,
+        [{ step: 'outcome', line: `Deployment failed: ${failure}`, at }],
+        [{ step: 'outcome', state: 'failed', startedAt: at, finishedAt: at }],
+        [{ mark: 'failed', at }],
+      );
+    }
+    await claim.finish(trx);
+    return moved ? deployment : undefined;
+  });
+  if (ended) deps.metrics.deploymentEnded('failed', ended.created_at);
 }

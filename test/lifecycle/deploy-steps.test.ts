@@ -2,7 +2,9 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import {
+  failRun,
   keepHostDetails,
+  noteRetry,
   recordOutcome,
   rollOut,
   startRun,
@@ -12,7 +14,7 @@ import { DeploymentLogWriter } from '../../src/jobs/deployment-log.ts';
 import { resolveDesiredState } from '../../src/jobs/desired-state.ts';
 import { TerminalError } from '../../src/jobs/errors.ts';
 import { jobHandlers } from '../../src/jobs/handlers/index.ts';
-import { fencedClaim } from '../../src/jobs/worker.ts';
+import { fencedClaim, LostClaimError } from '../../src/jobs/worker.ts';
 import { type DesiredService, type Provider, SILENT_LOG } from '../../src/providers/provider.ts';
 import { findDeploymentById, findDeploymentToRun } from '../../src/store/repositories/deployments.ts';
 import { enqueue } from '../../src/store/repositories/jobs.ts';
@@ -245,6 +247,38 @@ test('recordOutcome: success or failure, the service following, in the commit th
   assert.equal(failed.failure_reason, 'cancelled');
   assert.match(await logText(bad.id), /Deployment cancelled/);
   assert.equal(bad.claim.finished, true);
+});
+
+test('noteRetry: the retried reason shows on the deployment and in its log, secret values masked', async () => {
+  const { id, secret, job } = await started();
+  await noteRetry(h.deps, { ...job, attempts: 2, max_attempts: 8 }, `the registry answered 503 to ${secret}`);
+  const row = await deploymentRow(id);
+  assert.equal(row.state, 'in_progress');
+  assert.equal(
+    row.failure_reason,
+    'Attempt 2 of 8 failed, retrying: the registry answered 503 to [redacted]',
+  );
+  const text = await logText(id);
+  assert.match(text, /Attempt 2 of 8 failed, retrying: the registry answered 503 to \[redacted\]/);
+  assert.equal(text.includes(secret), false);
+});
+
+test('failRun: the deployment fails with the masked reason in the commit that ends the job; a lost claim fails nothing', async () => {
+  const lost = await started();
+  const { db } = h.deps.store;
+  await db.updateTable('jobs').set({ locked_by: 'another' }).where('subject_id', '=', lost.id).execute();
+  await assert.rejects(failRun(h.deps, lost.job, 'gave up', lost.claim), LostClaimError);
+  assert.equal((await deploymentRow(lost.id)).state, 'in_progress', 'the holder finishes it');
+
+  const { id, secret, job, claim, serviceUrl } = await started();
+  await failRun(h.deps, { ...job, attempts: 8, max_attempts: 8 }, `no route to ${secret}`, claim);
+  const row = await deploymentRow(id);
+  assert.equal(row.state, 'failed');
+  assert.equal(row.failure_reason, 'The provider kept failing: no route to [redacted]');
+  assert.equal(claim.finished, true);
+  const service = await h.request('GET', serviceUrl, { token: t.token });
+  assert.equal(service.body.data.service.state, 'deploy_failed');
+  assert.match(await logText(id), /Deployment failed: The provider kept failing: no route to \[redacted\]/);
 });
 
 test('keepHostDetails: a pushed commit keeps the author and message its host recorded', () => {
