@@ -182,11 +182,15 @@ export class DockerProvider extends EngineDriver<Prepared> implements Provider {
 
   /** A rollout's image and network; a rerun of one never promoted starts afresh. */
   private async prepare(desired: DesiredService, log: DeployLog): Promise<Prepared> {
-    await this.removeContainers({ [LABEL.deployment]: desired.deploymentId });
     // What an earlier drain left when its process stopped.
     this.drainer.drain(desired.service.id);
-    const network = await this.ensureNetwork(desired.environment);
-    return { ...(await this.prepareImage(desired, log)), network };
+    // Independent of each other: the image is resolved while the network and the leftovers are seen to.
+    const [, network, image] = await Promise.all([
+      this.removeContainers({ [LABEL.deployment]: desired.deploymentId }),
+      this.ensureNetwork(desired.environment),
+      this.prepareImage(desired, log),
+    ]);
+    return { ...image, network };
   }
 
   /** A container of the new version, in the role given. */
