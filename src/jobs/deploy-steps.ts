@@ -117,7 +117,7 @@ export async function rollOut(
   try {
     const signal = AbortSignal.any([lost, cancel.signal]);
     const mask = (values: Iterable<string>) => log.maskValues(values);
-    const desired = await resolveDesiredState(deps, subject, { signal, log, mask, record: true });
+    const desired = await resolveDesiredState(deps, subject, { signal, log, mask, run: true });
     return { applied: await deps.provider.apply(desired, signal, log) };
   } catch (error) {
     await log.flush();

@@ -164,27 +164,52 @@ test('watchForCancel: a cancel asked during the watch is heard (no timer polls t
   assert.equal(late.signal.aborted, true, 'the flag is read before the first tick');
 });
 
-test('resolveDesiredState: secrets over dependency exports, the snapshot recorded only by the run, every secret masked', async () => {
+test('resolveDesiredState: secrets over dependency exports; the run records and provisions, a re-apply changes nothing', async () => {
   const { id, secret } = await queued({ ops: BUCKET_OPS });
   const subject = await subjectOf(id);
+  const { db } = h.deps.store;
   const masked: string[] = [];
   const how = { signal: new AbortController().signal, log: SILENT_LOG };
-  const reapplied = await resolveDesiredState(h.deps, subject, how);
-  assert.equal(reapplied.variables.API_KEY, secret);
-  assert.ok(reapplied.variables.BUCKET, 'the bucket is made and its name exported');
+  const nothingYet = await resolveDesiredState(h.deps, subject, how);
+  assert.equal(nothingYet.variables.API_KEY, secret);
+  assert.equal(nothingYet.variables.BUCKET, undefined, 'a re-apply makes no dependency');
   assert.equal((await deploymentRow(id)).variables_sealed, null, 'a re-apply records nothing');
 
   const run = await resolveDesiredState(h.deps, subject, {
     ...how,
     mask: (values) => masked.push(...values),
-    record: true,
+    run: true,
   });
-  assert.deepEqual(run, reapplied, 'the same desired state either way');
+  assert.equal(run.variables.API_KEY, secret);
+  assert.ok(run.variables.BUCKET, 'the run makes the bucket and exports its name');
   assert.ok(masked.includes(secret));
   const row = await deploymentRow(id);
   assert.ok(row.variables_sealed);
   assert.deepEqual(JSON.parse(h.deps.secretBox.open(row.variables_sealed)), { API_KEY: secret });
-  assert.deepEqual(JSON.parse(row.ops_snapshot ?? 'null').dependencies.length, 1);
+  assert.equal(JSON.parse(row.ops_snapshot ?? 'null').dependencies.length, 1);
+  assert.deepEqual(
+    await resolveDesiredState(h.deps, { ...subject, deployment: row }, how),
+    run,
+    'a re-apply resolves the state the run resolved',
+  );
+
+  // A deployment in place whose ops.json no longer declares the bucket: re-applying it deletes nothing.
+  const bare = {
+    ...subject,
+    deployment: {
+      ...row,
+      ops_snapshot: JSON.stringify({ ...JSON.parse(row.ops_snapshot ?? '{}'), dependencies: [] }),
+    },
+  };
+  const resources = () =>
+    db
+      .selectFrom('service_resources')
+      .select('resource_id')
+      .where('service_id', '=', subject.service.id)
+      .execute();
+  const before = await resources();
+  assert.equal((await resolveDesiredState(h.deps, bare, how)).variables.BUCKET, undefined);
+  assert.deepEqual(await resources(), before, 'the bucket stays');
 });
 
 test('rollOut: applied; a TerminalError fails with its masked message; another error is thrown; a lost job gives no outcome; a cancel fails it as cancelled', async () => {
