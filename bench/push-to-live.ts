@@ -129,12 +129,25 @@ async function buildVersions(registry: string, count: number, engine = docker): 
   }
 }
 
-/** `docker run` of the image until its published port answers 200: the engine's own push to live. */
-async function dockerRun(image: string, version: string): Promise<number> {
+/**
+ * `docker run` of the image until its published port answers 200: the engine's own push to live. On
+ * `network`, a user-defined bridge as Berth's environments are (its embedded DNS set up in each
+ * container): a figure beside the baseline, to tell the engine's share from Berth's.
+ */
+async function dockerRun(image: string, version: string, network?: string): Promise<number> {
   const port = await freePort();
   const name = `berth-bench-baseline-${port}`;
   const started = performance.now();
-  await docker('run', '-d', '--name', name, '-p', `127.0.0.1:${port}:8080`, image);
+  await docker(
+    'run',
+    '-d',
+    '--name',
+    name,
+    ...(network ? ['--network', network, '--network-alias', 'web'] : []),
+    '-p',
+    `127.0.0.1:${port}:8080`,
+    image,
+  );
   await waitFor(`docker run of ${image}`, async () => {
     const res = await get(port, 'localhost');
     return res?.status === 200 && res.body.trim() === version ? true : undefined;
@@ -252,6 +265,11 @@ export async function pushToLiveRows(addRow: AddRow): Promise<void> {
     log('push to live, docker: registry and images');
     const registry = await startRegistry();
     await buildVersions(registry, ROUNDS + 1);
+    const network = `berth-bench-net-${process.pid}`;
+    await docker('network', 'create', network);
+    cleanups.push(async () => {
+      await docker('network', 'rm', network).catch(() => undefined);
+    });
     const berth = await startBerth(registry);
     const { data } = await call(berth, 'POST', `/v1/environments/${berth.envId}/services`, {
       name: 'Push',
@@ -278,10 +296,12 @@ export async function pushToLiveRows(addRow: AddRow): Promise<void> {
     for (let round = 1; round <= ROUNDS; round++) {
       const version = `v${round}`;
       const baseline = await dockerRun(`${registry}/${IMAGE}:${version}`, version);
+      const onNetwork = await dockerRun(`${registry}/${IMAGE}:${version}`, version, network);
       const pushed = await toLive(berth, host, version, deploy(version));
       deployed.set(version, pushed.id);
       push.push({
         baseline_ms: baseline,
+        docker_run_on_network_ms: onNetwork,
         berth_ms: pushed.ms,
         ratio: pushed.ms / baseline,
         ...moments(pushed.timeline),

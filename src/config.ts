@@ -10,6 +10,10 @@ export interface Config {
   dataDir: string;
   adminToken: string | undefined;
   masterKey: string | undefined;
+  /** Rows a master key rotation re-seals per transaction. */
+  keyRotationBatch: number;
+  /** A pause between a rotation's batches, to leave the database to the requests it serves. */
+  keyRotationPauseMs: number;
   /** BERTH_PROVIDER: a driver's name; unset, providers/registry.ts chooses its default. */
   provider: string | undefined;
   /** The environment the driver reads its own settings from (each driver parses its own). */
@@ -139,6 +143,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dataDir: path.resolve(env.BERTH_DATA_DIR || '.berth'),
     adminToken: env.BERTH_ADMIN_TOKEN || undefined,
     masterKey: env.BERTH_MASTER_KEY || undefined,
+    // Small transactions: a batch holds its rows' locks for milliseconds.
+    keyRotationBatch: intSetting(env, 'BERTH_KEY_ROTATION_BATCH', 200, 1, 10_000),
+    keyRotationPauseMs: intSetting(env, 'BERTH_KEY_ROTATION_PAUSE_MS', 0, 0, 60_000),
     provider: env.BERTH_PROVIDER || undefined,
     providerEnv: env,
     dnsServers: (env.BERTH_DNS_SERVERS || '')

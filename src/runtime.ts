@@ -37,6 +37,7 @@ export async function openRuntime(
 ): Promise<Runtime> {
   // A BERTH_PROVIDER typo is refused before the database is opened.
   const metrics = new Metrics(providerName(config));
+  if (config.metricsBind) metrics.collectProcessMetrics();
   const store = await openStore({
     databaseUrl: config.databaseUrl,
     dataDir: config.dataDir,

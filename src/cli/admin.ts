@@ -182,6 +182,14 @@ export function adminCommand(program: Command): void {
       .description("read back a dependency's password by its $passwordArn (in the account's audit log)"),
     "admin dependency-password 'arn:aws:secretsmanager:us-east-1:123456789012:secret:rds!db-1a2b3c4d-5e6f'",
   ).action((arn: string) => run(opts().output, () => client(opts()).dependencyPassword(arn)));
+  withExamples(
+    admin
+      .command('rotate-master-key')
+      .description(
+        'while the server serves, re-seal every sealed value under the new master key (docs/operations.md); run it again to resume',
+      ),
+    'admin rotate-master-key',
+  ).action(() => run(opts().output, () => client(opts()).rotateMasterKey()));
   const connections = admin
     .command('connections')
     .description('git connections: how an account clones private repositories and signs webhooks');

@@ -3,7 +3,13 @@
  * @module
  */
 import type { Static } from 'typebox';
-import type { Account, ApiToken, GitConnection, GitConnectionRequest } from '../api/schemas/admin.ts';
+import type {
+  Account,
+  ApiToken,
+  GitConnection,
+  GitConnectionRequest,
+  MasterKeyRotation,
+} from '../api/schemas/admin.ts';
 import type { Environment } from '../api/schemas/environments.ts';
 import { retryingFetch, UnreachableError } from './retry.ts';
 
@@ -125,6 +131,9 @@ export class AdminClient {
     return this.http.call<{ deleted: boolean }>('DELETE', `/git-connections/${connectionId}`);
   }
   /** Reads back a dependency's password by its `$passwordArn` (audited on the account). */
+  rotateMasterKey() {
+    return this.http.call<{ rotation: Static<typeof MasterKeyRotation> }>('POST', '/master-key/rotate', {});
+  }
   dependencyPassword(arn: string) {
     return this.http.call<{ arn: string; password: string }>(
       'GET',

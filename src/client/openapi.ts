@@ -5694,6 +5694,94 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/v1/master-key/rotate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Re-seal every sealed value under the sealing master key, while the server serves
+         * @description Secrets, deployments' variables, dependency passwords, webhook and git connection secrets are re-sealed in batches (BERTH_KEY_ROTATION_BATCH rows, each batch its own transaction) under BERTH_MASTER_KEY's first key; where Berth generated the key into BERTH_DATA_DIR, it generates the new one. Idempotent: run it again to resume an interrupted rotation. 409 when there is nothing to rotate to, or when a process still seals with an old key. docs/operations.md.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            message: "success";
+                            data: {
+                                rotation: {
+                                    /** @description the id of the key every value is sealed with now */
+                                    key_id: string;
+                                    /** @description values this run re-sealed */
+                                    resealed: number;
+                                    /** @description keys no value is sealed with any more: no process needs them now */
+                                    retired_key_ids: string[];
+                                };
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/v1/accounts/{id}": {
         parameters: {
             query?: never;

@@ -1,17 +1,26 @@
 /**
  * The steps of the deploy job (handlers/deploy.ts), each usable and tested alone: start the run, watch
- * for a cancel, roll the desired state out, record the outcome.
+ * for a cancel, roll the desired state out, record the outcome; note a retry, fail the run.
  * @module
  */
+import { redactor } from '../domain/redact.ts';
 import type { Deps } from '../domain/usecases/context.ts';
+import { maskedValuesOf } from '../domain/usecases/secrets.ts';
 import {
   type Applied,
   type DeployedSource,
   DeployFailed,
   DeploymentCancelled,
 } from '../providers/provider.ts';
-import type { Db } from '../store/database.ts';
-import { cancelRequested, startDeployment, transitionDeployment } from '../store/repositories/deployments.ts';
+import type { Db, Store } from '../store/database.ts';
+import { appendDeploymentLog } from '../store/repositories/deployment-logs.ts';
+import {
+  cancelRequested,
+  findDeploymentById,
+  noteUnfinishedDeployment,
+  startDeployment,
+  transitionDeployment,
+} from '../store/repositories/deployments.ts';
 import { recordObservation } from '../store/repositories/observations.ts';
 import { followDeployment } from '../store/repositories/services.ts';
 import type { DeploymentRow, JobRow } from '../store/schema.ts';
@@ -49,30 +58,45 @@ export async function startRun(
   });
 }
 
-/** How often a running deployment looks for a cancel. */
-const CANCEL_POLL_MS = 300;
+/**
+ * A wait for a cancel ends this often even when nothing was heard: a belt to the notification's braces
+ * (while notifications cannot be seen, waits end every second anyway).
+ */
+const CANCEL_RECHECK_MS = 30_000;
 
 /**
- * A cancel is a flag on the row: looked at now and then every CANCEL_POLL_MS while the provider works,
- * it aborts `signal` (the driver checks it before each side effect, so traffic does not move).
+ * A cancel is a flag on the row, announced on `cancels` when it commits: read now, and again each time
+ * one for this deployment is heard, it aborts `signal` (the driver checks it before each side effect, so
+ * traffic does not move). No timer polls the row meanwhile.
  */
 export async function watchForCancel(
-  db: Db,
+  store: Pick<Store, 'db' | 'notifications'>,
   deploymentId: string,
 ): Promise<{ signal: AbortSignal; stop(): void }> {
   const cancel = new AbortController();
-  const watch = setInterval(() => {
-    cancelRequested(db, deploymentId)
-      .then((asked) => asked && cancel.abort(new DeploymentCancelled()))
-      .catch(() => undefined);
-  }, CANCEL_POLL_MS);
+  const stopped = new AbortController();
+  const until = AbortSignal.any([cancel.signal, stopped.signal]);
+  const look = async () => {
+    if (await cancelRequested(store.db, deploymentId)) cancel.abort(new DeploymentCancelled());
+  };
+  // Armed before each read: a cancel committed between the read and the wait still wakes it.
+  const arm = () => store.notifications.arm([['cancels', deploymentId]], CANCEL_RECHECK_MS, until);
+  let armed = await arm();
   try {
-    if (await cancelRequested(db, deploymentId)) cancel.abort(new DeploymentCancelled());
+    await look();
   } catch (error) {
-    clearInterval(watch);
+    stopped.abort();
     throw error;
   }
-  return { signal: cancel.signal, stop: () => clearInterval(watch) };
+  void (async () => {
+    while (!until.aborted) {
+      await armed.woken;
+      if (until.aborted) return;
+      armed = await arm();
+      await look().catch(() => undefined);
+    }
+  })();
+  return { signal: cancel.signal, stop: () => stopped.abort() };
 }
 
 /** How a rollout ended: applied, or failed (cancelled included) with the reason to record. */
@@ -89,11 +113,11 @@ export async function rollOut(
   lost: AbortSignal,
   log: DeploymentLogWriter,
 ): Promise<RolloutOutcome | undefined> {
-  const cancel = await watchForCancel(deps.store.db, subject.deployment.id);
+  const cancel = await watchForCancel(deps.store, subject.deployment.id);
   try {
     const signal = AbortSignal.any([lost, cancel.signal]);
     const mask = (values: Iterable<string>) => log.maskValues(values);
-    const desired = await resolveDesiredState(deps, subject, { signal, log, mask, record: true });
+    const desired = await resolveDesiredState(deps, subject, { signal, log, mask, run: true });
     return { applied: await deps.provider.apply(desired, signal, log) };
   } catch (error) {
     await log.flush();
@@ -180,4 +204,60 @@ export async function recordOutcome(
     const state = 'applied' in outcome ? 'success' : outcome.failure === 'cancelled' ? 'cancelled' : 'failed';
     deps.metrics.deploymentEnded(state, deployment.created_at);
   }
+}
+
+/** A retried attempt: its masked reason shows on the deployment (`failure_reason`) and in its log meanwhile. */
+export async function noteRetry(deps: Pick<Deps, 'store' | 'secretBox'>, job: JobRow, reason: string) {
+  const { db } = deps.store;
+  const deployment = await findDeploymentById(db, job.subject_id);
+  const mask = redactor(deployment ? await maskedValuesOf(db, deps.secretBox, deployment) : []);
+  const note = mask(`Attempt ${job.attempts} of ${job.max_attempts} failed, retrying: ${reason}`).slice(
+    0,
+    2000,
+  );
+  await noteUnfinishedDeployment(db, job.subject_id, note);
+  await db
+    .transaction()
+    .execute((trx) =>
+      appendDeploymentLog(trx, job.subject_id, [{ step: 'outcome', line: note, at: new Date() }]),
+    );
+}
+
+/**
+ * The job gave up (a terminal error, or attempts spent): the deployment fails with the masked reason,
+ * in the commit that ends the job. A worker that lost the job fails nothing: the deployment is the
+ * holder's to finish.
+ */
+export async function failRun(
+  deps: Pick<Deps, 'store' | 'secretBox' | 'metrics'>,
+  job: JobRow,
+  reason: string,
+  claim: JobClaim,
+): Promise<void> {
+  const ended = await deps.store.db.transaction().execute(async (trx) => {
+    const deployment = await findDeploymentById(trx, job.subject_id);
+    if (!deployment) return undefined;
+    const mask = redactor(await maskedValuesOf(trx, deps.secretBox, deployment));
+    // A permanent error fails on its first attempt: only a retried one "kept failing".
+    const failure = mask(
+      job.attempts >= job.max_attempts ? `The provider kept failing: ${reason}` : reason,
+    ).slice(0, 2000);
+    const moved = await transitionDeployment(trx, deployment.id, ['queued', 'in_progress'], 'failed', {
+      failure_reason: failure,
+    });
+    if (moved) {
+      await followDeployment(trx, deployment.service_id, deployment.id, 'deploy_failed');
+      const at = new Date();
+      await appendDeploymentLog(
+        trx,
+        deployment.id,
+        [{ step: 'outcome', line: `Deployment failed: ${failure}`, at }],
+        [{ step: 'outcome', state: 'failed', startedAt: at, finishedAt: at }],
+        [{ mark: 'failed', at }],
+      );
+    }
+    await claim.finish(trx);
+    return moved ? deployment : undefined;
+  });
+  if (ended) deps.metrics.deploymentEnded('failed', ended.created_at);
 }

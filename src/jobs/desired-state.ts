@@ -9,7 +9,7 @@ import { recordRepoOps } from '../store/repositories/services.ts';
 import type { DeploymentRow, EnvironmentRow, ServiceRow } from '../store/schema.ts';
 import { gitAccessOf } from './git-access.ts';
 import { readRepoOps } from './repo-ops.ts';
-import { provisionDependencies } from './resources.ts';
+import { dependencyExports, provisionDependencies } from './resources.ts';
 
 export interface DeploymentSubject {
   deployment: DeploymentRow;
@@ -25,10 +25,12 @@ export interface Resolving {
   /** Told every value the log must mask, before anything that might print it (secrets, git token, passwords). */
   mask?: (values: Iterable<string>) => void;
   /**
-   * The run of the deployment itself records what it read (its ops config, commit and variables) so that
-   * a rerun finds them; a re-apply of one already in place (new domains) records nothing.
+   * The deployment's own run: it records what it read (its ops config, commit and variables) so that a
+   * rerun finds them, and brings the service's dependencies in line. Otherwise (a re-apply of the
+   * deployment in place, with new domains) nothing is recorded or changed: the dependencies' exports
+   * are read as they are.
    */
-  record?: boolean;
+  run?: boolean;
 }
 
 /**
@@ -64,7 +66,7 @@ export async function resolveDesiredState(
     desired.ops = read.ops;
     desired.target.commit_id = read.commit;
   }
-  if (how.record) {
+  if (how.run) {
     const opsSnapshot = JSON.stringify(desired.ops);
     await recordSnapshot(db, deployment.id, {
       ops_snapshot: opsSnapshot,
@@ -74,12 +76,14 @@ export async function resolveDesiredState(
     if (isGitSource(service.source)) await recordRepoOps(db, service.id, opsSnapshot);
   }
   // The new version starts only once its resources exist, with their exports resolved.
-  const exported = await provisionDependencies(
-    deps,
-    { service, environment: subject.environment, ops: desired.ops },
-    signal,
-    log,
-  );
+  const exported = how.run
+    ? await provisionDependencies(
+        deps,
+        { service, environment: subject.environment, ops: desired.ops },
+        signal,
+        log,
+      )
+    : await dependencyExports(deps, { service, ops: desired.ops });
   mask(exported.passwords);
   desired.variables = { ...exported.variables, ...desired.variables };
   return desired;

@@ -122,22 +122,56 @@ export async function provisionDependencies(
       log.line('dependencies', `${describe(resource)} is ready${where(attributes)}`);
     }
     if (password !== undefined) passwords.push(password);
-    for (const [name, token] of Object.entries(resource.exports)) {
-      const attribute = token.slice(1);
-      const value = attribute === 'password' ? password : attributes[attribute];
-      if (value === undefined) {
-        throw new TerminalError(
-          `The dependency ${describe(resource)} has no attribute ${token} (exported as ${name}); ` +
-            `it has ${Object.keys(attributes)
-              .map((a) => `$${a}`)
-              .join(', ')}`,
-        );
-      }
-      variables[name] = value;
-    }
+    Object.assign(variables, exportsOf(resource, attributes, password));
   }
   if (declared.length > 0 || existing.length > 0)
     log.end('dependencies', 'success', `${declared.length} dependencies ready`);
+  return { variables, passwords };
+}
+
+/** The variables a resource's exports resolve to; one naming an attribute it lacks is a TerminalError. */
+function exportsOf(
+  resource: OpsResource,
+  attributes: Record<string, string>,
+  password: string | undefined,
+): Record<string, string> {
+  const variables: Record<string, string> = {};
+  for (const [name, token] of Object.entries(resource.exports)) {
+    const attribute = token.slice(1);
+    const value = attribute === 'password' ? password : attributes[attribute];
+    if (value === undefined) {
+      throw new TerminalError(
+        `The dependency ${describe(resource)} has no attribute ${token} (exported as ${name}); ` +
+          `it has ${Object.keys(attributes)
+            .map((a) => `$${a}`)
+            .join(', ')}`,
+      );
+    }
+    variables[name] = value;
+  }
+  return variables;
+}
+
+/**
+ * The exports of the service's resources as they are, making, updating and deleting none (a re-apply
+ * of the deployment in place, with new domains): a declared resource not available exports nothing.
+ */
+export async function dependencyExports(
+  deps: Pick<Deps, 'store' | 'secretBox'>,
+  input: { service: ServiceRow; ops: OpsConfig },
+): Promise<{ variables: Record<string, string>; passwords: string[] }> {
+  const existing = await listResources(deps.store.db, input.service.id);
+  const variables: Record<string, string> = {};
+  const passwords: string[] = [];
+  for (const resource of declaredFor(input.service, input.ops)) {
+    const row = existing.find(
+      (r) => r.kind === resource.kind && r.type === resource.type && r.resource_id === resource.id,
+    );
+    if (row?.state !== 'available') continue;
+    const password = row.password ? deps.secretBox.open(row.password) : undefined;
+    if (password !== undefined) passwords.push(password);
+    Object.assign(variables, exportsOf(resource, row.attributes, password));
+  }
   return { variables, passwords };
 }
 

@@ -40,7 +40,6 @@ export class Metrics {
   constructor(provider: string) {
     this.provider = provider;
     const registers = [this.registry];
-    collectDefaultMetrics({ register: this.registry });
     new Gauge({
       name: 'berth_build_info',
       help: 'Always 1: the Berth and Node.js versions this process runs.',
@@ -151,6 +150,11 @@ export class Metrics {
       buckets: DB_BUCKETS,
       registers,
     });
+  }
+
+  /** prom-client's process and Node.js metrics (CPU, memory, event loop lag, GC): only for a served registry. */
+  collectProcessMetrics(): void {
+    collectDefaultMetrics({ register: this.registry });
   }
 
   deploymentEnded(outcome: DeploymentOutcome, createdAt: Date): void {

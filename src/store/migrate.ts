@@ -26,6 +26,7 @@ import * as deploymentTimeline from './migrations/0028-deployment-timeline.ts';
 import * as jobAccounts from './migrations/0029-job-accounts.ts';
 import * as auditClientAddress from './migrations/0031-audit-client-address.ts';
 import * as sealedIdempotentAnswers from './migrations/0032-sealed-idempotent-answers.ts';
+import * as keyRotation from './migrations/0033-key-rotation.ts';
 import type { Database } from './schema.ts';
 
 /** Every migration, in order. Listed here rather than read from disk so the build carries them. */
@@ -57,6 +58,7 @@ const migrations: Record<string, Migration> = {
   '0029-job-accounts': jobAccounts,
   '0031-audit-client-address': auditClientAddress,
   '0032-sealed-idempotent-answers': sealedIdempotentAnswers,
+  '0033-key-rotation': keyRotation,
 };
 
 export class MigrationError extends Error {}

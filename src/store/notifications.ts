@@ -27,6 +27,8 @@ export const TOPICS = {
   logs: 'berth_deployment_logs',
   /** Who may read changed: `accessKey`s (a revoked token, an account whose plan or access changed). */
   access: 'berth_access',
+  /** A running deployment was asked to stop: its id. */
+  cancels: 'berth_cancels',
 } as const;
 export type Topic = keyof typeof TOPICS;
 

@@ -5,6 +5,8 @@ import {
   BASE_IMAGE,
   buildBaseImage,
   buildImage,
+  createWebService,
+  deploySuccessfully,
   freePort,
   pushImage,
   type Registry,
@@ -13,7 +15,7 @@ import {
   startRegistry,
   viaIngress,
 } from '../helpers/docker.ts';
-import { api, deploymentEnd, firstStartOf, startBerth } from '../helpers/process.ts';
+import { api, firstStartOf, startBerth } from '../helpers/process.ts';
 
 /**
  * A registry image is pulled only when its tag's digest changed: a tag already here under the digest
@@ -50,28 +52,17 @@ test('a registry tag is pulled only when its digest changed', async () => {
     BERTH_ALLOWED_REGISTRIES: registry.address,
   });
   try {
-    const started = await firstStartOf(berth);
+    const started = { ...(await firstStartOf(berth)), url: berth.url };
     envId = started.envId;
-    const created = await api(`${started.envUrl}/services`, started.token, 'POST', {
+    const service = await createWebService(started, {
       name: 'Pulled',
-      source: 'docker_image',
       docker_registry: registry.address,
       docker_image: 'berth-test/pulled',
-      type: 'web',
-      port: 8080,
-      replica_count: 1,
-      cpu_count_min: 0.25,
-      memory_mb_min: 32,
     });
-    assert.equal(created.status, 200, JSON.stringify(created.body));
-    const service = created.body.data.service as { id: string; subdomain: string };
     /** Deploys v1 and returns its pull lines. */
     const deploy = async () => {
-      const url = `${started.envUrl}/services/${service.id}/deploy`;
-      const res = await api(url, started.token, 'POST', { docker_image_tag: 'v1' });
-      const end = await deploymentEnd(berth.url, started.token, res.body.data.deployment_id, 120_000);
-      assert.equal(end.state, 'success', end.failure_reason);
-      const logs = await api(`${berth.url}/v1/deployments/${end.id}/logs`, started.token);
+      const id = await deploySuccessfully(started, service.id, 'v1');
+      const logs = await api(`${berth.url}/v1/deployments/${id}/logs`, started.token);
       return (logs.body.data.lines as { step: string; line: string }[])
         .filter((l) => l.step === 'pull')
         .map((l) => l.line);

@@ -5,13 +5,15 @@ import {
   BASE_IMAGE,
   buildBaseImage,
   buildImage,
+  createWebService,
+  deploySuccessfully,
   freePort,
   removeEnvironment,
   requireDocker,
   viaIngress,
 } from '../helpers/docker.ts';
 import { pollUntil } from '../helpers/poll.ts';
-import { api, deploymentEnd, firstStartOf, startBerth } from '../helpers/process.ts';
+import { api, firstStartOf, startBerth } from '../helpers/process.ts';
 
 /**
  * Every deployment keeps its timeline in its operations: each moment of its way to live, with a
@@ -82,27 +84,10 @@ test("a deployment's operations show its timeline, in order, each moment with a 
     BERTH_INGRESS_PORT: String(ingressPort),
   });
   try {
-    const started = await firstStartOf(berth);
+    const started = { ...(await firstStartOf(berth)), url: berth.url };
     envId = started.envId;
-    const created = await api(`${started.envUrl}/services`, started.token, 'POST', {
-      name: 'Timeline',
-      source: 'docker_image',
-      docker_image: IMAGE,
-      type: 'web',
-      port: 8080,
-      replica_count: 1,
-      cpu_count_min: 0.25,
-      memory_mb_min: 32,
-    });
-    assert.equal(created.status, 200, JSON.stringify(created.body));
-    const service = created.body.data.service as { id: string; subdomain: string };
-    const deploy = async (tag: string) => {
-      const url = `${started.envUrl}/services/${service.id}/deploy`;
-      const res = await api(url, started.token, 'POST', { docker_image_tag: tag });
-      const end = await deploymentEnd(berth.url, started.token, res.body.data.deployment_id, 120_000);
-      assert.equal(end.state, 'success', end.failure_reason);
-      return end.id as string;
-    };
+    const service = await createWebService(started, { name: 'Timeline', docker_image: IMAGE });
+    const deploy = (tag: string) => deploySuccessfully(started, service.id, tag);
     const timelineOf = async (deploymentId: string): Promise<Moment[]> => {
       const res = await api(`${berth.url}/v1/deployments/${deploymentId}/operations`, started.token);
       assert.equal(res.status, 200, JSON.stringify(res.body));

@@ -6,6 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import Docker from 'dockerode';
 import { pollUntil } from './poll.ts';
+import { api, deploymentEnd } from './process.ts';
 
 /**
  * What the docker-provider suites need: the Docker Engine (started by .ci/run), a local registry
@@ -156,4 +157,43 @@ export async function removeEnvironment(envId: string): Promise<void> {
   for (const v of Volumes) await docker.getVolume(v.Name).remove();
   const networks = await docker.listNetworks({ filters: { label: [`berth.environment=${envId}`] } });
   for (const n of networks) await docker.getNetwork(n.Id).remove();
+}
+
+/** A running Berth's first start, as process.ts's firstStartOf gives it, and the server's URL. */
+export interface StartedBerth {
+  url: string;
+  token: string;
+  envUrl: string;
+}
+
+/** Creates a one-replica web service on port 8080 from `fields` (its image, registry, name) and returns it. */
+export async function createWebService(
+  berth: StartedBerth,
+  fields: Record<string, unknown>,
+): Promise<{ id: string; subdomain: string }> {
+  const created = await api(`${berth.envUrl}/services`, berth.token, 'POST', {
+    source: 'docker_image',
+    type: 'web',
+    port: 8080,
+    replica_count: 1,
+    cpu_count_min: 0.25,
+    memory_mb_min: 32,
+    ...fields,
+  });
+  if (created.status !== 200) throw new Error(`creating the service: ${JSON.stringify(created.body)}`);
+  return created.body.data.service;
+}
+
+/** Deploys `tag` of the service and waits for the deployment to succeed; its id. */
+export async function deploySuccessfully(
+  berth: StartedBerth,
+  serviceId: string,
+  tag: string,
+): Promise<string> {
+  const res = await api(`${berth.envUrl}/services/${serviceId}/deploy`, berth.token, 'POST', {
+    docker_image_tag: tag,
+  });
+  const end = await deploymentEnd(berth.url, berth.token, res.body.data.deployment_id, 120_000);
+  if (end.state !== 'success') throw new Error(`deployment of ${tag} failed: ${end.failure_reason}`);
+  return end.id as string;
 }

@@ -185,6 +185,7 @@ describe('off by default', () => {
       assert.equal((await h.request('GET', '/health')).status, 200);
       assert.equal(await sample(h, 'berth_http_request_duration_seconds_count'), 0);
       assert.equal(await sample(h, 'berth_db_statement_duration_seconds_count'), 0);
+      assert.equal(await sample(h, 'process_cpu_user_seconds_total'), 0);
     } finally {
       await h.close();
     }

@@ -2,7 +2,9 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import {
+  failRun,
   keepHostDetails,
+  noteRetry,
   recordOutcome,
   rollOut,
   startRun,
@@ -12,7 +14,7 @@ import { DeploymentLogWriter } from '../../src/jobs/deployment-log.ts';
 import { resolveDesiredState } from '../../src/jobs/desired-state.ts';
 import { TerminalError } from '../../src/jobs/errors.ts';
 import { jobHandlers } from '../../src/jobs/handlers/index.ts';
-import { fencedClaim } from '../../src/jobs/worker.ts';
+import { fencedClaim, LostClaimError } from '../../src/jobs/worker.ts';
 import { type DesiredService, type Provider, SILENT_LOG } from '../../src/providers/provider.ts';
 import { findDeploymentById, findDeploymentToRun } from '../../src/store/repositories/deployments.ts';
 import { enqueue } from '../../src/store/repositories/jobs.ts';
@@ -139,44 +141,75 @@ test('startRun: a queued deployment starts (in the claim-held commit); a rerun n
   assert.equal((await deploymentRow(other.id)).state, 'failed', 'the cancel stands');
 });
 
-test('watchForCancel: a cancel asked before the watch aborts at once; one asked during it aborts soon after', async () => {
+test('watchForCancel: a cancel asked during the watch is heard (no timer polls the row); one asked before aborts at once', async () => {
   const { id } = await started();
-  const db = h.deps.store.db;
-  const quiet = await watchForCancel(db, id);
+  const reads = () => h.queries.filter((q) => q.startsWith('select "cancel_requested"')).length;
+  const before = reads();
+  const { notifications } = h.deps.store;
+  const waits = notifications.armed;
+  const quiet = await watchForCancel(h.deps.store, id);
   try {
     assert.equal(quiet.signal.aborted, false);
+    assert.equal(notifications.armed, waits + 1, 'the watch waits for a notification');
     const asked = await h.request('POST', `/v1/deployments/${id}/cancel`, { token: t.token, body: {} });
     assert.equal(asked.status, 200, asked.raw);
-    await pollUntil('the watch to see the cancel', async () => (quiet.signal.aborted ? true : undefined));
+    await pollUntil('the watch to hear the cancel', async () => (quiet.signal.aborted ? true : undefined));
+    assert.equal(reads() - before, 2, 'the flag is read once at the start and once when the cancel is heard');
   } finally {
     quiet.stop();
   }
-  const late = await watchForCancel(db, id);
+  assert.equal(notifications.armed, waits, 'a watch that heard the cancel waits no more');
+  const late = await watchForCancel(h.deps.store, id);
   late.stop();
   assert.equal(late.signal.aborted, true, 'the flag is read before the first tick');
 });
 
-test('resolveDesiredState: secrets over dependency exports, the snapshot recorded only by the run, every secret masked', async () => {
+test('resolveDesiredState: secrets over dependency exports; the run records and provisions, a re-apply changes nothing', async () => {
   const { id, secret } = await queued({ ops: BUCKET_OPS });
   const subject = await subjectOf(id);
+  const { db } = h.deps.store;
   const masked: string[] = [];
   const how = { signal: new AbortController().signal, log: SILENT_LOG };
-  const reapplied = await resolveDesiredState(h.deps, subject, how);
-  assert.equal(reapplied.variables.API_KEY, secret);
-  assert.ok(reapplied.variables.BUCKET, 'the bucket is made and its name exported');
+  const nothingYet = await resolveDesiredState(h.deps, subject, how);
+  assert.equal(nothingYet.variables.API_KEY, secret);
+  assert.equal(nothingYet.variables.BUCKET, undefined, 'a re-apply makes no dependency');
   assert.equal((await deploymentRow(id)).variables_sealed, null, 'a re-apply records nothing');
 
   const run = await resolveDesiredState(h.deps, subject, {
     ...how,
     mask: (values) => masked.push(...values),
-    record: true,
+    run: true,
   });
-  assert.deepEqual(run, reapplied, 'the same desired state either way');
+  assert.equal(run.variables.API_KEY, secret);
+  assert.ok(run.variables.BUCKET, 'the run makes the bucket and exports its name');
   assert.ok(masked.includes(secret));
   const row = await deploymentRow(id);
   assert.ok(row.variables_sealed);
   assert.deepEqual(JSON.parse(h.deps.secretBox.open(row.variables_sealed)), { API_KEY: secret });
-  assert.deepEqual(JSON.parse(row.ops_snapshot ?? 'null').dependencies.length, 1);
+  assert.equal(JSON.parse(row.ops_snapshot ?? 'null').dependencies.length, 1);
+  assert.deepEqual(
+    await resolveDesiredState(h.deps, { ...subject, deployment: row }, how),
+    run,
+    'a re-apply resolves the state the run resolved',
+  );
+
+  // A deployment in place whose ops.json no longer declares the bucket: re-applying it deletes nothing.
+  const bare = {
+    ...subject,
+    deployment: {
+      ...row,
+      ops_snapshot: JSON.stringify({ ...JSON.parse(row.ops_snapshot ?? '{}'), dependencies: [] }),
+    },
+  };
+  const resources = () =>
+    db
+      .selectFrom('service_resources')
+      .select('resource_id')
+      .where('service_id', '=', subject.service.id)
+      .execute();
+  const before = await resources();
+  assert.equal((await resolveDesiredState(h.deps, bare, how)).variables.BUCKET, undefined);
+  assert.deepEqual(await resources(), before, 'the bucket stays');
 });
 
 test('rollOut: applied; a TerminalError fails with its masked message; another error is thrown; a lost job gives no outcome; a cancel fails it as cancelled', async () => {
@@ -239,6 +272,38 @@ test('recordOutcome: success or failure, the service following, in the commit th
   assert.equal(failed.failure_reason, 'cancelled');
   assert.match(await logText(bad.id), /Deployment cancelled/);
   assert.equal(bad.claim.finished, true);
+});
+
+test('noteRetry: the retried reason shows on the deployment and in its log, secret values masked', async () => {
+  const { id, secret, job } = await started();
+  await noteRetry(h.deps, { ...job, attempts: 2, max_attempts: 8 }, `the registry answered 503 to ${secret}`);
+  const row = await deploymentRow(id);
+  assert.equal(row.state, 'in_progress');
+  assert.equal(
+    row.failure_reason,
+    'Attempt 2 of 8 failed, retrying: the registry answered 503 to [redacted]',
+  );
+  const text = await logText(id);
+  assert.match(text, /Attempt 2 of 8 failed, retrying: the registry answered 503 to \[redacted\]/);
+  assert.equal(text.includes(secret), false);
+});
+
+test('failRun: the deployment fails with the masked reason in the commit that ends the job; a lost claim fails nothing', async () => {
+  const lost = await started();
+  const { db } = h.deps.store;
+  await db.updateTable('jobs').set({ locked_by: 'another' }).where('subject_id', '=', lost.id).execute();
+  await assert.rejects(failRun(h.deps, lost.job, 'gave up', lost.claim), LostClaimError);
+  assert.equal((await deploymentRow(lost.id)).state, 'in_progress', 'the holder finishes it');
+
+  const { id, secret, job, claim, serviceUrl } = await started();
+  await failRun(h.deps, { ...job, attempts: 8, max_attempts: 8 }, `no route to ${secret}`, claim);
+  const row = await deploymentRow(id);
+  assert.equal(row.state, 'failed');
+  assert.equal(row.failure_reason, 'The provider kept failing: no route to [redacted]');
+  assert.equal(claim.finished, true);
+  const service = await h.request('GET', serviceUrl, { token: t.token });
+  assert.equal(service.body.data.service.state, 'deploy_failed');
+  assert.match(await logText(id), /Deployment failed: The provider kept failing: no route to \[redacted\]/);
 });
 
 test('keepHostDetails: a pushed commit keeps the author and message its host recorded', () => {

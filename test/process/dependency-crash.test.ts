@@ -84,7 +84,11 @@ test('SIGKILL while a dependency is provisioned: after a restart the deployment 
       .where('service_id', '=', serviceId)
       .where('operation', '=', 'create_resource')
       .execute();
-    const finished = calls.filter((c) => c.finished_at !== null).map((c) => c.outcome);
+    // A call the worker gave up when its short lease ran out on a loaded machine (the sim records it
+    // "aborted: ...") made nothing: sim_resources above holds each resource once.
+    const finished = calls
+      .filter((c) => c.finished_at !== null && !c.outcome?.startsWith('aborted:'))
+      .map((c) => c.outcome);
     assert.deepEqual(
       finished.sort(),
       ['rds.instances main-db', 's3.buckets files'],

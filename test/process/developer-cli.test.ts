@@ -286,10 +286,12 @@ test('logs prints what the service printed; logs -f keeps printing lines as they
   }
 });
 
-test("events follows the account's changes: from the oldest kept with --after 0, then as they come", async () => {
+test("events follows the account's changes: from the oldest kept with --after 0, then as they come; secrets set reports only the key it set", async () => {
   const following = runBerth(['events', '--after', '0', '-o', 'json'], userEnv());
   try {
     await following.waitForOutput(/"type":"service\.created"/, 30_000);
+    const kept = await berth(['secrets', 'set', SERVICE, 'EVENTS_KEPT=1']);
+    assert.equal(kept.code, 0, kept.err);
     const marker = await berth(['secrets', 'set', SERVICE, 'EVENTS_MARKER=on']);
     assert.equal(marker.code, 0, marker.err);
     await following.waitForOutput(/"type":"secret\.created".*"key":"EVENTS_MARKER"/, 30_000);
@@ -298,6 +300,14 @@ test("events follows the account's changes: from the oldest kept with --after 0,
       .trim()
       .split('\n')
       .map((line) => JSON.parse(line));
+    // `secrets set` of one key changes that key alone: the key set before is neither deleted nor
+    // created again.
+    assert.deepEqual(
+      events
+        .filter((e) => String(e.type).startsWith('secret.'))
+        .map((e) => `${e.type}:${/"key":"(\w+)"/.exec(JSON.stringify(e))?.[1]}`),
+      ['secret.created:EVENTS_KEPT', 'secret.created:EVENTS_MARKER'],
+    );
     const ids = events.map((e) => BigInt(e.id));
     assert.deepEqual(
       ids,
@@ -308,7 +318,7 @@ test("events follows the account's changes: from the oldest kept with --after 0,
     await following.kill('SIGTERM');
   }
   // The tests below see the service's secrets as they left them.
-  const unset = await berth(['secrets', 'unset', SERVICE, 'EVENTS_MARKER']);
+  const unset = await berth(['secrets', 'unset', SERVICE, 'EVENTS_MARKER', 'EVENTS_KEPT']);
   assert.equal(unset.code, 0, unset.err);
   const bad = await berth(['events', '--after', 'yesterday']);
   assert.equal(bad.code, 2);

@@ -19,7 +19,7 @@ const env = (key: string) => ({
   BERTH_MASTER_KEY: key,
 });
 
-test('a process with another master key refuses at once; with the old key among its keys it starts', async () => {
+test('a process with another master key refuses at once; with the old key among its keys it starts, and from then on every process needs the new key', async () => {
   const first = await startBerth(env(keyA));
   assert.equal(await first.kill('SIGTERM'), 0);
 
@@ -35,4 +35,9 @@ test('a process with another master key refuses at once; with the old key among 
   const rotated = await startBerth(env(`${keyB},${keyA}`));
   assert.match(rotated.url, /^http:/);
   assert.equal(await rotated.kill('SIGTERM'), 0);
+
+  // That process recorded the new key before sealing with it: a process with only the old key now refuses.
+  const behind = runBerth(['serve'], { ...env(keyA), BERTH_PORT: '0' });
+  assert.equal(await behind.exited, 2);
+  assert.match(behind.stderr(), /sealed with the master key [0-9a-f]{12}, which this process does not have/);
 });

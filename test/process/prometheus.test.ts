@@ -9,12 +9,19 @@ import { after, before, test } from 'node:test';
 import { isDeepStrictEqual } from 'node:util';
 import { createTestDatabase, TEST_DATABASE, type TestDatabase } from '../helpers/database.ts';
 import { pollUntil } from '../helpers/poll.ts';
-import { api, type BerthProcess, deploymentEnd, firstStartOf, startBerth } from '../helpers/process.ts';
+import {
+  api,
+  type BerthProcess,
+  deploymentEnd,
+  firstStartOf,
+  runBerth,
+  startBerth,
+} from '../helpers/process.ts';
 
 /**
  * Issue 29, done-means 1: a real Prometheus (Debian's package) scrapes Berth processes, and PromQL over
  * what it scraped matches the work the test did: deployments by outcome, jobs by kind, requests by
- * status. On Postgres two `berth serve` processes share one database and the work; on the embedded
+ * status. On Postgres two `berth serve` processes and a `berth worker` share one database and the work; on the embedded
  * database one process does it all. Skipped only where Prometheus is not installed outside CI (.ci/run
  * installs it and sets CI).
  */
@@ -88,6 +95,13 @@ test('Prometheus scrapes the Berth processes; PromQL counts the deployments, job
   const targets = await Promise.all(
     servers.map(async (s) => new URL((await s.waitForOutput(/Metrics: (http:\/\/\S+)/))[1] as string).host),
   );
+  // On Postgres a `berth worker` too, which has no API: it serves its own metrics.
+  if (TEST_DATABASE === 'postgres') {
+    const worker = runBerth(['worker', '--concurrency', '2'], { ...env, BERTH_LOG_LEVEL: 'info' });
+    processes.push(worker);
+    const url = (await worker.waitForOutput(/"metrics":"(http:\/\/[^"]+)"/))[1] as string;
+    targets.push(new URL(url).host);
+  }
   const { token, envId } = await firstStartOf(first);
 
   const port = await freePort();
@@ -187,7 +201,7 @@ test('Prometheus scrapes the Berth processes; PromQL counts the deployments, job
 
   const route = 'route="/v1/deployments/:deploymentId"';
   const want = {
-    up: servers.length,
+    up: targets.length,
     deployments: { success: 2, failed: 2 },
     jobs: { provision_environment: 1, deploy: deploymentIds.length },
     requests: { '404': expected404, '401': expected401 },
@@ -231,7 +245,7 @@ test('Prometheus scrapes the Berth processes; PromQL counts the deployments, job
   const perProcess = await query(base, `berth_http_request_duration_seconds_count{${route},status="404"}`);
   assert.equal(new Set(perProcess.map((r) => r.labels.instance)).size, servers.length);
   // Each process is a target of its own: the build info is there once per process.
-  assert.equal((await query(base, 'count(berth_build_info)'))[0]?.value, servers.length);
+  assert.equal((await query(base, 'count(berth_build_info)'))[0]?.value, targets.length);
   // The shared queue is reported the same by every process: max, not sum, reads it.
   assert.equal((await query(base, 'max(berth_jobs_queued{kind="deploy"})'))[0]?.value, 0);
 });

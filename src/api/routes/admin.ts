@@ -26,13 +26,14 @@ import {
   listAccountGitConnections,
   removeGitConnection,
 } from '../../domain/usecases/git-connections.ts';
+import { rotateMasterKey } from '../../domain/usecases/master-key.ts';
 import { isUuid } from '../../domain/uuid.ts';
 import { listAccounts } from '../../store/repositories/accounts.ts';
 import type { AccountRow, GitConnectionRow } from '../../store/schema.ts';
 import { callOf, type TokenAuthenticator } from '../plugins/auth.ts';
 import type { AuthFailureLimit } from '../plugins/auth-failures.ts';
 import { registerIdempotency } from '../plugins/idempotency.ts';
-import { Account, ApiToken, GitConnection } from '../schemas/admin.ts';
+import { Account, ApiToken, GitConnection, MasterKeyRotation } from '../schemas/admin.ts';
 import { Envelope, errorResponses, Uuid } from '../schemas/common.ts';
 import { Environment } from '../schemas/environments.ts';
 import { environmentView, success } from '../views.ts';
@@ -119,6 +120,26 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{
       const { arn } = request.query;
       return success({ arn, password: await readDependencyPassword(deps, callOf(request), arn) });
     },
+  );
+
+  app.post(
+    '/master-key/rotate',
+    {
+      schema: {
+        summary: 'Re-seal every sealed value under the sealing master key, while the server serves',
+        description:
+          "Secrets, deployments' variables, dependency passwords, webhook and git connection secrets are " +
+          "re-sealed in batches (BERTH_KEY_ROTATION_BATCH rows, each batch its own transaction) under BERTH_MASTER_KEY's " +
+          'first key; where Berth generated the key into BERTH_DATA_DIR, it generates the new one. Idempotent: ' +
+          'run it again to resume an interrupted rotation. 409 when there is nothing to rotate to, or when ' +
+          'a process still seals with an old key. docs/operations.md.',
+        response: {
+          200: Envelope(Type.Object({ rotation: MasterKeyRotation })),
+          ...errorResponses(401, 409, 422, 500),
+        },
+      },
+    },
+    async () => success({ rotation: await rotateMasterKey(deps) }),
   );
 
   app.post(

@@ -40,3 +40,12 @@ export const GitConnection = Type.Object({
 
 /** What creating a connection takes (the body schema is declared in domain/inputs.ts). */
 export type GitConnectionRequest = GitConnectionInput;
+
+/** What a master key rotation did (POST /admin/v1/master-key/rotate). */
+export const MasterKeyRotation = Type.Object({
+  key_id: Type.String({ maxLength: 12, description: 'the id of the key every value is sealed with now' }),
+  resealed: Type.Integer({ minimum: 0, description: 'values this run re-sealed' }),
+  retired_key_ids: Type.Array(Type.String({ maxLength: 12 }), {
+    description: 'keys no value is sealed with any more: no process needs them now',
+  }),
+});

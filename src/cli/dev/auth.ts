@@ -23,8 +23,9 @@ async function tokenFrom(option: string | undefined): Promise<string> {
 /** A line typed on the terminal without echoing it (a token is a password): Enter ends it, Ctrl-C cancels. */
 function readHidden(prompt: string): Promise<string> {
   const stdin = process.stdin;
-  process.stderr.write(prompt);
+  // Echo goes off before the prompt shows: whatever is typed once it shows is never echoed.
   stdin.setRawMode(true);
+  process.stderr.write(prompt);
   stdin.setEncoding('utf8');
   return new Promise<string>((resolve, reject) => {
     let typed = '';

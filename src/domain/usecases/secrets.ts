@@ -1,7 +1,7 @@
 import type { Db } from '../../store/database.ts';
 import { lockEnvironment } from '../../store/repositories/environments.ts';
 import { enqueue, type JobKind } from '../../store/repositories/jobs.ts';
-import { changeSecrets, listSecrets } from '../../store/repositories/secrets.ts';
+import { changeSecrets, listSecrets, listSecretsOf } from '../../store/repositories/secrets.ts';
 import type { DeploymentRow } from '../../store/schema.ts';
 import type { SecretBox } from '../../store/secret-box.ts';
 import { ValidationError } from '../errors.ts';
@@ -117,13 +117,14 @@ export async function putSecrets(
 
 /** The variables a service runs with: the environment's secrets overlaid by the service's own. */
 export async function effectiveSecrets(db: Db, box: SecretBox, environmentId: string, serviceId: string) {
-  const [envSecrets, serviceSecrets] = await Promise.all([
-    readSecrets(db, box, environmentId),
-    readSecrets(db, box, serviceId),
-  ]);
+  const rows = await listSecretsOf(db, [environmentId, serviceId]);
+  const of = (scopeId: string) =>
+    rows
+      .filter((row) => row.scope_id === scopeId)
+      .map((row): [string, string] => [row.key, box.open(row.value_sealed)]);
   // Built by definition, never by assignment: a key such as `__proto__` (a valid variable name) is
   // then an ordinary entry rather than a prototype change. Later entries (the service's) win.
-  return Object.fromEntries([...envSecrets, ...serviceSecrets].map((s) => [s.key, s.value]));
+  return Object.fromEntries([...of(environmentId), ...of(serviceId)]);
 }
 
 /**

@@ -5,11 +5,9 @@ import type { OpsConfig } from '../../domain/ops-json.ts';
 import { isUuid } from '../../domain/uuid.ts';
 import type { Db } from '../../store/database.ts';
 import {
-  type Applied,
   type DeployedSource,
   DeployFailed,
   type DeployLog,
-  DeploymentCancelled,
   type DesiredService,
   type EnvironmentRef,
   type Observed,
@@ -17,8 +15,6 @@ import {
   REMOVED_GENERATION,
   type ServiceLogs,
   type ServiceRef,
-  type Serving,
-  SILENT_LOG,
 } from '../provider.ts';
 import { dockerCron } from './cron.ts';
 import { Drainer } from './drain.ts';
@@ -26,15 +22,15 @@ import { EngineDriver } from './engine-driver.ts';
 import { ensureNetwork } from './environment.ts';
 import { buildFromGit } from './git-build.ts';
 import { type Target, waitReady } from './health.ts';
-import { digestOf, engineError, imageReference, pullImage } from './images.ts';
-import { containerTargets, startIngress } from './ingress.ts';
+import { digestOf, engineError, imageOf, pullImage } from './images.ts';
+import { containerTargets, type RouteTarget } from './ingress.ts';
 import { LABEL, labelFilter, labelsOf, networkName, type Role } from './labels.ts';
 import { containerSources, EngineLogs } from './logs.ts';
 import { OpsCronJobs, requestReplica } from './ops-cron.ts';
 import { demultiplex } from './output.ts';
 import { DockerResources } from './resources.ts';
-import { type Prepared, type RolloutEngine, type Run, rollout } from './rollout.ts';
-import { bury, DELETED, observedRoute } from './routes.ts';
+import type { Prepared, RolloutEngine, Run } from './rollout.ts';
+import { DELETED, observedRoute } from './routes.ts';
 import type { Schedules } from './schedules.ts';
 import type { DockerSettings } from './settings.ts';
 import { type DockerDb, dockerTables } from './tables.ts';
@@ -55,20 +51,19 @@ export interface DockerProviderOptions {
  * for it to be healthy, moves traffic (docker_routes, fenced by generation) and succeeds; the old one
  * drains afterwards (drain.ts).
  */
-export class DockerProvider extends EngineDriver implements Provider {
+export class DockerProvider extends EngineDriver<Prepared> implements Provider {
   private readonly docker = new Docker();
   private readonly options: DockerProviderOptions;
-  private readonly db: DockerDb;
-  private readonly cron: Schedules;
-  private readonly opsCron: OpsCronJobs;
+  protected readonly db: DockerDb;
+  protected readonly cron: Schedules;
+  protected readonly opsCron: OpsCronJobs;
   private readonly drainer: Drainer;
-  private readonly engine: RolloutEngine<Prepared>;
-  readonly serving: Serving;
+  protected readonly engine: RolloutEngine<Prepared>;
   readonly logs: ServiceLogs;
   readonly resources: DockerResources;
 
   constructor(options: DockerProviderOptions) {
-    super(options.settings);
+    super(options.settings, options.logger);
     this.options = options;
     this.logs = new EngineLogs(this.docker, containerSources(this.docker));
     this.db = dockerTables(options.db);
@@ -93,29 +88,20 @@ export class DockerProvider extends EngineDriver implements Provider {
       return new Set(rows.map((r) => r.service_id));
     });
     this.opsCron = new OpsCronJobs(this.db, options.logger, requestReplica(this.docker, options.logger));
-    this.serving = {
-      start: async () => {
-        this.ingress = await startIngress({
-          db: this.db,
-          targets: containerTargets(this.docker),
-          logger: this.options.logger,
-          host: this.options.settings.ingressBind,
-          port: this.options.settings.ingressPort,
-          ingressHost: this.options.settings.ingressHost,
-        });
-        await this.cron.start();
-        await this.opsCron.start();
-        await this.drainer.drainAll();
-      },
-      stop: async () => {
-        this.cron.stop();
-        this.opsCron.stop();
-        await this.ingress?.close();
-        // A graceful shutdown lets drains finish (a stop takes ten seconds at most); a crash leaves them
-        // to the next start or deployment.
-        await this.drainer.settle(15_000);
-      },
-    };
+  }
+
+  protected override started(): Promise<void> {
+    return this.drainer.drainAll();
+  }
+
+  // A graceful shutdown lets drains finish (a stop takes ten seconds at most); a crash leaves them to
+  // the next start or deployment.
+  protected override stopped(): Promise<void> {
+    return this.drainer.settle(15_000);
+  }
+
+  protected ingressTargets(route: RouteTarget): Promise<string[]> {
+    return containerTargets(this.docker)(route);
   }
 
   protected async ensureNetwork(env: EnvironmentRef): Promise<string> {
@@ -135,17 +121,9 @@ export class DockerProvider extends EngineDriver implements Provider {
     }
   }
 
-  async apply(desired: DesiredService, signal: AbortSignal, log: DeployLog = SILENT_LOG): Promise<Applied> {
-    try {
-      return await rollout(this.engine, desired, signal, log);
-    } catch (error) {
-      // A lost lease leaves the containers to the worker that took over; a cancel has no such worker.
-      if (signal.reason instanceof DeploymentCancelled) {
-        await this.removeContainers({ [LABEL.deployment]: desired.deploymentId });
-        log.line('outcome', 'Cancelled: the containers this rollout started were removed');
-      }
-      throw error;
-    }
+  protected async cancelled(desired: DesiredService, log: DeployLog): Promise<void> {
+    await this.removeContainers({ [LABEL.deployment]: desired.deploymentId });
+    log.line('outcome', 'Cancelled: the containers this rollout started were removed');
   }
 
   /** What the docker driver gives the shared rollout (rollout.ts): its engine calls, a strategy per type. */
@@ -204,11 +182,15 @@ export class DockerProvider extends EngineDriver implements Provider {
 
   /** A rollout's image and network; a rerun of one never promoted starts afresh. */
   private async prepare(desired: DesiredService, log: DeployLog): Promise<Prepared> {
-    await this.removeContainers({ [LABEL.deployment]: desired.deploymentId });
     // What an earlier drain left when its process stopped.
     this.drainer.drain(desired.service.id);
-    const network = await this.ensureNetwork(desired.environment);
-    return { ...(await this.prepareImage(desired, log)), network };
+    // Independent of each other: the image is resolved while the network and the leftovers are seen to.
+    const [, network, image] = await Promise.all([
+      this.removeContainers({ [LABEL.deployment]: desired.deploymentId }),
+      this.ensureNetwork(desired.environment),
+      this.prepareImage(desired, log),
+    ]);
+    return { ...image, network };
   }
 
   /** A container of the new version, in the role given. */
@@ -401,13 +383,9 @@ export class DockerProvider extends EngineDriver implements Provider {
     desired: DesiredService,
     log: DeployLog,
   ): Promise<{ image: string; ops: OpsConfig; source: DeployedSource }> {
-    const { service, target, deploymentId } = desired;
+    const { service, deploymentId } = desired;
     if (service.source === 'docker_image') {
-      const image = imageReference(
-        service.docker_registry,
-        service.docker_image ?? '',
-        target.docker_image_tag,
-      );
+      const image = imageOf(desired);
       const local = await this.docker
         .getImage(image)
         .inspect()
@@ -500,9 +478,7 @@ export class DockerProvider extends EngineDriver implements Provider {
     };
   }
 
-  async remove(service: ServiceRef): Promise<void> {
-    // The tombstone first: from here no apply of any generation routes or promotes the service again.
-    await bury(this.db, service.id);
+  protected async removeWorkloads(service: ServiceRef): Promise<void> {
     // The cron templates first: a tick that starts a run after this finds its template gone and
     // removes the run itself, and every run created before it is in the listing below.
     await this.removeContainers({ [LABEL.service]: service.id, [LABEL.role]: 'cron-template' });

@@ -1,29 +1,112 @@
-import type { EnvironmentIdentity, EnvironmentRef, Serving, Sources } from '../provider.ts';
+import type { Logger } from 'pino';
+import {
+  type Applied,
+  type DeployLog,
+  DeploymentCancelled,
+  type DesiredService,
+  type EnvironmentIdentity,
+  type EnvironmentRef,
+  type ServiceRef,
+  type Serving,
+  SILENT_LOG,
+  type Sources,
+} from '../provider.ts';
 import { ingressIdentity } from './environment.ts';
 import { readFromGit } from './git-build.ts';
-import type { Ingress } from './ingress.ts';
+import { type Ingress, type RouteTarget, startIngress } from './ingress.ts';
+import type { OpsCronJobs } from './ops-cron.ts';
+import { type Prepared, type RolloutEngine, rollout } from './rollout.ts';
+import { bury } from './routes.ts';
+import type { Schedules } from './schedules.ts';
 import type { DockerSettings } from './settings.ts';
+import type { DockerDb } from './tables.ts';
 
 /**
- * What the drivers on the Docker Engine API (docker, swarm) share beside their rollout (rollout.ts): an
- * environment is a network, reached through the ingress this process may serve; git sources are read
- * from the same host.
+ * What the drivers on the Docker Engine API (docker, swarm) share: the rollout (rollout.ts) behind
+ * `apply`, the tombstone behind `remove`, what `berth serve` runs beside the API (the ingress, the cron
+ * schedules), environments as networks reached through the ingress, and git sources read from the same
+ * host. A driver gives its engine calls.
  */
-export abstract class EngineDriver {
-  abstract readonly serving: Serving;
+export abstract class EngineDriver<P extends Prepared> {
   protected readonly settings: DockerSettings;
+  protected readonly logger: Logger;
   /** The ingress, when this process serves (`berth serve`). */
   protected ingress: Ingress | undefined;
+  protected abstract readonly db: DockerDb;
+  protected abstract readonly cron: Schedules;
+  protected abstract readonly opsCron: OpsCronJobs;
+  protected abstract readonly engine: RolloutEngine<P>;
   readonly sources: Sources = {
     readFile: (request) => readFromGit(this.settings.gitBaseUrl, request),
   };
+  readonly serving: Serving = {
+    start: async () => {
+      this.ingress = await startIngress({
+        db: this.db,
+        targets: (route) => this.ingressTargets(route),
+        logger: this.logger,
+        host: this.settings.ingressBind,
+        port: this.settings.ingressPort,
+        ingressHost: this.settings.ingressHost,
+      });
+      await this.cron.start();
+      await this.opsCron.start();
+      await this.started();
+    },
+    stop: async () => {
+      this.cron.stop();
+      this.opsCron.stop();
+      await this.ingress?.close();
+      await this.stopped();
+    },
+  };
 
-  constructor(settings: DockerSettings) {
+  constructor(settings: DockerSettings, logger: Logger) {
     this.settings = settings;
+    this.logger = logger;
   }
 
   /** The environment's network, made once; its name. */
   protected abstract ensureNetwork(env: EnvironmentRef): Promise<string>;
+  /** Where a routed web service's replicas answer now, as `host:port`. */
+  protected abstract ingressTargets(route: RouteTarget): Promise<string[]>;
+  /** A rollout the user cancelled: what it started goes (no other worker takes it over). */
+  protected abstract cancelled(desired: DesiredService, log: DeployLog): Promise<void>;
+  /** Everything the service runs, after its tombstone is in place. */
+  protected abstract removeWorkloads(service: ServiceRef): Promise<void>;
+
+  /** After `serving` started the ingress and the schedules. */
+  protected started(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  /** After `serving` stopped the ingress and the schedules. */
+  protected stopped(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  /** After every apply, whatever its outcome. */
+  protected settled(_desired: DesiredService): Promise<void> {
+    return Promise.resolve();
+  }
+
+  async apply(desired: DesiredService, signal: AbortSignal, log: DeployLog = SILENT_LOG): Promise<Applied> {
+    try {
+      return await rollout(this.engine, desired, signal, log);
+    } catch (error) {
+      // A lost lease leaves what runs to the worker that took over; a cancel has no such worker.
+      if (signal.reason instanceof DeploymentCancelled) await this.cancelled(desired, log);
+      throw error;
+    } finally {
+      await this.settled(desired);
+    }
+  }
+
+  async remove(service: ServiceRef): Promise<void> {
+    // The tombstone first: from here no apply of any generation routes or promotes the service again.
+    await bury(this.db, service.id);
+    await this.removeWorkloads(service);
+  }
 
   async ensureEnvironment(env: EnvironmentRef): Promise<void> {
     await this.ensureNetwork(env);

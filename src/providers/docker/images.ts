@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type Docker from 'dockerode';
 import { TerminalError } from '../../jobs/errors.ts';
-import { failure } from '../provider.ts';
+import { type DesiredService, failure } from '../provider.ts';
 import { contextFiles, inside } from './git-source.ts';
 
 interface Progress {
@@ -47,6 +47,11 @@ async function finish(
 /** `registry/image:tag`, the reference a docker_image service runs. */
 export function imageReference(registry: string | null, image: string, tag: string): string {
   return `${registry ? `${registry.replace(/\/$/, '')}/` : ''}${image}:${tag || 'latest'}`;
+}
+
+/** The reference a docker_image deployment runs: its service's image at the deploy's tag. */
+export function imageOf({ service, target }: Pick<DesiredService, 'service' | 'target'>): string {
+  return imageReference(service.docker_registry, service.docker_image ?? '', target.docker_image_tag);
 }
 
 /**

@@ -9,3 +9,16 @@ export function demultiplex(buffer: Buffer): string {
   }
   return Buffer.concat(chunks).toString('utf8');
 }
+
+/**
+ * The last lines a dependency printed, for a failure reason: `logs` reads its last ten lines (a
+ * container's or a swarm service's); nothing when it cannot.
+ */
+export async function lastOutput(logs: () => Promise<Buffer>): Promise<string> {
+  try {
+    const text = demultiplex(await logs()).trim();
+    return text ? ` Last output: ${text.slice(-800)}` : '';
+  } catch {
+    return '';
+  }
+}

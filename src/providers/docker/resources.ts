@@ -30,7 +30,7 @@ import {
 import { waitReady } from './health.ts';
 import { engineError, pullImage } from './images.ts';
 import { LABEL, networkName } from './labels.ts';
-import { demultiplex } from './output.ts';
+import { lastOutput } from './output.ts';
 import type { DockerSettings } from './settings.ts';
 
 const isGone = (error: unknown) => (error as { statusCode?: number }).statusCode === 404;
@@ -215,12 +215,6 @@ function variableOf(env: string[] | undefined, name: string | undefined): string
 }
 
 /** The last lines a dependency printed, for a failure reason (its passwords are masked by the log). */
-async function tail(container: Docker.Container): Promise<string> {
-  try {
-    const buffer = await container.logs({ stdout: true, stderr: true, tail: 10, follow: false });
-    const text = demultiplex(buffer).trim();
-    return text ? ` Last output: ${text.slice(-800)}` : '';
-  } catch {
-    return '';
-  }
+function tail(container: Docker.Container): Promise<string> {
+  return lastOutput(() => container.logs({ stdout: true, stderr: true, tail: 10, follow: false }));
 }

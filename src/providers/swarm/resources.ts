@@ -28,7 +28,7 @@ import {
 } from '../docker/dependency-engines.ts';
 import { engineError } from '../docker/images.ts';
 import { LABEL } from '../docker/labels.ts';
-import { demultiplex } from '../docker/output.ts';
+import { lastOutput } from '../docker/output.ts';
 import type {
   EnvironmentRef,
   ProvisionedResource,
@@ -381,16 +381,13 @@ export class SwarmResources implements Resources {
   }
 
   /** The last lines a dependency printed, for a failure reason (its password is in no line: it is a file). */
-  private async tail(serviceName: string): Promise<string> {
-    try {
-      const buffer = (await this.docker
-        .getService(serviceName)
-        .logs({ stdout: true, stderr: true, tail: 10, follow: false })) as unknown as Buffer;
-      const text = demultiplex(buffer).trim();
-      return text ? ` Last output: ${text.slice(-800)}` : '';
-    } catch {
-      return '';
-    }
+  private tail(serviceName: string): Promise<string> {
+    return lastOutput(
+      async () =>
+        (await this.docker
+          .getService(serviceName)
+          .logs({ stdout: true, stderr: true, tail: 10, follow: false })) as unknown as Buffer,
+    );
   }
 
   /** The service, its data (wiped on its node), its secret and its pin: what an earlier run left too. */

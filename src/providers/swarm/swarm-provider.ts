@@ -7,28 +7,24 @@ import type { Db } from '../../store/database.ts';
 import { EngineDriver } from '../docker/engine-driver.ts';
 import { ensureNetwork } from '../docker/environment.ts';
 import { buildFromGit } from '../docker/git-build.ts';
-import { digestOf, engineError, imageReference, pushImage } from '../docker/images.ts';
-import { type RouteTarget, startIngress } from '../docker/ingress.ts';
+import { digestOf, engineError, imageOf, pushImage } from '../docker/images.ts';
+import type { RouteTarget } from '../docker/ingress.ts';
 import { LABEL, labelFilter, labelsOf, type Role } from '../docker/labels.ts';
 import { EngineLogs, type LogOptions, type LogSource } from '../docker/logs.ts';
 import { OpsCronJobs } from '../docker/ops-cron.ts';
-import { type Prepared, type RolloutEngine, type Run, rollout } from '../docker/rollout.ts';
-import { bury, DELETED, observedRoute } from '../docker/routes.ts';
+import type { Prepared, RolloutEngine, Run } from '../docker/rollout.ts';
+import { DELETED, observedRoute } from '../docker/routes.ts';
 import type { Schedules } from '../docker/schedules.ts';
 import {
-  type Applied,
   type DeployedSource,
   DeployFailed,
   type DeployLog,
-  DeploymentCancelled,
   type DesiredService,
   type EnvironmentRef,
   type Observed,
   type Provider,
   type ServiceLogs,
   type ServiceRef,
-  type Serving,
-  SILENT_LOG,
 } from '../provider.ts';
 import { swarmCron } from './cron.ts';
 import { requestTask } from './ops-cron.ts';
@@ -76,19 +72,18 @@ export interface SwarmProviderOptions {
  * deployment; a template per cron deployment, run by Berth's scheduler (cron.ts). Routing, generations
  * and the ingress are the docker driver's (docker/routes.ts, docker/ingress.ts).
  */
-export class SwarmProvider extends EngineDriver implements Provider {
+export class SwarmProvider extends EngineDriver<Launched> implements Provider {
   private readonly docker: Docker;
   private readonly options: SwarmProviderOptions;
-  private readonly db: SwarmDb;
-  private readonly cron: Schedules;
-  private readonly opsCron: OpsCronJobs;
-  private readonly engine: RolloutEngine<Launched>;
-  readonly serving: Serving;
+  protected readonly db: SwarmDb;
+  protected readonly cron: Schedules;
+  protected readonly opsCron: OpsCronJobs;
+  protected readonly engine: RolloutEngine<Launched>;
   readonly logs: ServiceLogs;
   readonly resources: SwarmResources;
 
   constructor(options: SwarmProviderOptions) {
-    super(options.settings);
+    super(options.settings, options.logger);
     this.options = options;
     this.docker = new Docker(options.settings.engine);
     this.db = swarmTables(options.db);
@@ -103,25 +98,6 @@ export class SwarmProvider extends EngineDriver implements Provider {
     this.resources = new SwarmResources(this.docker, this.db, options.settings, (env) =>
       this.ensureNetwork(env),
     );
-    this.serving = {
-      start: async () => {
-        this.ingress = await startIngress({
-          db: this.db,
-          targets: (route) => this.targets(route),
-          logger: options.logger,
-          host: options.settings.ingressBind,
-          port: options.settings.ingressPort,
-          ingressHost: options.settings.ingressHost,
-        });
-        await this.cron.start();
-        await this.opsCron.start();
-      },
-      stop: async () => {
-        this.cron.stop();
-        this.opsCron.stop();
-        await this.ingress?.close();
-      },
-    };
   }
 
   protected async ensureNetwork(env: EnvironmentRef): Promise<string> {
@@ -155,23 +131,16 @@ export class SwarmProvider extends EngineDriver implements Provider {
       });
   }
 
-  async apply(desired: DesiredService, signal: AbortSignal, log: DeployLog = SILENT_LOG): Promise<Applied> {
-    try {
-      return await rollout(this.engine, desired, signal, log);
-    } catch (error) {
-      // A cancelled first rollout leaves nothing; a cancelled update is rolled back by the swarm.
-      if (signal.reason instanceof DeploymentCancelled) await this.cancel(desired);
-      throw error;
-    } finally {
-      // Whatever the outcome, the variables of versions nothing runs any more leave the swarm. A failed
-      // sweep costs no deployment: the next one (or the service's deletion) takes them.
-      await sweepSecrets(this.docker, desired.service.id, desired.generation + 1).catch((error: Error) =>
-        this.options.logger.warn({ service: desired.service.id, err: error }, 'secret sweep failed'),
-      );
-    }
+  // Whatever the outcome, the variables of versions nothing runs any more leave the swarm. A failed sweep
+  // costs no deployment: the next one (or the service's deletion) takes them.
+  protected override async settled(desired: DesiredService): Promise<void> {
+    await sweepSecrets(this.docker, desired.service.id, desired.generation + 1).catch((error: Error) =>
+      this.logger.warn({ service: desired.service.id, err: error }, 'secret sweep failed'),
+    );
   }
 
-  private async cancel(desired: DesiredService): Promise<void> {
+  /** A cancelled first rollout leaves nothing; a cancelled update is rolled back by the swarm. */
+  protected async cancelled(desired: DesiredService): Promise<void> {
     const { service, deploymentId } = desired;
     await this.removeService(jobName(deploymentId));
     await this.removeService(cronTemplateName(deploymentId));
@@ -464,13 +433,8 @@ export class SwarmProvider extends EngineDriver implements Provider {
     desired: DesiredService,
     log: DeployLog,
   ): Promise<{ image: string; ops: OpsConfig; source: DeployedSource }> {
-    const { service, target } = desired;
-    if (service.source !== 'docker_image') return this.buildAndPush(desired, log);
-    const image = imageReference(
-      service.docker_registry,
-      service.docker_image ?? '',
-      target.docker_image_tag,
-    );
+    if (desired.service.source !== 'docker_image') return this.buildAndPush(desired, log);
+    const image = imageOf(desired);
     log.line('pull', `Resolving ${image} in its registry`);
     const info = (await this.docker
       .getImage(image)
@@ -558,9 +522,7 @@ export class SwarmProvider extends EngineDriver implements Provider {
     };
   }
 
-  async remove(service: ServiceRef): Promise<void> {
-    // The tombstone first: from here no apply of any generation routes or promotes the service again.
-    await bury(this.db, service.id);
+  protected async removeWorkloads(service: ServiceRef): Promise<void> {
     // Cron templates before their runs: a tick after this finds no template and starts nothing.
     for (const s of await this.servicesOf(service.id, 'cron-template')) await this.removeService(s.ID);
     for (const s of await this.servicesOf(service.id)) await this.removeService(s.ID);
@@ -569,7 +531,7 @@ export class SwarmProvider extends EngineDriver implements Provider {
   }
 
   /** The ingress's targets: each running task of the serving service, at its node's published port. */
-  private async targets(route: RouteTarget): Promise<string[]> {
+  protected async ingressTargets(route: RouteTarget): Promise<string[]> {
     const tasks = running(await tasksOf(this.docker, servingName(route.serviceId)));
     if (tasks.length === 0) return [];
     const nodes = new Map(

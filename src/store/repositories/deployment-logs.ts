@@ -55,36 +55,38 @@ export async function appendDeploymentLog(
     await trimLog(trx, deploymentId);
   }
   const changes = mergedByStep(operations);
-  if (changes.length > 0) {
-    await trx
-      .insertInto('deployment_operations')
-      .values(
-        changes.map((op) => ({
-          deployment_id: deploymentId,
-          step: op.step,
-          state: op.state,
-          detail: op.detail ?? '',
-          started_at: op.startedAt,
-          finished_at: op.finishedAt,
-        })),
-      )
-      .onConflict((oc) =>
-        oc.columns(['deployment_id', 'step']).doUpdateSet((eb) => ({
-          state: eb.ref('excluded.state'),
-          detail: sql<string>`CASE WHEN excluded.detail <> '' THEN excluded.detail ELSE deployment_operations.detail END`,
-          finished_at: eb.ref('excluded.finished_at'),
-        })),
-      )
-      .execute();
-  }
-  if (timeline.length > 0) {
-    // The first time a moment happened is the one kept (a rerun after a crash claims the job again).
-    await trx
+  // The first time a moment happened is the one kept (a rerun after a crash claims the job again).
+  const marks = (into: Pick<Db, 'insertInto'>) =>
+    into
       .insertInto('deployment_timeline')
       .values(timeline.map((t) => ({ deployment_id: deploymentId, mark: t.mark, at: t.at })))
-      .onConflict((oc) => oc.columns(['deployment_id', 'mark']).doNothing())
-      .execute();
+      .onConflict((oc) => oc.columns(['deployment_id', 'mark']).doNothing());
+  if (changes.length === 0) {
+    if (timeline.length > 0) await marks(trx).execute();
+    return;
   }
+  const steps = trx
+    .insertInto('deployment_operations')
+    .values(
+      changes.map((op) => ({
+        deployment_id: deploymentId,
+        step: op.step,
+        state: op.state,
+        detail: op.detail ?? '',
+        started_at: op.startedAt,
+        finished_at: op.finishedAt,
+      })),
+    )
+    .onConflict((oc) =>
+      oc.columns(['deployment_id', 'step']).doUpdateSet((eb) => ({
+        state: eb.ref('excluded.state'),
+        detail: sql<string>`CASE WHEN excluded.detail <> '' THEN excluded.detail ELSE deployment_operations.detail END`,
+        finished_at: eb.ref('excluded.finished_at'),
+      })),
+    );
+  // Step changes and timeline moments usually come together: one statement writes both.
+  if (timeline.length === 0) await steps.execute();
+  else await marks(trx.with('steps', () => steps)).execute();
 }
 
 /**

@@ -2,6 +2,7 @@ import { type Insertable, sql } from 'kysely';
 import { DELETE_STATES } from '../../domain/service-states.ts';
 import type { DeployedSource } from '../../providers/provider.ts';
 import type { Db } from '../database.ts';
+import { notify } from '../notifications.ts';
 import type { DeploymentRow, DeploymentsTable, EnvironmentRow } from '../schema.ts';
 import { type Page, pageAfter } from './paging.ts';
 import { type AsJson, withDates } from './scope.ts';
@@ -165,7 +166,10 @@ export async function recordSnapshot(
     .execute();
 }
 
-/** Asks the worker running a deployment to stop before traffic moves; false when it is not in progress. */
+/**
+ * Asks the worker running a deployment to stop before traffic moves (it hears `cancels` when this
+ * commits); false when it is not in progress.
+ */
 export async function requestCancel(db: Db, id: string): Promise<boolean> {
   const result = await db
     .updateTable('deployments')
@@ -173,7 +177,9 @@ export async function requestCancel(db: Db, id: string): Promise<boolean> {
     .where('id', '=', id)
     .where('state', '=', 'in_progress')
     .executeTakeFirst();
-  return result.numUpdatedRows > 0n;
+  if (result.numUpdatedRows === 0n) return false;
+  await notify(db, 'cancels', id);
+  return true;
 }
 
 export async function cancelRequested(db: Db, id: string): Promise<boolean> {

@@ -1,6 +1,6 @@
 import { type ExpressionBuilder, sql } from 'kysely';
 import type { Db } from '../database.ts';
-import { notify } from '../notifications.ts';
+import { TOPICS } from '../notifications.ts';
 import type { Database, JobRow } from '../schema.ts';
 
 /**
@@ -35,17 +35,23 @@ export interface NewJob {
 
 /** Enqueue inside the caller's transaction, so the job exists exactly when the change does. */
 export async function enqueue(db: Db, job: NewJob): Promise<void> {
+  // The job and the workers' wake-up in one statement (NOTIFY is delivered at commit either way).
   await db
-    .insertInto('jobs')
-    .values({
-      kind: job.kind,
-      subject_id: job.subjectId,
-      account_id: job.accountId,
-      queue_key: job.queueKey ?? null,
-      max_attempts: job.maxAttempts ?? 8,
-    })
+    .with('queued', (qc) =>
+      qc
+        .insertInto('jobs')
+        .values({
+          kind: job.kind,
+          subject_id: job.subjectId,
+          account_id: job.accountId,
+          queue_key: job.queueKey ?? null,
+          max_attempts: job.maxAttempts ?? 8,
+        })
+        .returning('seq'),
+    )
+    .selectFrom('queued')
+    .select(sql`pg_notify(${TOPICS.jobs}, '')`.as('woken'))
     .execute();
-  await notify(db, 'jobs', '');
 }
 
 /** Which jobs a claim may take: of these kinds, and of no account in `fullAccounts`. */

@@ -2,6 +2,16 @@ import { type Insertable, sql } from 'kysely';
 import type { Db } from '../database.ts';
 import type { SecretRow, SecretsTable } from '../schema.ts';
 
+/** The secrets of several scopes (an environment's and its service's) in one statement. */
+export async function listSecretsOf(db: Db, scopeIds: string[]): Promise<SecretRow[]> {
+  return db
+    .selectFrom('secrets')
+    .selectAll()
+    .where('scope_id', 'in', scopeIds)
+    .orderBy(sql`key COLLATE "C"`)
+    .execute();
+}
+
 export async function listSecrets(db: Db, scopeId: string): Promise<SecretRow[]> {
   // Byte order, whatever the database's collation: the same order the PUT answers in.
   return db
