@@ -1,43 +1,22 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
-import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
-import {
-  BASE_IMAGE,
-  buildBaseImage,
-  containersOfService,
-  docker,
-  freePort,
-  removeEnvironment,
-  requireDocker,
-} from '../helpers/docker.ts';
+import { BASE_IMAGE, containersOfService, docker } from '../helpers/docker.ts';
 import { pollUntil } from '../helpers/poll.ts';
-import { api, type BerthProcess, deploymentEnd, firstStartOf, startBerth } from '../helpers/process.ts';
+import { api, deploymentEnd } from '../helpers/process.ts';
+import { startTestServer, type TestServer } from '../helpers/server.ts';
 
 /** Jobs (one run per deployment, success is exit 0), cron services on their schedule, workers, charts. */
-let db: TestDatabase;
-let berth: BerthProcess & { url: string };
+let server: TestServer;
 let token: string;
 let envUrl: string;
 let envId: string;
 
 before(async () => {
-  await requireDocker();
-  db = await createTestDatabase();
-  await buildBaseImage();
-  berth = await startBerth({
-    BERTH_DATA_DIR: db.dataDir,
-    BERTH_DATABASE_URL: db.databaseUrl ?? '',
-    BERTH_PROVIDER: 'docker',
-    BERTH_INGRESS_PORT: String(await freePort()),
-  });
-  ({ token, envId, envUrl } = await firstStartOf(berth));
+  server = await startTestServer('docker');
+  ({ token, envId, envUrl } = server);
 });
-after(async () => {
-  await berth?.kill('SIGTERM');
-  if (envId) await removeEnvironment(envId);
-  await db?.drop();
-});
+after(() => server?.close());
 
 // The base image is local: with no docker_registry the provider runs a local image without pulling.
 const BUSYBOX = {
@@ -57,7 +36,7 @@ async function create(body: Record<string, unknown>) {
 async function deployAndWait(serviceId: string, body: Record<string, unknown> = {}) {
   const res = await api(`${envUrl}/services/${serviceId}/deploy`, token, 'POST', body);
   assert.equal(res.status, 200, JSON.stringify(res.body));
-  return deploymentEnd(berth.url, token, res.body.data.deployment_id, 90_000);
+  return deploymentEnd(server.berth.url, token, res.body.data.deployment_id, 90_000);
 }
 
 test('a job deployment succeeds on exit 0 and fails on exit 1, with its output in the reason', async () => {
