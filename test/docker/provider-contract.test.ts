@@ -4,10 +4,12 @@ import { loadConfig } from '../../src/config.ts';
 import { openProvider } from '../../src/providers/registry.ts';
 import { openStore } from '../../src/store/database.ts';
 import { createTestDatabase } from '../helpers/database.ts';
+import { buildDependencyImages } from '../helpers/dependency-images.ts';
 import {
   BASE_IMAGE,
   buildBaseImage,
   containersOfService,
+  freePort,
   removeEnvironment,
   requireDocker,
 } from '../helpers/docker.ts';
@@ -16,16 +18,47 @@ import { providerContract } from '../helpers/provider-contract.ts';
 providerContract('docker', async () => {
   await requireDocker();
   await buildBaseImage();
+  await buildDependencyImages();
   const database = await createTestDatabase();
   const store = await openStore({ databaseUrl: database.databaseUrl, dataDir: database.dataDir });
-  const config = { ...loadConfig({}), provider: 'docker', providerEnv: {} };
+  const config = {
+    ...loadConfig({}),
+    provider: 'docker',
+    providerEnv: { BERTH_INGRESS_PORT: String(await freePort()) },
+  };
   const provider = await openProvider(config, store.db, pino({ level: 'silent' }));
   const environment = { id: randomUUID(), account_id: randomUUID(), cloud: 'aws' as const, region: 'local' };
   const services = new Set<string>();
   return {
     provider,
     environment,
+    capabilities: ['serving', 'resources', 'sources'],
     spec: () => ({ docker_image: BASE_IMAGE.replace(/:latest$/, ''), run_command: 'sleep 3600' }),
+    printOnce: (text) => ({ run_command: `echo ${text}` }),
+    printEvery: (text) => ({ run_command: `while true; do echo ${text}; sleep 0.3; done` }),
+    realLogs: true,
+    resources: {
+      makes: {
+        kind: 'elasticache',
+        type: 'clusters',
+        id: 'contract-cache',
+        prefix: 'contract-cache',
+        exports: {},
+        skip_preview: false,
+        preview_only: false,
+        properties: { engine: 'redis' },
+      },
+      refuses: {
+        kind: 'sqs',
+        type: 'queues',
+        id: 'contract-queue',
+        prefix: 'contract-queue',
+        exports: {},
+        skip_preview: false,
+        preview_only: false,
+        properties: {},
+      },
+    },
     failing: (desired) => ({ ...desired, service: { ...desired.service, source: 'helm_chart' } }),
     fingerprint: async (serviceId) => {
       services.add(serviceId);

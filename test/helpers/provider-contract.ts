@@ -1,20 +1,49 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import { DEFAULT_OPS_CONFIG } from '../../src/domain/ops-json.ts';
+import { DEFAULT_OPS_CONFIG, type OpsResource } from '../../src/domain/ops-json.ts';
 import { SupersededError, TerminalError } from '../../src/jobs/errors.ts';
-import type { DesiredService, EnvironmentRef, Provider, RuntimeSpec } from '../../src/providers/provider.ts';
+import {
+  type DeployLog,
+  DeploymentCancelled,
+  type DesiredService,
+  type EnvironmentRef,
+  type LogLine,
+  type Provider,
+  type RuntimeSpec,
+  SILENT_LOG,
+} from '../../src/providers/provider.ts';
+import { pollUntil } from './poll.ts';
+
+/** The seam's optional members: a driver has one exactly when it declares it (a capability). */
+export const CAPABILITIES = ['serving', 'secrets', 'resources', 'sources', 'admission'] as const;
+export type Capability = (typeof CAPABILITIES)[number];
 
 /**
- * The provider contract: one suite every driver passes (sim in test/lifecycle, docker in test/docker).
- * A driver supplies a runnable service spec, a way to make a desired state fail for good, and a
- * fingerprint of what runs (it changes on every rollout, and only then).
+ * The provider contract: one suite every driver passes (sim in test/lifecycle, docker in test/docker,
+ * swarm in test/swarm), over every member of the seam: environments, apply (with its fence, failures,
+ * a lost lease and a user's cancel), observe, remove, logs, jobs, cron and the optional capabilities.
+ * A driver supplies a runnable service spec, a way to make a desired state fail for good, a fingerprint
+ * of what runs (it changes on every rollout, and only then), and declares the capabilities it has.
  */
 export interface ContractDriver {
   provider: Provider;
   environment: EnvironmentRef;
+  /** The optional members this driver has; the suite checks it has these and no other. */
+  capabilities: readonly Capability[];
   /** A service this driver can run (its image, command, type). */
   spec(): Partial<RuntimeSpec>;
+  /** A command that prints `text` once (then exits, for jobs and cron runs). */
+  printOnce(text: string): Partial<RuntimeSpec>;
+  /** A command that keeps printing `text` (a worker's replicas). */
+  printEvery(text: string): Partial<RuntimeSpec>;
+  /**
+   * True when the logs are the workload's own output (they then contain what it printed); false for a
+   * simulated runtime, whose lines are made up but timed and shaped like a real one's.
+   */
+  realLogs: boolean;
+  /** With the resources capability: a dependency the driver makes, and one it refuses by name. */
+  resources?: { makes: OpsResource; refuses: OpsResource };
   /** The same desired state, changed so that applying it fails with a TerminalError. */
   failing(desired: DesiredService): DesiredService;
   /** What runs for the service, as a value that changes on every rollout and only then. */
@@ -66,7 +95,10 @@ export function providerContract(name: string, setup: () => Promise<ContractDriv
     before(async () => {
       d = await setup();
       await d.provider.ensureEnvironment(d.environment);
+      // Serving runs cron schedules (and the docker ingress) beside the API: the cron test needs it.
+      await d.provider.serving?.start();
     });
+    // The driver's close (provider.close) stops serving, as at the end of `berth serve`.
     after(() => d.close());
 
     function desired(serviceId: string, generation: number, extra: Partial<DesiredService> = {}) {
@@ -87,6 +119,12 @@ export function providerContract(name: string, setup: () => Promise<ContractDriv
         ...extra,
       } satisfies DesiredService;
     }
+
+    /** The contract's service spec of `serviceId`, changed by `extra`. */
+    const specOf = (serviceId: string, extra: Partial<RuntimeSpec>) => ({
+      ...desired(serviceId, 0).service,
+      ...extra,
+    });
 
     test('ensureEnvironment is idempotent; identity is stable', async () => {
       await d.provider.ensureEnvironment(d.environment);
@@ -165,6 +203,146 @@ export function providerContract(name: string, setup: () => Promise<ContractDriv
       });
       await assert.rejects(d.provider.apply(desired(id, 51), never), SupersededError);
       assert.equal((await d.provider.observe(ref)).run_status, 'deleted');
+    });
+
+    test('the optional members are exactly the capabilities the driver declares', () => {
+      const has = CAPABILITIES.filter((member) => d.provider[member] !== undefined);
+      assert.deepEqual(
+        has,
+        CAPABILITIES.filter((member) => d.capabilities.includes(member)),
+      );
+      assert.equal(d.capabilities.includes('resources'), d.resources !== undefined, 'resources to try');
+    });
+
+    /** The lines `read` yields now (no follow), waiting until `enough` says they are. */
+    const linesOf = (serviceId: string, tail: number, enough: (lines: LogLine[]) => boolean) =>
+      pollUntil(
+        `the logs of ${serviceId}`,
+        async () => {
+          const lines: LogLine[] = [];
+          const ref = desired(serviceId, 0).service;
+          const query = { tail, follow: false, signal: never };
+          for await (const line of d.provider.logs.read(ref, query)) lines.push(line);
+          return enough(lines) ? lines : undefined;
+        },
+        { timeoutMs: 60_000, intervalMs: 250 },
+      );
+
+    const printed = (lines: LogLine[], text: string) =>
+      d.realLogs ? lines.some((l) => l.line.includes(text)) : lines.length > 0;
+
+    test('logs: the newest `tail` lines of what runs, each stamped; follow streams new lines until aborted', async () => {
+      const id = randomUUID();
+      const text = `contract-log-${id.slice(0, 8)}`;
+      await d.provider.apply(desired(id, 1, { service: specOf(id, d.printEvery(text)) }), never);
+      const lines = await linesOf(id, 3, (all) => all.length >= 2 && printed(all, text));
+      assert.ok(lines.length <= 3, `at most tail (3) lines, got ${lines.length}`);
+      for (const line of lines) {
+        assert.equal(new Date(line.time).toISOString(), line.time, 'ISO 8601 UTC with milliseconds');
+        assert.ok(line.replica.length > 0);
+        assert.ok(line.stream === 'stdout' || line.stream === 'stderr');
+      }
+      const times = lines.map((l) => l.time);
+      assert.deepEqual(times, times.toSorted(), 'oldest first');
+
+      const since = new Date();
+      const stop = new AbortController();
+      const followed: LogLine[] = [];
+      const ref = desired(id, 0).service;
+      const reading = (async () => {
+        for await (const line of d.provider.logs.read(ref, { tail: 1, follow: true, signal: stop.signal })) {
+          followed.push(line);
+          if (new Date(line.time) >= since) stop.abort();
+        }
+      })();
+      try {
+        await pollUntil('a line printed after the follow began', async () =>
+          followed.some((l) => new Date(l.time) >= since) ? true : undefined,
+        );
+      } finally {
+        stop.abort();
+        await reading;
+      }
+      const before = followed.filter((l) => new Date(l.time) < since);
+      assert.ok(before.length <= 1, `tail 1: at most one line printed before the call, got ${before.length}`);
+    });
+
+    test('a job runs to its end: apply resolves once it completed, and what it printed is in its logs', async () => {
+      const id = randomUUID();
+      const text = `contract-job-${id.slice(0, 8)}`;
+      await d.provider.apply(
+        desired(id, 70, { service: specOf(id, { ...d.printOnce(text), type: 'job' }) }),
+        never,
+      );
+      const ref = { ...desired(id, 0).service, type: 'job' as const };
+      assert.deepEqual(await d.provider.observe(ref), {
+        run_status: 'completed',
+        ready_count: 0,
+        generation: 70,
+      });
+      await linesOf(id, 10, (lines) => printed(lines, text));
+    });
+
+    test('cron: a cron service is scheduled, its runs print into its logs, and remove stops it', async () => {
+      const id = randomUUID();
+      const text = `contract-cron-${id.slice(0, 8)}`;
+      const service = specOf(id, { ...d.printOnce(text), type: 'cron', cron_schedule: '* * * * * *' });
+      await d.provider.apply(desired(id, 80, { service }), never);
+      const ref = { ...desired(id, 0).service, type: 'cron' as const };
+      assert.deepEqual(await d.provider.observe(ref), {
+        run_status: 'scheduled',
+        ready_count: 0,
+        generation: 80,
+      });
+      await linesOf(id, 10, (lines) => printed(lines, text));
+      await d.provider.remove(ref);
+      assert.equal((await d.provider.observe(ref)).run_status, 'deleted');
+    });
+
+    test('cancel: a rollout the user cancelled stops, leaves nothing of its own, and the previous version runs', async () => {
+      const id = randomUUID();
+      await d.provider.apply(desired(id, 90), never);
+      const running = await d.fingerprint(id);
+      const cancel = new AbortController();
+      // Cancelled once the rollout is under way (its image resolved), as a user's cancel comes.
+      const log: DeployLog = {
+        ...SILENT_LOG,
+        mark: (mark) => {
+          if (mark === 'image_resolved') cancel.abort(new DeploymentCancelled());
+        },
+      };
+      await assert.rejects(d.provider.apply(desired(id, 91), cancel.signal, log), DeploymentCancelled);
+      assert.ok(cancel.signal.aborted, 'the cancel came during the rollout');
+      assert.equal(await d.fingerprint(id), running, 'what the cancelled rollout started is gone');
+      assert.equal((await d.provider.observe(desired(id, 0).service)).generation, 90);
+      await d.provider.apply(desired(id, 92), never);
+      assert.equal((await d.provider.observe(desired(id, 0).service)).generation, 92, 'the next one goes on');
+    });
+
+    test('resources: made at most once, the same value again returns the same; deleted twice is harmless; a refusal names it', async () => {
+      const { resources } = d.provider;
+      const declared = d.resources;
+      if (!resources || !declared) {
+        assert.equal(d.capabilities.includes('resources'), false, 'a driver without resources declares none');
+        return;
+      }
+      const service = desired(randomUUID(), 0).service;
+      const request = {
+        service,
+        environment: d.environment,
+        resource: declared.makes,
+        password: 'contract-pass-1',
+      };
+      const made = await resources.ensure(request, never);
+      assert.ok(Object.keys(made.attributes).length > 0, 'its attributes resolve exports');
+      assert.deepEqual(await resources.ensure(request, never), made, 'the same value changes nothing');
+      await resources.delete(service, declared.makes);
+      await resources.delete(service, declared.makes);
+      const refused = declared.refuses;
+      await assert.rejects(
+        resources.ensure({ ...request, resource: refused }, never),
+        (error: Error) => error instanceof TerminalError && error.message.includes(refused.kind),
+      );
     });
   });
 }

@@ -15,7 +15,34 @@ providerContract('sim', async () => {
   return {
     provider,
     environment: { id: randomUUID(), account_id: randomUUID(), cloud: 'aws', region: 'us-east-1' },
+    capabilities: ['serving', 'secrets', 'resources', 'sources', 'admission'],
     spec: () => ({ docker_image: 'acme/contract' }),
+    printOnce: (text) => ({ run_command: `echo ${text}` }),
+    printEvery: (text) => ({ run_command: `while true; do echo ${text}; sleep 1; done` }),
+    // The simulated cloud runs nothing: its lines are made up, one a second per replica.
+    realLogs: false,
+    resources: {
+      makes: {
+        kind: 's3',
+        type: 'buckets',
+        id: 'contract-bucket',
+        prefix: 'contract-bucket',
+        exports: {},
+        skip_preview: false,
+        preview_only: false,
+        properties: {},
+      },
+      refuses: {
+        kind: 'dynamodb',
+        type: 'tables',
+        id: 'contract-table',
+        prefix: 'contract-table',
+        exports: {},
+        skip_preview: false,
+        preview_only: false,
+        properties: {},
+      },
+    },
     failing: (desired) => ({
       ...desired,
       target: { ...desired.target, docker_image_tag: 'fail-on-purpose' },

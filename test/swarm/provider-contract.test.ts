@@ -20,7 +20,33 @@ providerContract('swarm', async () => {
   return {
     provider,
     environment: { id: randomUUID(), account_id: randomUUID(), cloud: 'aws', region: 'local' },
+    capabilities: ['serving', 'resources', 'sources'],
     spec: () => ({ docker_image: SWARM_IMAGE, docker_registry: swarm.registry, run_command: 'sleep 3600' }),
+    printOnce: (text) => ({ run_command: `echo ${text}` }),
+    printEvery: (text) => ({ run_command: `while true; do echo ${text}; sleep 0.3; done` }),
+    realLogs: true,
+    resources: {
+      makes: {
+        kind: 'elasticache',
+        type: 'clusters',
+        id: 'contract-cache',
+        prefix: 'contract-cache',
+        exports: {},
+        skip_preview: false,
+        preview_only: false,
+        properties: { engine: 'redis' },
+      },
+      refuses: {
+        kind: 'sqs',
+        type: 'queues',
+        id: 'contract-queue',
+        prefix: 'contract-queue',
+        exports: {},
+        skip_preview: false,
+        preview_only: false,
+        properties: {},
+      },
+    },
     failing: (desired) => ({ ...desired, service: { ...desired.service, source: 'helm_chart' } }),
     // The serving service's running tasks: a rollout replaces them, and nothing else does.
     fingerprint: async (serviceId) => {

@@ -424,7 +424,10 @@ export class SimProvider implements Provider {
     return 'acm-validations.berth.test';
   }
 
-  async close(): Promise<void> {}
+  /** Stops serving, as the other drivers' close does: a process that closes its provider is done with it. */
+  async close(): Promise<void> {
+    await this.serving.stop();
+  }
 }
 
 /** What a real build or pull prints, in the simulated cloud's words. */
