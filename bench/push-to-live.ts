@@ -22,6 +22,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
+import { median } from './median.ts';
 
 const HERE = path.dirname(new URL(import.meta.url).pathname);
 const BERTH_BIN = path.join(HERE, '..', 'bin', 'berth.js');
@@ -431,11 +432,10 @@ export async function swarmPushRows(addRow: AddRow): Promise<void> {
 }
 
 if (process.argv[1] === new URL(import.meta.url).pathname) {
-  const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
   const print: AddRow = (measure, target, rounds, met) => {
     const keys = Object.keys(rounds[0] ?? {});
     const med = Object.fromEntries(
-      keys.map((k) => [k, Math.round((median(rounds.map((r) => r[k] ?? 0)) ?? 0) * 100) / 100]),
+      keys.map((k) => [k, Math.round(median(rounds.map((r) => r[k] ?? 0)) * 100) / 100]),
     );
     console.log(`| ${measure} | ${JSON.stringify(med)} | ${target} | ${met(med) ? 'yes' : 'no'} |`);
   };

@@ -48,7 +48,7 @@ import autocannon from 'autocannon';
 import pg from 'pg';
 import { median } from './median.ts';
 import { metricsRows } from './metrics.ts';
-import { pushToLiveRows } from './push-to-live.ts';
+import { pushToLiveRows, swarmPushRows } from './push-to-live.ts';
 import { BENCH_SERVICE } from './service.ts';
 
 const HERE = path.dirname(new URL(import.meta.url).pathname);
@@ -774,6 +774,7 @@ async function main(): Promise<void> {
     log: logFollowRow,
     console: consoleRow,
     push: () => pushToLiveRows(addRow),
+    swarmpush: () => swarmPushRows(addRow),
     metrics: () => metricsRows(addRow),
   };
   // BENCH_ROWS=list,start measures those rows again; the report keeps the other rows of the last run.
