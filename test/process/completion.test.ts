@@ -4,23 +4,22 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
-import { api, type BerthProcess, firstStartOf, runBerth, startBerth } from '../helpers/process.ts';
+import { api, type BerthProcess, runBerth } from '../helpers/process.ts';
+import { startTestServer, type TestServer } from '../helpers/server.ts';
 
 /**
  * TAB completion as a user gets it: the script `berth completion <shell>` prints, sourced into plain
  * bash (no bash-completion package), zsh and fish, completing `berth ...` and `npx berth ...`, with the
  * names of the services of a running server.
  */
-let db: TestDatabase;
+let started: TestServer;
 let server: BerthProcess & { url: string };
 let token: string;
 let home: string;
 const scripts: Record<string, string> = {};
 before(async () => {
-  db = await createTestDatabase();
-  server = await startBerth({ BERTH_DATA_DIR: db.dataDir, BERTH_DATABASE_URL: db.databaseUrl ?? '' });
-  const started = await firstStartOf(server);
+  started = await startTestServer('sim');
+  server = started.berth;
   token = started.token;
   for (const name of ['hello web', 'hello worker']) {
     const res = await api(`${started.envUrl}/services`, token, 'POST', {
@@ -43,8 +42,7 @@ before(async () => {
   }
 });
 after(async () => {
-  await server?.kill('SIGTERM');
-  await db?.drop();
+  await started?.close();
   fs.rmSync(home, { recursive: true, force: true });
 });
 

@@ -5,28 +5,27 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import YAML from 'yaml';
-import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
 import { pollUntil } from '../helpers/poll.ts';
-import { api, BERTH_BIN, type BerthProcess, firstStartOf, runBerth, startBerth } from '../helpers/process.ts';
+import { api, BERTH_BIN, type BerthProcess, runBerth } from '../helpers/process.ts';
+import { startTestServer, type TestServer } from '../helpers/server.ts';
 
 /**
  * The developer commands as a user runs them: the real `berth` bin against a real `berth serve`, with a
  * temporary HOME (so the login context lands in a config directory of its own), output piped (not a
  * terminal), and nothing from the caller's BERTH_* settings.
  */
-let db: TestDatabase;
+let started: TestServer;
 let server: BerthProcess & { url: string };
 let token: string;
 let home: string;
 before(async () => {
-  db = await createTestDatabase();
-  server = await startBerth({ BERTH_DATA_DIR: db.dataDir, BERTH_DATABASE_URL: db.databaseUrl ?? '' });
-  ({ token } = await firstStartOf(server));
+  started = await startTestServer('sim');
+  server = started.berth;
+  token = started.token;
   home = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-home-'));
 });
 after(async () => {
-  await server?.kill('SIGTERM');
-  await db?.drop();
+  await started?.close();
   fs.rmSync(home, { recursive: true, force: true });
 });
 
