@@ -1,48 +1,23 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
-import {
-  BASE_IMAGE,
-  buildBaseImage,
-  buildImage,
-  containersOfService,
-  docker,
-  freePort,
-  removeEnvironment,
-  requireDocker,
-} from '../helpers/docker.ts';
+import { BASE_IMAGE, buildImage, containersOfService, docker } from '../helpers/docker.ts';
 import { pollUntil } from '../helpers/poll.ts';
-import { api, type BerthProcess, deploymentEnd, firstStartOf, startBerth } from '../helpers/process.ts';
+import { api, deploymentEnd } from '../helpers/process.ts';
+import { startTestServer, type TestServer } from '../helpers/server.ts';
 
 /**
  * Issue 17 item 9: cron runs never overlap (Forbid), and a deleted service leaves nothing running.
  * Issue 11: ops.json cron jobs request their path on the service on schedule.
  */
-let db: TestDatabase;
-let berth: BerthProcess & { url: string };
-let envId: string;
+let server: TestServer;
 
 before(async () => {
-  await requireDocker();
-  db = await createTestDatabase();
-  await buildBaseImage();
-  berth = await startBerth({
-    BERTH_DATA_DIR: db.dataDir,
-    BERTH_DATABASE_URL: db.databaseUrl ?? '',
-    BERTH_PROVIDER: 'docker',
-    BERTH_INGRESS_PORT: String(await freePort()),
-  });
+  server = await startTestServer('docker');
 });
-after(async () => {
-  await berth?.kill('SIGTERM');
-  if (envId) await removeEnvironment(envId);
-  await db?.drop();
-});
+after(() => server?.close());
 
 test('a cron command longer than its schedule never runs twice at once; delete stops and removes every run', async () => {
-  const started = await firstStartOf(berth);
-  envId = started.envId;
-  const { token, envUrl } = started;
+  const { token, envUrl } = server;
   const created = await api(`${envUrl}/services`, token, 'POST', {
     name: 'Slow Cron',
     source: 'docker_image',
@@ -58,7 +33,7 @@ test('a cron command longer than its schedule never runs twice at once; delete s
   const id = created.body.data.service.id as string;
   const deploy = await api(`${envUrl}/services/${id}/deploy`, token, 'POST', {});
   assert.equal(
-    (await deploymentEnd(berth.url, token, deploy.body.data.deployment_id, 90_000)).state,
+    (await deploymentEnd(server.berth.url, token, deploy.body.data.deployment_id, 90_000)).state,
     'success',
   );
 
@@ -100,9 +75,7 @@ test('a cron command longer than its schedule never runs twice at once; delete s
 });
 
 test("ops.json cron jobs: each tick requests the job's path on the serving replica", async () => {
-  const started = await firstStartOf(berth);
-  envId = started.envId;
-  const { token, envUrl } = started;
+  const { token, envUrl } = server;
   // busybox httpd with a CGI script that counts its requests in a file.
   await buildImage(
     'berth-test/deps-cron-web:latest',
@@ -122,7 +95,7 @@ test("ops.json cron jobs: each tick requests the job's path on the serving repli
   assert.equal(created.status, 200, JSON.stringify(created.body));
   const id = created.body.data.service.id as string;
   const deploy = await api(`${envUrl}/services/${id}/deploy`, token, 'POST', {});
-  const end = await deploymentEnd(berth.url, token, deploy.body.data.deployment_id, 90_000);
+  const end = await deploymentEnd(server.berth.url, token, deploy.body.data.deployment_id, 90_000);
   assert.equal(end.state, 'success', end.failure_reason);
 
   const [replica] = await containersOfService(id, false);

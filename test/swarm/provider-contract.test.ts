@@ -4,17 +4,27 @@ import { loadConfig } from '../../src/config.ts';
 import { openProvider } from '../../src/providers/registry.ts';
 import { openStore } from '../../src/store/database.ts';
 import { createTestDatabase } from '../helpers/database.ts';
+import { buildDependencyImages } from '../helpers/dependency-images.ts';
+import { freePort } from '../helpers/docker.ts';
 import { providerContract } from '../helpers/provider-contract.ts';
 import { SWARM_IMAGE, startSwarm } from '../helpers/swarm.ts';
 
 providerContract('swarm', async () => {
   const swarm = await startSwarm(2);
+  await buildDependencyImages();
+  // The nodes pull from the swarm's registry: the redis the resources test makes is pushed there.
+  const redis = await swarm.pushLocalImage('berth-deps/redis:latest', 'berth-deps/redis');
   const database = await createTestDatabase();
   const store = await openStore({ databaseUrl: database.databaseUrl, dataDir: database.dataDir });
   const config = {
     ...loadConfig({}),
     provider: 'swarm',
-    providerEnv: { DOCKER_HOST: swarm.dockerHost, BERTH_SWARM_MONITOR_S: '1' },
+    providerEnv: {
+      DOCKER_HOST: swarm.dockerHost,
+      BERTH_SWARM_MONITOR_S: '1',
+      BERTH_DOCKER_REDIS_IMAGE: redis,
+      BERTH_INGRESS_PORT: String(await freePort()),
+    },
   };
   const provider = await openProvider(config, store.db, pino({ level: 'silent' }));
   return {
