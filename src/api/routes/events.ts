@@ -29,7 +29,7 @@ function resumeAfter(query: string | undefined, header: string | string[] | unde
 export const eventRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app, { deps }) => {
   const db = deps.store.db;
   const notifications = deps.store.notifications;
-  const reads = new EventReads(db);
+  const reads = new EventReads(db, deps.secretBox);
 
   app.get(
     '/events',

@@ -1,5 +1,6 @@
 import { Webhook } from 'standardwebhooks';
 import type { Deps } from '../../domain/usecases/context.ts';
+import { maskedEvents } from '../../domain/usecases/event-masking.ts';
 import { eventView } from '../../domain/usecases/projections.ts';
 import { webhookRetryDelayMs } from '../../domain/webhook-rules.ts';
 import { deliveryTarget, recordAttempt } from '../../store/repositories/webhooks.ts';
@@ -23,7 +24,8 @@ export function deliverWebhookHandler(deps: Deps): JobHandler {
       if (!target) return;
       const { delivery, webhook, event } = target;
       if (!event) throw new TerminalError('the event is past retention (BERTH_EVENT_RETENTION_HOURS)');
-      const body = JSON.stringify(eventView(event));
+      const [shown] = await maskedEvents(db, deps.secretBox, [event]);
+      const body = JSON.stringify(eventView(shown ?? event));
       const signer = new Webhook(deps.secretBox.open(webhook.secret_sealed));
       const sentAt = new Date();
       const headers = {
