@@ -8,25 +8,14 @@
  * alone with `node bench/metrics.ts`.
  * @module
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import autocannon from 'autocannon';
 import { median } from './median.ts';
+import { type AddRow, BERTH_BIN, log, spawnNode, waitFor } from './process.ts';
 import { BENCH_SERVICE } from './service.ts';
-
-const HERE = path.dirname(new URL(import.meta.url).pathname);
-const BERTH_BIN = path.join(HERE, '..', 'bin', 'berth.js');
-const log = (message: string) => process.stderr.write(`[bench] ${message}\n`);
-
-export type AddRow = (
-  measure: string,
-  target: string,
-  rounds: Record<string, number>[],
-  met: (m: Record<string, number>) => boolean,
-) => void;
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS || 3);
 const DURATION_S = Number(process.env.BENCH_DURATION_S || 5);
@@ -43,16 +32,6 @@ interface Berth {
   pollUrl: string;
   metricsUrl: string | undefined;
   stop(): Promise<void>;
-}
-
-async function waitFor<T>(what: string, check: () => Promise<T | undefined> | T | undefined): Promise<T> {
-  const deadline = Date.now() + 120_000;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(10);
-  }
 }
 
 async function api(berth: { url: string; token: string }, method: string, url: string, body?: unknown) {
@@ -73,38 +52,31 @@ async function api(berth: { url: string; token: string }, method: string, url: s
 /** `berth serve` on a fresh embedded data directory, with one finished deployment to poll. */
 async function startBerth(metrics: boolean): Promise<Berth> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-bench-metrics-'));
-  const child = spawn(process.execPath, [BERTH_BIN, 'serve'], {
-    env: {
-      ...process.env,
-      BERTH_LOG_LEVEL: 'warn',
-      BERTH_DATA_DIR: dataDir,
-      BERTH_PORT: '0',
-      BERTH_RATE_LIMIT_PER_MIN: '10000000',
-      BERTH_SIM_STEP_MS: '10',
-      BERTH_METRICS_BIND: metrics ? '127.0.0.1:0' : '',
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
+  const proc = spawnNode([BERTH_BIN, 'serve'], {
+    BERTH_DATA_DIR: dataDir,
+    BERTH_PORT: '0',
+    BERTH_RATE_LIMIT_PER_MIN: '10000000',
+    BERTH_SIM_STEP_MS: '10',
+    BERTH_METRICS_BIND: metrics ? '127.0.0.1:0' : '',
   });
-  let out = '';
-  child.stdout?.on('data', (chunk) => {
-    out += chunk;
-  });
-  child.stderr?.on('data', (chunk) => {
-    out += chunk;
-  });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const { child } = proc;
   const stop = async () => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-    await exited;
+    await proc.stop();
     fs.rmSync(dataDir, { recursive: true, force: true });
   };
   try {
     const url = await waitFor('berth to listen', () => {
-      if (child.exitCode !== null) throw new Error(`berth exited: ${out}`);
-      return /listening on (http:\/\/\S+)/.exec(out)?.[1];
+      if (child.exitCode !== null) throw new Error(`berth exited: ${proc.out()}`);
+      return /listening on (http:\/\/\S+)/.exec(proc.out())?.[1];
     });
-    const token = await waitFor('the first start', () => /API token:\s+([0-9a-f-]{36})/.exec(out)?.[1]);
-    const envId = await waitFor('the first start', () => /environment:\s+([0-9a-f-]{36})/.exec(out)?.[1]);
+    const token = await waitFor(
+      'the first start',
+      () => /API token:\s+([0-9a-f-]{36})/.exec(proc.out())?.[1],
+    );
+    const envId = await waitFor(
+      'the first start',
+      () => /environment:\s+([0-9a-f-]{36})/.exec(proc.out())?.[1],
+    );
     const berth = { url, token };
     await waitFor('the environment to be available', async () =>
       (await api(berth, 'GET', `/v1/environments/${envId}`)).data.environment.state === 'available'
@@ -125,9 +97,9 @@ async function startBerth(metrics: boolean): Promise<Berth> {
     await waitFor('the deployment to succeed', async () =>
       (await api(berth, 'GET', pollUrl)).data.deployment.state === 'success' ? true : undefined,
     );
-    const metricsUrl = metrics ? /Metrics: (http:\/\/\S+)/.exec(out)?.[1] : undefined;
-    if (metrics && !metricsUrl) throw new Error(`berth printed no metrics address: ${out}`);
-    return { child, out: () => out, url, token, pollUrl, metricsUrl, stop };
+    const metricsUrl = metrics ? /Metrics: (http:\/\/\S+)/.exec(proc.out())?.[1] : undefined;
+    if (metrics && !metricsUrl) throw new Error(`berth printed no metrics address: ${proc.out()}`);
+    return { child, out: proc.out, url, token, pollUrl, metricsUrl, stop };
   } catch (error) {
     await stop();
     throw error;

@@ -20,21 +20,11 @@ import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { median } from './median.ts';
+import { type AddRow, BERTH_BIN, log, spawnNode, waitFor } from './process.ts';
 
-const HERE = path.dirname(new URL(import.meta.url).pathname);
-const BERTH_BIN = path.join(HERE, '..', 'bin', 'berth.js');
 const exec = promisify(execFile);
-const log = (message: string) => process.stderr.write(`[bench] ${message}\n`);
-
-export type AddRow = (
-  measure: string,
-  target: string,
-  rounds: Record<string, number>[],
-  met: (m: Record<string, number>) => boolean,
-) => void;
 
 const ROUNDS = Number(process.env.BENCH_PUSH_ROUNDS || 5);
 /** Berth may take this much of the engine's own time. */
@@ -57,14 +47,9 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-async function waitFor<T>(what: string, check: () => Promise<T | undefined>, ms = 120_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await check().catch(() => undefined);
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(2);
-  }
+/** Polls every 2 ms (the bench times these waits); a check that throws (nothing answers yet) is retried. */
+function settle<T>(what: string, check: () => Promise<T | undefined>, ms = 120_000): Promise<T> {
+  return waitFor(what, () => check().catch(() => undefined), ms, 2);
 }
 
 /** One GET with a chosen Host header: its status and body, or undefined when nothing answered. */
@@ -102,7 +87,7 @@ async function startRegistry(): Promise<string> {
     child.kill('SIGTERM');
     fs.rmSync(dir, { recursive: true, force: true });
   });
-  await waitFor('the registry', async () => ((await fetch(`http://${address}/v2/`)).ok ? true : undefined));
+  await settle('the registry', async () => ((await fetch(`http://${address}/v2/`)).ok ? true : undefined));
   return address;
 }
 
@@ -149,7 +134,7 @@ async function dockerRun(image: string, version: string, network?: string): Prom
     `127.0.0.1:${port}:8080`,
     image,
   );
-  await waitFor(`docker run of ${image}`, async () => {
+  await settle(`docker run of ${image}`, async () => {
     const res = await get(port, 'localhost');
     return res?.status === 200 && res.body.trim() === version ? true : undefined;
   });
@@ -169,43 +154,36 @@ interface Berth {
 async function startBerth(registry: string, extra: Record<string, string> = {}): Promise<Berth> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-bench-push-'));
   const ingressPort = await freePort();
-  const child = spawn(process.execPath, [BERTH_BIN, 'serve'], {
-    env: {
-      ...process.env,
-      BERTH_LOG_LEVEL: 'warn',
-      BERTH_DATA_DIR: dataDir,
-      BERTH_PORT: '0',
-      BERTH_PROVIDER: 'docker',
-      BERTH_INGRESS_PORT: String(ingressPort),
-      BERTH_ALLOWED_REGISTRIES: registry,
-      BERTH_RATE_LIMIT_PER_MIN: '10000000',
-      ...extra,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
+  const proc = spawnNode([BERTH_BIN, 'serve'], {
+    BERTH_DATA_DIR: dataDir,
+    BERTH_PORT: '0',
+    BERTH_PROVIDER: 'docker',
+    BERTH_INGRESS_PORT: String(ingressPort),
+    BERTH_ALLOWED_REGISTRIES: registry,
+    BERTH_RATE_LIMIT_PER_MIN: '10000000',
+    ...extra,
   });
-  let out = '';
-  child.stdout?.on('data', (chunk) => {
-    out += chunk;
-  });
-  child.stderr?.on('data', (chunk) => {
-    out += chunk;
-  });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const { child } = proc;
   cleanups.push(async () => {
-    if (child.exitCode === null) child.kill('SIGTERM');
-    await exited;
+    await proc.stop();
     fs.rmSync(dataDir, { recursive: true, force: true });
   });
+  // Not settle: a berth that exited fails the row at once.
   const found = (pattern: RegExp) =>
-    waitFor(`berth: ${pattern}`, async () => {
-      if (child.exitCode !== null) throw new Error(`berth exited: ${out}`);
-      return pattern.exec(out)?.[1];
-    });
+    waitFor(
+      `berth: ${pattern}`,
+      () => {
+        if (child.exitCode !== null) throw new Error(`berth exited: ${proc.out()}`);
+        return pattern.exec(proc.out())?.[1];
+      },
+      120_000,
+      2,
+    );
   const url = await found(/listening on (http:\/\/\S+)/);
   const token = await found(/API token:\s+([0-9a-f-]{36})/);
   const envId = await found(/environment:\s+([0-9a-f-]{36})/);
   const berth = { child, url, token, envId, ingressPort };
-  await waitFor('the environment', async () =>
+  await settle('the environment', async () =>
     (await call(berth, 'GET', `/v1/environments/${envId}`)).data.environment.state === 'available'
       ? true
       : undefined,
@@ -237,20 +215,20 @@ async function toLive(
 ): Promise<{ id: string; ms: number; timeline: Record<string, number> }> {
   const started = performance.now();
   const { data } = await request();
-  await waitFor(`${version} through the ingress`, async () => {
+  await settle(`${version} through the ingress`, async () => {
     const res = await get(berth.ingressPort, host);
     return res?.status === 200 && res.body.trim() === version ? true : undefined;
   });
   const ms = performance.now() - started;
   const id = data.deployment_id as string;
-  const deployment = await waitFor('the deployment to end', async () => {
+  const deployment = await settle('the deployment to end', async () => {
     const d = (await call(berth, 'GET', `/v1/deployments/${id}`)).data.deployment;
     return d.state === 'success' || d.state === 'failed' ? d : undefined;
   });
   if (deployment.state !== 'success')
     throw new Error(`deployment ${id} failed: ${deployment.failure_reason}`);
   // The next measurement starts once the old version is gone, as `docker run`'s does after `docker rm`.
-  const timeline = await waitFor('the old version to stop', async () => {
+  const timeline = await settle('the old version to stop', async () => {
     const ops = await call(berth, 'GET', `/v1/deployments/${id}/operations`);
     const moments = ops.data.timeline as { mark: string; elapsed_ms: number }[];
     return !replaces || moments.some((m) => m.mark === 'old_stopped')
@@ -369,7 +347,7 @@ export async function swarmPushRows(addRow: AddRow): Promise<void> {
       `${swarm.registry}/${IMAGE}:v0`,
     );
     const answering = (version: string) =>
-      waitFor(`the baseline to answer ${version}`, async () => {
+      settle(`the baseline to answer ${version}`, async () => {
         const res = await get(baselinePort, 'localhost', address);
         return res?.status === 200 && res.body.trim() === version ? true : undefined;
       });

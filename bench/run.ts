@@ -37,7 +37,7 @@
  * - metrics: bench/metrics.ts, poll throughput with BERTH_METRICS_BIND set vs unset (embedded).
  * BENCH_POSTGRES_URL (an admin connection; the run creates and drops databases of its own).
  */
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
@@ -48,11 +48,11 @@ import autocannon from 'autocannon';
 import pg from 'pg';
 import { median } from './median.ts';
 import { metricsRows } from './metrics.ts';
+import { BERTH_BIN, log, type Proc, spawnNode, waitFor } from './process.ts';
 import { pushToLiveRows, swarmPushRows } from './push-to-live.ts';
 import { BENCH_SERVICE } from './service.ts';
 
 const HERE = path.dirname(new URL(import.meta.url).pathname);
-const BERTH_BIN = path.join(HERE, '..', 'bin', 'berth.js');
 const REPORT_FILE = path.join(HERE, 'results', 'bench.json');
 
 function setting(name: string, fallback: number, min: number, max: number): number {
@@ -80,47 +80,15 @@ const SETTINGS = {
 };
 const POSTGRES_ADMIN_URL = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
-const log = (message: string) => process.stderr.write(`[bench] ${message}\n`);
 const round2 = (n: number) => Math.round(n * 100) / 100;
 
 const cleanups: Array<() => Promise<void>> = [];
 
-/** A child process: its output, and a way to end it that the run's cleanup also takes. */
-interface Proc {
-  child: ChildProcess;
-  out(): string;
-  stop(): Promise<void>;
-}
-
+/** A berth (or baseline) process that the run's cleanup also ends. */
 function run(args: string[], env: Record<string, string>): Proc {
-  const child = spawn(process.execPath, args, {
-    env: { ...process.env, BERTH_LOG_LEVEL: 'warn', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  child.stdout?.on('data', (chunk) => {
-    out += chunk;
-  });
-  child.stderr?.on('data', (chunk) => {
-    out += chunk;
-  });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const stop = async () => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-    await exited;
-  };
-  cleanups.push(stop);
-  return { child, out: () => out, stop };
-}
-
-async function waitFor<T>(what: string, check: () => Promise<T | undefined> | T | undefined, ms = 120_000) {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(10);
-  }
+  const proc = spawnNode(args, env);
+  cleanups.push(proc.stop);
+  return proc;
 }
 
 function rssMb(pid: number | undefined): number {
