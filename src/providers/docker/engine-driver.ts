@@ -41,6 +41,7 @@ export abstract class EngineDriver<P extends Prepared> {
   };
   readonly serving: Serving = {
     start: async () => {
+      this.stopping = undefined;
       this.ingress = await startIngress({
         db: this.db,
         targets: (route) => this.ingressTargets(route),
@@ -53,13 +54,18 @@ export abstract class EngineDriver<P extends Prepared> {
       await this.opsCron.start();
       await this.started();
     },
-    stop: async () => {
-      this.cron.stop();
-      this.opsCron.stop();
-      await this.ingress?.close();
-      await this.stopped();
+    // A shutdown may ask more than once (a signal, then close): every call waits for the one stop.
+    stop: () => {
+      this.stopping ??= (async () => {
+        this.cron.stop();
+        this.opsCron.stop();
+        await this.ingress?.close();
+        await this.stopped();
+      })();
+      return this.stopping;
     },
   };
+  private stopping: Promise<void> | undefined;
 
   constructor(settings: DockerSettings, logger: Logger) {
     this.settings = settings;
