@@ -2,7 +2,10 @@ import { type Insertable, sql } from 'kysely';
 import type { Db } from '../database.ts';
 import type { SecretRow, SecretsTable } from '../schema.ts';
 
-/** The secrets of several scopes (an environment's and its service's) in one statement. */
+/**
+ * The secrets of several scopes (an environment's and its service's) in one statement, in byte order
+ * whatever the database's collation: the same order the PUT answers in.
+ */
 export async function listSecretsOf(db: Db, scopeIds: string[]): Promise<SecretRow[]> {
   return db
     .selectFrom('secrets')
@@ -13,13 +16,7 @@ export async function listSecretsOf(db: Db, scopeIds: string[]): Promise<SecretR
 }
 
 export async function listSecrets(db: Db, scopeId: string): Promise<SecretRow[]> {
-  // Byte order, whatever the database's collation: the same order the PUT answers in.
-  return db
-    .selectFrom('secrets')
-    .selectAll()
-    .where('scope_id', '=', scopeId)
-    .orderBy(sql`key COLLATE "C"`)
-    .execute();
+  return listSecretsOf(db, [scopeId]);
 }
 
 /**
