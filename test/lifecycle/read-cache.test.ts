@@ -94,6 +94,9 @@ test('a poll after a change committed by another process (a worker) reflects it'
   });
   // A terminal deployment stays cached.
   await cached(url);
+  // Stopped here: left running, it would finish the next test's deployments, and a terminal
+  // deployment is kept through a lost connection (it never changes, but for that test's raw UPDATE).
+  await Promise.all(processes.splice(0).map((p) => p.kill()));
 });
 
 test('a cached deployment is dropped when the notification connection dies, and cached again once it is back', {
