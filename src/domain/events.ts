@@ -1,6 +1,7 @@
 /**
  * What GET /v1/events and webhooks report: every state change of an account's deployments, services,
- * custom domains and dependencies, and every secret write (migration 0018's triggers record them).
+ * custom domains and dependencies, and every secret write (store/events.ts records them, from the
+ * code that makes each change).
  * A type is `<kind>.<created|updated|deleted>`.
  */
 export const EVENT_KINDS = ['deployment', 'service', 'custom_domain', 'dependency', 'secret'] as const;

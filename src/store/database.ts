@@ -5,6 +5,7 @@ import pg from 'pg';
 import { watchingCommits } from './committed-writes.ts';
 import { lockDataDir } from './data-dir-lock.ts';
 import { embeddedStartParams, snapshotFor } from './embedded-snapshot.ts';
+import { recordingEvents } from './events.ts';
 import { migrateToLatest } from './migrate.ts';
 import { embeddedSource, Notifications, postgresSource } from './notifications.ts';
 import type { Database } from './schema.ts';
@@ -66,7 +67,9 @@ async function openEmbedded(
       };
     };
     const notifications = new Notifications(embeddedSource(listen));
-    const dialect = watchingCommits(new PGliteDialect({ pglite }), () => notifications.committedHere());
+    const dialect = recordingEvents(
+      watchingCommits(new PGliteDialect({ pglite }), () => notifications.committedHere()),
+    );
     const db = new Kysely<Database>({ dialect, log });
     return {
       db,
@@ -95,9 +98,11 @@ function openPostgres(
   // Without a listener an idle connection's error would end the process.
   pool.on('error', onConnectionError);
   const notifications = shared ?? new Notifications(postgresSource(databaseUrl, onConnectionError));
-  const dialect = shared
-    ? new PostgresDialect({ pool })
-    : watchingCommits(new PostgresDialect({ pool }), () => notifications.committedHere());
+  const dialect = recordingEvents(
+    shared
+      ? new PostgresDialect({ pool })
+      : watchingCommits(new PostgresDialect({ pool }), () => notifications.committedHere()),
+  );
   const db = new Kysely<Database>({ dialect, log });
   return {
     db,

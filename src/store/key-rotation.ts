@@ -71,9 +71,8 @@ async function resealTable(
   let after: unknown[] | undefined;
   let resealed = 0;
   for (;;) {
+    // Re-sealing changes no secret: it records no event (it writes the sealed column, not a secret).
     const batch = await db.transaction().execute(async (trx) => {
-      // Re-sealing changes no secret: no event, no webhook (migration 0033's condition on the trigger).
-      await sql`SELECT set_config('berth.resealing', 'on', true)`.execute(trx);
       const from: RawBuilder<unknown> = after ? sql`WHERE (${list(key)}) > (${tuple(after)})` : sql``;
       const { rows } = await sql<Record<string, string | null>>`
         SELECT ${list([...key, ...columns])} FROM ${sql.table(table)} ${from}

@@ -238,14 +238,14 @@ export interface DeploymentTimelineTable {
   at: Date;
 }
 
-/** One state change of an account (migration 0018's triggers write them). */
+/** One state change of an account (store/events.ts writes them). */
 export interface EventsTable {
   /** bigint: read as a string. */
   seq: Generated<string>;
   account_id: string;
   /** `<kind>.<created|updated|deleted>`. */
   type: string;
-  /** The resource's new state: the columns the trigger keeps (pg parses jsonb). */
+  /** The resource's new state: the columns its EVENT_SOURCES entry keeps (pg parses jsonb). */
   data: ColumnType<Record<string, unknown>, string, string>;
   at: Generated<Date>;
 }

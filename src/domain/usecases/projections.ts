@@ -37,7 +37,7 @@ export function deploymentView(d: DeploymentRow) {
   };
 }
 
-/** The columns an event kept (migration 0018), in the API's names and shapes (dates as ISO strings). */
+/** The columns an event kept (store/events.ts EVENT_SOURCES), in the API's names and shapes (dates as ISO strings). */
 export function eventView(e: EventRow) {
   // biome-ignore lint/suspicious/noExplicitAny: a jsonb snapshot whose columns the kind fixes
   const state = e.data as Record<string, any>;

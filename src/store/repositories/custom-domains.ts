@@ -1,13 +1,57 @@
-import type { Insertable } from 'kysely';
+import type { Insertable, Updateable } from 'kysely';
 import { CUSTOM_DOMAIN_STATES, type CustomDomainState } from '../../domain/custom-domain-states.ts';
 import type { Db } from '../database.ts';
+import { changedSince, eventState, inTransaction, recordEvents } from '../events.ts';
 import type { CustomDomainRow, CustomDomainsTable } from '../schema.ts';
 
 export async function insertCustomDomain(
   db: Db,
   row: Insertable<CustomDomainsTable>,
 ): Promise<CustomDomainRow> {
-  return db.insertInto('custom_domains').values(row).returningAll().executeTakeFirstOrThrow();
+  return inTransaction(db, async (trx) => {
+    const domain = await trx
+      .insertInto('custom_domains')
+      .values(row)
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    await recordEvents(trx, 'custom_domain', 'created', [domain]);
+    return domain;
+  });
+}
+
+const domainsTable = (db: Db) => db.selectFrom('custom_domains');
+
+/**
+ * Updates the domains `where` picks (locked first) with `set`, recording an `updated` event for each
+ * whose event state changed; how many it updated.
+ */
+async function updateDomains(
+  db: Db,
+  where: (q: ReturnType<typeof domainsTable>) => ReturnType<typeof domainsTable>,
+  set: Updateable<CustomDomainsTable>,
+): Promise<number> {
+  return inTransaction(db, async (trx) => {
+    const rows = await trx
+      .updateTable('custom_domains')
+      .from(
+        where(domainsTable(trx))
+          .select(['id as before_id', eventState('custom_domain', 'custom_domains').as('before_state')])
+          .forUpdate()
+          .as('before'),
+      )
+      .set(set)
+      .whereRef('custom_domains.id', '=', 'before.before_id')
+      .returningAll('custom_domains')
+      .returning(changedSince('custom_domain', 'custom_domains').as('changed'))
+      .execute();
+    await recordEvents(
+      trx,
+      'custom_domain',
+      'updated',
+      rows.filter((r) => r.changed),
+    );
+    return rows.length;
+  });
 }
 
 /** Held by any account, in any state but deleted. */
@@ -72,22 +116,19 @@ export async function transitionCustomDomain(
   to: CustomDomainState,
   extra: { prov_custom_domain_id?: string; failure_reason?: string } = {},
 ): Promise<boolean> {
-  const result = await db
-    .updateTable('custom_domains')
-    .set({ state: to, ...extra, updated_at: new Date() })
-    .where('id', '=', id)
-    .where('state', 'in', from)
-    .executeTakeFirst();
-  return result.numUpdatedRows > 0n;
+  const updated = await updateDomains(db, (q) => q.where('id', '=', id).where('state', 'in', from), {
+    state: to,
+    ...extra,
+    updated_at: new Date(),
+  });
+  return updated > 0;
 }
 
 export async function retireAllDomains(db: Db, serviceId: string): Promise<void> {
-  await db
-    .updateTable('custom_domains')
-    .set({ state: 'deleted', updated_at: new Date() })
-    .where('service_id', '=', serviceId)
-    .where('state', '!=', 'deleted')
-    .execute();
+  await updateDomains(db, (q) => q.where('service_id', '=', serviceId).where('state', '!=', 'deleted'), {
+    state: 'deleted',
+    updated_at: new Date(),
+  });
 }
 
 /** The domain names a service is served under: its deployed domains, and any named in `also`. */

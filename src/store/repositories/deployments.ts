@@ -1,14 +1,58 @@
-import { type Insertable, sql } from 'kysely';
+import { type Insertable, sql, type Updateable } from 'kysely';
 import { DELETE_STATES } from '../../domain/service-states.ts';
 import type { DeployedSource } from '../../providers/provider.ts';
 import type { Db } from '../database.ts';
+import { changedSince, eventState, inTransaction, recordEvents } from '../events.ts';
 import { notify } from '../notifications.ts';
-import type { DeploymentRow, DeploymentsTable, EnvironmentRow } from '../schema.ts';
+import type { DeploymentRow, DeploymentsTable, EnvironmentRow, ServiceRow } from '../schema.ts';
 import { type Page, pageAfter } from './paging.ts';
 import { type AsJson, withDates } from './scope.ts';
 
 export async function insertDeployment(db: Db, row: Insertable<DeploymentsTable>): Promise<DeploymentRow> {
-  return db.insertInto('deployments').values(row).returningAll().executeTakeFirstOrThrow();
+  return inTransaction(db, async (trx) => {
+    const deployment = await trx
+      .insertInto('deployments')
+      .values(row)
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    await recordEvents(trx, 'deployment', 'created', [deployment]);
+    return deployment;
+  });
+}
+
+const deploymentsTable = (db: Db) => db.selectFrom('deployments');
+
+/**
+ * Updates the deployments `where` picks (locked first) with `set`, recording an `updated` event for
+ * each whose event state changed; how many it updated.
+ */
+async function updateDeployments(
+  db: Db,
+  where: (q: ReturnType<typeof deploymentsTable>) => ReturnType<typeof deploymentsTable>,
+  set: Updateable<DeploymentsTable>,
+): Promise<number> {
+  return inTransaction(db, async (trx) => {
+    const rows = await trx
+      .updateTable('deployments')
+      .from(
+        where(deploymentsTable(trx))
+          .select(['id as before_id', eventState('deployment', 'deployments').as('before_state')])
+          .forUpdate()
+          .as('before'),
+      )
+      .set(set)
+      .whereRef('deployments.id', '=', 'before.before_id')
+      .returningAll('deployments')
+      .returning(changedSince('deployment', 'deployments').as('changed'))
+      .execute();
+    await recordEvents(
+      trx,
+      'deployment',
+      'updated',
+      rows.filter((r) => r.changed),
+    );
+    return rows.length;
+  });
 }
 
 /** Scoped to the account: one lookup by primary key. */
@@ -60,29 +104,50 @@ export async function findDeploymentToRun(db: Db, id: string) {
  */
 export async function startDeployment(db: Db, id: string): Promise<boolean> {
   const now = new Date();
-  const result = await db
-    .with('moved', (q) =>
-      q
-        .updateTable('deployments')
-        .set({ state: 'in_progress', updated_at: now })
-        .where('id', '=', id)
-        .where('state', '=', 'queued')
-        .returning(['id', 'service_id']),
-    )
-    .with('followed', (q) =>
-      q
-        .updateTable('services')
-        .from('moved')
-        .set({ state: 'deploying', updated_at: now })
-        .whereRef('services.id', '=', 'moved.service_id')
-        .whereRef('services.latest_deployment_id', '=', 'moved.id')
-        .where('services.state', 'not in', DELETE_STATES)
-        .returning('services.id'),
-    )
-    .selectFrom('moved')
-    .select((eb) => eb.fn.countAll<string>().as('moved'))
-    .executeTakeFirstOrThrow();
-  return Number(result.moved) > 0;
+  return inTransaction(db, async (trx) => {
+    const result = await trx
+      .with('moved', (q) =>
+        q
+          .updateTable('deployments')
+          .set({ state: 'in_progress', updated_at: now })
+          .where('id', '=', id)
+          .where('state', '=', 'queued')
+          .returningAll(),
+      )
+      .with('followed', (q) =>
+        q
+          .updateTable('services')
+          .from([
+            'moved',
+            trx
+              .selectFrom('services')
+              .select(['id as before_id', eventState('service', 'services').as('before_state')])
+              .where('latest_deployment_id', '=', id)
+              .where('state', 'not in', DELETE_STATES)
+              .forUpdate()
+              .as('before'),
+          ])
+          .set({ state: 'deploying', updated_at: now })
+          .whereRef('services.id', '=', 'moved.service_id')
+          .whereRef('services.id', '=', 'before.before_id')
+          .returningAll('services')
+          .returning(changedSince('service', 'services').as('changed')),
+      )
+      .selectFrom('moved')
+      .select((eb) => [
+        sql<AsJson<DeploymentRow>>`to_jsonb(moved)`.as('deployment'),
+        eb
+          .selectFrom('followed')
+          .select(sql<AsJson<ServiceRow> & { changed: boolean }>`to_jsonb(followed)`.as('service'))
+          .as('service'),
+      ])
+      .executeTakeFirst();
+    if (!result) return false;
+    // Dates come as jsonb's strings: events keep them as such.
+    await recordEvents(trx, 'deployment', 'updated', [result.deployment]);
+    if (result.service?.changed) await recordEvents(trx, 'service', 'updated', [result.service]);
+    return true;
+  });
 }
 
 export async function findDeploymentsByIds(db: Db, ids: string[]): Promise<DeploymentRow[]> {
@@ -101,23 +166,20 @@ export async function transitionDeployment(
   to: DeploymentRow['state'],
   extra: { prov_deployment_id?: string; failure_reason?: string } & DeployedSource = {},
 ): Promise<boolean> {
-  const result = await db
-    .updateTable('deployments')
-    .set({ state: to, ...extra, updated_at: new Date() })
-    .where('id', '=', id)
-    .where('state', 'in', from)
-    .executeTakeFirst();
-  return result.numUpdatedRows > 0n;
+  const updated = await updateDeployments(db, (q) => q.where('id', '=', id).where('state', 'in', from), {
+    state: to,
+    ...extra,
+    updated_at: new Date(),
+  });
+  return updated > 0;
 }
 
 /** Sets the failure_reason of a deployment that has not ended: what its latest attempt ran into. */
 export async function noteUnfinishedDeployment(db: Db, id: string, reason: string): Promise<void> {
-  await db
-    .updateTable('deployments')
-    .set({ failure_reason: reason, updated_at: new Date() })
-    .where('id', '=', id)
-    .where('state', 'in', ['queued', 'in_progress'])
-    .execute();
+  await updateDeployments(db, (q) => q.where('id', '=', id).where('state', 'in', ['queued', 'in_progress']), {
+    failure_reason: reason,
+    updated_at: new Date(),
+  });
 }
 
 export async function unfinishedDeployments(db: Db, serviceId: string, states: DeploymentRow['state'][]) {
@@ -158,12 +220,7 @@ export async function recordSnapshot(
   id: string,
   snapshot: { ops_snapshot: string; variables_sealed: string; git_commit_ref?: string },
 ): Promise<void> {
-  await db
-    .updateTable('deployments')
-    .set(snapshot)
-    .where('id', '=', id)
-    .where('variables_sealed', 'is', null)
-    .execute();
+  await updateDeployments(db, (q) => q.where('id', '=', id).where('variables_sealed', 'is', null), snapshot);
 }
 
 /**
@@ -209,5 +266,5 @@ export async function recordCommitDetails(
   id: string,
   details: { git_commit_author: string; git_commit_message: string },
 ): Promise<void> {
-  await db.updateTable('deployments').set(details).where('id', '=', id).execute();
+  await updateDeployments(db, (q) => q.where('id', '=', id), details);
 }

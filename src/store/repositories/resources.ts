@@ -1,6 +1,7 @@
-import { sql } from 'kysely';
+import { sql, type UpdateObject } from 'kysely';
 import type { Db } from '../database.ts';
-import type { ResourceState, ServiceResourceRow } from '../schema.ts';
+import { changedSince, eventState, inTransaction, recordEvents } from '../events.ts';
+import type { Database, ResourceState, ServiceResourceRow } from '../schema.ts';
 
 /** Names one dependency of a service: (kind, type, id) is unique per service. */
 export interface ResourceRef {
@@ -45,16 +46,81 @@ export async function beginResource(
     error: '',
     password: ref.sealedPassword,
   };
-  await db
-    .insertInto('service_resources')
-    .values({ ...keyed(serviceId, ref), ...row })
-    .onConflict((oc) =>
-      oc.columns(['service_id', 'kind', 'type', 'resource_id']).doUpdateSet({
-        ...row,
-        updated_at: sql`clock_timestamp()`,
-      }),
-    )
-    .execute();
+  await inTransaction(db, async (trx) => {
+    const written = await trx
+      .insertInto('service_resources')
+      .values({ ...keyed(serviceId, ref), ...row })
+      .onConflict((oc) =>
+        oc.columns(['service_id', 'kind', 'type', 'resource_id']).doUpdateSet({
+          ...row,
+          updated_at: sql`clock_timestamp()`,
+        }),
+      )
+      .returningAll()
+      .returning((eb) => [
+        sql<boolean>`xmax = 0`.as('inserted'),
+        // The statement's snapshot: the row as it was before this write (none when inserted).
+        eb
+          .selectFrom('service_resources as before')
+          .select(
+            sql<boolean>`${eventState('dependency', 'before')} IS DISTINCT FROM ${eventState('dependency', 'service_resources')}`.as(
+              'changed',
+            ),
+          )
+          .where('before.service_id', '=', serviceId)
+          .where('before.kind', '=', ref.kind)
+          .where('before.type', '=', ref.type)
+          .where('before.resource_id', '=', ref.resource_id)
+          .as('changed'),
+      ])
+      .executeTakeFirstOrThrow();
+    if (written.inserted) await recordEvents(trx, 'dependency', 'created', [written]);
+    else if (written.changed !== false) await recordEvents(trx, 'dependency', 'updated', [written]);
+  });
+}
+
+/** Updates one dependency with `set`, recording an event when its event state changed. */
+async function updateResource(
+  db: Db,
+  serviceId: string,
+  ref: ResourceRef,
+  set: UpdateObject<Database, 'service_resources'>,
+): Promise<void> {
+  await inTransaction(db, async (trx) => {
+    const rows = await trx
+      .updateTable('service_resources')
+      .from(
+        trx
+          .selectFrom('service_resources')
+          .select([
+            'service_id as before_service_id',
+            'kind as before_kind',
+            'type as before_type',
+            'resource_id as before_resource_id',
+            eventState('dependency', 'service_resources').as('before_state'),
+          ])
+          .where('service_id', '=', serviceId)
+          .where('kind', '=', ref.kind)
+          .where('type', '=', ref.type)
+          .where('resource_id', '=', ref.resource_id)
+          .forUpdate()
+          .as('before'),
+      )
+      .set(set)
+      .whereRef('service_resources.service_id', '=', 'before.before_service_id')
+      .whereRef('service_resources.kind', '=', 'before.before_kind')
+      .whereRef('service_resources.type', '=', 'before.before_type')
+      .whereRef('service_resources.resource_id', '=', 'before.before_resource_id')
+      .returningAll('service_resources')
+      .returning(changedSince('dependency', 'service_resources').as('changed'))
+      .execute();
+    await recordEvents(
+      trx,
+      'dependency',
+      'updated',
+      rows.filter((r) => r.changed),
+    );
+  });
 }
 
 /** Records what the provider made; the first time also when. */
@@ -64,21 +130,14 @@ export async function resourceMade(
   ref: ResourceRef,
   made: { attributes: Record<string, string>; sealedPassword: string | null },
 ): Promise<void> {
-  await db
-    .updateTable('service_resources')
-    .set({
-      state: 'available',
-      attributes: JSON.stringify(made.attributes),
-      password: made.sealedPassword,
-      error: '',
-      provisioned_at: sql`coalesce(provisioned_at, clock_timestamp())`,
-      updated_at: sql`clock_timestamp()`,
-    })
-    .where('service_id', '=', serviceId)
-    .where('kind', '=', ref.kind)
-    .where('type', '=', ref.type)
-    .where('resource_id', '=', ref.resource_id)
-    .execute();
+  await updateResource(db, serviceId, ref, {
+    state: 'available',
+    attributes: JSON.stringify(made.attributes),
+    password: made.sealedPassword,
+    error: '',
+    provisioned_at: sql<Date>`coalesce(service_resources.provisioned_at, clock_timestamp())`,
+    updated_at: sql<Date>`clock_timestamp()`,
+  });
 }
 
 export async function markResource(
@@ -87,24 +146,21 @@ export async function markResource(
   ref: ResourceRef,
   change: { state?: ResourceState; error?: string },
 ): Promise<void> {
-  await db
-    .updateTable('service_resources')
-    .set({ ...change, updated_at: sql`clock_timestamp()` })
-    .where('service_id', '=', serviceId)
-    .where('kind', '=', ref.kind)
-    .where('type', '=', ref.type)
-    .where('resource_id', '=', ref.resource_id)
-    .execute();
+  await updateResource(db, serviceId, ref, { ...change, updated_at: sql<Date>`clock_timestamp()` });
 }
 
 export async function forgetResource(db: Db, serviceId: string, ref: ResourceRef): Promise<void> {
-  await db
-    .deleteFrom('service_resources')
-    .where('service_id', '=', serviceId)
-    .where('kind', '=', ref.kind)
-    .where('type', '=', ref.type)
-    .where('resource_id', '=', ref.resource_id)
-    .execute();
+  await inTransaction(db, async (trx) => {
+    const gone = await trx
+      .deleteFrom('service_resources')
+      .where('service_id', '=', serviceId)
+      .where('kind', '=', ref.kind)
+      .where('type', '=', ref.type)
+      .where('resource_id', '=', ref.resource_id)
+      .returningAll()
+      .execute();
+    await recordEvents(trx, 'dependency', 'deleted', gone);
+  });
 }
 
 /** The sealed password of the dependency whose `$passwordArn` is `arn`, if one has it, and whose it is. */

@@ -1,5 +1,6 @@
 import { type Insertable, sql } from 'kysely';
 import type { Db } from '../database.ts';
+import { recordEvents } from '../events.ts';
 import type { SecretRow, SecretsTable } from '../schema.ts';
 
 /**
@@ -31,10 +32,16 @@ export async function changeSecrets(
   written: Insertable<SecretsTable>[],
 ): Promise<void> {
   if (dropped.length > 0) {
-    await db.deleteFrom('secrets').where('scope_id', '=', scopeId).where('key', 'in', dropped).execute();
+    const gone = await db
+      .deleteFrom('secrets')
+      .where('scope_id', '=', scopeId)
+      .where('key', 'in', dropped)
+      .returningAll()
+      .execute();
+    await recordEvents(db, 'secret', 'deleted', gone);
   }
   if (written.length === 0) return;
-  await db
+  const rows = await db
     .insertInto('secrets')
     .values(written)
     .onConflict((oc) =>
@@ -49,5 +56,9 @@ export async function changeSecrets(
         updated_at: eb.ref('excluded.updated_at'),
       })),
     )
+    .returningAll()
+    .returning(sql<boolean>`xmax = 0`.as('inserted'))
     .execute();
+  // Every write of a key is an event, even one that sets the same value; in the order written.
+  for (const row of rows) await recordEvents(db, 'secret', row.inserted ? 'created' : 'updated', [row]);
 }

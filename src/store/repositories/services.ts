@@ -1,11 +1,41 @@
 import { sql } from 'kysely';
 import { DELETE_STATES, type ServiceState } from '../../domain/service-states.ts';
 import type { Db } from '../database.ts';
+import { changedSince, eventState, inTransaction, recordEvents } from '../events.ts';
 import type { NewService, ServiceRow, ServiceUpdate } from '../schema.ts';
 import { type Page, pageAfter } from './paging.ts';
 
 export async function insertService(db: Db, row: NewService): Promise<ServiceRow> {
-  return db.insertInto('services').values(row).returningAll().executeTakeFirstOrThrow();
+  return inTransaction(db, async (trx) => {
+    const service = await trx.insertInto('services').values(row).returningAll().executeTakeFirstOrThrow();
+    await recordEvents(trx, 'service', 'created', [service]);
+    return service;
+  });
+}
+
+/**
+ * The services `where` picks, locked, as `before` (their id and event state): an update joining it
+ * on `before_id` knows which rows it changed (changedSince).
+ */
+function lockedServices(
+  db: Db,
+  where: (q: ReturnType<typeof servicesTable>) => ReturnType<typeof servicesTable>,
+) {
+  return where(servicesTable(db))
+    .select(['id as before_id', eventState('service', 'services').as('before_state')])
+    .forUpdate()
+    .as('before');
+}
+const servicesTable = (db: Db) => db.selectFrom('services');
+
+/** Records an `updated` event for each returned row that changed more than `updated_at`. */
+async function recordChanged(db: Db, rows: Array<ServiceRow & { changed: boolean }>): Promise<void> {
+  await recordEvents(
+    db,
+    'service',
+    'updated',
+    rows.filter((r) => r.changed),
+  );
 }
 
 /**
@@ -34,12 +64,19 @@ export async function updateService(
   id: string,
   patch: Omit<ServiceUpdate, 'state'>,
 ): Promise<ServiceRow> {
-  return db
-    .updateTable('services')
-    .set({ ...patch, updated_at: new Date() })
-    .where('id', '=', id)
-    .returningAll()
-    .executeTakeFirstOrThrow();
+  return inTransaction(db, async (trx) => {
+    const row = await trx
+      .updateTable('services')
+      .from(lockedServices(trx, (q) => q.where('id', '=', id)))
+      .set({ ...patch, updated_at: new Date() })
+      .whereRef('services.id', '=', 'before.before_id')
+      .returningAll('services')
+      .returning(changedSince('service', 'services').as('changed'))
+      .executeTakeFirstOrThrow();
+    await recordChanged(trx, [row]);
+    const { changed: _, ...service } = row;
+    return service;
+  });
 }
 
 /**
@@ -54,13 +91,20 @@ export async function transitionService(
   to: ServiceState,
   extra: Omit<ServiceUpdate, 'state'> = {},
 ): Promise<ServiceRow | undefined> {
-  return db
-    .updateTable('services')
-    .set({ ...extra, state: to, updated_at: new Date() })
-    .where('id', '=', id)
-    .where('state', 'in', from)
-    .returningAll()
-    .executeTakeFirst();
+  return inTransaction(db, async (trx) => {
+    const row = await trx
+      .updateTable('services')
+      .from(lockedServices(trx, (q) => q.where('id', '=', id).where('state', 'in', from)))
+      .set({ ...extra, state: to, updated_at: new Date() })
+      .whereRef('services.id', '=', 'before.before_id')
+      .returningAll('services')
+      .returning(changedSince('service', 'services').as('changed'))
+      .executeTakeFirst();
+    if (!row) return undefined;
+    await recordChanged(trx, [row]);
+    const { changed: _, ...service } = row;
+    return service;
+  });
 }
 
 export async function listServices(db: Db, environmentId: string, page: Page) {
@@ -102,27 +146,42 @@ export async function followDeployment(
   state: ServiceState,
   provisioned?: { namespace_name: string; kube_svc_alias: string },
 ): Promise<void> {
-  if (provisioned) {
-    // One statement: what was provisioned is always written, the state only as below.
-    await db
+  await inTransaction(db, async (trx) => {
+    if (provisioned) {
+      // One statement: what was provisioned is always written, the state only as below.
+      const rows = await trx
+        .updateTable('services')
+        .from(lockedServices(trx, (q) => q.where('id', '=', serviceId)))
+        .set({
+          ...provisioned,
+          state: sql<ServiceState>`CASE WHEN services.latest_deployment_id = ${deploymentId}
+            AND services.state NOT IN (${sql.join(DELETE_STATES)}) THEN ${state} ELSE services.state END`,
+          updated_at: new Date(),
+        })
+        .whereRef('services.id', '=', 'before.before_id')
+        .returningAll('services')
+        .returning(changedSince('service', 'services').as('changed'))
+        .execute();
+      await recordChanged(trx, rows);
+      return;
+    }
+    const rows = await trx
       .updateTable('services')
-      .set({
-        ...provisioned,
-        state: sql<ServiceState>`CASE WHEN latest_deployment_id = ${deploymentId}
-          AND state NOT IN (${sql.join(DELETE_STATES)}) THEN ${state} ELSE state END`,
-        updated_at: new Date(),
-      })
-      .where('id', '=', serviceId)
+      .from(
+        lockedServices(trx, (q) =>
+          q
+            .where('id', '=', serviceId)
+            .where('latest_deployment_id', '=', deploymentId)
+            .where('state', 'not in', DELETE_STATES),
+        ),
+      )
+      .set({ state, updated_at: new Date() })
+      .whereRef('services.id', '=', 'before.before_id')
+      .returningAll('services')
+      .returning(changedSince('service', 'services').as('changed'))
       .execute();
-    return;
-  }
-  await db
-    .updateTable('services')
-    .set({ state, updated_at: new Date() })
-    .where('id', '=', serviceId)
-    .where('latest_deployment_id', '=', deploymentId)
-    .where('state', 'not in', DELETE_STATES)
-    .execute();
+    await recordChanged(trx, rows);
+  });
 }
 
 /** A git service's ops config as a deployment read it from the repository (GET service reports it). */
