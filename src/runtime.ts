@@ -7,6 +7,7 @@ import type { Config } from './config.ts';
 import { DnsLookup } from './dns.ts';
 import type { Deps } from './domain/usecases/context.ts';
 import { collectWhenIdle } from './idle-collector.ts';
+import { startBackupSchedule } from './jobs/backup-schedule.ts';
 import { startEventRetention } from './jobs/event-retention.ts';
 import { startGitPoller } from './jobs/git-poller.ts';
 import { jobHandlers } from './jobs/handlers/index.ts';
@@ -157,6 +158,7 @@ export async function startServer(
   let observer: ReturnType<typeof startObserver> | null = null;
   let retention: ReturnType<typeof startEventRetention> | null = null;
   let poller: ReturnType<typeof startGitPolling> = null;
+  let backups: ReturnType<typeof startBackupSchedule> = null;
   let workerStore: Store | null = null;
   let metricsServer: MetricsServer | null = null;
   try {
@@ -203,10 +205,11 @@ export async function startServer(
     observer = worker ? startObserver(workerDeps) : null;
     retention = worker ? startEventRetention(workerDeps) : null;
     poller = worker ? startGitPolling(workerDeps) : null;
+    backups = worker ? startBackupSchedule(workerDeps) : null;
     // The start allocated more than anything after it (the embedded database's snapshot, its
     // WebAssembly, the routes): given back now rather than after the first requests' quiet spell.
     collector.collectNow();
-    const running = { app, worker, observer, retention, poller, workerStore, metricsServer };
+    const running = { app, worker, observer, retention, poller, backups, workerStore, metricsServer };
     return {
       url: address,
       adminToken: admin.token,
@@ -221,6 +224,7 @@ export async function startServer(
         await running.observer?.stop();
         await running.retention?.stop();
         await running.poller?.stop();
+        await running.backups?.stop();
         await running.workerStore?.close();
         await runtime.close();
       },
@@ -232,6 +236,7 @@ export async function startServer(
     await observer?.stop();
     await retention?.stop();
     await poller?.stop();
+    await backups?.stop();
     await workerStore?.close();
     await runtime.close();
     throw error;
