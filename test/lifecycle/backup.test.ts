@@ -80,19 +80,30 @@ async function readEverything(h: Harness, tenants: Tenant[]): Promise<Map<string
     const webhooks = ((await get('/v1/webhooks', t.token)).webhooks as { id: string }[]).map((w) => w.id);
     const values: Record<string, string[]> = {
       envId: [t.envId],
-      serviceId: services.map((s) => s.id),
       deploymentId: deployments,
       webhookId: webhooks,
     };
+    // Paths under one service take that service's own dependencies.
+    const perService: Record<string, string[]>[] = [];
+    for (const s of services) {
+      const url = `/v1/environments/${t.envId}/services/${s.id}/dependencies`;
+      const dependencies = ((await get(url, t.token)).dependencies as { id: string; kind: string }[])
+        .filter((d) => d.kind === 'rds' || d.kind === 'elasticache')
+        .map((d) => d.id);
+      perService.push({ serviceId: [s.id], dependencyId: dependencies });
+    }
     for (const route of routes.filter((r) => r.url.startsWith('/v1/'))) {
       const names = [...route.url.matchAll(/:(\w+)/g)].map((m) => m[1] as string);
-      let urls = [route.url];
-      for (const name of names) {
-        const options = values[name];
-        assert.ok(options, `${route.url}: the round trip does not know the parameter :${name}`);
-        urls = urls.flatMap((u) => options.map((v) => u.replace(`:${name}`, v)));
+      const scopes = names.includes('serviceId') ? perService : [{}];
+      for (const scope of scopes) {
+        let urls = [route.url];
+        for (const name of names) {
+          const options = scope[name] ?? values[name];
+          assert.ok(options, `${route.url}: the round trip does not know the parameter :${name}`);
+          urls = urls.flatMap((u) => options.map((v) => u.replace(`:${name}`, v)));
+        }
+        for (const url of urls) await get(url, t.token);
       }
-      for (const url of urls) await get(url, t.token);
     }
   }
   for (const route of routes.filter((r) => r.url.startsWith('/admin/'))) {
@@ -153,6 +164,18 @@ before(async () => {
     });
   }
   await ok('POST', `${serviceUrl}/custom-domains`, a, { domain: 'app.example.com' });
+  const dependencies = (await ok('GET', `${serviceUrl}/dependencies`, a)).dependencies as {
+    id: string;
+    kind: string;
+  }[];
+  const rds = dependencies.find((d) => d.kind === 'rds');
+  assert.ok(rds, 'the service has an rds dependency');
+  const dependencyBackups = `${serviceUrl}/dependencies/${rds.id}/backups`;
+  await ok('POST', dependencyBackups, a, {});
+  await pollUntil('the dependency backup to complete', async () => {
+    const list = await ok('GET', dependencyBackups, a);
+    return list.backups[0]?.state === 'completed' ? true : undefined;
+  });
   await ok('POST', '/v1/webhooks', a, { url: 'http://127.0.0.1:9/hook', description: 'ci' });
   // Quiet from here: what the reads show is what is backed up.
   await worker.stop();
