@@ -50,6 +50,8 @@ export interface Config {
   webhookConcurrencyPerAccount: number;
   /** Hours an event is kept for GET /v1/events resumes and webhook redeliveries. */
   eventRetentionHours: number;
+  /** Days services' runtime metrics are kept (BERTH_METRICS_RETENTION_DAYS); older ones are dropped. */
+  metricsRetentionDays: number;
   /** Webhook receivers on private, loopback or link-local addresses are allowed (off: refused, SSRF). */
   webhookAllowPrivate: boolean;
   /** The first wait before a failed webhook delivery is tried again (then four times longer each time). */
@@ -186,6 +188,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       1,
       24 * 365,
     ),
+    metricsRetentionDays: intSetting(env, 'BERTH_METRICS_RETENTION_DAYS', 30, 1, 3650),
     webhookAllowPrivate: /^(1|true|yes)$/i.test(env.BERTH_WEBHOOK_ALLOW_PRIVATE ?? ''),
     webhookRetryBaseMs: intSetting(env, 'BERTH_WEBHOOK_RETRY_BASE_MS', 5_000, 1, 3_600_000),
     gitBaseUrl: gitBaseUrlSetting(env),

@@ -11,6 +11,7 @@ import { startEventRetention } from './jobs/event-retention.ts';
 import { startGitPoller } from './jobs/git-poller.ts';
 import { jobHandlers } from './jobs/handlers/index.ts';
 import { startObserver } from './jobs/observer.ts';
+import { startServiceMetrics } from './jobs/service-metrics.ts';
 import { DEFAULT_CONCURRENCY, jobBudgets, Worker } from './jobs/worker.ts';
 import { instrumentJobs } from './metrics/jobs.ts';
 import { Metrics } from './metrics/metrics.ts';
@@ -156,6 +157,7 @@ export async function startServer(
   let worker: Worker | null = null;
   let observer: ReturnType<typeof startObserver> | null = null;
   let retention: ReturnType<typeof startEventRetention> | null = null;
+  let serviceMetrics: ReturnType<typeof startServiceMetrics> | null = null;
   let poller: ReturnType<typeof startGitPolling> = null;
   let workerStore: Store | null = null;
   let metricsServer: MetricsServer | null = null;
@@ -202,11 +204,12 @@ export async function startServer(
     await worker?.start();
     observer = worker ? startObserver(workerDeps) : null;
     retention = worker ? startEventRetention(workerDeps) : null;
+    serviceMetrics = worker ? startServiceMetrics(workerDeps) : null;
     poller = worker ? startGitPolling(workerDeps) : null;
     // The start allocated more than anything after it (the embedded database's snapshot, its
     // WebAssembly, the routes): given back now rather than after the first requests' quiet spell.
     collector.collectNow();
-    const running = { app, worker, observer, retention, poller, workerStore, metricsServer };
+    const running = { app, worker, observer, retention, serviceMetrics, poller, workerStore, metricsServer };
     return {
       url: address,
       adminToken: admin.token,
@@ -220,6 +223,7 @@ export async function startServer(
         await running.worker?.stop();
         await running.observer?.stop();
         await running.retention?.stop();
+        await running.serviceMetrics?.stop();
         await running.poller?.stop();
         await running.workerStore?.close();
         await runtime.close();
@@ -231,6 +235,7 @@ export async function startServer(
     await worker?.stop();
     await observer?.stop();
     await retention?.stop();
+    await serviceMetrics?.stop();
     await poller?.stop();
     await workerStore?.close();
     await runtime.close();
