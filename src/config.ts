@@ -52,6 +52,10 @@ export interface Config {
   eventRetentionHours: number;
   /** Days services' runtime metrics are kept (BERTH_METRICS_RETENTION_DAYS); older ones are dropped. */
   metricsRetentionDays: number;
+  /** Hours between scheduled backups of each ops.json database and cache; 0: none scheduled. */
+  dependencyBackupIntervalHours: number;
+  /** Completed backups kept per dependency (a dependency's `backup_keep` wins). */
+  dependencyBackupKeep: number;
   /** Webhook receivers on private, loopback or link-local addresses are allowed (off: refused, SSRF). */
   webhookAllowPrivate: boolean;
   /** The first wait before a failed webhook delivery is tried again (then four times longer each time). */
@@ -189,6 +193,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       24 * 365,
     ),
     metricsRetentionDays: intSetting(env, 'BERTH_METRICS_RETENTION_DAYS', 30, 1, 3650),
+    dependencyBackupIntervalHours: intSetting(env, 'BERTH_DEPENDENCY_BACKUP_INTERVAL_HOURS', 24, 0, 24 * 365),
+    dependencyBackupKeep: intSetting(env, 'BERTH_DEPENDENCY_BACKUP_KEEP', 7, 1, 65536),
     webhookAllowPrivate: /^(1|true|yes)$/i.test(env.BERTH_WEBHOOK_ALLOW_PRIVATE ?? ''),
     webhookRetryBaseMs: intSetting(env, 'BERTH_WEBHOOK_RETRY_BASE_MS', 5_000, 1, 3_600_000),
     gitBaseUrl: gitBaseUrlSetting(env),

@@ -19,6 +19,7 @@ import {
 } from '../provider.ts';
 import { ContainerMetrics } from './container-metrics.ts';
 import { dockerCron } from './cron.ts';
+import { DockerDependencyBackups } from './dependency-backups.ts';
 import { Drainer } from './drain.ts';
 import { EngineDriver } from './engine-driver.ts';
 import { ensureNetwork } from './environment.ts';
@@ -64,6 +65,7 @@ export class DockerProvider extends EngineDriver<Prepared> implements Provider {
   readonly logs: ServiceLogs;
   readonly metrics: ServiceMetrics;
   readonly resources: DockerResources;
+  readonly backups: DockerDependencyBackups;
 
   constructor(options: DockerProviderOptions) {
     super(options.settings, options.logger);
@@ -73,6 +75,7 @@ export class DockerProvider extends EngineDriver<Prepared> implements Provider {
     this.db = dockerTables(options.db);
     this.engine = this.rolloutEngine();
     this.resources = new DockerResources(this.docker, options.settings, (env) => this.ensureNetwork(env));
+    this.backups = new DockerDependencyBackups(this.docker, options.settings.backupDir);
     this.drainer = new Drainer({
       docker: this.docker,
       db: this.db,
