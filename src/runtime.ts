@@ -13,6 +13,7 @@ import { startEventRetention } from './jobs/event-retention.ts';
 import { startGitPoller } from './jobs/git-poller.ts';
 import { jobHandlers } from './jobs/handlers/index.ts';
 import { startObserver } from './jobs/observer.ts';
+import { startServiceMetrics } from './jobs/service-metrics.ts';
 import { DEFAULT_CONCURRENCY, jobBudgets, Worker } from './jobs/worker.ts';
 import { instrumentJobs } from './metrics/jobs.ts';
 import { Metrics } from './metrics/metrics.ts';
@@ -158,6 +159,7 @@ export async function startServer(
   let worker: Worker | null = null;
   let observer: ReturnType<typeof startObserver> | null = null;
   let retention: ReturnType<typeof startEventRetention> | null = null;
+  let serviceMetrics: ReturnType<typeof startServiceMetrics> | null = null;
   let backups: ReturnType<typeof startDependencyBackupSchedule> = null;
   let poller: ReturnType<typeof startGitPolling> = null;
   let stateBackups: ReturnType<typeof startBackupSchedule> = null;
@@ -206,6 +208,7 @@ export async function startServer(
     await worker?.start();
     observer = worker ? startObserver(workerDeps) : null;
     retention = worker ? startEventRetention(workerDeps) : null;
+    serviceMetrics = worker ? startServiceMetrics(workerDeps) : null;
     backups = worker ? startDependencyBackupSchedule(workerDeps) : null;
     poller = worker ? startGitPolling(workerDeps) : null;
     stateBackups = worker ? startBackupSchedule(workerDeps) : null;
@@ -217,6 +220,7 @@ export async function startServer(
       worker,
       observer,
       retention,
+      serviceMetrics,
       backups,
       poller,
       stateBackups,
@@ -236,6 +240,7 @@ export async function startServer(
         await running.worker?.stop();
         await running.observer?.stop();
         await running.retention?.stop();
+        await running.serviceMetrics?.stop();
         await running.backups?.stop();
         await running.poller?.stop();
         await running.stateBackups?.stop();
@@ -249,6 +254,7 @@ export async function startServer(
     await worker?.stop();
     await observer?.stop();
     await retention?.stop();
+    await serviceMetrics?.stop();
     await backups?.stop();
     await poller?.stop();
     await stateBackups?.stop();

@@ -272,6 +272,45 @@ test("dependencies ls shows what the service's ops.json dependencies were made i
   assert.doesNotMatch(table.out + JSON.stringify(listed), /"password"/);
 });
 
+test('dependencies backups: create --wait, ls, restore needs --force while the service runs, then --wait', async () => {
+  const created = await berth([
+    'dependencies',
+    'backups',
+    'create',
+    'stores web',
+    'db',
+    '--wait',
+    '-o',
+    'json',
+  ]);
+  assert.equal(created.code, 0, created.err);
+  const { backup } = JSON.parse(created.out);
+  assert.equal(backup.state, 'completed');
+  assert.ok(backup.size_bytes > 0);
+  const listed = await json(['dependencies', 'backups', 'ls', 'stores web', 'db']);
+  assert.deepEqual(
+    listed.backups.map((b: { id: string }) => b.id),
+    [backup.id],
+  );
+  const table = await berth(['dependencies', 'backups', 'ls', 'stores web', 'db']);
+  assert.match(table.out, new RegExp(`^${backup.id}\\tcompleted\\tmanual\\t${backup.size_bytes}\\t`, 'm'));
+
+  const refused = await berth(['dependencies', 'backups', 'restore', 'stores web', 'db', backup.id]);
+  assert.equal(refused.code, 6, refused.err);
+  assert.match(refused.err, /in use by service .*"force": true/);
+  const restored = await berth([
+    ...['dependencies', 'backups', 'restore', 'stores web', 'db', backup.id],
+    ...['--force', '--wait'],
+  ]);
+  assert.equal(restored.code, 0, restored.err);
+  assert.match(restored.err, /stopped for the restore: service [0-9a-f-]{36}/);
+  assert.match(restored.out, /^restore\t\{"state":"completed"/m);
+
+  const bucket = await berth(['dependencies', 'backups', 'create', 'stores web', 'files']);
+  assert.equal(bucket.code, 6, bucket.err);
+  assert.match(bucket.err, /s3 buckets have no backups/);
+});
+
 test('logs prints what the service printed; logs -f keeps printing lines as they come', async () => {
   const lines = (await json(['logs', SERVICE, '--tail', '3'])).lines as { time: string; line: string }[];
   assert.ok(lines.length >= 1 && lines.length <= 3, JSON.stringify(lines));
@@ -439,6 +478,9 @@ test('berth --help lists every command and the exit codes; completion scripts fo
     'domains ls',
     'domains verify',
     'dependencies ls',
+    'dependencies backups ls',
+    'dependencies backups create',
+    'dependencies backups restore',
     'completion',
   ]) {
     assert.match(help.out, new RegExp(`\\n  berth ${command}`), command);
