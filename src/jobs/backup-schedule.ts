@@ -5,10 +5,11 @@ import type { Deps } from '../domain/usecases/context.ts';
 /**
  * BERTH_BACKUP_SCHEDULE: every process that runs workers keeps the schedule; at each tick the one that
  * claims it (claimScheduledBackup) takes the backup into BERTH_BACKUP_DIR and applies BERTH_BACKUP_KEEP.
- * A failed backup is logged at error level with its reason (docs/operations.md says what to alert on).
+ * A failed backup is logged at error level with its reason and counted (`berth_backups_total`); the
+ * metrics and docs/operations.md say what to alert on.
  */
 export function startBackupSchedule(
-  deps: Pick<Deps, 'store' | 'config' | 'logger'>,
+  deps: Pick<Deps, 'store' | 'config' | 'logger' | 'metrics'>,
 ): { stop(): Promise<void> } | null {
   const { backupSchedule, backupDir, backupKeep } = deps.config;
   if (!backupSchedule) return null;
@@ -20,7 +21,10 @@ export function startBackupSchedule(
       if (!(await claimScheduledBackup(deps.store, at))) return;
       const { file, removed } = await scheduledBackup(deps.store, backupDir, backupKeep, at);
       log.info({ file, removed }, 'scheduled backup written');
+      deps.metrics.backups.inc({ outcome: 'written' });
+      deps.metrics.backupWritten.set(Date.now() / 1000);
     } catch (err) {
+      deps.metrics.backups.inc({ outcome: 'failed' });
       log.error({ err, dir: backupDir }, `scheduled backup failed: ${(err as Error).message}`);
     }
   };

@@ -132,9 +132,15 @@ test('scheduled backups: the reason of a failure is logged, then every tick writ
   // Not a directory yet: the backups fail, and say why.
   fs.writeFileSync(target, '');
   const server = await startBerth(
-    envOf(db, { BERTH_BACKUP_SCHEDULE: '* * * * * *', BERTH_BACKUP_DIR: target, BERTH_BACKUP_KEEP: '2' }),
+    envOf(db, {
+      BERTH_BACKUP_SCHEDULE: '* * * * * *',
+      BERTH_BACKUP_DIR: target,
+      BERTH_BACKUP_KEEP: '2',
+      BERTH_METRICS_BIND: '127.0.0.1:0',
+    }),
   );
   try {
+    const metricsUrl = (await server.waitForOutput(/Metrics: (http:\/\/\S+)/))[1] as string;
     await server.waitForOutput(/"msg":"scheduled backup failed: [^"]*(EEXIST|ENOTDIR)/, 30_000);
     fs.rmSync(target);
     fs.mkdirSync(target);
@@ -148,6 +154,12 @@ test('scheduled backups: the reason of a failure is logged, then every tick writ
       },
       { timeoutMs: 60_000, intervalMs: 100 },
     );
+    // What to alert on: failures counted, and when the last backup was written.
+    const metrics = await (await fetch(metricsUrl)).text();
+    assert.match(metrics, /^berth_backups_total\{outcome="failed"\} [1-9]/m);
+    assert.match(metrics, /^berth_backups_total\{outcome="written"\} [1-9]/m);
+    const written = Number(/^berth_backup_last_written_timestamp_seconds (\S+)/m.exec(metrics)?.[1]);
+    assert.ok(Math.abs(written - Date.now() / 1000) < 60, `last written ${written}`);
   } finally {
     await server.kill('SIGTERM');
   }
