@@ -1,5 +1,6 @@
 import { CONSOLE_NOT_BUILT, consoleBuilt } from '../api/console.ts';
 import { ConfigError, loadConfig } from '../config.ts';
+import { startBackupSchedule } from '../jobs/backup-schedule.ts';
 import { startDependencyBackupSchedule } from '../jobs/dependency-backup-schedule.ts';
 import { startEventRetention } from '../jobs/event-retention.ts';
 import { startObserver } from '../jobs/observer.ts';
@@ -113,6 +114,7 @@ async function workerProcess(options: { concurrency: number }): Promise<void> {
   const serviceMetrics = startServiceMetrics(runtime.deps);
   const backups = startDependencyBackupSchedule(runtime.deps);
   const poller = startGitPolling(runtime.deps);
+  const stateBackups = startBackupSchedule(runtime.deps);
   onShutdown(async () => {
     await worker.stop();
     await observer.stop();
@@ -120,6 +122,7 @@ async function workerProcess(options: { concurrency: number }): Promise<void> {
     await serviceMetrics.stop();
     await backups?.stop();
     await poller?.stop();
+    await stateBackups?.stop();
     await metrics?.close();
     await runtime.close();
   });
