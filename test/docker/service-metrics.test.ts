@@ -78,7 +78,7 @@ test('a service under a request loop shows its requests, their status classes an
       assert.notEqual(d.state, 'failed', d.failure_reason);
       return d.state === 'success' ? true : undefined;
     },
-    120_000,
+    { timeoutMs: 120_000 },
   );
   const host = `${service.subdomain}.localhost`;
   // The first round sets each counter's start (and takes what the health checks left).
