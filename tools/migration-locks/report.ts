@@ -45,9 +45,7 @@ export async function migrationLockReport(options: {
   deployments: number;
 }): Promise<LockReport> {
   const name = `berth_locks_${randomBytes(6).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: options.adminUrl });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
+  await onAdmin(options.adminUrl, `CREATE DATABASE ${name}`);
   const url = new URL(options.adminUrl);
   url.pathname = `/${name}`;
   // One connection migrates (its pid is the one watched), another samples pg_locks.
@@ -83,7 +81,17 @@ export async function migrationLockReport(options: {
   } finally {
     await watcher.end();
     await db.destroy();
-    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    await onAdmin(options.adminUrl, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+  }
+}
+
+/** One statement on the admin connection, held no longer than it takes. */
+async function onAdmin(adminUrl: string, statement: string): Promise<void> {
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  try {
+    await admin.query(statement);
+  } finally {
     await admin.end();
   }
 }
