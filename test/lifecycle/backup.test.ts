@@ -409,3 +409,32 @@ test("a backup an older Berth took restores: its schema first, its rows, then th
     await restoredStore.close();
   }
 });
+
+test('backup settings: a bad schedule or bucket URL stops the start, naming the setting', () => {
+  const config = loadConfig({
+    BERTH_DATA_DIR: '/srv/berth',
+    BERTH_BACKUP_SCHEDULE: '0 3 * * *',
+    BERTH_BACKUP_S3_URL: 's3://acme-backups/berth/nightly/',
+    BERTH_BACKUP_S3_ENDPOINT: 'https://minio.internal:9000',
+  });
+  assert.equal(config.backupSchedule, '0 3 * * *');
+  assert.equal(config.backupDir, '/srv/berth/backups');
+  assert.equal(config.backupKeep, 7);
+  assert.deepEqual(config.backupS3, {
+    bucket: 'acme-backups',
+    prefix: 'berth/nightly/',
+    endpoint: 'https://minio.internal:9000',
+    region: 'us-east-1',
+  });
+  assert.equal(loadConfig({ BERTH_BACKUP_S3_URL: 's3://acme-backups' }).backupS3?.prefix, '');
+  assert.throws(
+    () => loadConfig({ BERTH_BACKUP_SCHEDULE: 'every night' }),
+    /BERTH_BACKUP_SCHEDULE must be a cron expression/,
+  );
+  assert.throws(
+    () => loadConfig({ BERTH_BACKUP_S3_URL: 'https://acme/x' }),
+    /BERTH_BACKUP_S3_URL must be s3:\/\/bucket/,
+  );
+  assert.throws(() => loadConfig({ BERTH_BACKUP_S3_ENDPOINT: 'http://x' }), /without BERTH_BACKUP_S3_URL/);
+  assert.throws(() => loadConfig({ BERTH_BACKUP_KEEP: '0' }), /BERTH_BACKUP_KEEP must be a whole number/);
+});
