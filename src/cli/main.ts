@@ -24,6 +24,7 @@ const COMMANDS: [names: string[], load: () => Promise<Register>][] = [
   [['dependencies'], async () => (await import('./dev/dependencies.ts')).dependencyCommands],
   [['logs'], async () => (await import('./dev/logs.ts')).logCommands],
   [['events'], async () => (await import('./dev/events.ts')).eventCommands],
+  [['tokens'], async () => (await import('./dev/tokens.ts')).tokenCommands],
   [['completion'], async () => (await import('./completion/command.ts')).completionCommand],
 ];
 

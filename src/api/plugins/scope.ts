@@ -45,6 +45,7 @@ export const RESOURCE_OF_PARAM: Record<string, string> = {
   customDomainId: 'Custom domain',
   webhookId: 'Webhook',
   deliveryId: 'Webhook delivery',
+  tokenId: 'Token',
 };
 
 /** The path's parameters as strings, whatever the route's params type says before validation. */
