@@ -50,6 +50,10 @@ export interface Config {
   webhookConcurrencyPerAccount: number;
   /** Hours an event is kept for GET /v1/events resumes and webhook redeliveries. */
   eventRetentionHours: number;
+  /** Hours between scheduled backups of each ops.json database and cache; 0: none scheduled. */
+  dependencyBackupIntervalHours: number;
+  /** Completed backups kept per dependency (a dependency's `backup_keep` wins). */
+  dependencyBackupKeep: number;
   /** Webhook receivers on private, loopback or link-local addresses are allowed (off: refused, SSRF). */
   webhookAllowPrivate: boolean;
   /** The first wait before a failed webhook delivery is tried again (then four times longer each time). */
@@ -186,6 +190,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       1,
       24 * 365,
     ),
+    dependencyBackupIntervalHours: intSetting(env, 'BERTH_DEPENDENCY_BACKUP_INTERVAL_HOURS', 24, 0, 24 * 365),
+    dependencyBackupKeep: intSetting(env, 'BERTH_DEPENDENCY_BACKUP_KEEP', 7, 1, 65536),
     webhookAllowPrivate: /^(1|true|yes)$/i.test(env.BERTH_WEBHOOK_ALLOW_PRIVATE ?? ''),
     webhookRetryBaseMs: intSetting(env, 'BERTH_WEBHOOK_RETRY_BASE_MS', 5_000, 1, 3_600_000),
     gitBaseUrl: gitBaseUrlSetting(env),

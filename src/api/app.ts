@@ -34,6 +34,7 @@ import { auditRoutes } from './routes/audit.ts';
 import { comingSoonRoutes } from './routes/coming-soon.ts';
 import { customDomainRoutes } from './routes/custom-domains.ts';
 import { dependencyRoutes } from './routes/dependencies.ts';
+import { dependencyBackupRoutes } from './routes/dependency-backups.ts';
 import { deployControlRoutes } from './routes/deploy-controls.ts';
 import { deploymentLogRoutes } from './routes/deployment-logs.ts';
 import { deploymentRoutes } from './routes/deployments.ts';
@@ -260,6 +261,7 @@ export async function buildApp(deps: Deps, options: AppOptions) {
       await v1.register(deploymentRoutes, { deps, reads });
       await v1.register(secretRoutes, { deps });
       await v1.register(dependencyRoutes, { deps });
+      await v1.register(dependencyBackupRoutes, { deps });
       await v1.register(customDomainRoutes, { deps, reads });
       await v1.register(auditRoutes, { deps });
       await v1.register(logRoutes, { deps });

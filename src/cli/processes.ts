@@ -1,5 +1,6 @@
 import { CONSOLE_NOT_BUILT, consoleBuilt } from '../api/console.ts';
 import { ConfigError, loadConfig } from '../config.ts';
+import { startDependencyBackupSchedule } from '../jobs/dependency-backup-schedule.ts';
 import { startEventRetention } from '../jobs/event-retention.ts';
 import { startObserver } from '../jobs/observer.ts';
 import { ProviderUnavailableError, providerName } from '../providers/registry.ts';
@@ -109,11 +110,13 @@ async function workerProcess(options: { concurrency: number }): Promise<void> {
   const worker = startWorker(runtime.deps, { concurrency: options.concurrency });
   const observer = startObserver(runtime.deps);
   const retention = startEventRetention(runtime.deps);
+  const backups = startDependencyBackupSchedule(runtime.deps);
   const poller = startGitPolling(runtime.deps);
   onShutdown(async () => {
     await worker.stop();
     await observer.stop();
     await retention.stop();
+    await backups?.stop();
     await poller?.stop();
     await metrics?.close();
     await runtime.close();

@@ -2717,6 +2717,419 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/environments/{envId}/services/{serviceId}/dependencies/{dependencyId}/backups": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A dependency's backups
+         * @description The logical backups of one ops.json database or cache (rds instances, elasticache clusters), newest first: scheduled ones (BERTH_DEPENDENCY_BACKUP_INTERVAL_HOURS) and those asked for, each with its state, size and latest restore. Retention keeps the newest completed ones; docs/operations.md.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    envId: string;
+                    serviceId: string;
+                    /** @description the dependency's ops.json `id` as GET .../dependencies lists it, or `kind.type.id` (`rds.instances.main-db`) where two types share an id */
+                    dependencyId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            message: "success";
+                            data: {
+                                backups: {
+                                    /** Format: uuid */
+                                    id: string;
+                                    /** @enum {string} */
+                                    state: "pending" | "running" | "completed" | "failed";
+                                    /**
+                                     * @description `manual`: asked for with POST .../backups; `scheduled`: by the backup schedule
+                                     * @enum {string}
+                                     */
+                                    trigger: "manual" | "scheduled";
+                                    /** @description the dump file's size once completed */
+                                    size_bytes: number | null;
+                                    /** Format: date-time */
+                                    created_at: string;
+                                    /** Format: date-time */
+                                    completed_at: string | null;
+                                    /** @description why it failed (or why an attempt will be retried); empty otherwise */
+                                    error: string;
+                                    restore: {
+                                        /** @enum {string} */
+                                        state: "pending" | "running" | "completed" | "failed";
+                                        /** @description the services stopped for the restore's duration (started again after it); empty when none was using the dependency */
+                                        stopped_services: string[];
+                                        error: string;
+                                        /** Format: date-time */
+                                        requested_at: string;
+                                        /** Format: date-time */
+                                        completed_at: string | null;
+                                    } | null;
+                                }[];
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        /**
+         * Back up a dependency now
+         * @description A `pending` backup that a worker takes (asynchronous, like a deployment: poll the list or follow `dependency_backup.*` events). 409 for a dependency that is not available yet or has no backups (buckets, topics, queues), or on a provider that takes none.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    envId: string;
+                    serviceId: string;
+                    /** @description the dependency's ops.json `id` as GET .../dependencies lists it, or `kind.type.id` (`rds.instances.main-db`) where two types share an id */
+                    dependencyId: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            message: "success";
+                            data: {
+                                backup: {
+                                    /** Format: uuid */
+                                    id: string;
+                                    /** @enum {string} */
+                                    state: "pending" | "running" | "completed" | "failed";
+                                    /**
+                                     * @description `manual`: asked for with POST .../backups; `scheduled`: by the backup schedule
+                                     * @enum {string}
+                                     */
+                                    trigger: "manual" | "scheduled";
+                                    /** @description the dump file's size once completed */
+                                    size_bytes: number | null;
+                                    /** Format: date-time */
+                                    created_at: string;
+                                    /** Format: date-time */
+                                    completed_at: string | null;
+                                    /** @description why it failed (or why an attempt will be retried); empty otherwise */
+                                    error: string;
+                                    restore: {
+                                        /** @enum {string} */
+                                        state: "pending" | "running" | "completed" | "failed";
+                                        /** @description the services stopped for the restore's duration (started again after it); empty when none was using the dependency */
+                                        stopped_services: string[];
+                                        error: string;
+                                        /** Format: date-time */
+                                        requested_at: string;
+                                        /** Format: date-time */
+                                        completed_at: string | null;
+                                    } | null;
+                                };
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/environments/{envId}/services/{serviceId}/dependencies/{dependencyId}/backups/{backupId}/restore": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Restore a dependency from a backup
+         * @description Replaces the dependency's data with a completed backup's, as a job (the backup's `restore` shows its progress). A dependency its service is using needs `"force": true`, else 409: the service is stopped for the restore and started again after it, and `restore.stopped_services` says so. 409 too for a backup that is not completed or is being restored.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    envId: string;
+                    serviceId: string;
+                    /** @description the dependency's ops.json `id` as GET .../dependencies lists it, or `kind.type.id` (`rds.instances.main-db`) where two types share an id */
+                    dependencyId: string;
+                    backupId: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description required (true) when a service is using the dependency: it is stopped for the restore */
+                        force?: boolean;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            message: "success";
+                            data: {
+                                backup: {
+                                    /** Format: uuid */
+                                    id: string;
+                                    /** @enum {string} */
+                                    state: "pending" | "running" | "completed" | "failed";
+                                    /**
+                                     * @description `manual`: asked for with POST .../backups; `scheduled`: by the backup schedule
+                                     * @enum {string}
+                                     */
+                                    trigger: "manual" | "scheduled";
+                                    /** @description the dump file's size once completed */
+                                    size_bytes: number | null;
+                                    /** Format: date-time */
+                                    created_at: string;
+                                    /** Format: date-time */
+                                    completed_at: string | null;
+                                    /** @description why it failed (or why an attempt will be retried); empty otherwise */
+                                    error: string;
+                                    restore: {
+                                        /** @enum {string} */
+                                        state: "pending" | "running" | "completed" | "failed";
+                                        /** @description the services stopped for the restore's duration (started again after it); empty when none was using the dependency */
+                                        stopped_services: string[];
+                                        error: string;
+                                        /** Format: date-time */
+                                        requested_at: string;
+                                        /** Format: date-time */
+                                        completed_at: string | null;
+                                    } | null;
+                                };
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/environments/{envId}/services/{serviceId}/custom-domains": {
         parameters: {
             query?: never;
@@ -3164,13 +3577,25 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The account's audit log, newest first */
+        /**
+         * The account's audit log, newest first
+         * @description Filters (all optional, together): `actor`, `action`, `resource_type`, `resource_id`, and the time range `since` (inclusive) to `until` (exclusive).
+         */
         get: {
             parameters: {
                 query?: {
                     limit?: number;
                     /** @description next_cursor of the previous page */
                     cursor?: string;
+                    /** @description a user's or token's id, a user's email, a token's name, or an actor such as `Operator` */
+                    actor?: string;
+                    /** @description e.g. `service.create` */
+                    action?: string;
+                    /** @description e.g. `service` */
+                    resource_type?: string;
+                    resource_id?: string;
+                    since?: string;
+                    until?: string;
                 };
                 header?: never;
                 path?: never;
@@ -3193,10 +3618,16 @@ export interface paths {
                                     id: string;
                                     /** Format: uuid */
                                     account_id: string;
-                                    /** @description `API Token`, or `Operator` for admin API actions */
+                                    /** @description `API Token`, `Operator` for admin API actions, or a git host (`GitHub push`); the person and the token are named beside it */
                                     actor: string;
                                     /** Format: uuid */
                                     token_id: string | null;
+                                    /** @description the token's name; null for operator-issued tokens */
+                                    token_name: string | null;
+                                    /** Format: uuid */
+                                    user_id: string | null;
+                                    /** @description the person acting: the token's owner, or the member an operator action was about */
+                                    user_email: string | null;
                                     action: string;
                                     resource_type: string;
                                     /** Format: uuid */
@@ -3206,6 +3637,8 @@ export interface paths {
                                     request_id: string;
                                     /** @description the address the request came from (behind a proxy in BERTH_TRUST_PROXY, the one it forwarded); null when no request did (the git poller) */
                                     client_address: string | null;
+                                    /** @description the request's User-Agent */
+                                    user_agent: string | null;
                                     /** Format: date-time */
                                     created_at: string;
                                 }[];
@@ -4249,6 +4682,47 @@ export interface paths {
                             /** @description ordered within the account; pass back as Last-Event-ID */
                             id: string;
                             /** @enum {string} */
+                            type: "dependency_backup.created" | "dependency_backup.updated" | "dependency_backup.deleted";
+                            /** Format: uuid */
+                            account_id: string;
+                            /**
+                             * Format: date-time
+                             * @description when the change committed
+                             */
+                            timestamp: string;
+                            data: {
+                                /** Format: uuid */
+                                id: string;
+                                /** Format: uuid */
+                                service_id: string;
+                                kind: string;
+                                type: string;
+                                resource_id: string;
+                                /** @enum {string} */
+                                trigger: "manual" | "scheduled";
+                                /** @enum {string} */
+                                state: "pending" | "running" | "completed" | "failed";
+                                size_bytes: number | null;
+                                error: string;
+                                /** Format: date-time */
+                                created_at: string;
+                                /** Format: date-time */
+                                completed_at: string | null;
+                                /** @enum {string|null} */
+                                restore_state: "pending" | "running" | "completed" | "failed" | null;
+                                restore_stopped_services: string[];
+                                restore_error: string;
+                                /** Format: date-time */
+                                restore_requested_at: string | null;
+                                /** Format: date-time */
+                                restore_completed_at: string | null;
+                                /** Format: date-time */
+                                updated_at: string;
+                            };
+                        } | {
+                            /** @description ordered within the account; pass back as Last-Event-ID */
+                            id: string;
+                            /** @enum {string} */
                             type: "secret.created" | "secret.updated" | "secret.deleted";
                             /** Format: uuid */
                             account_id: string;
@@ -4372,7 +4846,7 @@ export interface paths {
                                     id: string;
                                     url: string;
                                     /** @description empty: every type */
-                                    event_types: ("deployment.created" | "deployment.updated" | "deployment.deleted" | "service.created" | "service.updated" | "service.deleted" | "custom_domain.created" | "custom_domain.updated" | "custom_domain.deleted" | "dependency.created" | "dependency.updated" | "dependency.deleted" | "secret.created" | "secret.updated" | "secret.deleted")[];
+                                    event_types: ("deployment.created" | "deployment.updated" | "deployment.deleted" | "service.created" | "service.updated" | "service.deleted" | "custom_domain.created" | "custom_domain.updated" | "custom_domain.deleted" | "dependency.created" | "dependency.updated" | "dependency.deleted" | "dependency_backup.created" | "dependency_backup.updated" | "dependency_backup.deleted" | "secret.created" | "secret.updated" | "secret.deleted")[];
                                     description: string;
                                     /** Format: date-time */
                                     created_at: string;
@@ -4446,7 +4920,7 @@ export interface paths {
                         /** @description http:// or https://; a private, loopback or link-local address is refused */
                         url: string;
                         /** @description the event types to deliver (docs/events.md); empty or absent: every type */
-                        event_types?: ("deployment.created" | "deployment.updated" | "deployment.deleted" | "service.created" | "service.updated" | "service.deleted" | "custom_domain.created" | "custom_domain.updated" | "custom_domain.deleted" | "dependency.created" | "dependency.updated" | "dependency.deleted" | "secret.created" | "secret.updated" | "secret.deleted")[];
+                        event_types?: ("deployment.created" | "deployment.updated" | "deployment.deleted" | "service.created" | "service.updated" | "service.deleted" | "custom_domain.created" | "custom_domain.updated" | "custom_domain.deleted" | "dependency.created" | "dependency.updated" | "dependency.deleted" | "dependency_backup.created" | "dependency_backup.updated" | "dependency_backup.deleted" | "secret.created" | "secret.updated" | "secret.deleted")[];
                         description?: string;
                     };
                 };
@@ -4467,7 +4941,7 @@ export interface paths {
                                     id: string;
                                     url: string;
                                     /** @description empty: every type */
-                                    event_types: ("deployment.created" | "deployment.updated" | "deployment.deleted" | "service.created" | "service.updated" | "service.deleted" | "custom_domain.created" | "custom_domain.updated" | "custom_domain.deleted" | "dependency.created" | "dependency.updated" | "dependency.deleted" | "secret.created" | "secret.updated" | "secret.deleted")[];
+                                    event_types: ("deployment.created" | "deployment.updated" | "deployment.deleted" | "service.created" | "service.updated" | "service.deleted" | "custom_domain.created" | "custom_domain.updated" | "custom_domain.deleted" | "dependency.created" | "dependency.updated" | "dependency.deleted" | "dependency_backup.created" | "dependency_backup.updated" | "dependency_backup.deleted" | "secret.created" | "secret.updated" | "secret.deleted")[];
                                     description: string;
                                     /** Format: date-time */
                                     created_at: string;
@@ -4583,7 +5057,7 @@ export interface paths {
                                     id: string;
                                     url: string;
                                     /** @description empty: every type */
-                                    event_types: ("deployment.created" | "deployment.updated" | "deployment.deleted" | "service.created" | "service.updated" | "service.deleted" | "custom_domain.created" | "custom_domain.updated" | "custom_domain.deleted" | "dependency.created" | "dependency.updated" | "dependency.deleted" | "secret.created" | "secret.updated" | "secret.deleted")[];
+                                    event_types: ("deployment.created" | "deployment.updated" | "deployment.deleted" | "service.created" | "service.updated" | "service.deleted" | "custom_domain.created" | "custom_domain.updated" | "custom_domain.deleted" | "dependency.created" | "dependency.updated" | "dependency.deleted" | "dependency_backup.created" | "dependency_backup.updated" | "dependency_backup.deleted" | "secret.created" | "secret.updated" | "secret.deleted")[];
                                     description: string;
                                     /** Format: date-time */
                                     created_at: string;
@@ -4765,7 +5239,7 @@ export interface paths {
                                     /** @description the event delivered (its id in GET /v1/events) */
                                     event_id: string;
                                     /** @enum {string} */
-                                    event_type: "deployment.created" | "deployment.updated" | "deployment.deleted" | "service.created" | "service.updated" | "service.deleted" | "custom_domain.created" | "custom_domain.updated" | "custom_domain.deleted" | "dependency.created" | "dependency.updated" | "dependency.deleted" | "secret.created" | "secret.updated" | "secret.deleted";
+                                    event_type: "deployment.created" | "deployment.updated" | "deployment.deleted" | "service.created" | "service.updated" | "service.deleted" | "custom_domain.created" | "custom_domain.updated" | "custom_domain.deleted" | "dependency.created" | "dependency.updated" | "dependency.deleted" | "dependency_backup.created" | "dependency_backup.updated" | "dependency_backup.deleted" | "secret.created" | "secret.updated" | "secret.deleted";
                                     /**
                                      * @description pending while being tried (at most 8 attempts), then succeeded or failed
                                      * @enum {string}
@@ -4896,7 +5370,7 @@ export interface paths {
                                     /** @description the event delivered (its id in GET /v1/events) */
                                     event_id: string;
                                     /** @enum {string} */
-                                    event_type: "deployment.created" | "deployment.updated" | "deployment.deleted" | "service.created" | "service.updated" | "service.deleted" | "custom_domain.created" | "custom_domain.updated" | "custom_domain.deleted" | "dependency.created" | "dependency.updated" | "dependency.deleted" | "secret.created" | "secret.updated" | "secret.deleted";
+                                    event_type: "deployment.created" | "deployment.updated" | "deployment.deleted" | "service.created" | "service.updated" | "service.deleted" | "custom_domain.created" | "custom_domain.updated" | "custom_domain.deleted" | "dependency.created" | "dependency.updated" | "dependency.deleted" | "dependency_backup.created" | "dependency_backup.updated" | "dependency_backup.deleted" | "secret.created" | "secret.updated" | "secret.deleted";
                                     /**
                                      * @description pending while being tried (at most 8 attempts), then succeeded or failed
                                      * @enum {string}

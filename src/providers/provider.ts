@@ -260,6 +260,39 @@ export interface Resources {
   delete(service: ServiceRef, resource: ResourceKey): Promise<void>;
 }
 
+/** One backup of a dependency: whose, which, and its id (what the driver names its file after). */
+export interface BackupRequest {
+  service: ServiceRef;
+  environment: EnvironmentRef;
+  resource: OpsResource;
+  backupId: string;
+}
+
+/**
+ * Logical backups of ops.json dependencies (rds, elasticache): a dump written by the engine's own tool
+ * into the driver's backup target, and read back into the dependency. The jobs layer decides when and
+ * records each one; a driver only writes, reads and discards files.
+ */
+export interface DependencyBackups {
+  /**
+   * Writes a dump of the dependency; resolves with where (the driver's name for it, kept by the jobs
+   * layer) and its size. Never leaves a partial file under the final name: a run killed midway leaves
+   * at most a temporary one, which the next run replaces. A failure the dump tool or the target reports
+   * (a full or unwritable target) is a TerminalError naming it.
+   */
+  backup(request: BackupRequest, signal: AbortSignal): Promise<{ location: string; sizeBytes: number }>;
+  /**
+   * Replaces the dependency's data with the dump at `location`. `stop`: the services using it, whose
+   * workloads stop for the duration and start again after (also when the restore fails).
+   */
+  restore(
+    request: BackupRequest & { location: string; stop: ServiceRef[] },
+    signal: AbortSignal,
+  ): Promise<void>;
+  /** Deletes the dump at `location` (retention); one already gone is fine. */
+  discard(environment: EnvironmentRef, location: string): Promise<void>;
+}
+
 /**
  * A git service's repository as the provider builds it: what a deployment reads before anything is made
  * (its ops.json declares the resources to make first). The same commit is then built.
@@ -304,6 +337,8 @@ export interface Provider {
   secrets?: SecretStore;
   /** ops.json dependencies; without it, a deployment that declares any fails naming them. */
   resources?: Resources;
+  /** Dependency backups; without it, backing up a dependency is refused naming the provider. */
+  backups?: DependencyBackups;
   /** Reads git services' files; without it, a git service with an ops_json_path fails its deployments. */
   sources?: Sources;
   admission?: Admission;

@@ -27,7 +27,8 @@ import * as jobAccounts from './migrations/0029-job-accounts.ts';
 import * as auditClientAddress from './migrations/0031-audit-client-address.ts';
 import * as sealedIdempotentAnswers from './migrations/0032-sealed-idempotent-answers.ts';
 import * as keyRotation from './migrations/0033-key-rotation.ts';
-import * as people from './migrations/0034-people.ts';
+import * as dependencyBackups from './migrations/0034-dependency-backups.ts';
+import * as people from './migrations/0035-people.ts';
 import type { Database } from './schema.ts';
 
 /** Every migration, in order. Listed here rather than read from disk so the build carries them. */
@@ -60,7 +61,8 @@ const migrations: Record<string, Migration> = {
   '0031-audit-client-address': auditClientAddress,
   '0032-sealed-idempotent-answers': sealedIdempotentAnswers,
   '0033-key-rotation': keyRotation,
-  '0034-people': people,
+  '0034-dependency-backups': dependencyBackups,
+  '0035-people': people,
 };
 
 export class MigrationError extends Error {}

@@ -347,6 +347,33 @@ export interface GitPollHeadsTable {
   pushed_at: Date | null;
 }
 
+export type BackupState = 'pending' | 'running' | 'completed' | 'failed';
+
+/** A logical backup of an ops.json dependency, and its latest restore (migration 0034). */
+export interface DependencyBackupsTable {
+  id: string;
+  service_id: string;
+  kind: string;
+  type: string;
+  resource_id: string;
+  trigger: 'manual' | 'scheduled';
+  state: BackupState;
+  /** The driver's name for the file it wrote; empty until it completed. */
+  location: Generated<string>;
+  /** bigint: read as a string. */
+  size_bytes: ColumnType<string | null, number | null | undefined, number | null>;
+  error: Generated<string>;
+  created_at: Generated<Date>;
+  completed_at: Date | null;
+  restore_state: BackupState | null;
+  /** The services stopped for the restore's duration (jsonb array of ids). */
+  restore_stopped_services: ColumnType<string[], string | undefined, string>;
+  restore_error: Generated<string>;
+  restore_requested_at: Date | null;
+  restore_completed_at: Date | null;
+  updated_at: Generated<Date>;
+}
+
 export interface Database {
   accounts: AccountsTable;
   api_tokens: ApiTokensTable;
@@ -373,6 +400,7 @@ export interface Database {
   git_connections: GitConnectionsTable;
   git_deliveries: GitDeliveriesTable;
   git_poll_heads: GitPollHeadsTable;
+  dependency_backups: DependencyBackupsTable;
 }
 
 export type AccountRow = Selectable<AccountsTable>;
@@ -390,6 +418,7 @@ export type SecretRow = Selectable<SecretsTable>;
 export type JobRow = Selectable<JobsTable>;
 export type CustomDomainRow = Selectable<CustomDomainsTable>;
 export type ServiceResourceRow = Selectable<ServiceResourcesTable>;
+export type DependencyBackupRow = Selectable<DependencyBackupsTable>;
 export type DeploymentLogRow = Selectable<DeploymentLogsTable>;
 export type DeploymentOperationRow = Selectable<DeploymentOperationsTable>;
 export type DeploymentTimelineRow = Selectable<DeploymentTimelineTable>;

@@ -21,7 +21,14 @@ let aServiceId: string;
 // biome-ignore lint/suspicious/noExplicitAny: snapshots of JSON bodies
 let bBefore: Record<string, any>;
 
-type Ids = { envId: string; serviceId: string; deploymentId: string; customDomainId: string };
+type Ids = {
+  envId: string;
+  serviceId: string;
+  deploymentId: string;
+  customDomainId: string;
+  dependencyId: string;
+  backupId: string;
+};
 
 interface RouteCase {
   method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
@@ -59,6 +66,17 @@ const ROUTES: RouteCase[] = [
   { method: 'GET', url: '/v1/deployments/:deploymentId' },
   { method: 'GET', url: '/v1/environments/:envId/services/:serviceId/logs' },
   { method: 'GET', url: '/v1/environments/:envId/services/:serviceId/dependencies' },
+  { method: 'GET', url: '/v1/environments/:envId/services/:serviceId/dependencies/:dependencyId/backups' },
+  {
+    method: 'POST',
+    url: '/v1/environments/:envId/services/:serviceId/dependencies/:dependencyId/backups',
+    body: {},
+  },
+  {
+    method: 'POST',
+    url: '/v1/environments/:envId/services/:serviceId/dependencies/:dependencyId/backups/:backupId/restore',
+    body: { force: true },
+  },
   { method: 'GET', url: '/v1/deployments/:deploymentId/logs' },
   { method: 'GET', url: '/v1/deployments/:deploymentId/operations' },
   { method: 'POST', url: '/v1/deployments/:deploymentId/cancel', body: {} },
@@ -87,6 +105,8 @@ const never = (): Ids => ({
   serviceId: randomUUID(),
   deploymentId: randomUUID(),
   customDomainId: randomUUID(),
+  dependencyId: 'db',
+  backupId: randomUUID(),
 });
 
 const registeredRoutes = () => listRoutes(h);
@@ -189,6 +209,8 @@ describe("A's token on B's resources answers exactly as for ids that never exist
         serviceId: bServiceId,
         deploymentId: bDeploymentId,
         customDomainId: bCustomDomainId,
+        dependencyId: 'db',
+        backupId: randomUUID(),
       };
       const res = await call(route, theirs);
       const baseline = await call(route, never());

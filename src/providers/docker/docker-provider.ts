@@ -17,6 +17,7 @@ import {
   type ServiceRef,
 } from '../provider.ts';
 import { dockerCron } from './cron.ts';
+import { DockerDependencyBackups } from './dependency-backups.ts';
 import { Drainer } from './drain.ts';
 import { EngineDriver } from './engine-driver.ts';
 import { ensureNetwork } from './environment.ts';
@@ -61,6 +62,7 @@ export class DockerProvider extends EngineDriver<Prepared> implements Provider {
   protected readonly engine: RolloutEngine<Prepared>;
   readonly logs: ServiceLogs;
   readonly resources: DockerResources;
+  readonly backups: DockerDependencyBackups;
 
   constructor(options: DockerProviderOptions) {
     super(options.settings, options.logger);
@@ -69,6 +71,7 @@ export class DockerProvider extends EngineDriver<Prepared> implements Provider {
     this.db = dockerTables(options.db);
     this.engine = this.rolloutEngine();
     this.resources = new DockerResources(this.docker, options.settings, (env) => this.ensureNetwork(env));
+    this.backups = new DockerDependencyBackups(this.docker, options.settings.backupDir);
     this.drainer = new Drainer({
       docker: this.docker,
       db: this.db,
