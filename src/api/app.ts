@@ -269,7 +269,7 @@ export async function buildApp(deps: Deps, options: AppOptions) {
       await v1.register(deployControlRoutes, { deps });
       await v1.register(eventRoutes, { deps });
       await v1.register(webhookRoutes, { deps });
-      await v1.register(tokenRoutes, { deps });
+      await v1.register(tokenRoutes, { deps, authenticator });
       await v1.register(comingSoonRoutes);
     },
     { prefix: '/v1' },

@@ -429,6 +429,7 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{
     async (request) => {
       const { id, userId } = request.params;
       await setMembership(deps, callOf(request), id, userId, request.body);
+      authenticator.forget();
       const member = (await listMembers(deps.store.db, id)).find((m) => m.user_id === userId);
       if (!member) throw new NotFoundError('Member');
       return success({ member: memberView(member) });
@@ -450,6 +451,7 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{
     },
     async (request) => {
       await removeMembership(deps, callOf(request), request.params.id, request.params.userId);
+      authenticator.forget();
       return success({ removed: true });
     },
   );

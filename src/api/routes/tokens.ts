@@ -3,12 +3,15 @@ import { Type } from 'typebox';
 import { NewTokenBody } from '../../domain/inputs.ts';
 import type { Deps } from '../../domain/usecases/context.ts';
 import { createToken, listTokens, revokeTokenOf } from '../../domain/usecases/people.ts';
-import { actorOf, authOf } from '../plugins/auth.ts';
+import { actorOf, authOf, type TokenAuthenticator } from '../plugins/auth.ts';
 import { AUTH_ERRORS, Envelope, errorResponses } from '../schemas/common.ts';
 import { CreatedToken, Token, TokenParams } from '../schemas/tokens.ts';
 import { success, tokenView } from '../views.ts';
 
-export const tokenRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app, { deps }) => {
+export const tokenRoutes: FastifyPluginAsyncTypebox<{
+  deps: Deps;
+  authenticator: TokenAuthenticator;
+}> = async (app, { deps, authenticator }) => {
   app.post(
     '/tokens',
     {
@@ -69,6 +72,8 @@ export const tokenRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app
     },
     async (request) => {
       await revokeTokenOf(deps, actorOf(request), request.params.tokenId);
+      // This process at once; the others when the `access` notification reaches them.
+      authenticator.forget();
       return success({ revoked: true });
     },
   );
