@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { isCronExpression } from './domain/cron-expression.ts';
 import { DEFAULT_EVENT_RETENTION_HOURS } from './domain/events.ts';
 import { isCidr } from './domain/ops-json.ts';
 
@@ -14,6 +15,12 @@ export interface Config {
   keyRotationBatch: number;
   /** A pause between a rotation's batches, to leave the database to the requests it serves. */
   keyRotationPauseMs: number;
+  /** BERTH_BACKUP_SCHEDULE: a cron expression (UTC); unset, no scheduled backups (docs/operations.md). */
+  backupSchedule: string | undefined;
+  /** BERTH_BACKUP_DIR: where scheduled backups are written (default BERTH_DATA_DIR/backups). */
+  backupDir: string;
+  /** BERTH_BACKUP_KEEP: how many scheduled backups retention keeps in backupDir. */
+  backupKeep: number;
   /** BERTH_PROVIDER: a driver's name; unset, providers/registry.ts chooses its default. */
   provider: string | undefined;
   /** The environment the driver reads its own settings from (each driver parses its own). */
@@ -50,6 +57,8 @@ export interface Config {
   webhookConcurrencyPerAccount: number;
   /** Hours an event is kept for GET /v1/events resumes and webhook redeliveries. */
   eventRetentionHours: number;
+  /** Days services' runtime metrics are kept (BERTH_METRICS_RETENTION_DAYS); older ones are dropped. */
+  metricsRetentionDays: number;
   /** Hours between scheduled backups of each ops.json database and cache; 0: none scheduled. */
   dependencyBackupIntervalHours: number;
   /** Completed backups kept per dependency (a dependency's `backup_keep` wins). */
@@ -105,6 +114,16 @@ function trustProxySetting(env: NodeJS.ProcessEnv): string[] {
   return entries;
 }
 
+function backupScheduleSetting(env: NodeJS.ProcessEnv): string | undefined {
+  const schedule = env.BERTH_BACKUP_SCHEDULE?.trim() || undefined;
+  if (schedule !== undefined && !isCronExpression(schedule)) {
+    throw new ConfigError(
+      `BERTH_BACKUP_SCHEDULE must be a cron expression (for instance "0 3 * * *", every day at 03:00 UTC), got "${schedule}"`,
+    );
+  }
+  return schedule;
+}
+
 function tlsSetting(env: NodeJS.ProcessEnv): Config['tls'] {
   const certFile = env.BERTH_TLS_CERT_FILE || undefined;
   const keyFile = env.BERTH_TLS_KEY_FILE || undefined;
@@ -150,6 +169,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     // Small transactions: a batch holds its rows' locks for milliseconds.
     keyRotationBatch: intSetting(env, 'BERTH_KEY_ROTATION_BATCH', 200, 1, 10_000),
     keyRotationPauseMs: intSetting(env, 'BERTH_KEY_ROTATION_PAUSE_MS', 0, 0, 60_000),
+    backupSchedule: backupScheduleSetting(env),
+    backupDir: path.resolve(env.BERTH_BACKUP_DIR || path.join(env.BERTH_DATA_DIR || '.berth', 'backups')),
+    backupKeep: intSetting(env, 'BERTH_BACKUP_KEEP', 7, 1, 100_000),
     provider: env.BERTH_PROVIDER || undefined,
     providerEnv: env,
     dnsServers: (env.BERTH_DNS_SERVERS || '')
@@ -190,6 +212,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       1,
       24 * 365,
     ),
+    metricsRetentionDays: intSetting(env, 'BERTH_METRICS_RETENTION_DAYS', 30, 1, 3650),
     dependencyBackupIntervalHours: intSetting(env, 'BERTH_DEPENDENCY_BACKUP_INTERVAL_HOURS', 24, 0, 24 * 365),
     dependencyBackupKeep: intSetting(env, 'BERTH_DEPENDENCY_BACKUP_KEEP', 7, 1, 65536),
     webhookAllowPrivate: /^(1|true|yes)$/i.test(env.BERTH_WEBHOOK_ALLOW_PRIVATE ?? ''),

@@ -233,6 +233,28 @@ export function adminCommand(program: Command): void {
       ),
     'admin rotate-master-key',
   ).action(() => run(opts().output, () => client(opts()).rotateMasterKey()));
+  withExamples(
+    admin
+      .command('backup [file]')
+      .description(
+        "write a consistent snapshot of Berth's own state (a file, or into a directory; default: the current one) with its manifest and checksum; the master key is not in it",
+      ),
+    'admin backup',
+    'admin backup /var/backups/berth/',
+  ).action((file: string | undefined) =>
+    run(opts().output, async () => (await import('./backups.ts')).downloadBackup(client(opts()), file)),
+  );
+  withExamples(
+    admin
+      .command('restore <file>')
+      .description(
+        'restore a backup onto the empty database of BERTH_DATABASE_URL or BERTH_DATA_DIR, with the master key it was taken with (BERTH_MASTER_KEY); start berth serve afterwards',
+      ),
+    'admin restore berth-backup-2026-01-31T03-00-00-000Z.ndjson.gz',
+    'BERTH_DATA_DIR=/srv/berth-new BERTH_MASTER_KEY=$(cat /secure/berth.key) admin restore nightly.ndjson.gz',
+  ).action((file: string) =>
+    run(opts().output, async () => (await import('./backups.ts')).restoreFromFile(file)),
+  );
   const connections = admin
     .command('connections')
     .description('git connections: how an account clones private repositories and signs webhooks');

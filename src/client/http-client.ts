@@ -61,6 +61,24 @@ export class HttpClient {
     if (!response.ok) throw new ApiCallError(response.status, parsed);
     return (parsed.data ?? parsed) as T;
   }
+
+  /** A GET whose answer is a file: the response, its body unread (an error answer is thrown as usual). */
+  async download(path: string): Promise<Response> {
+    let response: Response;
+    try {
+      response = await this.fetch(
+        new Request(`${this.baseUrl}${path}`, { headers: { authorization: `Bearer ${this.token}` } }),
+      );
+    } catch (error) {
+      if (error instanceof UnreachableError) throw new Error(`${error.message}. Is berth serve running?`);
+      throw error;
+    }
+    if (!response.ok) {
+      const text = await response.text();
+      throw new ApiCallError(response.status, text ? JSON.parse(text) : {});
+    }
+    return response;
+  }
 }
 
 type AccountT = Static<typeof Account>;
@@ -132,7 +150,6 @@ export class AdminClient {
   deleteGitConnection(connectionId: string) {
     return this.http.call<{ deleted: boolean }>('DELETE', `/git-connections/${connectionId}`);
   }
-  /** Reads back a dependency's password by its `$passwordArn` (audited on the account). */
   rotateMasterKey() {
     return this.http.call<{ rotation: Static<typeof MasterKeyRotation> }>('POST', '/master-key/rotate', {});
   }
@@ -166,10 +183,15 @@ export class AdminClient {
       {},
     );
   }
+  /** Reads back a dependency's password by its `$passwordArn` (audited on the account). */
   dependencyPassword(arn: string) {
     return this.http.call<{ arn: string; password: string }>(
       'GET',
       `/dependency-passwords?${new URLSearchParams({ arn })}`,
     );
+  }
+  /** A backup of Berth's own state: the gzip file as the response's body (docs/operations.md). */
+  backup() {
+    return this.http.download('/backup');
   }
 }

@@ -90,7 +90,7 @@ test('postgres, mariadb and redis: back up, change, restore, read the original b
   const created = await api(`${envUrl}/services`, token, 'POST', {
     name: 'Backed Up',
     source: 'docker_image',
-    docker_image: 'berth-deps/postgres:latest',
+    docker_image: 'berth-deps/postgres',
     type: 'worker',
     run_command: 'sleep 100000',
     replica_count: 1,

@@ -1,4 +1,5 @@
 import { timingSafeEqual } from 'node:crypto';
+import fs from 'node:fs';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { NotFoundError, UnauthorizedError } from '../../domain/errors.ts';
@@ -20,6 +21,7 @@ import {
   readDependencyPassword,
   revokeApiToken,
 } from '../../domain/usecases/accounts.ts';
+import { spoolBackup } from '../../domain/usecases/backups.ts';
 import type { Deps } from '../../domain/usecases/context.ts';
 import { createEnvironment } from '../../domain/usecases/environments.ts';
 import {
@@ -166,6 +168,40 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{
       },
     },
     async () => success({ rotation: await rotateMasterKey(deps) }),
+  );
+
+  app.get(
+    '/backup',
+    {
+      schema: {
+        summary: "Download a consistent snapshot of Berth's own state (berth admin backup)",
+        description:
+          "Every table of Berth's database, read in one REPEATABLE READ transaction, as one gzip file of JSON " +
+          'lines: a manifest first (Berth version, migration level, created_at, the master key ids), a ' +
+          'trailer last with the SHA-256 of everything before it. Sealed values stay sealed: the master key is ' +
+          'not in it. `berth admin restore` restores it onto an empty database. docs/operations.md.',
+        response: {
+          200: {
+            description: 'application/gzip: the backup file',
+            content: {
+              'application/gzip': {
+                schema: Type.Unsafe<fs.ReadStream>({ type: 'string', format: 'binary' }),
+              },
+            },
+          },
+          ...errorResponses(401, 500),
+        },
+      },
+    },
+    async (_request, reply) => {
+      const backup = await spoolBackup(deps);
+      const body = fs.createReadStream(backup.file);
+      body.on('close', () => void backup.remove());
+      return reply
+        .header('content-type', 'application/gzip')
+        .header('content-disposition', `attachment; filename="${backup.name}"`)
+        .send(body);
+    },
   );
 
   app.post(
