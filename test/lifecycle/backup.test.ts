@@ -5,12 +5,15 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import zlib from 'node:zlib';
+import { sql } from 'kysely';
 import { loadConfig } from '../../src/config.ts';
-import { claimScheduledBackup, scheduledBackup } from '../../src/domain/usecases/backups.ts';
+import { claimScheduledBackup, scheduledBackup, takeBackup } from '../../src/domain/usecases/backups.ts';
 import { restoreBackup } from '../../src/restore.ts';
 import { isEmptyDatabase } from '../../src/store/backup.ts';
 import { readBackupFile } from '../../src/store/backup-file.ts';
 import { openStore } from '../../src/store/database.ts';
+import { appliedMigrations, KNOWN_MIGRATIONS, migrateToLatest } from '../../src/store/migrate.ts';
+import { SecretBox } from '../../src/store/secret-box.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
 import { captureVariables } from '../helpers/deployments.ts';
 import { ADMIN_TOKEN, type Harness, startHarness, type Tenant, VALID_SERVICE } from '../helpers/harness.ts';
@@ -353,5 +356,56 @@ test('one process takes each scheduled tick; retention keeps the newest; a faile
     assert.deepEqual(fs.readdirSync(backups).sort(), kept, 'no backup removed, no partial file left');
   } finally {
     await store.close().catch(() => {});
+  }
+});
+
+test("a backup an older Berth took restores: its schema first, its rows, then this Berth's newer migrations", async () => {
+  // An installation stopped at migration 0005 (older than the embedded snapshot: the restore makes its
+  // database with initdb): the first tables, one account, its sealing key recorded.
+  const old = await createTestDatabase();
+  cleanups.push(() => old.drop());
+  const level = KNOWN_MIGRATIONS.slice(0, 5);
+  const store = await openStore({
+    databaseUrl: old.databaseUrl,
+    dataDir: old.dataDir,
+    migrate: false,
+    initdb: true,
+  });
+  const olderFile = path.join(dir, 'older.ndjson.gz');
+  const box = new SecretBox([Buffer.from(KEY, 'hex')]);
+  try {
+    await migrateToLatest(store.db, level);
+    await sql`INSERT INTO accounts (id, name, plan) VALUES ('7d1c8a52-4c4b-4a43-9d7e-2f3c1f2a9c10', 'old', 'pro')`.execute(
+      store.db,
+    );
+    await sql`INSERT INTO settings (key, value) VALUES ('master_key_ids', ${box.currentId})`.execute(
+      store.db,
+    );
+    await takeBackup(store, olderFile);
+  } finally {
+    await store.close();
+  }
+  const { manifest } = await readBackupFile(olderFile);
+  assert.equal(manifest.migration, level.at(-1));
+
+  const target = await createTestDatabase();
+  cleanups.push(() => target.drop());
+  await restoreBackup(configOf(target), olderFile);
+  const restoredStore = await openStore({
+    databaseUrl: target.databaseUrl,
+    dataDir: target.dataDir,
+    migrate: false,
+  });
+  try {
+    assert.deepEqual(
+      await appliedMigrations(restoredStore.db).then((m) => [...m].sort()),
+      [...KNOWN_MIGRATIONS].sort(),
+    );
+    const { rows } = await sql<{ name: string; plan: string }>`SELECT name, plan FROM accounts`.execute(
+      restoredStore.db,
+    );
+    assert.deepEqual(rows, [{ name: 'old', plan: 'pro' }]);
+  } finally {
+    await restoredStore.close();
   }
 });
