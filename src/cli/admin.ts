@@ -5,6 +5,7 @@ import { AdminClient, ApiCallError } from '../client/http-client.ts';
 import { loadConfig } from '../config.ts';
 import { CLOUDS, type Cloud } from '../domain/environment-states.ts';
 import { FEATURES, PLANS } from '../domain/plans.ts';
+import { ROLES, type Role } from '../domain/roles.ts';
 import { FORMATS, makeOutput } from './dev/output.ts';
 import { withExamples } from './help.ts';
 
@@ -157,6 +158,48 @@ export function adminCommand(program: Command): void {
     'admin tokens revoke <tokenId>',
   ).action((id: string) => run(opts().output, () => client(opts()).revokeToken(id)));
 
+  const users = admin.command('users').description('people, and their roles in accounts (docs/access.md)');
+  withExamples(users.command('list').description('list every user'), 'admin users list').action(() =>
+    run(opts().output, () => client(opts()).listUsers()),
+  );
+  withExamples(
+    users.command('create <email> <displayName>').description('create a user'),
+    "admin users create ada@example.com 'Ada Lovelace'",
+  ).action((email: string, displayName: string) =>
+    run(opts().output, () => client(opts()).createUser({ email, display_name: displayName })),
+  );
+  withExamples(
+    users.command('members <accountId>').description("list an account's members and their roles"),
+    'admin users members <accountId>',
+  ).action((id: string) => run(opts().output, () => client(opts()).listMembers(id)));
+  withExamples(
+    users
+      .command('add <accountId> <userId>')
+      .description("make a user a member of an account, or change the member's role")
+      .addOption(new Option('--role <role>', 'the role').choices(ROLES).makeOptionMandatory())
+      .option('--environment <envId...>', 'limit the member to these environments'),
+    'admin users add <accountId> <userId> --role developer',
+    'admin users add <accountId> <userId> --role viewer --environment <envId>',
+  ).action((id: string, userId: string, o: { role: Role; environment?: string[] }) =>
+    run(opts().output, () =>
+      client(opts()).setMember(id, userId, { role: o.role, environment_ids: o.environment ?? null }),
+    ),
+  );
+  withExamples(
+    users
+      .command('remove <accountId> <userId>')
+      .description("end a membership: the member's tokens stop working at once"),
+    'admin users remove <accountId> <userId>',
+  ).action((id: string, userId: string) => run(opts().output, () => client(opts()).removeMember(id, userId)));
+  withExamples(
+    users
+      .command('token <accountId> <userId>')
+      .description("issue a token of a member, with the member's role; printed once and never again"),
+    'admin users token <accountId> <userId>',
+  ).action((id: string, userId: string) =>
+    run(opts().output, () => client(opts()).issueMemberToken(id, userId)),
+  );
+
   const environments = admin.command('environments').description('environments');
   withExamples(
     environments
@@ -270,6 +313,7 @@ export function adminCommand(program: Command): void {
   withExamples(admin, 'admin accounts list', 'admin --url http://127.0.0.1:8080 tokens issue <accountId>');
   withExamples(accounts, 'admin accounts list');
   withExamples(tokens, 'admin tokens list <accountId>');
+  withExamples(users, 'admin users list');
   withExamples(environments, 'admin environments list <accountId>');
   withExamples(connections, 'admin connections list <accountId>');
 }

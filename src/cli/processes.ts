@@ -81,11 +81,12 @@ async function serveProcess(options: { workers: boolean }): Promise<void> {
     );
   }
   if (server.firstStart) {
-    const { apiToken, accountId, environmentId } = server.firstStart;
+    const { apiToken, accountId, environmentId, ownerEmail } = server.firstStart;
     lines.push(
       '',
-      'First start: created the account "default" (plan pro), the environment "default" and an API token.',
+      'First start: created the account "default" (plan pro), its owner, the environment "default" and an API token.',
       `  account:     ${accountId}`,
+      `  owner:       ${ownerEmail}`,
       `  environment: ${environmentId}`,
       `  API token:   ${apiToken}   (shown only now; Berth keeps only its hash)`,
       '',

@@ -9,6 +9,8 @@ import type {
   GitConnection,
   GitConnectionRequest,
   MasterKeyRotation,
+  Member,
+  User,
 } from '../api/schemas/admin.ts';
 import type { Environment } from '../api/schemas/environments.ts';
 import { retryingFetch, UnreachableError } from './retry.ts';
@@ -150,6 +152,36 @@ export class AdminClient {
   }
   rotateMasterKey() {
     return this.http.call<{ rotation: Static<typeof MasterKeyRotation> }>('POST', '/master-key/rotate', {});
+  }
+  createUser(body: { email: string; display_name: string }) {
+    return this.http.call<{ user: Static<typeof User> }>('POST', '/users', body);
+  }
+  listUsers() {
+    return this.http.call<{ users: Static<typeof User>[] }>('GET', '/users');
+  }
+  listMembers(accountId: string) {
+    return this.http.call<{ members: Static<typeof Member>[] }>('GET', `/accounts/${accountId}/members`);
+  }
+  setMember(
+    accountId: string,
+    userId: string,
+    body: { role: Static<typeof Member>['role']; environment_ids?: string[] | null },
+  ) {
+    return this.http.call<{ member: Static<typeof Member> }>(
+      'PUT',
+      `/accounts/${accountId}/members/${userId}`,
+      body,
+    );
+  }
+  removeMember(accountId: string, userId: string) {
+    return this.http.call<{ removed: boolean }>('DELETE', `/accounts/${accountId}/members/${userId}`);
+  }
+  issueMemberToken(accountId: string, userId: string) {
+    return this.http.call<{ api_token: string; token_id: string }>(
+      'POST',
+      `/accounts/${accountId}/members/${userId}/api-tokens`,
+      {},
+    );
   }
   /** Reads back a dependency's password by its `$passwordArn` (audited on the account). */
   dependencyPassword(arn: string) {

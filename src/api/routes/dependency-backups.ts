@@ -49,6 +49,7 @@ export const dependencyBackupRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> =
   app.get(
     BACKUPS,
     {
+      config: { role: 'viewer' },
       schema: {
         summary: "A dependency's backups",
         description:
@@ -68,6 +69,7 @@ export const dependencyBackupRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> =
   app.post(
     BACKUPS,
     {
+      config: { role: 'developer' },
       schema: {
         summary: 'Back up a dependency now',
         description:
@@ -93,6 +95,7 @@ export const dependencyBackupRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> =
   app.post(
     `${BACKUPS}/:backupId/restore`,
     {
+      config: { role: 'developer' },
       schema: {
         summary: 'Restore a dependency from a backup',
         description:
