@@ -7,6 +7,7 @@ import { after, before, test } from 'node:test';
 import zlib from 'node:zlib';
 import { sql } from 'kysely';
 import { loadConfig } from '../../src/config.ts';
+import { SOURCES } from '../../src/domain/service-fields.ts';
 import { claimScheduledBackup, scheduledBackup, takeBackup } from '../../src/domain/usecases/backups.ts';
 import { restoreBackup } from '../../src/restore.ts';
 import { isEmptyDatabase } from '../../src/store/backup.ts';
@@ -163,6 +164,8 @@ before(async () => {
   await ok('POST', services, a, { ...VALID_SERVICE.gitlab, installation_id: gitlab });
   await ok('POST', services, a, VALID_SERVICE.helm);
   await ok('POST', `/v1/environments/${b.envId}/services`, b, { ...VALID_SERVICE.docker, name: 'other' });
+  const sources = ((await ok('GET', services, a)).services as { source: string }[]).map((s) => s.source);
+  assert.deepEqual([...sources].sort(), [...SOURCES].sort(), 'a service of every source');
   const serviceUrl = `${services}/${web.service.id}`;
   for (let i = 0; i < 2; i++) {
     const deployed = await ok('POST', `${serviceUrl}/deploy`, a, {});
