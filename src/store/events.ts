@@ -40,6 +40,8 @@ interface EventSource<T extends keyof Database> {
   columns: ReadonlyArray<keyof Database[T] & string>;
   /** Every write is an event (secrets); otherwise an update that changes nothing but updated_at is not. */
   everyWrite?: true;
+  /** bigint columns, which pg reads as text: an event keeps them as numbers. */
+  bigints?: ReadonlyArray<keyof Database[T] & string>;
 }
 
 const source = <T extends keyof Database>(s: EventSource<T>) => s;
@@ -108,6 +110,30 @@ export const EVENT_SOURCES = {
     account: (row) => ({ service: String(row.service_id) }),
     columns: ['service_id', 'kind', 'type', 'resource_id', 'state', 'error', 'provisioned_at', 'updated_at'],
   }),
+  dependency_backup: source({
+    table: 'dependency_backups',
+    account: (row) => ({ service: String(row.service_id) }),
+    columns: [
+      'id',
+      'service_id',
+      'kind',
+      'type',
+      'resource_id',
+      'trigger',
+      'state',
+      'size_bytes',
+      'error',
+      'created_at',
+      'completed_at',
+      'restore_state',
+      'restore_stopped_services',
+      'restore_error',
+      'restore_requested_at',
+      'restore_completed_at',
+      'updated_at',
+    ],
+    bigints: ['size_bytes'],
+  }),
   secret: source({
     table: 'secrets',
     account: (row) =>
@@ -115,7 +141,10 @@ export const EVENT_SOURCES = {
     columns: ['scope', 'scope_id', 'key', 'is_sensitive', 'description', 'updated_at'],
     everyWrite: true,
   }),
-} satisfies Record<EventKind, { table: keyof Database; columns: readonly string[] }>;
+} satisfies Record<
+  EventKind,
+  { table: keyof Database; columns: readonly string[]; bigints?: readonly string[] }
+>;
 
 export type EventAction = 'created' | 'updated' | 'deleted';
 
@@ -163,7 +192,13 @@ export async function recordEvents(
 ): Promise<void> {
   if (rows.length === 0) return;
   if (!db.isTransaction) throw new Error(`a ${kind} event must be recorded in the change's transaction`);
-  const source = EVENT_SOURCES[kind];
+  const source: {
+    columns: readonly string[];
+    bigints?: readonly string[];
+    account: EventSource<never>['account'];
+  } = EVENT_SOURCES[kind];
+  const numeric = (column: string, value: unknown) =>
+    source.bigints?.includes(column) && typeof value === 'string' ? Number(value) : value;
   await db.getExecutor().provideConnection(async (connection) => {
     let pending = pendingOf.get(connection);
     if (!pending) {
@@ -177,7 +212,7 @@ export async function recordEvents(
         service_id: 'service' in account ? account.service : null,
         environment_id: 'environment' in account ? account.environment : null,
         type: `${kind}.${action}`,
-        data: Object.fromEntries((source.columns as readonly string[]).map((c) => [c, row[c] ?? null])),
+        data: Object.fromEntries(source.columns.map((c) => [c, numeric(c, row[c] ?? null)])),
       });
     }
   });

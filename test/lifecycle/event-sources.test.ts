@@ -26,10 +26,11 @@ function sampleOf(schema: any): unknown {
   if ('const' in schema) return schema.const;
   if (schema.enum) return schema.enum[0];
   if (schema.anyOf) return sampleOf(schema.anyOf.find((s: { type?: string }) => s.type !== 'null'));
-  if (schema.type === 'boolean') return false;
-  if (schema.type === 'integer' || schema.type === 'number') return 0;
-  if (schema.type === 'array') return [];
-  if (schema.type === 'object') return {};
+  const type = Array.isArray(schema.type) ? schema.type[0] : schema.type;
+  if (type === 'boolean') return false;
+  if (type === 'integer' || type === 'number') return 0;
+  if (type === 'array') return [];
+  if (type === 'object') return {};
   if (schema.format === 'uuid') return ACCOUNT;
   if (schema.format === 'date-time') return new Date().toISOString();
   return 'x';
