@@ -169,10 +169,20 @@ export function eventState(kind: EventKind, alias: string): RawBuilder<unknown> 
 /**
  * Whether a row an update returns changed more than `updated_at`: its state against the one it had
  * (`before_state`, the eventState of the row locked by a subquery `before` in the update's FROM, which
- * the update joins on its key: locked first, so what it read is what the update changed).
+ * the update joins on its key: locked first, so what it read is what the update changed). The subquery
+ * locks FOR NO KEY UPDATE, the lock the update takes anyway: FOR UPDATE would also hold off the foreign
+ * key checks of other connections (a deployment's log lines), which the transaction may be waiting for.
  */
 export function changedSince(kind: EventKind, table: string): RawBuilder<boolean> {
   return sql<boolean>`before.before_state IS DISTINCT FROM ${eventState(kind, table)}`;
+}
+
+/** Whether an update setting these columns can be an event: it sets one the event keeps, besides updated_at. */
+export function setsEventColumns(kind: EventKind, set: object): boolean {
+  const columns: readonly string[] = EVENT_SOURCES[kind].columns;
+  return Object.entries(set).some(
+    ([c, value]) => value !== undefined && c !== 'updated_at' && columns.includes(c),
+  );
 }
 
 const pendingOf = new WeakMap<DatabaseConnection, Pending[]>();

@@ -36,7 +36,7 @@ async function updateDomains(
       .from(
         where(domainsTable(trx))
           .select(['id as before_id', eventState('custom_domain', 'custom_domains').as('before_state')])
-          .forUpdate()
+          .forNoKeyUpdate()
           .as('before'),
       )
       .set(set)

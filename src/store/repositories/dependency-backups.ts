@@ -89,7 +89,7 @@ export async function changeBackup(
     }
     const rows = await trx
       .updateTable('dependency_backups')
-      .from(locked.forUpdate().as('before'))
+      .from(locked.forNoKeyUpdate().as('before'))
       .set({
         ...rest,
         ...(completed ? { completed_at: sql<Date>`clock_timestamp()` } : {}),

@@ -1,10 +1,17 @@
-import { type Insertable, sql, type Updateable } from 'kysely';
+import {
+  type Expression,
+  type ExpressionBuilder,
+  type Insertable,
+  type SqlBool,
+  sql,
+  type Updateable,
+} from 'kysely';
 import { DELETE_STATES } from '../../domain/service-states.ts';
 import type { DeployedSource } from '../../providers/provider.ts';
 import type { Db } from '../database.ts';
-import { changedSince, eventState, inTransaction, recordEvents } from '../events.ts';
+import { changedSince, eventState, inTransaction, recordEvents, setsEventColumns } from '../events.ts';
 import { notify } from '../notifications.ts';
-import type { DeploymentRow, DeploymentsTable, EnvironmentRow, ServiceRow } from '../schema.ts';
+import type { Database, DeploymentRow, DeploymentsTable, EnvironmentRow, ServiceRow } from '../schema.ts';
 import { type Page, pageAfter } from './paging.ts';
 import { type AsJson, withDates } from './scope.ts';
 
@@ -20,24 +27,27 @@ export async function insertDeployment(db: Db, row: Insertable<DeploymentsTable>
   });
 }
 
-const deploymentsTable = (db: Db) => db.selectFrom('deployments');
+type Where = (eb: ExpressionBuilder<Database, 'deployments'>) => Expression<SqlBool>;
 
 /**
  * Updates the deployments `where` picks (locked first) with `set`, recording an `updated` event for
  * each whose event state changed; how many it updated.
  */
-async function updateDeployments(
-  db: Db,
-  where: (q: ReturnType<typeof deploymentsTable>) => ReturnType<typeof deploymentsTable>,
-  set: Updateable<DeploymentsTable>,
-): Promise<number> {
+async function updateDeployments(db: Db, where: Where, set: Updateable<DeploymentsTable>): Promise<number> {
+  if (!setsEventColumns('deployment', set)) {
+    // No event can come of it: no transaction of its own, no lock but the update's.
+    const result = await db.updateTable('deployments').set(set).where(where).executeTakeFirst();
+    return Number(result.numUpdatedRows);
+  }
   return inTransaction(db, async (trx) => {
     const rows = await trx
       .updateTable('deployments')
       .from(
-        where(deploymentsTable(trx))
+        trx
+          .selectFrom('deployments')
+          .where(where)
           .select(['id as before_id', eventState('deployment', 'deployments').as('before_state')])
-          .forUpdate()
+          .forNoKeyUpdate()
           .as('before'),
       )
       .set(set)
@@ -124,7 +134,7 @@ export async function startDeployment(db: Db, id: string): Promise<boolean> {
               .select(['id as before_id', eventState('service', 'services').as('before_state')])
               .where('latest_deployment_id', '=', id)
               .where('state', 'not in', DELETE_STATES)
-              .forUpdate()
+              .forNoKeyUpdate()
               .as('before'),
           ])
           .set({ state: 'deploying', updated_at: now })
@@ -166,7 +176,7 @@ export async function transitionDeployment(
   to: DeploymentRow['state'],
   extra: { prov_deployment_id?: string; failure_reason?: string } & DeployedSource = {},
 ): Promise<boolean> {
-  const updated = await updateDeployments(db, (q) => q.where('id', '=', id).where('state', 'in', from), {
+  const updated = await updateDeployments(db, (eb) => eb.and([eb('id', '=', id), eb('state', 'in', from)]), {
     state: to,
     ...extra,
     updated_at: new Date(),
@@ -176,10 +186,14 @@ export async function transitionDeployment(
 
 /** Sets the failure_reason of a deployment that has not ended: what its latest attempt ran into. */
 export async function noteUnfinishedDeployment(db: Db, id: string, reason: string): Promise<void> {
-  await updateDeployments(db, (q) => q.where('id', '=', id).where('state', 'in', ['queued', 'in_progress']), {
-    failure_reason: reason,
-    updated_at: new Date(),
-  });
+  await updateDeployments(
+    db,
+    (eb) => eb.and([eb('id', '=', id), eb('state', 'in', ['queued', 'in_progress'])]),
+    {
+      failure_reason: reason,
+      updated_at: new Date(),
+    },
+  );
 }
 
 export async function unfinishedDeployments(db: Db, serviceId: string, states: DeploymentRow['state'][]) {
@@ -220,7 +234,11 @@ export async function recordSnapshot(
   id: string,
   snapshot: { ops_snapshot: string; variables_sealed: string; git_commit_ref?: string },
 ): Promise<void> {
-  await updateDeployments(db, (q) => q.where('id', '=', id).where('variables_sealed', 'is', null), snapshot);
+  await updateDeployments(
+    db,
+    (eb) => eb.and([eb('id', '=', id), eb('variables_sealed', 'is', null)]),
+    snapshot,
+  );
 }
 
 /**
@@ -266,5 +284,5 @@ export async function recordCommitDetails(
   id: string,
   details: { git_commit_author: string; git_commit_message: string },
 ): Promise<void> {
-  await updateDeployments(db, (q) => q.where('id', '=', id), details);
+  await updateDeployments(db, (eb) => eb('id', '=', id), details);
 }

@@ -103,7 +103,7 @@ async function updateResource(
           .where('kind', '=', ref.kind)
           .where('type', '=', ref.type)
           .where('resource_id', '=', ref.resource_id)
-          .forUpdate()
+          .forNoKeyUpdate()
           .as('before'),
       )
       .set(set)

@@ -23,7 +23,7 @@ function lockedServices(
 ) {
   return where(servicesTable(db))
     .select(['id as before_id', eventState('service', 'services').as('before_state')])
-    .forUpdate()
+    .forNoKeyUpdate()
     .as('before');
 }
 const servicesTable = (db: Db) => db.selectFrom('services');
