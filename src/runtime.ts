@@ -5,8 +5,10 @@ import { readTlsPair, watchTlsFiles } from './api/tls-files.ts';
 import { adminTokenFor, type FirstStart, firstStart } from './bootstrap.ts';
 import type { Config } from './config.ts';
 import { DnsLookup } from './dns.ts';
+import { certificatesOn } from './domain/usecases/certificates.ts';
 import type { Deps } from './domain/usecases/context.ts';
 import { collectWhenIdle } from './idle-collector.ts';
+import { certificateSource, readAcmeCa, startCertificateRenewal } from './jobs/certificates.ts';
 import { startEventRetention } from './jobs/event-retention.ts';
 import { startGitPoller } from './jobs/git-poller.ts';
 import { jobHandlers } from './jobs/handlers/index.ts';
@@ -150,6 +152,7 @@ export async function startServer(
 ): Promise<Server> {
   // Bad certificate files stop the start before anything is opened.
   const tlsPair = config.tls ? readTlsPair(config.tls) : undefined;
+  readAcmeCa(config.acme);
   const runtime = await openRuntime(config, options.logger);
   const { deps } = runtime;
   let app: Awaited<ReturnType<typeof buildApp>> | null = null;
@@ -157,6 +160,7 @@ export async function startServer(
   let observer: ReturnType<typeof startObserver> | null = null;
   let retention: ReturnType<typeof startEventRetention> | null = null;
   let poller: ReturnType<typeof startGitPolling> = null;
+  let renewals: ReturnType<typeof startCertificateRenewal> = null;
   let workerStore: Store | null = null;
   let metricsServer: MetricsServer | null = null;
   try {
@@ -174,7 +178,9 @@ export async function startServer(
       const watcher = watchTlsFiles(app.server, config.tls, deps.logger);
       app.server.on('close', () => watcher.stop());
     }
-    await deps.provider.serving?.start();
+    await deps.provider.serving?.start(
+      certificatesOn(deps) ? { certificates: certificateSource(deps) } : undefined,
+    );
     metricsServer = await startMetricsServer(deps);
     const collector = collectWhenIdle({ idleMs: IDLE_COLLECT_MS });
     app.server.on('request', () => collector.touch());
@@ -203,10 +209,11 @@ export async function startServer(
     observer = worker ? startObserver(workerDeps) : null;
     retention = worker ? startEventRetention(workerDeps) : null;
     poller = worker ? startGitPolling(workerDeps) : null;
+    renewals = worker ? startCertificateRenewal(workerDeps) : null;
     // The start allocated more than anything after it (the embedded database's snapshot, its
     // WebAssembly, the routes): given back now rather than after the first requests' quiet spell.
     collector.collectNow();
-    const running = { app, worker, observer, retention, poller, workerStore, metricsServer };
+    const running = { app, worker, observer, retention, poller, renewals, workerStore, metricsServer };
     return {
       url: address,
       adminToken: admin.token,
@@ -221,6 +228,7 @@ export async function startServer(
         await running.observer?.stop();
         await running.retention?.stop();
         await running.poller?.stop();
+        await running.renewals?.stop();
         await running.workerStore?.close();
         await runtime.close();
       },
@@ -232,6 +240,7 @@ export async function startServer(
     await observer?.stop();
     await retention?.stop();
     await poller?.stop();
+    await renewals?.stop();
     await workerStore?.close();
     await runtime.close();
     throw error;

@@ -1,5 +1,6 @@
 import { CONSOLE_NOT_BUILT, consoleBuilt } from '../api/console.ts';
 import { ConfigError, loadConfig } from '../config.ts';
+import { readAcmeCa, startCertificateRenewal } from '../jobs/certificates.ts';
 import { startEventRetention } from '../jobs/event-retention.ts';
 import { startObserver } from '../jobs/observer.ts';
 import { ProviderUnavailableError, providerName } from '../providers/registry.ts';
@@ -100,6 +101,7 @@ async function workerProcess(options: { concurrency: number }): Promise<void> {
       'berth worker needs BERTH_DATABASE_URL (Postgres): the embedded database belongs to the one berth serve process, which runs its own workers',
     );
   }
+  readAcmeCa(config.acme);
   const runtime = await openRuntime(config);
   const metrics = await startMetricsServer(runtime.deps).catch(async (error) => {
     await runtime.close();
@@ -109,11 +111,13 @@ async function workerProcess(options: { concurrency: number }): Promise<void> {
   const observer = startObserver(runtime.deps);
   const retention = startEventRetention(runtime.deps);
   const poller = startGitPolling(runtime.deps);
+  const renewals = startCertificateRenewal(runtime.deps);
   onShutdown(async () => {
     await worker.stop();
     await observer.stop();
     await retention.stop();
     await poller?.stop();
+    await renewals?.stop();
     await metrics?.close();
     await runtime.close();
   });

@@ -27,6 +27,7 @@ import * as jobAccounts from './migrations/0029-job-accounts.ts';
 import * as auditClientAddress from './migrations/0031-audit-client-address.ts';
 import * as sealedIdempotentAnswers from './migrations/0032-sealed-idempotent-answers.ts';
 import * as keyRotation from './migrations/0033-key-rotation.ts';
+import * as certificates from './migrations/0034-certificates.ts';
 import type { Database } from './schema.ts';
 
 /** Every migration, in order. Listed here rather than read from disk so the build carries them. */
@@ -59,6 +60,7 @@ const migrations: Record<string, Migration> = {
   '0031-audit-client-address': auditClientAddress,
   '0032-sealed-idempotent-answers': sealedIdempotentAnswers,
   '0033-key-rotation': keyRotation,
+  '0034-certificates': certificates,
 };
 
 export class MigrationError extends Error {}

@@ -1,4 +1,5 @@
 import type { Deps } from '../../domain/usecases/context.ts';
+import { issueCertificateHandler } from '../certificates.ts';
 import type { JobHandlers } from '../worker.ts';
 import { deployCustomDomainHandler, retireCustomDomainHandler } from './custom-domains.ts';
 import { deleteServiceHandler } from './delete-service.ts';
@@ -17,5 +18,6 @@ export function jobHandlers(deps: Deps): JobHandlers {
     deploy_custom_domain: deployCustomDomainHandler(deps),
     retire_custom_domain: retireCustomDomainHandler(deps),
     deliver_webhook: deliverWebhookHandler(deps),
+    issue_certificate: issueCertificateHandler(deps),
   };
 }

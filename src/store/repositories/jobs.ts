@@ -21,6 +21,7 @@ export const JOB_KINDS = [
   'deploy_custom_domain',
   'retire_custom_domain',
   'deliver_webhook',
+  'issue_certificate',
 ] as const;
 export type JobKind = (typeof JOB_KINDS)[number];
 
