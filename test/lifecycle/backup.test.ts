@@ -7,6 +7,7 @@ import { after, before, test } from 'node:test';
 import zlib from 'node:zlib';
 import { sql } from 'kysely';
 import { loadConfig } from '../../src/config.ts';
+import { SOURCES } from '../../src/domain/service-fields.ts';
 import { claimScheduledBackup, scheduledBackup, takeBackup } from '../../src/domain/usecases/backups.ts';
 import { restoreBackup } from '../../src/restore.ts';
 import { isEmptyDatabase } from '../../src/store/backup.ts';
@@ -163,6 +164,8 @@ before(async () => {
   await ok('POST', services, a, { ...VALID_SERVICE.gitlab, installation_id: gitlab });
   await ok('POST', services, a, VALID_SERVICE.helm);
   await ok('POST', `/v1/environments/${b.envId}/services`, b, { ...VALID_SERVICE.docker, name: 'other' });
+  const sources = ((await ok('GET', services, a)).services as { source: string }[]).map((s) => s.source);
+  assert.deepEqual([...sources].sort(), [...SOURCES].sort(), 'a service of every source');
   const serviceUrl = `${services}/${web.service.id}`;
   for (let i = 0; i < 2; i++) {
     const deployed = await ok('POST', `${serviceUrl}/deploy`, a, {});
@@ -408,4 +411,33 @@ test("a backup an older Berth took restores: its schema first, its rows, then th
   } finally {
     await restoredStore.close();
   }
+});
+
+test('backup settings: a bad schedule or bucket URL stops the start, naming the setting', () => {
+  const config = loadConfig({
+    BERTH_DATA_DIR: '/srv/berth',
+    BERTH_BACKUP_SCHEDULE: '0 3 * * *',
+    BERTH_BACKUP_S3_URL: 's3://acme-backups/berth/nightly/',
+    BERTH_BACKUP_S3_ENDPOINT: 'https://minio.internal:9000',
+  });
+  assert.equal(config.backupSchedule, '0 3 * * *');
+  assert.equal(config.backupDir, '/srv/berth/backups');
+  assert.equal(config.backupKeep, 7);
+  assert.deepEqual(config.backupS3, {
+    bucket: 'acme-backups',
+    prefix: 'berth/nightly/',
+    endpoint: 'https://minio.internal:9000',
+    region: 'us-east-1',
+  });
+  assert.equal(loadConfig({ BERTH_BACKUP_S3_URL: 's3://acme-backups' }).backupS3?.prefix, '');
+  assert.throws(
+    () => loadConfig({ BERTH_BACKUP_SCHEDULE: 'every night' }),
+    /BERTH_BACKUP_SCHEDULE must be a cron expression/,
+  );
+  assert.throws(
+    () => loadConfig({ BERTH_BACKUP_S3_URL: 'https://acme/x' }),
+    /BERTH_BACKUP_S3_URL must be s3:\/\/bucket/,
+  );
+  assert.throws(() => loadConfig({ BERTH_BACKUP_S3_ENDPOINT: 'http://x' }), /without BERTH_BACKUP_S3_URL/);
+  assert.throws(() => loadConfig({ BERTH_BACKUP_KEEP: '0' }), /BERTH_BACKUP_KEEP must be a whole number/);
 });

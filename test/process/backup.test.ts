@@ -5,7 +5,7 @@ import path from 'node:path';
 import { after, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { readBackupFile } from '../../src/store/backup-file.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
+import { createTestDatabase, TEST_DATABASE, type TestDatabase } from '../helpers/database.ts';
 import { pollUntil } from '../helpers/poll.ts';
 import { api, firstStartOf, runBerth, startBerth } from '../helpers/process.ts';
 
@@ -162,5 +162,32 @@ test('scheduled backups: the reason of a failure is logged, then every tick writ
     assert.ok(Math.abs(written - Date.now() / 1000) < 60, `last written ${written}`);
   } finally {
     await server.kill('SIGTERM');
+  }
+});
+
+test('several processes on one database: each scheduled tick is taken by one of them', {
+  skip: TEST_DATABASE !== 'postgres' && 'the embedded database has one process',
+}, async () => {
+  const db = await database();
+  const dirs = [tempDir(), tempDir()];
+  const schedule = { BERTH_BACKUP_SCHEDULE: '* * * * * *', BERTH_BACKUP_KEEP: '1000' };
+  const first = await startBerth(envOf(db, { ...schedule, BERTH_BACKUP_DIR: dirs[0] as string }));
+  try {
+    const second = await startBerth(envOf(db, { ...schedule, BERTH_BACKUP_DIR: dirs[1] as string }));
+    try {
+      const ticks = await pollUntil(
+        'eight ticks taken',
+        async () => {
+          const names = dirs.flatMap((dir) => fs.readdirSync(dir).filter((n) => !n.startsWith('.')));
+          return names.length >= 8 ? names : undefined;
+        },
+        { timeoutMs: 60_000, intervalMs: 100 },
+      );
+      assert.equal(new Set(ticks).size, ticks.length, `a tick taken twice: ${ticks.sort().join(', ')}`);
+    } finally {
+      await second.kill('SIGTERM');
+    }
+  } finally {
+    await first.kill('SIGTERM');
   }
 });

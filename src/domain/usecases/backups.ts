@@ -15,7 +15,7 @@ export const BERTH_VERSION: string = packageJson.version;
 /** A backup's file name: names sort by time, which retention relies on. */
 export const backupFileName = (at: Date) =>
   `berth-backup-${at.toISOString().replace(/[:.]/g, '-')}.ndjson.gz`;
-const BACKUP_FILE = /^berth-backup-.*\.ndjson\.gz$/;
+export const BACKUP_FILE = /^berth-backup-.*\.ndjson\.gz$/;
 
 /** Writes a consistent snapshot of the store into `file`: complete, or not there at all. */
 export function takeBackup(store: Store, file: string, now = new Date()): Promise<void> {
