@@ -136,7 +136,7 @@ export class DockerDependencyBackups implements DependencyBackups {
     const file = createWriteStream(partial);
     const fileDone = once(file, 'close');
     signal.throwIfAborted();
-    const run = await this.runHelper(request.environment, target.info.Config.Image, {
+    const run = await this.runHelper(request.environment, target.runName, target.info.Config.Image, {
       cmd: target.tool.dump(target.address),
       env: target.env,
       stdout: file,
@@ -184,7 +184,7 @@ export class DockerDependencyBackups implements DependencyBackups {
       if (load) {
         await this.expectSuccess(
           'the restore',
-          await this.runHelper(request.environment, target.info.Config.Image, {
+          await this.runHelper(request.environment, target.runName, target.info.Config.Image, {
             cmd: load(target.address),
             env: target.env,
             stdin: file,
@@ -245,6 +245,7 @@ export class DockerDependencyBackups implements DependencyBackups {
    */
   private async runHelper(
     environment: EnvironmentRef,
+    dependency: string,
     image: string,
     options: {
       cmd: string[];
@@ -254,12 +255,28 @@ export class DockerDependencyBackups implements DependencyBackups {
       mounts?: Docker.MountSettings[];
     },
   ): Promise<{ code: number; stderr: string }> {
+    const labels = {
+      [LABEL.managed]: 'true',
+      [LABEL.environment]: environment.id,
+      [LABEL.role]: 'backup',
+      [LABEL.backupOf]: dependency,
+    };
+    // A helper an earlier attempt left (its process was killed) is no attempt's any more: the job
+    // queue runs the dependency's backups and restores one at a time.
+    for (const stale of await this.docker.listContainers({ all: true, filters: labelFilter(labels) })) {
+      await this.docker
+        .getContainer(stale.Id)
+        .remove({ force: true })
+        .catch((error: unknown) => {
+          if (!isGone(error)) throw error;
+        });
+    }
     const container = await this.docker
       .createContainer({
         Image: image,
         Cmd: options.cmd,
         Env: options.env,
-        Labels: { [LABEL.managed]: 'true', [LABEL.environment]: environment.id, [LABEL.role]: 'backup' },
+        Labels: labels,
         OpenStdin: options.stdin !== undefined,
         StdinOnce: options.stdin !== undefined,
         AttachStdin: options.stdin !== undefined,
@@ -313,7 +330,7 @@ export class DockerDependencyBackups implements DependencyBackups {
       if (!volume) throw new TerminalError(`${info.Name} has no data volume`);
       await this.expectSuccess(
         'loading the redis dump',
-        await this.runHelper(request.environment, info.Config.Image, {
+        await this.runHelper(request.environment, info.Name.replace(/^\//, ''), info.Config.Image, {
           cmd: REDIS_LOAD,
           env: [],
           stdin: file,
