@@ -50,6 +50,8 @@ export interface Config {
   webhookConcurrencyPerAccount: number;
   /** Hours an event is kept for GET /v1/events resumes and webhook redeliveries. */
   eventRetentionHours: number;
+  /** Days services' runtime metrics are kept (BERTH_METRICS_RETENTION_DAYS); older ones are dropped. */
+  metricsRetentionDays: number;
   /** Hours between scheduled backups of each ops.json database and cache; 0: none scheduled. */
   dependencyBackupIntervalHours: number;
   /** Completed backups kept per dependency (a dependency's `backup_keep` wins). */
@@ -190,6 +192,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       1,
       24 * 365,
     ),
+    metricsRetentionDays: intSetting(env, 'BERTH_METRICS_RETENTION_DAYS', 30, 1, 3650),
     dependencyBackupIntervalHours: intSetting(env, 'BERTH_DEPENDENCY_BACKUP_INTERVAL_HOURS', 24, 0, 24 * 365),
     dependencyBackupKeep: intSetting(env, 'BERTH_DEPENDENCY_BACKUP_KEEP', 7, 1, 65536),
     webhookAllowPrivate: /^(1|true|yes)$/i.test(env.BERTH_WEBHOOK_ALLOW_PRIVATE ?? ''),

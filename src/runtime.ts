@@ -12,6 +12,7 @@ import { startEventRetention } from './jobs/event-retention.ts';
 import { startGitPoller } from './jobs/git-poller.ts';
 import { jobHandlers } from './jobs/handlers/index.ts';
 import { startObserver } from './jobs/observer.ts';
+import { startServiceMetrics } from './jobs/service-metrics.ts';
 import { DEFAULT_CONCURRENCY, jobBudgets, Worker } from './jobs/worker.ts';
 import { instrumentJobs } from './metrics/jobs.ts';
 import { Metrics } from './metrics/metrics.ts';
@@ -157,6 +158,7 @@ export async function startServer(
   let worker: Worker | null = null;
   let observer: ReturnType<typeof startObserver> | null = null;
   let retention: ReturnType<typeof startEventRetention> | null = null;
+  let serviceMetrics: ReturnType<typeof startServiceMetrics> | null = null;
   let backups: ReturnType<typeof startDependencyBackupSchedule> = null;
   let poller: ReturnType<typeof startGitPolling> = null;
   let workerStore: Store | null = null;
@@ -204,12 +206,23 @@ export async function startServer(
     await worker?.start();
     observer = worker ? startObserver(workerDeps) : null;
     retention = worker ? startEventRetention(workerDeps) : null;
+    serviceMetrics = worker ? startServiceMetrics(workerDeps) : null;
     backups = worker ? startDependencyBackupSchedule(workerDeps) : null;
     poller = worker ? startGitPolling(workerDeps) : null;
     // The start allocated more than anything after it (the embedded database's snapshot, its
     // WebAssembly, the routes): given back now rather than after the first requests' quiet spell.
     collector.collectNow();
-    const running = { app, worker, observer, retention, backups, poller, workerStore, metricsServer };
+    const running = {
+      app,
+      worker,
+      observer,
+      retention,
+      serviceMetrics,
+      backups,
+      poller,
+      workerStore,
+      metricsServer,
+    };
     return {
       url: address,
       adminToken: admin.token,
@@ -223,6 +236,7 @@ export async function startServer(
         await running.worker?.stop();
         await running.observer?.stop();
         await running.retention?.stop();
+        await running.serviceMetrics?.stop();
         await running.backups?.stop();
         await running.poller?.stop();
         await running.workerStore?.close();
@@ -235,6 +249,7 @@ export async function startServer(
     await worker?.stop();
     await observer?.stop();
     await retention?.stop();
+    await serviceMetrics?.stop();
     await backups?.stop();
     await poller?.stop();
     await workerStore?.close();

@@ -43,6 +43,7 @@ import { healthRoutes } from './routes/health.ts';
 import { hookRoutes } from './routes/hooks.ts';
 import { logRoutes } from './routes/logs.ts';
 import { secretRoutes } from './routes/secrets.ts';
+import { serviceMetricsRoutes } from './routes/service-metrics.ts';
 import { serviceRoutes } from './routes/services.ts';
 import { webhookRoutes } from './routes/webhooks.ts';
 import { ErrorBody } from './schemas/common.ts';
@@ -242,6 +243,7 @@ export async function buildApp(deps: Deps, options: AppOptions) {
       await v1.register(customDomainRoutes, { deps, reads });
       await v1.register(auditRoutes, { deps });
       await v1.register(logRoutes, { deps });
+      await v1.register(serviceMetricsRoutes, { deps });
       await v1.register(deploymentLogRoutes, { deps });
       await v1.register(deployControlRoutes, { deps });
       await v1.register(eventRoutes, { deps });

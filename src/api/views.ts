@@ -9,6 +9,7 @@ import { declaredOpsOf, opsDependencies } from '../domain/ops-json.ts';
 import type { StoredSecret } from '../domain/secret-rules.ts';
 import { specView } from '../domain/service-fields.ts';
 import { deploymentView } from '../domain/usecases/projections.ts';
+import type { MetricsSeries } from '../domain/usecases/service-metrics.ts';
 import type { EnvironmentIdentity, Observed } from '../providers/provider.ts';
 import type {
   AuditLogRow,
@@ -165,6 +166,20 @@ export function customDomainView(d: CustomDomainRow, records: DnsRecordSpec[]) {
 /** The spec's success envelope. */
 export function success<T>(data: T) {
   return { message: 'success' as const, data };
+}
+
+export function metricsView(m: MetricsSeries) {
+  return {
+    from: iso(m.from),
+    to: iso(m.to),
+    step: m.step,
+    points: m.points.map((p) => ({ ...p, time: iso(p.time) })),
+    deployments: m.deployments.map((d) => ({
+      ...d,
+      created_at: iso(d.created_at),
+      finished_at: d.finished_at ? iso(d.finished_at) : null,
+    })),
+  };
 }
 
 export function deploymentLogLineView(l: DeploymentLogRow) {

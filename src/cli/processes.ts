@@ -3,6 +3,7 @@ import { ConfigError, loadConfig } from '../config.ts';
 import { startDependencyBackupSchedule } from '../jobs/dependency-backup-schedule.ts';
 import { startEventRetention } from '../jobs/event-retention.ts';
 import { startObserver } from '../jobs/observer.ts';
+import { startServiceMetrics } from '../jobs/service-metrics.ts';
 import { ProviderUnavailableError, providerName } from '../providers/registry.ts';
 import {
   ListenError,
@@ -109,12 +110,14 @@ async function workerProcess(options: { concurrency: number }): Promise<void> {
   const worker = startWorker(runtime.deps, { concurrency: options.concurrency });
   const observer = startObserver(runtime.deps);
   const retention = startEventRetention(runtime.deps);
+  const serviceMetrics = startServiceMetrics(runtime.deps);
   const backups = startDependencyBackupSchedule(runtime.deps);
   const poller = startGitPolling(runtime.deps);
   onShutdown(async () => {
     await worker.stop();
     await observer.stop();
     await retention.stop();
+    await serviceMetrics.stop();
     await backups?.stop();
     await poller?.stop();
     await metrics?.close();

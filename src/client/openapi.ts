@@ -3800,6 +3800,164 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/environments/{envId}/services/{serviceId}/metrics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A service's runtime metrics
+         * @description CPU, memory (against its limit), restarts, network, and from the ingress requests, status classes and latency percentiles, one point per `step` seconds over [`from`, `to`), with the deployments created in the range. Sampled once a minute; kept per minute for a day, then per hour, for BERTH_METRICS_RETENTION_DAYS (30 by default). 422 names the field and its limit: `from` after `to` or before the retention, a step under 60 s, more than 1440 steps (docs/metrics.md).
+         */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description the start of the range (default: an hour before `to`); not before the retention */
+                    from?: string;
+                    /** @description the end of the range (default: now) */
+                    to?: string;
+                    /** @description seconds per point (at least 60; default: 60 up to 6 hours, 300 up to a day, 3600 beyond); the range may hold at most 1440 steps */
+                    step?: number;
+                };
+                header?: never;
+                path: {
+                    envId: string;
+                    serviceId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            message: "success";
+                            data: {
+                                /** Format: date-time */
+                                from: string;
+                                /** Format: date-time */
+                                to: string;
+                                /** @description seconds per point */
+                                step: number;
+                                /** @description one per step that has samples, oldest first (a step without any is absent) */
+                                points: {
+                                    /** Format: date-time */
+                                    time: string;
+                                    /** @description how many one-minute samples the point combines */
+                                    samples: number;
+                                    /** @description CPU in use, in cores, summed over the replicas and averaged over the step */
+                                    cpu_cores: number | null;
+                                    /** @description memory in use by its busiest replica, averaged over the step */
+                                    memory_bytes: number | null;
+                                    /** @description a replica's memory limit (memory_mb_max); null without one */
+                                    memory_limit_bytes: number | null;
+                                    /** @description replica restarts during the step */
+                                    restarts: number | null;
+                                    /** @description bytes received during the step */
+                                    network_rx_bytes: number | null;
+                                    /** @description bytes sent during the step */
+                                    network_tx_bytes: number | null;
+                                    /** @description requests the ingress answered during the step */
+                                    requests: number;
+                                    status_2xx: number;
+                                    status_3xx: number;
+                                    status_4xx: number;
+                                    status_5xx: number;
+                                    /** @description median latency, in milliseconds (request-weighted over the step); null without requests */
+                                    latency_p50_ms: number | null;
+                                    /** @description 95th percentile latency, in milliseconds */
+                                    latency_p95_ms: number | null;
+                                    /** @description 99th percentile latency, in milliseconds */
+                                    latency_p99_ms: number | null;
+                                }[];
+                                /** @description the deployments created in the range, oldest first: markers on the time axis */
+                                deployments: {
+                                    /** Format: uuid */
+                                    id: string;
+                                    /** @enum {string} */
+                                    type: "service_update" | "restore" | "restart";
+                                    /** @enum {string} */
+                                    state: "queued" | "in_progress" | "success" | "failed";
+                                    /** Format: date-time */
+                                    created_at: string;
+                                    /** Format: date-time */
+                                    finished_at: string | null;
+                                }[];
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/deployments/{deploymentId}/logs": {
         parameters: {
             query?: never;

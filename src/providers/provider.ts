@@ -314,6 +314,43 @@ export interface Sources {
   ): Promise<{ commit: string; text: string | null }>;
 }
 
+/** A service as a metrics sample needs it: what runs, and the limits it runs under. */
+export type MetricsSubject = ServiceRef & Pick<RuntimeSpec, 'subdomain' | 'replica_count' | 'memory_mb_max'>;
+
+/**
+ * What a service used over one collection interval (about a minute): gauges as they stand at the end of
+ * it, counters as their increase since the previous sample of the same process (0 on its first).
+ */
+export interface ServiceSample {
+  /** CPU cores in use, averaged over the interval (1.0: one core busy). Null when the runtime cannot say. */
+  cpu_cores: number | null;
+  /** Memory in use, in bytes; null when the runtime cannot say. */
+  memory_bytes: number | null;
+  /** The memory limit it runs under (memory_mb_max), in bytes; null when it has none. */
+  memory_limit_bytes: number | null;
+  /** Replica restarts (crashed and came back) during the interval; null when the runtime cannot say. */
+  restarts: number | null;
+  /** Bytes received and sent over the network during the interval; null when the runtime cannot say. */
+  network_rx_bytes: number | null;
+  network_tx_bytes: number | null;
+  /** Requests the ingress answered for it during the interval, in total and by status class. */
+  requests: number;
+  status_2xx: number;
+  status_3xx: number;
+  status_4xx: number;
+  status_5xx: number;
+  /** Latency percentiles of those requests, in milliseconds; null when there were none. */
+  latency_p50_ms: number | null;
+  latency_p95_ms: number | null;
+  latency_p99_ms: number | null;
+}
+
+/** A service's runtime metrics, sampled by the jobs layer once a minute and kept in Berth's database. */
+export interface ServiceMetrics {
+  /** What the service used since the previous sample; null when nothing of it runs. */
+  sample(service: MetricsSubject): Promise<ServiceSample | null>;
+}
+
 export interface Provider {
   /**
    * Makes the service run as desired; resolves once it does. Applying the generation already in place
@@ -333,6 +370,8 @@ export interface Provider {
   domainValidationZone(env: EnvironmentRef): string;
   /** What the service's workloads print. */
   logs: ServiceLogs;
+  /** What the service uses (CPU, memory, network, requests). */
+  metrics: ServiceMetrics;
   serving?: Serving;
   secrets?: SecretStore;
   /** ops.json dependencies; without it, a deployment that declares any fails naming them. */

@@ -28,6 +28,7 @@ import * as auditClientAddress from './migrations/0031-audit-client-address.ts';
 import * as sealedIdempotentAnswers from './migrations/0032-sealed-idempotent-answers.ts';
 import * as keyRotation from './migrations/0033-key-rotation.ts';
 import * as dependencyBackups from './migrations/0034-dependency-backups.ts';
+import * as serviceMetrics from './migrations/0035-service-metrics.ts';
 import type { Database } from './schema.ts';
 
 /** Every migration, in order. Listed here rather than read from disk so the build carries them. */
@@ -61,6 +62,7 @@ const migrations: Record<string, Migration> = {
   '0032-sealed-idempotent-answers': sealedIdempotentAnswers,
   '0033-key-rotation': keyRotation,
   '0034-dependency-backups': dependencyBackups,
+  '0035-service-metrics': serviceMetrics,
 };
 
 export class MigrationError extends Error {}

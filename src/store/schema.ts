@@ -124,6 +124,31 @@ export interface ServiceObservationsTable {
   observed_at: Generated<Date>;
 }
 
+/** Bigint columns are written as numbers and read back as strings (the service metrics API casts them). */
+type BigintColumn = ColumnType<string | null, number | null, number | null>;
+
+export interface ServiceMetricsTable {
+  service_id: string;
+  /** 60: one minute's sample; 3600: an hour folded from its minutes. */
+  resolution_s: number;
+  at: Date;
+  samples: number;
+  cpu_cores: number | null;
+  memory_bytes: BigintColumn;
+  memory_limit_bytes: BigintColumn;
+  restarts: number | null;
+  network_rx_bytes: BigintColumn;
+  network_tx_bytes: BigintColumn;
+  requests: number;
+  status_2xx: number;
+  status_3xx: number;
+  status_4xx: number;
+  status_5xx: number;
+  latency_p50_ms: number | null;
+  latency_p95_ms: number | null;
+  latency_p99_ms: number | null;
+}
+
 export interface SecretsTable {
   scope: 'service' | 'environment';
   scope_id: string;
@@ -351,6 +376,7 @@ export interface Database {
   audit_logs: AuditLogsTable;
   deployments: DeploymentsTable;
   service_observations: ServiceObservationsTable;
+  service_metrics: ServiceMetricsTable;
   secrets: SecretsTable;
   jobs: JobsTable;
   custom_domains: CustomDomainsTable;

@@ -65,6 +65,7 @@ const ROUTES: RouteCase[] = [
   { method: 'GET', url: '/v1/environments/:envId/services/:serviceId/deployments' },
   { method: 'GET', url: '/v1/deployments/:deploymentId' },
   { method: 'GET', url: '/v1/environments/:envId/services/:serviceId/logs' },
+  { method: 'GET', url: '/v1/environments/:envId/services/:serviceId/metrics' },
   { method: 'GET', url: '/v1/environments/:envId/services/:serviceId/dependencies' },
   { method: 'GET', url: '/v1/environments/:envId/services/:serviceId/dependencies/:dependencyId/backups' },
   {

@@ -324,6 +324,20 @@ test('logs prints what the service printed; logs -f keeps printing lines as they
   }
 });
 
+test("metrics prints charts, or with -o json the API's data for the range; a bad --since is a usage error", async () => {
+  const data = await json(['metrics', SERVICE, '--since', '1d']);
+  assert.equal(Date.parse(data.to) - Date.parse(data.from), 86_400_000);
+  assert.equal(data.step, 300, "the API's default step for a day");
+  assert.ok(Array.isArray(data.points) && Array.isArray(data.deployments));
+  const drawn = await berth(['metrics', SERVICE]);
+  assert.equal(drawn.code, 0, drawn.err);
+  // Charts once the collector sampled it (once a minute), else a line that says so.
+  assert.match(drawn.out, /^hello web: the last 1h|^No samples of hello web in the last 1h/);
+  const bad = await berth(['metrics', SERVICE, '--since', 'yesterday']);
+  assert.equal(bad.code, 2);
+  assert.match(bad.err, /--since takes a duration such as 1h, 1d or 1w \(got "yesterday"\)/);
+});
+
 test("events follows the account's changes: from the oldest kept with --after 0, then as they come; secrets set reports only the key it set", async () => {
   const following = runBerth(['events', '--after', '0', '-o', 'json'], userEnv());
   try {

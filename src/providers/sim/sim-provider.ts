@@ -30,6 +30,7 @@ import {
   type RuntimeSpec,
   type SecretStore,
   type ServiceLogs,
+  type ServiceMetrics,
   type ServiceRef,
   type Serving,
   SILENT_LOG,
@@ -38,6 +39,7 @@ import {
 import { SimCronRequests } from './cron-requests.ts';
 import { simIdentity } from './identity.ts';
 import { SimLogs } from './logs.ts';
+import { SimMetrics } from './metrics.ts';
 import { SIM_RESOURCE_STEPS, simAttributes } from './resources.ts';
 import { type SimDb, simTables } from './tables.ts';
 
@@ -93,6 +95,7 @@ export class SimProvider implements Provider {
   private readonly caller = `${hostname()}:${process.pid}`;
   readonly secrets: SecretStore;
   readonly logs: ServiceLogs;
+  readonly metrics: ServiceMetrics;
   readonly serving: Serving;
 
   constructor(db: Db, settings: SimSettings) {
@@ -101,6 +104,7 @@ export class SimProvider implements Provider {
     this.stepMs = settings.stepMs;
     this.gitBaseUrl = settings.gitBaseUrl;
     this.logs = new SimLogs(this.db);
+    this.metrics = new SimMetrics(this.db);
     this.secrets = {
       // Only the key count is recorded: values never leave the secrets table.
       write: (scope, scopeId, values) =>
