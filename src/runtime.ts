@@ -7,6 +7,7 @@ import type { Config } from './config.ts';
 import { DnsLookup } from './dns.ts';
 import type { Deps } from './domain/usecases/context.ts';
 import { collectWhenIdle } from './idle-collector.ts';
+import { startBackupSchedule } from './jobs/backup-schedule.ts';
 import { startDependencyBackupSchedule } from './jobs/dependency-backup-schedule.ts';
 import { startEventRetention } from './jobs/event-retention.ts';
 import { startGitPoller } from './jobs/git-poller.ts';
@@ -161,6 +162,7 @@ export async function startServer(
   let serviceMetrics: ReturnType<typeof startServiceMetrics> | null = null;
   let backups: ReturnType<typeof startDependencyBackupSchedule> = null;
   let poller: ReturnType<typeof startGitPolling> = null;
+  let stateBackups: ReturnType<typeof startBackupSchedule> = null;
   let workerStore: Store | null = null;
   let metricsServer: MetricsServer | null = null;
   try {
@@ -209,6 +211,7 @@ export async function startServer(
     serviceMetrics = worker ? startServiceMetrics(workerDeps) : null;
     backups = worker ? startDependencyBackupSchedule(workerDeps) : null;
     poller = worker ? startGitPolling(workerDeps) : null;
+    stateBackups = worker ? startBackupSchedule(workerDeps) : null;
     // The start allocated more than anything after it (the embedded database's snapshot, its
     // WebAssembly, the routes): given back now rather than after the first requests' quiet spell.
     collector.collectNow();
@@ -220,6 +223,7 @@ export async function startServer(
       serviceMetrics,
       backups,
       poller,
+      stateBackups,
       workerStore,
       metricsServer,
     };
@@ -239,6 +243,7 @@ export async function startServer(
         await running.serviceMetrics?.stop();
         await running.backups?.stop();
         await running.poller?.stop();
+        await running.stateBackups?.stop();
         await running.workerStore?.close();
         await runtime.close();
       },
@@ -252,6 +257,7 @@ export async function startServer(
     await serviceMetrics?.stop();
     await backups?.stop();
     await poller?.stop();
+    await stateBackups?.stop();
     await workerStore?.close();
     await runtime.close();
     throw error;

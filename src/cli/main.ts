@@ -25,6 +25,7 @@ const COMMANDS: [names: string[], load: () => Promise<Register>][] = [
   [['logs'], async () => (await import('./dev/logs.ts')).logCommands],
   [['metrics'], async () => (await import('./dev/metrics.ts')).metricsCommands],
   [['events'], async () => (await import('./dev/events.ts')).eventCommands],
+  [['tokens'], async () => (await import('./dev/tokens.ts')).tokenCommands],
   [['completion'], async () => (await import('./completion/command.ts')).completionCommand],
 ];
 

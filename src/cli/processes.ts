@@ -1,5 +1,6 @@
 import { CONSOLE_NOT_BUILT, consoleBuilt } from '../api/console.ts';
 import { ConfigError, loadConfig } from '../config.ts';
+import { startBackupSchedule } from '../jobs/backup-schedule.ts';
 import { startDependencyBackupSchedule } from '../jobs/dependency-backup-schedule.ts';
 import { startEventRetention } from '../jobs/event-retention.ts';
 import { startObserver } from '../jobs/observer.ts';
@@ -80,11 +81,12 @@ async function serveProcess(options: { workers: boolean }): Promise<void> {
     );
   }
   if (server.firstStart) {
-    const { apiToken, accountId, environmentId } = server.firstStart;
+    const { apiToken, accountId, environmentId, ownerEmail } = server.firstStart;
     lines.push(
       '',
-      'First start: created the account "default" (plan pro), the environment "default" and an API token.',
+      'First start: created the account "default" (plan pro), its owner, the environment "default" and an API token.',
       `  account:     ${accountId}`,
+      `  owner:       ${ownerEmail}`,
       `  environment: ${environmentId}`,
       `  API token:   ${apiToken}   (shown only now; Berth keeps only its hash)`,
       '',
@@ -113,6 +115,7 @@ async function workerProcess(options: { concurrency: number }): Promise<void> {
   const serviceMetrics = startServiceMetrics(runtime.deps);
   const backups = startDependencyBackupSchedule(runtime.deps);
   const poller = startGitPolling(runtime.deps);
+  const stateBackups = startBackupSchedule(runtime.deps);
   onShutdown(async () => {
     await worker.stop();
     await observer.stop();
@@ -120,6 +123,7 @@ async function workerProcess(options: { concurrency: number }): Promise<void> {
     await serviceMetrics.stop();
     await backups?.stop();
     await poller?.stop();
+    await stateBackups?.stop();
     await metrics?.close();
     await runtime.close();
   });

@@ -15,6 +15,7 @@ import type {
 import type { Cloud, EnvironmentState } from '../domain/environment-states.ts';
 import type { EventType } from '../domain/events.ts';
 import type { Plan } from '../domain/plans.ts';
+import type { Role } from '../domain/roles.ts';
 import type { ServiceSpec } from '../domain/service-fields.ts';
 import type { ServiceState } from '../domain/service-states.ts';
 
@@ -36,6 +37,32 @@ export interface ApiTokensTable {
   token_hash: string;
   created_at: Timestamp;
   revoked_at: Date | null;
+  /** Null for operator-issued tokens. */
+  name: string | null;
+  role: ColumnType<Role, Role | undefined, Role>;
+  /** The user who made it; null for operator-issued tokens. */
+  owner_user_id: string | null;
+  /** The environments it may reach; null: every one. */
+  environment_ids: ColumnType<string[] | null, string | null | undefined, string | null>;
+  read_only: Generated<boolean>;
+  expires_at: Date | null;
+  last_used_at: Date | null;
+}
+
+export interface UsersTable {
+  id: string;
+  email: string;
+  display_name: string;
+  created_at: Timestamp;
+}
+
+export interface MembershipsTable {
+  user_id: string;
+  account_id: string;
+  role: Role;
+  /** The environments the member may reach; null: every one. */
+  environment_ids: ColumnType<string[] | null, string | null | undefined, string | null>;
+  created_at: Timestamp;
 }
 
 export interface EnvironmentsTable {
@@ -86,6 +113,10 @@ export interface AuditLogsTable {
   environment_id: string | null;
   request_id: string;
   client_address: string | null;
+  user_id: string | null;
+  user_email: string | null;
+  token_name: string | null;
+  user_agent: string | null;
   created_at: Timestamp;
 }
 
@@ -375,6 +406,8 @@ export interface DependencyBackupsTable {
 export interface Database {
   accounts: AccountsTable;
   api_tokens: ApiTokensTable;
+  users: UsersTable;
+  memberships: MembershipsTable;
   environments: EnvironmentsTable;
   services: ServicesTable;
   audit_logs: AuditLogsTable;
@@ -402,6 +435,8 @@ export interface Database {
 
 export type AccountRow = Selectable<AccountsTable>;
 export type ApiTokenRow = Selectable<ApiTokensTable>;
+export type UserRow = Selectable<UsersTable>;
+export type MembershipRow = Selectable<MembershipsTable>;
 export type EnvironmentRow = Selectable<EnvironmentsTable>;
 export type ServiceRow = Selectable<ServicesTable>;
 export type NewService = Insertable<ServicesTable>;

@@ -488,3 +488,27 @@ describe("webhooks: A's token on B's webhook answers exactly as for one that nev
     assert.equal(deliveries.body.data.deliveries[0].state, 'pending', 'A did not redeliver it');
   });
 });
+
+describe("tokens: A's token on B's tokens answers exactly as for one that never existed", () => {
+  test('the table covers every token route with an id', () => {
+    const registered = registeredRoutes()
+      .filter((r) => r.url.startsWith('/v1/') && /:tokenId\b/.test(r.url))
+      .map(key);
+    assert.deepEqual(registered, ['DELETE /v1/tokens/:tokenId']);
+  });
+
+  test("DELETE /v1/tokens/:tokenId: B's token is not found, and keeps working", async () => {
+    const res = await h.request('DELETE', `/v1/tokens/${b.tokenId}`, { token: a.token });
+    const baseline = await h.request('DELETE', `/v1/tokens/${randomUUID()}`, { token: a.token });
+    assert.equal(res.status, 404, res.raw);
+    assert.deepEqual(res.body, baseline.body);
+    assert.equal((await h.request('GET', '/v1/environments', { token: b.token })).status, 200);
+  });
+
+  test("A's list holds none of B's tokens", async () => {
+    const list = await h.request('GET', '/v1/tokens', { token: a.token });
+    assert.equal(list.status, 200, list.raw);
+    assert.ok(list.body.data.tokens.every((t: { id: string }) => t.id !== b.tokenId));
+    assert.ok(list.body.data.tokens.some((t: { id: string }) => t.id === a.tokenId));
+  });
+});

@@ -462,6 +462,32 @@ test('domains add prints the DNS records to create; envs and contexts list', asy
   ]);
 });
 
+test('tokens create prints the token once; ls lists it without it; revoke ends it', async () => {
+  const env = { BERTH_URL: server.url, BERTH_TOKEN: token };
+  const run = async (...args: string[]) => {
+    const res = await berth([...args, '-o', 'json'], env);
+    assert.equal(res.code, 0, res.err);
+    return JSON.parse(res.out);
+  };
+  const made = (
+    await run('tokens', 'create', 'ci', '--role', 'developer', '--environment', 'default', '--read-only')
+  ).token;
+  assert.match(made.token, /^[0-9a-f-]{36}$/);
+  assert.deepEqual([made.name, made.role, made.read_only], ['ci', 'developer', true]);
+  assert.equal(made.environment_ids.length, 1);
+  assert.equal((await api(`${server.url}/v1/environments`, made.token)).status, 200);
+  const listed = (await run('tokens', 'ls')).tokens;
+  const entry = listed.find((t: { id: string }) => t.id === made.id);
+  assert.equal(entry.token, undefined);
+  const table = await berth(['tokens', 'ls'], env);
+  assert.match(table.out, new RegExp(`${made.id}\tci\tdeveloper \\(read-only\\)`));
+  assert.ok(!table.out.includes(made.token), 'never printed again');
+  assert.deepEqual(await run('tokens', 'revoke', made.id), { revoked: true });
+  assert.equal((await api(`${server.url}/v1/environments`, made.token)).status, 401);
+  const higher = await berth(['tokens', 'create', 'x', '--role', 'superuser'], env);
+  assert.equal(higher.code, 2, higher.err);
+});
+
 test('berth --help lists every command and the exit codes; completion scripts for bash, zsh and fish (test/process/completion.test.ts)', async () => {
   const help = await berth(['--help']);
   assert.equal(help.code, 0);
@@ -492,6 +518,9 @@ test('berth --help lists every command and the exit codes; completion scripts fo
     'domains ls',
     'domains verify',
     'dependencies ls',
+    'tokens create',
+    'tokens ls',
+    'tokens revoke',
     'dependencies backups ls',
     'dependencies backups create',
     'dependencies backups restore',

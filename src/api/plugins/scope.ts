@@ -51,6 +51,7 @@ export const RESOURCE_OF_PARAM: Record<string, string> = {
   webhookId: 'Webhook',
   deliveryId: 'Webhook delivery',
   backupId: 'Backup',
+  tokenId: 'Token',
 };
 
 /** The path's parameters as strings, whatever the route's params type says before validation. */

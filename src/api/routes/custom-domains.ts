@@ -35,6 +35,7 @@ export const customDomainRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; reads: 
   app.post(
     '/environments/:envId/services/:serviceId/custom-domains',
     {
+      config: { role: 'admin' },
       onRequest: needsCustomDomains,
       schema: {
         summary: 'Add Custom Domain',
@@ -59,7 +60,7 @@ export const customDomainRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; reads: 
     '/environments/:envId/services/:serviceId/custom-domains',
     {
       onRequest: needsCustomDomains,
-      config: { etag: true, readCache: true },
+      config: { role: 'viewer', etag: true, readCache: true },
       schema: {
         summary: "The service's active and pending custom domains",
         description:
@@ -111,6 +112,7 @@ export const customDomainRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; reads: 
   app.post(
     '/environments/:envId/services/:serviceId/custom-domains/:customDomainId/verify',
     {
+      config: { role: 'admin' },
       onRequest: needsCustomDomains,
       schema: {
         summary: 'Verify Custom Domain',

@@ -51,6 +51,7 @@ export const dependencyBackupRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> =
   app.get(
     BACKUPS,
     {
+      config: { role: 'viewer' },
       schema: {
         summary: "A dependency's backups",
         description:
@@ -70,6 +71,7 @@ export const dependencyBackupRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> =
   app.post(
     BACKUPS,
     {
+      config: { role: 'developer' },
       schema: {
         summary: 'Back up a dependency now',
         description:
@@ -95,6 +97,7 @@ export const dependencyBackupRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> =
   app.post(
     `${BACKUPS}/:backupId/restore`,
     {
+      config: { role: 'developer' },
       schema: {
         summary: 'Restore a dependency from a backup',
         description:

@@ -10,6 +10,7 @@ export const serviceMetricsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = a
   app.get(
     '/environments/:envId/services/:serviceId/metrics',
     {
+      config: { role: 'viewer' },
       schema: {
         summary: "A service's runtime metrics",
         description:
