@@ -2775,6 +2775,15 @@ export interface paths {
                                         state: "pending" | "running" | "completed" | "failed";
                                         /** @description the services stopped for the restore's duration (started again after it); empty when none was using the dependency */
                                         stopped_services: string[];
+                                        /**
+                                         * @description `same`: into the dependency itself; `new`: into a copy made for inspection
+                                         * @enum {string}
+                                         */
+                                        into: "same" | "new";
+                                        /** @description `new`: the copy's resolved attributes (its address on the environment's network; never a password: it has the dependency's own); empty for `same` */
+                                        attributes: {
+                                            [key: string]: string;
+                                        };
                                         error: string;
                                         /** Format: date-time */
                                         requested_at: string;
@@ -2898,6 +2907,15 @@ export interface paths {
                                         state: "pending" | "running" | "completed" | "failed";
                                         /** @description the services stopped for the restore's duration (started again after it); empty when none was using the dependency */
                                         stopped_services: string[];
+                                        /**
+                                         * @description `same`: into the dependency itself; `new`: into a copy made for inspection
+                                         * @enum {string}
+                                         */
+                                        into: "same" | "new";
+                                        /** @description `new`: the copy's resolved attributes (its address on the environment's network; never a password: it has the dependency's own); empty for `same` */
+                                        attributes: {
+                                            [key: string]: string;
+                                        };
                                         error: string;
                                         /** Format: date-time */
                                         requested_at: string;
@@ -3011,6 +3029,11 @@ export interface paths {
                     "application/json": {
                         /** @description required (true) when a service is using the dependency: it is stopped for the restore */
                         force?: boolean;
+                        /**
+                         * @description `same` (default): replace the dependency's data; `new`: load it into a copy of the dependency for inspection (one per dependency, replaced by the next; no service stops)
+                         * @enum {string}
+                         */
+                        into?: "same" | "new";
                     };
                 };
             };
@@ -3048,6 +3071,15 @@ export interface paths {
                                         state: "pending" | "running" | "completed" | "failed";
                                         /** @description the services stopped for the restore's duration (started again after it); empty when none was using the dependency */
                                         stopped_services: string[];
+                                        /**
+                                         * @description `same`: into the dependency itself; `new`: into a copy made for inspection
+                                         * @enum {string}
+                                         */
+                                        into: "same" | "new";
+                                        /** @description `new`: the copy's resolved attributes (its address on the environment's network; never a password: it has the dependency's own); empty for `same` */
+                                        attributes: {
+                                            [key: string]: string;
+                                        };
                                         error: string;
                                         /** Format: date-time */
                                         requested_at: string;
@@ -4868,6 +4900,8 @@ export interface paths {
                                 completed_at: string | null;
                                 /** @enum {string|null} */
                                 restore_state: "pending" | "running" | "completed" | "failed" | null;
+                                /** @enum {string|null} */
+                                restore_into?: "same" | "new" | null;
                                 restore_stopped_services: string[];
                                 restore_error: string;
                                 /** Format: date-time */

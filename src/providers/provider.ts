@@ -282,13 +282,16 @@ export interface DependencyBackups {
    */
   backup(request: BackupRequest, signal: AbortSignal): Promise<{ location: string; sizeBytes: number }>;
   /**
-   * Replaces the dependency's data with the dump at `location`. `stop`: the services using it, whose
-   * workloads stop for the duration and start again after (also when the restore fails).
+   * `into: 'same'`: replaces the dependency's data with the dump at `location`; `stop` names the
+   * services using it, whose workloads stop for the duration and start again after (also when the
+   * restore fails). `into: 'new'`: makes a copy of the dependency for inspection (one per dependency: a
+   * new one replaces the last; deleting the dependency deletes it), loads the dump into it, and returns
+   * its attributes (never a password: it has the dependency's own).
    */
   restore(
-    request: BackupRequest & { location: string; stop: ServiceRef[] },
+    request: BackupRequest & { location: string; stop: ServiceRef[]; into: 'same' | 'new' },
     signal: AbortSignal,
-  ): Promise<void>;
+  ): Promise<{ attributes?: Record<string, string> }>;
   /** Deletes the dump at `location` (retention); one already gone is fine. */
   discard(environment: EnvironmentRef, location: string): Promise<void>;
 }

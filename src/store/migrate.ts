@@ -30,6 +30,7 @@ import * as keyRotation from './migrations/0033-key-rotation.ts';
 import * as dependencyBackups from './migrations/0034-dependency-backups.ts';
 import * as serviceMetrics from './migrations/0035-service-metrics.ts';
 import * as people from './migrations/0036-people.ts';
+import * as dependencyRestoreCopies from './migrations/0037-dependency-restore-copies.ts';
 import type { Database } from './schema.ts';
 
 /** Every migration, in order. Listed here rather than read from disk so the build carries them. */
@@ -65,6 +66,7 @@ const migrations: Record<string, Migration> = {
   '0034-dependency-backups': dependencyBackups,
   '0035-service-metrics': serviceMetrics,
   '0036-people': people,
+  '0037-dependency-restore-copies': dependencyRestoreCopies,
 };
 
 export class MigrationError extends Error {}

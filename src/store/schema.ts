@@ -394,6 +394,10 @@ export interface DependencyBackupsTable {
   /** The services stopped for the restore's duration (jsonb array of ids). */
   restore_stopped_services: ColumnType<string[], string | undefined, string>;
   restore_error: Generated<string>;
+  /** Where the latest restore went: the dependency itself, or a copy made for inspection. */
+  restore_into: 'same' | 'new' | null;
+  /** The copy's attributes (never a password) for a restore into a new one. */
+  restore_attributes: ColumnType<Record<string, string>, string | undefined, string>;
   restore_requested_at: Date | null;
   restore_completed_at: Date | null;
   updated_at: Generated<Date>;

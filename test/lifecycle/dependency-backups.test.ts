@@ -200,6 +200,8 @@ describe('dependency backups on the simulated cloud', () => {
     const { restore } = res.body.data.backup;
     assert.equal(restore.state, 'pending');
     assert.deepEqual(restore.stopped_services, [serviceId]);
+    assert.equal(restore.into, 'same');
+    assert.deepEqual(restore.attributes, {});
     const again = await h.request('POST', url, { token: t.token, body: { force: true } });
     assert.equal(again.status, 409, 'one restore at a time');
 
@@ -211,6 +213,25 @@ describe('dependency backups on the simulated cloud', () => {
     assert.ok(done.restore.completed_at);
     const calls = await simCalls('restore_dependency');
     assert.match(calls.at(-1)?.outcome ?? '', new RegExp(`stopped ${serviceId}`));
+  });
+
+  test('a restore into a new dependency needs no force, stops nothing, and names the copy', async () => {
+    const url = `${backupsUrl('pg')}/${pgBackup.id}/restore`;
+    const res = await h.request('POST', url, { token: t.token, body: { into: 'new' } });
+    assert.equal(res.status, 200, res.raw);
+    assert.equal(res.body.data.backup.restore.into, 'new');
+    assert.deepEqual(res.body.data.backup.restore.stopped_services, []);
+    const done = await pollUntil('the restore to end', async () => {
+      const b = (await list('pg')).find((x) => x.id === pgBackup.id);
+      return b?.restore?.state === 'completed' || b?.restore?.state === 'failed' ? b : undefined;
+    });
+    assert.equal(done.restore.state, 'completed', done.restore.error);
+    assert.match(done.restore.attributes.address, /^pgdata-restore-[0-9a-f]{8}\./);
+    assert.ok(!('password' in done.restore.attributes));
+    const calls = await simCalls('restore_dependency');
+    assert.equal(calls.at(-1)?.outcome, 'restored into new; stopped nothing');
+    const bad = await h.request('POST', url, { token: t.token, body: { into: 'elsewhere' } });
+    assert.equal(bad.status, 422, bad.raw);
   });
 
   test('a failed or unknown backup is not restored', async () => {

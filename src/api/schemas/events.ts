@@ -59,6 +59,7 @@ const DependencyBackupState = Type.Object({
   created_at: DateTime,
   completed_at: Nullable(DateTime),
   restore_state: Nullable(StringEnum(BACKUP_STATES, { maxLength: 20 })),
+  restore_into: Type.Optional(Nullable(StringEnum(['same', 'new'] as const, { maxLength: 10 }))),
   restore_stopped_services: Type.Array(Uuid),
   restore_error: Type.String({ maxLength: 2000 }),
   restore_requested_at: Nullable(DateTime),

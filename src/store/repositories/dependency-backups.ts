@@ -52,6 +52,8 @@ export interface BackupChange {
   completed?: boolean;
   restore_state?: BackupState;
   restore_stopped_services?: string[];
+  restore_into?: 'same' | 'new';
+  restore_attributes?: Record<string, string>;
   restore_error?: string;
   restore_requested?: boolean;
   restore_completed?: boolean;
@@ -64,7 +66,14 @@ export async function changeBackup(
   change: BackupChange,
   from?: { state?: BackupState[]; restore_state?: (BackupState | null)[] },
 ): Promise<boolean> {
-  const { completed, restore_requested, restore_completed, restore_stopped_services, ...rest } = change;
+  const {
+    completed,
+    restore_requested,
+    restore_completed,
+    restore_stopped_services,
+    restore_attributes,
+    ...rest
+  } = change;
   let query = db
     .updateTable('dependency_backups')
     .set({
@@ -77,6 +86,7 @@ export async function changeBackup(
       ...(restore_stopped_services
         ? { restore_stopped_services: JSON.stringify(restore_stopped_services) }
         : {}),
+      ...(restore_attributes ? { restore_attributes: JSON.stringify(restore_attributes) } : {}),
       updated_at: sql`clock_timestamp()`,
     })
     .where('id', '=', id);
