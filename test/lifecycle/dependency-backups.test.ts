@@ -259,9 +259,17 @@ describe('dependency backups on the simulated cloud', () => {
   });
 
   test('the schedule backs up every database and cache once per interval, never those turned off', async () => {
-    const scheduled = await scheduleDependencyBackups(h.deps, 3_600_000);
+    assert.equal(await scheduleDependencyBackups(h.deps, 3_600_000), 0, 'none made an hour ago');
+    // Made more than an interval of 4 s ago: each is due once.
+    const interval = 4_000;
+    // They were made one after the other: each becomes due in turn.
+    let scheduled = 0;
+    await pollUntil('the dependencies to be due', async () => {
+      scheduled += await scheduleDependencyBackups(h.deps, interval);
+      return scheduled >= 5 ? true : undefined;
+    });
     assert.equal(scheduled, 5, 'pg, maria, failbackup-db, kept, cache');
-    assert.equal(await scheduleDependencyBackups(h.deps, 3_600_000), 0, 'not again within the interval');
+    assert.equal(await scheduleDependencyBackups(h.deps, interval), 0, 'not again within the interval');
     const off = await list('off');
     assert.deepEqual(off, []);
     const pg = await pollUntil('the scheduled pg backup to complete', async () => {
