@@ -156,6 +156,11 @@ export async function buildApp(deps: Deps, options: AppOptions) {
       security: [{ bearer: [] }],
     },
     refResolver: { buildLocalReference: (json, _base, _fragment, i) => String(json.$id ?? `def-${i}`) },
+    // Each operation names the role it needs (docs/access.md), as `x-berth-role`.
+    transform: ({ schema, url, route }) => {
+      const role = route.config?.role;
+      return { schema: role && schema ? { ...schema, 'x-berth-role': role } : schema, url };
+    },
   });
 
   await app.register(healthRoutes, { deps, workerAlive: options.workerAlive });
