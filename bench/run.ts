@@ -35,6 +35,8 @@
  * - console: bench/console.ts in a process of its own (embedded): the web console's first screens from
  *   a cold Chromium (sign-in; the services list with live status) and its bundle size.
  * - metrics: bench/metrics.ts, poll throughput with BERTH_METRICS_BIND set vs unset (embedded).
+ * - svcmetrics: bench/service-metrics.ts, the CPU one service metrics collection round costs per 100
+ *   services (sim, embedded, in process).
  * BENCH_POSTGRES_URL (an admin connection; the run creates and drops databases of its own).
  */
 import { execFileSync } from 'node:child_process';
@@ -51,6 +53,7 @@ import { metricsRows } from './metrics.ts';
 import { BERTH_BIN, log, type Proc, spawnNode, waitFor } from './process.ts';
 import { pushToLiveRows, swarmPushRows } from './push-to-live.ts';
 import { BENCH_SERVICE } from './service.ts';
+import { serviceMetricsRows } from './service-metrics.ts';
 
 const HERE = path.dirname(new URL(import.meta.url).pathname);
 const REPORT_FILE = path.join(HERE, 'results', 'bench.json');
@@ -744,6 +747,7 @@ async function main(): Promise<void> {
     push: () => pushToLiveRows(addRow),
     swarmpush: () => swarmPushRows(addRow),
     metrics: () => metricsRows(addRow),
+    svcmetrics: () => serviceMetricsRows(addRow),
   };
   // BENCH_ROWS=list,start measures those rows again; the report keeps the other rows of the last run.
   const only = process.env.BENCH_ROWS?.split(',').map((r) => r.trim());

@@ -7,16 +7,22 @@ import type { Deps } from './domain/usecases/context.ts';
 import { countAccounts, insertAccount, insertApiToken } from './store/repositories/accounts.ts';
 import { insertEnvironment } from './store/repositories/environments.ts';
 import { enqueue } from './store/repositories/jobs.ts';
+import { insertUser, upsertMembership } from './store/repositories/users.ts';
 
 export interface FirstStart {
   accountId: string;
   environmentId: string;
   apiToken: string;
+  /** The email of the account's owner user (docs/access.md). */
+  ownerEmail: string;
 }
 
+/** The first owner's email; the operator creates other users (`berth admin users create`). */
+export const FIRST_OWNER_EMAIL = 'owner@localhost';
+
 /**
- * On an empty database: a `default` account on the `pro` plan, one environment and one API token, so a
- * newcomer can curl at once. An advisory lock keeps two servers starting together from both doing it.
+ * On an empty database: a `default` account on the `pro` plan, its owner user, one environment and one
+ * API token (an operator token: it acts as owner), so a newcomer can curl at once. An advisory lock keeps two servers starting together from both doing it.
  */
 export async function firstStart(deps: Deps): Promise<FirstStart | null> {
   return deps.store.db.transaction().execute(async (trx) => {
@@ -43,7 +49,18 @@ export async function firstStart(deps: Deps): Promise<FirstStart | null> {
       account_id: account.id,
       token_hash: hashApiToken(apiToken),
     });
-    return { accountId: account.id, environmentId: env.id, apiToken };
+    const owner = await insertUser(trx, {
+      id: randomUUID(),
+      email: FIRST_OWNER_EMAIL,
+      display_name: 'Owner',
+    });
+    await upsertMembership(trx, {
+      user_id: owner.id,
+      account_id: account.id,
+      role: 'owner',
+      environment_ids: null,
+    });
+    return { accountId: account.id, environmentId: env.id, apiToken, ownerEmail: owner.email };
   });
 }
 

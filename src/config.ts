@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { isCronExpression } from './domain/cron-expression.ts';
 import { DEFAULT_EVENT_RETENTION_HOURS } from './domain/events.ts';
 import { isCidr } from './domain/ops-json.ts';
 
@@ -14,6 +15,14 @@ export interface Config {
   keyRotationBatch: number;
   /** A pause between a rotation's batches, to leave the database to the requests it serves. */
   keyRotationPauseMs: number;
+  /** BERTH_BACKUP_SCHEDULE: a cron expression (UTC); unset, no scheduled backups (docs/operations.md). */
+  backupSchedule: string | undefined;
+  /** BERTH_BACKUP_DIR: where scheduled backups are written (default BERTH_DATA_DIR/backups). */
+  backupDir: string;
+  /** BERTH_BACKUP_KEEP: how many scheduled backups retention keeps in backupDir (or the bucket). */
+  backupKeep: number;
+  /** BERTH_BACKUP_S3_URL (s3://bucket/prefix): scheduled backups go to this bucket instead of backupDir. */
+  backupS3: BackupS3Target | undefined;
   /** BERTH_PROVIDER: a driver's name; unset, providers/registry.ts chooses its default. */
   provider: string | undefined;
   /** The environment the driver reads its own settings from (each driver parses its own). */
@@ -58,6 +67,12 @@ export interface Config {
   webhookConcurrencyPerAccount: number;
   /** Hours an event is kept for GET /v1/events resumes and webhook redeliveries. */
   eventRetentionHours: number;
+  /** Days services' runtime metrics are kept (BERTH_METRICS_RETENTION_DAYS); older ones are dropped. */
+  metricsRetentionDays: number;
+  /** Hours between scheduled backups of each ops.json database and cache; 0: none scheduled. */
+  dependencyBackupIntervalHours: number;
+  /** Completed backups kept per dependency (a dependency's `backup_keep` wins). */
+  dependencyBackupKeep: number;
   /** Webhook receivers on private, loopback or link-local addresses are allowed (off: refused, SSRF). */
   webhookAllowPrivate: boolean;
   /** The first wait before a failed webhook delivery is tried again (then four times longer each time). */
@@ -72,6 +87,16 @@ export interface Config {
 }
 
 export class ConfigError extends Error {}
+
+export interface BackupS3Target {
+  bucket: string;
+  /** Prepended to each object's name: '' or ending with a slash. */
+  prefix: string;
+  /** BERTH_BACKUP_S3_ENDPOINT: an S3-compatible service (MinIO, R2, ...), addressed path-style; unset, AWS. */
+  endpoint: string | undefined;
+  /** BERTH_BACKUP_S3_REGION, else AWS_REGION, else us-east-1. */
+  region: string;
+}
 
 /** A whole-number setting within bounds; drivers use it for their own settings too. */
 export function intSetting(
@@ -107,6 +132,42 @@ function trustProxySetting(env: NodeJS.ProcessEnv): string[] {
     );
   }
   return entries;
+}
+
+function backupS3Setting(env: NodeJS.ProcessEnv): BackupS3Target | undefined {
+  const raw = env.BERTH_BACKUP_S3_URL?.trim();
+  const endpoint = env.BERTH_BACKUP_S3_ENDPOINT?.trim() || undefined;
+  if (!raw) {
+    if (endpoint)
+      throw new ConfigError(
+        'BERTH_BACKUP_S3_ENDPOINT is set without BERTH_BACKUP_S3_URL (s3://bucket/prefix)',
+      );
+    return undefined;
+  }
+  const match = /^s3:\/\/([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])(?:\/(.*))?$/.exec(raw);
+  if (!match) {
+    throw new ConfigError(`BERTH_BACKUP_S3_URL must be s3://bucket or s3://bucket/prefix, got "${raw}"`);
+  }
+  if (endpoint && !/^https?:\/\/[^\s/]+/.test(endpoint)) {
+    throw new ConfigError(`BERTH_BACKUP_S3_ENDPOINT must be an http(s) URL, got "${endpoint}"`);
+  }
+  const prefix = (match[2] ?? '').replace(/^\/+|\/+$/g, '');
+  return {
+    bucket: match[1] as string,
+    prefix: prefix ? `${prefix}/` : '',
+    endpoint,
+    region: env.BERTH_BACKUP_S3_REGION || env.AWS_REGION || 'us-east-1',
+  };
+}
+
+function backupScheduleSetting(env: NodeJS.ProcessEnv): string | undefined {
+  const schedule = env.BERTH_BACKUP_SCHEDULE?.trim() || undefined;
+  if (schedule !== undefined && !isCronExpression(schedule)) {
+    throw new ConfigError(
+      `BERTH_BACKUP_SCHEDULE must be a cron expression (for instance "0 3 * * *", every day at 03:00 UTC), got "${schedule}"`,
+    );
+  }
+  return schedule;
 }
 
 function tlsSetting(env: NodeJS.ProcessEnv): Config['tls'] {
@@ -181,6 +242,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     // Small transactions: a batch holds its rows' locks for milliseconds.
     keyRotationBatch: intSetting(env, 'BERTH_KEY_ROTATION_BATCH', 200, 1, 10_000),
     keyRotationPauseMs: intSetting(env, 'BERTH_KEY_ROTATION_PAUSE_MS', 0, 0, 60_000),
+    backupSchedule: backupScheduleSetting(env),
+    backupDir: path.resolve(env.BERTH_BACKUP_DIR || path.join(env.BERTH_DATA_DIR || '.berth', 'backups')),
+    backupKeep: intSetting(env, 'BERTH_BACKUP_KEEP', 7, 1, 100_000),
+    backupS3: backupS3Setting(env),
     provider: env.BERTH_PROVIDER || undefined,
     providerEnv: env,
     dnsServers: (env.BERTH_DNS_SERVERS || '')
@@ -224,6 +289,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       1,
       24 * 365,
     ),
+    metricsRetentionDays: intSetting(env, 'BERTH_METRICS_RETENTION_DAYS', 30, 1, 3650),
+    dependencyBackupIntervalHours: intSetting(env, 'BERTH_DEPENDENCY_BACKUP_INTERVAL_HOURS', 24, 0, 24 * 365),
+    dependencyBackupKeep: intSetting(env, 'BERTH_DEPENDENCY_BACKUP_KEEP', 7, 1, 65536),
     webhookAllowPrivate: /^(1|true|yes)$/i.test(env.BERTH_WEBHOOK_ALLOW_PRIVATE ?? ''),
     webhookRetryBaseMs: intSetting(env, 'BERTH_WEBHOOK_RETRY_BASE_MS', 5_000, 1, 3_600_000),
     gitBaseUrl: gitBaseUrlSetting(env),

@@ -8,11 +8,14 @@ import { DnsLookup } from './dns.ts';
 import { certificatesOn } from './domain/usecases/certificates.ts';
 import type { Deps } from './domain/usecases/context.ts';
 import { collectWhenIdle } from './idle-collector.ts';
+import { startBackupSchedule } from './jobs/backup-schedule.ts';
 import { certificateSource, readAcmeCa, startCertificateRenewal } from './jobs/certificates.ts';
+import { startDependencyBackupSchedule } from './jobs/dependency-backup-schedule.ts';
 import { startEventRetention } from './jobs/event-retention.ts';
 import { startGitPoller } from './jobs/git-poller.ts';
 import { jobHandlers } from './jobs/handlers/index.ts';
 import { startObserver } from './jobs/observer.ts';
+import { startServiceMetrics } from './jobs/service-metrics.ts';
 import { DEFAULT_CONCURRENCY, jobBudgets, Worker } from './jobs/worker.ts';
 import { instrumentJobs } from './metrics/jobs.ts';
 import { Metrics } from './metrics/metrics.ts';
@@ -159,7 +162,10 @@ export async function startServer(
   let worker: Worker | null = null;
   let observer: ReturnType<typeof startObserver> | null = null;
   let retention: ReturnType<typeof startEventRetention> | null = null;
+  let serviceMetrics: ReturnType<typeof startServiceMetrics> | null = null;
+  let backups: ReturnType<typeof startDependencyBackupSchedule> = null;
   let poller: ReturnType<typeof startGitPolling> = null;
+  let stateBackups: ReturnType<typeof startBackupSchedule> = null;
   let renewals: ReturnType<typeof startCertificateRenewal> = null;
   let workerStore: Store | null = null;
   let metricsServer: MetricsServer | null = null;
@@ -208,12 +214,27 @@ export async function startServer(
     await worker?.start();
     observer = worker ? startObserver(workerDeps) : null;
     retention = worker ? startEventRetention(workerDeps) : null;
+    serviceMetrics = worker ? startServiceMetrics(workerDeps) : null;
+    backups = worker ? startDependencyBackupSchedule(workerDeps) : null;
     poller = worker ? startGitPolling(workerDeps) : null;
+    stateBackups = worker ? startBackupSchedule(workerDeps) : null;
     renewals = worker ? startCertificateRenewal(workerDeps) : null;
     // The start allocated more than anything after it (the embedded database's snapshot, its
     // WebAssembly, the routes): given back now rather than after the first requests' quiet spell.
     collector.collectNow();
-    const running = { app, worker, observer, retention, poller, renewals, workerStore, metricsServer };
+    const running = {
+      app,
+      worker,
+      observer,
+      retention,
+      serviceMetrics,
+      backups,
+      poller,
+      renewals,
+      stateBackups,
+      workerStore,
+      metricsServer,
+    };
     return {
       url: address,
       adminToken: admin.token,
@@ -227,7 +248,10 @@ export async function startServer(
         await running.worker?.stop();
         await running.observer?.stop();
         await running.retention?.stop();
+        await running.serviceMetrics?.stop();
+        await running.backups?.stop();
         await running.poller?.stop();
+        await running.stateBackups?.stop();
         await running.renewals?.stop();
         await running.workerStore?.close();
         await runtime.close();
@@ -239,7 +263,10 @@ export async function startServer(
     await worker?.stop();
     await observer?.stop();
     await retention?.stop();
+    await serviceMetrics?.stop();
+    await backups?.stop();
     await poller?.stop();
+    await stateBackups?.stop();
     await renewals?.stop();
     await workerStore?.close();
     await runtime.close();

@@ -25,6 +25,7 @@ import { registerErrorHandling } from './plugins/errors.ts';
 import { registerIdempotency } from './plugins/idempotency.ts';
 import { tokenRateLimit } from './plugins/rate-limit.ts';
 import { requestIdFor } from './plugins/request-id.ts';
+import { authorize, checkDeclaredRole, confine } from './plugins/roles.ts';
 import { checkPathIds, loadScope } from './plugins/scope.ts';
 import { ReadCache } from './read-cache.ts';
 import { requestLoggers } from './request-logger.ts';
@@ -33,6 +34,7 @@ import { auditRoutes } from './routes/audit.ts';
 import { comingSoonRoutes } from './routes/coming-soon.ts';
 import { customDomainRoutes } from './routes/custom-domains.ts';
 import { dependencyRoutes } from './routes/dependencies.ts';
+import { dependencyBackupRoutes } from './routes/dependency-backups.ts';
 import { deployControlRoutes } from './routes/deploy-controls.ts';
 import { deploymentLogRoutes } from './routes/deployment-logs.ts';
 import { deploymentRoutes } from './routes/deployments.ts';
@@ -42,7 +44,9 @@ import { healthRoutes } from './routes/health.ts';
 import { hookRoutes } from './routes/hooks.ts';
 import { logRoutes } from './routes/logs.ts';
 import { secretRoutes } from './routes/secrets.ts';
+import { serviceMetricsRoutes } from './routes/service-metrics.ts';
 import { serviceRoutes } from './routes/services.ts';
+import { tokenRoutes } from './routes/tokens.ts';
 import { webhookRoutes } from './routes/webhooks.ts';
 import { ErrorBody } from './schemas/common.ts';
 import type { TlsPair } from './tls-files.ts';
@@ -54,7 +58,11 @@ export interface AppOptions {
   /** Bearer token of /admin/v1. */
   adminToken: string;
   /** Sees every route as it is registered (the tests list the routes with it). */
-  onRoute?: (route: { method: string | string[]; url: string }) => void;
+  onRoute?: (route: {
+    method: string | string[];
+    url: string;
+    config?: { role?: string; wholeAccount?: boolean };
+  }) => void;
   /** Whether this process's worker loop runs, for /ready; absent: no workers run in this process. */
   workerAlive?: () => boolean;
   /** Serve HTTPS with this certificate and key (tls-files.ts reads and checks them); absent: HTTP. */
@@ -148,11 +156,20 @@ export async function buildApp(deps: Deps, options: AppOptions) {
       security: [{ bearer: [] }],
     },
     refResolver: { buildLocalReference: (json, _base, _fragment, i) => String(json.$id ?? `def-${i}`) },
+    // Each operation names the role it needs (docs/access.md), as `x-berth-role`.
+    transform: ({ schema, url, route }) => {
+      const role = route.config?.role;
+      return { schema: role && schema ? { ...schema, 'x-berth-role': role } : schema, url };
+    },
   });
 
   await app.register(healthRoutes, { deps, workerAlive: options.workerAlive });
 
-  const authenticator = new TokenAuthenticator(deps.store.db);
+  const authenticator = new TokenAuthenticator(deps.store.db, (error) =>
+    deps.logger.warn({ err: error }, 'could not note when tokens were last used'),
+  );
+  // The last `last_used_at` write finishes before the database closes.
+  app.addHook('onClose', async () => authenticator.settle());
   const reads = new ReadCache(deps.store.notifications);
   app.decorate('readCache', reads);
   const unsubscribe = deps.store.notifications.subscribe('changes', reads);
@@ -165,10 +182,9 @@ export async function buildApp(deps: Deps, options: AppOptions) {
     { perToken: deps.config.streamsPerToken, perAccount: deps.config.streamsPerAccount },
     async (authorization) => {
       try {
-        await authenticator.authenticate(authorization);
-        return true;
+        return await authenticator.authenticate(authorization);
       } catch (error) {
-        if (error instanceof UnauthorizedError || error instanceof ForbiddenError) return false;
+        if (error instanceof UnauthorizedError || error instanceof ForbiddenError) return null;
         throw error;
       }
     },
@@ -210,7 +226,7 @@ export async function buildApp(deps: Deps, options: AppOptions) {
             ),
             (auth) => {
               request.auth = auth;
-              return rateLimit(reply, auth.tokenId);
+              return andThen(rateLimit(reply, auth.tokenId), () => authorize(request, auth));
             },
           ),
         ),
@@ -218,13 +234,26 @@ export async function buildApp(deps: Deps, options: AppOptions) {
       // A cached read loads the path's resources itself, and only when the cache misses: it checks the
       // path's ids after its own onRequest hooks, and so passes no preParsing phase.
       v1.addHook('onRoute', (route) => {
+        checkDeclaredRole(route);
         if (route.config?.readCache === true) {
-          route.onRequest = [...[route.onRequest ?? []].flat(), hookOf(checkPathIds)];
+          const byDeployment = route.url.includes(':deploymentId');
+          route.onRequest = [
+            ...[route.onRequest ?? []].flat(),
+            hookOf(checkPathIds),
+            // Only a token narrowed to some environments must know, before the cache answers, which
+            // environment a deployment belongs to.
+            hookOf((request) => {
+              const auth = authOf(request);
+              if (auth.environments === null || !byDeployment) return;
+              return loadScope(deps.store.db, request).then((scope) => confine(auth, scope));
+            }),
+          ];
           return;
         }
         route.preParsing = [
           parsingHookOf((request) =>
             loadScope(deps.store.db, request).then((scope) => {
+              confine(authOf(request), scope);
               request.scope = scope;
             }),
           ),
@@ -237,13 +266,16 @@ export async function buildApp(deps: Deps, options: AppOptions) {
       await v1.register(deploymentRoutes, { deps, reads });
       await v1.register(secretRoutes, { deps });
       await v1.register(dependencyRoutes, { deps });
+      await v1.register(dependencyBackupRoutes, { deps });
       await v1.register(customDomainRoutes, { deps, reads });
       await v1.register(auditRoutes, { deps });
       await v1.register(logRoutes, { deps });
+      await v1.register(serviceMetricsRoutes, { deps });
       await v1.register(deploymentLogRoutes, { deps });
       await v1.register(deployControlRoutes, { deps });
       await v1.register(eventRoutes, { deps });
       await v1.register(webhookRoutes, { deps });
+      await v1.register(tokenRoutes, { deps, authenticator });
       await v1.register(comingSoonRoutes);
     },
     { prefix: '/v1' },

@@ -6,9 +6,11 @@
 import type { DnsRecordSpec } from '../domain/custom-domain-rules.ts';
 import { TIMELINE_MARKS } from '../domain/deployment-states.ts';
 import { declaredOpsOf, opsDependencies } from '../domain/ops-json.ts';
+import type { Role } from '../domain/roles.ts';
 import type { StoredSecret } from '../domain/secret-rules.ts';
 import { specView } from '../domain/service-fields.ts';
 import { deploymentView } from '../domain/usecases/projections.ts';
+import type { MetricsSeries } from '../domain/usecases/service-metrics.ts';
 import type { EnvironmentIdentity, Observed } from '../providers/provider.ts';
 import type {
   AuditLogRow,
@@ -113,10 +115,11 @@ export function serviceView(s: ServiceRow, options: ServiceViewOptions) {
   };
 }
 
-export function secretView(s: StoredSecret) {
+/** `withValues` false: no value at all, as for a sensitive secret (what a viewer reads). */
+export function secretView(s: StoredSecret, withValues = true) {
   return {
     key: s.key,
-    value: s.is_sensitive ? undefined : s.value,
+    value: s.is_sensitive || !withValues ? undefined : s.value,
     description: s.description,
     use_preview: s.use_preview,
     is_sensitive: s.is_sensitive,
@@ -133,12 +136,16 @@ export function auditView(a: AuditLogRow) {
     account_id: a.account_id,
     actor: a.actor,
     token_id: a.token_id,
+    token_name: a.token_name,
+    user_id: a.user_id,
+    user_email: a.user_email,
     action: a.action,
     resource_type: a.resource_type,
     resource_id: a.resource_id,
     environment_id: a.environment_id,
     request_id: a.request_id,
     client_address: a.client_address,
+    user_agent: a.user_agent,
     created_at: iso(a.created_at),
   };
 }
@@ -182,6 +189,20 @@ export function customDomainView(
 /** The spec's success envelope. */
 export function success<T>(data: T) {
   return { message: 'success' as const, data };
+}
+
+export function metricsView(m: MetricsSeries) {
+  return {
+    from: iso(m.from),
+    to: iso(m.to),
+    step: m.step,
+    points: m.points.map((p) => ({ ...p, time: iso(p.time) })),
+    deployments: m.deployments.map((d) => ({
+      ...d,
+      created_at: iso(d.created_at),
+      finished_at: d.finished_at ? iso(d.finished_at) : null,
+    })),
+  };
 }
 
 export function deploymentLogLineView(l: DeploymentLogRow) {
@@ -235,5 +256,36 @@ export function webhookDeliveryView(d: WebhookDeliveryRow) {
     last_error: d.last_error,
     created_at: iso(d.created_at),
     updated_at: iso(d.updated_at),
+  };
+}
+
+/** A token as /v1/tokens shows it (listPeopleTokens' row). */
+export function tokenView(t: {
+  id: string;
+  name: string | null;
+  role: Role;
+  owner_user_id: string | null;
+  owner_email: string | null;
+  environment_ids: string[] | null;
+  read_only: boolean;
+  expires_at: Date | null;
+  last_used_at: Date | null;
+  created_at: Date;
+  revoked_at: Date | null;
+}) {
+  return {
+    id: t.id,
+    name: t.name,
+    role: t.role,
+    owner:
+      t.owner_user_id !== null && t.owner_email !== null
+        ? { user_id: t.owner_user_id, email: t.owner_email }
+        : null,
+    environment_ids: t.environment_ids,
+    read_only: t.read_only,
+    expires_at: t.expires_at ? iso(t.expires_at) : null,
+    last_used_at: t.last_used_at ? iso(t.last_used_at) : null,
+    created_at: iso(t.created_at),
+    revoked_at: t.revoked_at ? iso(t.revoked_at) : null,
   };
 }

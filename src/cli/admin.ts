@@ -5,6 +5,7 @@ import { AdminClient, ApiCallError } from '../client/http-client.ts';
 import { loadConfig } from '../config.ts';
 import { CLOUDS, type Cloud } from '../domain/environment-states.ts';
 import { FEATURES, PLANS } from '../domain/plans.ts';
+import { ROLES, type Role } from '../domain/roles.ts';
 import { FORMATS, makeOutput } from './dev/output.ts';
 import { withExamples } from './help.ts';
 
@@ -157,6 +158,48 @@ export function adminCommand(program: Command): void {
     'admin tokens revoke <tokenId>',
   ).action((id: string) => run(opts().output, () => client(opts()).revokeToken(id)));
 
+  const users = admin.command('users').description('people, and their roles in accounts (docs/access.md)');
+  withExamples(users.command('list').description('list every user'), 'admin users list').action(() =>
+    run(opts().output, () => client(opts()).listUsers()),
+  );
+  withExamples(
+    users.command('create <email> <displayName>').description('create a user'),
+    "admin users create ada@example.com 'Ada Lovelace'",
+  ).action((email: string, displayName: string) =>
+    run(opts().output, () => client(opts()).createUser({ email, display_name: displayName })),
+  );
+  withExamples(
+    users.command('members <accountId>').description("list an account's members and their roles"),
+    'admin users members <accountId>',
+  ).action((id: string) => run(opts().output, () => client(opts()).listMembers(id)));
+  withExamples(
+    users
+      .command('add <accountId> <userId>')
+      .description("make a user a member of an account, or change the member's role")
+      .addOption(new Option('--role <role>', 'the role').choices(ROLES).makeOptionMandatory())
+      .option('--environment <envId...>', 'limit the member to these environments'),
+    'admin users add <accountId> <userId> --role developer',
+    'admin users add <accountId> <userId> --role viewer --environment <envId>',
+  ).action((id: string, userId: string, o: { role: Role; environment?: string[] }) =>
+    run(opts().output, () =>
+      client(opts()).setMember(id, userId, { role: o.role, environment_ids: o.environment ?? null }),
+    ),
+  );
+  withExamples(
+    users
+      .command('remove <accountId> <userId>')
+      .description("end a membership: the member's tokens stop working at once"),
+    'admin users remove <accountId> <userId>',
+  ).action((id: string, userId: string) => run(opts().output, () => client(opts()).removeMember(id, userId)));
+  withExamples(
+    users
+      .command('token <accountId> <userId>')
+      .description("issue a token of a member, with the member's role; printed once and never again"),
+    'admin users token <accountId> <userId>',
+  ).action((id: string, userId: string) =>
+    run(opts().output, () => client(opts()).issueMemberToken(id, userId)),
+  );
+
   const environments = admin.command('environments').description('environments');
   withExamples(
     environments
@@ -190,6 +233,28 @@ export function adminCommand(program: Command): void {
       ),
     'admin rotate-master-key',
   ).action(() => run(opts().output, () => client(opts()).rotateMasterKey()));
+  withExamples(
+    admin
+      .command('backup [file]')
+      .description(
+        "write a consistent snapshot of Berth's own state (a file, or into a directory; default: the current one) with its manifest and checksum; the master key is not in it",
+      ),
+    'admin backup',
+    'admin backup /var/backups/berth/',
+  ).action((file: string | undefined) =>
+    run(opts().output, async () => (await import('./backups.ts')).downloadBackup(client(opts()), file)),
+  );
+  withExamples(
+    admin
+      .command('restore <file>')
+      .description(
+        'restore a backup onto the empty database of BERTH_DATABASE_URL or BERTH_DATA_DIR, with the master key it was taken with (BERTH_MASTER_KEY); start berth serve afterwards',
+      ),
+    'admin restore berth-backup-2026-01-31T03-00-00-000Z.ndjson.gz',
+    'BERTH_DATA_DIR=/srv/berth-new BERTH_MASTER_KEY=$(cat /secure/berth.key) admin restore nightly.ndjson.gz',
+  ).action((file: string) =>
+    run(opts().output, async () => (await import('./backups.ts')).restoreFromFile(file)),
+  );
   const connections = admin
     .command('connections')
     .description('git connections: how an account clones private repositories and signs webhooks');
@@ -248,6 +313,7 @@ export function adminCommand(program: Command): void {
   withExamples(admin, 'admin accounts list', 'admin --url http://127.0.0.1:8080 tokens issue <accountId>');
   withExamples(accounts, 'admin accounts list');
   withExamples(tokens, 'admin tokens list <accountId>');
+  withExamples(users, 'admin users list');
   withExamples(environments, 'admin environments list <accountId>');
   withExamples(connections, 'admin connections list <accountId>');
 }

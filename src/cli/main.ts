@@ -23,7 +23,9 @@ const COMMANDS: [names: string[], load: () => Promise<Register>][] = [
   [['domains'], async () => (await import('./dev/domains.ts')).domainCommands],
   [['dependencies'], async () => (await import('./dev/dependencies.ts')).dependencyCommands],
   [['logs'], async () => (await import('./dev/logs.ts')).logCommands],
+  [['metrics'], async () => (await import('./dev/metrics.ts')).metricsCommands],
   [['events'], async () => (await import('./dev/events.ts')).eventCommands],
+  [['tokens'], async () => (await import('./dev/tokens.ts')).tokenCommands],
   [['completion'], async () => (await import('./completion/command.ts')).completionCommand],
 ];
 

@@ -1,8 +1,11 @@
 import { CONSOLE_NOT_BUILT, consoleBuilt } from '../api/console.ts';
 import { ConfigError, loadConfig } from '../config.ts';
+import { startBackupSchedule } from '../jobs/backup-schedule.ts';
 import { readAcmeCa, startCertificateRenewal } from '../jobs/certificates.ts';
+import { startDependencyBackupSchedule } from '../jobs/dependency-backup-schedule.ts';
 import { startEventRetention } from '../jobs/event-retention.ts';
 import { startObserver } from '../jobs/observer.ts';
+import { startServiceMetrics } from '../jobs/service-metrics.ts';
 import { ProviderUnavailableError, providerName } from '../providers/registry.ts';
 import {
   ListenError,
@@ -79,11 +82,12 @@ async function serveProcess(options: { workers: boolean }): Promise<void> {
     );
   }
   if (server.firstStart) {
-    const { apiToken, accountId, environmentId } = server.firstStart;
+    const { apiToken, accountId, environmentId, ownerEmail } = server.firstStart;
     lines.push(
       '',
-      'First start: created the account "default" (plan pro), the environment "default" and an API token.',
+      'First start: created the account "default" (plan pro), its owner, the environment "default" and an API token.',
       `  account:     ${accountId}`,
+      `  owner:       ${ownerEmail}`,
       `  environment: ${environmentId}`,
       `  API token:   ${apiToken}   (shown only now; Berth keeps only its hash)`,
       '',
@@ -110,13 +114,19 @@ async function workerProcess(options: { concurrency: number }): Promise<void> {
   const worker = startWorker(runtime.deps, { concurrency: options.concurrency });
   const observer = startObserver(runtime.deps);
   const retention = startEventRetention(runtime.deps);
+  const serviceMetrics = startServiceMetrics(runtime.deps);
+  const backups = startDependencyBackupSchedule(runtime.deps);
   const poller = startGitPolling(runtime.deps);
+  const stateBackups = startBackupSchedule(runtime.deps);
   const renewals = startCertificateRenewal(runtime.deps);
   onShutdown(async () => {
     await worker.stop();
     await observer.stop();
     await retention.stop();
+    await serviceMetrics.stop();
+    await backups?.stop();
     await poller?.stop();
+    await stateBackups?.stop();
     await renewals?.stop();
     await metrics?.close();
     await runtime.close();

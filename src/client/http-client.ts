@@ -9,6 +9,8 @@ import type {
   GitConnection,
   GitConnectionRequest,
   MasterKeyRotation,
+  Member,
+  User,
 } from '../api/schemas/admin.ts';
 import type { Environment } from '../api/schemas/environments.ts';
 import { retryingFetch, UnreachableError } from './retry.ts';
@@ -58,6 +60,24 @@ export class HttpClient {
     const parsed = text ? JSON.parse(text) : {};
     if (!response.ok) throw new ApiCallError(response.status, parsed);
     return (parsed.data ?? parsed) as T;
+  }
+
+  /** A GET whose answer is a file: the response, its body unread (an error answer is thrown as usual). */
+  async download(path: string): Promise<Response> {
+    let response: Response;
+    try {
+      response = await this.fetch(
+        new Request(`${this.baseUrl}${path}`, { headers: { authorization: `Bearer ${this.token}` } }),
+      );
+    } catch (error) {
+      if (error instanceof UnreachableError) throw new Error(`${error.message}. Is berth serve running?`);
+      throw error;
+    }
+    if (!response.ok) {
+      const text = await response.text();
+      throw new ApiCallError(response.status, text ? JSON.parse(text) : {});
+    }
+    return response;
   }
 }
 
@@ -130,14 +150,48 @@ export class AdminClient {
   deleteGitConnection(connectionId: string) {
     return this.http.call<{ deleted: boolean }>('DELETE', `/git-connections/${connectionId}`);
   }
-  /** Reads back a dependency's password by its `$passwordArn` (audited on the account). */
   rotateMasterKey() {
     return this.http.call<{ rotation: Static<typeof MasterKeyRotation> }>('POST', '/master-key/rotate', {});
   }
+  createUser(body: { email: string; display_name: string }) {
+    return this.http.call<{ user: Static<typeof User> }>('POST', '/users', body);
+  }
+  listUsers() {
+    return this.http.call<{ users: Static<typeof User>[] }>('GET', '/users');
+  }
+  listMembers(accountId: string) {
+    return this.http.call<{ members: Static<typeof Member>[] }>('GET', `/accounts/${accountId}/members`);
+  }
+  setMember(
+    accountId: string,
+    userId: string,
+    body: { role: Static<typeof Member>['role']; environment_ids?: string[] | null },
+  ) {
+    return this.http.call<{ member: Static<typeof Member> }>(
+      'PUT',
+      `/accounts/${accountId}/members/${userId}`,
+      body,
+    );
+  }
+  removeMember(accountId: string, userId: string) {
+    return this.http.call<{ removed: boolean }>('DELETE', `/accounts/${accountId}/members/${userId}`);
+  }
+  issueMemberToken(accountId: string, userId: string) {
+    return this.http.call<{ api_token: string; token_id: string }>(
+      'POST',
+      `/accounts/${accountId}/members/${userId}/api-tokens`,
+      {},
+    );
+  }
+  /** Reads back a dependency's password by its `$passwordArn` (audited on the account). */
   dependencyPassword(arn: string) {
     return this.http.call<{ arn: string; password: string }>(
       'GET',
       `/dependency-passwords?${new URLSearchParams({ arn })}`,
     );
+  }
+  /** A backup of Berth's own state: the gzip file as the response's body (docs/operations.md). */
+  backup() {
+    return this.http.download('/backup');
   }
 }

@@ -20,6 +20,9 @@ type ServiceLogs = paths['/v1/environments/{envId}/services/{serviceId}/logs']['
 /** One line a service printed (GET .../logs). */
 export type ServiceLogLine =
   ServiceLogs['responses'][200]['content']['application/json']['data']['lines'][number];
+/** A service's metrics over a range (GET .../metrics): points per step and the deployments in it. */
+export type ServiceMetrics =
+  paths['/v1/environments/{envId}/services/{serviceId}/metrics']['get']['responses'][200]['content']['application/json']['data'];
 /**
  * One frame of GET /v1/events (docs/events.md): an event, or (without a `type`) the `expired` notice
  * that a resume past retention gets first.

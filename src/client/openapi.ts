@@ -116,7 +116,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List environments, oldest first */
+        /**
+         * List environments, oldest first
+         * @description A token limited to some environments lists only those.
+         */
         get: {
             parameters: {
                 query?: never;
@@ -2107,7 +2110,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Read a service's secrets, sorted by key */
+        /**
+         * Read a service's secrets, sorted by key
+         * @description A viewer gets no value, as for sensitive secrets.
+         */
         get: {
             parameters: {
                 query?: never;
@@ -2357,7 +2363,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Read an environment's secrets (shared by all its services), sorted by key */
+        /**
+         * Read an environment's secrets (shared by all its services), sorted by key
+         * @description A viewer gets no value, as for sensitive secrets.
+         */
         get: {
             parameters: {
                 query?: never;
@@ -2702,6 +2711,451 @@ export interface paths {
         };
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/environments/{envId}/services/{serviceId}/dependencies/{dependencyId}/backups": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A dependency's backups
+         * @description The logical backups of one ops.json database or cache (rds instances, elasticache clusters), newest first: scheduled ones (BERTH_DEPENDENCY_BACKUP_INTERVAL_HOURS) and those asked for, each with its state, size and latest restore. Retention keeps the newest completed ones; docs/operations.md.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    envId: string;
+                    serviceId: string;
+                    /** @description the dependency's ops.json `id` as GET .../dependencies lists it, or `kind.type.id` (`rds.instances.main-db`) where two types share an id */
+                    dependencyId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            message: "success";
+                            data: {
+                                backups: {
+                                    /** Format: uuid */
+                                    id: string;
+                                    /** @enum {string} */
+                                    state: "pending" | "running" | "completed" | "failed";
+                                    /**
+                                     * @description `manual`: asked for with POST .../backups; `scheduled`: by the backup schedule
+                                     * @enum {string}
+                                     */
+                                    trigger: "manual" | "scheduled";
+                                    /** @description the dump file's size once completed */
+                                    size_bytes: number | null;
+                                    /** Format: date-time */
+                                    created_at: string;
+                                    /** Format: date-time */
+                                    completed_at: string | null;
+                                    /** @description why it failed (or why an attempt will be retried); empty otherwise */
+                                    error: string;
+                                    restore: {
+                                        /** @enum {string} */
+                                        state: "pending" | "running" | "completed" | "failed";
+                                        /** @description the services stopped for the restore's duration (started again after it); empty when none was using the dependency */
+                                        stopped_services: string[];
+                                        /**
+                                         * @description `same`: into the dependency itself; `new`: into a copy made for inspection
+                                         * @enum {string}
+                                         */
+                                        into: "same" | "new";
+                                        /** @description `new`: the copy's resolved attributes (its address on the environment's network; never a password: it has the dependency's own); empty for `same` */
+                                        attributes: {
+                                            [key: string]: string;
+                                        };
+                                        error: string;
+                                        /** Format: date-time */
+                                        requested_at: string;
+                                        /** Format: date-time */
+                                        completed_at: string | null;
+                                    } | null;
+                                }[];
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        /**
+         * Back up a dependency now
+         * @description A `pending` backup that a worker takes (asynchronous, like a deployment: poll the list or follow `dependency_backup.*` events). 409 for a dependency that is not available yet or has no backups (buckets, topics, queues), or on a provider that takes none.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    envId: string;
+                    serviceId: string;
+                    /** @description the dependency's ops.json `id` as GET .../dependencies lists it, or `kind.type.id` (`rds.instances.main-db`) where two types share an id */
+                    dependencyId: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            message: "success";
+                            data: {
+                                backup: {
+                                    /** Format: uuid */
+                                    id: string;
+                                    /** @enum {string} */
+                                    state: "pending" | "running" | "completed" | "failed";
+                                    /**
+                                     * @description `manual`: asked for with POST .../backups; `scheduled`: by the backup schedule
+                                     * @enum {string}
+                                     */
+                                    trigger: "manual" | "scheduled";
+                                    /** @description the dump file's size once completed */
+                                    size_bytes: number | null;
+                                    /** Format: date-time */
+                                    created_at: string;
+                                    /** Format: date-time */
+                                    completed_at: string | null;
+                                    /** @description why it failed (or why an attempt will be retried); empty otherwise */
+                                    error: string;
+                                    restore: {
+                                        /** @enum {string} */
+                                        state: "pending" | "running" | "completed" | "failed";
+                                        /** @description the services stopped for the restore's duration (started again after it); empty when none was using the dependency */
+                                        stopped_services: string[];
+                                        /**
+                                         * @description `same`: into the dependency itself; `new`: into a copy made for inspection
+                                         * @enum {string}
+                                         */
+                                        into: "same" | "new";
+                                        /** @description `new`: the copy's resolved attributes (its address on the environment's network; never a password: it has the dependency's own); empty for `same` */
+                                        attributes: {
+                                            [key: string]: string;
+                                        };
+                                        error: string;
+                                        /** Format: date-time */
+                                        requested_at: string;
+                                        /** Format: date-time */
+                                        completed_at: string | null;
+                                    } | null;
+                                };
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/environments/{envId}/services/{serviceId}/dependencies/{dependencyId}/backups/{backupId}/restore": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Restore a dependency from a backup
+         * @description Replaces the dependency's data with a completed backup's, as a job (the backup's `restore` shows its progress). A dependency its service is using needs `"force": true`, else 409: the service is stopped for the restore and started again after it, and `restore.stopped_services` says so. 409 too for a backup that is not completed or is being restored.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    envId: string;
+                    serviceId: string;
+                    /** @description the dependency's ops.json `id` as GET .../dependencies lists it, or `kind.type.id` (`rds.instances.main-db`) where two types share an id */
+                    dependencyId: string;
+                    backupId: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description required (true) when a service is using the dependency: it is stopped for the restore */
+                        force?: boolean;
+                        /**
+                         * @description `same` (default): replace the dependency's data; `new`: load it into a copy of the dependency for inspection (one per dependency, replaced by the next; no service stops)
+                         * @enum {string}
+                         */
+                        into?: "same" | "new";
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            message: "success";
+                            data: {
+                                backup: {
+                                    /** Format: uuid */
+                                    id: string;
+                                    /** @enum {string} */
+                                    state: "pending" | "running" | "completed" | "failed";
+                                    /**
+                                     * @description `manual`: asked for with POST .../backups; `scheduled`: by the backup schedule
+                                     * @enum {string}
+                                     */
+                                    trigger: "manual" | "scheduled";
+                                    /** @description the dump file's size once completed */
+                                    size_bytes: number | null;
+                                    /** Format: date-time */
+                                    created_at: string;
+                                    /** Format: date-time */
+                                    completed_at: string | null;
+                                    /** @description why it failed (or why an attempt will be retried); empty otherwise */
+                                    error: string;
+                                    restore: {
+                                        /** @enum {string} */
+                                        state: "pending" | "running" | "completed" | "failed";
+                                        /** @description the services stopped for the restore's duration (started again after it); empty when none was using the dependency */
+                                        stopped_services: string[];
+                                        /**
+                                         * @description `same`: into the dependency itself; `new`: into a copy made for inspection
+                                         * @enum {string}
+                                         */
+                                        into: "same" | "new";
+                                        /** @description `new`: the copy's resolved attributes (its address on the environment's network; never a password: it has the dependency's own); empty for `same` */
+                                        attributes: {
+                                            [key: string]: string;
+                                        };
+                                        error: string;
+                                        /** Format: date-time */
+                                        requested_at: string;
+                                        /** Format: date-time */
+                                        completed_at: string | null;
+                                    } | null;
+                                };
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
         delete?: never;
         options?: never;
         head?: never;
@@ -3227,13 +3681,25 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The account's audit log, newest first */
+        /**
+         * The account's audit log, newest first
+         * @description Filters (all optional, together): `actor`, `action`, `resource_type`, `resource_id`, and the time range `since` (inclusive) to `until` (exclusive).
+         */
         get: {
             parameters: {
                 query?: {
                     limit?: number;
                     /** @description next_cursor of the previous page */
                     cursor?: string;
+                    /** @description a user's or token's id, a user's email, a token's name, or an actor such as `Operator` */
+                    actor?: string;
+                    /** @description e.g. `service.create` */
+                    action?: string;
+                    /** @description e.g. `service` */
+                    resource_type?: string;
+                    resource_id?: string;
+                    since?: string;
+                    until?: string;
                 };
                 header?: never;
                 path?: never;
@@ -3256,10 +3722,16 @@ export interface paths {
                                     id: string;
                                     /** Format: uuid */
                                     account_id: string;
-                                    /** @description `API Token`, or `Operator` for admin API actions */
+                                    /** @description `API Token`, `Operator` for admin API actions, or a git host (`GitHub push`); the person and the token are named beside it */
                                     actor: string;
                                     /** Format: uuid */
                                     token_id: string | null;
+                                    /** @description the token's name; null for operator-issued tokens */
+                                    token_name: string | null;
+                                    /** Format: uuid */
+                                    user_id: string | null;
+                                    /** @description the person acting: the token's owner, or the member an operator action was about */
+                                    user_email: string | null;
                                     action: string;
                                     resource_type: string;
                                     /** Format: uuid */
@@ -3269,6 +3741,8 @@ export interface paths {
                                     request_id: string;
                                     /** @description the address the request came from (behind a proxy in BERTH_TRUST_PROXY, the one it forwarded); null when no request did (the git poller) */
                                     client_address: string | null;
+                                    /** @description the request's User-Agent */
+                                    user_agent: string | null;
                                     /** Format: date-time */
                                     created_at: string;
                                 }[];
@@ -3393,6 +3867,164 @@ export interface paths {
                             };
                         };
                         "text/event-stream": string;
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/environments/{envId}/services/{serviceId}/metrics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A service's runtime metrics
+         * @description CPU, memory (against its limit), restarts, network, and from the ingress requests, status classes and latency percentiles, one point per `step` seconds over [`from`, `to`), with the deployments created in the range. Sampled once a minute; kept per minute for a day, then per hour, for BERTH_METRICS_RETENTION_DAYS (30 by default). 422 names the field and its limit: `from` after `to` or before the retention, a step under 60 s, more than 1440 steps (docs/metrics.md).
+         */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description the start of the range (default: an hour before `to`); not before the retention */
+                    from?: string;
+                    /** @description the end of the range (default: now) */
+                    to?: string;
+                    /** @description seconds per point (at least 60; default: 60 up to 6 hours, 300 up to a day, 3600 beyond); the range may hold at most 1440 steps */
+                    step?: number;
+                };
+                header?: never;
+                path: {
+                    envId: string;
+                    serviceId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            message: "success";
+                            data: {
+                                /** Format: date-time */
+                                from: string;
+                                /** Format: date-time */
+                                to: string;
+                                /** @description seconds per point */
+                                step: number;
+                                /** @description one per step that has samples, oldest first (a step without any is absent) */
+                                points: {
+                                    /** Format: date-time */
+                                    time: string;
+                                    /** @description how many one-minute samples the point combines */
+                                    samples: number;
+                                    /** @description CPU in use, in cores, summed over the replicas and averaged over the step */
+                                    cpu_cores: number | null;
+                                    /** @description memory in use by its busiest replica, averaged over the step */
+                                    memory_bytes: number | null;
+                                    /** @description a replica's memory limit (memory_mb_max); null without one */
+                                    memory_limit_bytes: number | null;
+                                    /** @description replica restarts during the step */
+                                    restarts: number | null;
+                                    /** @description bytes received during the step */
+                                    network_rx_bytes: number | null;
+                                    /** @description bytes sent during the step */
+                                    network_tx_bytes: number | null;
+                                    /** @description requests the ingress answered during the step */
+                                    requests: number;
+                                    status_2xx: number;
+                                    status_3xx: number;
+                                    status_4xx: number;
+                                    status_5xx: number;
+                                    /** @description median latency, in milliseconds (request-weighted over the step); null without requests */
+                                    latency_p50_ms: number | null;
+                                    /** @description 95th percentile latency, in milliseconds */
+                                    latency_p95_ms: number | null;
+                                    /** @description 99th percentile latency, in milliseconds */
+                                    latency_p99_ms: number | null;
+                                }[];
+                                /** @description the deployments created in the range, oldest first: markers on the time axis */
+                                deployments: {
+                                    /** Format: uuid */
+                                    id: string;
+                                    /** @enum {string} */
+                                    type: "service_update" | "restore" | "restart";
+                                    /** @enum {string} */
+                                    state: "queued" | "in_progress" | "success" | "failed";
+                                    /** Format: date-time */
+                                    created_at: string;
+                                    /** Format: date-time */
+                                    finished_at: string | null;
+                                }[];
+                            };
+                        };
                     };
                 };
                 /** @description Default Response */
@@ -4312,6 +4944,49 @@ export interface paths {
                             /** @description ordered within the account; pass back as Last-Event-ID */
                             id: string;
                             /** @enum {string} */
+                            type: "dependency_backup.created" | "dependency_backup.updated" | "dependency_backup.deleted";
+                            /** Format: uuid */
+                            account_id: string;
+                            /**
+                             * Format: date-time
+                             * @description when the change committed
+                             */
+                            timestamp: string;
+                            data: {
+                                /** Format: uuid */
+                                id: string;
+                                /** Format: uuid */
+                                service_id: string;
+                                kind: string;
+                                type: string;
+                                resource_id: string;
+                                /** @enum {string} */
+                                trigger: "manual" | "scheduled";
+                                /** @enum {string} */
+                                state: "pending" | "running" | "completed" | "failed";
+                                size_bytes: number | null;
+                                error: string;
+                                /** Format: date-time */
+                                created_at: string;
+                                /** Format: date-time */
+                                completed_at: string | null;
+                                /** @enum {string|null} */
+                                restore_state: "pending" | "running" | "completed" | "failed" | null;
+                                /** @enum {string|null} */
+                                restore_into?: "same" | "new" | null;
+                                restore_stopped_services: string[];
+                                restore_error: string;
+                                /** Format: date-time */
+                                restore_requested_at: string | null;
+                                /** Format: date-time */
+                                restore_completed_at: string | null;
+                                /** Format: date-time */
+                                updated_at: string;
+                            };
+                        } | {
+                            /** @description ordered within the account; pass back as Last-Event-ID */
+                            id: string;
+                            /** @enum {string} */
                             type: "secret.created" | "secret.updated" | "secret.deleted";
                             /** Format: uuid */
                             account_id: string;
@@ -4435,7 +5110,7 @@ export interface paths {
                                     id: string;
                                     url: string;
                                     /** @description empty: every type */
-                                    event_types: ("deployment.created" | "deployment.updated" | "deployment.deleted" | "service.created" | "service.updated" | "service.deleted" | "custom_domain.created" | "custom_domain.updated" | "custom_domain.deleted" | "dependency.created" | "dependency.updated" | "dependency.deleted" | "secret.created" | "secret.updated" | "secret.deleted")[];
+                                    event_types: ("deployment.created" | "deployment.updated" | "deployment.deleted" | "service.created" | "service.updated" | "service.deleted" | "custom_domain.created" | "custom_domain.updated" | "custom_domain.deleted" | "dependency.created" | "dependency.updated" | "dependency.deleted" | "dependency_backup.created" | "dependency_backup.updated" | "dependency_backup.deleted" | "secret.created" | "secret.updated" | "secret.deleted")[];
                                     description: string;
                                     /** Format: date-time */
                                     created_at: string;
@@ -4509,7 +5184,7 @@ export interface paths {
                         /** @description http:// or https://; a private, loopback or link-local address is refused */
                         url: string;
                         /** @description the event types to deliver (docs/events.md); empty or absent: every type */
-                        event_types?: ("deployment.created" | "deployment.updated" | "deployment.deleted" | "service.created" | "service.updated" | "service.deleted" | "custom_domain.created" | "custom_domain.updated" | "custom_domain.deleted" | "dependency.created" | "dependency.updated" | "dependency.deleted" | "secret.created" | "secret.updated" | "secret.deleted")[];
+                        event_types?: ("deployment.created" | "deployment.updated" | "deployment.deleted" | "service.created" | "service.updated" | "service.deleted" | "custom_domain.created" | "custom_domain.updated" | "custom_domain.deleted" | "dependency.created" | "dependency.updated" | "dependency.deleted" | "dependency_backup.created" | "dependency_backup.updated" | "dependency_backup.deleted" | "secret.created" | "secret.updated" | "secret.deleted")[];
                         description?: string;
                     };
                 };
@@ -4530,7 +5205,7 @@ export interface paths {
                                     id: string;
                                     url: string;
                                     /** @description empty: every type */
-                                    event_types: ("deployment.created" | "deployment.updated" | "deployment.deleted" | "service.created" | "service.updated" | "service.deleted" | "custom_domain.created" | "custom_domain.updated" | "custom_domain.deleted" | "dependency.created" | "dependency.updated" | "dependency.deleted" | "secret.created" | "secret.updated" | "secret.deleted")[];
+                                    event_types: ("deployment.created" | "deployment.updated" | "deployment.deleted" | "service.created" | "service.updated" | "service.deleted" | "custom_domain.created" | "custom_domain.updated" | "custom_domain.deleted" | "dependency.created" | "dependency.updated" | "dependency.deleted" | "dependency_backup.created" | "dependency_backup.updated" | "dependency_backup.deleted" | "secret.created" | "secret.updated" | "secret.deleted")[];
                                     description: string;
                                     /** Format: date-time */
                                     created_at: string;
@@ -4646,7 +5321,7 @@ export interface paths {
                                     id: string;
                                     url: string;
                                     /** @description empty: every type */
-                                    event_types: ("deployment.created" | "deployment.updated" | "deployment.deleted" | "service.created" | "service.updated" | "service.deleted" | "custom_domain.created" | "custom_domain.updated" | "custom_domain.deleted" | "dependency.created" | "dependency.updated" | "dependency.deleted" | "secret.created" | "secret.updated" | "secret.deleted")[];
+                                    event_types: ("deployment.created" | "deployment.updated" | "deployment.deleted" | "service.created" | "service.updated" | "service.deleted" | "custom_domain.created" | "custom_domain.updated" | "custom_domain.deleted" | "dependency.created" | "dependency.updated" | "dependency.deleted" | "dependency_backup.created" | "dependency_backup.updated" | "dependency_backup.deleted" | "secret.created" | "secret.updated" | "secret.deleted")[];
                                     description: string;
                                     /** Format: date-time */
                                     created_at: string;
@@ -4828,7 +5503,7 @@ export interface paths {
                                     /** @description the event delivered (its id in GET /v1/events) */
                                     event_id: string;
                                     /** @enum {string} */
-                                    event_type: "deployment.created" | "deployment.updated" | "deployment.deleted" | "service.created" | "service.updated" | "service.deleted" | "custom_domain.created" | "custom_domain.updated" | "custom_domain.deleted" | "dependency.created" | "dependency.updated" | "dependency.deleted" | "secret.created" | "secret.updated" | "secret.deleted";
+                                    event_type: "deployment.created" | "deployment.updated" | "deployment.deleted" | "service.created" | "service.updated" | "service.deleted" | "custom_domain.created" | "custom_domain.updated" | "custom_domain.deleted" | "dependency.created" | "dependency.updated" | "dependency.deleted" | "dependency_backup.created" | "dependency_backup.updated" | "dependency_backup.deleted" | "secret.created" | "secret.updated" | "secret.deleted";
                                     /**
                                      * @description pending while being tried (at most 8 attempts), then succeeded or failed
                                      * @enum {string}
@@ -4959,7 +5634,7 @@ export interface paths {
                                     /** @description the event delivered (its id in GET /v1/events) */
                                     event_id: string;
                                     /** @enum {string} */
-                                    event_type: "deployment.created" | "deployment.updated" | "deployment.deleted" | "service.created" | "service.updated" | "service.deleted" | "custom_domain.created" | "custom_domain.updated" | "custom_domain.deleted" | "dependency.created" | "dependency.updated" | "dependency.deleted" | "secret.created" | "secret.updated" | "secret.deleted";
+                                    event_type: "deployment.created" | "deployment.updated" | "deployment.deleted" | "service.created" | "service.updated" | "service.deleted" | "custom_domain.created" | "custom_domain.updated" | "custom_domain.deleted" | "dependency.created" | "dependency.updated" | "dependency.deleted" | "dependency_backup.created" | "dependency_backup.updated" | "dependency_backup.deleted" | "secret.created" | "secret.updated" | "secret.deleted";
                                     /**
                                      * @description pending while being tried (at most 8 attempts), then succeeded or failed
                                      * @enum {string}
@@ -5044,6 +5719,344 @@ export interface paths {
             };
         };
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tokens": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The account's API tokens, newest first (revoked ones too, with when) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            message: "success";
+                            data: {
+                                tokens: {
+                                    /** Format: uuid */
+                                    id: string;
+                                    /** @description null for tokens the operator issued */
+                                    name: string | null;
+                                    /**
+                                     * @description what it may do (docs/access.md); a member's token never does more than the member
+                                     * @enum {string}
+                                     */
+                                    role: "viewer" | "developer" | "admin" | "owner";
+                                    /** @description the member who made it; null for operator-issued tokens and tokens made with them */
+                                    owner: {
+                                        /** Format: uuid */
+                                        user_id: string;
+                                        email: string;
+                                    } | null;
+                                    /** @description the environments it may reach; null: every one */
+                                    environment_ids: string[] | null;
+                                    read_only: boolean;
+                                    /** Format: date-time */
+                                    expires_at: string | null;
+                                    /** Format: date-time */
+                                    last_used_at: string | null;
+                                    /** Format: date-time */
+                                    created_at: string;
+                                    /** Format: date-time */
+                                    revoked_at: string | null;
+                                }[];
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        /**
+         * Make an API token (shown only in this response)
+         * @description Named, with a role no higher than the caller's (a higher one is a 422 on `role`), optionally limited to some environments (`environment_ids`), to reads (`read_only`) and in time (`expires_at`). A token made by a member belongs to them: it never does more than their membership, and ends with it. docs/access.md.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        name: string;
+                        /**
+                         * @description at most the maker's own role
+                         * @enum {string}
+                         */
+                        role: "viewer" | "developer" | "admin" | "owner";
+                        /** @description the account's environments this may reach; absent or null: every one */
+                        environment_ids?: string[] | null;
+                        /** @description default false: reads only, every write refused */
+                        read_only?: boolean;
+                        /**
+                         * Format: date-time
+                         * @description absent or null: never
+                         */
+                        expires_at?: string | null;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            message: "success";
+                            data: {
+                                token: {
+                                    /** Format: uuid */
+                                    id: string;
+                                    /** @description null for tokens the operator issued */
+                                    name: string | null;
+                                    /**
+                                     * @description what it may do (docs/access.md); a member's token never does more than the member
+                                     * @enum {string}
+                                     */
+                                    role: "viewer" | "developer" | "admin" | "owner";
+                                    /** @description the member who made it; null for operator-issued tokens and tokens made with them */
+                                    owner: {
+                                        /** Format: uuid */
+                                        user_id: string;
+                                        email: string;
+                                    } | null;
+                                    /** @description the environments it may reach; null: every one */
+                                    environment_ids: string[] | null;
+                                    read_only: boolean;
+                                    /** Format: date-time */
+                                    expires_at: string | null;
+                                    /** Format: date-time */
+                                    last_used_at: string | null;
+                                    /** Format: date-time */
+                                    created_at: string;
+                                    /** Format: date-time */
+                                    revoked_at: string | null;
+                                    /** Format: uuid */
+                                    token: string;
+                                };
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tokens/{tokenId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke an API token
+         * @description Every Berth process refuses it within a second. 404 for a token already revoked.
+         */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    tokenId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            message: "success";
+                            data: {
+                                revoked: boolean;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
         options?: never;
         head?: never;
         patch?: never;
@@ -5848,6 +6861,63 @@ export interface paths {
                 };
             };
         };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/backup": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download a consistent snapshot of Berth's own state (berth admin backup)
+         * @description Every table of Berth's database, read in one REPEATABLE READ transaction, as one gzip file of JSON lines: a manifest first (Berth version, migration level, created_at, the master key ids), a trailer last with the SHA-256 of everything before it. Sealed values stay sealed: the master key is not in it. `berth admin restore` restores it onto an empty database. docs/operations.md.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description application/gzip: the backup file */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/gzip": string;
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -6762,6 +7832,516 @@ export interface paths {
                 };
             };
         };
+        trace?: never;
+    };
+    "/admin/v1/users": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List users, oldest first */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            message: "success";
+                            data: {
+                                users: {
+                                    /** Format: uuid */
+                                    id: string;
+                                    email: string;
+                                    display_name: string;
+                                    /** Format: date-time */
+                                    created_at: string;
+                                }[];
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        /**
+         * Create a user (a person who can be a member of accounts)
+         * @description 409 when a user has this email already (emails are compared without case).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** Format: email */
+                        email: string;
+                        display_name: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            message: "success";
+                            data: {
+                                user: {
+                                    /** Format: uuid */
+                                    id: string;
+                                    email: string;
+                                    display_name: string;
+                                    /** Format: date-time */
+                                    created_at: string;
+                                };
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/accounts/{id}/members": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List an account's members with their roles, oldest first */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            message: "success";
+                            data: {
+                                members: {
+                                    /** Format: uuid */
+                                    user_id: string;
+                                    email: string;
+                                    display_name: string;
+                                    /** @enum {string} */
+                                    role: "viewer" | "developer" | "admin" | "owner";
+                                    environment_ids: string[] | null;
+                                    /** Format: date-time */
+                                    created_at: string;
+                                }[];
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/accounts/{id}/members/{userId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Make a user a member of the account with a role, or change the member's role and scope
+         * @description Takes effect at once in every process, the member's tokens included (docs/access.md). environment_ids: the account's environments the member may reach; absent or null: every one.
+         */
+        put: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                    userId: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        role: "viewer" | "developer" | "admin" | "owner";
+                        /** @description the account's environments this may reach; absent or null: every one */
+                        environment_ids?: string[] | null;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            message: "success";
+                            data: {
+                                member: {
+                                    /** Format: uuid */
+                                    user_id: string;
+                                    email: string;
+                                    display_name: string;
+                                    /** @enum {string} */
+                                    role: "viewer" | "developer" | "admin" | "owner";
+                                    environment_ids: string[] | null;
+                                    /** Format: date-time */
+                                    created_at: string;
+                                };
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        post?: never;
+        /** End a membership: the member's tokens in the account stop working at once */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                    userId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            message: "success";
+                            data: {
+                                removed: boolean;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/accounts/{id}/members/{userId}/api-tokens": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Issue a token of a member, with the member's role (shown only in this response)
+         * @description The token belongs to the member: it does what their membership allows now, and ends with it. With it the member makes their own tokens (POST /v1/tokens).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                    userId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            message: "success";
+                            data: {
+                                /** Format: uuid */
+                                api_token: string;
+                                /** Format: uuid */
+                                token_id: string;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
 }

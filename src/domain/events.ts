@@ -1,9 +1,16 @@
 /**
  * What GET /v1/events and webhooks report: every state change of an account's deployments, services,
- * custom domains and dependencies, and every secret write (migration 0018's triggers record them).
+ * custom domains, dependencies and their backups, and every secret write (migration 0018's triggers record them).
  * A type is `<kind>.<created|updated|deleted>`.
  */
-export const EVENT_KINDS = ['deployment', 'service', 'custom_domain', 'dependency', 'secret'] as const;
+export const EVENT_KINDS = [
+  'deployment',
+  'service',
+  'custom_domain',
+  'dependency',
+  'dependency_backup',
+  'secret',
+] as const;
 export type EventKind = (typeof EVENT_KINDS)[number];
 export const EVENT_ACTIONS = ['created', 'updated', 'deleted'] as const;
 

@@ -8,7 +8,8 @@ import { type Static, Type } from 'typebox';
 import { CLOUDS } from './environment-states.ts';
 import { EVENT_TYPES } from './events.ts';
 import { FEATURES, PLANS } from './plans.ts';
-import { CLOSED, Nullable, ReadOnly, StringEnum } from './schema-types.ts';
+import { ROLES } from './roles.ts';
+import { CLOSED, Nullable, ReadOnly, StringEnum, Uuid } from './schema-types.ts';
 import { MAX_WEBHOOK_URL } from './webhook-rules.ts';
 
 /** A secret's fields, shared by what a caller sends and what a read returns. */
@@ -194,3 +195,42 @@ export const WebhookBody = Type.Object(
   CLOSED,
 );
 export type WebhookInput = Static<typeof WebhookBody>;
+
+export const NewUserBody = Type.Object(
+  {
+    email: Type.String({ format: 'email', minLength: 3, maxLength: 254 }),
+    display_name: Type.String({ minLength: 1, maxLength: 100 }),
+  },
+  CLOSED,
+);
+export type NewUser = Static<typeof NewUserBody>;
+
+const EnvironmentIds = Type.Array(Uuid, {
+  minItems: 1,
+  maxItems: 100,
+  uniqueItems: true,
+  description: "the account's environments this may reach; absent or null: every one",
+});
+
+export const MembershipBody = Type.Object(
+  {
+    role: StringEnum(ROLES),
+    environment_ids: Type.Optional(Nullable(EnvironmentIds)),
+  },
+  CLOSED,
+);
+export type MembershipInput = Static<typeof MembershipBody>;
+
+export const NewTokenBody = Type.Object(
+  {
+    name: Type.String({ minLength: 1, maxLength: 100 }),
+    role: StringEnum(ROLES, { description: "at most the maker's own role" }),
+    environment_ids: Type.Optional(Nullable(EnvironmentIds)),
+    read_only: Type.Optional(Type.Boolean({ description: 'default false: reads only, every write refused' })),
+    expires_at: Type.Optional(
+      Nullable(Type.String({ format: 'date-time', maxLength: 40, description: 'absent or null: never' })),
+    ),
+  },
+  CLOSED,
+);
+export type NewToken = Static<typeof NewTokenBody>;

@@ -51,8 +51,18 @@ const PROPERTIES: Partial<Record<KnownKind, Record<string, 'text' | 'count' | 'f
     storage_gb: 'count',
     instance_type: 'text',
     publicly_accessible: 'flag',
+    // Berth's own: scheduled backups on or off, and how many completed backups to keep.
+    backups: 'flag',
+    backup_keep: 'count',
   },
-  elasticache: { engine: 'text', version: 'text', instance_type: 'text', num_nodes: 'count' },
+  elasticache: {
+    engine: 'text',
+    version: 'text',
+    instance_type: 'text',
+    num_nodes: 'count',
+    backups: 'flag',
+    backup_keep: 'count',
+  },
 };
 const DEFAULTS: Partial<Record<KnownKind, Record<string, unknown>>> = {
   rds: { engine: 'postgres' },

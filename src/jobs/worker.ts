@@ -230,7 +230,8 @@ export class Worker {
         logger.error({ err: error }, 'claiming a job failed');
       }
       if (!job) {
-        await this.sleep(this.pollMs);
+        // A stop that came while this claim was out found no sleeper to wake: one must not start now.
+        if (this.running) await this.sleep(this.pollMs);
         continue;
       }
       // Another loop may find work too: a claimed job often makes the next one in its queue due later.

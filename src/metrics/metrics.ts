@@ -31,6 +31,8 @@ export class Metrics {
   readonly authFailures: Counter<'surface'>;
   readonly refusals: Counter<'reason'>;
   readonly dbStatements: Histogram<'outcome'>;
+  readonly backups: Counter<'outcome'>;
+  readonly backupWritten: Gauge;
   /** Server-sent event streams open now; set by the app that serves them. */
   openStreams: () => number = () => 0;
   /** The database the queue gauges read at each scrape; unset, they are not reported. */
@@ -148,6 +150,17 @@ export class Metrics {
       help: 'Database statements this process ran, by outcome (ok or error).',
       labelNames: ['outcome'],
       buckets: DB_BUCKETS,
+      registers,
+    });
+    this.backups = new Counter({
+      name: 'berth_backups_total',
+      help: "Scheduled backups of Berth's own state this process took, by outcome (written or failed).",
+      labelNames: ['outcome'],
+      registers,
+    });
+    this.backupWritten = new Gauge({
+      name: 'berth_backup_last_written_timestamp_seconds',
+      help: 'When this process last wrote a scheduled backup (Unix time); 0 before its first.',
       registers,
     });
   }

@@ -13,10 +13,15 @@ export async function migrateDriver(
   db: Db,
   driver: string,
   migrations: Record<string, Migration>,
+  /** Only these of them (a restore rebuilds a backup's schema first, then runs the rest). */
+  only?: readonly string[],
 ): Promise<void> {
+  const chosen = only
+    ? Object.fromEntries(Object.entries(migrations).filter(([name]) => only.includes(name)))
+    : migrations;
   const migrator = new Migrator({
     db,
-    provider: { getMigrations: async () => migrations },
+    provider: { getMigrations: async () => chosen },
     migrationTableName: `${driver}_migrations`,
     migrationLockTableName: `${driver}_migrations_lock`,
     allowUnorderedMigrations: true,

@@ -278,6 +278,42 @@ export interface Resources {
   delete(service: ServiceRef, resource: ResourceKey): Promise<void>;
 }
 
+/** One backup of a dependency: whose, which, and its id (what the driver names its file after). */
+export interface BackupRequest {
+  service: ServiceRef;
+  environment: EnvironmentRef;
+  resource: OpsResource;
+  backupId: string;
+}
+
+/**
+ * Logical backups of ops.json dependencies (rds, elasticache): a dump written by the engine's own tool
+ * into the driver's backup target, and read back into the dependency. The jobs layer decides when and
+ * records each one; a driver only writes, reads and discards files.
+ */
+export interface DependencyBackups {
+  /**
+   * Writes a dump of the dependency; resolves with where (the driver's name for it, kept by the jobs
+   * layer) and its size. Never leaves a partial file under the final name: a run killed midway leaves
+   * at most a temporary one, which the next run replaces. A failure the dump tool or the target reports
+   * (a full or unwritable target) is a TerminalError naming it.
+   */
+  backup(request: BackupRequest, signal: AbortSignal): Promise<{ location: string; sizeBytes: number }>;
+  /**
+   * `into: 'same'`: replaces the dependency's data with the dump at `location`; `stop` names the
+   * services using it, whose workloads stop for the duration and start again after (also when the
+   * restore fails). `into: 'new'`: makes a copy of the dependency for inspection (one per dependency: a
+   * new one replaces the last; deleting the dependency deletes it), loads the dump into it, and returns
+   * its attributes (never a password: it has the dependency's own).
+   */
+  restore(
+    request: BackupRequest & { location: string; stop: ServiceRef[]; into: 'same' | 'new' },
+    signal: AbortSignal,
+  ): Promise<{ attributes?: Record<string, string> }>;
+  /** Deletes the dump at `location` (retention); one already gone is fine. */
+  discard(environment: EnvironmentRef, location: string): Promise<void>;
+}
+
 /**
  * A git service's repository as the provider builds it: what a deployment reads before anything is made
  * (its ops.json declares the resources to make first). The same commit is then built.
@@ -299,6 +335,43 @@ export interface Sources {
   ): Promise<{ commit: string; text: string | null }>;
 }
 
+/** A service as a metrics sample needs it: what runs, and the limits it runs under. */
+export type MetricsSubject = ServiceRef & Pick<RuntimeSpec, 'subdomain' | 'replica_count' | 'memory_mb_max'>;
+
+/**
+ * What a service used over one collection interval (about a minute): gauges as they stand at the end of
+ * it, counters as their increase since the previous sample of the same process (0 on its first).
+ */
+export interface ServiceSample {
+  /** CPU cores in use, averaged over the interval (1.0: one core busy). Null when the runtime cannot say. */
+  cpu_cores: number | null;
+  /** Memory in use, in bytes; null when the runtime cannot say. */
+  memory_bytes: number | null;
+  /** The memory limit it runs under (memory_mb_max), in bytes; null when it has none. */
+  memory_limit_bytes: number | null;
+  /** Replica restarts (crashed and came back) during the interval; null when the runtime cannot say. */
+  restarts: number | null;
+  /** Bytes received and sent over the network during the interval; null when the runtime cannot say. */
+  network_rx_bytes: number | null;
+  network_tx_bytes: number | null;
+  /** Requests the ingress answered for it during the interval, in total and by status class. */
+  requests: number;
+  status_2xx: number;
+  status_3xx: number;
+  status_4xx: number;
+  status_5xx: number;
+  /** Latency percentiles of those requests, in milliseconds; null when there were none. */
+  latency_p50_ms: number | null;
+  latency_p95_ms: number | null;
+  latency_p99_ms: number | null;
+}
+
+/** A service's runtime metrics, sampled by the jobs layer once a minute and kept in Berth's database. */
+export interface ServiceMetrics {
+  /** What the service used since the previous sample; null when nothing of it runs. */
+  sample(service: MetricsSubject): Promise<ServiceSample | null>;
+}
+
 export interface Provider {
   /**
    * Makes the service run as desired; resolves once it does. Applying the generation already in place
@@ -318,10 +391,14 @@ export interface Provider {
   domainValidationZone(env: EnvironmentRef): string;
   /** What the service's workloads print. */
   logs: ServiceLogs;
+  /** What the service uses (CPU, memory, network, requests). */
+  metrics: ServiceMetrics;
   serving?: Serving;
   secrets?: SecretStore;
   /** ops.json dependencies; without it, a deployment that declares any fails naming them. */
   resources?: Resources;
+  /** Dependency backups; without it, backing up a dependency is refused naming the provider. */
+  backups?: DependencyBackups;
   /** Reads git services' files; without it, a git service with an ops_json_path fails its deployments. */
   sources?: Sources;
   admission?: Admission;

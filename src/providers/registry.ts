@@ -1,3 +1,4 @@
+import type { Migration } from 'kysely/migration';
 import type { Logger } from 'pino';
 import { type Config, ConfigError } from '../config.ts';
 import type { Db } from '../store/database.ts';
@@ -77,4 +78,13 @@ export function providerName(config: Pick<Config, 'provider'>): string {
 export async function openProvider(config: Config, db: Db, logger: Logger): Promise<Provider> {
   const open = DRIVERS[providerName(config)] as (context: DriverContext) => Promise<Provider>;
   return open({ config, db, logger });
+}
+
+/** Every driver's own migrations, by the driver's name (a restore rebuilds their tables too). */
+export async function driverMigrations(): Promise<Record<string, Record<string, Migration>>> {
+  const [{ dockerMigrations }, { swarmMigrations }] = await Promise.all([
+    import('./docker/tables.ts'),
+    import('./swarm/tables.ts'),
+  ]);
+  return { sim: simMigrations, docker: dockerMigrations, swarm: swarmMigrations };
 }

@@ -37,11 +37,17 @@ export interface OpenStoreOptions {
    * commits then reach them as notifications, like another process's.
    */
   notifications?: Notifications;
+  /**
+   * Embedded: a new data directory is made by PGlite's initdb rather than loaded from the snapshot,
+   * whose schema is already migrated (a restore of a backup older than the snapshot needs an empty one).
+   */
+  initdb?: boolean;
 }
 
 async function openEmbedded(
   dataDir: string,
   log: KyselyConfig['log'],
+  initdb: boolean,
 ): Promise<Omit<Store, 'close'> & { close(): Promise<void> }> {
   // The lock comes first: a second process must not open a single database file.
   const lock = await lockDataDir(dataDir);
@@ -55,7 +61,7 @@ async function openEmbedded(
     // Loaded only here: a server on Postgres never needs PGlite's half a megabyte of JavaScript.
     const { PGlite } = await import('@electric-sql/pglite');
     const pglite = await PGlite.create(pgdata, {
-      loadDataDir: snapshotFor(pgdata),
+      loadDataDir: initdb ? undefined : snapshotFor(pgdata),
       startParams: embeddedStartParams(PGlite),
     });
     // Unlistening runs a statement: once the database is closed there is nothing left to unlisten.
@@ -127,7 +133,7 @@ export async function openStore(options: OpenStoreOptions): Promise<Store> {
         options.poolSize ?? 10,
         options.notifications,
       )
-    : await openEmbedded(options.dataDir, log);
+    : await openEmbedded(options.dataDir, log, options.initdb === true);
   if (options.migrate !== false) {
     try {
       await migrateToLatest(store.db);

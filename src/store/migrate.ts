@@ -27,7 +27,11 @@ import * as jobAccounts from './migrations/0029-job-accounts.ts';
 import * as auditClientAddress from './migrations/0031-audit-client-address.ts';
 import * as sealedIdempotentAnswers from './migrations/0032-sealed-idempotent-answers.ts';
 import * as keyRotation from './migrations/0033-key-rotation.ts';
-import * as certificates from './migrations/0034-certificates.ts';
+import * as dependencyBackups from './migrations/0034-dependency-backups.ts';
+import * as serviceMetrics from './migrations/0035-service-metrics.ts';
+import * as people from './migrations/0036-people.ts';
+import * as dependencyRestoreCopies from './migrations/0037-dependency-restore-copies.ts';
+import * as certificates from './migrations/0038-certificates.ts';
 import type { Database } from './schema.ts';
 
 /** Every migration, in order. Listed here rather than read from disk so the build carries them. */
@@ -60,24 +64,33 @@ const migrations: Record<string, Migration> = {
   '0031-audit-client-address': auditClientAddress,
   '0032-sealed-idempotent-answers': sealedIdempotentAnswers,
   '0033-key-rotation': keyRotation,
-  '0034-certificates': certificates,
+  '0034-dependency-backups': dependencyBackups,
+  '0035-service-metrics': serviceMetrics,
+  '0036-people': people,
+  '0037-dependency-restore-copies': dependencyRestoreCopies,
+  '0038-certificates': certificates,
 };
 
 export class MigrationError extends Error {}
 
+/** The names of every migration this build has. */
+export const KNOWN_MIGRATIONS: readonly string[] = Object.keys(migrations);
+
 // Kysely<Database> rather than database.ts's Db: database.ts runs the migrations, so importing it here would be a cycle.
-function migratorOf(db: Kysely<Database>): Migrator {
+function migratorOf(db: Kysely<Database>, only: readonly string[] = KNOWN_MIGRATIONS): Migrator {
+  const chosen = Object.fromEntries(Object.entries(migrations).filter(([name]) => only.includes(name)));
   return new Migrator({
     db,
-    provider: { getMigrations: async () => migrations },
+    provider: { getMigrations: async () => chosen },
     // Migrations written side by side may land in either order: one missing before the last that ran
     // still runs (each is written for the schema before it, whatever else ran).
     allowUnorderedMigrations: true,
   });
 }
 
-export async function migrateToLatest(db: Kysely<Database>): Promise<void> {
-  const { error, results } = await migratorOf(db).migrateToLatest();
+/** Runs the migrations not run yet; with `only`, just those of them (a restore rebuilds a backup's schema). */
+export async function migrateToLatest(db: Kysely<Database>, only?: readonly string[]): Promise<void> {
+  const { error, results } = await migratorOf(db, only).migrateToLatest();
   if (error) {
     const failed = results?.find((r) => r.status === 'Error')?.migrationName ?? 'unknown';
     throw new MigrationError(`Database migration ${failed} failed: ${(error as Error).message}`);
@@ -88,6 +101,18 @@ export async function migrateToLatest(db: Kysely<Database>): Promise<void> {
 export async function pendingMigrations(db: Kysely<Database>): Promise<string[]> {
   const known = await migratorOf(db).getMigrations();
   return known.filter((m) => m.executedAt === undefined).map((m) => m.name);
+}
+
+/** The migrations the database has run, in the order they ran (none when it has no schema yet). */
+export async function appliedMigrations(db: Kysely<Database>): Promise<string[]> {
+  const { rows } = await sql<{ t: string | null }>`SELECT to_regclass('kysely_migration')::text AS t`.execute(
+    db,
+  );
+  if (!rows[0]?.t) return [];
+  const ran = await sql<{ name: string }>`SELECT name FROM kysely_migration ORDER BY timestamp, name`.execute(
+    db,
+  );
+  return ran.rows.map((r) => r.name);
 }
 
 /** True when the database answers; /health uses it. */

@@ -15,6 +15,7 @@ import type {
 import type { Cloud, EnvironmentState } from '../domain/environment-states.ts';
 import type { EventType } from '../domain/events.ts';
 import type { Plan } from '../domain/plans.ts';
+import type { Role } from '../domain/roles.ts';
 import type { ServiceSpec } from '../domain/service-fields.ts';
 import type { ServiceState } from '../domain/service-states.ts';
 
@@ -36,6 +37,32 @@ export interface ApiTokensTable {
   token_hash: string;
   created_at: Timestamp;
   revoked_at: Date | null;
+  /** Null for operator-issued tokens. */
+  name: string | null;
+  role: ColumnType<Role, Role | undefined, Role>;
+  /** The user who made it; null for operator-issued tokens. */
+  owner_user_id: string | null;
+  /** The environments it may reach; null: every one. */
+  environment_ids: ColumnType<string[] | null, string | null | undefined, string | null>;
+  read_only: Generated<boolean>;
+  expires_at: Date | null;
+  last_used_at: Date | null;
+}
+
+export interface UsersTable {
+  id: string;
+  email: string;
+  display_name: string;
+  created_at: Timestamp;
+}
+
+export interface MembershipsTable {
+  user_id: string;
+  account_id: string;
+  role: Role;
+  /** The environments the member may reach; null: every one. */
+  environment_ids: ColumnType<string[] | null, string | null | undefined, string | null>;
+  created_at: Timestamp;
 }
 
 export interface EnvironmentsTable {
@@ -86,6 +113,10 @@ export interface AuditLogsTable {
   environment_id: string | null;
   request_id: string;
   client_address: string | null;
+  user_id: string | null;
+  user_email: string | null;
+  token_name: string | null;
+  user_agent: string | null;
   created_at: Timestamp;
 }
 
@@ -122,6 +153,31 @@ export interface ServiceObservationsTable {
   run_status: string;
   ready_count: number;
   observed_at: Generated<Date>;
+}
+
+/** Bigint columns are written as numbers and read back as strings (the service metrics API casts them). */
+type BigintColumn = ColumnType<string | null, number | null, number | null>;
+
+export interface ServiceMetricsTable {
+  service_id: string;
+  /** 60: one minute's sample; 3600: an hour folded from its minutes. */
+  resolution_s: number;
+  at: Date;
+  samples: number;
+  cpu_cores: number | null;
+  memory_bytes: BigintColumn;
+  memory_limit_bytes: BigintColumn;
+  restarts: number | null;
+  network_rx_bytes: BigintColumn;
+  network_tx_bytes: BigintColumn;
+  requests: number;
+  status_2xx: number;
+  status_3xx: number;
+  status_4xx: number;
+  status_5xx: number;
+  latency_p50_ms: number | null;
+  latency_p95_ms: number | null;
+  latency_p99_ms: number | null;
 }
 
 export interface SecretsTable {
@@ -355,14 +411,48 @@ export interface GitPollHeadsTable {
   pushed_at: Date | null;
 }
 
+export type BackupState = 'pending' | 'running' | 'completed' | 'failed';
+
+/** A logical backup of an ops.json dependency, and its latest restore (migration 0034). */
+export interface DependencyBackupsTable {
+  id: string;
+  service_id: string;
+  kind: string;
+  type: string;
+  resource_id: string;
+  trigger: 'manual' | 'scheduled';
+  state: BackupState;
+  /** The driver's name for the file it wrote; empty until it completed. */
+  location: Generated<string>;
+  /** bigint: read as a string. */
+  size_bytes: ColumnType<string | null, number | null | undefined, number | null>;
+  error: Generated<string>;
+  created_at: Generated<Date>;
+  completed_at: Date | null;
+  restore_state: BackupState | null;
+  /** The services stopped for the restore's duration (jsonb array of ids). */
+  restore_stopped_services: ColumnType<string[], string | undefined, string>;
+  restore_error: Generated<string>;
+  /** Where the latest restore went: the dependency itself, or a copy made for inspection. */
+  restore_into: 'same' | 'new' | null;
+  /** The copy's attributes (never a password) for a restore into a new one. */
+  restore_attributes: ColumnType<Record<string, string>, string | undefined, string>;
+  restore_requested_at: Date | null;
+  restore_completed_at: Date | null;
+  updated_at: Generated<Date>;
+}
+
 export interface Database {
   accounts: AccountsTable;
   api_tokens: ApiTokensTable;
+  users: UsersTable;
+  memberships: MembershipsTable;
   environments: EnvironmentsTable;
   services: ServicesTable;
   audit_logs: AuditLogsTable;
   deployments: DeploymentsTable;
   service_observations: ServiceObservationsTable;
+  service_metrics: ServiceMetricsTable;
   secrets: SecretsTable;
   jobs: JobsTable;
   custom_domains: CustomDomainsTable;
@@ -382,10 +472,13 @@ export interface Database {
   git_connections: GitConnectionsTable;
   git_deliveries: GitDeliveriesTable;
   git_poll_heads: GitPollHeadsTable;
+  dependency_backups: DependencyBackupsTable;
 }
 
 export type AccountRow = Selectable<AccountsTable>;
 export type ApiTokenRow = Selectable<ApiTokensTable>;
+export type UserRow = Selectable<UsersTable>;
+export type MembershipRow = Selectable<MembershipsTable>;
 export type EnvironmentRow = Selectable<EnvironmentsTable>;
 export type ServiceRow = Selectable<ServicesTable>;
 export type NewService = Insertable<ServicesTable>;
@@ -398,6 +491,7 @@ export type JobRow = Selectable<JobsTable>;
 export type CustomDomainRow = Selectable<CustomDomainsTable>;
 export type CertificateRow = Selectable<CertificatesTable>;
 export type ServiceResourceRow = Selectable<ServiceResourcesTable>;
+export type DependencyBackupRow = Selectable<DependencyBackupsTable>;
 export type DeploymentLogRow = Selectable<DeploymentLogsTable>;
 export type DeploymentOperationRow = Selectable<DeploymentOperationsTable>;
 export type DeploymentTimelineRow = Selectable<DeploymentTimelineTable>;

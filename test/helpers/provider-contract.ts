@@ -205,6 +205,26 @@ export function providerContract(name: string, setup: () => Promise<ContractDriv
       assert.equal((await d.provider.observe(ref)).run_status, 'deleted');
     });
 
+    test('metrics: what runs has samples of plausible values; a service never applied, or removed, has none', async () => {
+      const id = randomUUID();
+      const want = desired(id, 60);
+      const subject = { ...want.service, memory_mb_max: 256 };
+      assert.equal(await d.provider.metrics.sample(subject), null, 'never applied');
+      await d.provider.apply({ ...want, service: subject }, never);
+      await d.provider.metrics.sample(subject);
+      // The second sample has a previous one to count counters from.
+      const sample = await d.provider.metrics.sample(subject);
+      assert.ok(sample, 'a running service has a sample');
+      for (const [name, value] of Object.entries(sample))
+        assert.ok(value === null || (Number.isFinite(value) && value >= 0), `${name}: ${value}`);
+      assert.equal(sample.memory_limit_bytes, 256 * 1024 * 1024);
+      if (sample.memory_bytes !== null) assert.ok(sample.memory_bytes > 0);
+      assert.equal(sample.requests, 0, 'a worker has no ingress traffic');
+      assert.equal(sample.latency_p50_ms, null);
+      await d.provider.remove(subject);
+      assert.equal(await d.provider.metrics.sample(subject), null, 'removed');
+    });
+
     test('the optional members are exactly the capabilities the driver declares', () => {
       const has = CAPABILITIES.filter((member) => d.provider[member] !== undefined);
       assert.deepEqual(

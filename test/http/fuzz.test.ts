@@ -438,6 +438,10 @@ function problemOf(route: Route, res: Reply): string | null {
   if (isStream(res)) {
     return STREAMING.has(keyOf(route)) && res.status === 200 ? null : `a ${res.status} stream`;
   }
+  // A backup's good answer is its gzip file (routes/admin.ts); its errors are JSON like any other.
+  if (keyOf(route) === 'GET /admin/v1/backup' && res.status === 200) {
+    return String(res.headers['content-type']) === 'application/gzip' ? null : 'a backup that is not gzip';
+  }
   if (!String(res.headers['content-type']).startsWith('application/json')) return 'not JSON';
   let body: unknown;
   try {

@@ -21,7 +21,14 @@ let aServiceId: string;
 // biome-ignore lint/suspicious/noExplicitAny: snapshots of JSON bodies
 let bBefore: Record<string, any>;
 
-type Ids = { envId: string; serviceId: string; deploymentId: string; customDomainId: string };
+type Ids = {
+  envId: string;
+  serviceId: string;
+  deploymentId: string;
+  customDomainId: string;
+  dependencyId: string;
+  backupId: string;
+};
 
 interface RouteCase {
   method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
@@ -58,7 +65,19 @@ const ROUTES: RouteCase[] = [
   { method: 'GET', url: '/v1/environments/:envId/services/:serviceId/deployments' },
   { method: 'GET', url: '/v1/deployments/:deploymentId' },
   { method: 'GET', url: '/v1/environments/:envId/services/:serviceId/logs' },
+  { method: 'GET', url: '/v1/environments/:envId/services/:serviceId/metrics' },
   { method: 'GET', url: '/v1/environments/:envId/services/:serviceId/dependencies' },
+  { method: 'GET', url: '/v1/environments/:envId/services/:serviceId/dependencies/:dependencyId/backups' },
+  {
+    method: 'POST',
+    url: '/v1/environments/:envId/services/:serviceId/dependencies/:dependencyId/backups',
+    body: {},
+  },
+  {
+    method: 'POST',
+    url: '/v1/environments/:envId/services/:serviceId/dependencies/:dependencyId/backups/:backupId/restore',
+    body: { force: true },
+  },
   { method: 'GET', url: '/v1/deployments/:deploymentId/logs' },
   { method: 'GET', url: '/v1/deployments/:deploymentId/operations' },
   { method: 'POST', url: '/v1/deployments/:deploymentId/cancel', body: {} },
@@ -87,6 +106,8 @@ const never = (): Ids => ({
   serviceId: randomUUID(),
   deploymentId: randomUUID(),
   customDomainId: randomUUID(),
+  dependencyId: 'db',
+  backupId: randomUUID(),
 });
 
 const registeredRoutes = () => listRoutes(h);
@@ -189,6 +210,8 @@ describe("A's token on B's resources answers exactly as for ids that never exist
         serviceId: bServiceId,
         deploymentId: bDeploymentId,
         customDomainId: bCustomDomainId,
+        dependencyId: 'db',
+        backupId: randomUUID(),
       };
       const res = await call(route, theirs);
       const baseline = await call(route, never());
@@ -463,5 +486,29 @@ describe("webhooks: A's token on B's webhook answers exactly as for one that nev
     const deliveries = await h.request('GET', `/v1/webhooks/${bWebhookId}/deliveries`, { token: b.token });
     assert.equal(deliveries.body.data.deliveries[0].id, bDeliveryId);
     assert.equal(deliveries.body.data.deliveries[0].state, 'pending', 'A did not redeliver it');
+  });
+});
+
+describe("tokens: A's token on B's tokens answers exactly as for one that never existed", () => {
+  test('the table covers every token route with an id', () => {
+    const registered = registeredRoutes()
+      .filter((r) => r.url.startsWith('/v1/') && /:tokenId\b/.test(r.url))
+      .map(key);
+    assert.deepEqual(registered, ['DELETE /v1/tokens/:tokenId']);
+  });
+
+  test("DELETE /v1/tokens/:tokenId: B's token is not found, and keeps working", async () => {
+    const res = await h.request('DELETE', `/v1/tokens/${b.tokenId}`, { token: a.token });
+    const baseline = await h.request('DELETE', `/v1/tokens/${randomUUID()}`, { token: a.token });
+    assert.equal(res.status, 404, res.raw);
+    assert.deepEqual(res.body, baseline.body);
+    assert.equal((await h.request('GET', '/v1/environments', { token: b.token })).status, 200);
+  });
+
+  test("A's list holds none of B's tokens", async () => {
+    const list = await h.request('GET', '/v1/tokens', { token: a.token });
+    assert.equal(list.status, 200, list.raw);
+    assert.ok(list.body.data.tokens.every((t: { id: string }) => t.id !== b.tokenId));
+    assert.ok(list.body.data.tokens.some((t: { id: string }) => t.id === a.tokenId));
   });
 });

@@ -115,9 +115,11 @@ const MARKERS = [
 /** The checks every response passes, whatever was sent. */
 function assertSane(route: Route | null, res: Reply, what: string): void {
   const label = `${route ? keyOf(route) : 'unmatched'} <- ${what}: ${res.status} ${res.raw.slice(0, 300)}`;
-  // A stream the route documents (GET /v1/events) answers 200 with server-sent events, not JSON.
-  if (String(res.headers['content-type']).startsWith('text/event-stream')) {
-    const streams = route && operationOf(route)?.responses?.['200']?.content?.['text/event-stream'];
+  // A stream the route documents (GET /v1/events) answers 200 with server-sent events, not JSON; a
+  // file (GET /admin/v1/backup) with its media type.
+  const type = String(res.headers['content-type']).split(';')[0] as string;
+  if (type === 'text/event-stream' || type === 'application/gzip') {
+    const streams = route && operationOf(route)?.responses?.['200']?.content?.[type];
     assert.ok(streams, `a stream the route does not document: ${label}`);
     assert.equal(res.status, 200, label);
     assert.ok(res.headers['x-request-id'], `x-request-id on every response: ${label}`);

@@ -433,3 +433,33 @@ test('the worker: a retryable error runs again until its attempts are used up, t
   assert.equal(runs.get(terminal.subject_id), 1, 'a terminal error is not retried');
   assert.equal(failed.get(terminal.subject_id), 'the image does not exist');
 });
+
+test('a stop while every loop is out claiming ends the loops at once, leaving no poll timer behind', async () => {
+  const handlers = Object.fromEntries(
+    JOB_KINDS.map((kind) => [kind, { run: async () => undefined, fail: async () => undefined }]),
+  ) as unknown as Record<JobKind, JobHandler>;
+  for (let round = 0; round < 20; round++) {
+    // An hour-long poll and a grace as long: a loop that went to sleep after the stop would hold both.
+    const worker = new Worker({
+      store,
+      handlers,
+      logger: pino({ level: 'silent' }),
+      leaseMs: 10_000,
+      budgets: [{ kinds: JOB_KINDS, slots: 2, perAccount: 2 }],
+      pollMs: 3_600_000,
+    });
+    const timersBefore = process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+    await worker.start();
+    let deadline: NodeJS.Timeout | undefined;
+    const stopped = await Promise.race([
+      worker.stop(3_600_000).then(() => true),
+      new Promise<false>((resolve) => {
+        deadline = setTimeout(() => resolve(false), 10_000);
+      }),
+    ]);
+    clearTimeout(deadline);
+    assert.ok(stopped, `round ${round}: the stop waited on a sleeping loop`);
+    const timersAfter = process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+    assert.ok(timersAfter <= timersBefore, `round ${round}: a timer outlived the stop`);
+  }
+});

@@ -120,6 +120,44 @@ test('accounts, tokens, environments and dependency passwords through berth admi
   }
 });
 
+test('users and memberships through berth admin: a member token does what the role allows', async () => {
+  const server = await startBerth({ BERTH_DATA_DIR: db.dataDir, BERTH_DATABASE_URL: db.databaseUrl ?? '' });
+  try {
+    const run = async (...args: string[]) => {
+      const res = await admin(server.url, db.dataDir, ...args);
+      assert.equal(res.code, 0, res.err);
+      return JSON.parse(res.out);
+    };
+    const accountId = (await run('accounts', 'create', 'people', '--plan', 'pro')).account.id as string;
+    const user = (await run('users', 'create', 'grace@example.com', 'Grace Hopper')).user;
+    assert.deepEqual([user.email, user.display_name], ['grace@example.com', 'Grace Hopper']);
+    assert.ok((await run('users', 'list')).users.some((u: { id: string }) => u.id === user.id));
+    const member = (await run('users', 'add', accountId, user.id, '--role', 'viewer')).member;
+    assert.deepEqual(
+      [member.email, member.role, member.environment_ids],
+      ['grace@example.com', 'viewer', null],
+    );
+    const members = (await run('users', 'members', accountId)).members;
+    assert.deepEqual(
+      members.map((m: { email: string }) => m.email),
+      ['grace@example.com'],
+    );
+    const { api_token: token } = await run('users', 'token', accountId, user.id);
+    assert.equal((await api(`${server.url}/v1/environments`, token)).status, 200);
+    const refused = await api(`${server.url}/v1/tokens`, token, 'POST', { name: 'x', role: 'viewer' });
+    assert.equal(refused.status, 403);
+    assert.equal(refused.body.message, 'This call needs the admin role; this token acts as viewer');
+    await run('users', 'remove', accountId, user.id);
+    assert.equal((await api(`${server.url}/v1/environments`, token)).status, 401);
+
+    const missingRole = await admin(server.url, db.dataDir, 'users', 'add', accountId, user.id);
+    assert.equal(missingRole.code, 2);
+    assert.match(missingRole.err, /--role/);
+  } finally {
+    await server.kill('SIGTERM');
+  }
+});
+
 test('berth admin says clearly when no server answers', async () => {
   const res = await admin('http://127.0.0.1:9', db.dataDir, 'accounts', 'list');
   assert.equal(res.code, 2);

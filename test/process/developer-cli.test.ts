@@ -272,6 +272,45 @@ test("dependencies ls shows what the service's ops.json dependencies were made i
   assert.doesNotMatch(table.out + JSON.stringify(listed), /"password"/);
 });
 
+test('dependencies backups: create --wait, ls, restore needs --force while the service runs, then --wait', async () => {
+  const created = await berth([
+    'dependencies',
+    'backups',
+    'create',
+    'stores web',
+    'db',
+    '--wait',
+    '-o',
+    'json',
+  ]);
+  assert.equal(created.code, 0, created.err);
+  const { backup } = JSON.parse(created.out);
+  assert.equal(backup.state, 'completed');
+  assert.ok(backup.size_bytes > 0);
+  const listed = await json(['dependencies', 'backups', 'ls', 'stores web', 'db']);
+  assert.deepEqual(
+    listed.backups.map((b: { id: string }) => b.id),
+    [backup.id],
+  );
+  const table = await berth(['dependencies', 'backups', 'ls', 'stores web', 'db']);
+  assert.match(table.out, new RegExp(`^${backup.id}\\tcompleted\\tmanual\\t${backup.size_bytes}\\t`, 'm'));
+
+  const refused = await berth(['dependencies', 'backups', 'restore', 'stores web', 'db', backup.id]);
+  assert.equal(refused.code, 6, refused.err);
+  assert.match(refused.err, /in use by service .*"force": true/);
+  const restored = await berth([
+    ...['dependencies', 'backups', 'restore', 'stores web', 'db', backup.id],
+    ...['--force', '--wait'],
+  ]);
+  assert.equal(restored.code, 0, restored.err);
+  assert.match(restored.err, /stopped for the restore: service [0-9a-f-]{36}/);
+  assert.match(restored.out, /^restore\t\{"state":"completed"/m);
+
+  const bucket = await berth(['dependencies', 'backups', 'create', 'stores web', 'files']);
+  assert.equal(bucket.code, 6, bucket.err);
+  assert.match(bucket.err, /s3 buckets have no backups/);
+});
+
 test('logs prints what the service printed; logs -f keeps printing lines as they come', async () => {
   const lines = (await json(['logs', SERVICE, '--tail', '3'])).lines as { time: string; line: string }[];
   assert.ok(lines.length >= 1 && lines.length <= 3, JSON.stringify(lines));
@@ -283,6 +322,20 @@ test('logs prints what the service printed; logs -f keeps printing lines as they
   } finally {
     await following.kill('SIGTERM');
   }
+});
+
+test("metrics prints charts, or with -o json the API's data for the range; a bad --since is a usage error", async () => {
+  const data = await json(['metrics', SERVICE, '--since', '1d']);
+  assert.equal(Date.parse(data.to) - Date.parse(data.from), 86_400_000);
+  assert.equal(data.step, 300, "the API's default step for a day");
+  assert.ok(Array.isArray(data.points) && Array.isArray(data.deployments));
+  const drawn = await berth(['metrics', SERVICE]);
+  assert.equal(drawn.code, 0, drawn.err);
+  // Charts once the collector sampled it (once a minute), else a line that says so.
+  assert.match(drawn.out, /^hello web: the last 1h|^No samples of hello web in the last 1h/);
+  const bad = await berth(['metrics', SERVICE, '--since', 'yesterday']);
+  assert.equal(bad.code, 2);
+  assert.match(bad.err, /--since takes a duration such as 1h, 1d or 1w \(got "yesterday"\)/);
 });
 
 test("events follows the account's changes: from the oldest kept with --after 0, then as they come; secrets set reports only the key it set", async () => {
@@ -409,6 +462,32 @@ test('domains add prints the DNS records to create; envs and contexts list', asy
   ]);
 });
 
+test('tokens create prints the token once; ls lists it without it; revoke ends it', async () => {
+  const env = { BERTH_URL: server.url, BERTH_TOKEN: token };
+  const run = async (...args: string[]) => {
+    const res = await berth([...args, '-o', 'json'], env);
+    assert.equal(res.code, 0, res.err);
+    return JSON.parse(res.out);
+  };
+  const made = (
+    await run('tokens', 'create', 'ci', '--role', 'developer', '--environment', 'default', '--read-only')
+  ).token;
+  assert.match(made.token, /^[0-9a-f-]{36}$/);
+  assert.deepEqual([made.name, made.role, made.read_only], ['ci', 'developer', true]);
+  assert.equal(made.environment_ids.length, 1);
+  assert.equal((await api(`${server.url}/v1/environments`, made.token)).status, 200);
+  const listed = (await run('tokens', 'ls')).tokens;
+  const entry = listed.find((t: { id: string }) => t.id === made.id);
+  assert.equal(entry.token, undefined);
+  const table = await berth(['tokens', 'ls'], env);
+  assert.match(table.out, new RegExp(`${made.id}\tci\tdeveloper \\(read-only\\)`));
+  assert.ok(!table.out.includes(made.token), 'never printed again');
+  assert.deepEqual(await run('tokens', 'revoke', made.id), { revoked: true });
+  assert.equal((await api(`${server.url}/v1/environments`, made.token)).status, 401);
+  const higher = await berth(['tokens', 'create', 'x', '--role', 'superuser'], env);
+  assert.equal(higher.code, 2, higher.err);
+});
+
 test('berth --help lists every command and the exit codes; completion scripts for bash, zsh and fish (test/process/completion.test.ts)', async () => {
   const help = await berth(['--help']);
   assert.equal(help.code, 0);
@@ -439,6 +518,12 @@ test('berth --help lists every command and the exit codes; completion scripts fo
     'domains ls',
     'domains verify',
     'dependencies ls',
+    'tokens create',
+    'tokens ls',
+    'tokens revoke',
+    'dependencies backups ls',
+    'dependencies backups create',
+    'dependencies backups restore',
     'completion',
   ]) {
     assert.match(help.out, new RegExp(`\\n  berth ${command}`), command);

@@ -37,10 +37,20 @@ test('a port in use: one line naming BERTH_PORT, exit 2, and no account, token o
   const server = await startBerth(env);
   try {
     const token = (await server.waitForOutput(/API token:\s+([0-9a-f-]{36})/))[1] as string;
-    await server.waitForOutput(/Admin token \(for \/admin\/v1 and berth admin\): [0-9a-f-]{36}/);
+    const adminToken = (
+      await server.waitForOutput(/Admin token \(for \/admin\/v1 and berth admin\): ([0-9a-f-]{36})/)
+    )[1] as string;
+    const accountId = (await server.waitForOutput(/account:\s+([0-9a-f-]{36})/))[1] as string;
+    await server.waitForOutput(/owner:\s+owner@localhost\n/);
     const envs = await api(`${server.url}/v1/environments`, token);
     assert.equal(envs.status, 200);
     assert.equal(envs.body.data.environments.length, 1);
+    // The printed owner is the account's one member, its owner (docs/access.md).
+    const members = await api(`${server.url}/admin/v1/accounts/${accountId}/members`, adminToken);
+    assert.deepEqual(
+      members.body.data.members.map((m: { email: string; role: string }) => [m.email, m.role]),
+      [['owner@localhost', 'owner']],
+    );
   } finally {
     assert.equal(await server.kill('SIGTERM'), 0);
   }

@@ -86,3 +86,36 @@ test('revoking a token through one process ends its streams on another within a 
     await Promise.all(processes.map((p) => p.kill('SIGTERM')));
   }
 });
+
+test('a token a person made, revoked through one process, is refused by another within a second', {
+  skip: TEST_DATABASE === 'embedded' && 'the embedded database serves from one process only',
+}, async () => {
+  const server = await startBerth(env());
+  const processes: BerthProcess[] = [server];
+  try {
+    const other = await startBerth(env());
+    processes.push(other);
+    // An operator token of the account the first start made (here, or in the test above).
+    const accounts = await admin(server.url, 'GET', '/accounts');
+    const accountId = accounts.body.data.accounts[0].id as string;
+    const issued = await admin(server.url, 'POST', `/accounts/${accountId}/api-tokens`);
+    const token = issued.body.data.api_token as string;
+    const made = await api(`${server.url}/v1/tokens`, token, 'POST', { name: 'ci', role: 'developer' });
+    assert.equal(made.status, 200, JSON.stringify(made.body));
+    const { id, token: ci } = made.body.data.token as { id: string; token: string };
+    // The other process has looked the token up: its cache would answer for seconds without the notification.
+    assert.equal((await api(`${other.url}/v1/environments`, ci)).status, 200);
+
+    const revoked = await api(`${server.url}/v1/tokens/${id}`, token, 'DELETE');
+    assert.equal(revoked.status, 200, JSON.stringify(revoked.body));
+    const at = Date.now();
+    let status = 200;
+    while (status === 200 && Date.now() - at < 5000)
+      status = (await api(`${other.url}/v1/environments`, ci)).status;
+    const ms = Date.now() - at;
+    assert.equal(status, 401);
+    assert.ok(ms < 1000, `refused ${ms} ms after the revocation`);
+  } finally {
+    await Promise.all(processes.map((p) => p.kill('SIGTERM')));
+  }
+});

@@ -53,6 +53,9 @@ export function ServicePage(props: { envId: string; serviceId: string }) {
           <a class="button" href={`#/envs/${envId}/services/${serviceId}/domains`}>
             Custom domains
           </a>
+          <a class="button" href={`#/envs/${envId}/services/${serviceId}/dependencies`}>
+            Dependencies
+          </a>
         </>
       }
     >

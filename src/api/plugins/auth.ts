@@ -3,9 +3,10 @@ import type { FastifyRequest } from 'fastify';
 import { bearerToken, hashApiToken } from '../../domain/api-token.ts';
 import { ForbiddenError, UnauthorizedError } from '../../domain/errors.ts';
 import { effectiveFeatures, type Plan } from '../../domain/plans.ts';
+import { type EnvironmentScope, lowerRole, narrowScope, type Role, scopeOf } from '../../domain/roles.ts';
 import type { Actor, Call } from '../../domain/usecases/context.ts';
 import type { Db } from '../../store/database.ts';
-import { findActiveToken } from '../../store/repositories/accounts.ts';
+import { findActiveToken, touchTokens } from '../../store/repositories/accounts.ts';
 import { clientAddress } from '../client-address.ts';
 
 export interface AuthContext {
@@ -13,6 +14,17 @@ export interface AuthContext {
   tokenId: string;
   plan: Plan;
   features: Set<string>;
+  /** What the token may do: its own role, never above its owner's membership (operator tokens: owner). */
+  role: Role;
+  /** The environments it may reach (its own scope within its owner's); null: all of the account's. */
+  environments: EnvironmentScope;
+  readOnly: boolean;
+  /** When it stops working (ms since the epoch); null: never. */
+  expiresAt: number | null;
+  /** The person who made the token; null for operator-issued tokens. */
+  userId: string | null;
+  userEmail: string | null;
+  tokenName: string | null;
 }
 
 declare module 'fastify' {
@@ -27,12 +39,20 @@ declare module 'fastify' {
  * (the `access` notification, api/app.ts); a process that missed it sees the change within the TTL.
  */
 const TTL_MS = 5000;
+/** `last_used_at` is written at most this often per token: never once per request. */
+const TOUCH_MS = 60_000;
 
 export class TokenAuthenticator {
   private readonly cache = new Map<string, { at: number; auth: AuthContext | null }>();
+  /** When this process last marked each token used. */
+  private readonly touched = new Map<string, number>();
+  private readonly due = new Set<string>();
+  private flushing: Promise<void> | null = null;
   private readonly db: Db;
-  constructor(db: Db) {
+  private readonly onError: (error: unknown) => void;
+  constructor(db: Db, onError: (error: unknown) => void = () => {}) {
     this.db = db;
+    this.onError = onError;
   }
 
   /** The caller's account: without a promise when the token was looked up within the TTL. */
@@ -41,22 +61,68 @@ export class TokenAuthenticator {
     if (!token) throw new UnauthorizedError();
     const hash = hashApiToken(token);
     const entry = this.cache.get(hash);
-    if (entry && Date.now() - entry.at <= TTL_MS) return admitted(entry.auth);
-    return this.lookUp(hash).then(admitted);
+    if (entry && Date.now() - entry.at <= TTL_MS) return this.used(admitted(entry.auth));
+    return this.lookUp(hash).then((auth) => this.used(admitted(auth)));
+  }
+
+  /**
+   * Notes the token as used: a write of `last_used_at` at most once a minute per token, off the request's
+   * path (batched, never awaited by a request).
+   */
+  private used(auth: AuthContext): AuthContext {
+    const now = Date.now();
+    const last = this.touched.get(auth.tokenId);
+    if (last === undefined || now - last >= TOUCH_MS) {
+      if (this.touched.size > 10_000) this.touched.clear();
+      this.touched.set(auth.tokenId, now);
+      this.due.add(auth.tokenId);
+      this.flushing ??= Promise.resolve().then(() => this.flush());
+    }
+    return auth;
+  }
+
+  private async flush(): Promise<void> {
+    try {
+      while (this.due.size > 0) {
+        const ids = [...this.due];
+        this.due.clear();
+        await touchTokens(this.db, ids, new Date()).catch(this.onError);
+      }
+    } finally {
+      this.flushing = null;
+    }
+  }
+
+  /** Waits for the pending `last_used_at` write, if any (before the database closes). */
+  async settle(): Promise<void> {
+    await this.flushing;
   }
 
   private async lookUp(hash: string): Promise<AuthContext | null> {
     const row = await findActiveToken(this.db, hash);
     // The index found the row by hash; compare again in constant time as the contract asks.
     const valid = row && timingSafeEqual(Buffer.from(row.token_hash), Buffer.from(hash));
-    const auth = valid
-      ? {
-          accountId: row.account_id,
-          tokenId: row.token_id,
-          plan: row.plan as Plan,
-          features: effectiveFeatures(row.plan as Plan, row.features),
-        }
-      : null;
+    // A person's token lives only as long as its owner's membership, and never does more than it.
+    const member = row?.owner_user_id === null || row?.member_role != null;
+    const auth =
+      valid && member
+        ? {
+            accountId: row.account_id,
+            tokenId: row.token_id,
+            plan: row.plan as Plan,
+            features: effectiveFeatures(row.plan as Plan, row.features),
+            role: row.member_role ? lowerRole(row.role, row.member_role) : row.role,
+            environments: narrowScope(
+              scopeOf(row.environment_ids),
+              scopeOf(row.member_environment_ids ?? null),
+            ),
+            readOnly: row.read_only,
+            expiresAt: row.expires_at ? row.expires_at.getTime() : null,
+            userId: row.owner_user_id,
+            userEmail: row.user_email,
+            tokenName: row.token_name,
+          }
+        : null;
     if (this.cache.size > 10_000) this.cache.clear();
     this.cache.set(hash, { at: Date.now(), auth });
     return auth;
@@ -68,7 +134,7 @@ export class TokenAuthenticator {
 }
 
 function admitted(auth: AuthContext | null): AuthContext {
-  if (!auth) throw new UnauthorizedError();
+  if (!auth || (auth.expiresAt !== null && auth.expiresAt <= Date.now())) throw new UnauthorizedError();
   if (auth.plan === 'none') throw new ForbiddenError("You don't have an active plan");
   return auth;
 }
@@ -90,7 +156,16 @@ export function callOf(request: FastifyRequest): Call {
 
 export function actorOf(request: FastifyRequest): Actor {
   const auth = authOf(request);
-  return { accountId: auth.accountId, tokenId: auth.tokenId, ...callOf(request) };
+  const agent = request.headers['user-agent'];
+  return {
+    accountId: auth.accountId,
+    tokenId: auth.tokenId,
+    userId: auth.userId,
+    userEmail: auth.userEmail,
+    tokenName: auth.tokenName,
+    userAgent: agent ? agent.slice(0, 400) : undefined,
+    ...callOf(request),
+  };
 }
 
 export function requireFeature(request: FastifyRequest, feature: string): void {

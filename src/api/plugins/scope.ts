@@ -6,6 +6,7 @@
  */
 import type { FastifyRequest } from 'fastify';
 import { NotFoundError } from '../../domain/errors.ts';
+import { findDependency, findDependencyBackup } from '../../domain/usecases/dependency-backups.ts';
 import { isUuid } from '../../domain/uuid.ts';
 import type { Db } from '../../store/database.ts';
 import { findCustomDomain } from '../../store/repositories/custom-domains.ts';
@@ -15,8 +16,10 @@ import { findServiceInScope } from '../../store/repositories/scope.ts';
 import { findWebhook } from '../../store/repositories/webhooks.ts';
 import type {
   CustomDomainRow,
+  DependencyBackupRow,
   DeploymentRow,
   EnvironmentRow,
+  ServiceResourceRow,
   ServiceRow,
   WebhookRow,
 } from '../../store/schema.ts';
@@ -30,6 +33,8 @@ export interface Scope {
   customDomain?: CustomDomainRow;
   deployment?: DeploymentRow;
   webhook?: WebhookRow;
+  dependency?: ServiceResourceRow;
+  dependencyBackup?: DependencyBackupRow;
 }
 
 declare module 'fastify' {
@@ -45,6 +50,8 @@ export const RESOURCE_OF_PARAM: Record<string, string> = {
   customDomainId: 'Custom domain',
   webhookId: 'Webhook',
   deliveryId: 'Webhook delivery',
+  backupId: 'Backup',
+  tokenId: 'Token',
 };
 
 /** The path's parameters as strings, whatever the route's params type says before validation. */
@@ -91,6 +98,12 @@ export async function loadScope(db: Db, request: FastifyRequest): Promise<Scope>
     scope.customDomain = await findCustomDomain(db, scope.service.id, params.customDomainId);
     if (!scope.customDomain) throw new NotFoundError('Custom domain');
   }
+  if (params.dependencyId !== undefined && scope.service) {
+    scope.dependency = await findDependency(db, scope.service, params.dependencyId);
+    if (params.backupId) {
+      scope.dependencyBackup = await findDependencyBackup(db, scope.dependency, params.backupId);
+    }
+  }
   if (params.deploymentId) {
     scope.deployment = await findDeployment(db, accountId, params.deploymentId);
     if (!scope.deployment) throw new NotFoundError('Deployment');
@@ -114,3 +127,6 @@ export const deploymentOf = (request: FastifyRequest) => inScope(request.scope.d
 export const customDomainOf = (request: FastifyRequest) =>
   inScope(request.scope.customDomain, 'custom domain');
 export const webhookOf = (request: FastifyRequest) => inScope(request.scope.webhook, 'webhook');
+export const dependencyOf = (request: FastifyRequest) => inScope(request.scope.dependency, 'dependency');
+export const dependencyBackupOf = (request: FastifyRequest) =>
+  inScope(request.scope.dependencyBackup, 'backup');

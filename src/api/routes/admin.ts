@@ -1,4 +1,5 @@
 import { timingSafeEqual } from 'node:crypto';
+import fs from 'node:fs';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { NotFoundError, UnauthorizedError } from '../../domain/errors.ts';
@@ -6,8 +7,10 @@ import {
   AccountChangeBody,
   GitConnectionBody,
   GitConnectionChangeBody,
+  MembershipBody,
   NewAccountBody,
   NewEnvironmentBody,
+  NewUserBody,
 } from '../../domain/inputs.ts';
 import {
   changeAccount,
@@ -18,6 +21,7 @@ import {
   readDependencyPassword,
   revokeApiToken,
 } from '../../domain/usecases/accounts.ts';
+import { spoolBackup } from '../../domain/usecases/backups.ts';
 import type { Deps } from '../../domain/usecases/context.ts';
 import { createEnvironment } from '../../domain/usecases/environments.ts';
 import {
@@ -27,13 +31,20 @@ import {
   removeGitConnection,
 } from '../../domain/usecases/git-connections.ts';
 import { rotateMasterKey } from '../../domain/usecases/master-key.ts';
+import {
+  createUser,
+  issueMemberToken,
+  removeMembership,
+  setMembership,
+} from '../../domain/usecases/people.ts';
 import { isUuid } from '../../domain/uuid.ts';
 import { listAccounts } from '../../store/repositories/accounts.ts';
-import type { AccountRow, GitConnectionRow } from '../../store/schema.ts';
+import { listMembers, listUsers } from '../../store/repositories/users.ts';
+import type { AccountRow, GitConnectionRow, MembershipRow, UserRow } from '../../store/schema.ts';
 import { callOf, type TokenAuthenticator } from '../plugins/auth.ts';
 import type { AuthFailureLimit } from '../plugins/auth-failures.ts';
 import { registerIdempotency } from '../plugins/idempotency.ts';
-import { Account, ApiToken, GitConnection, MasterKeyRotation } from '../schemas/admin.ts';
+import { Account, ApiToken, GitConnection, MasterKeyRotation, Member, User } from '../schemas/admin.ts';
 import { Envelope, errorResponses, Uuid } from '../schemas/common.ts';
 import { Environment } from '../schemas/environments.ts';
 import { environmentView, success } from '../views.ts';
@@ -61,7 +72,24 @@ const gitConnectionView = (c: GitConnectionRow) => ({
   updated_at: c.updated_at.toISOString(),
 });
 
+const userView = (u: UserRow) => ({
+  id: u.id,
+  email: u.email,
+  display_name: u.display_name,
+  created_at: u.created_at.toISOString(),
+});
+
+const memberView = (m: Omit<MembershipRow, 'account_id'> & { email: string; display_name: string }) => ({
+  user_id: m.user_id,
+  email: m.email,
+  display_name: m.display_name,
+  role: m.role,
+  environment_ids: m.environment_ids,
+  created_at: m.created_at.toISOString(),
+});
+
 const AccountParams = Type.Object({ id: Uuid });
+const MemberParams = Type.Object({ id: Uuid, userId: Uuid });
 const ADMIN_ERRORS = errorResponses(401, 404, 422, 500);
 
 function assertUuid(id: string, resource: string): void {
@@ -140,6 +168,40 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{
       },
     },
     async () => success({ rotation: await rotateMasterKey(deps) }),
+  );
+
+  app.get(
+    '/backup',
+    {
+      schema: {
+        summary: "Download a consistent snapshot of Berth's own state (berth admin backup)",
+        description:
+          "Every table of Berth's database, read in one REPEATABLE READ transaction, as one gzip file of JSON " +
+          'lines: a manifest first (Berth version, migration level, created_at, the master key ids), a ' +
+          'trailer last with the SHA-256 of everything before it. Sealed values stay sealed: the master key is ' +
+          'not in it. `berth admin restore` restores it onto an empty database. docs/operations.md.',
+        response: {
+          200: {
+            description: 'application/gzip: the backup file',
+            content: {
+              'application/gzip': {
+                schema: Type.Unsafe<fs.ReadStream>({ type: 'string', format: 'binary' }),
+              },
+            },
+          },
+          ...errorResponses(401, 500),
+        },
+      },
+    },
+    async (_request, reply) => {
+      const backup = await spoolBackup(deps);
+      const body = fs.createReadStream(backup.file);
+      body.on('close', () => void backup.remove());
+      return reply
+        .header('content-type', 'application/gzip')
+        .header('content-disposition', `attachment; filename="${backup.name}"`)
+        .send(body);
+    },
   );
 
   app.post(
@@ -341,6 +403,114 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{
     async (request) => {
       await removeGitConnection(deps, callOf(request), request.params.connectionId);
       return success({ deleted: true });
+    },
+  );
+  app.post(
+    '/users',
+    {
+      schema: {
+        summary: 'Create a user (a person who can be a member of accounts)',
+        description: '409 when a user has this email already (emails are compared without case).',
+        body: NewUserBody,
+        response: { 200: Envelope(Type.Object({ user: User })), ...errorResponses(401, 409, 422, 500) },
+      },
+    },
+    async (request) => success({ user: userView(await createUser(deps, request.body)) }),
+  );
+
+  app.get(
+    '/users',
+    {
+      schema: {
+        summary: 'List users, oldest first',
+        response: { 200: Envelope(Type.Object({ users: Type.Array(User) })), ...ADMIN_ERRORS },
+      },
+    },
+    async () => success({ users: (await listUsers(deps.store.db)).map(userView) }),
+  );
+
+  app.get(
+    '/accounts/:id/members',
+    {
+      schema: {
+        summary: "List an account's members with their roles, oldest first",
+        params: AccountParams,
+        response: { 200: Envelope(Type.Object({ members: Type.Array(Member) })), ...ADMIN_ERRORS },
+      },
+      preValidation: async (request) => assertUuid(request.params.id, 'Account'),
+    },
+    async (request) => {
+      const members = await listMembers(deps.store.db, request.params.id);
+      return success({ members: members.map(memberView) });
+    },
+  );
+
+  app.put(
+    '/accounts/:id/members/:userId',
+    {
+      schema: {
+        summary: "Make a user a member of the account with a role, or change the member's role and scope",
+        description:
+          "Takes effect at once in every process, the member's tokens included (docs/access.md). " +
+          "environment_ids: the account's environments the member may reach; absent or null: every one.",
+        params: MemberParams,
+        body: MembershipBody,
+        response: { 200: Envelope(Type.Object({ member: Member })), ...ADMIN_ERRORS },
+      },
+      preValidation: async (request) => {
+        assertUuid(request.params.id, 'Account');
+        assertUuid(request.params.userId, 'User');
+      },
+    },
+    async (request) => {
+      const { id, userId } = request.params;
+      await setMembership(deps, callOf(request), id, userId, request.body);
+      authenticator.forget();
+      const member = (await listMembers(deps.store.db, id)).find((m) => m.user_id === userId);
+      if (!member) throw new NotFoundError('Member');
+      return success({ member: memberView(member) });
+    },
+  );
+
+  app.delete(
+    '/accounts/:id/members/:userId',
+    {
+      schema: {
+        summary: "End a membership: the member's tokens in the account stop working at once",
+        params: MemberParams,
+        response: { 200: Envelope(Type.Object({ removed: Type.Boolean() })), ...ADMIN_ERRORS },
+      },
+      preValidation: async (request) => {
+        assertUuid(request.params.id, 'Account');
+        assertUuid(request.params.userId, 'Member');
+      },
+    },
+    async (request) => {
+      await removeMembership(deps, callOf(request), request.params.id, request.params.userId);
+      authenticator.forget();
+      return success({ removed: true });
+    },
+  );
+
+  app.post(
+    '/accounts/:id/members/:userId/api-tokens',
+    {
+      schema: {
+        summary: "Issue a token of a member, with the member's role (shown only in this response)",
+        description:
+          'The token belongs to the member: it does what their membership allows now, and ends with it. ' +
+          'With it the member makes their own tokens (POST /v1/tokens).',
+        params: MemberParams,
+        response: { 200: Envelope(Type.Object({ api_token: Uuid, token_id: Uuid })), ...ADMIN_ERRORS },
+      },
+      preValidation: async (request) => {
+        assertUuid(request.params.id, 'Account');
+        assertUuid(request.params.userId, 'Member');
+      },
+    },
+    async (request) => {
+      const { id, userId } = request.params;
+      return success(await issueMemberToken(deps, callOf(request), id, userId));
     },
   );
 };

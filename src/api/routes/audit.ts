@@ -4,14 +4,28 @@ import type { Deps } from '../../domain/usecases/context.ts';
 import { listAuditLogs } from '../../store/repositories/audit.ts';
 import { nextCursor, pageOf } from '../paging.ts';
 import { authOf } from '../plugins/auth.ts';
-import { DateTime, Nullable, pagedListSchema, Uuid } from '../schemas/common.ts';
+import { DateTime, Nullable, PageQuery, pagedListSchema, Uuid } from '../schemas/common.ts';
 import { auditView, success } from '../views.ts';
 
 const AuditEntry = Type.Object({
   id: Uuid,
   account_id: Uuid,
-  actor: Type.String({ maxLength: 20, description: '`API Token`, or `Operator` for admin API actions' }),
+  actor: Type.String({
+    maxLength: 20,
+    description:
+      '`API Token`, `Operator` for admin API actions, or a git host (`GitHub push`); the person and the token are named beside it',
+  }),
   token_id: Nullable(Uuid),
+  token_name: Nullable(
+    Type.String({ maxLength: 100, description: "the token's name; null for operator-issued tokens" }),
+  ),
+  user_id: Nullable(Uuid),
+  user_email: Nullable(
+    Type.String({
+      maxLength: 254,
+      description: "the person acting: the token's owner, or the member an operator action was about",
+    }),
+  ),
   action: Type.String({ maxLength: 100 }),
   resource_type: Type.String({ maxLength: 40 }),
   resource_id: Nullable(Uuid),
@@ -24,20 +38,55 @@ const AuditEntry = Type.Object({
         'the address the request came from (behind a proxy in BERTH_TRUST_PROXY, the one it forwarded); null when no request did (the git poller)',
     }),
   ),
+  user_agent: Nullable(Type.String({ maxLength: 400, description: "the request's User-Agent" })),
   created_at: DateTime,
 });
+
+const AuditQuery = Type.Object(
+  {
+    ...PageQuery.properties,
+    actor: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 254,
+        description: "a user's or token's id, a user's email, a token's name, or an actor such as `Operator`",
+      }),
+    ),
+    action: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 100, description: 'e.g. `service.create`' }),
+    ),
+    resource_type: Type.Optional(Type.String({ minLength: 1, maxLength: 40, description: 'e.g. `service`' })),
+    resource_id: Type.Optional(Uuid),
+    since: Type.Optional(DateTime),
+    until: Type.Optional(DateTime),
+  },
+  { additionalProperties: false },
+);
 
 export const auditRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app, { deps }) => {
   app.get(
     '/audit-logs',
     {
+      config: { role: 'viewer', wholeAccount: true },
       schema: {
         summary: "The account's audit log, newest first",
+        description:
+          'Filters (all optional, together): `actor`, `action`, `resource_type`, `resource_id`, and the time range ' +
+          '`since` (inclusive) to `until` (exclusive).',
         ...pagedListSchema('audit_logs', AuditEntry),
+        querystring: AuditQuery,
       },
     },
     async (request) => {
-      const page = await listAuditLogs(deps.store.db, authOf(request).accountId, pageOf(request.query));
+      const q = request.query;
+      const page = await listAuditLogs(deps.store.db, authOf(request).accountId, pageOf(q), {
+        actor: q.actor,
+        action: q.action,
+        resourceType: q.resource_type,
+        resourceId: q.resource_id,
+        since: q.since === undefined ? undefined : new Date(q.since),
+        until: q.until === undefined ? undefined : new Date(q.until),
+      });
       return success({ audit_logs: page.items.map(auditView), next_cursor: nextCursor(page.next) });
     },
   );

@@ -40,6 +40,7 @@ export const customDomainRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; reads: 
   app.post(
     '/environments/:envId/services/:serviceId/custom-domains',
     {
+      config: { role: 'admin' },
       onRequest: needsCustomDomains,
       schema: {
         summary: 'Add Custom Domain',
@@ -64,7 +65,7 @@ export const customDomainRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; reads: 
     '/environments/:envId/services/:serviceId/custom-domains',
     {
       onRequest: needsCustomDomains,
-      config: { etag: true, readCache: true },
+      config: { role: 'viewer', etag: true, readCache: true },
       schema: {
         summary: "The service's active and pending custom domains",
         description:
@@ -116,6 +117,7 @@ export const customDomainRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; reads: 
   app.post(
     '/environments/:envId/services/:serviceId/custom-domains/:customDomainId/verify',
     {
+      config: { role: 'admin' },
       onRequest: needsCustomDomains,
       schema: {
         summary: 'Verify Custom Domain',

@@ -10,6 +10,7 @@ export const dependencyRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async
   app.get(
     '/environments/:envId/services/:serviceId/dependencies',
     {
+      config: { role: 'viewer' },
       schema: {
         summary: "A service's ops.json dependencies as made",
         description:

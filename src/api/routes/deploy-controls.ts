@@ -15,6 +15,7 @@ export const deployControlRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = as
   app.post(
     '/deployments/:deploymentId/cancel',
     {
+      config: { role: 'developer' },
       schema: {
         summary: 'Cancel Deployment',
         description:
@@ -38,6 +39,7 @@ export const deployControlRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = as
   app.post(
     '/environments/:envId/services/:serviceId/rollback',
     {
+      config: { role: 'developer' },
       schema: {
         summary: 'Roll Back Service',
         description:
@@ -58,6 +60,7 @@ export const deployControlRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = as
   app.post(
     '/environments/:envId/services/:serviceId/restart',
     {
+      config: { role: 'developer' },
       schema: {
         summary: 'Restart Service',
         description:

@@ -48,6 +48,7 @@ export const deploymentLogRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = as
   app.get(
     '/deployments/:deploymentId/logs',
     {
+      config: { role: 'developer' },
       schema: {
         summary: "A deployment's log",
         description:
@@ -126,6 +127,7 @@ export const deploymentLogRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = as
   app.get(
     '/deployments/:deploymentId/operations',
     {
+      config: { role: 'viewer' },
       schema: {
         summary: "A deployment's operations",
         description:

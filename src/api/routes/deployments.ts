@@ -44,6 +44,7 @@ export const deploymentRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; reads: Re
   app.post(
     '/environments/:envId/services/:serviceId/deploy',
     {
+      config: { role: 'developer' },
       // The previews plan check needs the body's `preview` flag: it comes after the path's 404 (which is
       // answered before the body is read) and before the fields are validated.
       preValidation: async (request) => {
@@ -83,7 +84,7 @@ export const deploymentRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; reads: Re
   app.get(
     '/deployments/:deploymentId',
     {
-      config: { etag: true, readCache: true },
+      config: { role: 'viewer', etag: true, readCache: true },
       schema: {
         summary: 'Get Deployment',
         description:
@@ -116,6 +117,7 @@ export const deploymentRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; reads: Re
   app.get(
     '/environments/:envId/services/:serviceId/deployments',
     {
+      config: { role: 'viewer' },
       schema: {
         summary: "A service's deployments, newest first",
         params: ServiceParams,

@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
+import { inScope } from '../../domain/roles.ts';
 import type { Deps } from '../../domain/usecases/context.ts';
 import { liveIdentity } from '../../domain/usecases/environments.ts';
 import { listEnvironments } from '../../store/repositories/environments.ts';
@@ -14,8 +15,10 @@ export const environmentRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = asyn
   app.get(
     '/environments',
     {
+      config: { role: 'viewer' },
       schema: {
         summary: 'List environments, oldest first',
+        description: 'A token limited to some environments lists only those.',
         response: {
           200: Envelope(Type.Object({ environments: Type.Array(Environment) })),
           ...errorResponses(...AUTH_ERRORS),
@@ -23,15 +26,18 @@ export const environmentRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = asyn
       },
     },
     async (request) => {
-      const rows = await listEnvironments(deps.store.db, authOf(request).accountId);
-      return success({ environments: rows.map(environmentView) });
+      const auth = authOf(request);
+      const rows = await listEnvironments(deps.store.db, auth.accountId);
+      // A token narrowed to some environments sees only those.
+      const visible = rows.filter((env) => inScope(auth.environments, env.id));
+      return success({ environments: visible.map(environmentView) });
     },
   );
 
   app.get(
     '/environments/:envId',
     {
-      config: { etag: true },
+      config: { role: 'viewer', etag: true },
       schema: {
         summary: 'Get an environment with its live network identity',
         description:

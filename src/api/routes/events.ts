@@ -34,6 +34,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app
   app.get(
     '/events',
     {
+      config: { role: 'viewer', wholeAccount: true },
       schema: {
         summary: "The account's state changes, live",
         description:

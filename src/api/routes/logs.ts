@@ -12,6 +12,7 @@ export const logRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app, 
   app.get(
     '/environments/:envId/services/:serviceId/logs',
     {
+      config: { role: 'developer' },
       schema: {
         summary: "A service's output",
         description:

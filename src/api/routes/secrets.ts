@@ -3,7 +3,7 @@ import type { FastifyRequest } from 'fastify';
 import type { StoredSecret } from '../../domain/secret-rules.ts';
 import type { Deps } from '../../domain/usecases/context.ts';
 import { getSecrets, putSecrets, type SecretScope } from '../../domain/usecases/secrets.ts';
-import { actorOf } from '../plugins/auth.ts';
+import { actorOf, authOf } from '../plugins/auth.ts';
 import { ConditionalHeaders, conditionalResponses } from '../plugins/conditional-reads.ts';
 import { ConditionalWriteHeaders, ifMatchCheck } from '../plugins/conditional-writes.ts';
 import { environmentOf, serviceOf } from '../plugins/scope.ts';
@@ -37,22 +37,24 @@ function environmentScope(request: FastifyRequest): SecretScope {
 
 /** What GET .../secrets sends; PUT's If-Match is compared with its ETag. */
 const SecretsRead = Envelope(SecretsData);
-const secretsBody = (secrets: StoredSecret[]) => ({
+const secretsBody = (secrets: StoredSecret[], withValues = true) => ({
   message: 'success' as const,
-  data: { secrets: secrets.map(secretView) },
+  data: { secrets: secrets.map((s) => secretView(s, withValues)) },
 });
 
 export const secretRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app, { deps }) => {
   const read = (scopeOf: (r: FastifyRequest) => SecretScope) => async (request: FastifyRequest) => {
-    return secretsBody(await getSecrets(deps, scopeOf(request)));
+    // A viewer reads every secret's key and settings, never a value (docs/access.md).
+    return secretsBody(await getSecrets(deps, scopeOf(request)), authOf(request).role !== 'viewer');
   };
 
   app.get(
     '/environments/:envId/services/:serviceId/secrets',
     {
-      config: { etag: true },
+      config: { role: 'viewer', etag: true },
       schema: {
         summary: "Read a service's secrets, sorted by key",
+        description: 'A viewer gets no value, as for sensitive secrets.',
         params: ServiceParams,
         headers: ConditionalHeaders,
         response: { ...conditionalResponses(SecretsRead), ...errorResponses(...AUTH_ERRORS) },
@@ -64,6 +66,7 @@ export const secretRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (ap
   app.put(
     '/environments/:envId/services/:serviceId/secrets',
     {
+      config: { role: 'developer' },
       schema: {
         summary: 'Replace Service Secrets',
         description: `${PUT_DESCRIPTION} ${IF_MATCH_NOTE}`,
@@ -79,16 +82,17 @@ export const secretRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (ap
       const check = ifMatchCheck(request, reply, SecretsRead, "The service's secrets", secretsBody);
       // Shape and key rules first (422), then the service's state (403), then If-Match (412).
       const stored = await putSecrets(deps, actorOf(request), target, body.secrets, check);
-      return success({ secrets: stored.map(secretView) });
+      return success({ secrets: stored.map((s) => secretView(s)) });
     },
   );
 
   app.get(
     '/environments/:envId/secrets',
     {
-      config: { etag: true },
+      config: { role: 'viewer', etag: true },
       schema: {
         summary: "Read an environment's secrets (shared by all its services), sorted by key",
+        description: 'A viewer gets no value, as for sensitive secrets.',
         params: EnvIdParams,
         headers: ConditionalHeaders,
         response: { ...conditionalResponses(SecretsRead), ...errorResponses(...AUTH_ERRORS) },
@@ -100,6 +104,7 @@ export const secretRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (ap
   app.put(
     '/environments/:envId/secrets',
     {
+      config: { role: 'developer' },
       schema: {
         summary: 'Replace Environment Secrets',
         description: `${PUT_DESCRIPTION} A service's own key wins over the environment's. ${IF_MATCH_NOTE}`,
@@ -113,7 +118,7 @@ export const secretRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (ap
       const body = request.body;
       const check = ifMatchCheck(request, reply, SecretsRead, "The environment's secrets", secretsBody);
       const stored = await putSecrets(deps, actorOf(request), environmentScope(request), body.secrets, check);
-      return success({ secrets: stored.map(secretView) });
+      return success({ secrets: stored.map((s) => secretView(s)) });
     },
   );
 };

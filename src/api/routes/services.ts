@@ -71,6 +71,7 @@ export const serviceRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; reads: ReadC
   app.post(
     '/environments/:envId/services',
     {
+      config: { role: 'developer' },
       // Shape errors are reported together with the rules' (see createService), not on their own.
       attachValidation: true,
       schema: {
@@ -101,6 +102,7 @@ export const serviceRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; reads: ReadC
   app.get(
     '/environments/:envId/services',
     {
+      config: { role: 'viewer' },
       schema: {
         summary: 'List services, newest first (deleted ones left out)',
         description:
@@ -148,7 +150,7 @@ export const serviceRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; reads: ReadC
   app.get(
     '/environments/:envId/services/:serviceId',
     {
-      config: { etag: true, readCache: true },
+      config: { role: 'viewer', etag: true, readCache: true },
       schema: {
         summary: 'Get Service, hydrated',
         description:
@@ -183,6 +185,7 @@ export const serviceRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; reads: ReadC
   app.patch(
     '/environments/:envId/services/:serviceId',
     {
+      config: { role: 'developer' },
       attachValidation: true,
       schema: {
         summary: 'Update Service',
@@ -230,6 +233,7 @@ export const serviceRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; reads: ReadC
   app.delete(
     '/environments/:envId/services/:serviceId',
     {
+      config: { role: 'developer' },
       schema: {
         summary: 'Delete Service (asynchronous; no envelope)',
         description:

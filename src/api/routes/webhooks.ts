@@ -24,6 +24,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (a
   app.post(
     '/webhooks',
     {
+      config: { role: 'admin', wholeAccount: true },
       schema: {
         summary: 'Create Webhook',
         description:
@@ -47,6 +48,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (a
   app.get(
     '/webhooks',
     {
+      config: { role: 'viewer', wholeAccount: true },
       schema: {
         summary: "The account's webhooks",
         response: {
@@ -62,6 +64,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (a
   app.get(
     '/webhooks/:webhookId',
     {
+      config: { role: 'viewer', wholeAccount: true },
       schema: {
         summary: 'Get Webhook',
         params: WebhookParams,
@@ -74,6 +77,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (a
   app.delete(
     '/webhooks/:webhookId',
     {
+      config: { role: 'admin', wholeAccount: true },
       schema: {
         summary: 'Delete Webhook',
         description: 'Stops deliveries at once (pending ones are dropped) and forgets its deliveries.',
@@ -90,6 +94,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (a
   app.get(
     '/webhooks/:webhookId/deliveries',
     {
+      config: { role: 'viewer', wholeAccount: true },
       schema: {
         summary: "A webhook's deliveries, newest first",
         description:
@@ -108,6 +113,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (a
   app.post(
     '/webhooks/:webhookId/deliveries/:deliveryId/redeliver',
     {
+      config: { role: 'admin', wholeAccount: true },
       schema: {
         summary: 'Redeliver',
         description:

@@ -1,6 +1,7 @@
 import { Type } from 'typebox';
 import { GIT_KINDS, type GitConnectionInput } from '../../domain/inputs.ts';
 import { PLANS } from '../../domain/plans.ts';
+import { ROLES } from '../../domain/roles.ts';
 import { DateTime, Nullable, StringEnum, Uuid } from './common.ts';
 
 export const Account = Type.Object({
@@ -48,4 +49,22 @@ export const MasterKeyRotation = Type.Object({
   retired_key_ids: Type.Array(Type.String({ maxLength: 12 }), {
     description: 'keys no value is sealed with any more: no process needs them now',
   }),
+});
+
+/** A person; members of accounts through memberships (docs/access.md). */
+export const User = Type.Object({
+  id: Uuid,
+  email: Type.String({ maxLength: 254 }),
+  display_name: Type.String({ maxLength: 100 }),
+  created_at: DateTime,
+});
+
+/** A user's membership of an account. */
+export const Member = Type.Object({
+  user_id: Uuid,
+  email: Type.String({ maxLength: 254 }),
+  display_name: Type.String({ maxLength: 100 }),
+  role: StringEnum(ROLES),
+  environment_ids: Nullable(Type.Array(Uuid, { maxItems: 100 })),
+  created_at: DateTime,
 });

@@ -5,6 +5,8 @@ import { SERVICE_STATES } from '../../domain/service-states.ts';
 import { DateTime, Nullable, Seq, StringEnum, Uuid } from './common.ts';
 import { Deployment } from './deployments.ts';
 
+const BACKUP_STATES = ['pending', 'running', 'completed', 'failed'] as const;
+
 /** A service's state in an event: what changes when it moves, not its whole configuration. */
 const ServiceState = Type.Object({
   id: Uuid,
@@ -43,6 +45,28 @@ const DependencyState = Type.Object({
   updated_at: DateTime,
 });
 
+/** A dependency backup and its latest restore (a failed one carries its reason: the alert). */
+const DependencyBackupState = Type.Object({
+  id: Uuid,
+  service_id: Uuid,
+  kind: Type.String({ maxLength: 40 }),
+  type: Type.String({ maxLength: 40 }),
+  resource_id: Type.String({ maxLength: 200 }),
+  trigger: StringEnum(['manual', 'scheduled'] as const, { maxLength: 20 }),
+  state: StringEnum(BACKUP_STATES, { maxLength: 20 }),
+  size_bytes: Nullable(Type.Integer({ minimum: 0 })),
+  error: Type.String({ maxLength: 2000 }),
+  created_at: DateTime,
+  completed_at: Nullable(DateTime),
+  restore_state: Nullable(StringEnum(BACKUP_STATES, { maxLength: 20 })),
+  restore_into: Type.Optional(Nullable(StringEnum(['same', 'new'] as const, { maxLength: 10 }))),
+  restore_stopped_services: Type.Array(Uuid),
+  restore_error: Type.String({ maxLength: 2000 }),
+  restore_requested_at: Nullable(DateTime),
+  restore_completed_at: Nullable(DateTime),
+  updated_at: DateTime,
+});
+
 /** A secret write: which key of which scope; never its value. */
 const SecretState = Type.Object({
   scope: StringEnum(['service', 'environment'] as const, { maxLength: 20 }),
@@ -58,6 +82,7 @@ const STATE_OF: Record<EventKind, TSchema> = {
   service: ServiceState,
   custom_domain: CustomDomainState,
   dependency: DependencyState,
+  dependency_backup: DependencyBackupState,
   secret: SecretState,
 };
 

@@ -40,5 +40,9 @@ export async function recordAudit(
     environment_id: subject.environmentId ?? null,
     request_id: actor.requestId,
     client_address: actor.clientAddress ?? null,
+    user_id: actor.userId ?? null,
+    user_email: actor.userEmail ?? null,
+    token_name: actor.tokenName ?? null,
+    user_agent: actor.userAgent ?? null,
   });
 }

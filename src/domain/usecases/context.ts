@@ -39,4 +39,11 @@ export interface Actor extends Call {
   tokenId: string | null;
   /** Who the audit log names when it is neither a token nor the operator (`GitHub push`). */
   name?: string;
+  /** The person behind the token (a token a member made); absent or null for operator tokens. */
+  userId?: string | null;
+  userEmail?: string | null;
+  /** The token's name, when a person named it. */
+  tokenName?: string | null;
+  /** The request's User-Agent header, cut to 400 characters. */
+  userAgent?: string | undefined;
 }

@@ -54,7 +54,14 @@ export function eventView(e: EventRow) {
           ...rest,
           ...(environment_id !== undefined && { private_instance_id: environment_id }),
           ...Object.fromEntries(
-            ['created_at', 'updated_at', 'provisioned_at']
+            [
+              'created_at',
+              'updated_at',
+              'provisioned_at',
+              'completed_at',
+              'restore_requested_at',
+              'restore_completed_at',
+            ]
               .filter((k) => typeof state[k] === 'string')
               .map((k) => [k, iso(new Date(state[k]))]),
           ),

@@ -4,6 +4,7 @@ import type { JobHandlers } from '../worker.ts';
 import { deployCustomDomainHandler, retireCustomDomainHandler } from './custom-domains.ts';
 import { deleteServiceHandler } from './delete-service.ts';
 import { deliverWebhookHandler } from './deliver-webhook.ts';
+import { dependencyBackupHandler, dependencyRestoreHandler } from './dependency-backups.ts';
 import { deployHandler } from './deploy.ts';
 import { provisionEnvironmentHandler } from './provision-environment.ts';
 import { writeSecretsHandler } from './write-secrets.ts';
@@ -18,6 +19,8 @@ export function jobHandlers(deps: Deps): JobHandlers {
     deploy_custom_domain: deployCustomDomainHandler(deps),
     retire_custom_domain: retireCustomDomainHandler(deps),
     deliver_webhook: deliverWebhookHandler(deps),
+    dependency_backup: dependencyBackupHandler(deps),
+    dependency_restore: dependencyRestoreHandler(deps),
     issue_certificate: issueCertificateHandler(deps),
   };
 }

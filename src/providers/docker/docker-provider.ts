@@ -14,9 +14,12 @@ import {
   type Provider,
   REMOVED_GENERATION,
   type ServiceLogs,
+  type ServiceMetrics,
   type ServiceRef,
 } from '../provider.ts';
+import { ContainerMetrics } from './container-metrics.ts';
 import { dockerCron } from './cron.ts';
+import { DockerDependencyBackups } from './dependency-backups.ts';
 import { Drainer } from './drain.ts';
 import { EngineDriver } from './engine-driver.ts';
 import { ensureNetwork } from './environment.ts';
@@ -60,15 +63,19 @@ export class DockerProvider extends EngineDriver<Prepared> implements Provider {
   private readonly drainer: Drainer;
   protected readonly engine: RolloutEngine<Prepared>;
   readonly logs: ServiceLogs;
+  readonly metrics: ServiceMetrics;
   readonly resources: DockerResources;
+  readonly backups: DockerDependencyBackups;
 
   constructor(options: DockerProviderOptions) {
     super(options.settings, options.logger);
     this.options = options;
     this.logs = new EngineLogs(this.docker, containerSources(this.docker));
+    this.metrics = new ContainerMetrics(this.docker, this.traffic);
     this.db = dockerTables(options.db);
     this.engine = this.rolloutEngine();
     this.resources = new DockerResources(this.docker, options.settings, (env) => this.ensureNetwork(env));
+    this.backups = new DockerDependencyBackups(this.docker, options.settings.backupDir, this.resources);
     this.drainer = new Drainer({
       docker: this.docker,
       db: this.db,

@@ -20,6 +20,7 @@ import { bury } from './routes.ts';
 import type { Schedules } from './schedules.ts';
 import type { DockerSettings } from './settings.ts';
 import type { DockerDb } from './tables.ts';
+import { Traffic } from './traffic.ts';
 
 /**
  * What the drivers on the Docker Engine API (docker, swarm) share: the rollout (rollout.ts) behind
@@ -32,6 +33,8 @@ export abstract class EngineDriver<P extends Prepared> {
   protected readonly logger: Logger;
   /** The ingress, when this process serves (`berth serve`). */
   protected ingress: Ingress | undefined;
+  /** What the ingress answered per service since each one's last metrics sample. */
+  protected readonly traffic = new Traffic();
   protected abstract readonly db: DockerDb;
   protected abstract readonly cron: Schedules;
   protected abstract readonly opsCron: OpsCronJobs;
@@ -50,6 +53,7 @@ export abstract class EngineDriver<P extends Prepared> {
         host: this.settings.ingressBind,
         port: this.settings.ingressPort,
         ingressHost: this.settings.ingressHost,
+        traffic: this.traffic,
         ...(certificates && { tls: { certificates, port: this.settings.ingressHttpsPort } }),
       });
       await this.cron.start();

@@ -24,6 +24,7 @@ import { DEFAULT_OPS_CONFIG, type OpsConfig } from '../../domain/ops-json.ts';
 import type { CertificateSource } from '../provider.ts';
 import { LABEL, labelFilter, networkName } from './labels.ts';
 import type { DockerDb } from './tables.ts';
+import type { Traffic } from './traffic.ts';
 
 export interface Ingress {
   url: string;
@@ -39,6 +40,7 @@ export interface Ingress {
 }
 
 interface Upstream {
+  serviceId: string;
   targets: string[];
   ops: OpsConfig;
 }
@@ -84,6 +86,8 @@ export async function startIngress(options: {
   host: string;
   port: number;
   ingressHost: string;
+  /** Where each answer for a routed service is counted (its metrics). */
+  traffic: Traffic;
   /** With ACME on: where certificates and challenge answers come from, and the HTTPS port. */
   tls?: { certificates: CertificateSource; port: number };
 }): Promise<Ingress> {
@@ -120,7 +124,7 @@ export async function startIngress(options: {
       ? await query.where('subdomain', '=', host.slice(0, -suffix.length)).executeTakeFirst()
       : await query.where(sql<boolean>`domains @> ${JSON.stringify([host])}::jsonb`).executeTakeFirst();
     if (route?.type !== 'web' || !route.environment_id) return null;
-    if (!route.port) return { targets: [], ops: route.ops };
+    if (!route.port) return { serviceId: route.service_id, targets: [], ops: route.ops };
     const { ops, port } = route;
     const addresses = await options.targets({
       serviceId: route.service_id,
@@ -132,7 +136,7 @@ export async function startIngress(options: {
       connectTimeouts.set(address, ops.ingress.connection_timeout * 1000);
       return `http://${address}`;
     });
-    return { targets, ops };
+    return { serviceId: route.service_id, targets, ops };
   }
 
   async function upstreamFor(hostHeader: string): Promise<Upstream | null> {
@@ -163,6 +167,8 @@ export async function startIngress(options: {
   const app = Fastify({ logger: false, bodyLimit: 1024 * 1024 * 1024, requestTimeout: 3_600_000 });
   // Each admitted request's upstream, from onRequest to the handler; gone with the request.
   const upstreams = new WeakMap<FastifyRequest, Upstream>();
+  // The service each request is for (refused ones too: a 403 or a 503 is an answer its users saw).
+  const servedFor = new WeakMap<FastifyRequest, string>();
   const upstreamOf = (request: FastifyRequest) => {
     const upstream = upstreams.get(request);
     if (!upstream) throw new Error('a request reached the proxy without an upstream');
@@ -191,6 +197,7 @@ export async function startIngress(options: {
     const refuse = (code: number, message: string) =>
       reply.code(code).type('text/plain').send(`${message}\n`);
     if (!upstream) return refuse(404, `no service at ${request.headers.host ?? '(no Host header)'}`);
+    servedFor.set(request, upstream.serviceId);
     const { ingress, ip_whitelist: whitelist } = upstream.ops;
     if (!allowed(request.ip, whitelist)) return refuse(403, 'your address may not reach this service');
     if (Number(request.headers['content-length'] ?? 0) > ingress.request_body_size * 1024 * 1024) {
@@ -200,6 +207,11 @@ export async function startIngress(options: {
     upstreams.set(request, upstream);
   });
 
+  app.addHook('onResponse', (request, reply, done) => {
+    const serviceId = servedFor.get(request);
+    if (serviceId) options.traffic.record(serviceId, reply.statusCode, reply.elapsedTime);
+    done();
+  });
   // A name served over HTTPS stays there: browsers that saw it once never fall back to HTTP.
   if (options.tls) {
     app.addHook('onSend', async (request, reply) => {

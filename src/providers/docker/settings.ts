@@ -1,3 +1,4 @@
+import path from 'node:path';
 import { ConfigError, gitBaseUrlSetting, intSetting } from '../../config.ts';
 
 /** The docker driver's settings, parsed by the driver from the environment. */
@@ -22,6 +23,12 @@ export interface DockerSettings {
    * says what each must do; tools/dependency-images/build.sh builds the defaults).
    */
   dependencyImages: Record<'postgres' | 'mariadb' | 'redis' | 's3', string>;
+  /**
+   * BERTH_DEPENDENCY_BACKUP_DIR: where dependency backups are written (one folder per environment and
+   * dependency); by default `dependencies` in BERTH_BACKUP_DIR (Berth's own backup target) if set, else
+   * `backups/dependencies` in the data directory.
+   */
+  backupDir: string;
 }
 
 /**
@@ -59,6 +66,12 @@ export function dockerSettings(env: NodeJS.ProcessEnv): DockerSettings {
     ingressHttpsPort: intSetting(env, 'BERTH_INGRESS_HTTPS_PORT', 443, 0, 65535),
     gitBaseUrl: gitBaseUrlSetting(env),
     pullTimeoutMs: intSetting(env, 'BERTH_PULL_TIMEOUT_MS', 600_000, 1_000, 3_600_000),
+    backupDir: path.resolve(
+      env.BERTH_DEPENDENCY_BACKUP_DIR ||
+        (env.BERTH_BACKUP_DIR
+          ? path.join(env.BERTH_BACKUP_DIR, 'dependencies')
+          : path.join(env.BERTH_DATA_DIR || '.berth', 'backups', 'dependencies')),
+    ),
     dependencyImages: {
       postgres: env.BERTH_DOCKER_POSTGRES_IMAGE || 'berth-deps/postgres:latest',
       mariadb: env.BERTH_DOCKER_MARIADB_IMAGE || 'berth-deps/mariadb:latest',

@@ -5,6 +5,7 @@ import { isDeepStrictEqual } from 'node:util';
 import { sql } from 'kysely';
 import { intSetting } from '../../config.ts';
 import { repoUrl } from '../../domain/git-auth.ts';
+import { resourceName } from '../../domain/resource-names.ts';
 import { isGitSource } from '../../domain/service-fields.ts';
 import { SupersededError, TerminalError } from '../../jobs/errors.ts';
 import { branchHead } from '../../jobs/git-head.ts';
@@ -12,6 +13,7 @@ import type { Db } from '../../store/database.ts';
 import {
   type Admission,
   type Applied,
+  type DependencyBackups,
   type DeployedSource,
   DeployFailed,
   type DeployLog,
@@ -28,6 +30,7 @@ import {
   type RuntimeSpec,
   type SecretStore,
   type ServiceLogs,
+  type ServiceMetrics,
   type ServiceRef,
   type Serving,
   SILENT_LOG,
@@ -36,6 +39,7 @@ import {
 import { SimCronRequests } from './cron-requests.ts';
 import { simIdentity } from './identity.ts';
 import { SimLogs } from './logs.ts';
+import { SimMetrics } from './metrics.ts';
 import { SIM_RESOURCE_STEPS, simAttributes } from './resources.ts';
 import { type SimDb, simTables } from './tables.ts';
 
@@ -91,6 +95,7 @@ export class SimProvider implements Provider {
   private readonly caller = `${hostname()}:${process.pid}`;
   readonly secrets: SecretStore;
   readonly logs: ServiceLogs;
+  readonly metrics: ServiceMetrics;
   readonly serving: Serving;
 
   constructor(db: Db, settings: SimSettings) {
@@ -99,6 +104,7 @@ export class SimProvider implements Provider {
     this.stepMs = settings.stepMs;
     this.gitBaseUrl = settings.gitBaseUrl;
     this.logs = new SimLogs(this.db);
+    this.metrics = new SimMetrics(this.db);
     this.secrets = {
       // Only the key count is recorded: values never leave the secrets table.
       write: (scope, scopeId, values) =>
@@ -190,6 +196,51 @@ export class SimProvider implements Provider {
           .execute();
         return { outcome: `${resource.kind}.${resource.type} ${resource.id}` };
       });
+    },
+  };
+
+  /**
+   * Backups take two steps and report a plausible size (stable per backup); restores one step per
+   * service stopped plus one. A dependency whose id starts with `failbackup` fails its backups
+   * (deterministic, as `fail` prefixes do for resources). Every call is recorded in sim_calls.
+   */
+  readonly backups: DependencyBackups = {
+    backup: async ({ service, environment, resource, backupId }, signal) => {
+      const location = `sim://${environment.id}/${resourceName(service.id, resource)}/${backupId}.dump`;
+      let sizeBytes = 0;
+      await this.record('backup_dependency', backupId, service.id, async () => {
+        await sleep(this.stepMs);
+        signal.throwIfAborted();
+        if (resource.id.startsWith('failbackup')) {
+          throw new TerminalError(
+            `the simulated backup target is full: no space left for ${resource.kind} ${resource.type} ${resource.id}`,
+          );
+        }
+        await sleep(this.stepMs);
+        // Between 1 and 64 MiB, as small databases' dumps are.
+        sizeBytes = (1 + (Number.parseInt(backupId.replace(/-/g, '').slice(0, 6), 16) % 64)) * 1_048_576;
+        return { outcome: `${sizeBytes} bytes` };
+      });
+      return { location, sizeBytes };
+    },
+    restore: async ({ service, environment, resource, backupId, stop, into }, signal) => {
+      await this.record('restore_dependency', backupId, service.id, async () => {
+        for (let i = 0; i <= stop.length; i++) await sleep(this.stepMs);
+        signal.throwIfAborted();
+        return {
+          outcome: `restored into ${into}; stopped ${stop.map((s) => s.id).join(', ') || 'nothing'}`,
+        };
+      });
+      if (into === 'same') return {};
+      // A copy is a resource of its own: named from the prefix, as the dependency is.
+      const copy = simAttributes(environment, service, { ...resource, prefix: `${resource.prefix}-restore` });
+      return { attributes: copy.attributes };
+    },
+    discard: async (_environment, location) => {
+      const backupId = (location.split('/').pop() ?? '').replace(/\.dump$/, '');
+      await this.record('discard_backup', backupId, null, async () => ({
+        outcome: location,
+      }));
     },
   };
 

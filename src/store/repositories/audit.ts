@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import type { Db } from '../database.ts';
 import type { NewAuditLog } from '../schema.ts';
 import { type Page, pageAfter } from './paging.ts';
@@ -6,10 +7,36 @@ export async function insertAuditLog(db: Db, row: NewAuditLog): Promise<void> {
   await db.insertInto('audit_logs').values(row).execute();
 }
 
-export async function listAuditLogs(db: Db, accountId: string, page: Page) {
-  return pageAfter(
-    db.selectFrom('audit_logs').selectAll().where('account_id', '=', accountId),
-    'audit_logs',
-    page,
-  );
+/** What GET /v1/audit-logs narrows to; each absent part narrows nothing. */
+export interface AuditFilter {
+  /** A user's or a token's id, a user's email, a token's name, or an actor such as `Operator`. */
+  actor?: string | undefined;
+  action?: string | undefined;
+  resourceType?: string | undefined;
+  resourceId?: string | undefined;
+  /** From this instant on (inclusive) and before that one (exclusive). */
+  since?: Date | undefined;
+  until?: Date | undefined;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export async function listAuditLogs(db: Db, accountId: string, page: Page, filter: AuditFilter = {}) {
+  let query = db.selectFrom('audit_logs').selectAll().where('account_id', '=', accountId);
+  const { actor } = filter;
+  if (actor !== undefined) {
+    if (UUID.test(actor)) {
+      query = query.where((eb) => eb.or([eb('user_id', '=', actor), eb('token_id', '=', actor)]));
+    } else if (actor.includes('@')) {
+      query = query.where(sql<string>`lower(user_email)`, '=', actor.toLowerCase());
+    } else {
+      query = query.where((eb) => eb.or([eb('actor', '=', actor), eb('token_name', '=', actor)]));
+    }
+  }
+  if (filter.action !== undefined) query = query.where('action', '=', filter.action);
+  if (filter.resourceType !== undefined) query = query.where('resource_type', '=', filter.resourceType);
+  if (filter.resourceId !== undefined) query = query.where('resource_id', '=', filter.resourceId);
+  if (filter.since !== undefined) query = query.where('created_at', '>=', filter.since);
+  if (filter.until !== undefined) query = query.where('created_at', '<', filter.until);
+  return pageAfter(query, 'audit_logs', page);
 }

@@ -21,6 +21,8 @@ export const JOB_KINDS = [
   'deploy_custom_domain',
   'retire_custom_domain',
   'deliver_webhook',
+  'dependency_backup',
+  'dependency_restore',
   'issue_certificate',
 ] as const;
 export type JobKind = (typeof JOB_KINDS)[number];

@@ -1,0 +1,56 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { ReadableStream } from 'node:stream/web';
+import type { AdminClient } from '../client/http-client.ts';
+import { loadConfig } from '../config.ts';
+import { partialName, readBackupFile, writeAtomically } from '../store/backup-file.ts';
+
+/**
+ * `berth admin backup [file]`: the running server's snapshot (GET /admin/v1/backup), written under a
+ * hidden partial name, checked against its own checksum, flushed to disk and only then renamed to
+ * `file`: a backup killed halfway, or cut short by the network, never stands under the final name.
+ */
+export async function downloadBackup(client: AdminClient, file: string | undefined) {
+  const response = await client.backup();
+  const offered = /filename="([^"/\\]+)"/.exec(response.headers.get('content-disposition') ?? '')?.[1];
+  const name = offered ?? 'berth-backup.ndjson.gz';
+  const target = path.resolve(
+    file === undefined
+      ? name
+      : fs.statSync(file, { throwIfNoEntry: false })?.isDirectory()
+        ? path.join(file, name)
+        : file,
+  );
+  if (fs.existsSync(target)) throw new Error(`${target} exists: name another file`);
+  if (!response.body) throw new Error('the server sent no backup');
+  const body = Readable.fromWeb(response.body as ReadableStream<Uint8Array>);
+  let checked: Awaited<ReturnType<typeof readBackupFile>> | undefined;
+  await writeAtomically(target, async (out) => {
+    await pipeline(body, out);
+    checked = await readBackupFile(partialName(target));
+  });
+  const { manifest, trailer } = checked as NonNullable<typeof checked>;
+  return {
+    backup: {
+      file: target,
+      created_at: manifest.created_at,
+      berth_version: manifest.berth_version,
+      migration: manifest.migration,
+      rows: Object.values(trailer.tables).reduce((a, b) => a + b, 0),
+      sha256: trailer.sha256,
+      bytes: fs.statSync(target).size,
+    },
+  };
+}
+
+/**
+ * `berth admin restore <file>`: onto the empty database BERTH_DATABASE_URL or BERTH_DATA_DIR names,
+ * opened here (no server runs on it yet), with BERTH_MASTER_KEY's keys.
+ */
+export async function restoreFromFile(file: string) {
+  // Loaded only here: the restore opens the database and knows every driver's migrations.
+  const { restoreBackup } = await import('../restore.ts');
+  return { restored: await restoreBackup(loadConfig(), path.resolve(file)) };
+}

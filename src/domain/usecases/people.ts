@@ -1,0 +1,188 @@
+/**
+ * Users, memberships and the tokens people make (docs/access.md). The operator creates users and sets
+ * memberships through the admin API; members with the admin role make, list and revoke the account's
+ * tokens through /v1/tokens. Every change of who may do what tells every process at once (`access`).
+ * @module
+ */
+import { randomUUID } from 'node:crypto';
+import type { Db } from '../../store/database.ts';
+import { accessKey, notify } from '../../store/notifications.ts';
+import {
+  findAccount,
+  insertApiToken,
+  listPeopleTokens,
+  revokeAccountToken,
+} from '../../store/repositories/accounts.ts';
+import { listEnvironments } from '../../store/repositories/environments.ts';
+import {
+  deleteMembership,
+  findMembership,
+  findUser,
+  findUserByEmail,
+  insertUser,
+  upsertMembership,
+} from '../../store/repositories/users.ts';
+import { hashApiToken, newApiToken } from '../api-token.ts';
+import { ConflictError, NotFoundError, ValidationError } from '../errors.ts';
+import type { MembershipInput, NewToken, NewUser } from '../inputs.ts';
+import { type Role, roleAtLeast } from '../roles.ts';
+import { recordAudit } from './audit.ts';
+import type { Actor, Call, Deps } from './context.ts';
+
+/** The operator acting on a member: the audit entry names the member. */
+const about = (accountId: string, call: Call, user: { id: string; email: string } | undefined): Actor => ({
+  accountId,
+  tokenId: null,
+  userId: user?.id ?? null,
+  userEmail: user?.email ?? null,
+  ...call,
+});
+
+export async function createUser(deps: Pick<Deps, 'store'>, input: NewUser) {
+  return deps.store.db.transaction().execute(async (trx) => {
+    if (await findUserByEmail(trx, input.email)) {
+      throw new ConflictError(`A user with the email ${input.email} exists already`);
+    }
+    return insertUser(trx, { id: randomUUID(), email: input.email, display_name: input.display_name });
+  });
+}
+
+/** 422 on `environment_ids` unless each names one of the account's environments. */
+async function checkEnvironments(db: Db, accountId: string, ids: readonly string[] | null | undefined) {
+  if (!ids) return;
+  const known = new Set((await listEnvironments(db, accountId)).map((e) => e.id));
+  const unknown = ids.find((id) => !known.has(id));
+  if (unknown !== undefined) {
+    throw ValidationError.fields([
+      {
+        field: 'environment_ids',
+        error: `environment_ids names ${unknown}, not an environment of this account`,
+      },
+    ]);
+  }
+}
+
+/** Makes a user a member of an account with a role (and scope), or changes their role. */
+export async function setMembership(
+  deps: Pick<Deps, 'store'>,
+  call: Call,
+  accountId: string,
+  userId: string,
+  input: MembershipInput,
+) {
+  return deps.store.db.transaction().execute(async (trx) => {
+    if (!(await findAccount(trx, accountId))) throw new NotFoundError('Account');
+    const user = await findUser(trx, userId);
+    if (!user) throw new NotFoundError('User');
+    await checkEnvironments(trx, accountId, input.environment_ids);
+    const membership = await upsertMembership(trx, {
+      user_id: userId,
+      account_id: accountId,
+      role: input.role,
+      environment_ids: input.environment_ids ?? null,
+    });
+    await recordAudit(trx, about(accountId, call, user), 'member.set', {
+      type: 'user',
+      id: userId,
+    });
+    // A lowered role or a narrower scope holds for the member's tokens at once, in every process.
+    await notify(trx, 'access', accessKey('account', accountId));
+    return membership;
+  });
+}
+
+/** Ends a membership: the member's tokens in the account stop working, in every process, at once. */
+export async function removeMembership(
+  deps: Pick<Deps, 'store'>,
+  call: Call,
+  accountId: string,
+  userId: string,
+) {
+  await deps.store.db.transaction().execute(async (trx) => {
+    if (!(await deleteMembership(trx, accountId, userId))) throw new NotFoundError('Member');
+    const user = await findUser(trx, userId);
+    await recordAudit(trx, about(accountId, call, user), 'member.remove', {
+      type: 'user',
+      id: userId,
+    });
+    await notify(trx, 'access', accessKey('account', accountId));
+  });
+}
+
+/** A token of a member, issued by the operator (what a member starts from until people sign in). */
+export async function issueMemberToken(
+  deps: Pick<Deps, 'store'>,
+  call: Call,
+  accountId: string,
+  userId: string,
+) {
+  return deps.store.db.transaction().execute(async (trx) => {
+    const membership = await findMembership(trx, accountId, userId);
+    if (!membership) throw new NotFoundError('Member');
+    const user = await findUser(trx, userId);
+    const token = newApiToken();
+    const tokenId = randomUUID();
+    await insertApiToken(trx, {
+      id: tokenId,
+      account_id: accountId,
+      token_hash: hashApiToken(token),
+      name: 'issued by the operator',
+      role: membership.role,
+      owner_user_id: userId,
+    });
+    await recordAudit(trx, about(accountId, call, user), 'api_token.create', { id: tokenId });
+    return { api_token: token, token_id: tokenId };
+  });
+}
+
+/** What a caller making a token holds: its role, and the person (if any) the new token belongs to. */
+export interface TokenMaker extends Actor {
+  role: Role;
+}
+
+/**
+ * A token made by a member (or with an operator token): its role at most the maker's (else 422 on
+ * `role`), its environments the account's. Shown once, here.
+ */
+export async function createToken(deps: Pick<Deps, 'store'>, maker: TokenMaker, input: NewToken) {
+  if (!roleAtLeast(maker.role, input.role)) {
+    throw ValidationError.fields([
+      { field: 'role', error: `role cannot be higher than your own role (${maker.role})` },
+    ]);
+  }
+  const expiresAt = input.expires_at ? new Date(input.expires_at) : null;
+  if (expiresAt && expiresAt.getTime() <= Date.now()) {
+    throw ValidationError.fields([{ field: 'expires_at', error: 'expires_at must be in the future' }]);
+  }
+  return deps.store.db.transaction().execute(async (trx) => {
+    await checkEnvironments(trx, maker.accountId, input.environment_ids);
+    const token = newApiToken();
+    const id = randomUUID();
+    await insertApiToken(trx, {
+      id,
+      account_id: maker.accountId,
+      token_hash: hashApiToken(token),
+      name: input.name,
+      role: input.role,
+      owner_user_id: maker.userId ?? null,
+      environment_ids: input.environment_ids ?? null,
+      read_only: input.read_only ?? false,
+      expires_at: expiresAt,
+    });
+    await recordAudit(trx, maker, 'api_token.create', { id });
+    return { token, id };
+  });
+}
+
+export async function listTokens(deps: Pick<Deps, 'store'>, accountId: string) {
+  return listPeopleTokens(deps.store.db, accountId);
+}
+
+/** Revokes one of the account's tokens; every process refuses it within a second (`access`). */
+export async function revokeTokenOf(deps: Pick<Deps, 'store'>, actor: Actor, tokenId: string) {
+  await deps.store.db.transaction().execute(async (trx) => {
+    if (!(await revokeAccountToken(trx, actor.accountId, tokenId))) throw new NotFoundError('Token');
+    await recordAudit(trx, actor, 'api_token.revoke', { id: tokenId });
+    await notify(trx, 'access', accessKey('token', tokenId));
+  });
+}
