@@ -1,6 +1,7 @@
 import { once } from 'node:events';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { OpenStreams } from './open-streams.ts';
+import { credentialOf } from './plugins/sessions.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -31,7 +32,7 @@ export interface SseStream {
  */
 export function openSse(request: FastifyRequest, reply: FastifyReply): SseStream {
   let ending: () => void = () => {};
-  const leave = request.server.openStreams.admit(request.auth, request.headers.authorization, () => ending());
+  const leave = request.server.openStreams.admit(request.auth, credentialOf(request), () => ending());
   reply.hijack();
   const raw = reply.raw;
   const set = Object.entries(reply.getHeaders()).filter(([, v]) => v !== undefined);

@@ -74,6 +74,7 @@ function pathFor(route: Route, overrides: Record<string, string> = {}): string {
     customDomainId: randomUUID(),
     id: victimAccountId,
     tokenId: randomUUID(), // never revoke a real token
+    sessionId: randomUUID(), // never end a real session
     ...overrides,
   };
   return route.url.replace(/:(\w+)/g, (_, name: string) => ids[name] ?? randomUUID());
