@@ -160,6 +160,11 @@ export async function buildApp(deps: Deps, options: AppOptions) {
       security: [{ bearer: [] }],
     },
     refResolver: { buildLocalReference: (json, _base, _fragment, i) => String(json.$id ?? `def-${i}`) },
+    // Each operation names the role it needs (docs/access.md), as `x-berth-role`.
+    transform: ({ schema, url, route }) => {
+      const role = route.config?.role;
+      return { schema: role && schema ? { ...schema, 'x-berth-role': role } : schema, url };
+    },
   });
 
   await app.register(healthRoutes, { deps, workerAlive: options.workerAlive });
@@ -186,12 +191,11 @@ export async function buildApp(deps: Deps, options: AppOptions) {
     { perToken: deps.config.streamsPerToken, perAccount: deps.config.streamsPerAccount },
     async (credential) => {
       try {
-        await (credential?.startsWith(SESSION_CREDENTIAL)
+        return await (credential?.startsWith(SESSION_CREDENTIAL)
           ? authenticateSession(deps.store.db, credential.slice(SESSION_CREDENTIAL.length))
           : authenticator.authenticate(credential));
-        return true;
       } catch (error) {
-        if (error instanceof UnauthorizedError || error instanceof ForbiddenError) return false;
+        if (error instanceof UnauthorizedError || error instanceof ForbiddenError) return null;
         throw error;
       }
     },
