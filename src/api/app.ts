@@ -182,10 +182,9 @@ export async function buildApp(deps: Deps, options: AppOptions) {
     { perToken: deps.config.streamsPerToken, perAccount: deps.config.streamsPerAccount },
     async (authorization) => {
       try {
-        await authenticator.authenticate(authorization);
-        return true;
+        return await authenticator.authenticate(authorization);
       } catch (error) {
-        if (error instanceof UnauthorizedError || error instanceof ForbiddenError) return false;
+        if (error instanceof UnauthorizedError || error instanceof ForbiddenError) return null;
         throw error;
       }
     },
