@@ -3611,7 +3611,7 @@ export interface paths {
         };
         /**
          * The account's audit log, newest first
-         * @description Filters (all optional, together): `actor`, `action`, `resource_type`, `resource_id`, and the time range `since` (inclusive) to `until` (exclusive).
+         * @description Filters (all optional, together): `actor`, `action`, `resource_type`, `resource_id`, and the time range `since` (inclusive) to `until` (exclusive). A token limited to some environments reads only the entries about them.
          */
         get: {
             parameters: {
