@@ -32,6 +32,7 @@ import * as serviceMetrics from './migrations/0035-service-metrics.ts';
 import * as people from './migrations/0036-people.ts';
 import * as dependencyRestoreCopies from './migrations/0037-dependency-restore-copies.ts';
 import * as sessions from './migrations/0038-sessions.ts';
+import * as invitations from './migrations/0039-invitations.ts';
 import type { Database } from './schema.ts';
 
 /** Every migration, in order. Listed here rather than read from disk so the build carries them. */
@@ -69,6 +70,7 @@ const migrations: Record<string, Migration> = {
   '0036-people': people,
   '0037-dependency-restore-copies': dependencyRestoreCopies,
   '0038-sessions': sessions,
+  '0039-invitations': invitations,
 };
 
 export class MigrationError extends Error {}

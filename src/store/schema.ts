@@ -72,6 +72,18 @@ export interface SessionsTable {
   client_address: string | null;
 }
 
+export interface InvitationsTable {
+  id: string;
+  secret_hash: string;
+  account_id: string;
+  email: string;
+  role: Role;
+  invited_by: string | null;
+  created_at: Timestamp;
+  expires_at: Date;
+  accepted_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+}
+
 export interface SignInLinksTable {
   id: string;
   secret_hash: string;
@@ -436,6 +448,7 @@ export interface Database {
   memberships: MembershipsTable;
   sessions: SessionsTable;
   sign_in_links: SignInLinksTable;
+  invitations: InvitationsTable;
   environments: EnvironmentsTable;
   services: ServicesTable;
   audit_logs: AuditLogsTable;
