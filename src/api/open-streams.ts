@@ -28,7 +28,10 @@ export class OpenStreams implements Subscriber {
   private readonly byToken = new Map<string, Set<OpenStream>>();
   private readonly byAccount = new Map<string, Set<OpenStream>>();
   private readonly limits: StreamLimits;
-  /** What a stream's Authorization header may do now (looked up again, not from a cache); null: nothing. */
+  /**
+   * What a stream's credential (its Authorization header, or its session: plugins/sessions.ts credentialOf)
+   * may do now, looked up again, not from a cache; null: nothing.
+   */
   private readonly lookUp: (authorization: string | undefined) => Promise<AuthContext | null>;
 
   constructor(

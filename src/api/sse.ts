@@ -2,6 +2,7 @@ import { once } from 'node:events';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { OpenStreams } from './open-streams.ts';
 import { stillAllowed } from './plugins/roles.ts';
+import { credentialOf } from './plugins/sessions.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -34,7 +35,7 @@ export function openSse(request: FastifyRequest, reply: FastifyReply): SseStream
   let ending: () => void = () => {};
   const leave = request.server.openStreams.admit(
     request.auth,
-    request.headers.authorization,
+    credentialOf(request),
     () => ending(),
     stillAllowed(request),
   );

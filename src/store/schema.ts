@@ -55,6 +55,32 @@ export interface UsersTable {
   email: string;
   display_name: string;
   created_at: Timestamp;
+  /** argon2id (PHC string); null: the user has set no password. */
+  password_hash: ColumnType<string | null, string | null | undefined, string | null>;
+}
+
+export interface SessionsTable {
+  id: string;
+  /** SHA-256 of the cookie's secret. */
+  secret_hash: string;
+  user_id: string;
+  account_id: string;
+  created_at: Timestamp;
+  last_seen_at: ColumnType<Date, Date | undefined, Date>;
+  expires_at: Date;
+  ended_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+  user_agent: string | null;
+  client_address: string | null;
+}
+
+export interface SignInLinksTable {
+  id: string;
+  secret_hash: string;
+  user_id: string;
+  account_id: string;
+  created_at: Timestamp;
+  expires_at: Date;
+  used_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
 }
 
 export interface MembershipsTable {
@@ -404,14 +430,14 @@ export interface DependencyBackupsTable {
   updated_at: Generated<Date>;
 }
 
-/** A service's own alert rule settings, as PUT (migration 0038); absent: the defaults. */
+/** A service's own alert rule settings, as PUT (migration 0039); absent: the defaults. */
 export interface AlertRulesTable {
   service_id: string;
   rules: ColumnType<Record<string, unknown>, string, string>;
   updated_at: Generated<Date>;
 }
 
-/** One alert's life: opened when its rule tripped, resolved when it stopped holding (migration 0038). */
+/** One alert's life: opened when its rule tripped, resolved when it stopped holding (migration 0039). */
 export interface AlertsTable {
   id: string;
   service_id: string;
@@ -428,6 +454,8 @@ export interface Database {
   api_tokens: ApiTokensTable;
   users: UsersTable;
   memberships: MembershipsTable;
+  sessions: SessionsTable;
+  sign_in_links: SignInLinksTable;
   environments: EnvironmentsTable;
   services: ServicesTable;
   audit_logs: AuditLogsTable;
