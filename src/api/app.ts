@@ -15,6 +15,7 @@ import { httpMetricsObserver } from '../metrics/http.ts';
 import { registerConsole } from './console.ts';
 import { andThen, hookOf, parsingHookOf } from './hooks.ts';
 import { BODY_LIMIT_BYTES, registerJsonBody } from './json-body.ts';
+import { smtpMailer } from './mailer.ts';
 import { OpenStreams } from './open-streams.ts';
 import { ResponseFinished } from './plugins/access-log.ts';
 import { type AuthContext, authOf, TokenAuthenticator } from './plugins/auth.ts';
@@ -217,6 +218,10 @@ export async function buildApp(deps: Deps, options: AppOptions) {
   app.addHook('preClose', async () => streams.endAll());
   deps.metrics.openStreams = () => streams.size;
   const { metrics } = deps;
+  const mailer = deps.config.smtpUrl
+    ? smtpMailer(deps.config.smtpUrl, deps.config.mailFrom, deps.logger)
+    : null;
+  app.addHook('onClose', async () => mailer?.close());
   const authFailures = authFailureLimit(deps.config.authFailuresPerMin, {
     failed: () => metrics.authFailures.inc({ surface: 'api' }),
     refused: () => metrics.refusals.inc({ reason: 'auth_failures' }),
@@ -296,7 +301,7 @@ export async function buildApp(deps: Deps, options: AppOptions) {
       await v1.register(eventRoutes, { deps });
       await v1.register(webhookRoutes, { deps });
       await v1.register(tokenRoutes, { deps, authenticator });
-      await v1.register(sessionRoutes, { deps });
+      await v1.register(sessionRoutes, { deps, mailer });
       await v1.register(comingSoonRoutes);
     },
     { prefix: '/v1' },

@@ -73,6 +73,18 @@ export interface SessionsTable {
   client_address: string | null;
 }
 
+export interface InvitationsTable {
+  id: string;
+  secret_hash: string;
+  account_id: string;
+  email: string;
+  role: Role;
+  invited_by: string | null;
+  created_at: Timestamp;
+  expires_at: Date;
+  accepted_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+}
+
 export interface SignInLinksTable {
   id: string;
   secret_hash: string;
@@ -430,14 +442,14 @@ export interface DependencyBackupsTable {
   updated_at: Generated<Date>;
 }
 
-/** A service's own alert rule settings, as PUT (migration 0039); absent: the defaults. */
+/** A service's own alert rule settings, as PUT (migration 0040); absent: the defaults. */
 export interface AlertRulesTable {
   service_id: string;
   rules: ColumnType<Record<string, unknown>, string, string>;
   updated_at: Generated<Date>;
 }
 
-/** One alert's life: opened when its rule tripped, resolved when it stopped holding (migration 0039). */
+/** One alert's life: opened when its rule tripped, resolved when it stopped holding (migration 0040). */
 export interface AlertsTable {
   id: string;
   service_id: string;
@@ -456,6 +468,7 @@ export interface Database {
   memberships: MembershipsTable;
   sessions: SessionsTable;
   sign_in_links: SignInLinksTable;
+  invitations: InvitationsTable;
   environments: EnvironmentsTable;
   services: ServicesTable;
   audit_logs: AuditLogsTable;

@@ -51,7 +51,14 @@ const operationOf = (route: Route) => doc.paths[toOpenApiPath(route.url)]?.[rout
 const isAdmin = (route: Route) => route.url.startsWith('/admin/');
 // Signing in needs no token (its own failures are tested in test/http/sessions.test.ts).
 const isPublic = (route: Route) =>
-  ['/health', '/ready', '/v1/openapi.json', '/auth/sign-in', '/auth/sign-in-link'].includes(route.url);
+  [
+    '/health',
+    '/ready',
+    '/v1/openapi.json',
+    '/auth/sign-in',
+    '/auth/sign-in-link',
+    '/auth/accept-invitation',
+  ].includes(route.url);
 const COMING_SOON = new Set([
   'POST /v1/environments',
   'DELETE /v1/environments/:envId',

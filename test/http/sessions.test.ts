@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
+import { SMTPServer } from 'smtp-server';
 import { type Harness, type Reply, startHarness, type Tenant } from '../helpers/harness.ts';
 
 /** People signing in: one-time links, passwords, session cookies, CSRF, expiry, sign-out (docs/access.md). */
@@ -223,5 +225,120 @@ describe('sessions', () => {
       .where('id', '=', res.body.data.session_id)
       .executeTakeFirstOrThrow();
     assert.ok(row.ended_at, 'ended, not merely unusable');
+  });
+});
+
+describe('invitations', () => {
+  async function invite(headers: Record<string, string>, body: Record<string, unknown>) {
+    return call('POST', '/v1/invitations', { headers, body });
+  }
+
+  test('an admin invites; accepting makes the user and the membership, once', async () => {
+    const email = `${randomUUID()}@example.com`;
+    const res = await invite({ authorization: `Bearer ${t.token}` }, { email, role: 'developer' });
+    assert.equal(res.status, 200, res.raw);
+    const made = res.body.data.invitation;
+    assert.equal(made.mailed, false, 'no BERTH_SMTP_URL: shown only');
+    assert.equal(made.path, `/#/accept-invitation?token=${made.token}`);
+    const short = await call('POST', '/auth/accept-invitation', {
+      body: { token: made.token, password: 'short' },
+    });
+    assert.equal(short.status, 422, short.raw);
+    const accepted = await call('POST', '/auth/accept-invitation', {
+      body: { token: made.token, password: PASSWORD, display_name: 'Cy' },
+    });
+    assert.equal(accepted.status, 200, accepted.raw);
+    assert.equal(accepted.body.data.role, 'developer');
+    assert.equal(accepted.body.data.user.email, email);
+    const envs = await call('GET', '/v1/environments', { headers: { cookie: cookieOf(accepted) } });
+    assert.equal(envs.status, 200, envs.raw);
+    const again = await call('POST', '/auth/accept-invitation', {
+      body: { token: made.token, password: PASSWORD },
+    });
+    assert.equal(again.status, 401, again.raw);
+    assert.equal((await signIn(email, PASSWORD, '10.0.7.1')).status, 200, 'the password set works');
+    const twice = await invite({ authorization: `Bearer ${t.token}` }, { email, role: 'viewer' });
+    assert.equal(twice.status, 409, twice.raw);
+  });
+
+  test('an expired invitation is refused; a role above the inviter is a field error; developers cannot invite', async () => {
+    const res = await invite(
+      { authorization: `Bearer ${t.token}` },
+      { email: `${randomUUID()}@example.com`, role: 'viewer' },
+    );
+    await h.deps.store.db
+      .updateTable('invitations')
+      .set({ expires_at: new Date(Date.now() - 1000) })
+      .where('id', '=', res.body.data.invitation.id)
+      .execute();
+    const late = await call('POST', '/auth/accept-invitation', {
+      body: { token: res.body.data.invitation.token, password: PASSWORD },
+    });
+    assert.equal(late.status, 401, late.raw);
+    const admin = await member('admin');
+    const signed = await signIn(admin.email, PASSWORD, '10.0.8.1');
+    const headers = { cookie: cookieOf(signed), 'x-csrf-token': signed.body.data.csrf_token };
+    const higher = await invite(headers, { email: `${randomUUID()}@example.com`, role: 'owner' });
+    assert.equal(higher.status, 422, higher.raw);
+    assert.deepEqual(higher.body.errors, [
+      { field: 'role', error: 'role cannot be higher than your own role (admin)' },
+    ]);
+    const dev = await member('developer');
+    const devSigned = await signIn(dev.email, PASSWORD, '10.0.8.2');
+    const refused = await invite(
+      { cookie: cookieOf(devSigned), 'x-csrf-token': devSigned.body.data.csrf_token },
+      { email: `${randomUUID()}@example.com`, role: 'viewer' },
+    );
+    assert.equal(refused.status, 403, refused.raw);
+  });
+
+  test("an existing user's invitation needs their own password: the link alone never takes them over", async () => {
+    const m = await member('viewer');
+    const other = await h.tenant();
+    const res = await invite({ authorization: `Bearer ${other.token}` }, { email: m.email, role: 'viewer' });
+    const token = res.body.data.invitation.token;
+    const wrong = await call('POST', '/auth/accept-invitation', {
+      body: { token, password: 'someone elses pass' },
+    });
+    assert.equal(wrong.status, 401, wrong.raw);
+    const ok = await call('POST', '/auth/accept-invitation', { body: { token, password: PASSWORD } });
+    assert.equal(ok.status, 200, ok.raw);
+    assert.equal(ok.body.data.account_id, other.accountId);
+  });
+
+  test('mailed through BERTH_SMTP_URL', async () => {
+    const received: string[] = [];
+    const smtp = new SMTPServer({
+      authOptional: true,
+      disabledCommands: ['STARTTLS'],
+      onData(stream, _session, done) {
+        const chunks: Buffer[] = [];
+        stream.on('data', (c: Buffer) => chunks.push(c));
+        stream.on('end', () => {
+          received.push(Buffer.concat(chunks).toString());
+          done();
+        });
+      },
+    });
+    await new Promise<void>((resolve) => smtp.listen(0, '127.0.0.1', resolve));
+    const port = (smtp.server.address() as AddressInfo).port;
+    const mailing = await startHarness({ smtpUrl: `smtp://127.0.0.1:${port}` });
+    try {
+      const tenant = await mailing.tenant();
+      const email = `${randomUUID()}@example.com`;
+      const res = await mailing.request('POST', '/v1/invitations', {
+        token: tenant.token,
+        body: { email, role: 'viewer' },
+      });
+      assert.equal(res.status, 200, res.raw);
+      assert.equal(res.body.data.invitation.mailed, true);
+      assert.equal(received.length, 1);
+      assert.match(received[0] as string, new RegExp(`To: ${email}`));
+      const unfolded = (received[0] as string).replace(/=\r?\n/g, '').replace(/=3D/g, '=');
+      assert.ok(unfolded.includes(`/#/accept-invitation?token=${res.body.data.invitation.token}`), unfolded);
+    } finally {
+      await mailing.close();
+      await new Promise<void>((resolve) => smtp.close(() => resolve()));
+    }
   });
 });

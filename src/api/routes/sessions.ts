@@ -10,12 +10,16 @@ import { csrfTokenOf } from '../../domain/passwords.ts';
 import type { Role } from '../../domain/roles.ts';
 import type { Deps } from '../../domain/usecases/context.ts';
 import {
+  acceptInvitation,
+  createInvitation,
   endSessionOf,
+  invitationPath,
   listSessions,
   redeemSignInLink,
   type SignInCall,
   signIn,
 } from '../../domain/usecases/sessions.ts';
+import type { Mailer } from '../mailer.ts';
 import { actorOf, authOf, callOf } from '../plugins/auth.ts';
 import { type AuthFailureLimit, authFailureLimit } from '../plugins/auth-failures.ts';
 import {
@@ -26,7 +30,16 @@ import {
   setSessionCookie,
 } from '../plugins/sessions.ts';
 import { Envelope, errorResponses } from '../schemas/common.ts';
-import { Session, SessionParams, SignedIn, SignInBody, SignInLinkBody } from '../schemas/sessions.ts';
+import {
+  AcceptInvitationBody,
+  Invitation,
+  InvitationBody,
+  Session,
+  SessionParams,
+  SignedIn,
+  SignInBody,
+  SignInLinkBody,
+} from '../schemas/sessions.ts';
 import { success } from '../views.ts';
 
 function signInCall(request: FastifyRequest): SignInCall {
@@ -101,6 +114,26 @@ export const signInRoutes: FastifyPluginAsyncTypebox<{
     },
   );
 
+  app.post(
+    '/accept-invitation',
+    {
+      schema: {
+        summary: 'Accept an invitation: makes the user (with this password) and the membership, and signs in',
+        description:
+          'An invitation works once, for a week. Someone who has a password already gives that one. docs/access.md.',
+        body: AcceptInvitationBody,
+        response: { 200: Envelope(SignedIn), ...SIGN_IN_ERRORS },
+      },
+    },
+    async (request, reply) => {
+      const result = await authFailures.guard(request, reply, () =>
+        acceptInvitation(deps, signInCall(request), request.body),
+      );
+      setSessionCookie(request, reply, result.secret);
+      return success(signedIn(result.secret, result));
+    },
+  );
+
   app.get(
     '/session',
     {
@@ -147,7 +180,51 @@ export const signInRoutes: FastifyPluginAsyncTypebox<{
   );
 };
 
-export const sessionRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app, { deps }) => {
+export const sessionRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; mailer: Mailer | null }> = async (
+  app,
+  { deps, mailer },
+) => {
+  app.post(
+    '/invitations',
+    {
+      config: { role: 'admin', wholeAccount: true },
+      schema: {
+        summary: 'Invite someone by email, with a role no higher than your own',
+        description:
+          'Answers the link (shown only here) and mails it when Berth can send mail (BERTH_SMTP_URL). It works ' +
+          'once, for a week. docs/access.md.',
+        body: InvitationBody,
+        response: {
+          200: Envelope(Type.Object({ invitation: Invitation })),
+          ...errorResponses(401, 403, 409, 422, 429, 500),
+        },
+      },
+    },
+    async (request) => {
+      const auth = authOf(request);
+      const { secret, invitation } = await createInvitation(
+        deps,
+        { ...actorOf(request), role: auth.role },
+        request.body,
+      );
+      const path = invitationPath(secret);
+      // The address the inviter reached Berth at: the one the invited person's browser reaches too.
+      const link = `${request.protocol}://${request.host}${path}`;
+      const mailed = mailer ? await mailer.invite(invitation.email, link, auth.userEmail) : false;
+      return success({
+        invitation: {
+          id: invitation.id,
+          email: invitation.email,
+          role: invitation.role,
+          expires_at: invitation.expires_at.toISOString(),
+          token: secret,
+          path,
+          mailed,
+        },
+      });
+    },
+  );
+
   app.get(
     '/sessions',
     {

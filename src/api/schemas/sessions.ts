@@ -43,3 +43,34 @@ export const SignInLinkBody = Type.Object(
   },
   CLOSED,
 );
+
+export const InvitationBody = Type.Object(
+  {
+    email: Type.String({ format: 'email', minLength: 3, maxLength: 254 }),
+    role: StringEnum(ROLES, { description: "at most the inviter's own role" }),
+  },
+  CLOSED,
+);
+
+export const Invitation = Type.Object({
+  id: Uuid,
+  email: Type.String({ maxLength: 254 }),
+  role: StringEnum(ROLES),
+  expires_at: DateTime,
+  token: Type.String({ description: 'shown only in this response' }),
+  path: Type.String({ description: 'where the console accepts it, relative to this server' }),
+  mailed: Type.Boolean({ description: 'whether Berth sent it by mail (BERTH_SMTP_URL)' }),
+});
+
+export const AcceptInvitationBody = Type.Object(
+  {
+    token: Type.String({ minLength: 1, maxLength: 100 }),
+    password: Type.String({
+      minLength: 1,
+      maxLength: 1024,
+      description: "a new user's password (12 to 256 characters), or an existing user's own",
+    }),
+    display_name: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
+  },
+  CLOSED,
+);

@@ -9,16 +9,31 @@ import { randomUUID } from 'node:crypto';
 import type { Db } from '../../store/database.ts';
 import { accessKey, notify } from '../../store/notifications.ts';
 import {
+  acceptInvitationRow,
   endSession,
+  insertInvitation,
   insertSession,
   insertSignInLink,
   listLiveSessions,
   setPasswordHash,
   useSignInLink,
 } from '../../store/repositories/sessions.ts';
-import { findMembership, findUser, findUserByEmail } from '../../store/repositories/users.ts';
-import { ForbiddenError, NotFoundError, UnauthorizedError, ValidationError } from '../errors.ts';
+import {
+  findMembership,
+  findUser,
+  findUserByEmail,
+  insertUser,
+  upsertMembership,
+} from '../../store/repositories/users.ts';
+import {
+  ConflictError,
+  ForbiddenError,
+  NotFoundError,
+  UnauthorizedError,
+  ValidationError,
+} from '../errors.ts';
 import { hashPassword, hashSecret, newSecret, passwordMatches, passwordProblem } from '../passwords.ts';
+import { type Role, roleAtLeast } from '../roles.ts';
 import { recordAudit } from './audit.ts';
 import type { Actor, Call, Deps } from './context.ts';
 
@@ -158,5 +173,83 @@ export async function endSessionOf(deps: Pick<Deps, 'store'>, actor: Actor, sess
     if (!(await endSession(trx, userId, sessionId))) throw new NotFoundError('Session');
     await recordAudit(trx, actor, 'session.end', { type: 'session', id: sessionId });
     await notify(trx, 'access', accessKey('token', sessionId));
+  });
+}
+
+/** An invitation works for a week. */
+export const INVITATION_MS = 7 * 24 * 60 * 60 * 1000;
+
+/** Where the console takes an invitation (relative to the server's address). */
+export function invitationPath(secret: string): string {
+  return `/#/accept-invitation?token=${secret}`;
+}
+
+/**
+ * An owner or admin invites an email address with a role no higher than their own (else 422 on `role`);
+ * the link is answered to them (and mailed, when Berth can send mail).
+ */
+export async function createInvitation(
+  deps: Pick<Deps, 'store'>,
+  inviter: Actor & { role: Role },
+  input: { email: string; role: Role },
+) {
+  if (!roleAtLeast(inviter.role, input.role)) {
+    throw ValidationError.fields([
+      { field: 'role', error: `role cannot be higher than your own role (${inviter.role})` },
+    ]);
+  }
+  return deps.store.db.transaction().execute(async (trx) => {
+    const user = await findUserByEmail(trx, input.email);
+    if (user && (await findMembership(trx, inviter.accountId, user.id))) {
+      throw new ConflictError(`${input.email} is a member of this account already`);
+    }
+    const secret = newSecret();
+    const invitation = await insertInvitation(trx, {
+      id: randomUUID(),
+      secret_hash: hashSecret(secret),
+      account_id: inviter.accountId,
+      email: input.email,
+      role: input.role,
+      invited_by: inviter.userId ?? null,
+      expires_at: new Date(Date.now() + INVITATION_MS),
+    });
+    await recordAudit(trx, inviter, 'invitation.create', { type: 'invitation', id: invitation.id });
+    return { secret, invitation };
+  });
+}
+
+/**
+ * Accepts an invitation: once, before it expires. A new user is made with the password given; a user who
+ * has a password already must give it (the link alone, which the inviter saw, never takes over a person).
+ */
+export async function acceptInvitation(
+  deps: Pick<Deps, 'store'>,
+  call: SignInCall,
+  input: { token: string; password: string; display_name?: string | undefined },
+) {
+  const refused = 'This invitation is unknown, accepted already or expired';
+  return deps.store.db.transaction().execute(async (trx) => {
+    const invitation = await acceptInvitationRow(trx, hashSecret(input.token));
+    if (!invitation) throw new UnauthorizedError(refused);
+    let user = await findUserByEmail(trx, invitation.email);
+    if (user?.password_hash) {
+      if (!(await passwordMatches(user.password_hash, input.password))) throw new UnauthorizedError(WRONG);
+    } else {
+      const problem = passwordProblem(input.password, invitation.email);
+      if (problem) throw ValidationError.fields([problem]);
+      user ??= await insertUser(trx, {
+        id: randomUUID(),
+        email: invitation.email,
+        display_name: input.display_name ?? invitation.email.split('@')[0] ?? invitation.email,
+      });
+      await setPasswordHash(trx, user.id, await hashPassword(input.password));
+    }
+    await upsertMembership(trx, {
+      user_id: user.id,
+      account_id: invitation.account_id,
+      role: invitation.role,
+      environment_ids: null,
+    });
+    return startSession(trx, call, user, invitation.account_id, 'invitation.accept');
   });
 }

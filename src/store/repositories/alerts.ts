@@ -1,5 +1,5 @@
 /**
- * Alert rules and alerts (migration 0039): a service's settings, its alerts' history, and one
+ * Alert rules and alerts (migration 0040): a service's settings, its alerts' history, and one
  * evaluation round's reads and transitions.
  * @module
  */

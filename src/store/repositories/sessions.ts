@@ -1,3 +1,4 @@
+import type { Role } from '../../domain/roles.ts';
 import type { Db } from '../database.ts';
 
 export async function insertSession(
@@ -111,4 +112,31 @@ export async function useSignInLink(db: Db, secretHash: string) {
 
 export async function setPasswordHash(db: Db, userId: string, passwordHash: string): Promise<void> {
   await db.updateTable('users').set({ password_hash: passwordHash }).where('id', '=', userId).execute();
+}
+
+export async function insertInvitation(
+  db: Db,
+  row: {
+    id: string;
+    secret_hash: string;
+    account_id: string;
+    email: string;
+    role: Role;
+    invited_by: string | null;
+    expires_at: Date;
+  },
+) {
+  return db.insertInto('invitations').values(row).returningAll().executeTakeFirstOrThrow();
+}
+
+/** Uses an invitation up: only once, only before it expires. */
+export async function acceptInvitationRow(db: Db, secretHash: string) {
+  return db
+    .updateTable('invitations')
+    .set({ accepted_at: new Date() })
+    .where('secret_hash', '=', secretHash)
+    .where('accepted_at', 'is', null)
+    .where('expires_at', '>', new Date())
+    .returningAll()
+    .executeTakeFirst();
 }
