@@ -4,6 +4,7 @@
  * @module
  */
 import type { ColumnType, Generated, Insertable, Selectable, Updateable } from 'kysely';
+import type { AlertRuleName } from '../domain/alert-rules.ts';
 import type { CustomDomainState } from '../domain/custom-domain-states.ts';
 import type {
   DeploymentState,
@@ -480,6 +481,25 @@ export interface DependencyBackupsTable {
   updated_at: Generated<Date>;
 }
 
+/** A service's own alert rule settings, as PUT (migration 0040); absent: the defaults. */
+export interface AlertRulesTable {
+  service_id: string;
+  rules: ColumnType<Record<string, unknown>, string, string>;
+  updated_at: Generated<Date>;
+}
+
+/** One alert's life: opened when its rule tripped, resolved when it stopped holding (migration 0040). */
+export interface AlertsTable {
+  id: string;
+  service_id: string;
+  rule: AlertRuleName;
+  state: 'open' | 'resolved';
+  opened_at: Date;
+  resolved_at: Date | null;
+  value: number | null;
+  message: string;
+}
+
 export interface Database {
   accounts: AccountsTable;
   api_tokens: ApiTokensTable;
@@ -514,6 +534,8 @@ export interface Database {
   git_deliveries: GitDeliveriesTable;
   git_poll_heads: GitPollHeadsTable;
   dependency_backups: DependencyBackupsTable;
+  alert_rules: AlertRulesTable;
+  alerts: AlertsTable;
 }
 
 export type AccountRow = Selectable<AccountsTable>;
