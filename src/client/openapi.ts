@@ -3229,6 +3229,24 @@ export interface paths {
                                             /** Format: date-time */
                                             created_at: string;
                                         }[];
+                                        /** @description Null when this server orders no certificates (ACME is off) or the domain is not verified yet. */
+                                        certificate: {
+                                            /**
+                                             * @description `pending`: ordered, not issued yet (the domain is served over HTTP meanwhile); `issued`: served over HTTPS; `failed`: the order failed (`last_error` says why), tried again later; `renewing`: a renewal is under way or failed, and the current certificate still serves.
+                                             * @enum {string}
+                                             */
+                                            status: "pending" | "issued" | "failed" | "renewing";
+                                            /** @description The issuing CA's name (X.509 issuer) */
+                                            issuer: string | null;
+                                            /** Format: date-time */
+                                            not_before: string | null;
+                                            /** Format: date-time */
+                                            not_after: string | null;
+                                            /** Format: date-time */
+                                            renew_after: string | null;
+                                            /** @description The CA's reason for the last failed order, and what to fix */
+                                            last_error: string | null;
+                                        } | null;
                                         /** Format: date-time */
                                         created_at: string;
                                         /** Format: date-time */
@@ -3258,6 +3276,24 @@ export interface paths {
                                             /** Format: date-time */
                                             created_at: string;
                                         }[];
+                                        /** @description Null when this server orders no certificates (ACME is off) or the domain is not verified yet. */
+                                        certificate: {
+                                            /**
+                                             * @description `pending`: ordered, not issued yet (the domain is served over HTTP meanwhile); `issued`: served over HTTPS; `failed`: the order failed (`last_error` says why), tried again later; `renewing`: a renewal is under way or failed, and the current certificate still serves.
+                                             * @enum {string}
+                                             */
+                                            status: "pending" | "issued" | "failed" | "renewing";
+                                            /** @description The issuing CA's name (X.509 issuer) */
+                                            issuer: string | null;
+                                            /** Format: date-time */
+                                            not_before: string | null;
+                                            /** Format: date-time */
+                                            not_after: string | null;
+                                            /** Format: date-time */
+                                            renew_after: string | null;
+                                            /** @description The CA's reason for the last failed order, and what to fix */
+                                            last_error: string | null;
+                                        } | null;
                                         /** Format: date-time */
                                         created_at: string;
                                         /** Format: date-time */
@@ -3382,6 +3418,24 @@ export interface paths {
                                         /** Format: date-time */
                                         created_at: string;
                                     }[];
+                                    /** @description Null when this server orders no certificates (ACME is off) or the domain is not verified yet. */
+                                    certificate: {
+                                        /**
+                                         * @description `pending`: ordered, not issued yet (the domain is served over HTTP meanwhile); `issued`: served over HTTPS; `failed`: the order failed (`last_error` says why), tried again later; `renewing`: a renewal is under way or failed, and the current certificate still serves.
+                                         * @enum {string}
+                                         */
+                                        status: "pending" | "issued" | "failed" | "renewing";
+                                        /** @description The issuing CA's name (X.509 issuer) */
+                                        issuer: string | null;
+                                        /** Format: date-time */
+                                        not_before: string | null;
+                                        /** Format: date-time */
+                                        not_after: string | null;
+                                        /** Format: date-time */
+                                        renew_after: string | null;
+                                        /** @description The CA's reason for the last failed order, and what to fix */
+                                        last_error: string | null;
+                                    } | null;
                                     /** Format: date-time */
                                     created_at: string;
                                     /** Format: date-time */
@@ -3522,6 +3576,24 @@ export interface paths {
                                         /** Format: date-time */
                                         created_at: string;
                                     }[];
+                                    /** @description Null when this server orders no certificates (ACME is off) or the domain is not verified yet. */
+                                    certificate: {
+                                        /**
+                                         * @description `pending`: ordered, not issued yet (the domain is served over HTTP meanwhile); `issued`: served over HTTPS; `failed`: the order failed (`last_error` says why), tried again later; `renewing`: a renewal is under way or failed, and the current certificate still serves.
+                                         * @enum {string}
+                                         */
+                                        status: "pending" | "issued" | "failed" | "renewing";
+                                        /** @description The issuing CA's name (X.509 issuer) */
+                                        issuer: string | null;
+                                        /** Format: date-time */
+                                        not_before: string | null;
+                                        /** Format: date-time */
+                                        not_after: string | null;
+                                        /** Format: date-time */
+                                        renew_after: string | null;
+                                        /** @description The CA's reason for the last failed order, and what to fix */
+                                        last_error: string | null;
+                                    } | null;
                                     /** Format: date-time */
                                     created_at: string;
                                     /** Format: date-time */
@@ -3611,7 +3683,7 @@ export interface paths {
         };
         /**
          * The account's audit log, newest first
-         * @description Filters (all optional, together): `actor`, `action`, `resource_type`, `resource_id`, and the time range `since` (inclusive) to `until` (exclusive).
+         * @description Filters (all optional, together): `actor`, `action`, `resource_type`, `resource_id`, and the time range `since` (inclusive) to `until` (exclusive). A token limited to some environments reads only the entries about them.
          */
         get: {
             parameters: {

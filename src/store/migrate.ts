@@ -34,6 +34,7 @@ import * as dependencyRestoreCopies from './migrations/0037-dependency-restore-c
 import * as sessions from './migrations/0038-sessions.ts';
 import * as invitations from './migrations/0039-invitations.ts';
 import * as alerts from './migrations/0040-alerts.ts';
+import * as certificates from './migrations/0041-certificates.ts';
 import type { Database } from './schema.ts';
 
 /** Every migration, in order. Listed here rather than read from disk so the build carries them. */
@@ -73,6 +74,7 @@ const migrations: Record<string, Migration> = {
   '0038-sessions': sessions,
   '0039-invitations': invitations,
   '0040-alerts': alerts,
+  '0041-certificates': certificates,
 };
 
 export class MigrationError extends Error {}
