@@ -364,3 +364,30 @@ describe('verification and cut-over', () => {
     ]);
   });
 });
+
+describe('certificates (the sim)', () => {
+  test('a verified domain reports a certificate as a CA issues one: pending, then issued with its dates', async () => {
+    const service = await newService();
+    const domain = await addDomain(service, 'www.certified.example');
+    assert.equal((domain as { certificate?: unknown }).certificate, null, 'none before verification');
+    publish(domain.dns_records);
+    const verified = await verify(service, domain.id);
+    assert.equal(verified.status, 200, verified.raw);
+    assert.equal(verified.body.data.custom_domain.certificate.status, 'pending');
+    assert.equal(verified.body.data.custom_domain.certificate.not_after, null);
+    const certificate = await pollUntil('the certificate to be issued', async () => {
+      const res = await h.request('GET', `${service}/custom-domains`, { token: t.token });
+      const { active_domain: active, pending_domain: pending } = res.body.data.custom_domain;
+      const c = (active ?? pending)?.certificate;
+      return c?.status === 'issued' ? c : undefined;
+    });
+    assert.equal(certificate.issuer, 'CN=Berth Simulated CA, O=Berth');
+    assert.equal(certificate.last_error, null);
+    const notBefore = Date.parse(certificate.not_before);
+    const notAfter = Date.parse(certificate.not_after);
+    const lifetime = notAfter - notBefore;
+    assert.equal(lifetime, 90 * 86_400_000, "Let's Encrypt's 90 days");
+    const renewAfter = Date.parse(certificate.renew_after);
+    assert.ok(renewAfter <= notBefore + (lifetime * 2) / 3 && renewAfter >= notBefore + (lifetime * 19) / 30);
+  });
+});
