@@ -4,6 +4,7 @@ import { useEffect } from 'preact/hooks';
 import { Layout } from './layout.tsx';
 import { AuditLog } from './pages/audit-log.tsx';
 import { CreateService } from './pages/create-service.tsx';
+import { Dependencies } from './pages/dependencies.tsx';
 import { DeploymentPage } from './pages/deployment.tsx';
 import { Domains } from './pages/domains.tsx';
 import { EnvironmentPage } from './pages/environment.tsx';
@@ -31,6 +32,10 @@ const ROUTES: [string, (p: Record<string, string>) => preact.JSX.Element][] = [
   [
     '/envs/:envId/services/:serviceId/domains',
     (p) => <Domains envId={p.envId as string} serviceId={p.serviceId as string} />,
+  ],
+  [
+    '/envs/:envId/services/:serviceId/dependencies',
+    (p) => <Dependencies envId={p.envId as string} serviceId={p.serviceId as string} />,
   ],
   ['/deployments/:deploymentId', (p) => <DeploymentPage deploymentId={p.deploymentId as string} />],
   ['/audit', () => <AuditLog />],

@@ -17,6 +17,14 @@ export type SecretInput = Body<'/v1/environments/{envId}/secrets', 'put'>['secre
 export type CustomDomain = NonNullable<
   Ok<'/v1/environments/{envId}/services/{serviceId}/custom-domains', 'get'>['custom_domain']['pending_domain']
 >;
+export type Dependency = Ok<
+  '/v1/environments/{envId}/services/{serviceId}/dependencies',
+  'get'
+>['dependencies'][number];
+export type DependencyBackup = Ok<
+  '/v1/environments/{envId}/services/{serviceId}/dependencies/{dependencyId}/backups',
+  'get'
+>['backups'][number];
 export type LogLine = Ok<'/v1/deployments/{deploymentId}/logs', 'get'>['lines'][number];
 export type CreateServiceBody = Body<'/v1/environments/{envId}/services', 'post'>;
 export type PatchServiceBody = Body<'/v1/environments/{envId}/services/{serviceId}', 'patch'>;

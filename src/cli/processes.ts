@@ -1,6 +1,7 @@
 import { CONSOLE_NOT_BUILT, consoleBuilt } from '../api/console.ts';
 import { ConfigError, loadConfig } from '../config.ts';
 import { startBackupSchedule } from '../jobs/backup-schedule.ts';
+import { readAcmeCa, startCertificateRenewal } from '../jobs/certificates.ts';
 import { startDependencyBackupSchedule } from '../jobs/dependency-backup-schedule.ts';
 import { startEventRetention } from '../jobs/event-retention.ts';
 import { startObserver } from '../jobs/observer.ts';
@@ -81,12 +82,13 @@ async function serveProcess(options: { workers: boolean }): Promise<void> {
     );
   }
   if (server.firstStart) {
-    const { apiToken, accountId, environmentId, ownerEmail } = server.firstStart;
+    const { apiToken, accountId, environmentId, ownerEmail, ownerSignInPath } = server.firstStart;
     lines.push(
       '',
       'First start: created the account "default" (plan pro), its owner, the environment "default" and an API token.',
       `  account:     ${accountId}`,
       `  owner:       ${ownerEmail}`,
+      `  sign in:     ${server.url}${ownerSignInPath}   (once, within a day: set the owner's password there)`,
       `  environment: ${environmentId}`,
       `  API token:   ${apiToken}   (shown only now; Berth keeps only its hash)`,
       '',
@@ -104,6 +106,7 @@ async function workerProcess(options: { concurrency: number }): Promise<void> {
       'berth worker needs BERTH_DATABASE_URL (Postgres): the embedded database belongs to the one berth serve process, which runs its own workers',
     );
   }
+  readAcmeCa(config.acme);
   const runtime = await openRuntime(config);
   const metrics = await startMetricsServer(runtime.deps).catch(async (error) => {
     await runtime.close();
@@ -116,6 +119,7 @@ async function workerProcess(options: { concurrency: number }): Promise<void> {
   const backups = startDependencyBackupSchedule(runtime.deps);
   const poller = startGitPolling(runtime.deps);
   const stateBackups = startBackupSchedule(runtime.deps);
+  const renewals = startCertificateRenewal(runtime.deps);
   onShutdown(async () => {
     await worker.stop();
     await observer.stop();
@@ -124,6 +128,7 @@ async function workerProcess(options: { concurrency: number }): Promise<void> {
     await backups?.stop();
     await poller?.stop();
     await stateBackups?.stop();
+    await renewals?.stop();
     await metrics?.close();
     await runtime.close();
   });

@@ -2775,6 +2775,15 @@ export interface paths {
                                         state: "pending" | "running" | "completed" | "failed";
                                         /** @description the services stopped for the restore's duration (started again after it); empty when none was using the dependency */
                                         stopped_services: string[];
+                                        /**
+                                         * @description `same`: into the dependency itself; `new`: into a copy made for inspection
+                                         * @enum {string}
+                                         */
+                                        into: "same" | "new";
+                                        /** @description `new`: the copy's resolved attributes (its address on the environment's network; never a password: it has the dependency's own); empty for `same` */
+                                        attributes: {
+                                            [key: string]: string;
+                                        };
                                         error: string;
                                         /** Format: date-time */
                                         requested_at: string;
@@ -2898,6 +2907,15 @@ export interface paths {
                                         state: "pending" | "running" | "completed" | "failed";
                                         /** @description the services stopped for the restore's duration (started again after it); empty when none was using the dependency */
                                         stopped_services: string[];
+                                        /**
+                                         * @description `same`: into the dependency itself; `new`: into a copy made for inspection
+                                         * @enum {string}
+                                         */
+                                        into: "same" | "new";
+                                        /** @description `new`: the copy's resolved attributes (its address on the environment's network; never a password: it has the dependency's own); empty for `same` */
+                                        attributes: {
+                                            [key: string]: string;
+                                        };
                                         error: string;
                                         /** Format: date-time */
                                         requested_at: string;
@@ -3011,6 +3029,11 @@ export interface paths {
                     "application/json": {
                         /** @description required (true) when a service is using the dependency: it is stopped for the restore */
                         force?: boolean;
+                        /**
+                         * @description `same` (default): replace the dependency's data; `new`: load it into a copy of the dependency for inspection (one per dependency, replaced by the next; no service stops)
+                         * @enum {string}
+                         */
+                        into?: "same" | "new";
                     };
                 };
             };
@@ -3048,6 +3071,15 @@ export interface paths {
                                         state: "pending" | "running" | "completed" | "failed";
                                         /** @description the services stopped for the restore's duration (started again after it); empty when none was using the dependency */
                                         stopped_services: string[];
+                                        /**
+                                         * @description `same`: into the dependency itself; `new`: into a copy made for inspection
+                                         * @enum {string}
+                                         */
+                                        into: "same" | "new";
+                                        /** @description `new`: the copy's resolved attributes (its address on the environment's network; never a password: it has the dependency's own); empty for `same` */
+                                        attributes: {
+                                            [key: string]: string;
+                                        };
                                         error: string;
                                         /** Format: date-time */
                                         requested_at: string;
@@ -3197,6 +3229,24 @@ export interface paths {
                                             /** Format: date-time */
                                             created_at: string;
                                         }[];
+                                        /** @description Null when this server orders no certificates (ACME is off) or the domain is not verified yet. */
+                                        certificate: {
+                                            /**
+                                             * @description `pending`: ordered, not issued yet (the domain is served over HTTP meanwhile); `issued`: served over HTTPS; `failed`: the order failed (`last_error` says why), tried again later; `renewing`: a renewal is under way or failed, and the current certificate still serves.
+                                             * @enum {string}
+                                             */
+                                            status: "pending" | "issued" | "failed" | "renewing";
+                                            /** @description The issuing CA's name (X.509 issuer) */
+                                            issuer: string | null;
+                                            /** Format: date-time */
+                                            not_before: string | null;
+                                            /** Format: date-time */
+                                            not_after: string | null;
+                                            /** Format: date-time */
+                                            renew_after: string | null;
+                                            /** @description The CA's reason for the last failed order, and what to fix */
+                                            last_error: string | null;
+                                        } | null;
                                         /** Format: date-time */
                                         created_at: string;
                                         /** Format: date-time */
@@ -3226,6 +3276,24 @@ export interface paths {
                                             /** Format: date-time */
                                             created_at: string;
                                         }[];
+                                        /** @description Null when this server orders no certificates (ACME is off) or the domain is not verified yet. */
+                                        certificate: {
+                                            /**
+                                             * @description `pending`: ordered, not issued yet (the domain is served over HTTP meanwhile); `issued`: served over HTTPS; `failed`: the order failed (`last_error` says why), tried again later; `renewing`: a renewal is under way or failed, and the current certificate still serves.
+                                             * @enum {string}
+                                             */
+                                            status: "pending" | "issued" | "failed" | "renewing";
+                                            /** @description The issuing CA's name (X.509 issuer) */
+                                            issuer: string | null;
+                                            /** Format: date-time */
+                                            not_before: string | null;
+                                            /** Format: date-time */
+                                            not_after: string | null;
+                                            /** Format: date-time */
+                                            renew_after: string | null;
+                                            /** @description The CA's reason for the last failed order, and what to fix */
+                                            last_error: string | null;
+                                        } | null;
                                         /** Format: date-time */
                                         created_at: string;
                                         /** Format: date-time */
@@ -3350,6 +3418,24 @@ export interface paths {
                                         /** Format: date-time */
                                         created_at: string;
                                     }[];
+                                    /** @description Null when this server orders no certificates (ACME is off) or the domain is not verified yet. */
+                                    certificate: {
+                                        /**
+                                         * @description `pending`: ordered, not issued yet (the domain is served over HTTP meanwhile); `issued`: served over HTTPS; `failed`: the order failed (`last_error` says why), tried again later; `renewing`: a renewal is under way or failed, and the current certificate still serves.
+                                         * @enum {string}
+                                         */
+                                        status: "pending" | "issued" | "failed" | "renewing";
+                                        /** @description The issuing CA's name (X.509 issuer) */
+                                        issuer: string | null;
+                                        /** Format: date-time */
+                                        not_before: string | null;
+                                        /** Format: date-time */
+                                        not_after: string | null;
+                                        /** Format: date-time */
+                                        renew_after: string | null;
+                                        /** @description The CA's reason for the last failed order, and what to fix */
+                                        last_error: string | null;
+                                    } | null;
                                     /** Format: date-time */
                                     created_at: string;
                                     /** Format: date-time */
@@ -3490,6 +3576,24 @@ export interface paths {
                                         /** Format: date-time */
                                         created_at: string;
                                     }[];
+                                    /** @description Null when this server orders no certificates (ACME is off) or the domain is not verified yet. */
+                                    certificate: {
+                                        /**
+                                         * @description `pending`: ordered, not issued yet (the domain is served over HTTP meanwhile); `issued`: served over HTTPS; `failed`: the order failed (`last_error` says why), tried again later; `renewing`: a renewal is under way or failed, and the current certificate still serves.
+                                         * @enum {string}
+                                         */
+                                        status: "pending" | "issued" | "failed" | "renewing";
+                                        /** @description The issuing CA's name (X.509 issuer) */
+                                        issuer: string | null;
+                                        /** Format: date-time */
+                                        not_before: string | null;
+                                        /** Format: date-time */
+                                        not_after: string | null;
+                                        /** Format: date-time */
+                                        renew_after: string | null;
+                                        /** @description The CA's reason for the last failed order, and what to fix */
+                                        last_error: string | null;
+                                    } | null;
                                     /** Format: date-time */
                                     created_at: string;
                                     /** Format: date-time */
@@ -3579,7 +3683,7 @@ export interface paths {
         };
         /**
          * The account's audit log, newest first
-         * @description Filters (all optional, together): `actor`, `action`, `resource_type`, `resource_id`, and the time range `since` (inclusive) to `until` (exclusive).
+         * @description Filters (all optional, together): `actor`, `action`, `resource_type`, `resource_id`, and the time range `since` (inclusive) to `until` (exclusive). A token limited to some environments reads only the entries about them.
          */
         get: {
             parameters: {
@@ -3919,6 +4023,491 @@ export interface paths {
                                     /** Format: date-time */
                                     finished_at: string | null;
                                 }[];
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/environments/{envId}/services/{serviceId}/alert-rules": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A service's alert rules
+         * @description Its rules (its own settings over the defaults) and the defaults. Rules: crash_loop (restarts in a window), deploy_failed (the latest deployment failed), memory_high (memory above a percent of its limit every minute of a window), error_rate_high (5xx share of at least min_requests requests in a window), no_ready_replica (no ready replica while the service should run). Evaluated after each one-minute collection round (docs/metrics.md).
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    envId: string;
+                    serviceId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            message: "success";
+                            data: {
+                                /** @description the service's rules: its own settings over the defaults */
+                                rules: {
+                                    crash_loop: {
+                                        /** @description whether the rule opens alerts (turned off, its open alert resolves) */
+                                        enabled: boolean;
+                                        /** @description restarts in the window that open it */
+                                        restarts: number;
+                                        /** @description the window, in minutes (minute samples are kept a day) */
+                                        minutes: number;
+                                    };
+                                    deploy_failed: {
+                                        /** @description whether the rule opens alerts (turned off, its open alert resolves) */
+                                        enabled: boolean;
+                                    };
+                                    memory_high: {
+                                        /** @description whether the rule opens alerts (turned off, its open alert resolves) */
+                                        enabled: boolean;
+                                        /** @description memory above this percent of the limit, every minute of the window, opens it */
+                                        percent: number;
+                                        /** @description the window, in minutes (minute samples are kept a day) */
+                                        minutes: number;
+                                    };
+                                    error_rate_high: {
+                                        /** @description whether the rule opens alerts (turned off, its open alert resolves) */
+                                        enabled: boolean;
+                                        /** @description the 5xx share of the window's requests, in percent, that opens it */
+                                        percent: number;
+                                        /** @description fewer requests in the window never open it */
+                                        min_requests: number;
+                                        /** @description the window, in minutes (minute samples are kept a day) */
+                                        minutes: number;
+                                    };
+                                    no_ready_replica: {
+                                        /** @description whether the rule opens alerts (turned off, its open alert resolves) */
+                                        enabled: boolean;
+                                    };
+                                };
+                                defaults: {
+                                    crash_loop: {
+                                        /** @description whether the rule opens alerts (turned off, its open alert resolves) */
+                                        enabled: boolean;
+                                        /** @description restarts in the window that open it */
+                                        restarts: number;
+                                        /** @description the window, in minutes (minute samples are kept a day) */
+                                        minutes: number;
+                                    };
+                                    deploy_failed: {
+                                        /** @description whether the rule opens alerts (turned off, its open alert resolves) */
+                                        enabled: boolean;
+                                    };
+                                    memory_high: {
+                                        /** @description whether the rule opens alerts (turned off, its open alert resolves) */
+                                        enabled: boolean;
+                                        /** @description memory above this percent of the limit, every minute of the window, opens it */
+                                        percent: number;
+                                        /** @description the window, in minutes (minute samples are kept a day) */
+                                        minutes: number;
+                                    };
+                                    error_rate_high: {
+                                        /** @description whether the rule opens alerts (turned off, its open alert resolves) */
+                                        enabled: boolean;
+                                        /** @description the 5xx share of the window's requests, in percent, that opens it */
+                                        percent: number;
+                                        /** @description fewer requests in the window never open it */
+                                        min_requests: number;
+                                        /** @description the window, in minutes (minute samples are kept a day) */
+                                        minutes: number;
+                                    };
+                                    no_ready_replica: {
+                                        /** @description whether the rule opens alerts (turned off, its open alert resolves) */
+                                        enabled: boolean;
+                                    };
+                                };
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        /**
+         * Set a service's alert rules
+         * @description Replaces its own settings: each rule and field left out takes the default. A rule turned off resolves its open alert at the next evaluation. 422 names each field out of range. Rules: crash_loop (restarts in a window), deploy_failed (the latest deployment failed), memory_high (memory above a percent of its limit every minute of a window), error_rate_high (5xx share of at least min_requests requests in a window), no_ready_replica (no ready replica while the service should run). Evaluated after each one-minute collection round (docs/metrics.md).
+         */
+        put: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    envId: string;
+                    serviceId: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        crash_loop?: {
+                            /** @description whether the rule opens alerts (turned off, its open alert resolves) */
+                            enabled?: boolean;
+                            /** @description restarts in the window that open it */
+                            restarts?: number;
+                            /** @description the window, in minutes (minute samples are kept a day) */
+                            minutes?: number;
+                        };
+                        deploy_failed?: {
+                            /** @description whether the rule opens alerts (turned off, its open alert resolves) */
+                            enabled?: boolean;
+                        };
+                        memory_high?: {
+                            /** @description whether the rule opens alerts (turned off, its open alert resolves) */
+                            enabled?: boolean;
+                            /** @description memory above this percent of the limit, every minute of the window, opens it */
+                            percent?: number;
+                            /** @description the window, in minutes (minute samples are kept a day) */
+                            minutes?: number;
+                        };
+                        error_rate_high?: {
+                            /** @description whether the rule opens alerts (turned off, its open alert resolves) */
+                            enabled?: boolean;
+                            /** @description the 5xx share of the window's requests, in percent, that opens it */
+                            percent?: number;
+                            /** @description fewer requests in the window never open it */
+                            min_requests?: number;
+                            /** @description the window, in minutes (minute samples are kept a day) */
+                            minutes?: number;
+                        };
+                        no_ready_replica?: {
+                            /** @description whether the rule opens alerts (turned off, its open alert resolves) */
+                            enabled?: boolean;
+                        };
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            message: "success";
+                            data: {
+                                /** @description the service's rules: its own settings over the defaults */
+                                rules: {
+                                    crash_loop: {
+                                        /** @description whether the rule opens alerts (turned off, its open alert resolves) */
+                                        enabled: boolean;
+                                        /** @description restarts in the window that open it */
+                                        restarts: number;
+                                        /** @description the window, in minutes (minute samples are kept a day) */
+                                        minutes: number;
+                                    };
+                                    deploy_failed: {
+                                        /** @description whether the rule opens alerts (turned off, its open alert resolves) */
+                                        enabled: boolean;
+                                    };
+                                    memory_high: {
+                                        /** @description whether the rule opens alerts (turned off, its open alert resolves) */
+                                        enabled: boolean;
+                                        /** @description memory above this percent of the limit, every minute of the window, opens it */
+                                        percent: number;
+                                        /** @description the window, in minutes (minute samples are kept a day) */
+                                        minutes: number;
+                                    };
+                                    error_rate_high: {
+                                        /** @description whether the rule opens alerts (turned off, its open alert resolves) */
+                                        enabled: boolean;
+                                        /** @description the 5xx share of the window's requests, in percent, that opens it */
+                                        percent: number;
+                                        /** @description fewer requests in the window never open it */
+                                        min_requests: number;
+                                        /** @description the window, in minutes (minute samples are kept a day) */
+                                        minutes: number;
+                                    };
+                                    no_ready_replica: {
+                                        /** @description whether the rule opens alerts (turned off, its open alert resolves) */
+                                        enabled: boolean;
+                                    };
+                                };
+                                defaults: {
+                                    crash_loop: {
+                                        /** @description whether the rule opens alerts (turned off, its open alert resolves) */
+                                        enabled: boolean;
+                                        /** @description restarts in the window that open it */
+                                        restarts: number;
+                                        /** @description the window, in minutes (minute samples are kept a day) */
+                                        minutes: number;
+                                    };
+                                    deploy_failed: {
+                                        /** @description whether the rule opens alerts (turned off, its open alert resolves) */
+                                        enabled: boolean;
+                                    };
+                                    memory_high: {
+                                        /** @description whether the rule opens alerts (turned off, its open alert resolves) */
+                                        enabled: boolean;
+                                        /** @description memory above this percent of the limit, every minute of the window, opens it */
+                                        percent: number;
+                                        /** @description the window, in minutes (minute samples are kept a day) */
+                                        minutes: number;
+                                    };
+                                    error_rate_high: {
+                                        /** @description whether the rule opens alerts (turned off, its open alert resolves) */
+                                        enabled: boolean;
+                                        /** @description the 5xx share of the window's requests, in percent, that opens it */
+                                        percent: number;
+                                        /** @description fewer requests in the window never open it */
+                                        min_requests: number;
+                                        /** @description the window, in minutes (minute samples are kept a day) */
+                                        minutes: number;
+                                    };
+                                    no_ready_replica: {
+                                        /** @description whether the rule opens alerts (turned off, its open alert resolves) */
+                                        enabled: boolean;
+                                    };
+                                };
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/environments/{envId}/services/{serviceId}/alerts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A service's alerts, newest opened first
+         * @description Open and resolved, with when each opened and resolved, the value that tripped it and why.
+         */
+        get: {
+            parameters: {
+                query?: {
+                    limit?: number;
+                    /** @description next_cursor of the previous page */
+                    cursor?: string;
+                };
+                header?: never;
+                path: {
+                    envId: string;
+                    serviceId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            message: "success";
+                            data: {
+                                alerts: {
+                                    /** Format: uuid */
+                                    id: string;
+                                    /** Format: uuid */
+                                    service_id: string;
+                                    /** @enum {string} */
+                                    rule: "crash_loop" | "deploy_failed" | "memory_high" | "error_rate_high" | "no_ready_replica";
+                                    /** @enum {string} */
+                                    state: "open" | "resolved";
+                                    /** Format: date-time */
+                                    opened_at: string;
+                                    /** Format: date-time */
+                                    resolved_at: string | null;
+                                    /** @description the value that tripped it, in the rule's unit (percent, restarts, ready replicas) */
+                                    value: number | null;
+                                    message: string;
+                                }[];
+                                next_cursor: string | null;
                             };
                         };
                     };
@@ -4868,6 +5457,8 @@ export interface paths {
                                 completed_at: string | null;
                                 /** @enum {string|null} */
                                 restore_state: "pending" | "running" | "completed" | "failed" | null;
+                                /** @enum {string|null} */
+                                restore_into?: "same" | "new" | null;
                                 restore_stopped_services: string[];
                                 restore_error: string;
                                 /** Format: date-time */
@@ -4899,6 +5490,35 @@ export interface paths {
                                 description: string;
                                 /** Format: date-time */
                                 updated_at: string;
+                            };
+                        } | {
+                            /** @description ordered within the account; pass back as Last-Event-ID */
+                            id: string;
+                            /** @enum {string} */
+                            type: "alert.opened" | "alert.resolved";
+                            /** Format: uuid */
+                            account_id: string;
+                            /**
+                             * Format: date-time
+                             * @description when the change committed
+                             */
+                            timestamp: string;
+                            data: {
+                                /** Format: uuid */
+                                id: string;
+                                /** Format: uuid */
+                                service_id: string;
+                                /** @enum {string} */
+                                rule: "crash_loop" | "deploy_failed" | "memory_high" | "error_rate_high" | "no_ready_replica";
+                                /** @enum {string} */
+                                state: "open" | "resolved";
+                                /** Format: date-time */
+                                opened_at: string;
+                                /** Format: date-time */
+                                resolved_at: string | null;
+                                /** @description the value that tripped it, in the rule's unit (percent, restarts, ready replicas) */
+                                value: number | null;
+                                message: string;
                             };
                         }) | {
                             last_event_id: string;
@@ -5004,7 +5624,7 @@ export interface paths {
                                     id: string;
                                     url: string;
                                     /** @description empty: every type */
-                                    event_types: ("deployment.created" | "deployment.updated" | "deployment.deleted" | "service.created" | "service.updated" | "service.deleted" | "custom_domain.created" | "custom_domain.updated" | "custom_domain.deleted" | "dependency.created" | "dependency.updated" | "dependency.deleted" | "dependency_backup.created" | "dependency_backup.updated" | "dependency_backup.deleted" | "secret.created" | "secret.updated" | "secret.deleted")[];
+                                    event_types: ("deployment.created" | "deployment.updated" | "deployment.deleted" | "service.created" | "service.updated" | "service.deleted" | "custom_domain.created" | "custom_domain.updated" | "custom_domain.deleted" | "dependency.created" | "dependency.updated" | "dependency.deleted" | "dependency_backup.created" | "dependency_backup.updated" | "dependency_backup.deleted" | "secret.created" | "secret.updated" | "secret.deleted" | "alert.opened" | "alert.resolved")[];
                                     description: string;
                                     /** Format: date-time */
                                     created_at: string;
@@ -5078,7 +5698,7 @@ export interface paths {
                         /** @description http:// or https://; a private, loopback or link-local address is refused */
                         url: string;
                         /** @description the event types to deliver (docs/events.md); empty or absent: every type */
-                        event_types?: ("deployment.created" | "deployment.updated" | "deployment.deleted" | "service.created" | "service.updated" | "service.deleted" | "custom_domain.created" | "custom_domain.updated" | "custom_domain.deleted" | "dependency.created" | "dependency.updated" | "dependency.deleted" | "dependency_backup.created" | "dependency_backup.updated" | "dependency_backup.deleted" | "secret.created" | "secret.updated" | "secret.deleted")[];
+                        event_types?: ("deployment.created" | "deployment.updated" | "deployment.deleted" | "service.created" | "service.updated" | "service.deleted" | "custom_domain.created" | "custom_domain.updated" | "custom_domain.deleted" | "dependency.created" | "dependency.updated" | "dependency.deleted" | "dependency_backup.created" | "dependency_backup.updated" | "dependency_backup.deleted" | "secret.created" | "secret.updated" | "secret.deleted" | "alert.opened" | "alert.resolved")[];
                         description?: string;
                     };
                 };
@@ -5099,7 +5719,7 @@ export interface paths {
                                     id: string;
                                     url: string;
                                     /** @description empty: every type */
-                                    event_types: ("deployment.created" | "deployment.updated" | "deployment.deleted" | "service.created" | "service.updated" | "service.deleted" | "custom_domain.created" | "custom_domain.updated" | "custom_domain.deleted" | "dependency.created" | "dependency.updated" | "dependency.deleted" | "dependency_backup.created" | "dependency_backup.updated" | "dependency_backup.deleted" | "secret.created" | "secret.updated" | "secret.deleted")[];
+                                    event_types: ("deployment.created" | "deployment.updated" | "deployment.deleted" | "service.created" | "service.updated" | "service.deleted" | "custom_domain.created" | "custom_domain.updated" | "custom_domain.deleted" | "dependency.created" | "dependency.updated" | "dependency.deleted" | "dependency_backup.created" | "dependency_backup.updated" | "dependency_backup.deleted" | "secret.created" | "secret.updated" | "secret.deleted" | "alert.opened" | "alert.resolved")[];
                                     description: string;
                                     /** Format: date-time */
                                     created_at: string;
@@ -5215,7 +5835,7 @@ export interface paths {
                                     id: string;
                                     url: string;
                                     /** @description empty: every type */
-                                    event_types: ("deployment.created" | "deployment.updated" | "deployment.deleted" | "service.created" | "service.updated" | "service.deleted" | "custom_domain.created" | "custom_domain.updated" | "custom_domain.deleted" | "dependency.created" | "dependency.updated" | "dependency.deleted" | "dependency_backup.created" | "dependency_backup.updated" | "dependency_backup.deleted" | "secret.created" | "secret.updated" | "secret.deleted")[];
+                                    event_types: ("deployment.created" | "deployment.updated" | "deployment.deleted" | "service.created" | "service.updated" | "service.deleted" | "custom_domain.created" | "custom_domain.updated" | "custom_domain.deleted" | "dependency.created" | "dependency.updated" | "dependency.deleted" | "dependency_backup.created" | "dependency_backup.updated" | "dependency_backup.deleted" | "secret.created" | "secret.updated" | "secret.deleted" | "alert.opened" | "alert.resolved")[];
                                     description: string;
                                     /** Format: date-time */
                                     created_at: string;
@@ -5397,7 +6017,7 @@ export interface paths {
                                     /** @description the event delivered (its id in GET /v1/events) */
                                     event_id: string;
                                     /** @enum {string} */
-                                    event_type: "deployment.created" | "deployment.updated" | "deployment.deleted" | "service.created" | "service.updated" | "service.deleted" | "custom_domain.created" | "custom_domain.updated" | "custom_domain.deleted" | "dependency.created" | "dependency.updated" | "dependency.deleted" | "dependency_backup.created" | "dependency_backup.updated" | "dependency_backup.deleted" | "secret.created" | "secret.updated" | "secret.deleted";
+                                    event_type: "deployment.created" | "deployment.updated" | "deployment.deleted" | "service.created" | "service.updated" | "service.deleted" | "custom_domain.created" | "custom_domain.updated" | "custom_domain.deleted" | "dependency.created" | "dependency.updated" | "dependency.deleted" | "dependency_backup.created" | "dependency_backup.updated" | "dependency_backup.deleted" | "secret.created" | "secret.updated" | "secret.deleted" | "alert.opened" | "alert.resolved";
                                     /**
                                      * @description pending while being tried (at most 8 attempts), then succeeded or failed
                                      * @enum {string}
@@ -5528,7 +6148,7 @@ export interface paths {
                                     /** @description the event delivered (its id in GET /v1/events) */
                                     event_id: string;
                                     /** @enum {string} */
-                                    event_type: "deployment.created" | "deployment.updated" | "deployment.deleted" | "service.created" | "service.updated" | "service.deleted" | "custom_domain.created" | "custom_domain.updated" | "custom_domain.deleted" | "dependency.created" | "dependency.updated" | "dependency.deleted" | "dependency_backup.created" | "dependency_backup.updated" | "dependency_backup.deleted" | "secret.created" | "secret.updated" | "secret.deleted";
+                                    event_type: "deployment.created" | "deployment.updated" | "deployment.deleted" | "service.created" | "service.updated" | "service.deleted" | "custom_domain.created" | "custom_domain.updated" | "custom_domain.deleted" | "dependency.created" | "dependency.updated" | "dependency.deleted" | "dependency_backup.created" | "dependency_backup.updated" | "dependency_backup.deleted" | "secret.created" | "secret.updated" | "secret.deleted" | "alert.opened" | "alert.resolved";
                                     /**
                                      * @description pending while being tried (at most 8 attempts), then succeeded or failed
                                      * @enum {string}
@@ -5956,6 +6576,322 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/invitations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Invite someone by email, with a role no higher than your own
+         * @description Answers the link (shown only here) and mails it when Berth can send mail (BERTH_SMTP_URL). It works once, for a week. docs/access.md.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** Format: email */
+                        email: string;
+                        /**
+                         * @description at most the inviter's own role
+                         * @enum {string}
+                         */
+                        role: "viewer" | "developer" | "admin" | "owner";
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            message: "success";
+                            data: {
+                                invitation: {
+                                    /** Format: uuid */
+                                    id: string;
+                                    email: string;
+                                    /** @enum {string} */
+                                    role: "viewer" | "developer" | "admin" | "owner";
+                                    /** Format: date-time */
+                                    expires_at: string;
+                                    /** @description shown only in this response */
+                                    token: string;
+                                    /** @description where the console accepts it, relative to this server */
+                                    path: string;
+                                    /** @description whether Berth sent it by mail (BERTH_SMTP_URL) */
+                                    mailed: boolean;
+                                };
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The caller's signed-in sessions that still work, newest first
+         * @description A person's own sessions, in every account they are a member of; none for a token no person owns.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            message: "success";
+                            data: {
+                                sessions: {
+                                    /** Format: uuid */
+                                    id: string;
+                                    /** Format: uuid */
+                                    account_id: string;
+                                    /** Format: date-time */
+                                    created_at: string;
+                                    /** Format: date-time */
+                                    last_seen_at: string;
+                                    /**
+                                     * Format: date-time
+                                     * @description the absolute expiry (idle ones end sooner)
+                                     */
+                                    expires_at: string;
+                                    user_agent: string | null;
+                                    client_address: string | null;
+                                    /** @description the session this request was made with */
+                                    current: boolean;
+                                }[];
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{sessionId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * End one of the caller's sessions
+         * @description Its cookie stops working and its open streams close, in every Berth process. 404 for anyone else's.
+         */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    sessionId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            message: "success";
+                            data: {
+                                ended: boolean;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/environments/{envId}/services/{serviceId}/custom-domains/{customDomainId}": {
         parameters: {
             query?: never;
@@ -6018,6 +6954,488 @@ export interface paths {
                 };
             };
         };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/auth/sign-in": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Sign in with email and password: sets the session cookie
+         * @description Answers the session and its CSRF token, which every cookie-authenticated write sends in X-CSRF-Token. A wrong email or password is the same 401. docs/access.md.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        email: string;
+                        password: string;
+                        /** Format: uuid */
+                        account_id?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            message: "success";
+                            data: {
+                                /** Format: uuid */
+                                session_id: string;
+                                /** @description send it in the X-CSRF-Token header with every write */
+                                csrf_token: string;
+                                user: {
+                                    /** Format: uuid */
+                                    id: string;
+                                    email: string;
+                                };
+                                /** Format: uuid */
+                                account_id: string;
+                                /** @enum {string} */
+                                role: "viewer" | "developer" | "admin" | "owner";
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/auth/sign-in-link": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Sign in with a one-time link (optionally setting a password): sets the session cookie
+         * @description A link works once, for a day. docs/access.md.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        token: string;
+                        /** @description sets the password (12 to 256 characters) */
+                        password?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            message: "success";
+                            data: {
+                                /** Format: uuid */
+                                session_id: string;
+                                /** @description send it in the X-CSRF-Token header with every write */
+                                csrf_token: string;
+                                user: {
+                                    /** Format: uuid */
+                                    id: string;
+                                    email: string;
+                                };
+                                /** Format: uuid */
+                                account_id: string;
+                                /** @enum {string} */
+                                role: "viewer" | "developer" | "admin" | "owner";
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/auth/accept-invitation": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Accept an invitation: makes the user (with this password) and the membership, and signs in
+         * @description An invitation works once, for a week. Someone who has a password already gives that one. docs/access.md.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        token: string;
+                        /** @description a new user's password (12 to 256 characters), or an existing user's own */
+                        password: string;
+                        display_name?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            message: "success";
+                            data: {
+                                /** Format: uuid */
+                                session_id: string;
+                                /** @description send it in the X-CSRF-Token header with every write */
+                                csrf_token: string;
+                                user: {
+                                    /** Format: uuid */
+                                    id: string;
+                                    email: string;
+                                };
+                                /** Format: uuid */
+                                account_id: string;
+                                /** @enum {string} */
+                                role: "viewer" | "developer" | "admin" | "owner";
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/auth/session": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The session the cookie holds, with its CSRF token */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            message: "success";
+                            data: {
+                                /** Format: uuid */
+                                session_id: string;
+                                /** @description send it in the X-CSRF-Token header with every write */
+                                csrf_token: string;
+                                user: {
+                                    /** Format: uuid */
+                                    id: string;
+                                    email: string;
+                                };
+                                /** Format: uuid */
+                                account_id: string;
+                                /** @enum {string} */
+                                role: "viewer" | "developer" | "admin" | "owner";
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/auth/sign-out": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** End the session the cookie holds, and clear the cookie (needs X-CSRF-Token) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            message: "success";
+                            data: {
+                                signed_out: boolean;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -8190,6 +9608,92 @@ export interface paths {
                                 api_token: string;
                                 /** Format: uuid */
                                 token_id: string;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/accounts/{id}/members/{userId}/sign-in-links": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A one-time sign-in link of a member (shown only in this response)
+         * @description Opened in the console (/#/sign-in-link?token=...), it signs the member in once and lets them set a password; it works for a day. docs/access.md.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                    userId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            message: "success";
+                            data: {
+                                token: string;
+                                path: string;
+                                expires_at: string;
                             };
                         };
                     };

@@ -12,7 +12,7 @@ import { sealingKeyIds } from './secret-box.ts';
  */
 
 /** Rows fetched per round trip through the cursor, and inserted per statement on restore. */
-const BATCH = 500;
+const BATCH = 2000;
 
 /** Berth's migration history; a driver's is `<driver>_migrations` (providers/migrations.ts). */
 const BERTH_HISTORY = 'kysely_migration';
@@ -65,6 +65,12 @@ async function histories(
 const line = (value: unknown) => `${JSON.stringify(value)}\n`;
 
 /**
+ * One row, one line. A line break in JSON text can only be whitespace (inside a string it is escaped),
+ * kept verbatim from a `json` column's value: a space means the same.
+ */
+const oneLine = (json: string) => (/[\r\n]/.test(json) ? json.replace(/[\r\n]/g, ' ') : json);
+
+/**
  * The backup's lines, trailer included. The transaction stays open until the last line is taken, so a
  * caller should write them somewhere fast (a file) rather than to a slow reader: on the embedded
  * database it holds the one connection meanwhile.
@@ -107,14 +113,14 @@ export async function* backupLines(
         yield line(header);
         if (header.rows === 0) continue;
         // A cursor walks the table once, in whatever order it lies: no sort, no key needed.
+        // row_to_json takes half the time of to_jsonb on the embedded database.
         await sql`DECLARE berth_backup NO SCROLL CURSOR FOR
-                  SELECT to_jsonb(t)::text AS row FROM ${sql.table(table)} t`.execute(trx);
+                  SELECT row_to_json(t)::text AS row FROM ${sql.table(table)} t`.execute(trx);
         for (;;) {
           const batch = await sql<{ row: string }>`FETCH ${sql.raw(String(BATCH))} FROM berth_backup`.execute(
             trx,
           );
-          // jsonb's text has no newline in it: one row, one line.
-          for (const r of batch.rows) yield `${r.row}\n`;
+          for (const r of batch.rows) yield `${oneLine(r.row)}\n`;
           if (batch.rows.length < BATCH) break;
         }
         await sql`CLOSE berth_backup`.execute(trx);

@@ -126,6 +126,7 @@ export const EVENT_SOURCES = {
       'created_at',
       'completed_at',
       'restore_state',
+      'restore_into',
       'restore_stopped_services',
       'restore_error',
       'restore_requested_at',
@@ -209,22 +210,40 @@ export async function recordEvents(
   } = EVENT_SOURCES[kind];
   const numeric = (column: string, value: unknown) =>
     source.bigints?.includes(column) && typeof value === 'string' ? Number(value) : value;
+  await pend(
+    db,
+    rows.map((row) => {
+      const account = source.account(row);
+      return {
+        account_id: 'account' in account ? account.account : null,
+        service_id: 'service' in account ? account.service : null,
+        environment_id: 'environment' in account ? account.environment : null,
+        type: `${kind}.${action}`,
+        data: Object.fromEntries(source.columns.map((c) => [c, numeric(c, row[c] ?? null)])),
+      };
+    }),
+  );
+}
+
+/** An event that is no row's state (an alert opening): its account, type and data as they are. */
+export async function recordEvent(
+  db: QueryExecutorProvider & { isTransaction: boolean },
+  accountId: string,
+  type: string,
+  data: Record<string, unknown>,
+): Promise<void> {
+  if (!db.isTransaction) throw new Error(`a ${type} event must be recorded in the change's transaction`);
+  await pend(db, [{ account_id: accountId, service_id: null, environment_id: null, type, data }]);
+}
+
+async function pend(db: QueryExecutorProvider, events: Pending[]): Promise<void> {
   await db.getExecutor().provideConnection(async (connection) => {
     let pending = pendingOf.get(connection);
     if (!pending) {
       pending = [];
       pendingOf.set(connection, pending);
     }
-    for (const row of rows) {
-      const account = source.account(row);
-      pending.push({
-        account_id: 'account' in account ? account.account : null,
-        service_id: 'service' in account ? account.service : null,
-        environment_id: 'environment' in account ? account.environment : null,
-        type: `${kind}.${action}`,
-        data: Object.fromEntries(source.columns.map((c) => [c, numeric(c, row[c] ?? null)])),
-      });
-    }
+    pending.push(...events);
   });
 }
 

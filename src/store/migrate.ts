@@ -30,7 +30,12 @@ import * as keyRotation from './migrations/0033-key-rotation.ts';
 import * as dependencyBackups from './migrations/0034-dependency-backups.ts';
 import * as serviceMetrics from './migrations/0035-service-metrics.ts';
 import * as people from './migrations/0036-people.ts';
-import * as eventsInCode from './migrations/0037-events-in-code.ts';
+import * as dependencyRestoreCopies from './migrations/0037-dependency-restore-copies.ts';
+import * as sessions from './migrations/0038-sessions.ts';
+import * as invitations from './migrations/0039-invitations.ts';
+import * as alerts from './migrations/0040-alerts.ts';
+import * as certificates from './migrations/0041-certificates.ts';
+import * as eventsInCode from './migrations/0042-events-in-code.ts';
 import type { Database } from './schema.ts';
 
 /** Every migration, in order. Listed here rather than read from disk so the build carries them. */
@@ -66,7 +71,12 @@ const migrations: Record<string, Migration> = {
   '0034-dependency-backups': dependencyBackups,
   '0035-service-metrics': serviceMetrics,
   '0036-people': people,
-  '0037-events-in-code': eventsInCode,
+  '0037-dependency-restore-copies': dependencyRestoreCopies,
+  '0038-sessions': sessions,
+  '0039-invitations': invitations,
+  '0040-alerts': alerts,
+  '0041-certificates': certificates,
+  '0042-events-in-code': eventsInCode,
 };
 
 export class MigrationError extends Error {}

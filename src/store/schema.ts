@@ -4,6 +4,7 @@
  * @module
  */
 import type { ColumnType, Generated, Insertable, Selectable, Updateable } from 'kysely';
+import type { AlertRuleName } from '../domain/alert-rules.ts';
 import type { CustomDomainState } from '../domain/custom-domain-states.ts';
 import type {
   DeploymentState,
@@ -54,6 +55,44 @@ export interface UsersTable {
   email: string;
   display_name: string;
   created_at: Timestamp;
+  /** argon2id (PHC string); null: the user has set no password. */
+  password_hash: ColumnType<string | null, string | null | undefined, string | null>;
+}
+
+export interface SessionsTable {
+  id: string;
+  /** SHA-256 of the cookie's secret. */
+  secret_hash: string;
+  user_id: string;
+  account_id: string;
+  created_at: Timestamp;
+  last_seen_at: ColumnType<Date, Date | undefined, Date>;
+  expires_at: Date;
+  ended_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+  user_agent: string | null;
+  client_address: string | null;
+}
+
+export interface InvitationsTable {
+  id: string;
+  secret_hash: string;
+  account_id: string;
+  email: string;
+  role: Role;
+  invited_by: string | null;
+  created_at: Timestamp;
+  expires_at: Date;
+  accepted_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+}
+
+export interface SignInLinksTable {
+  id: string;
+  secret_hash: string;
+  user_id: string;
+  account_id: string;
+  created_at: Timestamp;
+  expires_at: Date;
+  used_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
 }
 
 export interface MembershipsTable {
@@ -225,6 +264,45 @@ export interface CustomDomainsTable {
   updated_at: Generated<Date>;
 }
 
+export type CertificateStatus = 'pending' | 'issued' | 'failed' | 'renewing';
+
+export interface CertificatesTable {
+  custom_domain_id: string;
+  service_id: string;
+  name: string;
+  status: CertificateStatus;
+  issuer: string | null;
+  not_before: Date | null;
+  not_after: Date | null;
+  renew_after: Date | null;
+  last_error: string | null;
+  failures: Generated<number>;
+  next_attempt_at: Date | null;
+  /** Sealed (SecretBox): the certificate and its chain, PEM. */
+  cert_pem: string | null;
+  /** Sealed: the certificate's private key, PEM. */
+  private_key: string | null;
+  order_url: string | null;
+  /** Sealed: the key of the order in flight. */
+  order_key: string | null;
+  created_at: Generated<Date>;
+  updated_at: Generated<Date>;
+}
+
+export interface AcmeAccountsTable {
+  directory_url: string;
+  /** Sealed: the account's private key, PEM. */
+  account_key: string;
+  created_at: Generated<Date>;
+}
+
+export interface AcmeChallengesTable {
+  token: string;
+  key_authorization: string;
+  name: string;
+  created_at: Generated<Date>;
+}
+
 export interface SettingsTable {
   key: string;
   value: string;
@@ -394,9 +472,32 @@ export interface DependencyBackupsTable {
   /** The services stopped for the restore's duration (jsonb array of ids). */
   restore_stopped_services: ColumnType<string[], string | undefined, string>;
   restore_error: Generated<string>;
+  /** Where the latest restore went: the dependency itself, or a copy made for inspection. */
+  restore_into: 'same' | 'new' | null;
+  /** The copy's attributes (never a password) for a restore into a new one. */
+  restore_attributes: ColumnType<Record<string, string>, string | undefined, string>;
   restore_requested_at: Date | null;
   restore_completed_at: Date | null;
   updated_at: Generated<Date>;
+}
+
+/** A service's own alert rule settings, as PUT (migration 0040); absent: the defaults. */
+export interface AlertRulesTable {
+  service_id: string;
+  rules: ColumnType<Record<string, unknown>, string, string>;
+  updated_at: Generated<Date>;
+}
+
+/** One alert's life: opened when its rule tripped, resolved when it stopped holding (migration 0040). */
+export interface AlertsTable {
+  id: string;
+  service_id: string;
+  rule: AlertRuleName;
+  state: 'open' | 'resolved';
+  opened_at: Date;
+  resolved_at: Date | null;
+  value: number | null;
+  message: string;
 }
 
 export interface Database {
@@ -404,6 +505,9 @@ export interface Database {
   api_tokens: ApiTokensTable;
   users: UsersTable;
   memberships: MembershipsTable;
+  sessions: SessionsTable;
+  sign_in_links: SignInLinksTable;
+  invitations: InvitationsTable;
   environments: EnvironmentsTable;
   services: ServicesTable;
   audit_logs: AuditLogsTable;
@@ -413,6 +517,9 @@ export interface Database {
   secrets: SecretsTable;
   jobs: JobsTable;
   custom_domains: CustomDomainsTable;
+  certificates: CertificatesTable;
+  acme_accounts: AcmeAccountsTable;
+  acme_challenges: AcmeChallengesTable;
   settings: SettingsTable;
   rate_limit_windows: RateLimitWindowsTable;
   idempotency_keys: IdempotencyKeysTable;
@@ -427,6 +534,8 @@ export interface Database {
   git_deliveries: GitDeliveriesTable;
   git_poll_heads: GitPollHeadsTable;
   dependency_backups: DependencyBackupsTable;
+  alert_rules: AlertRulesTable;
+  alerts: AlertsTable;
 }
 
 export type AccountRow = Selectable<AccountsTable>;
@@ -443,6 +552,7 @@ export type DeploymentRow = Selectable<DeploymentsTable>;
 export type SecretRow = Selectable<SecretsTable>;
 export type JobRow = Selectable<JobsTable>;
 export type CustomDomainRow = Selectable<CustomDomainsTable>;
+export type CertificateRow = Selectable<CertificatesTable>;
 export type ServiceResourceRow = Selectable<ServiceResourcesTable>;
 export type DependencyBackupRow = Selectable<DependencyBackupsTable>;
 export type DeploymentLogRow = Selectable<DeploymentLogsTable>;

@@ -145,6 +145,9 @@ test('deploy with a target and a note, and follow the deployment live to success
 });
 
 test('settings: a PATCH the API refuses shows its error next to the field; a good one saves', async () => {
+  // The service page lists its alerts (none have tripped here).
+  await page.getByRole('heading', { name: 'Alerts' }).waitFor();
+  await page.getByText('No alerts: none of its rules has tripped.').waitFor();
   await page.getByLabel('Port (required)').last().fill('70000');
   await page.getByRole('button', { name: 'Save settings' }).click();
   await page.locator('#settings-port-error').waitFor();
@@ -271,6 +274,58 @@ test('environment secrets open from the environment, empty with a hint', async (
   await page.getByRole('heading', { name: 'Environment secrets' }).waitFor();
   await page.getByText('No secrets yet').waitFor();
   await checkPage('environment-secrets');
+});
+
+test('dependencies: each one as made, a database with its backups, and one taken from the page', async () => {
+  const { service } = unwrap(
+    await client().POST('/v1/environments/{envId}/services', {
+      params: { path: { envId } },
+      body: {
+        name: 'stores web',
+        source: 'docker_image',
+        type: 'web',
+        port: 8080,
+        replica_count: 1,
+        cpu_count_min: 0.5,
+        memory_mb_min: 256,
+        docker_image: 'acme/stores',
+        ops_json: JSON.stringify({
+          dependencies: {
+            rds: { instances: [{ id: 'main-db', exports: { DB: '$endpoint' } }] },
+            s3: { buckets: [{ id: 'files', exports: { BUCKET: '$name' } }] },
+          },
+        }),
+      },
+    }),
+  );
+  const path = { envId, serviceId: service.id };
+  const deploy = unwrap(
+    await client().POST('/v1/environments/{envId}/services/{serviceId}/deploy', {
+      params: { path },
+      body: {},
+    }),
+  );
+  assert.ok('deployment_id' in deploy);
+  const deploymentId = deploy.deployment_id;
+  await pollUntil('the deployment to succeed', async () => {
+    const { deployment } = unwrap(
+      await client().GET('/v1/deployments/{deploymentId}', {
+        params: { path: { deploymentId } },
+      }),
+    );
+    return deployment.state === 'success' ? true : undefined;
+  });
+  await page.goto(`${server.url}/#/envs/${envId}/services/${service.id}`);
+  await page.getByRole('link', { name: 'Dependencies' }).click();
+  await page.getByRole('heading', { name: /rds instances main-db/ }).waitFor();
+  await page.getByRole('heading', { name: /s3 buckets files/ }).waitFor();
+  await page.getByText('No backups yet.').waitFor();
+  assert.equal(await page.getByRole('button', { name: /Back up files now/ }).count(), 0, 'buckets have none');
+  await page.getByRole('button', { name: 'Back up main-db now' }).click();
+  const table = page.getByRole('region', { name: 'Backups of main-db, newest first' });
+  await table.getByRole('cell', { name: 'manual' }).waitFor();
+  await table.getByText('completed').waitFor();
+  await checkPage('dependencies');
 });
 
 test('sign out forgets the token; the console asks to sign in again', async () => {

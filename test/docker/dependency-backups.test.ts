@@ -206,6 +206,32 @@ test('postgres, mariadb and redis: back up, change, restore, read the original b
     'original',
   );
 
+  // Into a new one: a copy holds the backup's data; the dependency keeps what it has now.
+  await psql("UPDATE notes SET v = 'changed-again'");
+  const intoNew = await api(`${backupsUrl('pg')}/${taken.pg?.id}/restore`, token, 'POST', { into: 'new' });
+  assert.equal(intoNew.status, 200, JSON.stringify(intoNew.body));
+  assert.deepEqual(intoNew.body.data.backup.restore.stopped_services, []);
+  const copied = await pollUntil(
+    'the restore into a new one to end',
+    async () => {
+      const list = await api(backupsUrl('pg'), token);
+      const b = list.body.data.backups.find((x: Json) => x.id === taken.pg?.id);
+      return b?.restore?.state === 'completed' || b?.restore?.state === 'failed' ? b : undefined;
+    },
+    { timeoutMs: 300_000, intervalMs: 250 },
+  );
+  assert.equal(copied.restore.state, 'completed', copied.restore.error);
+  const copy = copied.restore.attributes as Record<string, string>;
+  assert.equal(copy.address, `${pg.address}-restore`);
+  assert.equal(
+    await sh(
+      `psql -At -h ${copy.address} -U ${copy.username} -d ${copy.dbName} -c "SELECT v FROM notes ORDER BY v"`,
+      pgEnv,
+    ),
+    'original-1\noriginal-2',
+  );
+  assert.equal(await psql('SELECT DISTINCT v FROM notes'), 'changed-again');
+
   // The service stopped for the restores runs again.
   await pollUntil('the service to run again', async () => {
     const replicas = await docker.listContainers({ filters: { label: [`berth.service=${serviceId}`] } });

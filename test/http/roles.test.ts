@@ -170,6 +170,16 @@ describe('the table in docs/access.md', () => {
     }
   });
 
+  test('the OpenAPI document names the role of every operation (x-berth-role)', async () => {
+    const res = await h.request('GET', '/v1/openapi.json');
+    const paths = res.body.paths as Record<string, Record<string, { 'x-berth-role'?: string }>>;
+    for (const [route, doc] of documented) {
+      const [method, url] = route.split(' ') as [string, string];
+      const path = url.replace(/:(\w+)/g, '{$1}');
+      assert.equal(paths[path]?.[method.toLowerCase()]?.['x-berth-role'], doc.role, route);
+    }
+  });
+
   test('a /v1 route that declares no role is refused at registration', () => {
     const route = { method: 'GET', url: '/v1/undeclared', handler: () => {} } as RouteOptions;
     assert.throws(() => checkDeclaredRole(route), /GET \/v1\/undeclared declares no role/);
@@ -258,6 +268,27 @@ describe('what the table cannot say', () => {
     assert.deepEqual(hidden.body, never.body);
     const own = await h.request('GET', `/v1/environments/${otherEnvId}`, { token: elsewhere.token });
     assert.equal(own.status, 200, own.raw);
+  });
+
+  test('a token narrowed to an environment reads only the audit entries about it', async () => {
+    const elsewhere = callers.find((c) => c.scope === 'elsewhere') as Caller;
+    const here = callers.find((c) => c.scope === 'here') as Caller;
+    const put = await h.request('PUT', `/v1/environments/${otherEnvId}/secrets`, {
+      token: t.token,
+      body: { secrets: [{ key: 'ELSEWHERE', value: 'x' }] },
+    });
+    assert.equal(put.status, 200, put.raw);
+    const environmentsOf = async (token: string) => {
+      const res = await h.request('GET', '/v1/audit-logs?limit=100', { token });
+      assert.equal(res.status, 200, res.raw);
+      return new Set(
+        res.body.data.audit_logs.map((e: { environment_id: string | null }) => e.environment_id),
+      );
+    };
+    assert.deepEqual(await environmentsOf(elsewhere.token), new Set([otherEnvId]));
+    assert.deepEqual(await environmentsOf(here.token), new Set([t.envId]));
+    const all = await environmentsOf(t.token);
+    assert.ok(all.has(null) && all.has(t.envId) && all.has(otherEnvId), 'the whole account sees every entry');
   });
 
   test('a cached read (a polled deployment) is hidden from a token of another environment too', async () => {

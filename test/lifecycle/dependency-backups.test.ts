@@ -200,6 +200,8 @@ describe('dependency backups on the simulated cloud', () => {
     const { restore } = res.body.data.backup;
     assert.equal(restore.state, 'pending');
     assert.deepEqual(restore.stopped_services, [serviceId]);
+    assert.equal(restore.into, 'same');
+    assert.deepEqual(restore.attributes, {});
     const again = await h.request('POST', url, { token: t.token, body: { force: true } });
     assert.equal(again.status, 409, 'one restore at a time');
 
@@ -211,6 +213,25 @@ describe('dependency backups on the simulated cloud', () => {
     assert.ok(done.restore.completed_at);
     const calls = await simCalls('restore_dependency');
     assert.match(calls.at(-1)?.outcome ?? '', new RegExp(`stopped ${serviceId}`));
+  });
+
+  test('a restore into a new dependency needs no force, stops nothing, and names the copy', async () => {
+    const url = `${backupsUrl('pg')}/${pgBackup.id}/restore`;
+    const res = await h.request('POST', url, { token: t.token, body: { into: 'new' } });
+    assert.equal(res.status, 200, res.raw);
+    assert.equal(res.body.data.backup.restore.into, 'new');
+    assert.deepEqual(res.body.data.backup.restore.stopped_services, []);
+    const done = await pollUntil('the restore to end', async () => {
+      const b = (await list('pg')).find((x) => x.id === pgBackup.id);
+      return b?.restore?.state === 'completed' || b?.restore?.state === 'failed' ? b : undefined;
+    });
+    assert.equal(done.restore.state, 'completed', done.restore.error);
+    assert.match(done.restore.attributes.address, /^pgdata-restore-[0-9a-f]{8}\./);
+    assert.ok(!('password' in done.restore.attributes));
+    const calls = await simCalls('restore_dependency');
+    assert.equal(calls.at(-1)?.outcome, 'restored into new; stopped nothing');
+    const bad = await h.request('POST', url, { token: t.token, body: { into: 'elsewhere' } });
+    assert.equal(bad.status, 422, bad.raw);
   });
 
   test('a failed or unknown backup is not restored', async () => {
@@ -238,9 +259,33 @@ describe('dependency backups on the simulated cloud', () => {
   });
 
   test('the schedule backs up every database and cache once per interval, never those turned off', async () => {
-    const scheduled = await scheduleDependencyBackups(h.deps, 3_600_000);
+    assert.equal(await scheduleDependencyBackups(h.deps, 3_600_000), 0, 'none made an hour ago');
+    // Made more than an interval of 4 s ago: each is due once.
+    const interval = 4_000;
+    // They were made one after the other: each becomes due in turn. Two processes look at once (two
+    // calls in parallel): each due backup is scheduled by one of them.
+    let scheduled = 0;
+    await pollUntil('the dependencies to be due', async () => {
+      const counts = await Promise.all([
+        scheduleDependencyBackups(h.deps, interval),
+        scheduleDependencyBackups(h.deps, interval),
+      ]);
+      scheduled += counts[0] + counts[1];
+      return scheduled >= 5 ? true : undefined;
+    });
     assert.equal(scheduled, 5, 'pg, maria, failbackup-db, kept, cache');
-    assert.equal(await scheduleDependencyBackups(h.deps, 3_600_000), 0, 'not again within the interval');
+    assert.equal(await scheduleDependencyBackups(h.deps, interval), 0, 'not again within the interval');
+    const rows = await h.deps.store.db
+      .selectFrom('dependency_backups')
+      .select(['resource_id'])
+      .where('service_id', '=', serviceId)
+      .where('trigger', '=', 'scheduled')
+      .execute();
+    assert.deepEqual(
+      rows.map((r) => r.resource_id).sort(),
+      ['cache', 'failbackup-db', 'kept', 'maria', 'pg'],
+      'one scheduled backup each',
+    );
     const off = await list('off');
     assert.deepEqual(off, []);
     const pg = await pollUntil('the scheduled pg backup to complete', async () => {

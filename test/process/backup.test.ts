@@ -71,6 +71,8 @@ test('a backup through the running server, killed at any moment, never leaves a 
         BERTH_ADMIN_TOKEN: ADMIN_TOKEN,
       });
 
+    // Killed at moments spread over a backup's life (not a wait for anything): before the request,
+    // while the server spools, while the file is written, after.
     for (const delayMs of [0, 5, 20, 50, 100, 200, 400]) {
       const killed = backup(dir);
       await sleep(delayMs);

@@ -2,6 +2,7 @@ import { useState } from 'preact/hooks';
 import { api, unwrap } from '../api.ts';
 import { FormErrors, inLabel } from '../form-errors.tsx';
 import { navigate } from '../router.ts';
+import { ServiceAlerts } from '../service-alerts.tsx';
 import {
   apiValue,
   FORM_FIELDS,
@@ -53,6 +54,9 @@ export function ServicePage(props: { envId: string; serviceId: string }) {
           <a class="button" href={`#/envs/${envId}/services/${serviceId}/domains`}>
             Custom domains
           </a>
+          <a class="button" href={`#/envs/${envId}/services/${serviceId}/dependencies`}>
+            Dependencies
+          </a>
         </>
       }
     >
@@ -86,6 +90,7 @@ export function ServicePage(props: { envId: string; serviceId: string }) {
           </dl>
           <DeployForm envId={envId} service={s} />
           <Deployments envId={envId} serviceId={serviceId} />
+          <ServiceAlerts envId={envId} serviceId={serviceId} />
           <Settings envId={envId} service={s} onSaved={service.reload} />
         </>
       )}

@@ -34,6 +34,8 @@ export function dependencyBackupView(b: DependencyBackupRow) {
       b.restore_state && b.restore_requested_at
         ? {
             state: b.restore_state,
+            into: b.restore_into ?? 'same',
+            attributes: b.restore_attributes,
             stopped_services: b.restore_stopped_services,
             error: b.restore_error,
             requested_at: b.restore_requested_at.toISOString(),

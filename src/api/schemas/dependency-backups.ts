@@ -42,6 +42,14 @@ export const DependencyBackup = Type.Object({
         description:
           "the services stopped for the restore's duration (started again after it); empty when none was using the dependency",
       }),
+      into: StringEnum(['same', 'new'] as const, {
+        maxLength: 10,
+        description: '`same`: into the dependency itself; `new`: into a copy made for inspection',
+      }),
+      attributes: Type.Record(Type.String({ maxLength: 100 }), Type.String({ maxLength: 1000 }), {
+        description:
+          "`new`: the copy's resolved attributes (its address on the environment's network; never a password: it has the dependency's own); empty for `same`",
+      }),
       error: Type.String({ maxLength: 2000 }),
       requested_at: DateTime,
       completed_at: Nullable(DateTime),
@@ -56,6 +64,13 @@ export const RestoreBody = Type.Object(
     force: Type.Optional(
       Type.Boolean({
         description: 'required (true) when a service is using the dependency: it is stopped for the restore',
+      }),
+    ),
+    into: Type.Optional(
+      StringEnum(['same', 'new'] as const, {
+        maxLength: 10,
+        description:
+          "`same` (default): replace the dependency's data; `new`: load it into a copy of the dependency for inspection (one per dependency, replaced by the next; no service stops)",
       }),
     ),
   },

@@ -132,17 +132,21 @@ function backupCommands(dependencies: Command): void {
           "replace the dependency's data with the backup's; a dependency in use needs --force (its service stops meanwhile)",
         )
         .option('--force', 'stop the service using the dependency for the restore, and start it again after')
+        .option('--new', 'load it into a copy of the dependency for inspection instead (nothing stops)')
         .option('--wait', 'wait until the restore completes or fails (exit 7 if it fails)'),
     ),
     'dependencies backups restore "hello web" main-db 5d0c3a5e-8a9b-4a5e-9f1c-3b2a1d0e9f8c --force --wait',
   ).action(
-    withSession<[string, string, string], { force?: boolean; wait?: boolean }>(
+    withSession<[string, string, string], { force?: boolean; new?: boolean; wait?: boolean }>(
       async (session, [reference, dependency, backupId], options) => {
         const path = await pathOf(session, reference, dependency);
         let { backup } = unwrap(
           await session.api.POST(`${BACKUPS}/{backupId}/restore`, {
             params: { path: { ...path, backupId } },
-            body: options.force ? { force: true } : {},
+            body: {
+              ...(options.force ? { force: true } : {}),
+              ...(options.new ? { into: 'new' as const } : {}),
+            },
           }),
         );
         const stopped = backup.restore?.stopped_services ?? [];

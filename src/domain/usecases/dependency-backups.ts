@@ -134,9 +134,10 @@ async function inUse(deps: Pick<Deps, 'store'>, service: ServiceRow): Promise<bo
 }
 
 /**
- * Restores a completed backup into its dependency, as a job. A dependency its service is using needs
- * `force`: the service's workloads stop for the restore's duration (the backup's
- * `restore_stopped_services` says which) and start again after it.
+ * Restores a completed backup, as a job: into its dependency (`same`, the default) or into a copy of it
+ * made for inspection (`new`). Into a dependency its service is using needs `force`: the service's
+ * workloads stop for the restore's duration (the backup's `restore_stopped_services` says which) and
+ * start again after it. A copy touches nothing that runs.
  */
 export async function restoreDependencyBackup(
   deps: Pick<Deps, 'store' | 'provider' | 'config'>,
@@ -144,8 +145,9 @@ export async function restoreDependencyBackup(
   service: ServiceRow,
   dependency: ServiceResourceRow,
   backup: DependencyBackupRow,
-  body: { force?: boolean },
+  body: { force?: boolean; into?: 'same' | 'new' },
 ): Promise<DependencyBackupRow> {
+  const into = body.into ?? 'same';
   assertNotDeleting(service);
   if (backup.state !== 'completed') {
     throw new ConflictError(
@@ -154,7 +156,7 @@ export async function restoreDependencyBackup(
   }
   const refusal = backupRefusal(deps, dependency);
   if (refusal) throw new ConflictError(refusal);
-  const stopped = (await inUse(deps, service)) ? [service.id] : [];
+  const stopped = into === 'same' && (await inUse(deps, service)) ? [service.id] : [];
   if (stopped.length > 0 && body.force !== true) {
     throw new ConflictError(
       `The dependency ${qualified(dependency)} is in use by service ${service.id} (${service.name}): ` +
@@ -169,6 +171,8 @@ export async function restoreDependencyBackup(
         restore_state: 'pending',
         restore_error: '',
         restore_stopped_services: stopped,
+        restore_into: into,
+        restore_attributes: {},
         restore_requested: true,
       },
       { restore_state: [null, 'completed', 'failed'] },

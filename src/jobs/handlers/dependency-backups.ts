@@ -131,11 +131,16 @@ export function dependencyRestoreHandler(deps: Deps): JobHandler {
       }
       await changeBackup(db, backup.id, { restore_state: 'running' });
       signal.throwIfAborted();
-      await backupsOf(deps).restore({ ...request, location: backup.location, stop }, signal);
+      const into = backup.restore_into ?? 'same';
+      const restored = await backupsOf(deps).restore(
+        { ...request, location: backup.location, stop: into === 'same' ? stop : [], into },
+        signal,
+      );
       await db.transaction().execute(async (trx) => {
         await changeBackup(trx, backup.id, {
           restore_state: 'completed',
           restore_error: '',
+          restore_attributes: restored.attributes ?? {},
           restore_completed: true,
         });
         await claim.finish(trx);

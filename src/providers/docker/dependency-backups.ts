@@ -18,9 +18,10 @@ import { pipeline } from 'node:stream/promises';
 import type Docker from 'dockerode';
 import { TerminalError } from '../../jobs/errors.ts';
 import type { BackupRequest, DependencyBackups, EnvironmentRef, ServiceRef } from '../provider.ts';
-import { attributesOf, dependencyOf, type Engine } from './dependency-engines.ts';
+import { attributesOf, copyNameOf, dependencyOf, type Engine } from './dependency-engines.ts';
 import { engineError } from './images.ts';
 import { LABEL, labelFilter, networkName } from './labels.ts';
+import type { DockerResources } from './resources.ts';
 
 /** What a dump of each engine is, how it is made and read back. */
 interface DumpTool {
@@ -115,9 +116,12 @@ export class DockerDependencyBackups implements DependencyBackups {
   private readonly docker: Docker;
   private readonly backupDir: string;
 
-  constructor(docker: Docker, backupDir: string) {
+  private readonly resources: DockerResources;
+
+  constructor(docker: Docker, backupDir: string, resources: DockerResources) {
     this.docker = docker;
     this.backupDir = backupDir;
+    this.resources = resources;
   }
 
   async backup(
@@ -133,13 +137,18 @@ export class DockerDependencyBackups implements DependencyBackups {
     // Never under its final name until complete: a process killed midway leaves a .partial file, which
     // the next attempt overwrites.
     const partial = `${final}.partial`;
+    signal.throwIfAborted();
     const file = createWriteStream(partial);
     const fileDone = once(file, 'close');
-    signal.throwIfAborted();
-    const run = await this.runHelper(request.environment, target.info.Config.Image, {
+    const run = await this.runHelper(request.environment, target.runName, target.info.Config.Image, {
       cmd: target.tool.dump(target.address),
       env: target.env,
       stdout: file,
+    }).catch(async (error: unknown) => {
+      // The Engine refused or lost the helper: nothing complete was written.
+      file.destroy();
+      await rm(partial, { force: true });
+      throw error;
     });
     await fileDone.catch(() => undefined);
     if (file.errored) {
@@ -169,22 +178,46 @@ export class DockerDependencyBackups implements DependencyBackups {
   }
 
   async restore(
-    request: BackupRequest & { location: string; stop: ServiceRef[] },
+    request: BackupRequest & { location: string; stop: ServiceRef[]; into: 'same' | 'new' },
     signal: AbortSignal,
-  ): Promise<void> {
-    const target = await this.target(request);
+  ): Promise<{ attributes?: Record<string, string> }> {
+    const original = await this.target(request);
     const file = this.pathOf(request.location);
     await stat(file).catch(() => {
       throw new TerminalError(`the backup file ${file} is gone from the backup target`);
     });
     signal.throwIfAborted();
-    const stopped = await this.stopServices(request.stop);
+    if (request.into === 'same') {
+      await this.load(request, original, file, request.stop);
+      return {};
+    }
+    // A copy for inspection: the same engine, image and password, under a name of its own.
+    const copyName = copyNameOf(original.name);
+    const info = await this.resources.makeCopy(request, copyName, original.password, signal);
+    const attributes = attributesOf(request.environment, request.resource, copyName, original.engine);
+    await this.load(
+      request,
+      { ...original, name: copyName, runName: info.Name.replace(/^\//, ''), info, address: attributes },
+      file,
+      [],
+    );
+    return { attributes };
+  }
+
+  /** Loads the dump into `target`, the services in `stop` stopped meanwhile. */
+  private async load(
+    request: BackupRequest,
+    target: Awaited<ReturnType<DockerDependencyBackups['target']>>,
+    file: string,
+    stop: ServiceRef[],
+  ): Promise<void> {
+    const stopped = await this.stopServices(stop);
     try {
       const load = target.tool.load;
       if (load) {
         await this.expectSuccess(
           'the restore',
-          await this.runHelper(request.environment, target.info.Config.Image, {
+          await this.runHelper(request.environment, target.runName, target.info.Config.Image, {
             cmd: load(target.address),
             env: target.env,
             stdin: file,
@@ -230,7 +263,7 @@ export class DockerDependencyBackups implements DependencyBackups {
         )
       : undefined;
     const env = tool.passwordVariable && password ? [`${tool.passwordVariable}=${password}`] : [];
-    return { tool, name, runName, info, address, env };
+    return { tool, engine, name, runName, info, address, env, password: password ?? '' };
   }
 
   private async expectSuccess(what: string, run: { code: number; stderr: string }): Promise<void> {
@@ -245,6 +278,7 @@ export class DockerDependencyBackups implements DependencyBackups {
    */
   private async runHelper(
     environment: EnvironmentRef,
+    dependency: string,
     image: string,
     options: {
       cmd: string[];
@@ -254,12 +288,28 @@ export class DockerDependencyBackups implements DependencyBackups {
       mounts?: Docker.MountSettings[];
     },
   ): Promise<{ code: number; stderr: string }> {
+    const labels = {
+      [LABEL.managed]: 'true',
+      [LABEL.environment]: environment.id,
+      [LABEL.role]: 'backup',
+      [LABEL.backupOf]: dependency,
+    };
+    // A helper an earlier attempt left (its process was killed) is no attempt's any more: the job
+    // queue runs the dependency's backups and restores one at a time.
+    for (const stale of await this.docker.listContainers({ all: true, filters: labelFilter(labels) })) {
+      await this.docker
+        .getContainer(stale.Id)
+        .remove({ force: true })
+        .catch((error: unknown) => {
+          if (!isGone(error)) throw error;
+        });
+    }
     const container = await this.docker
       .createContainer({
         Image: image,
         Cmd: options.cmd,
         Env: options.env,
-        Labels: { [LABEL.managed]: 'true', [LABEL.environment]: environment.id, [LABEL.role]: 'backup' },
+        Labels: labels,
         OpenStdin: options.stdin !== undefined,
         StdinOnce: options.stdin !== undefined,
         AttachStdin: options.stdin !== undefined,
@@ -313,7 +363,7 @@ export class DockerDependencyBackups implements DependencyBackups {
       if (!volume) throw new TerminalError(`${info.Name} has no data volume`);
       await this.expectSuccess(
         'loading the redis dump',
-        await this.runHelper(request.environment, info.Config.Image, {
+        await this.runHelper(request.environment, info.Name.replace(/^\//, ''), info.Config.Image, {
           cmd: REDIS_LOAD,
           env: [],
           stdin: file,

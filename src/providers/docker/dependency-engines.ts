@@ -174,6 +174,9 @@ export function attributesOf(
   }
 }
 
+/** The name of a dependency's copy made to inspect a backup (a restore into a new one). */
+export const copyNameOf = (name: string) => `${name}-restore`;
+
 /** The container (docker) or swarm service that runs a dependency, and its volume. */
 export const dependencyNameOf = (name: string) => `berth-dep-${name}`;
 

@@ -75,7 +75,7 @@ export class DockerProvider extends EngineDriver<Prepared> implements Provider {
     this.db = dockerTables(options.db);
     this.engine = this.rolloutEngine();
     this.resources = new DockerResources(this.docker, options.settings, (env) => this.ensureNetwork(env));
-    this.backups = new DockerDependencyBackups(this.docker, options.settings.backupDir);
+    this.backups = new DockerDependencyBackups(this.docker, options.settings.backupDir, this.resources);
     this.drainer = new Drainer({
       docker: this.docker,
       db: this.db,

@@ -22,13 +22,15 @@ export const LABEL = {
   dependencyOf: 'berth.dependency-of',
   dependency: 'berth.dependency',
   engine: 'berth.engine',
+  // A dependency backup's or restore's helper container: the dependency's container name.
+  backupOf: 'berth.backup-of',
 } as const;
 
 /**
  * replica: serves traffic or works; job: one run per deployment; cron-template / cron-run: schedules;
- * cron-request: an ops.json cron job's request (swarm).
+ * cron-request: an ops.json cron job's request (swarm); backup: a dependency backup's or restore's helper.
  */
-export type Role = 'replica' | 'job' | 'cron-template' | 'cron-run' | 'cron-request';
+export type Role = 'replica' | 'job' | 'cron-template' | 'cron-run' | 'cron-request' | 'backup';
 
 /** What everything a deployment makes carries. */
 export function labelsOf(desired: DesiredService, role: Role): Record<string, string> {

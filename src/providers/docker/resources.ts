@@ -20,10 +20,12 @@ import type {
 } from '../provider.ts';
 import {
   attributesOf,
+  copyNameOf,
   dependencyLabels,
   dependencyNameOf,
   dependencyOf,
   type Engine,
+  engineOf,
   imageSettingOf,
   READY_TIMEOUT_MS,
 } from './dependency-engines.ts';
@@ -101,7 +103,43 @@ export class DockerResources implements Resources {
   }
 
   async delete(service: ServiceRef, resource: ResourceKey): Promise<void> {
-    await this.removeAll(resourceName(service.id, resource));
+    const name = resourceName(service.id, resource);
+    await this.removeAll(name);
+    // And the copy a restore made of it for inspection, if any.
+    await this.removeAll(copyNameOf(name));
+  }
+
+  /**
+   * A copy of a dependency under `name`, to restore a backup into for inspection: made anew and empty
+   * (whatever an earlier copy held goes), with the dependency's password, and ready for connections.
+   */
+  async makeCopy(
+    request: Pick<ResourceRequest, 'service' | 'environment' | 'resource'>,
+    name: string,
+    password: string,
+    signal: AbortSignal,
+  ): Promise<Docker.ContainerInspectInfo> {
+    const { environment, service, resource } = request;
+    const engine = engineOf(resource, 'docker');
+    signal.throwIfAborted();
+    await this.removeAll(name);
+    const info = await this.create(environment, service, resource, name, engine, password);
+    const container = this.docker.getContainer(info.Id);
+    const ip = info.NetworkSettings.Networks[networkName(environment.id)]?.IPAddress ?? '';
+    const ready = await waitReady(
+      this.docker,
+      [{ container, ip }],
+      null,
+      engine.port,
+      Date.now() + READY_TIMEOUT_MS,
+      signal,
+    );
+    if (!ready.ok) {
+      throw new TerminalError(
+        `${dependencyNameOf(name)} (${engine.name}) did not accept connections: ${ready.reason}.${await tail(container)}`,
+      );
+    }
+    return container.inspect();
   }
 
   /**

@@ -115,6 +115,8 @@ export class SimProvider implements Provider {
   }
 
   readonly admission: Admission = { refusal: simRefusal };
+  /** No ingress: Berth records custom domains' certificates as a CA would issue them. */
+  readonly certificates = 'simulated' as const;
 
   /**
    * Each resource takes its kind's steps to make; a prefix starting with `fail` fails (deterministic,
@@ -221,12 +223,18 @@ export class SimProvider implements Provider {
       });
       return { location, sizeBytes };
     },
-    restore: async ({ service, backupId, stop }, signal) => {
+    restore: async ({ service, environment, resource, backupId, stop, into }, signal) => {
       await this.record('restore_dependency', backupId, service.id, async () => {
         for (let i = 0; i <= stop.length; i++) await sleep(this.stepMs);
         signal.throwIfAborted();
-        return { outcome: `restored; stopped ${stop.map((s) => s.id).join(', ') || 'nothing'}` };
+        return {
+          outcome: `restored into ${into}; stopped ${stop.map((s) => s.id).join(', ') || 'nothing'}`,
+        };
       });
+      if (into === 'same') return {};
+      // A copy is a resource of its own: named from the prefix, as the dependency is.
+      const copy = simAttributes(environment, service, { ...resource, prefix: `${resource.prefix}-restore` });
+      return { attributes: copy.attributes };
     },
     discard: async (_environment, location) => {
       const backupId = (location.split('/').pop() ?? '').replace(/\.dump$/, '');

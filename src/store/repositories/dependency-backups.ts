@@ -57,6 +57,8 @@ export interface BackupChange {
   completed?: boolean;
   restore_state?: BackupState;
   restore_stopped_services?: string[];
+  restore_into?: 'same' | 'new';
+  restore_attributes?: Record<string, string>;
   restore_error?: string;
   restore_requested?: boolean;
   restore_completed?: boolean;
@@ -69,7 +71,14 @@ export async function changeBackup(
   change: BackupChange,
   from?: { state?: BackupState[]; restore_state?: (BackupState | null)[] },
 ): Promise<boolean> {
-  const { completed, restore_requested, restore_completed, restore_stopped_services, ...rest } = change;
+  const {
+    completed,
+    restore_requested,
+    restore_completed,
+    restore_stopped_services,
+    restore_attributes,
+    ...rest
+  } = change;
   return inTransaction(db, async (trx) => {
     // The row, locked first as `before`: the update records an event only when it changed more than updated_at.
     let locked = trx
@@ -100,6 +109,7 @@ export async function changeBackup(
         ...(restore_stopped_services
           ? { restore_stopped_services: JSON.stringify(restore_stopped_services) }
           : {}),
+        ...(restore_attributes ? { restore_attributes: JSON.stringify(restore_attributes) } : {}),
         updated_at: sql`clock_timestamp()`,
       })
       .whereRef('dependency_backups.id', '=', 'before.before_id')
@@ -190,9 +200,10 @@ export interface DueDependency {
 }
 
 /**
- * The dependencies whose newest scheduled backup (of any outcome) is older than `intervalMs`, or
- * which have none: made (`available`), of a live service, of the kinds that have dump tools, and not
- * declared with `"backups": false`.
+ * The dependencies made more than `intervalMs` ago whose newest scheduled backup (of any outcome) is
+ * older than that, or which have none: made (`available`), of a live service, of the kinds that have
+ * dump tools, and not declared with `"backups": false`. So a new dependency's first scheduled backup
+ * comes an interval after it was made.
  */
 export function dueForBackup(db: Db, intervalMs: number, kinds: readonly string[]): Promise<DueDependency[]> {
   return db
@@ -200,6 +211,11 @@ export function dueForBackup(db: Db, intervalMs: number, kinds: readonly string[
     .innerJoin('services as s', 's.id', 'r.service_id')
     .select(['r.service_id', 's.account_id', 'r.kind', 'r.type', 'r.resource_id'])
     .where('r.state', '=', 'available')
+    .where(
+      'r.provisioned_at',
+      '<=',
+      sql<Date>`clock_timestamp() - make_interval(secs => ${intervalMs / 1000})`,
+    )
     .where('s.is_deleted', '=', false)
     .where(sql<string>`r.kind || '.' || r.type`, 'in', kinds)
     .where(sql<boolean>`coalesce(r.spec -> 'properties' ->> 'backups', 'true') <> 'false'`)

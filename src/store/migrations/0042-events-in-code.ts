@@ -3,7 +3,7 @@ import { runStatements } from './run-statements.ts';
 
 /**
  * Events and webhook deliveries are written by the code that makes the change (store/events.ts), in
- * its transaction, no longer by the triggers of migrations 0018, 0019, 0033 and 0034.
+ * its transaction, no longer by the triggers of migrations 0018, 0019, 0033, 0034 and 0037.
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
   await runStatements(db, [
