@@ -3,10 +3,13 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { sql } from 'kysely';
 import { hashApiToken, newApiToken } from './domain/api-token.ts';
+import { hashSecret, newSecret } from './domain/passwords.ts';
 import type { Deps } from './domain/usecases/context.ts';
+import { SIGN_IN_LINK_MS, signInLinkPath } from './domain/usecases/sessions.ts';
 import { countAccounts, insertAccount, insertApiToken } from './store/repositories/accounts.ts';
 import { insertEnvironment } from './store/repositories/environments.ts';
 import { enqueue } from './store/repositories/jobs.ts';
+import { insertSignInLink } from './store/repositories/sessions.ts';
 import { insertUser, upsertMembership } from './store/repositories/users.ts';
 
 export interface FirstStart {
@@ -15,6 +18,8 @@ export interface FirstStart {
   apiToken: string;
   /** The email of the account's owner user (docs/access.md). */
   ownerEmail: string;
+  /** Where the owner signs in once, to set a password (relative to the server's address; works a day). */
+  ownerSignInPath: string;
 }
 
 /** The first owner's email; the operator creates other users (`berth admin users create`). */
@@ -60,7 +65,21 @@ export async function firstStart(deps: Deps): Promise<FirstStart | null> {
       role: 'owner',
       environment_ids: null,
     });
-    return { accountId: account.id, environmentId: env.id, apiToken, ownerEmail: owner.email };
+    const secret = newSecret();
+    await insertSignInLink(trx, {
+      id: randomUUID(),
+      secret_hash: hashSecret(secret),
+      user_id: owner.id,
+      account_id: account.id,
+      expires_at: new Date(Date.now() + SIGN_IN_LINK_MS),
+    });
+    return {
+      accountId: account.id,
+      environmentId: env.id,
+      apiToken,
+      ownerEmail: owner.email,
+      ownerSignInPath: signInLinkPath(secret),
+    };
   });
 }
 

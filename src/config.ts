@@ -71,6 +71,10 @@ export interface Config {
   webhookRetryBaseMs: number;
   /** BERTH_GIT_BASE_URL: where a git service's `org/repo` lives when it names no connection. */
   gitBaseUrl: string;
+  /** BERTH_SMTP_URL (smtp:// or smtps://): invitations are mailed through it; unset: shown only. */
+  smtpUrl: string | undefined;
+  /** BERTH_MAIL_FROM: the sender of Berth's mail. */
+  mailFrom: string;
   /** BERTH_GIT_POLL_INTERVAL_MS: how often the git poller asks each auto_deploy branch for its head; 0: off. */
   gitPollIntervalMs: number;
   logLevel: string;
@@ -183,6 +187,16 @@ function bindSetting(env: NodeJS.ProcessEnv, name: string): { host: string; port
   return { host: (match[1] ?? match[2]) as string, port };
 }
 
+function smtpUrlSetting(raw: string | undefined): string | undefined {
+  if (!raw) return undefined;
+  if (!/^smtps?:\/\/[^/]/.test(raw)) {
+    throw new ConfigError(
+      `BERTH_SMTP_URL must start with smtp:// or smtps:// (for instance smtp://mail:25), got "${raw}"`,
+    );
+  }
+  return raw;
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const databaseUrl = env.BERTH_DATABASE_URL || undefined;
   if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
@@ -257,6 +271,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookAllowPrivate: /^(1|true|yes)$/i.test(env.BERTH_WEBHOOK_ALLOW_PRIVATE ?? ''),
     webhookRetryBaseMs: intSetting(env, 'BERTH_WEBHOOK_RETRY_BASE_MS', 5_000, 1, 3_600_000),
     gitBaseUrl: gitBaseUrlSetting(env),
+    smtpUrl: smtpUrlSetting(env.BERTH_SMTP_URL),
+    mailFrom: env.BERTH_MAIL_FROM || 'Berth <berth@localhost>',
     // Off unless asked for: hosts that can reach Berth send webhooks instead.
     gitPollIntervalMs: intSetting(env, 'BERTH_GIT_POLL_INTERVAL_MS', 0, 0, 86_400_000),
     logLevel: env.BERTH_LOG_LEVEL || 'info',

@@ -1,5 +1,6 @@
 import type http from 'node:http';
 import type https from 'node:https';
+import cookie from '@fastify/cookie';
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, {
@@ -14,9 +15,10 @@ import { httpMetricsObserver } from '../metrics/http.ts';
 import { registerConsole } from './console.ts';
 import { andThen, hookOf, parsingHookOf } from './hooks.ts';
 import { BODY_LIMIT_BYTES, registerJsonBody } from './json-body.ts';
+import { smtpMailer } from './mailer.ts';
 import { OpenStreams } from './open-streams.ts';
 import { ResponseFinished } from './plugins/access-log.ts';
-import { authOf, TokenAuthenticator } from './plugins/auth.ts';
+import { type AuthContext, authOf, TokenAuthenticator } from './plugins/auth.ts';
 import { authFailureLimit } from './plugins/auth-failures.ts';
 import { registerBodyGuards } from './plugins/body-guards.ts';
 import { answeredMissingHost, clientErrorHandler, registerClientErrors } from './plugins/client-errors.ts';
@@ -27,6 +29,7 @@ import { tokenRateLimit } from './plugins/rate-limit.ts';
 import { requestIdFor } from './plugins/request-id.ts';
 import { authorize, checkDeclaredRole, confine } from './plugins/roles.ts';
 import { checkPathIds, loadScope } from './plugins/scope.ts';
+import { authenticateSession, checkCsrf, SESSION_CREDENTIAL, sessionSecret } from './plugins/sessions.ts';
 import { ReadCache } from './read-cache.ts';
 import { requestLoggers } from './request-logger.ts';
 import { adminRoutes } from './routes/admin.ts';
@@ -46,6 +49,7 @@ import { logRoutes } from './routes/logs.ts';
 import { secretRoutes } from './routes/secrets.ts';
 import { serviceMetricsRoutes } from './routes/service-metrics.ts';
 import { serviceRoutes } from './routes/services.ts';
+import { sessionRoutes, signInRoutes } from './routes/sessions.ts';
 import { tokenRoutes } from './routes/tokens.ts';
 import { webhookRoutes } from './routes/webhooks.ts';
 import { ErrorBody } from './schemas/common.ts';
@@ -137,6 +141,7 @@ export async function buildApp(deps: Deps, options: AppOptions) {
   registerClientErrors(app);
   registerConditionalReads(app);
   app.decorateRequest('auth', undefined);
+  await app.register(cookie);
   app.decorateRequest('scope', undefined as never);
 
   await app.register(swagger, {
@@ -156,6 +161,11 @@ export async function buildApp(deps: Deps, options: AppOptions) {
       security: [{ bearer: [] }],
     },
     refResolver: { buildLocalReference: (json, _base, _fragment, i) => String(json.$id ?? `def-${i}`) },
+    // Each operation names the role it needs (docs/access.md), as `x-berth-role`.
+    transform: ({ schema, url, route }) => {
+      const role = route.config?.role;
+      return { schema: role && schema ? { ...schema, 'x-berth-role': role } : schema, url };
+    },
   });
 
   await app.register(healthRoutes, { deps, workerAlive: options.workerAlive });
@@ -173,14 +183,20 @@ export async function buildApp(deps: Deps, options: AppOptions) {
   app.addHook('preClose', async () => reads.release());
   // A stream ends when its token may no longer read, in every process; a closing server ends them all
   // rather than wait for their clients.
+  // A bearer token, or else the session cookie: a request carrying both acts as the token.
+  const authenticate = (authorization: string | undefined, secret: string | undefined) =>
+    authorization || !secret
+      ? authenticator.authenticate(authorization)
+      : authenticateSession(deps.store.db, secret);
   const streams = new OpenStreams(
     { perToken: deps.config.streamsPerToken, perAccount: deps.config.streamsPerAccount },
-    async (authorization) => {
+    async (credential) => {
       try {
-        await authenticator.authenticate(authorization);
-        return true;
+        return await (credential?.startsWith(SESSION_CREDENTIAL)
+          ? authenticateSession(deps.store.db, credential.slice(SESSION_CREDENTIAL.length))
+          : authenticator.authenticate(credential));
       } catch (error) {
-        if (error instanceof UnauthorizedError || error instanceof ForbiddenError) return false;
+        if (error instanceof UnauthorizedError || error instanceof ForbiddenError) return null;
         throw error;
       }
     },
@@ -201,6 +217,10 @@ export async function buildApp(deps: Deps, options: AppOptions) {
   app.addHook('preClose', async () => streams.endAll());
   deps.metrics.openStreams = () => streams.size;
   const { metrics } = deps;
+  const mailer = deps.config.smtpUrl
+    ? smtpMailer(deps.config.smtpUrl, deps.config.mailFrom, deps.logger)
+    : null;
+  app.addHook('onClose', async () => mailer?.close());
   const authFailures = authFailureLimit(deps.config.authFailuresPerMin, {
     failed: () => metrics.authFailures.inc({ surface: 'api' }),
     refused: () => metrics.refusals.inc({ reason: 'auth_failures' }),
@@ -217,9 +237,16 @@ export async function buildApp(deps: Deps, options: AppOptions) {
         'onRequest',
         hookOf((request, reply) =>
           andThen(
-            authFailures.guard(request, reply, () =>
-              authenticator.authenticate(request.headers.authorization),
-            ),
+            authFailures.guard(request, reply, (): AuthContext | Promise<AuthContext> => {
+              const { authorization } = request.headers;
+              const secret = sessionSecret(request);
+              const auth = authenticate(authorization, secret);
+              if (authorization || !secret) return auth;
+              return andThen(auth, (session) => {
+                checkCsrf(request, secret);
+                return session;
+              });
+            }),
             (auth) => {
               request.auth = auth;
               return andThen(rateLimit(reply, auth.tokenId), () => authorize(request, auth));
@@ -272,6 +299,7 @@ export async function buildApp(deps: Deps, options: AppOptions) {
       await v1.register(eventRoutes, { deps });
       await v1.register(webhookRoutes, { deps });
       await v1.register(tokenRoutes, { deps, authenticator });
+      await v1.register(sessionRoutes, { deps, mailer });
       await v1.register(comingSoonRoutes);
     },
     { prefix: '/v1' },
@@ -280,6 +308,12 @@ export async function buildApp(deps: Deps, options: AppOptions) {
   const hookFailures = authFailureLimit(deps.config.authFailuresPerMin, {
     failed: () => metrics.authFailures.inc({ surface: 'hooks' }),
     refused: () => metrics.refusals.inc({ reason: 'auth_failures' }),
+  });
+  await app.register(signInRoutes, {
+    prefix: '/auth',
+    deps,
+    authFailures,
+    authFailuresPerMin: deps.config.authFailuresPerMin,
   });
   await app.register(hookRoutes, { prefix: '/hooks', deps, failures: hookFailures });
   await app.register(adminRoutes, {

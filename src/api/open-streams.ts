@@ -18,6 +18,8 @@ export interface StreamLimits {
 interface OpenStream {
   auth: AuthContext | undefined;
   authorization: string | undefined;
+  /** Whether the caller, as it is now, may still read this stream (its role, its environments). */
+  allows: (auth: AuthContext) => boolean;
   end(): void;
 }
 
@@ -26,12 +28,18 @@ export class OpenStreams implements Subscriber {
   private readonly byToken = new Map<string, Set<OpenStream>>();
   private readonly byAccount = new Map<string, Set<OpenStream>>();
   private readonly limits: StreamLimits;
-  /** Whether a stream's Authorization header may still read (looked up again, not from a cache). */
-  private readonly mayRead: (authorization: string | undefined) => Promise<boolean>;
+  /**
+   * What a stream's credential (its Authorization header, or its session: plugins/sessions.ts credentialOf)
+   * may do now, looked up again, not from a cache; null: nothing.
+   */
+  private readonly lookUp: (authorization: string | undefined) => Promise<AuthContext | null>;
 
-  constructor(limits: StreamLimits, mayRead: (authorization: string | undefined) => Promise<boolean>) {
+  constructor(
+    limits: StreamLimits,
+    lookUp: (authorization: string | undefined) => Promise<AuthContext | null>,
+  ) {
     this.limits = limits;
-    this.mayRead = mayRead;
+    this.lookUp = lookUp;
   }
 
   /** How many streams are open. */
@@ -40,10 +48,16 @@ export class OpenStreams implements Subscriber {
   }
 
   /**
-   * Counts a stream in, or refuses it (429) past a cap; `end` closes it when its access goes. Returns
-   * what removes it again, once it has ended.
+   * Counts a stream in, or refuses it (429) past a cap; `end` closes it when its access goes (the token
+   * no longer works, or `allows` says its role or environments no longer reach the stream). Returns what
+   * removes it again, once it has ended.
    */
-  admit(auth: AuthContext | undefined, authorization: string | undefined, end: () => void): () => void {
+  admit(
+    auth: AuthContext | undefined,
+    authorization: string | undefined,
+    end: () => void,
+    allows: (auth: AuthContext) => boolean = () => true,
+  ): () => void {
     if (auth) {
       const ofToken = this.byToken.get(auth.tokenId)?.size ?? 0;
       if (ofToken >= this.limits.perToken) {
@@ -58,7 +72,7 @@ export class OpenStreams implements Subscriber {
         );
       }
     }
-    const stream: OpenStream = { auth, authorization, end };
+    const stream: OpenStream = { auth, authorization, allows, end };
     this.all.add(stream);
     if (auth) {
       add(this.byToken, auth.tokenId, stream);
@@ -88,15 +102,17 @@ export class OpenStreams implements Subscriber {
   }
 
   private async recheck(streams: OpenStream[]): Promise<void> {
-    const verdicts = new Map<string | undefined, Promise<boolean>>();
+    const lookups = new Map<string | undefined, Promise<AuthContext | null | 'unknown'>>();
     for (const stream of streams) {
       if (!stream.auth) continue;
-      let verdict = verdicts.get(stream.authorization);
-      if (!verdict) {
-        verdict = this.mayRead(stream.authorization).catch(() => true);
-        verdicts.set(stream.authorization, verdict);
+      let lookup = lookups.get(stream.authorization);
+      if (!lookup) {
+        // A lookup that failed (the database) ends nothing: the next change looks again.
+        lookup = this.lookUp(stream.authorization).catch(() => 'unknown' as const);
+        lookups.set(stream.authorization, lookup);
       }
-      if (!(await verdict)) stream.end();
+      const now = await lookup;
+      if (now === null || (now !== 'unknown' && !stream.allows(now))) stream.end();
     }
   }
 

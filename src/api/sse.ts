@@ -1,6 +1,8 @@
 import { once } from 'node:events';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { OpenStreams } from './open-streams.ts';
+import { stillAllowed } from './plugins/roles.ts';
+import { credentialOf } from './plugins/sessions.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -27,11 +29,16 @@ export interface SseStream {
  * cursor a client passes back as `Last-Event-ID`, `event:` names the kind, `data:` is one line of JSON.
  * The headers the hooks set so far (x-request-id, rate limit) go with it. One stream more than the
  * caller's token or account may hold is refused (429) before anything is sent; the stream ends when its
- * token may no longer read.
+ * token may no longer read it (revoked, its member removed, its role lowered or its environments narrowed).
  */
 export function openSse(request: FastifyRequest, reply: FastifyReply): SseStream {
   let ending: () => void = () => {};
-  const leave = request.server.openStreams.admit(request.auth, request.headers.authorization, () => ending());
+  const leave = request.server.openStreams.admit(
+    request.auth,
+    credentialOf(request),
+    () => ending(),
+    stillAllowed(request),
+  );
   reply.hijack();
   const raw = reply.raw;
   const set = Object.entries(reply.getHeaders()).filter(([, v]) => v !== undefined);

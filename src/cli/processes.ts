@@ -81,12 +81,13 @@ async function serveProcess(options: { workers: boolean }): Promise<void> {
     );
   }
   if (server.firstStart) {
-    const { apiToken, accountId, environmentId, ownerEmail } = server.firstStart;
+    const { apiToken, accountId, environmentId, ownerEmail, ownerSignInPath } = server.firstStart;
     lines.push(
       '',
       'First start: created the account "default" (plan pro), its owner, the environment "default" and an API token.',
       `  account:     ${accountId}`,
       `  owner:       ${ownerEmail}`,
+      `  sign in:     ${server.url}${ownerSignInPath}   (once, within a day: set the owner's password there)`,
       `  environment: ${environmentId}`,
       `  API token:   ${apiToken}   (shown only now; Berth keeps only its hash)`,
       '',

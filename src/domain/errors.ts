@@ -28,8 +28,8 @@ export abstract class ApiError extends Error {
 export class UnauthorizedError extends ApiError {
   readonly status = 401;
   readonly code = 'unauthorized';
-  constructor() {
-    super('You are not authorized to do this action');
+  constructor(message = 'You are not authorized to do this action') {
+    super(message);
   }
 }
 

@@ -31,6 +31,8 @@ import * as dependencyBackups from './migrations/0034-dependency-backups.ts';
 import * as serviceMetrics from './migrations/0035-service-metrics.ts';
 import * as people from './migrations/0036-people.ts';
 import * as dependencyRestoreCopies from './migrations/0037-dependency-restore-copies.ts';
+import * as sessions from './migrations/0038-sessions.ts';
+import * as invitations from './migrations/0039-invitations.ts';
 import type { Database } from './schema.ts';
 
 /** Every migration, in order. Listed here rather than read from disk so the build carries them. */
@@ -67,6 +69,8 @@ const migrations: Record<string, Migration> = {
   '0035-service-metrics': serviceMetrics,
   '0036-people': people,
   '0037-dependency-restore-copies': dependencyRestoreCopies,
+  '0038-sessions': sessions,
+  '0039-invitations': invitations,
 };
 
 export class MigrationError extends Error {}

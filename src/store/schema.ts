@@ -54,6 +54,44 @@ export interface UsersTable {
   email: string;
   display_name: string;
   created_at: Timestamp;
+  /** argon2id (PHC string); null: the user has set no password. */
+  password_hash: ColumnType<string | null, string | null | undefined, string | null>;
+}
+
+export interface SessionsTable {
+  id: string;
+  /** SHA-256 of the cookie's secret. */
+  secret_hash: string;
+  user_id: string;
+  account_id: string;
+  created_at: Timestamp;
+  last_seen_at: ColumnType<Date, Date | undefined, Date>;
+  expires_at: Date;
+  ended_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+  user_agent: string | null;
+  client_address: string | null;
+}
+
+export interface InvitationsTable {
+  id: string;
+  secret_hash: string;
+  account_id: string;
+  email: string;
+  role: Role;
+  invited_by: string | null;
+  created_at: Timestamp;
+  expires_at: Date;
+  accepted_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+}
+
+export interface SignInLinksTable {
+  id: string;
+  secret_hash: string;
+  user_id: string;
+  account_id: string;
+  created_at: Timestamp;
+  expires_at: Date;
+  used_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
 }
 
 export interface MembershipsTable {
@@ -408,6 +446,9 @@ export interface Database {
   api_tokens: ApiTokensTable;
   users: UsersTable;
   memberships: MembershipsTable;
+  sessions: SessionsTable;
+  sign_in_links: SignInLinksTable;
+  invitations: InvitationsTable;
   environments: EnvironmentsTable;
   services: ServicesTable;
   audit_logs: AuditLogsTable;

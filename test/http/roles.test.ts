@@ -170,6 +170,16 @@ describe('the table in docs/access.md', () => {
     }
   });
 
+  test('the OpenAPI document names the role of every operation (x-berth-role)', async () => {
+    const res = await h.request('GET', '/v1/openapi.json');
+    const paths = res.body.paths as Record<string, Record<string, { 'x-berth-role'?: string }>>;
+    for (const [route, doc] of documented) {
+      const [method, url] = route.split(' ') as [string, string];
+      const path = url.replace(/:(\w+)/g, '{$1}');
+      assert.equal(paths[path]?.[method.toLowerCase()]?.['x-berth-role'], doc.role, route);
+    }
+  });
+
   test('a /v1 route that declares no role is refused at registration', () => {
     const route = { method: 'GET', url: '/v1/undeclared', handler: () => {} } as RouteOptions;
     assert.throws(() => checkDeclaredRole(route), /GET \/v1\/undeclared declares no role/);

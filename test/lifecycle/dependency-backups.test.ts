@@ -259,9 +259,33 @@ describe('dependency backups on the simulated cloud', () => {
   });
 
   test('the schedule backs up every database and cache once per interval, never those turned off', async () => {
-    const scheduled = await scheduleDependencyBackups(h.deps, 3_600_000);
+    assert.equal(await scheduleDependencyBackups(h.deps, 3_600_000), 0, 'none made an hour ago');
+    // Made more than an interval of 4 s ago: each is due once.
+    const interval = 4_000;
+    // They were made one after the other: each becomes due in turn. Two processes look at once (two
+    // calls in parallel): each due backup is scheduled by one of them.
+    let scheduled = 0;
+    await pollUntil('the dependencies to be due', async () => {
+      const counts = await Promise.all([
+        scheduleDependencyBackups(h.deps, interval),
+        scheduleDependencyBackups(h.deps, interval),
+      ]);
+      scheduled += counts[0] + counts[1];
+      return scheduled >= 5 ? true : undefined;
+    });
     assert.equal(scheduled, 5, 'pg, maria, failbackup-db, kept, cache');
-    assert.equal(await scheduleDependencyBackups(h.deps, 3_600_000), 0, 'not again within the interval');
+    assert.equal(await scheduleDependencyBackups(h.deps, interval), 0, 'not again within the interval');
+    const rows = await h.deps.store.db
+      .selectFrom('dependency_backups')
+      .select(['resource_id'])
+      .where('service_id', '=', serviceId)
+      .where('trigger', '=', 'scheduled')
+      .execute();
+    assert.deepEqual(
+      rows.map((r) => r.resource_id).sort(),
+      ['cache', 'failbackup-db', 'kept', 'maria', 'pg'],
+      'one scheduled backup each',
+    );
     const off = await list('off');
     assert.deepEqual(off, []);
     const pg = await pollUntil('the scheduled pg backup to complete', async () => {

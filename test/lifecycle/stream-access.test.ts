@@ -145,3 +145,38 @@ test('a token holds at most its cap of open streams and an account its own; past
   });
   for (const s of open) s.close();
 });
+
+test("a member's log follow ends when the role drops below developer; the events stream a viewer may read stays", async () => {
+  const t = await h.tenant();
+  const url = await followUrl(t);
+  const user = await h.admin('POST', '/users', {
+    email: `dev-${t.accountId}@example.com`,
+    display_name: 'Dev',
+  });
+  const userId = user.body.data.user.id as string;
+  await h.admin('PUT', `/accounts/${t.accountId}/members/${userId}`, { role: 'developer' });
+  const issued = await h.admin('POST', `/accounts/${t.accountId}/members/${userId}/api-tokens`, {});
+  const token = issued.body.data.api_token as string;
+  const follow = await openSse(url, token);
+  const events = await openSse(`${baseUrl}/v1/events`, token);
+  assert.deepEqual([follow.status, events.status], [200, 200]);
+
+  const lowered = await h.admin('PUT', `/accounts/${t.accountId}/members/${userId}`, { role: 'viewer' });
+  assert.equal(lowered.status, 200, lowered.raw);
+  const at = Date.now();
+  const ms = await endedWithin(follow, at);
+  assert.ok(ms < 1000, `the log follow ended after ${ms} ms`);
+  // Viewers read events: that stream still delivers.
+  await h.request('PUT', `/v1/environments/${t.envId}/secrets`, {
+    token: t.token,
+    body: { secrets: [{ key: 'AFTER_LOWERING', value: 'x' }] },
+  });
+  await events.until('the event after the role change', (got) =>
+    got.some((e) => e.data.data?.key === 'AFTER_LOWERING'),
+  );
+
+  // Removed: everything the member held ends.
+  assert.equal((await h.admin('DELETE', `/accounts/${t.accountId}/members/${userId}`)).status, 200);
+  const removedMs = await endedWithin(events, Date.now());
+  assert.ok(removedMs < 1000, `the events stream ended after ${removedMs} ms`);
+});

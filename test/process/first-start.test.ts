@@ -51,6 +51,26 @@ test('a port in use: one line naming BERTH_PORT, exit 2, and no account, token o
       members.body.data.members.map((m: { email: string; role: string }) => [m.email, m.role]),
       [['owner@localhost', 'owner']],
     );
+    // The printed one-time link signs the owner in and sets their password; then the password works.
+    const link = (await server.waitForOutput(/sign in:\s+(\S+)/))[1] as string;
+    assert.ok(link.startsWith(`${server.url}/#/sign-in-link?token=`), link);
+    const linkToken = new URL(link).hash.split('token=')[1];
+    const password = 'a password for the owner';
+    const used = await fetch(`${server.url}/auth/sign-in-link`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ token: linkToken, password }),
+    });
+    assert.equal(used.status, 200, await used.text());
+    const signedIn = await fetch(`${server.url}/auth/sign-in`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email: 'owner@localhost', password }),
+    });
+    assert.equal(signedIn.status, 200, await signedIn.text());
+    const cookie = (signedIn.headers.get('set-cookie') ?? '').split(';')[0] as string;
+    const mine = await fetch(`${server.url}/v1/environments`, { headers: { cookie } });
+    assert.equal(mine.status, 200);
   } finally {
     assert.equal(await server.kill('SIGTERM'), 0);
   }

@@ -26,24 +26,37 @@ export interface AuthFailureCounters {
   refused(): void;
 }
 
-export function authFailureLimit(perMinute: number, counters?: AuthFailureCounters): AuthFailureLimit {
+/** What failures count by: the client's address, or (password sign-in) the account signed in to. */
+export interface FailureKey {
+  of(request: FastifyRequest): string;
+  /** Named in the 429: `this address`. */
+  what: string;
+}
+
+const BY_ADDRESS: FailureKey = { of: clientAddress, what: 'this address' };
+
+export function authFailureLimit(
+  perMinute: number,
+  counters?: AuthFailureCounters,
+  by: FailureKey = BY_ADDRESS,
+): AuthFailureLimit {
   const failures = new MemoryWindows(60_000);
   const counted = (request: FastifyRequest, error: unknown): never => {
     if (error instanceof UnauthorizedError) {
-      failures.take(clientAddress(request));
+      failures.take(by.of(request));
       counters?.failed();
     }
     throw error;
   };
   return {
     guard(request, reply, authenticate) {
-      const window = failures.counted(clientAddress(request));
+      const window = failures.counted(by.of(request));
       if (window && window.position >= perMinute) {
         const retryS = Math.max(1, Math.ceil((window.resetAt - Date.now()) / 1000));
         reply.header('retry-after', retryS);
         counters?.refused();
         throw new RateLimitedError(
-          `Too many failed authentications from this address: at most ${perMinute} per minute. Retry in ${retryS} seconds.`,
+          `Too many failed authentications ${by.what === BY_ADDRESS.what ? 'from' : 'for'} ${by.what}: at most ${perMinute} per minute. Retry in ${retryS} seconds.`,
         );
       }
       let result: ReturnType<typeof authenticate>;

@@ -11,7 +11,10 @@ import { clientAddress } from '../client-address.ts';
 
 export interface AuthContext {
   accountId: string;
+  /** The token's id, or the session's (what rate limits and stream caps count by). */
   tokenId: string;
+  /** Set when a person's session cookie authenticated the request (plugins/sessions.ts). */
+  sessionId?: string;
   plan: Plan;
   features: Set<string>;
   /** What the token may do: its own role, never above its owner's membership (operator tokens: owner). */
@@ -173,7 +176,9 @@ export function actorOf(request: FastifyRequest): Actor {
   const agent = request.headers['user-agent'];
   return {
     accountId: auth.accountId,
-    tokenId: auth.tokenId,
+    // A person signed in: the audit log names them, not a token.
+    tokenId: auth.sessionId ? null : auth.tokenId,
+    ...(auth.sessionId && auth.userEmail ? { name: auth.userEmail } : {}),
     userId: auth.userId,
     userEmail: auth.userEmail,
     tokenName: auth.tokenName,

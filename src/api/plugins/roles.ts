@@ -61,3 +61,20 @@ export function confine(auth: AuthContext, scope: Scope): void {
     throw new NotFoundError('Deployment');
   }
 }
+
+/**
+ * Whether a caller, as it is after an access change, may still read what this request opened (a
+ * stream): the route's role, and the environment the path named.
+ */
+export function stillAllowed(request: FastifyRequest): (auth: AuthContext) => boolean {
+  const config = request.routeOptions.config;
+  const needed = config.role as Role;
+  const scope = request.scope as Scope | undefined;
+  const environmentId =
+    scope?.environment?.id ?? scope?.service?.environment_id ?? scope?.deployment?.environment_id;
+  return (auth) =>
+    roleAtLeast(auth.role, needed) &&
+    (auth.environments === null ||
+      (config.wholeAccount !== true &&
+        (environmentId === undefined || auth.environments.has(environmentId))));
+}

@@ -37,6 +37,7 @@ import {
   removeMembership,
   setMembership,
 } from '../../domain/usecases/people.ts';
+import { createSignInLink, signInLinkPath } from '../../domain/usecases/sessions.ts';
 import { isUuid } from '../../domain/uuid.ts';
 import { listAccounts } from '../../store/repositories/accounts.ts';
 import { listMembers, listUsers } from '../../store/repositories/users.ts';
@@ -511,6 +512,38 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{
     async (request) => {
       const { id, userId } = request.params;
       return success(await issueMemberToken(deps, callOf(request), id, userId));
+    },
+  );
+
+  app.post(
+    '/accounts/:id/members/:userId/sign-in-links',
+    {
+      schema: {
+        summary: 'A one-time sign-in link of a member (shown only in this response)',
+        description:
+          'Opened in the console (/#/sign-in-link?token=...), it signs the member in once and lets them set a ' +
+          'password; it works for a day. docs/access.md.',
+        params: MemberParams,
+        response: {
+          200: Envelope(
+            Type.Object({ token: Type.String(), path: Type.String(), expires_at: Type.String() }),
+          ),
+          ...ADMIN_ERRORS,
+        },
+      },
+      preValidation: async (request) => {
+        assertUuid(request.params.id, 'Account');
+        assertUuid(request.params.userId, 'Member');
+      },
+    },
+    async (request) => {
+      const { id, userId } = request.params;
+      const link = await createSignInLink(deps, id, userId);
+      return success({
+        token: link.secret,
+        path: signInLinkPath(link.secret),
+        expires_at: link.expiresAt.toISOString(),
+      });
     },
   );
 };

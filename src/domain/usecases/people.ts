@@ -14,6 +14,7 @@ import {
   revokeAccountToken,
 } from '../../store/repositories/accounts.ts';
 import { listEnvironments } from '../../store/repositories/environments.ts';
+import { endSessionsIn } from '../../store/repositories/sessions.ts';
 import {
   deleteMembership,
   findMembership,
@@ -91,7 +92,10 @@ export async function setMembership(
   });
 }
 
-/** Ends a membership: the member's tokens in the account stop working, in every process, at once. */
+/**
+ * Ends a membership: the member's tokens and sessions in the account stop working, and their open streams
+ * close, in every process, at once.
+ */
 export async function removeMembership(
   deps: Pick<Deps, 'store'>,
   call: Call,
@@ -100,6 +104,7 @@ export async function removeMembership(
 ) {
   await deps.store.db.transaction().execute(async (trx) => {
     if (!(await deleteMembership(trx, accountId, userId))) throw new NotFoundError('Member');
+    await endSessionsIn(trx, accountId, userId);
     const user = await findUser(trx, userId);
     await recordAudit(trx, about(accountId, call, user), 'member.remove', {
       type: 'user',

@@ -137,13 +137,18 @@ export class DockerDependencyBackups implements DependencyBackups {
     // Never under its final name until complete: a process killed midway leaves a .partial file, which
     // the next attempt overwrites.
     const partial = `${final}.partial`;
+    signal.throwIfAborted();
     const file = createWriteStream(partial);
     const fileDone = once(file, 'close');
-    signal.throwIfAborted();
     const run = await this.runHelper(request.environment, target.runName, target.info.Config.Image, {
       cmd: target.tool.dump(target.address),
       env: target.env,
       stdout: file,
+    }).catch(async (error: unknown) => {
+      // The Engine refused or lost the helper: nothing complete was written.
+      file.destroy();
+      await rm(partial, { force: true });
+      throw error;
     });
     await fileDone.catch(() => undefined);
     if (file.errored) {

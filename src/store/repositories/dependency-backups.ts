@@ -176,9 +176,10 @@ export interface DueDependency {
 }
 
 /**
- * The dependencies whose newest scheduled backup (of any outcome) is older than `intervalMs`, or
- * which have none: made (`available`), of a live service, of the kinds that have dump tools, and not
- * declared with `"backups": false`.
+ * The dependencies made more than `intervalMs` ago whose newest scheduled backup (of any outcome) is
+ * older than that, or which have none: made (`available`), of a live service, of the kinds that have
+ * dump tools, and not declared with `"backups": false`. So a new dependency's first scheduled backup
+ * comes an interval after it was made.
  */
 export function dueForBackup(db: Db, intervalMs: number, kinds: readonly string[]): Promise<DueDependency[]> {
   return db
@@ -186,6 +187,11 @@ export function dueForBackup(db: Db, intervalMs: number, kinds: readonly string[
     .innerJoin('services as s', 's.id', 'r.service_id')
     .select(['r.service_id', 's.account_id', 'r.kind', 'r.type', 'r.resource_id'])
     .where('r.state', '=', 'available')
+    .where(
+      'r.provisioned_at',
+      '<=',
+      sql<Date>`clock_timestamp() - make_interval(secs => ${intervalMs / 1000})`,
+    )
     .where('s.is_deleted', '=', false)
     .where(sql<string>`r.kind || '.' || r.type`, 'in', kinds)
     .where(sql<boolean>`coalesce(r.spec -> 'properties' ->> 'backups', 'true') <> 'false'`)

@@ -1,0 +1,69 @@
+import assert from 'node:assert/strict';
+import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+import type Docker from 'dockerode';
+import { TerminalError } from '../../jobs/errors.ts';
+import type { BackupRequest } from '../provider.ts';
+import { DockerDependencyBackups } from './dependency-backups.ts';
+import type { DockerResources } from './resources.ts';
+
+/** The parts of the Engine a backup reads before it writes: the dependency's container, running. */
+const engine = {
+  getContainer: () => ({
+    inspect: async () => ({ Id: 'x', Name: '/berth-dep-db', Config: { Image: 'img', Env: [] }, Mounts: [] }),
+  }),
+  listContainers: async () => [],
+  createContainer: async () => {
+    throw new Error('no helper may run when the target cannot be written');
+  },
+} as unknown as Docker;
+
+const request: BackupRequest = {
+  service: { id: '00000000-0000-4000-8000-000000000001', account_id: 'a', environment_id: 'e', type: 'web' },
+  environment: {
+    id: '00000000-0000-4000-8000-000000000002',
+    account_id: 'a',
+    cloud: 'aws',
+    region: 'us-east-1',
+  },
+  resource: {
+    kind: 'rds',
+    type: 'instances',
+    id: 'db',
+    prefix: 'db',
+    exports: {},
+    skip_preview: false,
+    preview_only: false,
+    properties: { engine: 'postgres' },
+  },
+  backupId: '00000000-0000-4000-8000-000000000003',
+};
+
+let dir: string;
+before(async () => {
+  dir = await mkdtemp(path.join(tmpdir(), 'berth-backups-'));
+});
+after(() => rm(dir, { recursive: true, force: true }));
+
+test('a backup target that cannot be written fails the backup for good, naming it, and writes nothing', async () => {
+  // A file where the target's folder should be: nothing can be made under it.
+  const target = path.join(dir, 'not-a-folder');
+  await writeFile(target, '');
+  const backups = new DockerDependencyBackups(engine, target, {} as DockerResources);
+  await assert.rejects(
+    backups.backup(request, new AbortController().signal),
+    (error: Error) =>
+      error instanceof TerminalError &&
+      error.message.startsWith(`the backup target ${target} is not writable`),
+  );
+  assert.deepEqual(await readdir(dir), ['not-a-folder']);
+});
+
+test('a location outside the backup target is refused, never read or deleted', async () => {
+  const backups = new DockerDependencyBackups(engine, path.join(dir, 'target'), {} as DockerResources);
+  await writeFile(path.join(dir, 'precious'), 'x');
+  await assert.rejects(backups.discard(request.environment, '../precious'), /outside the backup target/);
+  assert.ok((await readdir(dir)).includes('precious'));
+});

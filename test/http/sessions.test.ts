@@ -1,0 +1,344 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
+import { after, before, describe, test } from 'node:test';
+import { SMTPServer } from 'smtp-server';
+import { type Harness, type Reply, startHarness, type Tenant } from '../helpers/harness.ts';
+
+/** People signing in: one-time links, passwords, session cookies, CSRF, expiry, sign-out (docs/access.md). */
+let h: Harness;
+let t: Tenant;
+before(async () => {
+  h = await startHarness({ rateLimitPerMin: 10_000, authFailuresPerMin: 5, trustProxy: ['127.0.0.1'] });
+  t = await h.tenant();
+});
+after(() => h.close());
+
+const PASSWORD = 'correct horse battery';
+
+/** Each request from an address of its own, unless it names one: failures counted by address stay apart. */
+function call(method: string, url: string, options: Parameters<Harness['request']>[2] = {}) {
+  const address = `10.9.${Math.floor(Math.random() * 250)}.${Math.floor(Math.random() * 250)}`;
+  return h.request(method, url, { ...options, headers: { 'x-forwarded-for': address, ...options.headers } });
+}
+
+function cookieOf(res: Reply): string {
+  const set = [res.headers['set-cookie']].flat().find((c) => c?.startsWith('berth_session='));
+  assert.ok(set, 'a session cookie was set');
+  return set.split(';')[0] as string;
+}
+
+/** A member of the tenant's account with a password, set through a one-time sign-in link. */
+async function member(role: string) {
+  const email = `${randomUUID()}@example.com`;
+  const user = await h.admin('POST', '/users', { email, display_name: 'Ada' });
+  const userId = user.body.data.user.id as string;
+  assert.equal((await h.admin('PUT', `/accounts/${t.accountId}/members/${userId}`, { role })).status, 200);
+  const link = await h.admin('POST', `/accounts/${t.accountId}/members/${userId}/sign-in-links`);
+  assert.equal(link.status, 200, link.raw);
+  assert.match(link.body.data.path, /^\/#\/sign-in-link\?token=/);
+  const used = await call('POST', '/auth/sign-in-link', {
+    body: { token: link.body.data.token, password: PASSWORD },
+  });
+  assert.equal(used.status, 200, used.raw);
+  return { email, userId, token: link.body.data.token as string };
+}
+
+async function signIn(email: string, password = PASSWORD, address = '10.0.0.1') {
+  return call('POST', '/auth/sign-in', {
+    body: { email, password },
+    headers: { 'x-forwarded-for': address },
+  });
+}
+
+describe('sign-in links', () => {
+  test('work once; a refused password leaves the link working', async () => {
+    const email = `${randomUUID()}@example.com`;
+    const user = await h.admin('POST', '/users', { email, display_name: 'Bo' });
+    const userId = user.body.data.user.id as string;
+    await h.admin('PUT', `/accounts/${t.accountId}/members/${userId}`, { role: 'viewer' });
+    const link = await h.admin('POST', `/accounts/${t.accountId}/members/${userId}/sign-in-links`);
+    const token = link.body.data.token;
+    const short = await call('POST', '/auth/sign-in-link', { body: { token, password: 'short' } });
+    assert.equal(short.status, 422, short.raw);
+    assert.deepEqual(short.body.errors, [
+      { field: 'password', error: 'password must be at least 12 characters long' },
+    ]);
+    const ok = await call('POST', '/auth/sign-in-link', { body: { token, password: PASSWORD } });
+    assert.equal(ok.status, 200, ok.raw);
+    assert.equal(ok.body.data.role, 'viewer');
+    const again = await call('POST', '/auth/sign-in-link', { body: { token } });
+    assert.equal(again.status, 401, again.raw);
+  });
+
+  test('an expired link is refused', async () => {
+    const m = await member('viewer');
+    const link = await h.admin('POST', `/accounts/${t.accountId}/members/${m.userId}/sign-in-links`);
+    await h.deps.store.db
+      .updateTable('sign_in_links')
+      .set({ expires_at: new Date(Date.now() - 1000) })
+      .execute();
+    const res = await call('POST', '/auth/sign-in-link', { body: { token: link.body.data.token } });
+    assert.equal(res.status, 401, res.raw);
+  });
+});
+
+describe('password sign-in', () => {
+  test('sets an HttpOnly SameSite=Lax cookie that authenticates /v1 as the member', async () => {
+    const m = await member('developer');
+    const res = await signIn(m.email);
+    assert.equal(res.status, 200, res.raw);
+    const set = [res.headers['set-cookie']].flat().find((c) => c?.startsWith('berth_session=')) ?? '';
+    assert.match(set, /HttpOnly/);
+    assert.match(set, /SameSite=Lax/);
+    assert.doesNotMatch(set, /Secure/, 'served over plain HTTP');
+    assert.equal(res.body.data.role, 'developer');
+    const cookie = cookieOf(res);
+    const envs = await call('GET', '/v1/environments', { headers: { cookie } });
+    assert.equal(envs.status, 200, envs.raw);
+    const session = await call('GET', '/auth/session', { headers: { cookie } });
+    assert.equal(session.body.data.csrf_token, res.body.data.csrf_token);
+    // Admin routes need admin: the session acts as the membership's role.
+    const tokens = await call('GET', '/v1/tokens', { headers: { cookie } });
+    assert.equal(tokens.status, 403, tokens.raw);
+  });
+
+  test('Secure when the request came over HTTPS through a trusted proxy', async () => {
+    const m = await member('viewer');
+    const res = await call('POST', '/auth/sign-in', {
+      body: { email: m.email, password: PASSWORD },
+      headers: { 'x-forwarded-proto': 'https' },
+    });
+    assert.equal(res.status, 200, res.raw);
+    assert.match(String(res.headers['set-cookie']), /; Secure/);
+  });
+
+  test('an unknown email and a wrong password get the same answer', async () => {
+    const m = await member('viewer');
+    const wrong = await signIn(m.email, 'not the password at all', '10.0.1.1');
+    const unknown = await signIn(`${randomUUID()}@example.com`, 'not the password at all', '10.0.1.2');
+    assert.equal(wrong.status, 401);
+    assert.equal(unknown.status, 401);
+    assert.equal(wrong.body.message, unknown.body.message);
+    assert.equal(wrong.body.message, 'The email or the password is wrong');
+  });
+
+  test('guessing is throttled per address and per account', async () => {
+    const m = await member('viewer');
+    for (let i = 0; i < 5; i++)
+      assert.equal((await signIn(m.email, `wrong guess ${i}!`, '10.0.2.1')).status, 401);
+    const byAddress = await signIn(`${randomUUID()}@example.com`, PASSWORD, '10.0.2.1');
+    assert.equal(byAddress.status, 429, byAddress.raw);
+    assert.match(byAddress.body.message, /from this address/);
+    // Another address, the same account: its own limit holds, even with the right password.
+    const byAccount = await signIn(m.email, PASSWORD, '10.0.2.2');
+    assert.equal(byAccount.status, 429, byAccount.raw);
+    assert.match(byAccount.body.message, /for this account/);
+  });
+});
+
+describe('sessions', () => {
+  test('cookie-authenticated writes need the CSRF token', async () => {
+    const m = await member('admin');
+    const res = await signIn(m.email, PASSWORD, '10.0.3.1');
+    const cookie = cookieOf(res);
+    const body = { name: 'ci', role: 'viewer' };
+    const without = await call('POST', '/v1/tokens', { headers: { cookie }, body });
+    assert.equal(without.status, 403, without.raw);
+    assert.match(without.body.message, /x-csrf-token/);
+    const wrong = await call('POST', '/v1/tokens', { headers: { cookie, 'x-csrf-token': 'x' }, body });
+    assert.equal(wrong.status, 403, wrong.raw);
+    const csrf = res.body.data.csrf_token as string;
+    const made = await call('POST', '/v1/tokens', { headers: { cookie, 'x-csrf-token': csrf }, body });
+    assert.equal(made.status, 200, made.raw);
+    assert.equal(made.body.data.token.owner.email, m.email);
+    const audit = await call('GET', '/v1/audit-logs?action=api_token.create', { token: t.token });
+    const entry = audit.body.data.audit_logs.find(
+      (e: { resource_id: string }) => e.resource_id === made.body.data.token.id,
+    );
+    assert.equal(entry.actor, m.email);
+  });
+
+  test('listed; one ended by id and sign-out end them: their cookies stop working', async () => {
+    const m = await member('viewer');
+    const one = cookieOf(await signIn(m.email, PASSWORD, '10.0.4.1'));
+    const twoRes = await signIn(m.email, PASSWORD, '10.0.4.1');
+    const two = cookieOf(twoRes);
+    const list = await call('GET', '/v1/sessions', { headers: { cookie: two } });
+    assert.equal(list.status, 200, list.raw);
+    const sessions = list.body.data.sessions as { id: string; current: boolean }[];
+    assert.ok(sessions.length >= 3, 'the link, and both sign-ins');
+    assert.equal(sessions.find((s) => s.current)?.id, twoRes.body.data.session_id);
+    const oneId = sessions.find((s) => !s.current)?.id;
+    // Another person's session is not found.
+    const other = await call('DELETE', `/v1/sessions/${oneId}`, { token: t.token });
+    assert.equal(other.status, 404, other.raw);
+    const csrf = twoRes.body.data.csrf_token;
+    const ended = await call('DELETE', `/v1/sessions/${oneId}`, {
+      headers: { cookie: two, 'x-csrf-token': csrf },
+    });
+    assert.equal(ended.status, 200, ended.raw);
+    assert.ok(
+      !(await call('GET', '/v1/sessions', { headers: { cookie: two } })).body.data.sessions.some(
+        (s: { id: string }) => s.id === oneId,
+      ),
+    );
+    void one;
+    const out = await call('POST', '/auth/sign-out', { headers: { cookie: two, 'x-csrf-token': csrf } });
+    assert.equal(out.status, 200, out.raw);
+    assert.match(String(out.headers['set-cookie']), /berth_session=;/);
+    assert.equal((await call('GET', '/v1/environments', { headers: { cookie: two } })).status, 401);
+  });
+
+  test('idle and absolute expiry', async () => {
+    const m = await member('viewer');
+    const idle = await signIn(m.email, PASSWORD, '10.0.5.1');
+    const old = await signIn(m.email, PASSWORD, '10.0.5.1');
+    const db = h.deps.store.db;
+    await db
+      .updateTable('sessions')
+      .set({ last_seen_at: new Date(Date.now() - 13 * 3600_000) })
+      .where('id', '=', idle.body.data.session_id)
+      .execute();
+    await db
+      .updateTable('sessions')
+      .set({ expires_at: new Date(Date.now() - 1000) })
+      .where('id', '=', old.body.data.session_id)
+      .execute();
+    assert.equal(
+      (await call('GET', '/v1/environments', { headers: { cookie: cookieOf(idle) } })).status,
+      401,
+    );
+    assert.equal((await call('GET', '/v1/environments', { headers: { cookie: cookieOf(old) } })).status, 401);
+  });
+
+  test("a removed member's sessions end", async () => {
+    const m = await member('viewer');
+    const res = await signIn(m.email, PASSWORD, '10.0.6.1');
+    const cookie = cookieOf(res);
+    assert.equal((await call('GET', '/v1/environments', { headers: { cookie } })).status, 200);
+    assert.equal((await h.admin('DELETE', `/accounts/${t.accountId}/members/${m.userId}`)).status, 200);
+    assert.equal((await call('GET', '/v1/environments', { headers: { cookie } })).status, 401);
+    const row = await h.deps.store.db
+      .selectFrom('sessions')
+      .select('ended_at')
+      .where('id', '=', res.body.data.session_id)
+      .executeTakeFirstOrThrow();
+    assert.ok(row.ended_at, 'ended, not merely unusable');
+  });
+});
+
+describe('invitations', () => {
+  async function invite(headers: Record<string, string>, body: Record<string, unknown>) {
+    return call('POST', '/v1/invitations', { headers, body });
+  }
+
+  test('an admin invites; accepting makes the user and the membership, once', async () => {
+    const email = `${randomUUID()}@example.com`;
+    const res = await invite({ authorization: `Bearer ${t.token}` }, { email, role: 'developer' });
+    assert.equal(res.status, 200, res.raw);
+    const made = res.body.data.invitation;
+    assert.equal(made.mailed, false, 'no BERTH_SMTP_URL: shown only');
+    assert.equal(made.path, `/#/accept-invitation?token=${made.token}`);
+    const short = await call('POST', '/auth/accept-invitation', {
+      body: { token: made.token, password: 'short' },
+    });
+    assert.equal(short.status, 422, short.raw);
+    const accepted = await call('POST', '/auth/accept-invitation', {
+      body: { token: made.token, password: PASSWORD, display_name: 'Cy' },
+    });
+    assert.equal(accepted.status, 200, accepted.raw);
+    assert.equal(accepted.body.data.role, 'developer');
+    assert.equal(accepted.body.data.user.email, email);
+    const envs = await call('GET', '/v1/environments', { headers: { cookie: cookieOf(accepted) } });
+    assert.equal(envs.status, 200, envs.raw);
+    const again = await call('POST', '/auth/accept-invitation', {
+      body: { token: made.token, password: PASSWORD },
+    });
+    assert.equal(again.status, 401, again.raw);
+    assert.equal((await signIn(email, PASSWORD, '10.0.7.1')).status, 200, 'the password set works');
+    const twice = await invite({ authorization: `Bearer ${t.token}` }, { email, role: 'viewer' });
+    assert.equal(twice.status, 409, twice.raw);
+  });
+
+  test('an expired invitation is refused; a role above the inviter is a field error; developers cannot invite', async () => {
+    const res = await invite(
+      { authorization: `Bearer ${t.token}` },
+      { email: `${randomUUID()}@example.com`, role: 'viewer' },
+    );
+    await h.deps.store.db
+      .updateTable('invitations')
+      .set({ expires_at: new Date(Date.now() - 1000) })
+      .where('id', '=', res.body.data.invitation.id)
+      .execute();
+    const late = await call('POST', '/auth/accept-invitation', {
+      body: { token: res.body.data.invitation.token, password: PASSWORD },
+    });
+    assert.equal(late.status, 401, late.raw);
+    const admin = await member('admin');
+    const signed = await signIn(admin.email, PASSWORD, '10.0.8.1');
+    const headers = { cookie: cookieOf(signed), 'x-csrf-token': signed.body.data.csrf_token };
+    const higher = await invite(headers, { email: `${randomUUID()}@example.com`, role: 'owner' });
+    assert.equal(higher.status, 422, higher.raw);
+    assert.deepEqual(higher.body.errors, [
+      { field: 'role', error: 'role cannot be higher than your own role (admin)' },
+    ]);
+    const dev = await member('developer');
+    const devSigned = await signIn(dev.email, PASSWORD, '10.0.8.2');
+    const refused = await invite(
+      { cookie: cookieOf(devSigned), 'x-csrf-token': devSigned.body.data.csrf_token },
+      { email: `${randomUUID()}@example.com`, role: 'viewer' },
+    );
+    assert.equal(refused.status, 403, refused.raw);
+  });
+
+  test("an existing user's invitation needs their own password: the link alone never takes them over", async () => {
+    const m = await member('viewer');
+    const other = await h.tenant();
+    const res = await invite({ authorization: `Bearer ${other.token}` }, { email: m.email, role: 'viewer' });
+    const token = res.body.data.invitation.token;
+    const wrong = await call('POST', '/auth/accept-invitation', {
+      body: { token, password: 'someone elses pass' },
+    });
+    assert.equal(wrong.status, 401, wrong.raw);
+    const ok = await call('POST', '/auth/accept-invitation', { body: { token, password: PASSWORD } });
+    assert.equal(ok.status, 200, ok.raw);
+    assert.equal(ok.body.data.account_id, other.accountId);
+  });
+
+  test('mailed through BERTH_SMTP_URL', async () => {
+    const received: string[] = [];
+    const smtp = new SMTPServer({
+      authOptional: true,
+      disabledCommands: ['STARTTLS'],
+      onData(stream, _session, done) {
+        const chunks: Buffer[] = [];
+        stream.on('data', (c: Buffer) => chunks.push(c));
+        stream.on('end', () => {
+          received.push(Buffer.concat(chunks).toString());
+          done();
+        });
+      },
+    });
+    await new Promise<void>((resolve) => smtp.listen(0, '127.0.0.1', resolve));
+    const port = (smtp.server.address() as AddressInfo).port;
+    const mailing = await startHarness({ smtpUrl: `smtp://127.0.0.1:${port}` });
+    try {
+      const tenant = await mailing.tenant();
+      const email = `${randomUUID()}@example.com`;
+      const res = await mailing.request('POST', '/v1/invitations', {
+        token: tenant.token,
+        body: { email, role: 'viewer' },
+      });
+      assert.equal(res.status, 200, res.raw);
+      assert.equal(res.body.data.invitation.mailed, true);
+      assert.equal(received.length, 1);
+      assert.match(received[0] as string, new RegExp(`To: ${email}`));
+      const unfolded = (received[0] as string).replace(/=\r?\n/g, '').replace(/=3D/g, '=');
+      assert.ok(unfolded.includes(`/#/accept-invitation?token=${res.body.data.invitation.token}`), unfolded);
+    } finally {
+      await mailing.close();
+      await new Promise<void>((resolve) => smtp.close(() => resolve()));
+    }
+  });
+});
