@@ -145,6 +145,9 @@ test('deploy with a target and a note, and follow the deployment live to success
 });
 
 test('settings: a PATCH the API refuses shows its error next to the field; a good one saves', async () => {
+  // The service page lists its alerts (none have tripped here).
+  await page.getByRole('heading', { name: 'Alerts' }).waitFor();
+  await page.getByText('No alerts: none of its rules has tripped.').waitFor();
   await page.getByLabel('Port (required)').last().fill('70000');
   await page.getByRole('button', { name: 'Save settings' }).click();
   await page.locator('#settings-port-error').waitFor();
