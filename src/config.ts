@@ -38,6 +38,14 @@ export interface Config {
   trustProxy: string[];
   /** BERTH_TLS_CERT_FILE / BERTH_TLS_KEY_FILE: the API serves HTTPS with these PEM files (read at start). */
   tls: { certFile: string; keyFile: string } | undefined;
+  /**
+   * ACME (docs/https.md): on when BERTH_ACME_EMAIL or BERTH_ACME_DIRECTORY_URL is set. The directory
+   * defaults to Let's Encrypt's production one; `caFile` (BERTH_ACME_CA_FILE) is a root the directory's
+   * own HTTPS is trusted with besides the system's (a private CA, a test CA).
+   */
+  acme: { directoryUrl: string; email: string | undefined; caFile: string | undefined } | undefined;
+  /** BERTH_ACME_RETRY_BASE_MS: the first wait after a name's failed order (then doubling, at most a day). */
+  acmeRetryBaseMs: number;
   /** Failed authentications one client address may make per minute before it gets 429. */
   authFailuresPerMin: number;
   /** Streams (events, log follows) one API token may hold open at once in one process; more get 429. */
@@ -175,6 +183,33 @@ function tlsSetting(env: NodeJS.ProcessEnv): Config['tls'] {
   return { certFile: path.resolve(certFile), keyFile: path.resolve(keyFile) };
 }
 
+export const LETS_ENCRYPT_DIRECTORY = 'https://acme-v02.api.letsencrypt.org/directory';
+
+function acmeSetting(env: NodeJS.ProcessEnv): Config['acme'] {
+  const rawUrl = env.BERTH_ACME_DIRECTORY_URL || undefined;
+  const email = env.BERTH_ACME_EMAIL || undefined;
+  const caFile = env.BERTH_ACME_CA_FILE || undefined;
+  if (!rawUrl && !email) {
+    if (caFile)
+      throw new ConfigError('BERTH_ACME_CA_FILE is set but ACME is off: set BERTH_ACME_DIRECTORY_URL');
+    return undefined;
+  }
+  const url = rawUrl && URL.canParse(rawUrl) ? new URL(rawUrl) : null;
+  if (rawUrl && (url?.protocol !== 'https:' || url.username || url.password)) {
+    throw new ConfigError(
+      `BERTH_ACME_DIRECTORY_URL must be the https:// URL of an ACME directory (like ${LETS_ENCRYPT_DIRECTORY}), got "${rawUrl}"`,
+    );
+  }
+  if (email && !/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email)) {
+    throw new ConfigError(`BERTH_ACME_EMAIL must be an email address, got "${email}"`);
+  }
+  return {
+    directoryUrl: url?.href ?? LETS_ENCRYPT_DIRECTORY,
+    email,
+    caFile: caFile ? path.resolve(caFile) : undefined,
+  };
+}
+
 /** `host:port` (`[::1]:9464` for IPv6): an address of its own, never the API's. */
 function bindSetting(env: NodeJS.ProcessEnv, name: string): { host: string; port: number } | undefined {
   const raw = env[name];
@@ -237,6 +272,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       .filter(Boolean),
     trustProxy: trustProxySetting(env),
     tls: tlsSetting(env),
+    acme: acmeSetting(env),
+    // CAs limit failed validations per name per hour: a failed name waits an hour, then longer.
+    acmeRetryBaseMs: intSetting(env, 'BERTH_ACME_RETRY_BASE_MS', 3_600_000, 1_000, 86_400_000),
     rateLimitPerMin: intSetting(env, 'BERTH_RATE_LIMIT_PER_MIN', 1200, 1, 10_000_000),
     // Enough for a misconfigured client to see its 401s; far too few to cost the database anything.
     authFailuresPerMin: intSetting(env, 'BERTH_AUTH_FAILURES_PER_MIN', 60, 1, 10_000_000),

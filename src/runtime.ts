@@ -5,9 +5,11 @@ import { readTlsPair, watchTlsFiles } from './api/tls-files.ts';
 import { adminTokenFor, type FirstStart, firstStart } from './bootstrap.ts';
 import type { Config } from './config.ts';
 import { DnsLookup } from './dns.ts';
+import { certificatesOn } from './domain/usecases/certificates.ts';
 import type { Deps } from './domain/usecases/context.ts';
 import { collectWhenIdle } from './idle-collector.ts';
 import { startBackupSchedule } from './jobs/backup-schedule.ts';
+import { certificateSource, readAcmeCa, startCertificateRenewal } from './jobs/certificates.ts';
 import { startDependencyBackupSchedule } from './jobs/dependency-backup-schedule.ts';
 import { startEventRetention } from './jobs/event-retention.ts';
 import { startGitPoller } from './jobs/git-poller.ts';
@@ -153,6 +155,7 @@ export async function startServer(
 ): Promise<Server> {
   // Bad certificate files stop the start before anything is opened.
   const tlsPair = config.tls ? readTlsPair(config.tls) : undefined;
+  readAcmeCa(config.acme);
   const runtime = await openRuntime(config, options.logger);
   const { deps } = runtime;
   let app: Awaited<ReturnType<typeof buildApp>> | null = null;
@@ -163,6 +166,7 @@ export async function startServer(
   let backups: ReturnType<typeof startDependencyBackupSchedule> = null;
   let poller: ReturnType<typeof startGitPolling> = null;
   let stateBackups: ReturnType<typeof startBackupSchedule> = null;
+  let renewals: ReturnType<typeof startCertificateRenewal> = null;
   let workerStore: Store | null = null;
   let metricsServer: MetricsServer | null = null;
   try {
@@ -180,7 +184,9 @@ export async function startServer(
       const watcher = watchTlsFiles(app.server, config.tls, deps.logger);
       app.server.on('close', () => watcher.stop());
     }
-    await deps.provider.serving?.start();
+    await deps.provider.serving?.start(
+      certificatesOn(deps) ? { certificates: certificateSource(deps) } : undefined,
+    );
     metricsServer = await startMetricsServer(deps);
     const collector = collectWhenIdle({ idleMs: IDLE_COLLECT_MS });
     app.server.on('request', () => collector.touch());
@@ -212,6 +218,7 @@ export async function startServer(
     backups = worker ? startDependencyBackupSchedule(workerDeps) : null;
     poller = worker ? startGitPolling(workerDeps) : null;
     stateBackups = worker ? startBackupSchedule(workerDeps) : null;
+    renewals = worker ? startCertificateRenewal(workerDeps) : null;
     // The start allocated more than anything after it (the embedded database's snapshot, its
     // WebAssembly, the routes): given back now rather than after the first requests' quiet spell.
     collector.collectNow();
@@ -223,6 +230,7 @@ export async function startServer(
       serviceMetrics,
       backups,
       poller,
+      renewals,
       stateBackups,
       workerStore,
       metricsServer,
@@ -244,6 +252,7 @@ export async function startServer(
         await running.backups?.stop();
         await running.poller?.stop();
         await running.stateBackups?.stop();
+        await running.renewals?.stop();
         await running.workerStore?.close();
         await runtime.close();
       },
@@ -258,6 +267,7 @@ export async function startServer(
     await backups?.stop();
     await poller?.stop();
     await stateBackups?.stop();
+    await renewals?.stop();
     await workerStore?.close();
     await runtime.close();
     throw error;

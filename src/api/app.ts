@@ -33,6 +33,7 @@ import { authenticateSession, checkCsrf, SESSION_CREDENTIAL, sessionSecret } fro
 import { ReadCache } from './read-cache.ts';
 import { requestLoggers } from './request-logger.ts';
 import { adminRoutes } from './routes/admin.ts';
+import { alertRoutes } from './routes/alerts.ts';
 import { auditRoutes } from './routes/audit.ts';
 import { comingSoonRoutes } from './routes/coming-soon.ts';
 import { customDomainRoutes } from './routes/custom-domains.ts';
@@ -294,6 +295,7 @@ export async function buildApp(deps: Deps, options: AppOptions) {
       await v1.register(auditRoutes, { deps });
       await v1.register(logRoutes, { deps });
       await v1.register(serviceMetricsRoutes, { deps });
+      await v1.register(alertRoutes, { deps });
       await v1.register(deploymentLogRoutes, { deps });
       await v1.register(deployControlRoutes, { deps });
       await v1.register(eventRoutes, { deps });

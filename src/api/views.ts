@@ -14,6 +14,7 @@ import type { MetricsSeries } from '../domain/usecases/service-metrics.ts';
 import type { EnvironmentIdentity, Observed } from '../providers/provider.ts';
 import type {
   AuditLogRow,
+  CertificateRow,
   CustomDomainRow,
   DeploymentLogRow,
   DeploymentOperationRow,
@@ -153,7 +154,22 @@ export function customDomainSummary(d: CustomDomainRow) {
   return { id: d.id, domain: d.domain, origin: `https://${d.domain}`, state: d.state };
 }
 
-export function customDomainView(d: CustomDomainRow, records: DnsRecordSpec[]) {
+function certificateView(c: CertificateRow) {
+  return {
+    status: c.status,
+    issuer: c.issuer,
+    not_before: c.not_before ? iso(c.not_before) : null,
+    not_after: c.not_after ? iso(c.not_after) : null,
+    renew_after: c.renew_after ? iso(c.renew_after) : null,
+    last_error: c.last_error,
+  };
+}
+
+export function customDomainView(
+  d: CustomDomainRow,
+  records: DnsRecordSpec[],
+  certificate: CertificateRow | undefined,
+) {
   return {
     id: d.id,
     account_id: d.account_id,
@@ -164,6 +180,7 @@ export function customDomainView(d: CustomDomainRow, records: DnsRecordSpec[]) {
     origin: `https://${d.domain}`,
     state: d.state,
     dns_records: records.map((r) => ({ ...r, created_at: iso(d.created_at) })),
+    certificate: certificate ? certificateView(certificate) : null,
     created_at: iso(d.created_at),
     updated_at: iso(d.updated_at),
   };

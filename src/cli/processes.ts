@@ -1,6 +1,7 @@
 import { CONSOLE_NOT_BUILT, consoleBuilt } from '../api/console.ts';
 import { ConfigError, loadConfig } from '../config.ts';
 import { startBackupSchedule } from '../jobs/backup-schedule.ts';
+import { readAcmeCa, startCertificateRenewal } from '../jobs/certificates.ts';
 import { startDependencyBackupSchedule } from '../jobs/dependency-backup-schedule.ts';
 import { startEventRetention } from '../jobs/event-retention.ts';
 import { startObserver } from '../jobs/observer.ts';
@@ -105,6 +106,7 @@ async function workerProcess(options: { concurrency: number }): Promise<void> {
       'berth worker needs BERTH_DATABASE_URL (Postgres): the embedded database belongs to the one berth serve process, which runs its own workers',
     );
   }
+  readAcmeCa(config.acme);
   const runtime = await openRuntime(config);
   const metrics = await startMetricsServer(runtime.deps).catch(async (error) => {
     await runtime.close();
@@ -117,6 +119,7 @@ async function workerProcess(options: { concurrency: number }): Promise<void> {
   const backups = startDependencyBackupSchedule(runtime.deps);
   const poller = startGitPolling(runtime.deps);
   const stateBackups = startBackupSchedule(runtime.deps);
+  const renewals = startCertificateRenewal(runtime.deps);
   onShutdown(async () => {
     await worker.stop();
     await observer.stop();
@@ -125,6 +128,7 @@ async function workerProcess(options: { concurrency: number }): Promise<void> {
     await backups?.stop();
     await poller?.stop();
     await stateBackups?.stop();
+    await renewals?.stop();
     await metrics?.close();
     await runtime.close();
   });

@@ -3229,6 +3229,24 @@ export interface paths {
                                             /** Format: date-time */
                                             created_at: string;
                                         }[];
+                                        /** @description Null when this server orders no certificates (ACME is off) or the domain is not verified yet. */
+                                        certificate: {
+                                            /**
+                                             * @description `pending`: ordered, not issued yet (the domain is served over HTTP meanwhile); `issued`: served over HTTPS; `failed`: the order failed (`last_error` says why), tried again later; `renewing`: a renewal is under way or failed, and the current certificate still serves.
+                                             * @enum {string}
+                                             */
+                                            status: "pending" | "issued" | "failed" | "renewing";
+                                            /** @description The issuing CA's name (X.509 issuer) */
+                                            issuer: string | null;
+                                            /** Format: date-time */
+                                            not_before: string | null;
+                                            /** Format: date-time */
+                                            not_after: string | null;
+                                            /** Format: date-time */
+                                            renew_after: string | null;
+                                            /** @description The CA's reason for the last failed order, and what to fix */
+                                            last_error: string | null;
+                                        } | null;
                                         /** Format: date-time */
                                         created_at: string;
                                         /** Format: date-time */
@@ -3258,6 +3276,24 @@ export interface paths {
                                             /** Format: date-time */
                                             created_at: string;
                                         }[];
+                                        /** @description Null when this server orders no certificates (ACME is off) or the domain is not verified yet. */
+                                        certificate: {
+                                            /**
+                                             * @description `pending`: ordered, not issued yet (the domain is served over HTTP meanwhile); `issued`: served over HTTPS; `failed`: the order failed (`last_error` says why), tried again later; `renewing`: a renewal is under way or failed, and the current certificate still serves.
+                                             * @enum {string}
+                                             */
+                                            status: "pending" | "issued" | "failed" | "renewing";
+                                            /** @description The issuing CA's name (X.509 issuer) */
+                                            issuer: string | null;
+                                            /** Format: date-time */
+                                            not_before: string | null;
+                                            /** Format: date-time */
+                                            not_after: string | null;
+                                            /** Format: date-time */
+                                            renew_after: string | null;
+                                            /** @description The CA's reason for the last failed order, and what to fix */
+                                            last_error: string | null;
+                                        } | null;
                                         /** Format: date-time */
                                         created_at: string;
                                         /** Format: date-time */
@@ -3382,6 +3418,24 @@ export interface paths {
                                         /** Format: date-time */
                                         created_at: string;
                                     }[];
+                                    /** @description Null when this server orders no certificates (ACME is off) or the domain is not verified yet. */
+                                    certificate: {
+                                        /**
+                                         * @description `pending`: ordered, not issued yet (the domain is served over HTTP meanwhile); `issued`: served over HTTPS; `failed`: the order failed (`last_error` says why), tried again later; `renewing`: a renewal is under way or failed, and the current certificate still serves.
+                                         * @enum {string}
+                                         */
+                                        status: "pending" | "issued" | "failed" | "renewing";
+                                        /** @description The issuing CA's name (X.509 issuer) */
+                                        issuer: string | null;
+                                        /** Format: date-time */
+                                        not_before: string | null;
+                                        /** Format: date-time */
+                                        not_after: string | null;
+                                        /** Format: date-time */
+                                        renew_after: string | null;
+                                        /** @description The CA's reason for the last failed order, and what to fix */
+                                        last_error: string | null;
+                                    } | null;
                                     /** Format: date-time */
                                     created_at: string;
                                     /** Format: date-time */
@@ -3522,6 +3576,24 @@ export interface paths {
                                         /** Format: date-time */
                                         created_at: string;
                                     }[];
+                                    /** @description Null when this server orders no certificates (ACME is off) or the domain is not verified yet. */
+                                    certificate: {
+                                        /**
+                                         * @description `pending`: ordered, not issued yet (the domain is served over HTTP meanwhile); `issued`: served over HTTPS; `failed`: the order failed (`last_error` says why), tried again later; `renewing`: a renewal is under way or failed, and the current certificate still serves.
+                                         * @enum {string}
+                                         */
+                                        status: "pending" | "issued" | "failed" | "renewing";
+                                        /** @description The issuing CA's name (X.509 issuer) */
+                                        issuer: string | null;
+                                        /** Format: date-time */
+                                        not_before: string | null;
+                                        /** Format: date-time */
+                                        not_after: string | null;
+                                        /** Format: date-time */
+                                        renew_after: string | null;
+                                        /** @description The CA's reason for the last failed order, and what to fix */
+                                        last_error: string | null;
+                                    } | null;
                                     /** Format: date-time */
                                     created_at: string;
                                     /** Format: date-time */
@@ -3611,7 +3683,7 @@ export interface paths {
         };
         /**
          * The account's audit log, newest first
-         * @description Filters (all optional, together): `actor`, `action`, `resource_type`, `resource_id`, and the time range `since` (inclusive) to `until` (exclusive).
+         * @description Filters (all optional, together): `actor`, `action`, `resource_type`, `resource_id`, and the time range `since` (inclusive) to `until` (exclusive). A token limited to some environments reads only the entries about them.
          */
         get: {
             parameters: {
@@ -3951,6 +4023,491 @@ export interface paths {
                                     /** Format: date-time */
                                     finished_at: string | null;
                                 }[];
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/environments/{envId}/services/{serviceId}/alert-rules": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A service's alert rules
+         * @description Its rules (its own settings over the defaults) and the defaults. Rules: crash_loop (restarts in a window), deploy_failed (the latest deployment failed), memory_high (memory above a percent of its limit every minute of a window), error_rate_high (5xx share of at least min_requests requests in a window), no_ready_replica (no ready replica while the service should run). Evaluated after each one-minute collection round (docs/metrics.md).
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    envId: string;
+                    serviceId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            message: "success";
+                            data: {
+                                /** @description the service's rules: its own settings over the defaults */
+                                rules: {
+                                    crash_loop: {
+                                        /** @description whether the rule opens alerts (turned off, its open alert resolves) */
+                                        enabled: boolean;
+                                        /** @description restarts in the window that open it */
+                                        restarts: number;
+                                        /** @description the window, in minutes (minute samples are kept a day) */
+                                        minutes: number;
+                                    };
+                                    deploy_failed: {
+                                        /** @description whether the rule opens alerts (turned off, its open alert resolves) */
+                                        enabled: boolean;
+                                    };
+                                    memory_high: {
+                                        /** @description whether the rule opens alerts (turned off, its open alert resolves) */
+                                        enabled: boolean;
+                                        /** @description memory above this percent of the limit, every minute of the window, opens it */
+                                        percent: number;
+                                        /** @description the window, in minutes (minute samples are kept a day) */
+                                        minutes: number;
+                                    };
+                                    error_rate_high: {
+                                        /** @description whether the rule opens alerts (turned off, its open alert resolves) */
+                                        enabled: boolean;
+                                        /** @description the 5xx share of the window's requests, in percent, that opens it */
+                                        percent: number;
+                                        /** @description fewer requests in the window never open it */
+                                        min_requests: number;
+                                        /** @description the window, in minutes (minute samples are kept a day) */
+                                        minutes: number;
+                                    };
+                                    no_ready_replica: {
+                                        /** @description whether the rule opens alerts (turned off, its open alert resolves) */
+                                        enabled: boolean;
+                                    };
+                                };
+                                defaults: {
+                                    crash_loop: {
+                                        /** @description whether the rule opens alerts (turned off, its open alert resolves) */
+                                        enabled: boolean;
+                                        /** @description restarts in the window that open it */
+                                        restarts: number;
+                                        /** @description the window, in minutes (minute samples are kept a day) */
+                                        minutes: number;
+                                    };
+                                    deploy_failed: {
+                                        /** @description whether the rule opens alerts (turned off, its open alert resolves) */
+                                        enabled: boolean;
+                                    };
+                                    memory_high: {
+                                        /** @description whether the rule opens alerts (turned off, its open alert resolves) */
+                                        enabled: boolean;
+                                        /** @description memory above this percent of the limit, every minute of the window, opens it */
+                                        percent: number;
+                                        /** @description the window, in minutes (minute samples are kept a day) */
+                                        minutes: number;
+                                    };
+                                    error_rate_high: {
+                                        /** @description whether the rule opens alerts (turned off, its open alert resolves) */
+                                        enabled: boolean;
+                                        /** @description the 5xx share of the window's requests, in percent, that opens it */
+                                        percent: number;
+                                        /** @description fewer requests in the window never open it */
+                                        min_requests: number;
+                                        /** @description the window, in minutes (minute samples are kept a day) */
+                                        minutes: number;
+                                    };
+                                    no_ready_replica: {
+                                        /** @description whether the rule opens alerts (turned off, its open alert resolves) */
+                                        enabled: boolean;
+                                    };
+                                };
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        /**
+         * Set a service's alert rules
+         * @description Replaces its own settings: each rule and field left out takes the default. A rule turned off resolves its open alert at the next evaluation. 422 names each field out of range. Rules: crash_loop (restarts in a window), deploy_failed (the latest deployment failed), memory_high (memory above a percent of its limit every minute of a window), error_rate_high (5xx share of at least min_requests requests in a window), no_ready_replica (no ready replica while the service should run). Evaluated after each one-minute collection round (docs/metrics.md).
+         */
+        put: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    envId: string;
+                    serviceId: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        crash_loop?: {
+                            /** @description whether the rule opens alerts (turned off, its open alert resolves) */
+                            enabled?: boolean;
+                            /** @description restarts in the window that open it */
+                            restarts?: number;
+                            /** @description the window, in minutes (minute samples are kept a day) */
+                            minutes?: number;
+                        };
+                        deploy_failed?: {
+                            /** @description whether the rule opens alerts (turned off, its open alert resolves) */
+                            enabled?: boolean;
+                        };
+                        memory_high?: {
+                            /** @description whether the rule opens alerts (turned off, its open alert resolves) */
+                            enabled?: boolean;
+                            /** @description memory above this percent of the limit, every minute of the window, opens it */
+                            percent?: number;
+                            /** @description the window, in minutes (minute samples are kept a day) */
+                            minutes?: number;
+                        };
+                        error_rate_high?: {
+                            /** @description whether the rule opens alerts (turned off, its open alert resolves) */
+                            enabled?: boolean;
+                            /** @description the 5xx share of the window's requests, in percent, that opens it */
+                            percent?: number;
+                            /** @description fewer requests in the window never open it */
+                            min_requests?: number;
+                            /** @description the window, in minutes (minute samples are kept a day) */
+                            minutes?: number;
+                        };
+                        no_ready_replica?: {
+                            /** @description whether the rule opens alerts (turned off, its open alert resolves) */
+                            enabled?: boolean;
+                        };
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            message: "success";
+                            data: {
+                                /** @description the service's rules: its own settings over the defaults */
+                                rules: {
+                                    crash_loop: {
+                                        /** @description whether the rule opens alerts (turned off, its open alert resolves) */
+                                        enabled: boolean;
+                                        /** @description restarts in the window that open it */
+                                        restarts: number;
+                                        /** @description the window, in minutes (minute samples are kept a day) */
+                                        minutes: number;
+                                    };
+                                    deploy_failed: {
+                                        /** @description whether the rule opens alerts (turned off, its open alert resolves) */
+                                        enabled: boolean;
+                                    };
+                                    memory_high: {
+                                        /** @description whether the rule opens alerts (turned off, its open alert resolves) */
+                                        enabled: boolean;
+                                        /** @description memory above this percent of the limit, every minute of the window, opens it */
+                                        percent: number;
+                                        /** @description the window, in minutes (minute samples are kept a day) */
+                                        minutes: number;
+                                    };
+                                    error_rate_high: {
+                                        /** @description whether the rule opens alerts (turned off, its open alert resolves) */
+                                        enabled: boolean;
+                                        /** @description the 5xx share of the window's requests, in percent, that opens it */
+                                        percent: number;
+                                        /** @description fewer requests in the window never open it */
+                                        min_requests: number;
+                                        /** @description the window, in minutes (minute samples are kept a day) */
+                                        minutes: number;
+                                    };
+                                    no_ready_replica: {
+                                        /** @description whether the rule opens alerts (turned off, its open alert resolves) */
+                                        enabled: boolean;
+                                    };
+                                };
+                                defaults: {
+                                    crash_loop: {
+                                        /** @description whether the rule opens alerts (turned off, its open alert resolves) */
+                                        enabled: boolean;
+                                        /** @description restarts in the window that open it */
+                                        restarts: number;
+                                        /** @description the window, in minutes (minute samples are kept a day) */
+                                        minutes: number;
+                                    };
+                                    deploy_failed: {
+                                        /** @description whether the rule opens alerts (turned off, its open alert resolves) */
+                                        enabled: boolean;
+                                    };
+                                    memory_high: {
+                                        /** @description whether the rule opens alerts (turned off, its open alert resolves) */
+                                        enabled: boolean;
+                                        /** @description memory above this percent of the limit, every minute of the window, opens it */
+                                        percent: number;
+                                        /** @description the window, in minutes (minute samples are kept a day) */
+                                        minutes: number;
+                                    };
+                                    error_rate_high: {
+                                        /** @description whether the rule opens alerts (turned off, its open alert resolves) */
+                                        enabled: boolean;
+                                        /** @description the 5xx share of the window's requests, in percent, that opens it */
+                                        percent: number;
+                                        /** @description fewer requests in the window never open it */
+                                        min_requests: number;
+                                        /** @description the window, in minutes (minute samples are kept a day) */
+                                        minutes: number;
+                                    };
+                                    no_ready_replica: {
+                                        /** @description whether the rule opens alerts (turned off, its open alert resolves) */
+                                        enabled: boolean;
+                                    };
+                                };
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/environments/{envId}/services/{serviceId}/alerts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A service's alerts, newest opened first
+         * @description Open and resolved, with when each opened and resolved, the value that tripped it and why.
+         */
+        get: {
+            parameters: {
+                query?: {
+                    limit?: number;
+                    /** @description next_cursor of the previous page */
+                    cursor?: string;
+                };
+                header?: never;
+                path: {
+                    envId: string;
+                    serviceId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            message: "success";
+                            data: {
+                                alerts: {
+                                    /** Format: uuid */
+                                    id: string;
+                                    /** Format: uuid */
+                                    service_id: string;
+                                    /** @enum {string} */
+                                    rule: "crash_loop" | "deploy_failed" | "memory_high" | "error_rate_high" | "no_ready_replica";
+                                    /** @enum {string} */
+                                    state: "open" | "resolved";
+                                    /** Format: date-time */
+                                    opened_at: string;
+                                    /** Format: date-time */
+                                    resolved_at: string | null;
+                                    /** @description the value that tripped it, in the rule's unit (percent, restarts, ready replicas) */
+                                    value: number | null;
+                                    message: string;
+                                }[];
+                                next_cursor: string | null;
                             };
                         };
                     };
@@ -4934,6 +5491,35 @@ export interface paths {
                                 /** Format: date-time */
                                 updated_at: string;
                             };
+                        } | {
+                            /** @description ordered within the account; pass back as Last-Event-ID */
+                            id: string;
+                            /** @enum {string} */
+                            type: "alert.opened" | "alert.resolved";
+                            /** Format: uuid */
+                            account_id: string;
+                            /**
+                             * Format: date-time
+                             * @description when the change committed
+                             */
+                            timestamp: string;
+                            data: {
+                                /** Format: uuid */
+                                id: string;
+                                /** Format: uuid */
+                                service_id: string;
+                                /** @enum {string} */
+                                rule: "crash_loop" | "deploy_failed" | "memory_high" | "error_rate_high" | "no_ready_replica";
+                                /** @enum {string} */
+                                state: "open" | "resolved";
+                                /** Format: date-time */
+                                opened_at: string;
+                                /** Format: date-time */
+                                resolved_at: string | null;
+                                /** @description the value that tripped it, in the rule's unit (percent, restarts, ready replicas) */
+                                value: number | null;
+                                message: string;
+                            };
                         }) | {
                             last_event_id: string;
                             /** @description the stream goes on after this id */
@@ -5038,7 +5624,7 @@ export interface paths {
                                     id: string;
                                     url: string;
                                     /** @description empty: every type */
-                                    event_types: ("deployment.created" | "deployment.updated" | "deployment.deleted" | "service.created" | "service.updated" | "service.deleted" | "custom_domain.created" | "custom_domain.updated" | "custom_domain.deleted" | "dependency.created" | "dependency.updated" | "dependency.deleted" | "dependency_backup.created" | "dependency_backup.updated" | "dependency_backup.deleted" | "secret.created" | "secret.updated" | "secret.deleted")[];
+                                    event_types: ("deployment.created" | "deployment.updated" | "deployment.deleted" | "service.created" | "service.updated" | "service.deleted" | "custom_domain.created" | "custom_domain.updated" | "custom_domain.deleted" | "dependency.created" | "dependency.updated" | "dependency.deleted" | "dependency_backup.created" | "dependency_backup.updated" | "dependency_backup.deleted" | "secret.created" | "secret.updated" | "secret.deleted" | "alert.opened" | "alert.resolved")[];
                                     description: string;
                                     /** Format: date-time */
                                     created_at: string;
@@ -5112,7 +5698,7 @@ export interface paths {
                         /** @description http:// or https://; a private, loopback or link-local address is refused */
                         url: string;
                         /** @description the event types to deliver (docs/events.md); empty or absent: every type */
-                        event_types?: ("deployment.created" | "deployment.updated" | "deployment.deleted" | "service.created" | "service.updated" | "service.deleted" | "custom_domain.created" | "custom_domain.updated" | "custom_domain.deleted" | "dependency.created" | "dependency.updated" | "dependency.deleted" | "dependency_backup.created" | "dependency_backup.updated" | "dependency_backup.deleted" | "secret.created" | "secret.updated" | "secret.deleted")[];
+                        event_types?: ("deployment.created" | "deployment.updated" | "deployment.deleted" | "service.created" | "service.updated" | "service.deleted" | "custom_domain.created" | "custom_domain.updated" | "custom_domain.deleted" | "dependency.created" | "dependency.updated" | "dependency.deleted" | "dependency_backup.created" | "dependency_backup.updated" | "dependency_backup.deleted" | "secret.created" | "secret.updated" | "secret.deleted" | "alert.opened" | "alert.resolved")[];
                         description?: string;
                     };
                 };
@@ -5133,7 +5719,7 @@ export interface paths {
                                     id: string;
                                     url: string;
                                     /** @description empty: every type */
-                                    event_types: ("deployment.created" | "deployment.updated" | "deployment.deleted" | "service.created" | "service.updated" | "service.deleted" | "custom_domain.created" | "custom_domain.updated" | "custom_domain.deleted" | "dependency.created" | "dependency.updated" | "dependency.deleted" | "dependency_backup.created" | "dependency_backup.updated" | "dependency_backup.deleted" | "secret.created" | "secret.updated" | "secret.deleted")[];
+                                    event_types: ("deployment.created" | "deployment.updated" | "deployment.deleted" | "service.created" | "service.updated" | "service.deleted" | "custom_domain.created" | "custom_domain.updated" | "custom_domain.deleted" | "dependency.created" | "dependency.updated" | "dependency.deleted" | "dependency_backup.created" | "dependency_backup.updated" | "dependency_backup.deleted" | "secret.created" | "secret.updated" | "secret.deleted" | "alert.opened" | "alert.resolved")[];
                                     description: string;
                                     /** Format: date-time */
                                     created_at: string;
@@ -5249,7 +5835,7 @@ export interface paths {
                                     id: string;
                                     url: string;
                                     /** @description empty: every type */
-                                    event_types: ("deployment.created" | "deployment.updated" | "deployment.deleted" | "service.created" | "service.updated" | "service.deleted" | "custom_domain.created" | "custom_domain.updated" | "custom_domain.deleted" | "dependency.created" | "dependency.updated" | "dependency.deleted" | "dependency_backup.created" | "dependency_backup.updated" | "dependency_backup.deleted" | "secret.created" | "secret.updated" | "secret.deleted")[];
+                                    event_types: ("deployment.created" | "deployment.updated" | "deployment.deleted" | "service.created" | "service.updated" | "service.deleted" | "custom_domain.created" | "custom_domain.updated" | "custom_domain.deleted" | "dependency.created" | "dependency.updated" | "dependency.deleted" | "dependency_backup.created" | "dependency_backup.updated" | "dependency_backup.deleted" | "secret.created" | "secret.updated" | "secret.deleted" | "alert.opened" | "alert.resolved")[];
                                     description: string;
                                     /** Format: date-time */
                                     created_at: string;
@@ -5431,7 +6017,7 @@ export interface paths {
                                     /** @description the event delivered (its id in GET /v1/events) */
                                     event_id: string;
                                     /** @enum {string} */
-                                    event_type: "deployment.created" | "deployment.updated" | "deployment.deleted" | "service.created" | "service.updated" | "service.deleted" | "custom_domain.created" | "custom_domain.updated" | "custom_domain.deleted" | "dependency.created" | "dependency.updated" | "dependency.deleted" | "dependency_backup.created" | "dependency_backup.updated" | "dependency_backup.deleted" | "secret.created" | "secret.updated" | "secret.deleted";
+                                    event_type: "deployment.created" | "deployment.updated" | "deployment.deleted" | "service.created" | "service.updated" | "service.deleted" | "custom_domain.created" | "custom_domain.updated" | "custom_domain.deleted" | "dependency.created" | "dependency.updated" | "dependency.deleted" | "dependency_backup.created" | "dependency_backup.updated" | "dependency_backup.deleted" | "secret.created" | "secret.updated" | "secret.deleted" | "alert.opened" | "alert.resolved";
                                     /**
                                      * @description pending while being tried (at most 8 attempts), then succeeded or failed
                                      * @enum {string}
@@ -5562,7 +6148,7 @@ export interface paths {
                                     /** @description the event delivered (its id in GET /v1/events) */
                                     event_id: string;
                                     /** @enum {string} */
-                                    event_type: "deployment.created" | "deployment.updated" | "deployment.deleted" | "service.created" | "service.updated" | "service.deleted" | "custom_domain.created" | "custom_domain.updated" | "custom_domain.deleted" | "dependency.created" | "dependency.updated" | "dependency.deleted" | "dependency_backup.created" | "dependency_backup.updated" | "dependency_backup.deleted" | "secret.created" | "secret.updated" | "secret.deleted";
+                                    event_type: "deployment.created" | "deployment.updated" | "deployment.deleted" | "service.created" | "service.updated" | "service.deleted" | "custom_domain.created" | "custom_domain.updated" | "custom_domain.deleted" | "dependency.created" | "dependency.updated" | "dependency.deleted" | "dependency_backup.created" | "dependency_backup.updated" | "dependency_backup.deleted" | "secret.created" | "secret.updated" | "secret.deleted" | "alert.opened" | "alert.resolved";
                                     /**
                                      * @description pending while being tried (at most 8 attempts), then succeeded or failed
                                      * @enum {string}
@@ -6712,7 +7298,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The session the cookie holds, with its CSRF token */
+        /**
+         * The session the cookie holds, with its CSRF token; null when none works
+         * @description Answers 200 either way: the console asks on every load, and a signed-out browser is no error.
+         */
         get: {
             parameters: {
                 query?: never;
@@ -6745,17 +7334,8 @@ export interface paths {
                                 account_id: string;
                                 /** @enum {string} */
                                 role: "viewer" | "developer" | "admin" | "owner";
-                            };
+                            } | null;
                         };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
                 /** @description Default Response */

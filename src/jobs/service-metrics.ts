@@ -5,6 +5,7 @@ import {
   type MetricsValues,
   sampledServices,
 } from '../store/repositories/service-metrics.ts';
+import { evaluateAlerts } from './alerts.ts';
 import { repeatEvery } from './every.ts';
 
 /** One sample per service per minute: the resolution the API serves for the last day. */
@@ -41,7 +42,7 @@ export async function collectServiceMetrics(deps: MetricsDeps, now = new Date())
 }
 
 /**
- * The collector (every minute) and the downsample and retention pass (every ten minutes), beside the
+ * The collector (every minute, each round followed by an evaluation of the alert rules) and the downsample and retention pass (every ten minutes), beside the
  * workers. Several processes collecting is harmless (the first sample of a minute stays); the pass runs
  * in one process at a time (an advisory lock: the others skip their turn).
  */
@@ -49,7 +50,12 @@ export function startServiceMetrics(deps: MetricsDeps): { stop(): Promise<void> 
   const log = deps.logger.child({ component: 'service-metrics' });
   const collector = repeatEvery(
     COLLECT_EVERY_MS,
-    () => collectServiceMetrics({ ...deps, logger: log }),
+    async () => {
+      const now = new Date();
+      await collectServiceMetrics({ ...deps, logger: log }, now);
+      // The alert rules read the minute just stored (one process evaluates; the others skip).
+      await evaluateAlerts(deps, now);
+    },
     (err) => log.warn({ err }, 'collecting service metrics failed'),
   );
   const compactor = repeatEvery(

@@ -205,9 +205,27 @@ export interface ServiceLogs {
   read(service: ServiceRef & Pick<RuntimeSpec, 'subdomain'>, query: LogQuery): AsyncIterable<LogLine>;
 }
 
+/** A certificate the ingress serves for a name: the PEM chain and its private key. */
+export interface ServedCertificate {
+  cert: string;
+  key: string;
+}
+
+/**
+ * What Berth gives an ingress that terminates TLS (jobs/certificates.ts obtains the certificates by ACME
+ * and keeps them in Berth's tables, which a driver never reads).
+ */
+export interface CertificateSource {
+  /** The key authorization to answer an HTTP-01 challenge's token with, or null. */
+  httpChallenge(token: string): Promise<string | null>;
+  /** The certificate `name` is served with over HTTPS, or null: the name is served over HTTP only. */
+  certificate(name: string): Promise<ServedCertificate | null>;
+}
+
 /** Runs beside the API in `berth serve`: the docker driver's ingress and cron scheduler. */
 export interface Serving {
-  start(): Promise<void>;
+  /** `certificates`: given when ACME is on; an ingress that terminates TLS then serves HTTPS too. */
+  start(context?: { certificates?: CertificateSource }): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -384,5 +402,11 @@ export interface Provider {
   /** Reads git services' files; without it, a git service with an ops_json_path fails its deployments. */
   sources?: Sources;
   admission?: Admission;
+  /**
+   * How custom domains get certificates: `acme`, the ingress terminates TLS with certificates Berth
+   * orders (when ACME is configured); `simulated`, the provider has no ingress and Berth records
+   * certificates as a CA would issue them (the sim). Absent: none.
+   */
+  certificates?: 'acme' | 'simulated';
   close(): Promise<void>;
 }

@@ -33,6 +33,8 @@ import * as people from './migrations/0036-people.ts';
 import * as dependencyRestoreCopies from './migrations/0037-dependency-restore-copies.ts';
 import * as sessions from './migrations/0038-sessions.ts';
 import * as invitations from './migrations/0039-invitations.ts';
+import * as alerts from './migrations/0040-alerts.ts';
+import * as certificates from './migrations/0041-certificates.ts';
 import type { Database } from './schema.ts';
 
 /** Every migration, in order. Listed here rather than read from disk so the build carries them. */
@@ -71,6 +73,8 @@ const migrations: Record<string, Migration> = {
   '0037-dependency-restore-copies': dependencyRestoreCopies,
   '0038-sessions': sessions,
   '0039-invitations': invitations,
+  '0040-alerts': alerts,
+  '0041-certificates': certificates,
 };
 
 export class MigrationError extends Error {}

@@ -4,6 +4,7 @@
  * @module
  */
 import type { ColumnType, Generated, Insertable, Selectable, Updateable } from 'kysely';
+import type { AlertRuleName } from '../domain/alert-rules.ts';
 import type { CustomDomainState } from '../domain/custom-domain-states.ts';
 import type {
   DeploymentState,
@@ -263,6 +264,45 @@ export interface CustomDomainsTable {
   updated_at: Generated<Date>;
 }
 
+export type CertificateStatus = 'pending' | 'issued' | 'failed' | 'renewing';
+
+export interface CertificatesTable {
+  custom_domain_id: string;
+  service_id: string;
+  name: string;
+  status: CertificateStatus;
+  issuer: string | null;
+  not_before: Date | null;
+  not_after: Date | null;
+  renew_after: Date | null;
+  last_error: string | null;
+  failures: Generated<number>;
+  next_attempt_at: Date | null;
+  /** Sealed (SecretBox): the certificate and its chain, PEM. */
+  cert_pem: string | null;
+  /** Sealed: the certificate's private key, PEM. */
+  private_key: string | null;
+  order_url: string | null;
+  /** Sealed: the key of the order in flight. */
+  order_key: string | null;
+  created_at: Generated<Date>;
+  updated_at: Generated<Date>;
+}
+
+export interface AcmeAccountsTable {
+  directory_url: string;
+  /** Sealed: the account's private key, PEM. */
+  account_key: string;
+  created_at: Generated<Date>;
+}
+
+export interface AcmeChallengesTable {
+  token: string;
+  key_authorization: string;
+  name: string;
+  created_at: Generated<Date>;
+}
+
 export interface SettingsTable {
   key: string;
   value: string;
@@ -441,6 +481,25 @@ export interface DependencyBackupsTable {
   updated_at: Generated<Date>;
 }
 
+/** A service's own alert rule settings, as PUT (migration 0040); absent: the defaults. */
+export interface AlertRulesTable {
+  service_id: string;
+  rules: ColumnType<Record<string, unknown>, string, string>;
+  updated_at: Generated<Date>;
+}
+
+/** One alert's life: opened when its rule tripped, resolved when it stopped holding (migration 0040). */
+export interface AlertsTable {
+  id: string;
+  service_id: string;
+  rule: AlertRuleName;
+  state: 'open' | 'resolved';
+  opened_at: Date;
+  resolved_at: Date | null;
+  value: number | null;
+  message: string;
+}
+
 export interface Database {
   accounts: AccountsTable;
   api_tokens: ApiTokensTable;
@@ -458,6 +517,9 @@ export interface Database {
   secrets: SecretsTable;
   jobs: JobsTable;
   custom_domains: CustomDomainsTable;
+  certificates: CertificatesTable;
+  acme_accounts: AcmeAccountsTable;
+  acme_challenges: AcmeChallengesTable;
   settings: SettingsTable;
   rate_limit_windows: RateLimitWindowsTable;
   idempotency_keys: IdempotencyKeysTable;
@@ -472,6 +534,8 @@ export interface Database {
   git_deliveries: GitDeliveriesTable;
   git_poll_heads: GitPollHeadsTable;
   dependency_backups: DependencyBackupsTable;
+  alert_rules: AlertRulesTable;
+  alerts: AlertsTable;
 }
 
 export type AccountRow = Selectable<AccountsTable>;
@@ -488,6 +552,7 @@ export type DeploymentRow = Selectable<DeploymentsTable>;
 export type SecretRow = Selectable<SecretsTable>;
 export type JobRow = Selectable<JobsTable>;
 export type CustomDomainRow = Selectable<CustomDomainsTable>;
+export type CertificateRow = Selectable<CertificatesTable>;
 export type ServiceResourceRow = Selectable<ServiceResourcesTable>;
 export type DependencyBackupRow = Selectable<DependencyBackupsTable>;
 export type DeploymentLogRow = Selectable<DeploymentLogsTable>;

@@ -66,6 +66,13 @@ const ROUTES: RouteCase[] = [
   { method: 'GET', url: '/v1/deployments/:deploymentId' },
   { method: 'GET', url: '/v1/environments/:envId/services/:serviceId/logs' },
   { method: 'GET', url: '/v1/environments/:envId/services/:serviceId/metrics' },
+  { method: 'GET', url: '/v1/environments/:envId/services/:serviceId/alert-rules' },
+  {
+    method: 'PUT',
+    url: '/v1/environments/:envId/services/:serviceId/alert-rules',
+    body: { memory_high: { enabled: false } },
+  },
+  { method: 'GET', url: '/v1/environments/:envId/services/:serviceId/alerts' },
   { method: 'GET', url: '/v1/environments/:envId/services/:serviceId/dependencies' },
   { method: 'GET', url: '/v1/environments/:envId/services/:serviceId/dependencies/:dependencyId/backups' },
   {
@@ -141,6 +148,8 @@ async function bView() {
     deployments: await get(`${service}/deployments`),
     deployment: await get(`/v1/deployments/${bDeploymentId}`),
     customDomains: await get(`${service}/custom-domains`),
+    alertRules: await get(`${service}/alert-rules`),
+    alerts: await get(`${service}/alerts`),
     audit: await get('/v1/audit-logs'),
   };
 }

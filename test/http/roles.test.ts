@@ -270,6 +270,27 @@ describe('what the table cannot say', () => {
     assert.equal(own.status, 200, own.raw);
   });
 
+  test('a token narrowed to an environment reads only the audit entries about it', async () => {
+    const elsewhere = callers.find((c) => c.scope === 'elsewhere') as Caller;
+    const here = callers.find((c) => c.scope === 'here') as Caller;
+    const put = await h.request('PUT', `/v1/environments/${otherEnvId}/secrets`, {
+      token: t.token,
+      body: { secrets: [{ key: 'ELSEWHERE', value: 'x' }] },
+    });
+    assert.equal(put.status, 200, put.raw);
+    const environmentsOf = async (token: string) => {
+      const res = await h.request('GET', '/v1/audit-logs?limit=100', { token });
+      assert.equal(res.status, 200, res.raw);
+      return new Set(
+        res.body.data.audit_logs.map((e: { environment_id: string | null }) => e.environment_id),
+      );
+    };
+    assert.deepEqual(await environmentsOf(elsewhere.token), new Set([otherEnvId]));
+    assert.deepEqual(await environmentsOf(here.token), new Set([t.envId]));
+    const all = await environmentsOf(t.token);
+    assert.ok(all.has(null) && all.has(t.envId) && all.has(otherEnvId), 'the whole account sees every entry');
+  });
+
   test('a cached read (a polled deployment) is hidden from a token of another environment too', async () => {
     const elsewhere = callers.find((c) => c.scope === 'elsewhere') as Caller;
     // The owner's read fills the cache first.

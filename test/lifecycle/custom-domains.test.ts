@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { findCertificate, queueDueCertificates } from '../../src/store/repositories/certificates.ts';
 import { startDnsServer, type TestDnsServer } from '../helpers/dns-server.ts';
 import { type Harness, startHarness, type Tenant, VALID_SERVICE } from '../helpers/harness.ts';
 import { pollUntil } from '../helpers/poll.ts';
@@ -362,5 +363,50 @@ describe('verification and cut-over', () => {
       'custom_domain.verify',
       'custom_domain.verify',
     ]);
+  });
+});
+
+describe('certificates (the sim)', () => {
+  test('a verified domain reports a certificate as a CA issues one: pending, then issued with its dates', async () => {
+    const service = await newService();
+    const domain = await addDomain(service, 'www.certified.example');
+    assert.equal((domain as { certificate?: unknown }).certificate, null, 'none before verification');
+    publish(domain.dns_records);
+    const verified = await verify(service, domain.id);
+    assert.equal(verified.status, 200, verified.raw);
+    assert.equal(verified.body.data.custom_domain.certificate.status, 'pending');
+    assert.equal(verified.body.data.custom_domain.certificate.not_after, null);
+    const certificate = await pollUntil('the certificate to be issued', async () => {
+      const res = await h.request('GET', `${service}/custom-domains`, { token: t.token });
+      const { active_domain: active, pending_domain: pending } = res.body.data.custom_domain;
+      const c = (active ?? pending)?.certificate;
+      return c?.status === 'issued' ? c : undefined;
+    });
+    assert.equal(certificate.issuer, 'CN=Berth Simulated CA, O=Berth');
+    assert.equal(certificate.last_error, null);
+    const notBefore = Date.parse(certificate.not_before);
+    const notAfter = Date.parse(certificate.not_after);
+    const lifetime = notAfter - notBefore;
+    assert.equal(lifetime, 90 * 86_400_000, "Let's Encrypt's 90 days");
+    const renewAfter = Date.parse(certificate.renew_after);
+    assert.ok(renewAfter <= notBefore + (lifetime * 2) / 3 && renewAfter >= notBefore + (lifetime * 19) / 30);
+
+    // Its renewal time passed: the renewal scan queues it once, and a new certificate replaces it.
+    await h.deps.store.db
+      .updateTable('certificates')
+      .set({ renew_after: new Date(Date.now() - 1000) })
+      .where('custom_domain_id', '=', domain.id)
+      .execute();
+    assert.equal(await queueDueCertificates(h.deps.store.db), 1);
+    assert.equal(
+      await queueDueCertificates(h.deps.store.db),
+      0,
+      'a certificate with a job is not queued again',
+    );
+    const renewed = await pollUntil('the certificate to be renewed', async () => {
+      const row = await findCertificate(h.deps.store.db, domain.id);
+      return row?.status === 'issued' && (row.not_before?.getTime() ?? 0) > notBefore ? row : undefined;
+    });
+    assert.ok((renewed.renew_after?.getTime() ?? 0) > Date.now(), 'the next renewal is in the future');
   });
 });

@@ -149,7 +149,7 @@ test('the API over HTTPS: chain and host name verified; a replaced certificate s
   }
 });
 
-test('bad TLS settings stop the start with one line naming the setting', async () => {
+test('bad TLS and ACME settings stop the start with one line naming the setting', async () => {
   const pair = serverCertificate('pair');
   const other = serverCertificate('other');
   fs.writeFileSync(file('garbage.pem'), 'not a certificate\n');
@@ -175,6 +175,21 @@ test('bad TLS settings stop the start with one line naming the setting', async (
     [
       { BERTH_TLS_CERT_FILE: pair.cert, BERTH_TLS_KEY_FILE: other.key },
       /^berth: BERTH_TLS_KEY_FILE is not the private key of the certificate in BERTH_TLS_CERT_FILE/,
+    ],
+    [
+      { BERTH_ACME_DIRECTORY_URL: 'http://acme.example/directory' },
+      /^berth: BERTH_ACME_DIRECTORY_URL must be the https:\/\/ URL of an ACME directory/,
+    ],
+    [{ BERTH_ACME_DIRECTORY_URL: 'not a url' }, /^berth: BERTH_ACME_DIRECTORY_URL must be/],
+    [{ BERTH_ACME_EMAIL: 'ops at example' }, /^berth: BERTH_ACME_EMAIL must be an email address/],
+    [{ BERTH_ACME_CA_FILE: pair.cert }, /^berth: BERTH_ACME_CA_FILE is set but ACME is off/],
+    [
+      { BERTH_ACME_EMAIL: 'ops@example.com', BERTH_ACME_CA_FILE: file('missing.pem') },
+      /^berth: BERTH_ACME_CA_FILE cannot be read \(.*missing\.pem: ENOENT\)/,
+    ],
+    [
+      { BERTH_ACME_EMAIL: 'ops@example.com', BERTH_ACME_CA_FILE: file('garbage.pem') },
+      /^berth: BERTH_ACME_CA_FILE holds no PEM certificate/,
     ],
   ];
   for (const [env, message] of cases) {

@@ -2,6 +2,7 @@ import { useState } from 'preact/hooks';
 import { api, unwrap } from '../api.ts';
 import { FormErrors, inLabel } from '../form-errors.tsx';
 import { navigate } from '../router.ts';
+import { ServiceAlerts } from '../service-alerts.tsx';
 import {
   apiValue,
   FORM_FIELDS,
@@ -89,6 +90,7 @@ export function ServicePage(props: { envId: string; serviceId: string }) {
           </dl>
           <DeployForm envId={envId} service={s} />
           <Deployments envId={envId} serviceId={serviceId} />
+          <ServiceAlerts envId={envId} serviceId={serviceId} />
           <Settings envId={envId} service={s} onSaved={service.reload} />
         </>
       )}

@@ -67,19 +67,22 @@ export const auditRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app
   app.get(
     '/audit-logs',
     {
-      config: { role: 'viewer', wholeAccount: true },
+      config: { role: 'viewer' },
       schema: {
         summary: "The account's audit log, newest first",
         description:
           'Filters (all optional, together): `actor`, `action`, `resource_type`, `resource_id`, and the time range ' +
-          '`since` (inclusive) to `until` (exclusive).',
+          '`since` (inclusive) to `until` (exclusive). A token limited to some environments reads only the entries about them.',
         ...pagedListSchema('audit_logs', AuditEntry),
         querystring: AuditQuery,
       },
     },
     async (request) => {
       const q = request.query;
-      const page = await listAuditLogs(deps.store.db, authOf(request).accountId, pageOf(q), {
+      const auth = authOf(request);
+      const page = await listAuditLogs(deps.store.db, auth.accountId, pageOf(q), {
+        // A caller narrowed to some environments reads only the entries about them.
+        environmentIds: auth.environments === null ? undefined : [...auth.environments],
         actor: q.actor,
         action: q.action,
         resourceType: q.resource_type,

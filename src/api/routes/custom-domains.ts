@@ -11,6 +11,7 @@ import {
 } from '../../domain/usecases/custom-domains.ts';
 import { IDENTITY_TTL_MS, liveIdentity } from '../../domain/usecases/environments.ts';
 import { changeTag } from '../../store/notifications.ts';
+import { findCertificate } from '../../store/repositories/certificates.ts';
 import type { CustomDomainRow } from '../../store/schema.ts';
 import { actorOf, authOf, requireFeature } from '../plugins/auth.ts';
 import { conditionalResponses, WaitingHeaders } from '../plugins/conditional-reads.ts';
@@ -30,7 +31,11 @@ export const customDomainRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; reads: 
   { deps, reads },
 ) => {
   const view = async (request: FastifyRequest, domain: CustomDomainRow) =>
-    customDomainView(domain, await recordsOf(deps, environmentOf(request), domain));
+    customDomainView(
+      domain,
+      await recordsOf(deps, environmentOf(request), domain),
+      await findCertificate(deps.store.db, domain.id),
+    );
 
   app.post(
     '/environments/:envId/services/:serviceId/custom-domains',

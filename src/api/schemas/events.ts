@@ -1,7 +1,8 @@
 import { type TSchema, Type } from 'typebox';
 import { CUSTOM_DOMAIN_STATES } from '../../domain/custom-domain-states.ts';
-import { EVENT_ACTIONS, type EventKind } from '../../domain/events.ts';
+import { ALERT_EVENT_TYPES, EVENT_ACTIONS, type EventKind } from '../../domain/events.ts';
 import { SERVICE_STATES } from '../../domain/service-states.ts';
+import { Alert } from './alerts.ts';
 import { DateTime, Nullable, Seq, StringEnum, Uuid } from './common.ts';
 import { Deployment } from './deployments.ts';
 
@@ -91,23 +92,28 @@ const STATE_OF: Record<EventKind, TSchema> = {
  * `event:` is `type`) and as a webhook delivers it (the Standard Webhooks payload: type, timestamp, data). `data` is the resource's state after the change
  * (before it, for `deleted`).
  */
-export const Event = Type.Union(
-  Object.entries(STATE_OF).map(([kind, state]) =>
-    Type.Object({
-      id: Type.String({
-        maxLength: 19,
-        description: 'ordered within the account; pass back as Last-Event-ID',
-      }),
-      type: StringEnum(
-        EVENT_ACTIONS.map((action) => `${kind}.${action}`),
-        { maxLength: 40 },
-      ),
-      account_id: Uuid,
-      timestamp: { ...DateTime, description: 'when the change committed' },
-      data: state,
+const eventOf = (types: readonly string[], state: TSchema) =>
+  Type.Object({
+    id: Type.String({
+      maxLength: 19,
+      description: 'ordered within the account; pass back as Last-Event-ID',
     }),
+    type: StringEnum(types, { maxLength: 40 }),
+    account_id: Uuid,
+    timestamp: { ...DateTime, description: 'when the change committed' },
+    data: state,
+  });
+
+export const Event = Type.Union([
+  ...Object.entries(STATE_OF).map(([kind, state]) =>
+    eventOf(
+      EVENT_ACTIONS.map((action) => `${kind}.${action}`),
+      state,
+    ),
   ),
-);
+  // An alert opening or resolving: the alert after it (docs/metrics.md, "Alert rules").
+  eventOf(ALERT_EVENT_TYPES, Alert),
+]);
 
 /** Sent first when Last-Event-ID is older than retention: events after it may be gone. */
 export const EventsExpired = Type.Object({

@@ -1,6 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { DnsUnavailableError } from '../../dns.ts';
 import { isUniqueViolation } from '../../store/database.ts';
+import { ensureCertificate } from '../../store/repositories/certificates.ts';
 import {
   domainTaken,
   findCustomDomainById,
@@ -21,6 +22,7 @@ import type { CustomDomainState } from '../custom-domain-states.ts';
 import { ConflictError, DomainVerificationError, type FieldError, ValidationError } from '../errors.ts';
 import type { CustomDomainInput } from '../inputs.ts';
 import { recordAudit } from './audit.ts';
+import { certificatesOn } from './certificates.ts';
 import type { Actor, Deps } from './context.ts';
 import { liveIdentity } from './environments.ts';
 import { assertNotDeleting, lockLiveService } from './service-guards.ts';
@@ -109,7 +111,7 @@ export async function domainPair(deps: Pick<Deps, 'store' | 'provider' | 'dns'>,
  * cut-over job is queued. A domain already verified or serving is returned as it is.
  */
 export async function verifyCustomDomain(
-  deps: Pick<Deps, 'store' | 'provider' | 'dns'>,
+  deps: Pick<Deps, 'store' | 'provider' | 'dns' | 'config'>,
   actor: Actor,
   service: ServiceRow,
   env: EnvironmentRow,
@@ -144,6 +146,21 @@ export async function verifyCustomDomain(
         accountId: service.account_id,
         queueKey: service.id,
       });
+      if (certificatesOn(deps)) {
+        // Ordered beside the cut-over, never behind the service's deployments: a CA that is slow or
+        // down delays the certificate only.
+        await ensureCertificate(trx, {
+          customDomainId: domain.id,
+          serviceId: service.id,
+          name: domain.domain,
+        });
+        await enqueue(trx, {
+          kind: 'issue_certificate',
+          subjectId: domain.id,
+          accountId: service.account_id,
+          queueKey: domain.id,
+        });
+      }
       await recordAudit(trx, actor, 'custom_domain.verify', {
         id: domain.id,
         environmentId: service.environment_id,

@@ -1,5 +1,6 @@
 import type { Deps } from '../../domain/usecases/context.ts';
 import { SILENT_LOG } from '../../providers/provider.ts';
+import { deleteCertificate } from '../../store/repositories/certificates.ts';
 import { findCustomDomainById, transitionCustomDomain } from '../../store/repositories/custom-domains.ts';
 import { newestSuccessfulDeployment } from '../../store/repositories/deployments.ts';
 import { findEnvironmentById } from '../../store/repositories/environments.ts';
@@ -86,6 +87,8 @@ export function retireCustomDomainHandler(deps: Deps): JobHandler {
       // The domain is `deleting` now: the desired state no longer lists it.
       await reapply(deps, service, signal);
       await db.transaction().execute(async (trx) => {
+        // The ingress no longer routes the name: its certificate is served no more.
+        await deleteCertificate(trx, domain.id);
         await transitionCustomDomain(trx, domain.id, ['deleting'], 'deleted');
         await claim.finish(trx);
       });

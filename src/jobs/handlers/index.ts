@@ -1,4 +1,5 @@
 import type { Deps } from '../../domain/usecases/context.ts';
+import { issueCertificateHandler } from '../certificates.ts';
 import type { JobHandlers } from '../worker.ts';
 import { deployCustomDomainHandler, retireCustomDomainHandler } from './custom-domains.ts';
 import { deleteServiceHandler } from './delete-service.ts';
@@ -20,5 +21,6 @@ export function jobHandlers(deps: Deps): JobHandlers {
     deliver_webhook: deliverWebhookHandler(deps),
     dependency_backup: dependencyBackupHandler(deps),
     dependency_restore: dependencyRestoreHandler(deps),
+    issue_certificate: issueCertificateHandler(deps),
   };
 }

@@ -43,8 +43,9 @@ export abstract class EngineDriver<P extends Prepared> {
     readFile: (request) => readFromGit(this.settings.gitBaseUrl, request),
   };
   readonly serving: Serving = {
-    start: async () => {
+    start: async (context) => {
       this.stopping = undefined;
+      const certificates = context?.certificates;
       this.ingress = await startIngress({
         db: this.db,
         targets: (route) => this.ingressTargets(route),
@@ -53,6 +54,7 @@ export abstract class EngineDriver<P extends Prepared> {
         port: this.settings.ingressPort,
         ingressHost: this.settings.ingressHost,
         traffic: this.traffic,
+        ...(certificates && { tls: { certificates, port: this.settings.ingressHttpsPort } }),
       });
       await this.cron.start();
       await this.opsCron.start();
@@ -70,6 +72,8 @@ export abstract class EngineDriver<P extends Prepared> {
     },
   };
   private stopping: Promise<void> | undefined;
+  /** The ingress terminates TLS with the certificates Berth orders by ACME. */
+  readonly certificates = 'acme' as const;
 
   constructor(settings: DockerSettings, logger: Logger) {
     this.settings = settings;

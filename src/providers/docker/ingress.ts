@@ -4,9 +4,15 @@
  * the replicas of the deployment that serves a web service (where a driver's `targets` says), round robin. It honours the ops.json that
  * deployment runs with: ip_whitelist (403), request_body_size (413), read/send timeouts (504) and
  * connection_timeout (the time to connect to a container).
+ *
+ * Given a CertificateSource (ACME on), it also serves HTTPS on its HTTPS port, choosing each name's
+ * certificate by SNI; over HTTP it answers ACME HTTP-01 challenges, and redirects a name that has a
+ * certificate to HTTPS. A name without one keeps being served over HTTP.
  * @module
  */
+import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import { Transform } from 'node:stream';
+import tls from 'node:tls';
 import replyFrom from '@fastify/reply-from';
 import type Docker from 'dockerode';
 import Fastify, { type FastifyRequest } from 'fastify';
@@ -15,12 +21,15 @@ import { sql } from 'kysely';
 import type { Logger } from 'pino';
 import { Agent, buildConnector } from 'undici';
 import { DEFAULT_OPS_CONFIG, type OpsConfig } from '../../domain/ops-json.ts';
+import type { CertificateSource } from '../provider.ts';
 import { LABEL, labelFilter, networkName } from './labels.ts';
 import type { DockerDb } from './tables.ts';
 import type { Traffic } from './traffic.ts';
 
 export interface Ingress {
   url: string;
+  /** The HTTPS listener's URL, when it serves HTTPS. */
+  httpsUrl: string | null;
   /**
    * Forgets every host's upstreams: the routing table changed, and the next request reads it again. The
    * process that moved traffic calls it, so its own ingress switches at once; another process's ingress
@@ -79,6 +88,8 @@ export async function startIngress(options: {
   ingressHost: string;
   /** Where each answer for a routed service is counted (its metrics). */
   traffic: Traffic;
+  /** With ACME on: where certificates and challenge answers come from, and the HTTPS port. */
+  tls?: { certificates: CertificateSource; port: number };
 }): Promise<Ingress> {
   const { db, ingressHost } = options;
   const suffix = `.${ingressHost.toLowerCase()}`;
@@ -129,7 +140,7 @@ export async function startIngress(options: {
   }
 
   async function upstreamFor(hostHeader: string): Promise<Upstream | null> {
-    const host = hostHeader.toLowerCase().replace(/:\d+$/, '').replace(/\.$/, '');
+    const host = hostOf(hostHeader);
     const hit = cache.get(host);
     if (hit && Date.now() - hit.at < INGRESS_CACHE_MS) return hit.upstream;
     const upstream = await resolve(host);
@@ -150,6 +161,8 @@ export async function startIngress(options: {
     });
   };
 
+  const certificates = options.tls ? certificateCache(options.tls.certificates, options.logger) : null;
+
   // Uploads may be large (request_body_size reaches 1 GB) but not endless: an hour to send one.
   const app = Fastify({ logger: false, bodyLimit: 1024 * 1024 * 1024, requestTimeout: 3_600_000 });
   // Each admitted request's upstream, from onRequest to the handler; gone with the request.
@@ -165,6 +178,21 @@ export async function startIngress(options: {
 
   // Resolved before the body is read, so refusals cost no upload.
   app.addHook('onRequest', async (request, reply) => {
+    const secure = isEncrypted(request);
+    if (options.tls && certificates && !secure) {
+      if (request.url.startsWith(CHALLENGE_PATH)) {
+        const token = request.url.slice(CHALLENGE_PATH.length);
+        const answer = /^[\w-]+$/.test(token) ? await options.tls.certificates.httpChallenge(token) : null;
+        return answer === null
+          ? reply.code(404).type('text/plain').send('no such challenge\n')
+          : reply.code(200).type('text/plain').send(answer);
+      }
+      const name = hostOf(request.headers.host ?? '');
+      if (name && (await certificates.context(name))) {
+        const port = options.tls.port === 443 ? '' : `:${options.tls.port}`;
+        return reply.redirect(`https://${name}${port}${request.url}`, 308);
+      }
+    }
     const upstream = await upstreamFor(request.headers.host ?? '');
     const refuse = (code: number, message: string) =>
       reply.code(code).type('text/plain').send(`${message}\n`);
@@ -184,6 +212,12 @@ export async function startIngress(options: {
     if (serviceId) options.traffic.record(serviceId, reply.statusCode, reply.elapsedTime);
     done();
   });
+  // A name served over HTTPS stays there: browsers that saw it once never fall back to HTTP.
+  if (options.tls) {
+    app.addHook('onSend', async (request, reply) => {
+      if (isEncrypted(request)) reply.header('strict-transport-security', HSTS);
+    });
+  }
 
   // Bodies stream through untouched, cut off at the service's limit when no Content-Length announced them.
   app.removeAllContentTypeParsers();
@@ -215,19 +249,102 @@ export async function startIngress(options: {
         ...headers,
         host: original.headers.host ?? headers.host,
         'x-forwarded-for': original.socket.remoteAddress ?? '',
-        'x-forwarded-proto': 'http',
+        'x-forwarded-proto': isEncrypted(original) ? 'https' : 'http',
       }),
     });
   });
 
   const url = await app.listen({ host: options.host, port: options.port });
-  options.logger.info({ url, ingressHost }, 'ingress listening');
+  let https: HttpsServer | null = null;
+  let httpsUrl: string | null = null;
+  if (options.tls && certificates) {
+    https = createHttpsServer(
+      {
+        // A name without a certificate has no context: its handshake fails, as it would at any host.
+        SNICallback: (servername, callback) => {
+          certificates.context(servername.toLowerCase()).then(
+            (context) => callback(null, context ?? undefined),
+            (error: Error) => callback(error),
+          );
+        },
+        requestTimeout: 3_600_000,
+      },
+      (req, res) => app.routing(req, res),
+    );
+    const server = https;
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(options.tls?.port, options.host, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+    const address = server.address() as { port: number };
+    httpsUrl = `https://${options.host.includes(':') ? `[${options.host}]` : options.host}:${address.port}`;
+  }
+  options.logger.info({ url, httpsUrl, ingressHost }, 'ingress listening');
   return {
     url,
+    httpsUrl,
     forget: () => cache.clear(),
     close: async () => {
+      if (https) {
+        const server = https;
+        const closed = new Promise((resolve) => server.close(resolve));
+        server.closeAllConnections();
+        await closed;
+      }
       await app.close();
       await agent.close();
+    },
+  };
+}
+
+const CHALLENGE_PATH = '/.well-known/acme-challenge/';
+/** A year: what browsers' preload lists ask for; a name only gets it once its certificate serves. */
+const HSTS = 'max-age=31536000';
+
+const isEncrypted = (request: { raw: { socket: unknown } }) =>
+  (request.raw.socket as tls.TLSSocket).encrypted === true;
+
+function hostOf(hostHeader: string): string {
+  return hostHeader.toLowerCase().replace(/:\d+$/, '').replace(/\.$/, '');
+}
+
+/**
+ * Each name's TLS context, read again from the source every INGRESS_CACHE_MS (a renewed certificate
+ * serves within about that), made again only when the certificate changed. Bounded like the routes.
+ */
+function certificateCache(source: CertificateSource, logger: Logger) {
+  const entries = new Map<string, { at: number; cert: string | null; context: tls.SecureContext | null }>();
+  const pending = new Map<string, Promise<tls.SecureContext | null>>();
+  const load = async (name: string) => {
+    const served = await source.certificate(name);
+    const previous = entries.get(name);
+    let context: tls.SecureContext | null = null;
+    if (served && previous?.cert === served.cert) context = previous.context;
+    else if (served) {
+      try {
+        context = tls.createSecureContext({ cert: served.cert, key: served.key });
+      } catch (err) {
+        logger.warn({ err, name }, 'a stored certificate cannot serve TLS');
+      }
+    }
+    if (entries.size >= CACHE_ENTRIES) entries.clear();
+    entries.set(name, { at: Date.now(), cert: served?.cert ?? null, context });
+    return context;
+  };
+  return {
+    context: (name: string): Promise<tls.SecureContext | null> => {
+      const hit = entries.get(name);
+      if (hit && Date.now() - hit.at < INGRESS_CACHE_MS) return Promise.resolve(hit.context);
+      let loading = pending.get(name);
+      if (!loading) {
+        // One read per name at a time, however many handshakes ask.
+        loading = load(name).finally(() => pending.delete(name));
+        pending.set(name, loading);
+      }
+      return loading;
     },
   };
 }

@@ -7,6 +7,8 @@ export interface DockerSettings {
   ingressHost: string;
   /** BERTH_INGRESS_PORT: the ingress's port. */
   ingressPort: number;
+  /** BERTH_INGRESS_HTTPS_PORT: the ingress's HTTPS port, served when ACME is on (docs/https.md). */
+  ingressHttpsPort: number;
   /** BERTH_PUBLIC_URL: where the public reaches the ingress (scheme, host, port): origins use it. */
   publicUrl: string;
   /** BERTH_INGRESS_BIND: the address the ingress listens on, apart from BERTH_HOST, so exposing apps never exposes the API. */
@@ -61,6 +63,7 @@ export function dockerSettings(env: NodeJS.ProcessEnv): DockerSettings {
   return {
     ...ingressAddresses(env),
     ingressBind: env.BERTH_INGRESS_BIND || '127.0.0.1',
+    ingressHttpsPort: intSetting(env, 'BERTH_INGRESS_HTTPS_PORT', 443, 0, 65535),
     gitBaseUrl: gitBaseUrlSetting(env),
     pullTimeoutMs: intSetting(env, 'BERTH_PULL_TIMEOUT_MS', 600_000, 1_000, 3_600_000),
     backupDir: path.resolve(

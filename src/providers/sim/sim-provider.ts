@@ -115,6 +115,8 @@ export class SimProvider implements Provider {
   }
 
   readonly admission: Admission = { refusal: simRefusal };
+  /** No ingress: Berth records custom domains' certificates as a CA would issue them. */
+  readonly certificates = 'simulated' as const;
 
   /**
    * Each resource takes its kind's steps to make; a prefix starting with `fail` fails (deterministic,

@@ -17,6 +17,8 @@ export interface AuditFilter {
   /** From this instant on (inclusive) and before that one (exclusive). */
   since?: Date | undefined;
   until?: Date | undefined;
+  /** Only entries about these environments (a caller narrowed to them); undefined: every entry. */
+  environmentIds?: readonly string[] | undefined;
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -38,5 +40,9 @@ export async function listAuditLogs(db: Db, accountId: string, page: Page, filte
   if (filter.resourceId !== undefined) query = query.where('resource_id', '=', filter.resourceId);
   if (filter.since !== undefined) query = query.where('created_at', '>=', filter.since);
   if (filter.until !== undefined) query = query.where('created_at', '<', filter.until);
+  if (filter.environmentIds !== undefined) {
+    const ids = filter.environmentIds;
+    query = ids.length === 0 ? query.where(sql<boolean>`false`) : query.where('environment_id', 'in', ids);
+  }
   return pageAfter(query, 'audit_logs', page);
 }

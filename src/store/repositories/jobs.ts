@@ -23,6 +23,7 @@ export const JOB_KINDS = [
   'deliver_webhook',
   'dependency_backup',
   'dependency_restore',
+  'issue_certificate',
 ] as const;
 export type JobKind = (typeof JOB_KINDS)[number];
 
