@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { findCertificate, queueDueCertificates } from '../../src/store/repositories/certificates.ts';
 import { startDnsServer, type TestDnsServer } from '../helpers/dns-server.ts';
 import { type Harness, startHarness, type Tenant, VALID_SERVICE } from '../helpers/harness.ts';
 import { pollUntil } from '../helpers/poll.ts';
@@ -389,5 +390,23 @@ describe('certificates (the sim)', () => {
     assert.equal(lifetime, 90 * 86_400_000, "Let's Encrypt's 90 days");
     const renewAfter = Date.parse(certificate.renew_after);
     assert.ok(renewAfter <= notBefore + (lifetime * 2) / 3 && renewAfter >= notBefore + (lifetime * 19) / 30);
+
+    // Its renewal time passed: the renewal scan queues it once, and a new certificate replaces it.
+    await h.deps.store.db
+      .updateTable('certificates')
+      .set({ renew_after: new Date(Date.now() - 1000) })
+      .where('custom_domain_id', '=', domain.id)
+      .execute();
+    assert.equal(await queueDueCertificates(h.deps.store.db), 1);
+    assert.equal(
+      await queueDueCertificates(h.deps.store.db),
+      0,
+      'a certificate with a job is not queued again',
+    );
+    const renewed = await pollUntil('the certificate to be renewed', async () => {
+      const row = await findCertificate(h.deps.store.db, domain.id);
+      return row?.status === 'issued' && (row.not_before?.getTime() ?? 0) > notBefore ? row : undefined;
+    });
+    assert.ok((renewed.renew_after?.getTime() ?? 0) > Date.now(), 'the next renewal is in the future');
   });
 });
