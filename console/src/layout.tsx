@@ -1,8 +1,12 @@
 import type { ComponentChildren } from 'preact';
+import { auth } from './api.ts';
 import { navigate } from './router.ts';
-import { clearToken } from './session.ts';
+import { clearToken, getCsrf } from './session.ts';
 
-export function signOut(): void {
+/** Forgets the token, or ends the session (its cookie then works nowhere), and goes to sign-in. */
+export async function signOut(): Promise<void> {
+  const csrf = getCsrf();
+  if (csrf) await auth('/sign-out', {}, csrf).catch(() => {});
   clearToken();
   navigate('/sign-in');
 }
@@ -20,7 +24,8 @@ export function Layout(props: { children: ComponentChildren }) {
         <nav aria-label="Main">
           <a href="#/envs">Environments</a>
           <a href="#/audit">Audit log</a>
-          <button type="button" class="link" onClick={signOut}>
+          <a href="#/people">Sessions and people</a>
+          <button type="button" class="link" onClick={() => void signOut()}>
             Sign out
           </button>
         </nav>

@@ -9,11 +9,12 @@ import { DeploymentPage } from './pages/deployment.tsx';
 import { Domains } from './pages/domains.tsx';
 import { EnvironmentPage } from './pages/environment.tsx';
 import { Environments } from './pages/environments.tsx';
+import { People } from './pages/people.tsx';
 import { Secrets } from './pages/secrets.tsx';
 import { ServicePage } from './pages/service.tsx';
-import { SignIn } from './pages/sign-in.tsx';
+import { SetPassword, SignIn } from './pages/sign-in.tsx';
 import { match, navigate, useRoute } from './router.ts';
-import { getToken } from './session.ts';
+import { isSignedIn } from './session.ts';
 
 /** Each route: its pattern and the page it shows. The first match wins. */
 const ROUTES: [string, (p: Record<string, string>) => preact.JSX.Element][] = [
@@ -39,17 +40,26 @@ const ROUTES: [string, (p: Record<string, string>) => preact.JSX.Element][] = [
   ],
   ['/deployments/:deploymentId', (p) => <DeploymentPage deploymentId={p.deploymentId as string} />],
   ['/audit', () => <AuditLog />],
+  ['/people', () => <People />],
 ];
 
 function App() {
   const route = useRoute();
-  const signedIn = getToken() !== null;
+  const signedIn = isSignedIn();
+  // Reached from a link: open whether or not this tab is signed in.
+  const linkPage = route.startsWith('/accept-invitation')
+    ? 'invitation'
+    : route.startsWith('/sign-in-link')
+      ? 'link'
+      : null;
   useEffect(() => {
+    if (linkPage) return;
     if (!signedIn && route !== '/sign-in') navigate('/sign-in');
     else if (signedIn && (route === '/' || route === '/sign-in')) navigate('/envs');
     // A new page: focus its title, so a screen reader and the keyboard start there.
     document.getElementById('page-title')?.focus();
   }, [route, signedIn]);
+  if (linkPage) return <SetPassword kind={linkPage} />;
   if (!signedIn || route === '/sign-in') return <SignIn />;
   for (const [pattern, page] of ROUTES) {
     const params = match(pattern, route);

@@ -1,5 +1,10 @@
-/** The API token lives in this tab's session only: closing the tab signs out, and nothing is on disk. */
+/**
+ * How this tab is signed in: an API token pasted here, or a person's session (its cookie is HttpOnly, so
+ * the tab keeps only the session's CSRF token, which every write sends). Both live in this tab's session
+ * storage only: nothing is on disk but the cookie.
+ */
 const KEY = 'berth.token';
+const CSRF = 'berth.csrf';
 
 export function getToken(): string | null {
   return sessionStorage.getItem(KEY);
@@ -9,6 +14,19 @@ export function setToken(token: string): void {
   sessionStorage.setItem(KEY, token);
 }
 
+export function getCsrf(): string | null {
+  return sessionStorage.getItem(CSRF);
+}
+
+export function setCsrf(csrf: string): void {
+  sessionStorage.setItem(CSRF, csrf);
+}
+
+export function isSignedIn(): boolean {
+  return getToken() !== null || getCsrf() !== null;
+}
+
 export function clearToken(): void {
   sessionStorage.removeItem(KEY);
+  sessionStorage.removeItem(CSRF);
 }

@@ -34,8 +34,12 @@ export type ErrorBody = components['schemas']['ErrorBody'];
 export interface ClientOptions {
   /** Where the API is, e.g. http://127.0.0.1:8080 (without /v1). */
   baseUrl: string;
-  /** The account API token. */
-  token: string;
+  /**
+   * The account API token; null: a person signed in to the console, whose browser sends the session cookie
+   * (docs/access.md), with the session's CSRF token here.
+   */
+  token: string | null;
+  csrfToken?: string;
   retry?: RetryOptions;
   /** The fetch the retries wrap (default: the global one). */
   fetch?: typeof fetch;
@@ -46,7 +50,8 @@ export function createClient(options: ClientOptions): BerthClient {
   return createFetchClient<paths>({
     baseUrl: options.baseUrl.replace(/\/+$/, ''),
     headers: {
-      authorization: `Bearer ${options.token}`,
+      ...(options.token !== null && { authorization: `Bearer ${options.token}` }),
+      ...(options.csrfToken && { 'x-csrf-token': options.csrfToken }),
       ...(options.userAgent && { 'user-agent': options.userAgent }),
     },
     fetch: retryingFetch(options.retry, options.fetch),

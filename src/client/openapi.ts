@@ -7298,7 +7298,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The session the cookie holds, with its CSRF token */
+        /**
+         * The session the cookie holds, with its CSRF token; null when none works
+         * @description Answers 200 either way: the console asks on every load, and a signed-out browser is no error.
+         */
         get: {
             parameters: {
                 query?: never;
@@ -7331,17 +7334,8 @@ export interface paths {
                                 account_id: string;
                                 /** @enum {string} */
                                 role: "viewer" | "developer" | "admin" | "owner";
-                            };
+                            } | null;
                         };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
                 /** @description Default Response */

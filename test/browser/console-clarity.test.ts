@@ -82,7 +82,7 @@ const shownText = async () => (await page.locator('main').textContent()) ?? '';
 test('a wrong token on the first sign-in says it was not accepted and what to check', async () => {
   await page.goto(`${c.server.url}/`);
   await page.getByLabel('API token').fill('00000000-0000-4000-8000-000000000000');
-  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('button', { name: 'Sign in with the token' }).click();
   const error = page.locator('#token-error');
   await error.getByText('This token was not accepted').waitFor();
   assert.match((await error.textContent()) ?? '', /berth admin tokens issue/);

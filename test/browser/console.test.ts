@@ -55,11 +55,11 @@ test('sign in: a wrong token is refused in place, the right one is kept in the s
   await page.getByRole('heading', { name: 'Sign in to Berth' }).waitFor();
   await checkPage('sign-in');
   await page.getByLabel('API token').fill('00000000-0000-4000-8000-000000000000');
-  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('button', { name: 'Sign in with the token' }).click();
   await page.getByText('This token was not accepted').waitFor();
   problems.length = 0; // the refused sign-in's 401 is the browser's console error, and expected
   await page.getByLabel('API token').fill(token);
-  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('button', { name: 'Sign in with the token' }).click();
   await page.getByRole('heading', { name: 'Environments' }).waitFor();
   assert.equal(await page.evaluate(() => sessionStorage.getItem('berth.token')), token);
   assert.equal(await page.evaluate(() => localStorage.length), 0);

@@ -29,7 +29,8 @@ const GOOD = 'www.shop.test';
 const UNREACHABLE = 'www.elsewhere.test';
 const IMAGE = 'berth-test/acme-web:latest';
 
-const skip = caddyAvailable() ? false : 'needs /usr/bin/caddy, unshare and root';
+// CI installs caddy and runs as root (.ci/run): there the test runs, or fails saying what is missing.
+const skip = caddyAvailable() || process.env.CI ? false : 'needs /usr/bin/caddy, unshare and root';
 
 let acmeServer: AcmeServer;
 let dns: TestDnsServer;

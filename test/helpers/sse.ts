@@ -26,7 +26,8 @@ export async function openSse(
 ): Promise<SseReader> {
   const controller = new AbortController();
   const res = await fetch(url, {
-    headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream', ...headers },
+    // No token: the headers authenticate (a session cookie).
+    headers: { ...(token && { authorization: `Bearer ${token}` }), accept: 'text/event-stream', ...headers },
     signal: controller.signal,
   });
   const events: SseEvent[] = [];

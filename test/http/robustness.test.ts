@@ -58,6 +58,7 @@ const isPublic = (route: Route) =>
     '/auth/sign-in',
     '/auth/sign-in-link',
     '/auth/accept-invitation',
+    '/auth/session',
   ].includes(route.url);
 const COMING_SOON = new Set([
   'POST /v1/environments',

@@ -98,6 +98,9 @@ describe('password sign-in', () => {
     assert.equal(envs.status, 200, envs.raw);
     const session = await call('GET', '/auth/session', { headers: { cookie } });
     assert.equal(session.body.data.csrf_token, res.body.data.csrf_token);
+    const none = await call('GET', '/auth/session');
+    assert.equal(none.status, 200, 'a signed-out browser asking is no error');
+    assert.equal(none.body.data, null);
     // Admin routes need admin: the session acts as the membership's role.
     const tokens = await call('GET', '/v1/tokens', { headers: { cookie } });
     assert.equal(tokens.status, 403, tokens.raw);

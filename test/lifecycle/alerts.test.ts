@@ -201,3 +201,35 @@ test('alert rules: defaults, a PUT over them, 422 naming the field out of range;
     ]);
   assert.deepEqual(await evaluateAlerts(h.deps, new Date(t0 + 9 * MINUTE + 30_000)), []);
 });
+
+test('deploy_failed opens as a deployment fails and resolves as the next one succeeds, without waiting for a round', async () => {
+  const alertsOf = async () =>
+    (await h.request('GET', `${base}/${serviceId}/alerts`, { token: t.token })).body.data.alerts.filter(
+      (a: { rule: string }) => a.rule === 'deploy_failed',
+    );
+  const deploy = async (tag: string, state: string) => {
+    const res = await h.request('POST', `${base}/${serviceId}/deploy`, {
+      token: t.token,
+      body: { docker_image_tag: tag },
+    });
+    assert.equal(res.status, 200, res.raw);
+    const id = res.body.data.deployment_id as string;
+    await pollUntil(`the deployment to end ${state}`, async () => {
+      const d = (await h.request('GET', `/v1/deployments/${id}`, { token: t.token })).body.data.deployment;
+      return d.state === state ? true : undefined;
+    });
+  };
+  await deploy('fail-on-purpose', 'failed');
+  const [opened] = await pollUntil('the alert to open', async () => {
+    const list = await alertsOf();
+    return list.length === 1 ? list : undefined;
+  });
+  assert.equal(opened.state, 'open');
+  assert.match(opened.message, /^the latest deployment failed/);
+  await deploy('v2', 'success');
+  const [resolved] = await pollUntil('the alert to resolve', async () => {
+    const list = await alertsOf();
+    return list[0]?.state === 'resolved' ? list : undefined;
+  });
+  assert.equal(resolved.id, opened.id);
+});

@@ -180,3 +180,35 @@ test("a member's log follow ends when the role drops below developer; the events
   const removedMs = await endedWithin(events, Date.now());
   assert.ok(removedMs < 1000, `the events stream ended after ${removedMs} ms`);
 });
+
+test("a session's streams end with it, and a removed member's sessions' streams end too", async () => {
+  const t = await h.tenant();
+  const user = await h.admin('POST', '/users', { email: `${t.accountId}@example.com`, display_name: 'Di' });
+  const userId = user.body.data.user.id as string;
+  await h.admin('PUT', `/accounts/${t.accountId}/members/${userId}`, { role: 'viewer' });
+  const signIn = async () => {
+    const link = await h.admin('POST', `/accounts/${t.accountId}/members/${userId}/sign-in-links`);
+    const res = await h.request('POST', '/auth/sign-in-link', { body: { token: link.body.data.token } });
+    assert.equal(res.status, 200, res.raw);
+    const cookie = String([res.headers['set-cookie']].flat()[0]).split(';')[0] as string;
+    return { cookie, id: res.body.data.session_id as string, csrf: res.body.data.csrf_token as string };
+  };
+  const one = await signIn();
+  const two = await signIn();
+  const first = await openSse(`${baseUrl}/v1/events`, '', { cookie: one.cookie });
+  const second = await openSse(`${baseUrl}/v1/events`, '', { cookie: two.cookie });
+  assert.deepEqual([first.status, second.status], [200, 200]);
+
+  const ended = await h.request('DELETE', `/v1/sessions/${one.id}`, {
+    headers: { cookie: two.cookie, 'x-csrf-token': two.csrf },
+  });
+  assert.equal(ended.status, 200, ended.raw);
+  const at = Date.now();
+  const firstMs = await endedWithin(first, at);
+  assert.ok(firstMs < 1000, `ended after ${firstMs} ms`);
+
+  assert.equal((await h.admin('DELETE', `/accounts/${t.accountId}/members/${userId}`)).status, 200);
+  const removedAt = Date.now();
+  const secondMs = await endedWithin(second, removedAt);
+  assert.ok(secondMs < 1000, `ended after ${secondMs} ms`);
+});

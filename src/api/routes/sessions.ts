@@ -29,7 +29,7 @@ import {
   sessionSecret,
   setSessionCookie,
 } from '../plugins/sessions.ts';
-import { Envelope, errorResponses } from '../schemas/common.ts';
+import { Envelope, errorResponses, Nullable } from '../schemas/common.ts';
 import {
   AcceptInvitationBody,
   Invitation,
@@ -138,14 +138,21 @@ export const signInRoutes: FastifyPluginAsyncTypebox<{
     '/session',
     {
       schema: {
-        summary: 'The session the cookie holds, with its CSRF token',
-        response: { 200: Envelope(SignedIn), ...errorResponses(401, 403, 500) },
+        summary: 'The session the cookie holds, with its CSRF token; null when none works',
+        description:
+          'Answers 200 either way: the console asks on every load, and a signed-out browser is no error.',
+        response: { 200: Envelope(Nullable(SignedIn)), ...errorResponses(403, 500) },
       },
     },
     async (request) => {
       const secret = sessionSecret(request);
-      if (!secret) throw new UnauthorizedError();
-      const auth = await authenticateSession(deps.store.db, secret);
+      const auth = secret
+        ? await authenticateSession(deps.store.db, secret).catch((error: unknown) => {
+            if (error instanceof UnauthorizedError) return null;
+            throw error;
+          })
+        : null;
+      if (!secret || !auth) return success(null);
       return success(
         signedIn(secret, {
           session: { id: auth.tokenId, account_id: auth.accountId },

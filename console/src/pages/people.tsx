@@ -1,0 +1,145 @@
+import { useEffect, useState } from 'preact/hooks';
+import { api, unwrap } from '../api.ts';
+import { signOut } from '../layout.tsx';
+import { getCsrf } from '../session.ts';
+import {
+  CopyButton,
+  Empty,
+  ErrorBox,
+  Loading,
+  Page,
+  SelectField,
+  TableWrap,
+  TextField,
+  Time,
+  useLoad,
+  useSubmit,
+} from '../ui.tsx';
+
+const ROLES = ['viewer', 'developer', 'admin', 'owner'] as const;
+type Role = (typeof ROLES)[number];
+type Invited = { email: string; role: string; path: string; mailed: boolean };
+
+/** The signed-in person's sessions, each one ended here; and invitations, for admins. */
+export function People() {
+  const sessions = useLoad(async () => unwrap(await api().GET('/v1/sessions')).sessions, []);
+  const [ending, setEnding] = useState<string>();
+  const end = useSubmit(async () => {
+    if (!ending) return;
+    unwrap(await api().DELETE('/v1/sessions/{sessionId}', { params: { path: { sessionId: ending } } }));
+  }, sessions.reload);
+  // Ends the session picked, once the pick is rendered.
+  useEffect(() => {
+    if (ending) void end.run().then(() => setEnding(undefined));
+  }, [ending]);
+  const [email, setEmail] = useState('');
+  const [role, setRole] = useState('developer');
+  const [invited, setInvited] = useState<Invited>();
+  const invite = useSubmit(
+    async () =>
+      unwrap(await api().POST('/v1/invitations', { body: { email: email.trim(), role: role as Role } }))
+        .invitation,
+    setInvited,
+  );
+  const link = invited ? `${location.origin}${invited.path}` : undefined;
+  return (
+    <Page title="Sessions and people">
+      <h2>Your sessions</h2>
+      {getCsrf() === null && <p class="muted">This tab is signed in with an API token: it has no session.</p>}
+      {sessions.error ? (
+        <ErrorBox error={sessions.error} onRetry={sessions.reload} />
+      ) : sessions.loading && !sessions.data ? (
+        <Loading what="your sessions" />
+      ) : !sessions.data?.length ? (
+        <Empty>No sessions.</Empty>
+      ) : (
+        <TableWrap label="Your sessions, newest first">
+          <table class="stack">
+            <caption class="sr-only">Your sessions, newest first</caption>
+            <thead>
+              <tr>
+                <th scope="col">Signed in</th>
+                <th scope="col">Last seen</th>
+                <th scope="col">Browser</th>
+                <th scope="col">Address</th>
+                <th scope="col">
+                  <span class="sr-only">Actions</span>
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {sessions.data.map((s) => (
+                <tr key={s.id}>
+                  <td data-label="Signed in">
+                    <Time at={s.created_at} />
+                    {s.current && ' (this one)'}
+                  </td>
+                  <td data-label="Last seen">
+                    <Time at={s.last_seen_at} />
+                  </td>
+                  <td data-label="Browser">{s.user_agent ?? 'unknown'}</td>
+                  <td data-label="Address">{s.client_address ?? 'unknown'}</td>
+                  <td>
+                    {s.current ? (
+                      <button type="button" onClick={() => signOut()}>
+                        Sign out
+                      </button>
+                    ) : (
+                      <button
+                        type="button"
+                        onClick={() => setEnding(s.id)}
+                        disabled={end.busy}
+                        aria-label={`End the session signed in ${new Date(s.created_at).toLocaleString()}`}
+                      >
+                        End session
+                      </button>
+                    )}
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </TableWrap>
+      )}
+      {end.error !== undefined && <ErrorBox error={end.error} />}
+      <h2>Invite someone</h2>
+      <form class="card" onSubmit={invite.run} noValidate>
+        <TextField
+          id="invite-email"
+          label="Email"
+          value={email}
+          onInput={setEmail}
+          error={invite.errors.email}
+          attrs={{ spellcheck: false }}
+        />
+        <SelectField
+          id="invite-role"
+          label="Role"
+          value={role}
+          options={ROLES}
+          onChange={setRole}
+          error={invite.errors.role}
+          hint="docs/access.md says what each role may do"
+        />
+        {invite.error !== undefined && !Object.keys(invite.errors).length && (
+          <ErrorBox error={invite.error} />
+        )}
+        <button type="submit" class="primary" disabled={invite.busy}>
+          {invite.busy ? 'Inviting…' : 'Invite'}
+        </button>
+      </form>
+      {link && invited && (
+        <div class="card" role="status">
+          <p>
+            Invited {invited.email} as {invited.role}
+            {invited.mailed ? ' (mailed)' : ''}. The link works once, for a week; it is shown only now:
+          </p>
+          <p>
+            <code id="invitation-link">{link}</code>{' '}
+            <CopyButton text={link} label="Copy the invitation link" />
+          </p>
+        </div>
+      )}
+    </Page>
+  );
+}
