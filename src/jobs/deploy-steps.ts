@@ -24,6 +24,7 @@ import {
 import { recordObservation } from '../store/repositories/observations.ts';
 import { followDeployment } from '../store/repositories/services.ts';
 import type { DeploymentRow, JobRow } from '../store/schema.ts';
+import { evaluateDeployOutcome } from './alerts.ts';
 import type { DeploymentLogWriter } from './deployment-log.ts';
 import { type DeploymentSubject, resolveDesiredState } from './desired-state.ts';
 import { TerminalError } from './errors.ts';
@@ -203,6 +204,7 @@ export async function recordOutcome(
   if (ended) {
     const state = 'applied' in outcome ? 'success' : outcome.failure === 'cancelled' ? 'cancelled' : 'failed';
     deps.metrics.deploymentEnded(state, deployment.created_at);
+    await evaluateDeployOutcome(deps, service.id, state === 'success');
   }
 }
 
@@ -229,7 +231,7 @@ export async function noteRetry(deps: Pick<Deps, 'store' | 'secretBox'>, job: Jo
  * holder's to finish.
  */
 export async function failRun(
-  deps: Pick<Deps, 'store' | 'secretBox' | 'metrics'>,
+  deps: Pick<Deps, 'store' | 'secretBox' | 'metrics' | 'logger'>,
   job: JobRow,
   reason: string,
   claim: JobClaim,
@@ -259,5 +261,8 @@ export async function failRun(
     await claim.finish(trx);
     return moved ? deployment : undefined;
   });
-  if (ended) deps.metrics.deploymentEnded('failed', ended.created_at);
+  if (ended) {
+    deps.metrics.deploymentEnded('failed', ended.created_at);
+    await evaluateDeployOutcome(deps, ended.service_id, false);
+  }
 }

@@ -71,8 +71,8 @@ export interface EvaluatedService {
 }
 
 /** Live services with their rules, their last observation and their latest deployment's failure reason. */
-export async function evaluatedServices(db: Db): Promise<EvaluatedService[]> {
-  const rows = await db
+export async function evaluatedServices(db: Db, serviceId?: string): Promise<EvaluatedService[]> {
+  let q = db
     .selectFrom('services as s')
     .leftJoin('alert_rules as r', 'r.service_id', 's.id')
     .leftJoin('service_observations as o', 'o.service_id', 's.id')
@@ -88,8 +88,9 @@ export async function evaluatedServices(db: Db): Promise<EvaluatedService[]> {
       'r.rules',
       'd.failure_reason',
     ])
-    .where('s.is_deleted', '=', false)
-    .execute();
+    .where('s.is_deleted', '=', false);
+  if (serviceId) q = q.where('s.id', '=', serviceId);
+  const rows = await q.execute();
   return rows.map((row) => ({ ...row, rules: (row.rules as AlertRulesInput | null) ?? null }));
 }
 
@@ -115,16 +116,29 @@ export async function recentMinutes(db: Db, now: Date, minutes: number): Promise
   return rows;
 }
 
-export async function openAlerts(db: Db): Promise<AlertRow[]> {
-  return db.selectFrom('alerts').selectAll().where('state', '=', 'open').execute();
+export async function openAlerts(db: Db, serviceId?: string): Promise<AlertRow[]> {
+  let q = db.selectFrom('alerts').selectAll().where('state', '=', 'open');
+  if (serviceId) q = q.where('service_id', '=', serviceId);
+  return q.execute();
 }
 
 /** The advisory lock that makes one process at a time evaluate the alert rules. */
 const EVALUATE_LOCK = 7342030;
 
-/** Runs `round` in a transaction holding the evaluation lock; null (without running it) when another process holds it. */
-export async function withEvaluationLock<T>(db: Db, round: (trx: Db) => Promise<T>): Promise<T | null> {
+/**
+ * Runs `round` in a transaction holding the evaluation lock. Null (without running it) when another
+ * process holds it, unless `wait`: then it waits its turn.
+ */
+export async function withEvaluationLock<T>(
+  db: Db,
+  round: (trx: Db) => Promise<T>,
+  wait = false,
+): Promise<T | null> {
   return db.transaction().execute(async (trx) => {
+    if (wait) {
+      await sql`SELECT pg_advisory_xact_lock(${EVALUATE_LOCK})`.execute(trx);
+      return round(trx);
+    }
     const { rows } = await sql<{
       locked: boolean;
     }>`SELECT pg_try_advisory_xact_lock(${EVALUATE_LOCK}) AS locked`.execute(trx);
@@ -162,6 +176,38 @@ export async function resolveAlert(db: Db, id: string, at: Date): Promise<AlertR
     .where('state', '=', 'open')
     .returningAll()
     .executeTakeFirst();
+}
+
+export async function hasOpenAlert(db: Db, serviceId: string, rule: AlertRuleName): Promise<boolean> {
+  const row = await db
+    .selectFrom('alerts')
+    .select('id')
+    .where('service_id', '=', serviceId)
+    .where('rule', '=', rule)
+    .where('state', '=', 'open')
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
+/**
+ * Resolves the service's open alert of `rule`, if it has one, with its account for the event. One
+ * statement: safe beside an evaluation round (only one of them moves the row).
+ */
+export async function resolveOpenAlert(
+  db: Db,
+  serviceId: string,
+  rule: AlertRuleName,
+  at: Date,
+): Promise<{ alert: AlertRow; accountId: string } | undefined> {
+  const { rows } = await sql<AlertRow & { account_id: string }>`
+    UPDATE alerts a SET state = 'resolved', resolved_at = ${at}
+    FROM services s
+    WHERE s.id = a.service_id AND a.service_id = ${serviceId} AND a.rule = ${rule} AND a.state = 'open'
+    RETURNING a.*, s.account_id`.execute(db);
+  const row = rows[0];
+  if (!row) return undefined;
+  const { account_id, ...alert } = row;
+  return { alert, accountId: account_id };
 }
 
 /** An alert as its events carry it (and as the API shows it). */
