@@ -92,3 +92,12 @@ test('sessions listed; an invitation made, then accepted in another browser', as
   }
   problems.length = 0;
 });
+
+test('an admin removes a member from the members list', async () => {
+  await page.reload();
+  await page.getByRole('heading', { name: 'Members' }).waitFor();
+  await page.getByRole('cell', { name: 'dev@example.com', exact: true }).waitFor();
+  await checkPage('members');
+  await page.getByRole('button', { name: 'Remove dev@example.com' }).click();
+  await page.getByRole('cell', { name: 'dev@example.com', exact: true }).waitFor({ state: 'detached' });
+});

@@ -85,6 +85,7 @@ function pathFor(route: Route, overrides: Record<string, string> = {}): string {
     id: victimAccountId,
     tokenId: randomUUID(), // never revoke a real token
     sessionId: randomUUID(), // never end a real session
+    userId: randomUUID(), // never remove a real member
     ...overrides,
   };
   return route.url.replace(/:(\w+)/g, (_, name: string) => ids[name] ?? randomUUID());

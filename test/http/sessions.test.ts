@@ -345,3 +345,42 @@ describe('invitations', () => {
     }
   });
 });
+
+describe('members', () => {
+  test('admins list and remove members; never one above them, never the last owner', async () => {
+    const admin = await member('admin');
+    const signed = await signIn(admin.email, PASSWORD, '10.0.9.1');
+    const headers = { cookie: cookieOf(signed), 'x-csrf-token': signed.body.data.csrf_token };
+    const list = await call('GET', '/v1/members', { headers });
+    assert.equal(list.status, 200, list.raw);
+    assert.ok(
+      list.body.data.members.some(
+        (m: { email: string; role: string }) => m.email === admin.email && m.role === 'admin',
+      ),
+    );
+    const viewer = await member('viewer');
+    const viewerSession = cookieOf(await signIn(viewer.email, PASSWORD, '10.0.9.2'));
+    const removed = await call('DELETE', `/v1/members/${viewer.userId}`, { headers });
+    assert.equal(removed.status, 200, removed.raw);
+    assert.equal((await call('GET', '/v1/environments', { headers: { cookie: viewerSession } })).status, 401);
+    assert.equal((await call('DELETE', `/v1/members/${viewer.userId}`, { headers })).status, 404);
+    const owner = await member('owner');
+    const above = await call('DELETE', `/v1/members/${owner.userId}`, { headers });
+    assert.equal(above.status, 403, above.raw);
+    // The operator token acts as owner; with other owners gone, the last one stays.
+    const other = await h.tenant();
+    const onlyOwner = await h.admin('POST', '/users', {
+      email: `${randomUUID()}@example.com`,
+      display_name: 'O',
+    });
+    const ownerId = onlyOwner.body.data.user.id as string;
+    await h.admin('PUT', `/accounts/${other.accountId}/members/${ownerId}`, { role: 'owner' });
+    const owners = await call('GET', '/v1/members', { token: other.token });
+    for (const m of owners.body.data.members as { user_id: string; role: string }[]) {
+      if (m.role === 'owner' && m.user_id !== ownerId)
+        await call('DELETE', `/v1/members/${m.user_id}`, { token: other.token });
+    }
+    const last = await call('DELETE', `/v1/members/${ownerId}`, { token: other.token });
+    assert.equal(last.status, 409, last.raw);
+  });
+});

@@ -233,3 +233,32 @@ test('deploy_failed opens as a deployment fails and resolves as the next one suc
   });
   assert.equal(resolved.id, opened.id);
 });
+
+test('crash_loop and error_rate_high open on their windows and resolve once the window is clean; too few requests never open', async () => {
+  const url = `${base}/${serviceId}/alert-rules`;
+  assert.equal((await h.request('PUT', url, { token: t.token, body: {} })).status, 200);
+  const t0 = minuteOf(new Date(Date.now() + 9 * 3_600_000)).getTime();
+  const at = (minute: number) => new Date(t0 + minute * MINUTE);
+  const put = (minute: number, over: Partial<MetricsValues>) =>
+    insertMinuteSamples(h.deps.store.db, [{ serviceId, at: at(minute), values: { ...sample(10), ...over } }]);
+  const round = async (minute: number) =>
+    ((await evaluateAlerts(h.deps, new Date(at(minute).getTime() + 30_000))) ?? []).map((r) => [
+      r.type,
+      r.alert.rule,
+      r.alert.value,
+    ]);
+
+  // 10 requests, all 5xx: under the 20-request minimum.
+  await put(0, { requests: 10, status_5xx: 10 });
+  assert.deepEqual(await round(0), []);
+  // Two restarts, then a third within ten minutes; 30 more requests, 1 of them 5xx: 11 of 40 is 27.5%.
+  await put(1, { restarts: 2, requests: 30, status_5xx: 1 });
+  assert.deepEqual(await round(1), [['alert.opened', 'error_rate_high', 27.5]]);
+  await put(2, { restarts: 1, requests: 0 });
+  assert.deepEqual(await round(2), [['alert.opened', 'crash_loop', 3]]);
+  // Five minutes on, the 5xx have left the window; ten minutes on, the restarts.
+  for (let minute = 3; minute <= 6; minute++) await put(minute, { requests: 100 });
+  assert.deepEqual(await round(6), [['alert.resolved', 'error_rate_high', 27.5]]);
+  for (let minute = 7; minute <= 11; minute++) await put(minute, {});
+  assert.deepEqual(await round(11), [['alert.resolved', 'crash_loop', 3]]);
+});

@@ -102,6 +102,7 @@ export function People() {
         </TableWrap>
       )}
       {end.error !== undefined && <ErrorBox error={end.error} />}
+      <Members />
       <h2>Invite someone</h2>
       <form class="card" onSubmit={invite.run} noValidate>
         <TextField
@@ -141,5 +142,66 @@ export function People() {
         </div>
       )}
     </Page>
+  );
+}
+
+/** The account's members, each removed here (admins; anyone else is told the API's refusal). */
+function Members() {
+  const members = useLoad(async () => unwrap(await api().GET('/v1/members')).members, []);
+  const [removing, setRemoving] = useState<string>();
+  const remove = useSubmit(async () => {
+    if (!removing) return;
+    unwrap(await api().DELETE('/v1/members/{userId}', { params: { path: { userId: removing } } }));
+  }, members.reload);
+  useEffect(() => {
+    if (removing) void remove.run().then(() => setRemoving(undefined));
+  }, [removing]);
+  return (
+    <>
+      <h2>Members</h2>
+      {members.error ? (
+        <ErrorBox error={members.error} onRetry={members.reload} />
+      ) : members.loading && !members.data ? (
+        <Loading what="the members" />
+      ) : !members.data?.length ? (
+        <Empty>No members yet: invite someone below.</Empty>
+      ) : (
+        <TableWrap label="Members">
+          <table class="stack">
+            <caption class="sr-only">Members</caption>
+            <thead>
+              <tr>
+                <th scope="col">Name</th>
+                <th scope="col">Email</th>
+                <th scope="col">Role</th>
+                <th scope="col">
+                  <span class="sr-only">Actions</span>
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {members.data.map((m) => (
+                <tr key={m.user_id}>
+                  <td data-label="Name">{m.display_name}</td>
+                  <td data-label="Email">{m.email}</td>
+                  <td data-label="Role">{m.role}</td>
+                  <td>
+                    <button
+                      type="button"
+                      onClick={() => setRemoving(m.user_id)}
+                      disabled={remove.busy}
+                      aria-label={`Remove ${m.email}`}
+                    >
+                      Remove
+                    </button>
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </TableWrap>
+      )}
+      {remove.error !== undefined && <ErrorBox error={remove.error} />}
+    </>
   );
 }

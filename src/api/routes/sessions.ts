@@ -9,6 +9,7 @@ import { UnauthorizedError } from '../../domain/errors.ts';
 import { csrfTokenOf } from '../../domain/passwords.ts';
 import type { Role } from '../../domain/roles.ts';
 import type { Deps } from '../../domain/usecases/context.ts';
+import { removeMemberBy } from '../../domain/usecases/people.ts';
 import {
   acceptInvitation,
   createInvitation,
@@ -19,6 +20,7 @@ import {
   type SignInCall,
   signIn,
 } from '../../domain/usecases/sessions.ts';
+import { listMembers } from '../../store/repositories/users.ts';
 import type { Mailer } from '../mailer.ts';
 import { actorOf, authOf, callOf } from '../plugins/auth.ts';
 import { type AuthFailureLimit, authFailureLimit } from '../plugins/auth-failures.ts';
@@ -34,6 +36,8 @@ import {
   AcceptInvitationBody,
   Invitation,
   InvitationBody,
+  Member,
+  MemberParams,
   Session,
   SessionParams,
   SignedIn,
@@ -229,6 +233,54 @@ export const sessionRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; mailer: Mail
           mailed,
         },
       });
+    },
+  );
+
+  app.get(
+    '/members',
+    {
+      config: { role: 'admin', wholeAccount: true },
+      schema: {
+        summary: "The account's members, oldest first",
+        response: {
+          200: Envelope(Type.Object({ members: Type.Array(Member) })),
+          ...errorResponses(401, 403, 429, 500),
+        },
+      },
+    },
+    async (request) => {
+      const members = await listMembers(deps.store.db, authOf(request).accountId);
+      return success({
+        members: members.map((m) => ({
+          user_id: m.user_id,
+          email: m.email,
+          display_name: m.display_name,
+          role: m.role,
+          environment_ids: m.environment_ids,
+          created_at: m.created_at.toISOString(),
+        })),
+      });
+    },
+  );
+
+  app.delete(
+    '/members/:userId',
+    {
+      config: { role: 'admin', wholeAccount: true },
+      schema: {
+        summary: 'Remove a member: their tokens and sessions end, their streams close',
+        description:
+          'Never a member whose role is above yours (403), never the last owner (409). docs/access.md.',
+        params: MemberParams,
+        response: {
+          200: Envelope(Type.Object({ removed: Type.Boolean() })),
+          ...errorResponses(401, 403, 404, 409, 429, 500),
+        },
+      },
+    },
+    async (request) => {
+      await removeMemberBy(deps, { ...actorOf(request), role: authOf(request).role }, request.params.userId);
+      return success({ removed: true });
     },
   );
 

@@ -74,3 +74,14 @@ export const AcceptInvitationBody = Type.Object(
   },
   CLOSED,
 );
+
+export const Member = Type.Object({
+  user_id: Uuid,
+  email: Type.String({ maxLength: 254 }),
+  display_name: Type.String({ maxLength: 100 }),
+  role: StringEnum(ROLES),
+  environment_ids: Nullable(Type.Array(Uuid, { maxItems: 100 })),
+  created_at: DateTime,
+});
+
+export const MemberParams = Type.Object({ userId: Uuid });

@@ -24,7 +24,7 @@ import {
   upsertMembership,
 } from '../../store/repositories/users.ts';
 import { hashApiToken, newApiToken } from '../api-token.ts';
-import { ConflictError, NotFoundError, ValidationError } from '../errors.ts';
+import { ConflictError, ForbiddenError, NotFoundError, ValidationError } from '../errors.ts';
 import type { MembershipInput, NewToken, NewUser } from '../inputs.ts';
 import { type Role, roleAtLeast } from '../roles.ts';
 import { recordAudit } from './audit.ts';
@@ -189,5 +189,39 @@ export async function revokeTokenOf(deps: Pick<Deps, 'store'>, actor: Actor, tok
     if (!(await revokeAccountToken(trx, actor.accountId, tokenId))) throw new NotFoundError('Token');
     await recordAudit(trx, actor, 'api_token.revoke', { id: tokenId });
     await notify(trx, 'access', accessKey('token', tokenId));
+  });
+}
+
+/**
+ * A member with the admin role removes another member (never one whose role is above theirs, never the
+ * account's last owner). Their tokens and sessions end and their streams close, in every process.
+ */
+export async function removeMemberBy(
+  deps: Pick<Deps, 'store'>,
+  remover: Actor & { role: Role },
+  userId: string,
+) {
+  await deps.store.db.transaction().execute(async (trx) => {
+    const membership = await findMembership(trx, remover.accountId, userId);
+    if (!membership) throw new NotFoundError('Member');
+    if (!roleAtLeast(remover.role, membership.role)) {
+      throw new ForbiddenError(
+        `Removing a member with the ${membership.role} role needs the ${membership.role} role`,
+      );
+    }
+    if (membership.role === 'owner') {
+      const owners = await trx
+        .selectFrom('memberships')
+        .select('user_id')
+        .where('account_id', '=', remover.accountId)
+        .where('role', '=', 'owner')
+        .execute();
+      if (owners.length <= 1)
+        throw new ConflictError('The account keeps at least one owner: make another owner first');
+    }
+    await deleteMembership(trx, remover.accountId, userId);
+    await endSessionsIn(trx, remover.accountId, userId);
+    await recordAudit(trx, remover, 'member.remove', { type: 'user', id: userId });
+    await notify(trx, 'access', accessKey('account', remover.accountId));
   });
 }
