@@ -29,3 +29,18 @@ export type LogLine = Ok<'/v1/deployments/{deploymentId}/logs', 'get'>['lines'][
 export type CreateServiceBody = Body<'/v1/environments/{envId}/services', 'post'>;
 export type PatchServiceBody = Body<'/v1/environments/{envId}/services/{serviceId}', 'patch'>;
 export type DeployBody = Body<'/v1/environments/{envId}/services/{serviceId}/deploy', 'post'>;
+export type ServiceMetrics = Ok<'/v1/environments/{envId}/services/{serviceId}/metrics', 'get'>;
+export type MetricsPoint = ServiceMetrics['points'][number];
+/** One chart of the service page: what it plots and how its values read. */
+export interface ChartDef {
+  id: string;
+  title: string;
+  value: (p: MetricsPoint) => number | null;
+  /** The axis's unit, shown beside the title. */
+  unit: string;
+  format: (v: number) => string;
+  /** An axis tick: the number alone (the unit is beside the title). */
+  tick: (v: number) => string;
+  /** A second, dashed series (memory's limit). */
+  limit?: (p: MetricsPoint) => number | null;
+}

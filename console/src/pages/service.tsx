@@ -12,6 +12,7 @@ import {
   ServiceFields,
   unplacedErrors,
 } from '../service-form.tsx';
+import { ServiceMetrics } from '../service-metrics.tsx';
 import { readyText, runStatusLabel, ServiceState } from '../service-status.tsx';
 import type { DeployBody, PatchServiceBody, Service } from '../types.ts';
 import {
@@ -90,6 +91,7 @@ export function ServicePage(props: { envId: string; serviceId: string }) {
           </dl>
           <DeployForm envId={envId} service={s} />
           <Deployments envId={envId} serviceId={serviceId} />
+          <ServiceMetrics envId={envId} serviceId={serviceId} />
           <ServiceAlerts envId={envId} serviceId={serviceId} />
           <Settings envId={envId} service={s} onSaved={service.reload} />
         </>
