@@ -225,7 +225,11 @@ test('at 360 px the services and deployments tables show every column', async ()
     await page.getByRole('row', { name: /second web/ }).waitFor();
     await assertReadableAt360('table:has(caption:text("Services of this environment"))');
     await page.getByRole('link', { name: 'hello web' }).click();
-    await page.getByRole('row', { name: /fail-v2/ }).waitFor();
+    // Within the deployments: the deploy_failed alert's row names fail-v2 too.
+    await page
+      .locator('table:has(caption:text("Deployments, newest first"))')
+      .getByRole('row', { name: /fail-v2/ })
+      .waitFor();
     await assertReadableAt360('table:has(caption:text("Deployments, newest first"))');
   } finally {
     await page.setViewportSize({ width: 1280, height: 800 });
