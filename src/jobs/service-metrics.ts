@@ -1,8 +1,8 @@
 import type { Deps } from '../domain/usecases/context.ts';
+import type { ServiceSample } from '../providers/provider.ts';
 import {
   compactServiceMetrics,
   insertMinuteSamples,
-  type MetricsValues,
   sampledServices,
 } from '../store/repositories/service-metrics.ts';
 import { evaluateAlerts } from './alerts.ts';
@@ -24,7 +24,7 @@ type MetricsDeps = Pick<Deps, 'store' | 'provider' | 'logger' | 'config'>;
  */
 export async function collectServiceMetrics(deps: MetricsDeps, now = new Date()): Promise<number> {
   const services = await sampledServices(deps.store.db);
-  const samples: { serviceId: string; at: Date; values: MetricsValues }[] = [];
+  const samples: { serviceId: string; at: Date; values: ServiceSample }[] = [];
   let next = 0;
   const sampler = async () => {
     for (let service = services[next++]; service; service = services[next++]) {

@@ -4,11 +4,8 @@ import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
 import { Webhook } from 'standardwebhooks';
 import { evaluateAlerts } from '../../src/jobs/alerts.ts';
-import {
-  insertMinuteSamples,
-  type MetricsValues,
-  minuteOf,
-} from '../../src/store/repositories/service-metrics.ts';
+import type { ServiceSample } from '../../src/providers/provider.ts';
+import { insertMinuteSamples, minuteOf } from '../../src/store/repositories/service-metrics.ts';
 import { type Harness, startHarness, type Tenant, VALID_SERVICE } from '../helpers/harness.ts';
 import { pollUntil } from '../helpers/poll.ts';
 
@@ -64,7 +61,7 @@ after(async () => {
   await new Promise((resolve) => receiver.close(resolve));
 });
 
-const sample = (memoryPercent: number): MetricsValues => ({
+const sample = (memoryPercent: number): ServiceSample => ({
   cpu_cores: 0.1,
   memory_bytes: Math.round((LIMIT * memoryPercent) / 100),
   memory_limit_bytes: LIMIT,
@@ -239,7 +236,7 @@ test('crash_loop and error_rate_high open on their windows and resolve once the 
   assert.equal((await h.request('PUT', url, { token: t.token, body: {} })).status, 200);
   const t0 = minuteOf(new Date(Date.now() + 9 * 3_600_000)).getTime();
   const at = (minute: number) => new Date(t0 + minute * MINUTE);
-  const put = (minute: number, over: Partial<MetricsValues>) =>
+  const put = (minute: number, over: Partial<ServiceSample>) =>
     insertMinuteSamples(h.deps.store.db, [{ serviceId, at: at(minute), values: { ...sample(10), ...over } }]);
   const round = async (minute: number) =>
     ((await evaluateAlerts(h.deps, new Date(at(minute).getTime() + 30_000))) ?? []).map((r) => [

@@ -2,11 +2,11 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { sql } from 'kysely';
+import type { ServiceSample } from '../../src/providers/provider.ts';
 import { openStore, type Store } from '../../src/store/database.ts';
 import {
   compactServiceMetrics,
   insertMinuteSamples,
-  type MetricsValues,
   readServiceMetrics,
 } from '../../src/store/repositories/service-metrics.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
@@ -26,7 +26,7 @@ const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
 const NOW = new Date('2026-03-08T00:00:00.000Z');
 
-const sample = (over: Partial<MetricsValues>): MetricsValues => ({
+const sample = (over: Partial<ServiceSample>): ServiceSample => ({
   cpu_cores: 0.5,
   memory_bytes: 100,
   memory_limit_bytes: 1000,

@@ -1,25 +1,8 @@
 import { sql } from 'kysely';
 import type { DeploymentState, DeploymentType } from '../../domain/deployment-states.ts';
 import { TERMINAL_DEPLOYMENT_STATES } from '../../domain/deployment-states.ts';
+import type { ServiceSample } from '../../providers/provider.ts';
 import type { Db } from '../database.ts';
-
-/** What one minute's sample of a service holds (the provider's sample, as stored). */
-export interface MetricsValues {
-  cpu_cores: number | null;
-  memory_bytes: number | null;
-  memory_limit_bytes: number | null;
-  restarts: number | null;
-  network_rx_bytes: number | null;
-  network_tx_bytes: number | null;
-  requests: number;
-  status_2xx: number;
-  status_3xx: number;
-  status_4xx: number;
-  status_5xx: number;
-  latency_p50_ms: number | null;
-  latency_p95_ms: number | null;
-  latency_p99_ms: number | null;
-}
 
 export const MINUTE_S = 60;
 export const HOUR_S = 3600;
@@ -37,7 +20,7 @@ export function minuteOf(at: Date): Date {
  */
 export async function insertMinuteSamples(
   db: Db,
-  samples: { serviceId: string; at: Date; values: MetricsValues }[],
+  samples: { serviceId: string; at: Date; values: ServiceSample }[],
 ): Promise<void> {
   if (samples.length === 0) return;
   await db
@@ -55,15 +38,41 @@ export async function insertMinuteSamples(
     .execute();
 }
 
+/** A mean of `column` over the rows that have it, each row counting as much as its `weight`. */
+const weightedBy = (weight: 'samples' | 'requests', column: keyof ServiceSample) =>
+  `sum(${column} * ${weight}) / nullif(sum(${weight}) FILTER (WHERE ${column} IS NOT NULL), 0)`;
+
+/**
+ * How the rows of a span combine into one value, per column: sums of counts, averages weighted by the
+ * minutes they stand for, the largest limit, request-weighted means of the latency percentiles. The
+ * hour fold and the reads of any step both use it, so a point reads the same from minutes or hours.
+ */
+const COMBINED: Record<keyof ServiceSample, string> = {
+  cpu_cores: weightedBy('samples', 'cpu_cores'),
+  memory_bytes: `round(${weightedBy('samples', 'memory_bytes')})`,
+  memory_limit_bytes: 'max(memory_limit_bytes)',
+  restarts: 'sum(restarts)',
+  network_rx_bytes: 'sum(network_rx_bytes)',
+  network_tx_bytes: 'sum(network_tx_bytes)',
+  requests: 'sum(requests)',
+  status_2xx: 'sum(status_2xx)',
+  status_3xx: 'sum(status_3xx)',
+  status_4xx: 'sum(status_4xx)',
+  status_5xx: 'sum(status_5xx)',
+  latency_p50_ms: weightedBy('requests', 'latency_p50_ms'),
+  latency_p95_ms: weightedBy('requests', 'latency_p95_ms'),
+  latency_p99_ms: weightedBy('requests', 'latency_p99_ms'),
+};
+const VALUE_COLUMNS = Object.keys(COMBINED) as (keyof ServiceSample)[];
+
 /** The advisory lock that makes one process at a time compact the metrics (others skip their turn). */
 const COMPACT_LOCK = 7342029;
 
 /**
  * The downsample and retention pass, as of `now`: rows older than `retentionDays` go, then minute rows
- * from before the last day's first whole hour are folded into one row per service and hour (sums of
- * counts, averages weighted by the minutes they stand for, the largest limit, request-weighted means of
- * the latency percentiles). One transaction, so a reader never sees an hour both ways. Null when
- * another process holds the pass.
+ * from before the last day's first whole hour are folded into one row per service and hour (as COMBINED
+ * says). One transaction, so a reader never sees an hour both ways. Null when another process holds the
+ * pass.
  */
 export async function compactServiceMetrics(
   db: Db,
@@ -78,20 +87,13 @@ export async function compactServiceMetrics(
     }>`SELECT pg_try_advisory_xact_lock(${COMPACT_LOCK}) AS locked`.execute(trx);
     if (!rows[0]?.locked) return null;
     const dropped = await trx.deleteFrom('service_metrics').where('at', '<', keepFrom).executeTakeFirst();
-    const weighted = (column: string) =>
-      sql.raw(`sum(${column} * samples) / nullif(sum(samples) FILTER (WHERE ${column} IS NOT NULL), 0)`);
-    const byRequests = (column: string) =>
-      sql.raw(`sum(${column} * requests) / nullif(sum(requests) FILTER (WHERE ${column} IS NOT NULL), 0)`);
     const folded = await sql<{ count: number }>`
       WITH moved AS (
         DELETE FROM service_metrics WHERE resolution_s = ${MINUTE_S} AND at < ${foldBefore} RETURNING *
       ), hours AS (
-        INSERT INTO service_metrics
+        INSERT INTO service_metrics (service_id, resolution_s, at, samples, ${sql.raw(VALUE_COLUMNS.join(', '))})
         SELECT service_id, ${sql.lit(HOUR_S)}, to_timestamp(floor(extract(epoch FROM at) / ${sql.lit(HOUR_S)}) * ${sql.lit(HOUR_S)}),
-          sum(samples), ${weighted('cpu_cores')}, round(${weighted('memory_bytes')}), max(memory_limit_bytes),
-          sum(restarts), sum(network_rx_bytes), sum(network_tx_bytes), sum(requests), sum(status_2xx),
-          sum(status_3xx), sum(status_4xx), sum(status_5xx), ${byRequests('latency_p50_ms')},
-          ${byRequests('latency_p95_ms')}, ${byRequests('latency_p99_ms')}
+          sum(samples), ${sql.raw(VALUE_COLUMNS.map((column) => COMBINED[column]).join(', '))}
         FROM moved GROUP BY 1, 3
         ON CONFLICT DO NOTHING
         RETURNING 1
@@ -102,7 +104,7 @@ export async function compactServiceMetrics(
 }
 
 /** One point of a service's series: the rows of one step, combined as the downsampling combines them. */
-export interface MetricsPoint extends MetricsValues {
+export interface MetricsPoint extends ServiceSample {
   time: Date;
   /** How many minute samples the point stands for. */
   samples: number;
@@ -120,31 +122,10 @@ export async function readServiceMetrics(
   stepS: number,
 ): Promise<MetricsPoint[]> {
   const fromS = from.getTime() / 1000;
-  const weighted = (column: string) =>
-    sql.raw(
-      `(sum(${column} * samples) / nullif(sum(samples) FILTER (WHERE ${column} IS NOT NULL), 0))::float8`,
-    );
-  const byRequests = (column: string) =>
-    sql.raw(
-      `(sum(${column} * requests) / nullif(sum(requests) FILTER (WHERE ${column} IS NOT NULL), 0))::float8`,
-    );
   const { rows } = await sql<{ bucket: number } & Omit<MetricsPoint, 'time'>>`
     SELECT floor((extract(epoch FROM at)::float8 - ${fromS}::float8) / ${stepS}::float8)::integer AS bucket,
       sum(samples)::integer AS samples,
-      ${weighted('cpu_cores')} AS cpu_cores,
-      round(${weighted('memory_bytes')})::float8 AS memory_bytes,
-      max(memory_limit_bytes)::float8 AS memory_limit_bytes,
-      sum(restarts)::float8 AS restarts,
-      sum(network_rx_bytes)::float8 AS network_rx_bytes,
-      sum(network_tx_bytes)::float8 AS network_tx_bytes,
-      sum(requests)::float8 AS requests,
-      sum(status_2xx)::float8 AS status_2xx,
-      sum(status_3xx)::float8 AS status_3xx,
-      sum(status_4xx)::float8 AS status_4xx,
-      sum(status_5xx)::float8 AS status_5xx,
-      ${byRequests('latency_p50_ms')} AS latency_p50_ms,
-      ${byRequests('latency_p95_ms')} AS latency_p95_ms,
-      ${byRequests('latency_p99_ms')} AS latency_p99_ms
+      ${sql.raw(VALUE_COLUMNS.map((column) => `(${COMBINED[column]})::float8 AS ${column}`).join(',\n      '))}
     FROM service_metrics
     WHERE service_id = ${serviceId} AND at >= ${from} AND at < ${to}
     GROUP BY 1 ORDER BY 1`.execute(db);
