@@ -3,7 +3,7 @@
  * @module
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { UnauthorizedError } from '../../domain/errors.ts';
 import { csrfTokenOf } from '../../domain/passwords.ts';
@@ -63,6 +63,16 @@ function signedIn(
   };
 }
 
+/** A sign-in that made a session: its cookie set, and what the console needs of it answered. */
+function startSession(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  result: { secret: string } & Parameters<typeof signedIn>[1],
+) {
+  setSessionCookie(request, reply, result.secret);
+  return success(signedIn(result.secret, result));
+}
+
 const SIGN_IN_ERRORS = errorResponses(401, 403, 422, 429, 500);
 
 export const signInRoutes: FastifyPluginAsyncTypebox<{
@@ -94,8 +104,7 @@ export const signInRoutes: FastifyPluginAsyncTypebox<{
       const result = await authFailures.guard(request, reply, () =>
         perAccount.guard(request, reply, () => signIn(deps, signInCall(request), request.body)),
       );
-      setSessionCookie(request, reply, result.secret);
-      return success(signedIn(result.secret, result));
+      return startSession(request, reply, result);
     },
   );
 
@@ -113,8 +122,7 @@ export const signInRoutes: FastifyPluginAsyncTypebox<{
       const result = await authFailures.guard(request, reply, () =>
         redeemSignInLink(deps, signInCall(request), request.body),
       );
-      setSessionCookie(request, reply, result.secret);
-      return success(signedIn(result.secret, result));
+      return startSession(request, reply, result);
     },
   );
 
@@ -133,8 +141,7 @@ export const signInRoutes: FastifyPluginAsyncTypebox<{
       const result = await authFailures.guard(request, reply, () =>
         acceptInvitation(deps, signInCall(request), request.body),
       );
-      setSessionCookie(request, reply, result.secret);
-      return success(signedIn(result.secret, result));
+      return startSession(request, reply, result);
     },
   );
 
