@@ -1,5 +1,5 @@
 import type { ComponentChildren } from 'preact';
-import { useCallback, useEffect, useState } from 'preact/hooks';
+import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import { type FieldErrors, fieldErrorsOf, isSignedOut, messageOf } from './api.ts';
 import { navigate } from './router.ts';
 
@@ -59,6 +59,17 @@ export function useSubmit<T>(action: () => Promise<T>, onDone?: (result: T) => v
   };
   const errors: FieldErrors = fieldErrorsOf(error);
   return { busy, error, errors, run, reset: () => setError(undefined) };
+}
+
+/** A submit acting on one item of a list: `pick(id)` runs `action` for the item whose button was pressed. */
+export function useItemSubmit(action: (id: string) => Promise<unknown>, onDone?: () => void) {
+  const picked = useRef('');
+  const submit = useSubmit(() => action(picked.current), onDone);
+  const pick = (id: string) => {
+    picked.current = id;
+    void submit.run();
+  };
+  return { ...submit, pick };
 }
 
 export function Page(props: { title: string; children: ComponentChildren; actions?: ComponentChildren }) {

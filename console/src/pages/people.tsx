@@ -1,4 +1,4 @@
-import { useEffect, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 import { api, unwrap } from '../api.ts';
 import { signOut } from '../layout.tsx';
 import { getCsrf } from '../session.ts';
@@ -12,6 +12,7 @@ import {
   TableWrap,
   TextField,
   Time,
+  useItemSubmit,
   useLoad,
   useSubmit,
 } from '../ui.tsx';
@@ -23,15 +24,11 @@ type Invited = { email: string; role: string; path: string; mailed: boolean };
 /** The signed-in person's sessions, each one ended here; and invitations, for admins. */
 export function People() {
   const sessions = useLoad(async () => unwrap(await api().GET('/v1/sessions')).sessions, []);
-  const [ending, setEnding] = useState<string>();
-  const end = useSubmit(async () => {
-    if (!ending) return;
-    unwrap(await api().DELETE('/v1/sessions/{sessionId}', { params: { path: { sessionId: ending } } }));
-  }, sessions.reload);
-  // Ends the session picked, once the pick is rendered.
-  useEffect(() => {
-    if (ending) void end.run().then(() => setEnding(undefined));
-  }, [ending]);
+  const end = useItemSubmit(
+    async (sessionId) =>
+      unwrap(await api().DELETE('/v1/sessions/{sessionId}', { params: { path: { sessionId } } })),
+    sessions.reload,
+  );
   const [email, setEmail] = useState('');
   const [role, setRole] = useState('developer');
   const [invited, setInvited] = useState<Invited>();
@@ -87,7 +84,7 @@ export function People() {
                     ) : (
                       <button
                         type="button"
-                        onClick={() => setEnding(s.id)}
+                        onClick={() => end.pick(s.id)}
                         disabled={end.busy}
                         aria-label={`End the session signed in ${new Date(s.created_at).toLocaleString()}`}
                       >
@@ -148,14 +145,10 @@ export function People() {
 /** The account's members, each removed here (admins; anyone else is told the API's refusal). */
 function Members() {
   const members = useLoad(async () => unwrap(await api().GET('/v1/members')).members, []);
-  const [removing, setRemoving] = useState<string>();
-  const remove = useSubmit(async () => {
-    if (!removing) return;
-    unwrap(await api().DELETE('/v1/members/{userId}', { params: { path: { userId: removing } } }));
-  }, members.reload);
-  useEffect(() => {
-    if (removing) void remove.run().then(() => setRemoving(undefined));
-  }, [removing]);
+  const remove = useItemSubmit(
+    async (userId) => unwrap(await api().DELETE('/v1/members/{userId}', { params: { path: { userId } } })),
+    members.reload,
+  );
   return (
     <>
       <h2>Members</h2>
@@ -188,7 +181,7 @@ function Members() {
                   <td>
                     <button
                       type="button"
-                      onClick={() => setRemoving(m.user_id)}
+                      onClick={() => remove.pick(m.user_id)}
                       disabled={remove.busy}
                       aria-label={`Remove ${m.email}`}
                     >
