@@ -1,6 +1,5 @@
 import type http from 'node:http';
 import type https from 'node:https';
-import cookie from '@fastify/cookie';
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, {
@@ -142,7 +141,6 @@ export async function buildApp(deps: Deps, options: AppOptions) {
   registerClientErrors(app);
   registerConditionalReads(app);
   app.decorateRequest('auth', undefined);
-  await app.register(cookie);
   app.decorateRequest('scope', undefined as never);
 
   await app.register(swagger, {

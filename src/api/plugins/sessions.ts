@@ -9,6 +9,7 @@
  * @module
  */
 import { timingSafeEqual } from 'node:crypto';
+import { parseCookie, stringifySetCookie } from 'cookie';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ForbiddenError, UnauthorizedError } from '../../domain/errors.ts';
 import { csrfTokenOf, hashSecret } from '../../domain/passwords.ts';
@@ -27,7 +28,8 @@ const SAFE = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 /** The session secret the request's cookie carries, if any. */
 export function sessionSecret(request: FastifyRequest): string | undefined {
-  const secret = request.cookies?.[SESSION_COOKIE];
+  const header = request.headers.cookie;
+  const secret = header ? parseCookie(header)[SESSION_COOKIE] : undefined;
   return secret && /^[A-Za-z0-9_-]{43}$/.test(secret) ? secret : undefined;
 }
 
@@ -76,21 +78,31 @@ export function checkCsrf(request: FastifyRequest, secret: string): void {
   }
 }
 
+// Set and read here, on the few requests that sign in or out and those that carry no Authorization
+// header: a cookie plugin would add a parsing and a writing hook to every request, polls included.
+const COOKIE = { name: SESSION_COOKIE, path: '/', httpOnly: true, sameSite: 'lax' } as const;
+
 export function setSessionCookie(request: FastifyRequest, reply: FastifyReply, secret: string): void {
-  reply.setCookie(SESSION_COOKIE, secret, {
-    path: '/',
-    httpOnly: true,
-    sameSite: 'lax',
-    secure: request.protocol === 'https',
-    maxAge: SESSION_MAX_MS / 1000,
-  });
+  reply.header(
+    'set-cookie',
+    stringifySetCookie({
+      ...COOKIE,
+      value: secret,
+      secure: request.protocol === 'https',
+      maxAge: SESSION_MAX_MS / 1000,
+    }),
+  );
 }
 
 export function clearSessionCookie(request: FastifyRequest, reply: FastifyReply): void {
-  reply.clearCookie(SESSION_COOKIE, {
-    path: '/',
-    httpOnly: true,
-    sameSite: 'lax',
-    secure: request.protocol === 'https',
-  });
+  reply.header(
+    'set-cookie',
+    stringifySetCookie({
+      ...COOKIE,
+      value: '',
+      secure: request.protocol === 'https',
+      expires: new Date(0),
+      maxAge: 0,
+    }),
+  );
 }
