@@ -41,6 +41,7 @@ import { dependencyBackupRoutes } from './routes/dependency-backups.ts';
 import { deployControlRoutes } from './routes/deploy-controls.ts';
 import { deploymentLogRoutes } from './routes/deployment-logs.ts';
 import { deploymentRoutes } from './routes/deployments.ts';
+import { deviceAuthRoutes, deviceLoginRoutes } from './routes/device-logins.ts';
 import { environmentRoutes } from './routes/environments.ts';
 import { eventRoutes } from './routes/events.ts';
 import { healthRoutes } from './routes/health.ts';
@@ -300,6 +301,7 @@ export async function buildApp(deps: Deps, options: AppOptions) {
       await v1.register(webhookRoutes, { deps });
       await v1.register(tokenRoutes, { deps, authenticator });
       await v1.register(sessionRoutes, { deps, mailer });
+      await v1.register(deviceLoginRoutes, { deps });
       await v1.register(comingSoonRoutes);
     },
     { prefix: '/v1' },
@@ -315,6 +317,7 @@ export async function buildApp(deps: Deps, options: AppOptions) {
     authFailures,
     authFailuresPerMin: deps.config.authFailuresPerMin,
   });
+  await app.register(deviceAuthRoutes, { prefix: '/auth', deps });
   await app.register(hookRoutes, { prefix: '/hooks', deps, failures: hookFailures });
   await app.register(adminRoutes, {
     prefix: '/admin/v1',
