@@ -85,6 +85,11 @@ export const DeviceLogin = Type.Object({
   state: StringEnum(['pending', 'approved', 'denied'] as const),
 });
 
+/** Anything that cannot be a user code is not found, before anything else is looked at. */
 export const DeviceLoginParams = Type.Object({
-  userCode: Type.String({ minLength: 1, maxLength: 20, description: 'XXXX-XXXX (any case, dash optional)' }),
+  userCode: Type.String({
+    pattern: '^[A-Za-z]{4}-?[A-Za-z]{4}$',
+    maxLength: 9,
+    description: 'XXXX-XXXX (any case, dash optional)',
+  }),
 });
