@@ -37,6 +37,8 @@
  * - metrics: bench/metrics.ts, poll throughput with BERTH_METRICS_BIND set vs unset (embedded).
  * - svcmetrics: bench/service-metrics.ts, the CPU one service metrics collection round costs per 100
  *   services (sim, embedded, in process).
+ * - https: bench/https-ingress.ts, requests/s through the docker ingress over HTTPS (keep-alive) and full
+ *   TLS handshakes/s, each against a bare node:https server with the same certificate in the same round.
  * BENCH_POSTGRES_URL (an admin connection; the run creates and drops databases of its own).
  */
 import { execFileSync } from 'node:child_process';
@@ -48,6 +50,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import autocannon from 'autocannon';
 import pg from 'pg';
+import { httpsIngressRows } from './https-ingress.ts';
 import { median } from './median.ts';
 import { metricsRows } from './metrics.ts';
 import { BERTH_BIN, log, type Proc, spawnNode, waitFor } from './process.ts';
@@ -748,6 +751,7 @@ async function main(): Promise<void> {
     swarmpush: () => swarmPushRows(addRow),
     metrics: () => metricsRows(addRow),
     svcmetrics: () => serviceMetricsRows(addRow),
+    https: () => httpsIngressRows(addRow),
   };
   // BENCH_ROWS=list,start measures those rows again; the report keeps the other rows of the last run.
   const only = process.env.BENCH_ROWS?.split(',').map((r) => r.trim());
