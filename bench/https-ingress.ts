@@ -20,7 +20,7 @@ import path from 'node:path';
 import tls from 'node:tls';
 import autocannon from 'autocannon';
 import { median } from './median.ts';
-import { type AddRow, log, type Proc, spawnNode, waitFor } from './process.ts';
+import { type AddRow, cpuSeconds, log, type Proc, spawnNode, waitFor } from './process.ts';
 
 const HERE = path.dirname(new URL(import.meta.url).pathname);
 const NAME = 'www.bench.test';
@@ -63,7 +63,8 @@ async function portOf(proc: Proc, pattern: RegExp): Promise<number> {
   );
 }
 
-async function requestsPerSecond(port: number): Promise<number> {
+/** Requests a second, and the CPU each of `servers` used per request (microseconds). */
+async function requestsPerSecond(port: number, servers: Proc[]): Promise<{ rps: number; cpuUs: number[] }> {
   const options = {
     url: `https://127.0.0.1:${port}/`,
     servername: NAME,
@@ -71,13 +72,16 @@ async function requestsPerSecond(port: number): Promise<number> {
     connections: CONNECTIONS,
   };
   if (WARMUP_S > 0) await autocannon({ ...options, duration: WARMUP_S });
+  const cpuFrom = servers.map((p) => cpuSeconds(p.child.pid));
   const result = await autocannon({ ...options, duration: DURATION_S });
   if (result.errors > 0 || result.timeouts > 0 || result.non2xx > 0) {
     throw new Error(
       `port ${port}: ${result.errors} errors, ${result.timeouts} timeouts, ${result.non2xx} non-2xx`,
     );
   }
-  return result.requests.average;
+  const answered = Math.max(1, result['2xx']);
+  const cpuUs = servers.map((p, i) => ((cpuSeconds(p.child.pid) - (cpuFrom[i] as number)) * 1e6) / answered);
+  return { rps: result.requests.average, cpuUs };
 }
 
 /** Full handshakes a second, HANDSHAKE_CLIENTS at once for DURATION_S, each verifying chain and name. */
@@ -153,9 +157,18 @@ export async function httpsIngressRows(addRow: AddRow): Promise<void> {
     const rps: Record<string, number>[] = [];
     const handshakes: Record<string, number>[] = [];
     for (let r = 0; r < ROUNDS; r++) {
-      const b = await requestsPerSecond(baselinePort);
-      const i = await requestsPerSecond(ingressPort);
-      rps.push({ ingress_rps: i, baseline_rps: b, ratio: i / b, load_average_1m: os.loadavg()[0] as number });
+      const b = await requestsPerSecond(baselinePort, [baseline]);
+      const i = await requestsPerSecond(ingressPort, [ingress, service]);
+      rps.push({
+        ingress_rps: i.rps,
+        baseline_rps: b.rps,
+        ratio: i.rps / b.rps,
+        // What a loaded machine hardly moves: CPU per request in the ingress, and in the service behind it.
+        ingress_cpu_us: i.cpuUs[0] as number,
+        service_cpu_us: i.cpuUs[1] as number,
+        baseline_cpu_us: b.cpuUs[0] as number,
+        load_average_1m: os.loadavg()[0] as number,
+      });
       const bh = await handshakesPerSecond(baselinePort, ca);
       const ih = await handshakesPerSecond(ingressPort, ca);
       handshakes.push({

@@ -53,7 +53,7 @@ import pg from 'pg';
 import { httpsIngressRows } from './https-ingress.ts';
 import { median } from './median.ts';
 import { metricsRows } from './metrics.ts';
-import { BERTH_BIN, log, type Proc, spawnNode, waitFor } from './process.ts';
+import { BERTH_BIN, cpuSeconds, log, type Proc, spawnNode, waitFor } from './process.ts';
 import { pushToLiveRows, swarmPushRows } from './push-to-live.ts';
 import { BENCH_SERVICE } from './service.ts';
 import { serviceMetricsRows } from './service-metrics.ts';
@@ -100,16 +100,6 @@ function run(args: string[], env: Record<string, string>): Proc {
 function rssMb(pid: number | undefined): number {
   const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
   return Math.round(Number(/VmRSS:\s+(\d+)/.exec(status)?.[1]) / 102.4) / 10;
-}
-
-/**
- * CPU seconds (user + system) a process has used: unlike wall-clock time it hardly moves with what the
- * other users of a shared machine are doing.
- */
-function cpuSeconds(pid: number | undefined): number {
-  const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
-  // utime and stime are fields 14 and 15 of stat(5), in clock ticks (100 a second on Linux).
-  return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
 interface Berth extends Proc {
