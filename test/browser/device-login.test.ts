@@ -91,7 +91,10 @@ test('berth login: the code approved in the console, then the CLI lists services
   await checkPage('device-login-approved');
 
   assert.equal(await login.exited, 0, login.stderr());
-  assert.match(login.stderr(), /Logged in to .* as owner@localhost \(owner\) as context "device"/);
+  assert.match(
+    login.stderr(),
+    /Logged in to .* as context "device" \(owner@localhost, owner; 1 environment\)/,
+  );
   const kept = JSON.parse(fs.readFileSync(path.join(home, '.config/berth/config.json'), 'utf8'));
   const received = kept.contexts.device.token as string;
   assert.notEqual(received, token, 'a token of its own, not the operator token');

@@ -31,18 +31,19 @@ async function givenToken(option: string | undefined): Promise<string | undefine
 
 /** The token to log in with: given, else approved in the browser, else (an older server) typed. */
 async function loginToken(url: string, options: { token?: string | true; browser: boolean }) {
+  // `--token` alone: a token rather than the browser, from BERTH_TOKEN, stdin or the prompt.
   const asked = options.token === true;
-  const given = options.token === true ? undefined : await givenToken(options.token);
+  const given = await givenToken(options.token === true ? undefined : options.token);
   if (given) return { token: given };
   if (!asked) {
     // A person at a terminal sees the browser open; a script or a remote shell only gets the address.
     const granted = await deviceLogin(url, { browser: options.browser && Boolean(process.stderr.isTTY) });
-    if (granted) return { token: granted.access_token, who: `${granted.email} (${granted.role})` };
+    if (granted) return { token: granted.access_token, who: `${granted.email}, ${granted.role}` };
   }
   if (!process.stdin.isTTY) {
     throw new CliError(
       asked
-        ? '--token without a value asks for the token on a terminal: pass --token <token> or pipe it in'
+        ? 'no API token given: pass --token <token>, set BERTH_TOKEN or pipe it in'
         : `${url} does not offer device login: pass --token <token> or pipe the token in`,
       EXIT.usage,
     );
@@ -124,7 +125,7 @@ export function authCommands(program: Command): void {
       file.current = options.context;
       writeContexts(file);
       process.stderr.write(
-        `Logged in to ${url}${who ? ` as ${who}` : ''} as context "${options.context}" (${environments.length} environment${environments.length === 1 ? '' : 's'}), kept in ${configFile()}\n`,
+        `Logged in to ${url} as context "${options.context}" (${who ? `${who}; ` : ''}${environments.length} environment${environments.length === 1 ? '' : 's'}), kept in ${configFile()}\n`,
       );
     },
   );
