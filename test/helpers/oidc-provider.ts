@@ -81,7 +81,14 @@ export async function startOidcProvider(redirectUris: string[]): Promise<TestPro
     claims: { openid: ['sub'], email: ['email', 'email_verified'], profile: ['name'] },
     features: { devInteractions: { enabled: false } },
     // Set, rather than the defaults' functions, which log a notice each first use.
-    ttl: { Interaction: 600, Session: 600, Grant: 600, AccessToken: 600, IdToken: 600, AuthorizationCode: 60 },
+    ttl: {
+      Interaction: 600,
+      Session: 600,
+      Grant: 600,
+      AccessToken: 600,
+      IdToken: 600,
+      AuthorizationCode: 60,
+    },
     findAccount: async (_ctx: unknown, sub: string) => ({
       accountId: sub,
       claims: async () => ({ sub, ...(users.get(sub) ?? { email: sub, email_verified: true }) }),
@@ -102,6 +109,11 @@ export async function startOidcProvider(redirectUris: string[]): Promise<TestPro
   });
 
   provider.use(async (ctx, next) => {
+    // A browser asks for the page's icon: none, rather than a 404 it would report.
+    if (ctx.path === '/favicon.ico') {
+      ctx.status = 204;
+      return;
+    }
     const interaction = /^\/interaction\/([\w-]+)(\/login)?$/.exec(ctx.path);
     if (!interaction) {
       await next();

@@ -99,6 +99,7 @@ describe('settings', () => {
         enabled: true,
         updated_at: undefined,
         redirect_uri: `http://${HOST}/sso/${t.accountId}/callback`,
+        sign_in_url: `http://${HOST}/#/sign-in?account=${t.accountId}`,
       },
     );
     assert.equal(res.raw.includes(idp.clientSecret), false);

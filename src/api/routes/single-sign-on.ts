@@ -59,10 +59,14 @@ function flowVerifier(request: FastifyRequest): string | undefined {
 }
 
 export const ssoRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app, { deps }) => {
-  const withRedirect = <T extends object>(request: FastifyRequest, view: T) => ({
-    ...view,
-    redirect_uri: redirectUriOf(originOf(request), authOf(request).accountId),
-  });
+  const withRedirect = <T extends object>(request: FastifyRequest, view: T) => {
+    const { accountId } = authOf(request);
+    return {
+      ...view,
+      redirect_uri: redirectUriOf(originOf(request), accountId),
+      sign_in_url: `${originOf(request)}/#/sign-in?account=${accountId}`,
+    };
+  };
 
   app.get(
     '/sso',

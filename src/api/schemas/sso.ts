@@ -18,6 +18,11 @@ export const SsoSettingsView = Type.Object({
     description:
       "register it at the provider: where it sends the browser back (this server's address as you reach it)",
   }),
+  sign_in_url: Type.String({
+    maxLength: 600,
+    description:
+      "the console's sign-in page naming this account, for when several accounts take the same domain",
+  }),
 });
 
 export const SsoStarted = Type.Object({

@@ -32,7 +32,6 @@ import {
   ValidationError,
 } from '../errors.ts';
 import { hashSecret } from '../passwords.ts';
-import type { Role } from '../roles.ts';
 import type { SsoCallback, SsoSettings, SsoStart } from '../sso-inputs.ts';
 import { recordAudit } from './audit.ts';
 import type { Actor, Deps } from './context.ts';
