@@ -41,7 +41,8 @@ const RCODES: Record<number, string> = {
   9: 'NOTAUTH (the server is not authoritative for the zone, or the key was not accepted)',
   10: 'NOTZONE (the name is not in BERTH_ACME_DNS_ZONE)',
   16: "BADSIG (the TSIG secret or algorithm does not match the server's key)",
-  17: 'BADKEY (the server knows no key of this name and algorithm)',
+  // Knot DNS answers a key its ACL does not let update the name with BADKEY too.
+  17: 'BADKEY (the server knows no key of this name and algorithm, or its policy does not let the key update this name)',
   18: "BADTIME (this machine's clock and the server's differ by more than 5 minutes)",
 };
 

@@ -8,7 +8,7 @@ import { pollUntil, StopPolling } from './poll.ts';
 /**
  * A real authoritative DNS server that takes RFC 2136 updates signed with TSIG: Debian's Knot DNS
  * (knotd), run from a temporary directory on a loopback UDP/TCP port, serving one zone from records the
- * test gives, with a key allowed to update it.
+ * test gives, with a key allowed to update only the TXT records of the names given (docs/https.md's ACL).
  */
 export interface KnotServer {
   /** `127.0.0.1:port`: BERTH_ACME_DNS_SERVER, pebble's -dnsserver. */
@@ -29,6 +29,8 @@ export async function startKnot(options: {
   zone: string;
   /** Zone file lines after the SOA and NS, relative to the zone (`www A 127.0.0.1`). */
   records: string[];
+  /** The TXT names (relative to the zone) the key may update, as docs/https.md's ACL allows one. */
+  updatable: string[];
 }): Promise<KnotServer> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-knot-'));
   const key = { name: 'berth-acme', algorithm: 'hmac-sha256', secret: randomBytes(32).toString('base64') };
@@ -62,6 +64,10 @@ acl:
   - id: berth-update
     key: ${key.name}
     action: update
+    update-type: TXT
+    update-owner: name
+    update-owner-match: equal
+    update-owner-name: [${options.updatable.join(', ')}]
 template:
   - id: default
     storage: "${dir}"

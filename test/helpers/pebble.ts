@@ -44,6 +44,8 @@ export async function startPebble(options: {
   managementPort: number;
   /** `host:port` of the DNS server every validation resolves names through. */
   dnsServer: string;
+  /** The port HTTP-01 validations connect to (80); a closed one makes HTTP-01 fail. */
+  httpPort?: number;
 }): Promise<Pebble> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-pebble-'));
   const cert = path.join(dir, 'cert.pem');
@@ -79,7 +81,7 @@ export async function startPebble(options: {
         managementListenAddress: `127.0.0.1:${options.managementPort}`,
         certificate: cert,
         privateKey: key,
-        httpPort: 80,
+        httpPort: options.httpPort ?? 80,
         tlsPort: 443,
         ocspResponderURL: '',
         externalAccountBindingRequired: false,
