@@ -18,6 +18,7 @@ import {
   type ChallengeType,
   validateAuthorization,
 } from './acme-challenges.ts';
+import { lostOrder } from './acme-orders.ts';
 
 /** The PEM of BERTH_ACME_CA_FILE, checked at start: a ConfigError naming the setting when it is not one. */
 export function readAcmeCa(acme: Config['acme']): string | undefined {
@@ -63,7 +64,7 @@ export interface Orderable {
   /** Sealed: the key of the order in flight. */
   order_key: string | null;
   /** Stores the order in flight (null: none). */
-  save(patch: { order_url: string | null; order_key?: string }): Promise<void>;
+  save(patch: { order_url: string | null; order_key?: string }): Promise<unknown>;
 }
 
 /** The CA's reason, and what to look at. */
@@ -94,7 +95,7 @@ export async function order(
     backoffMax: 5_000,
   });
   // The same key finds the same account: asking again is how every process learns its URL.
-  await client.createAccount({
+  const account = await client.createAccount({
     termsOfServiceAgreed: true,
     ...(settings.email && { contact: [`mailto:${settings.email}`] }),
   });
@@ -107,6 +108,11 @@ export async function order(
       .getOrder({ url: subject.order_url } as Parameters<typeof client.getOrder>[0])
       .catch(() => null);
     if (current?.status === 'invalid') current = null;
+  }
+  if (!current && keyPem && !subject.order_url && subject.names.length === 1) {
+    // A key with no URL: the run before died inside newOrder, maybe after the CA made the order.
+    current = await lostOrder(client, subject.names[0] as string, account.orders);
+    if (current) await subject.save({ order_url: current.url });
   }
   if (!current) {
     // The key first, then the order's URL the moment the CA gives it: a run that dies after this resumes it.

@@ -48,9 +48,9 @@ before(async () => {
   // by TLS-ALPN-01 (and DNS-01 only for the name knot lets Berth's key write).
   pebble = await startPebble({
     httpPort: await freePort(),
-    port: await freePort(),
-    managementPort: await freePort(),
+    tlsPort: 443,
     dnsServer: knot.address,
+    validitySeconds: 86_400,
   });
   dns = await startDnsServer();
   server = await startTestServer('docker', {
@@ -61,7 +61,7 @@ before(async () => {
     BERTH_DNS_SERVERS: dns.address,
     BERTH_ACME_DIRECTORY_URL: pebble.directoryUrl,
     BERTH_ACME_EMAIL: 'ops@shop.test',
-    BERTH_ACME_CA_FILE: pebble.directoryCaFile,
+    BERTH_ACME_CA_FILE: pebble.listenerCertFile,
     BERTH_ACME_CHALLENGE: 'tls-alpn-01',
     BERTH_ACME_DNS_SERVER: knot.address,
     BERTH_ACME_DNS_ZONE: ZONE,
