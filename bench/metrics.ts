@@ -102,7 +102,7 @@ async function startBerth(metrics: boolean): Promise<Berth> {
       const batch = Array.from({ length: Math.min(SETUP_AT_ONCE, SERVICES - i) }, async (_, k) => {
         const service = await api(berth, 'POST', services, {
           ...BENCH_SERVICE,
-          name: `bench metrics ${i + k}`,
+          name: `bench metrics ${String.fromCharCode(97 + ((i + k) % 26))} ${String.fromCharCode(97 + Math.floor((i + k) / 26))}`,
         });
         const id = service.data.service.id as string;
         if (i + k === 0) firstService = id;

@@ -67,8 +67,9 @@ export class SwarmMetrics implements ServiceMetrics {
   private restarts(serviceId: string, tasks: Task[]): number {
     const ended = new Set(tasks.filter((t) => ENDED.has(t.Status.State)).map((t) => t.ID));
     const before = this.ended.get(serviceId);
-    // The manager keeps a few ended tasks per slot: the set follows what it still lists.
-    if (ended.size > 0) this.ended.set(serviceId, ended);
+    // The manager keeps a few ended tasks per slot: the set follows what it still lists (a service with
+    // no task left is forgotten).
+    if (tasks.length > 0) this.ended.set(serviceId, ended);
     else this.ended.delete(serviceId);
     if (!before) return 0;
     return [...ended].filter((id) => !before.has(id)).length;
