@@ -165,7 +165,7 @@ test('the sim series varies with time and grows with the replicas', () => {
 });
 
 test('a collection round samples only the services not sampled yet in its minute; a later minute samples them again', async () => {
-  const minute = new Date(Date.now() + 30 * MINUTE);
+  const minute = new Date(minuteOf(new Date(Date.now() + 30 * MINUTE)).getTime() + 10_000);
   assert.equal(await collectServiceMetrics(h.deps, minute), 2);
   // Another round in the same minute (a short interval, or another process): nothing to sample.
   assert.equal(await collectServiceMetrics(h.deps, new Date(minute.getTime() + 20_000)), 0);
