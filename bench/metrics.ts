@@ -20,7 +20,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import autocannon from 'autocannon';
 import { median } from './median.ts';
-import { type AddRow, BERTH_BIN, log, spawnNode, waitFor } from './process.ts';
+import { type AddRow, BERTH_BIN, cpuSeconds, log, spawnNode, waitFor } from './process.ts';
 import { BENCH_SERVICE } from './service.ts';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS || 3);
@@ -127,12 +127,6 @@ async function startBerth(metrics: boolean): Promise<Berth> {
     await stop();
     throw error;
   }
-}
-
-/** CPU seconds (user + system) a process has used: a loaded machine moves it far less than throughput. */
-function cpuSeconds(pid: number | undefined): number {
-  const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
-  return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
 /** Waits until a minute begins in `seconds`: a round started then holds a full collection round. */
