@@ -49,7 +49,7 @@ const ingress = await startIngress({
   host: '127.0.0.1',
   port: 0,
   ingressHost: 'apps.bench.test',
-  traffic: new Traffic(),
+  traffic: new Traffic(db),
   tls: {
     certificates: {
       httpChallenge: async () => null,

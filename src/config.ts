@@ -81,6 +81,11 @@ export interface Config {
   eventRetentionHours: number;
   /** Days services' runtime metrics are kept (BERTH_METRICS_RETENTION_DAYS); older ones are dropped. */
   metricsRetentionDays: number;
+  /**
+   * BERTH_METRICS_INTERVAL_MS: how often each process's collector looks for services not yet sampled
+   * this minute (a minute keeps one sample; shorter only samples sooner after the minute starts); 0: off.
+   */
+  metricsIntervalMs: number;
   /** Hours between scheduled backups of each ops.json database and cache; 0: none scheduled. */
   dependencyBackupIntervalHours: number;
   /** Completed backups kept per dependency (a dependency's `backup_keep` wins). */
@@ -150,6 +155,17 @@ export function intSetting(
   const value = Number(raw);
   if (!Number.isInteger(value) || value < min || value > max) {
     throw new ConfigError(`${name} must be a whole number from ${min} to ${max}, got "${raw}"`);
+  }
+  return value;
+}
+
+/** The collector's interval: 0 turns it off; otherwise one second at least (each round reads the database). */
+function metricsIntervalSetting(env: NodeJS.ProcessEnv): number {
+  const value = intSetting(env, 'BERTH_METRICS_INTERVAL_MS', 60_000, 0, 3_600_000);
+  if (value > 0 && value < 1_000) {
+    throw new ConfigError(
+      `BERTH_METRICS_INTERVAL_MS must be 0 (off) or from 1000 to 3600000, got "${env.BERTH_METRICS_INTERVAL_MS}"`,
+    );
   }
   return value;
 }
@@ -412,6 +428,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       24 * 365,
     ),
     metricsRetentionDays: intSetting(env, 'BERTH_METRICS_RETENTION_DAYS', 30, 1, 3650),
+    metricsIntervalMs: metricsIntervalSetting(env),
     dependencyBackupIntervalHours: intSetting(env, 'BERTH_DEPENDENCY_BACKUP_INTERVAL_HOURS', 24, 0, 24 * 365),
     dependencyBackupKeep: intSetting(env, 'BERTH_DEPENDENCY_BACKUP_KEEP', 7, 1, 65536),
     webhookAllowPrivate: /^(1|true|yes)$/i.test(env.BERTH_WEBHOOK_ALLOW_PRIVATE ?? ''),
