@@ -62,6 +62,8 @@ const isPublic = (route: Route) =>
     '/auth/session',
     '/auth/device/code',
     '/auth/device/token',
+    '/auth/sso/start',
+    '/auth/sso/callback',
   ].includes(route.url);
 const COMING_SOON = new Set([
   'POST /v1/environments',
