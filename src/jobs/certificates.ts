@@ -23,6 +23,7 @@ import { type Config, ConfigError } from '../config.ts';
 import { certificatesOn } from '../domain/usecases/certificates.ts';
 import type { Deps } from '../domain/usecases/context.ts';
 import type { CertificateSource } from '../providers/provider.ts';
+import { queueApiCertificateIfDue } from '../store/repositories/api-certificates.ts';
 import {
   acmeAccountKey,
   deleteChallenges,
@@ -86,6 +87,10 @@ export function startCertificateRenewal(
     async () => {
       const queued = await queueDueCertificates(deps.store.db);
       if (queued > 0) log.info({ queued }, 'certificates queued for renewal or a new attempt');
+      const name = deps.config.tlsAcmeName;
+      if (name && (await queueApiCertificateIfDue(deps.store.db, name))) {
+        log.info({ name }, "the API's certificate queued for renewal or a new attempt");
+      }
     },
     (err) => log.warn({ err }, 'looking for certificates to renew failed'),
   );
@@ -98,6 +103,11 @@ export function renewAfter(notBefore: Date, notAfter: Date, random = Math.random
 }
 
 const DAY_MS = 86_400_000;
+
+/** After a name's `failures`th failed order: BERTH_ACME_RETRY_BASE_MS, doubling, at most a day (CAs' limits). */
+export function nextAttemptAt(failures: number, config: Pick<Config, 'acmeRetryBaseMs'>): Date {
+  return new Date(Date.now() + Math.min(DAY_MS, config.acmeRetryBaseMs * 2 ** (failures - 1)));
+}
 
 /** What a sim certificate looks like: Let's Encrypt's 90 days, issued a moment after it is asked for. */
 const SIM_LIFETIME_MS = 90 * DAY_MS;
@@ -151,7 +161,6 @@ export function issueCertificateHandler(deps: Deps): JobHandler {
 
   async function failed(row: CertificateRow, accountId: string, reason: string, claim: JobClaim) {
     const failures = row.failures + 1;
-    const waitMs = Math.min(DAY_MS, deps.config.acmeRetryBaseMs * 2 ** (failures - 1));
     await db.transaction().execute(async (trx) => {
       await claim.hold(trx);
       const stored = await updateCertificate(trx, row.custom_domain_id, {
@@ -159,7 +168,7 @@ export function issueCertificateHandler(deps: Deps): JobHandler {
         status: row.cert_pem ? 'renewing' : 'failed',
         last_error: reason.slice(0, 2000),
         failures,
-        next_attempt_at: new Date(Date.now() + waitMs),
+        next_attempt_at: nextAttemptAt(failures, deps.config),
         // An order the CA found invalid cannot be finished: the next attempt starts a new one.
         order_url: null,
         order_key: null,
@@ -186,7 +195,11 @@ export function issueCertificateHandler(deps: Deps): JobHandler {
       }
       let issued: { pem: string; keyPem: string };
       try {
-        issued = await order(deps, row, signal);
+        issued = await order(
+          deps,
+          { ...row, save: (patch) => updateCertificate(db, row.custom_domain_id, patch) },
+          signal,
+        );
       } catch (error) {
         // A lost lease: the worker that took the job over resumes the order.
         signal.throwIfAborted();
@@ -208,7 +221,7 @@ export function issueCertificateHandler(deps: Deps): JobHandler {
 class ChallengeFailed extends Error {}
 
 /** The CA's reason, and what to look at. */
-function describe(error: unknown, name: string, config: Config): string {
+export function describe(error: unknown, name: string, config: Config): string {
   const message = error instanceof Error ? error.message : String(error);
   if (error instanceof ChallengeFailed) {
     return `The CA could not validate ${name} over HTTP-01: ${message}. Check that ${name} resolves to the ingress, that port 80 reaches it from the internet, and that no CAA record forbids the CA.`;
@@ -235,10 +248,20 @@ function loadAcme(config: Config): Promise<AcmeModule> {
   return acmeModule;
 }
 
+/** What an order needs of the certificate it is for (a custom domain's, the API's), and where it keeps its progress. */
+export interface OrderTarget {
+  name: string;
+  order_url: string | null;
+  /** Sealed. */
+  order_key: string | null;
+  /** Stores the order's key and URL as they become known, before any challenge is answered. */
+  save(patch: { order_url?: string | null; order_key?: string | null }): Promise<unknown>;
+}
+
 /** One order, resumed where a previous run left it: the certificate's PEM chain and its key. */
-async function order(
+export async function order(
   deps: Deps,
-  row: CertificateRow,
+  row: OrderTarget,
   signal: AbortSignal,
 ): Promise<{ pem: string; keyPem: string }> {
   const { db } = deps.store;
@@ -272,14 +295,14 @@ async function order(
   if (!current && keyPem && !row.order_url) {
     // A key with no URL: the run before died inside newOrder, maybe after the CA made the order.
     current = await lostOrder(client, row.name, account.orders);
-    if (current) await updateCertificate(db, row.custom_domain_id, { order_url: current.url });
+    if (current) await row.save({ order_url: current.url });
   }
   if (!current) {
     // The key first, then the order's URL the moment the CA gives it: a run that dies after this resumes it.
     keyPem = (await acme.crypto.createPrivateEcdsaKey()).toString();
-    await updateCertificate(db, row.custom_domain_id, { order_key: box.seal(keyPem), order_url: null });
+    await row.save({ order_key: box.seal(keyPem), order_url: null });
     current = await client.createOrder({ identifiers: [{ type: 'dns', value: row.name }] });
-    await updateCertificate(db, row.custom_domain_id, { order_url: current.url });
+    await row.save({ order_url: current.url });
   }
   signal.throwIfAborted();
 

@@ -1,4 +1,5 @@
 import type { Deps } from '../../domain/usecases/context.ts';
+import { issueApiCertificateHandler } from '../api-certificate.ts';
 import { issueCertificateHandler } from '../certificates.ts';
 import type { JobHandlers } from '../worker.ts';
 import { deployCustomDomainHandler, retireCustomDomainHandler } from './custom-domains.ts';
@@ -22,5 +23,6 @@ export function jobHandlers(deps: Deps): JobHandlers {
     dependency_backup: dependencyBackupHandler(deps),
     dependency_restore: dependencyRestoreHandler(deps),
     issue_certificate: issueCertificateHandler(deps),
+    issue_api_certificate: issueApiCertificateHandler(deps),
   };
 }
