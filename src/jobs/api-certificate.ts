@@ -18,7 +18,8 @@ import {
 } from '../store/repositories/api-certificates.ts';
 import { deleteChallenges } from '../store/repositories/certificates.ts';
 import type { ApiCertificateRow, JobRow } from '../store/schema.ts';
-import { describe, nextAttemptAt, order, renewAfter } from './certificates.ts';
+import { describeOrderError, order } from './acme-order.ts';
+import { nextAttemptAt, renewAfter } from './certificates.ts';
 import type { JobClaim, JobHandler } from './worker.ts';
 
 function due(row: ApiCertificateRow, now = Date.now()): boolean {
@@ -73,14 +74,18 @@ export function issueApiCertificateHandler(deps: Deps): JobHandler {
       }
       let issued: { pem: string; keyPem: string };
       try {
-        issued = await order(
-          deps,
-          { ...row, save: (patch) => updateApiCertificate(db, row.name, patch) },
-          signal,
-        );
+        const subject = {
+          names: [row.name],
+          order_url: row.order_url,
+          order_key: row.order_key,
+          save: (patch: { order_url: string | null; order_key?: string }) =>
+            updateApiCertificate(db, row.name, patch),
+        };
+        // The challenge custom domains are validated with: the ingress answers it for any name.
+        issued = await order(deps, subject, deps.config.acme?.challenge ?? 'http-01', signal);
       } catch (error) {
         signal.throwIfAborted();
-        await failed(row, describe(error, row.name, deps.config), claim);
+        await failed(row, describeOrderError(error, row.name, deps.config), claim);
         return;
       }
       signal.throwIfAborted();
