@@ -31,6 +31,7 @@ import {
   type ServiceSample,
 } from '../provider.ts';
 import { swarmCron } from './cron.ts';
+import { SwarmDependencyBackups } from './dependency-backups.ts';
 import { requestTask } from './ops-cron.ts';
 import { SwarmResources } from './resources.ts';
 import { type Launch, launchOf, sweepSecrets } from './secrets.ts';
@@ -85,6 +86,7 @@ export class SwarmProvider extends EngineDriver<Launched> implements Provider {
   protected readonly engine: RolloutEngine<Launched>;
   readonly logs: ServiceLogs;
   readonly resources: SwarmResources;
+  readonly backups: SwarmDependencyBackups;
   readonly metrics: ServiceMetrics = { sample: (service) => this.sample(service) };
 
   constructor(options: SwarmProviderOptions) {
@@ -102,6 +104,12 @@ export class SwarmProvider extends EngineDriver<Launched> implements Provider {
     );
     this.resources = new SwarmResources(this.docker, this.db, options.settings, (env) =>
       this.ensureNetwork(env),
+    );
+    this.backups = new SwarmDependencyBackups(
+      this.docker,
+      options.settings.backupDir,
+      this.resources,
+      options.settings.pullTimeoutMs,
     );
   }
 
