@@ -2,7 +2,7 @@ import { type TSchema, Type } from 'typebox';
 import { CUSTOM_DOMAIN_STATES } from '../../domain/custom-domain-states.ts';
 import { ALERT_EVENT_TYPES, EVENT_ACTIONS, type EventKind } from '../../domain/events.ts';
 import { SERVICE_STATES } from '../../domain/service-states.ts';
-import { Alert } from './alerts.ts';
+import { Alert, BackupAlert } from './alerts.ts';
 import { DateTime, Nullable, Seq, StringEnum, Uuid } from './common.ts';
 import { Deployment } from './deployments.ts';
 
@@ -113,6 +113,8 @@ export const Event = Type.Union([
   ),
   // An alert opening or resolving: the alert after it (docs/metrics.md, "Alert rules").
   eventOf(ALERT_EVENT_TYPES, Alert),
+  // Berth's scheduled backup of its own state failing, and the next good one (docs/operations.md).
+  eventOf(ALERT_EVENT_TYPES, BackupAlert),
 ]);
 
 /** Sent first when Last-Event-ID is older than retention: events after it may be gone. */
