@@ -144,9 +144,9 @@ test('postgres and redis on the swarm: back up, change, restore, read the origin
   const read = await api(`${berth.url}/admin/v1/dependency-passwords?arn=${arn}`, ADMIN_TOKEN);
   assert.equal(read.status, 200, JSON.stringify(read.body));
   const pgEnv = [`PGPASSWORD=${read.body.data.password}`];
-  const psqlAt = (address: string, q: string) =>
-    sh(`psql -At -h ${address} -U ${pg.username} -d ${pg.dbName} -c "${q}"`, pgEnv);
-  const psql = (q: string) => psqlAt(pg.address as string, q);
+  const psqlAt = (at: Record<string, string>, q: string) =>
+    sh(`psql -At -h ${at.address} -U ${at.username} -d ${at.dbName} -c "${q}"`, pgEnv);
+  const psql = (q: string) => psqlAt(pg, q);
   const redis = (args: string) => sh(`redis-cli -h ${cache.address} ${args}`);
 
   await psql("CREATE TABLE notes (v text); INSERT INTO notes VALUES ('original-1'), ('original-2')");
@@ -269,10 +269,7 @@ test('postgres and redis on the swarm: back up, change, restore, read the origin
   assert.equal(copied.restore.state, 'completed', copied.restore.error);
   const copy = copied.restore.attributes as Record<string, string>;
   assert.equal(copy.address, `${pg.address}-restore`);
-  assert.equal(
-    await psqlAt(copy.address as string, 'SELECT v FROM notes ORDER BY v'),
-    'original-1\noriginal-2',
-  );
+  assert.equal(await psqlAt(copy, 'SELECT v FROM notes ORDER BY v'), 'original-1\noriginal-2');
   assert.equal(await psql('SELECT DISTINCT v FROM notes'), 'changed-again');
 
   // Deleting the service deletes the copy with the dependency.
