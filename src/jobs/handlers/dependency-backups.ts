@@ -24,7 +24,8 @@ function backupsOf(deps: Pick<Deps, 'provider'>): DependencyBackups {
 /** What the provider is given for a backup: its dependency as declared, its service and environment. */
 async function requestOf(
   deps: Pick<Deps, 'store' | 'secretBox'>,
-  backup: DependencyBackupRow): Promise<BackupRequest> {
+  backup: DependencyBackupRow,
+): Promise<BackupRequest> {
   const { db } = deps.store;
   const service = await findServiceById(db, backup.service_id);
   if (!service) throw new TerminalError('the service is gone');
