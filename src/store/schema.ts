@@ -85,6 +85,30 @@ export interface InvitationsTable {
   accepted_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
 }
 
+/** An account's OpenID Connect provider (migration 0043); the client secret is sealed. */
+export interface SsoConfigsTable {
+  account_id: string;
+  issuer_url: string;
+  client_id: string;
+  client_secret_sealed: string;
+  allowed_domains: ColumnType<string[], string, string>;
+  default_role: Role;
+  enabled: boolean;
+  created_at: Timestamp;
+  updated_at: ColumnType<Date, Date | undefined, Date>;
+}
+
+/** A single sign-on under way, taken once by its callback (migration 0043). */
+export interface SsoFlowsTable {
+  state_hash: string;
+  account_id: string;
+  code_challenge: string;
+  nonce: string;
+  redirect_uri: string;
+  created_at: Timestamp;
+  expires_at: Date;
+}
+
 export interface SignInLinksTable {
   id: string;
   secret_hash: string;
@@ -508,6 +532,8 @@ export interface Database {
   sessions: SessionsTable;
   sign_in_links: SignInLinksTable;
   invitations: InvitationsTable;
+  sso_configs: SsoConfigsTable;
+  sso_flows: SsoFlowsTable;
   environments: EnvironmentsTable;
   services: ServicesTable;
   audit_logs: AuditLogsTable;
