@@ -324,8 +324,21 @@ export interface AcmeChallengesTable {
   token: string;
   key_authorization: string;
   name: string;
+  type: Generated<'http-01' | 'tls-alpn-01'>;
+  /** TLS-ALPN-01: the challenge certificate (PEM) and its key (sealed). */
+  alpn_certificate: string | null;
+  alpn_key: string | null;
   created_at: Generated<Date>;
 }
+
+/** A wildcard certificate of the ingress domain, by DNS-01 (migration 0044). */
+export interface IngressCertificatesTable
+  extends Omit<CertificatesTable, 'custom_domain_id' | 'service_id' | 'created_at' | 'updated_at'> {
+  id: Generated<string>;
+  created_at: Generated<Date>;
+  updated_at: Generated<Date>;
+}
+export type IngressCertificateRow = Selectable<IngressCertificatesTable>;
 
 export interface SettingsTable {
   key: string;
@@ -546,6 +559,7 @@ export interface Database {
   certificates: CertificatesTable;
   acme_accounts: AcmeAccountsTable;
   acme_challenges: AcmeChallengesTable;
+  ingress_certificates: IngressCertificatesTable;
   settings: SettingsTable;
   rate_limit_windows: RateLimitWindowsTable;
   idempotency_keys: IdempotencyKeysTable;
