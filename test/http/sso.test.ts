@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import { type Harness, type Reply, startHarness, type Tenant } from '../helpers/harness.ts';
+import { buildApp } from '../../src/api/app.ts';
+import { ADMIN_TOKEN, type Harness, type Reply, startHarness, type Tenant } from '../helpers/harness.ts';
 import { startOidcProvider, type TestProvider } from '../helpers/oidc-provider.ts';
 
 /**
@@ -197,6 +198,30 @@ describe('signing in', () => {
     assert.equal((await audited('member.join_sso')).filter((a) => a.user_email === email).length, 1);
   });
 
+  test('another Berth process takes the callback: the sign-in under way is in the database', async () => {
+    const email = `elsewhere-${randomUUID().slice(0, 6)}@${domain}`;
+    const started = await begin(email);
+    const back = await idp.signIn(started.url, email);
+    const other = await buildApp(h.deps, { adminToken: ADMIN_TOKEN });
+    try {
+      const res = await other.inject({
+        method: 'POST',
+        url: '/auth/sso/callback',
+        headers: { host: HOST, cookie: started.cookie, 'content-type': 'application/json' },
+        payload: JSON.stringify({
+          account_id: t.accountId,
+          code: back.searchParams.get('code'),
+          state: back.searchParams.get('state'),
+          iss: back.searchParams.get('iss'),
+        }),
+      });
+      assert.equal(res.statusCode, 200, res.body);
+      assert.equal(res.json().data.user.email, email);
+    } finally {
+      await other.close();
+    }
+  });
+
   test('an existing member keeps their role', async () => {
     const email = `vi-${randomUUID().slice(0, 6)}@${domain}`;
     const user = await h.admin('POST', '/users', { email, display_name: 'Vi' });
@@ -293,6 +318,17 @@ describe('refused callbacks are audited', () => {
     const back = await idp.signIn(started.url, email);
     assert.equal((await finish(back, started.cookie)).status, 200);
     await refused('sso.refused_state', await finish(back, started.cookie), /used already/);
+  });
+
+  test('an expired state', async () => {
+    const email = `late-${randomUUID().slice(0, 6)}@${domain}`;
+    const started = await begin(email);
+    const back = await idp.signIn(started.url, email);
+    await h.deps.store.db
+      .updateTable('sso_flows')
+      .set({ expires_at: new Date(Date.now() - 1000) })
+      .execute();
+    await refused('sso.refused_state', await finish(back, started.cookie), /expired/);
   });
 
   test('a state from another browser (without the flow cookie)', async () => {
