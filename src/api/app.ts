@@ -71,8 +71,11 @@ export interface AppOptions {
   }) => void;
   /** Whether this process's worker loop runs, for /ready; absent: no workers run in this process. */
   workerAlive?: () => boolean;
-  /** Serve HTTPS with this certificate and key (tls-files.ts reads and checks them); absent: HTTP. */
-  tls?: TlsPair | undefined;
+  /**
+   * Serve HTTPS with this certificate and key (tls-files.ts reads and checks them), or with what an
+   * SNICallback picks (the ACME certificate of BERTH_TLS_ACME_NAME); absent: HTTP.
+   */
+  tls?: TlsPair | Pick<https.ServerOptions, 'SNICallback'> | undefined;
 }
 
 /** Node's default: what an HTTP/1.1 client may send as request line and headers together. */

@@ -5524,6 +5524,34 @@ export interface paths {
                             /** @description ordered within the account; pass back as Last-Event-ID */
                             id: string;
                             /** @enum {string} */
+                            type: "alert.opened" | "alert.resolved";
+                            /** Format: uuid */
+                            account_id: string;
+                            /**
+                             * Format: date-time
+                             * @description when the change committed
+                             */
+                            timestamp: string;
+                            data: {
+                                /** Format: uuid */
+                                id: string;
+                                service_id: null;
+                                /** @enum {string} */
+                                rule: "backup_failed";
+                                /** @enum {string} */
+                                state: "open" | "resolved";
+                                /** Format: date-time */
+                                opened_at: string;
+                                /** Format: date-time */
+                                resolved_at: string | null;
+                                value: null;
+                                /** @description the failed backup's reason */
+                                message: string;
+                            };
+                        } | {
+                            /** @description ordered within the account; pass back as Last-Event-ID */
+                            id: string;
+                            /** @enum {string} */
                             type: "certificate.issued" | "certificate.renewed" | "certificate.failed";
                             /** Format: uuid */
                             account_id: string;

@@ -286,6 +286,12 @@ export interface BackupRequest {
   environment: EnvironmentRef;
   resource: OpsResource;
   backupId: string;
+  /**
+   * The dependency's password as Berth keeps it (sealed in its store, opened for the call); none for
+   * an engine without one. A driver that cannot read the password back from what it made (a swarm
+   * secret) gives it to the dump tool.
+   */
+  password?: string;
 }
 
 /**

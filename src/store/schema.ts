@@ -109,7 +109,7 @@ export interface SsoFlowsTable {
   expires_at: Date;
 }
 
-/** A `berth login` waiting for, or past, a person's approval (RFC 8628; migration 0045). */
+/** A `berth login` waiting for, or past, a person's approval (RFC 8628; migration 0046). */
 export interface DeviceLoginsTable {
   id: string;
   /** SHA-256 of the code the CLI polls with. */
@@ -338,6 +338,9 @@ export interface CertificatesTable {
   created_at: Generated<Date>;
   updated_at: Generated<Date>;
 }
+
+/** The API's own certificate (BERTH_TLS_ACME_NAME): a certificate's columns, keyed by its name. */
+export type ApiCertificatesTable = Omit<CertificatesTable, 'custom_domain_id' | 'service_id'>;
 
 export interface AcmeAccountsTable {
   directory_url: string;
@@ -584,6 +587,7 @@ export interface Database {
   jobs: JobsTable;
   custom_domains: CustomDomainsTable;
   certificates: CertificatesTable;
+  api_certificates: ApiCertificatesTable;
   acme_accounts: AcmeAccountsTable;
   acme_challenges: AcmeChallengesTable;
   ingress_certificates: IngressCertificatesTable;
@@ -620,6 +624,7 @@ export type SecretRow = Selectable<SecretsTable>;
 export type JobRow = Selectable<JobsTable>;
 export type CustomDomainRow = Selectable<CustomDomainsTable>;
 export type CertificateRow = Selectable<CertificatesTable>;
+export type ApiCertificateRow = Selectable<ApiCertificatesTable>;
 export type ServiceResourceRow = Selectable<ServiceResourcesTable>;
 export type DependencyBackupRow = Selectable<DependencyBackupsTable>;
 export type DeploymentLogRow = Selectable<DeploymentLogsTable>;
