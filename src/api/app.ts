@@ -51,6 +51,7 @@ import { secretRoutes } from './routes/secrets.ts';
 import { serviceMetricsRoutes } from './routes/service-metrics.ts';
 import { serviceRoutes } from './routes/services.ts';
 import { sessionRoutes, signInRoutes } from './routes/sessions.ts';
+import { ssoRoutes, ssoSignInRoutes } from './routes/single-sign-on.ts';
 import { tokenRoutes } from './routes/tokens.ts';
 import { webhookRoutes } from './routes/webhooks.ts';
 import { ErrorBody } from './schemas/common.ts';
@@ -70,8 +71,11 @@ export interface AppOptions {
   }) => void;
   /** Whether this process's worker loop runs, for /ready; absent: no workers run in this process. */
   workerAlive?: () => boolean;
-  /** Serve HTTPS with this certificate and key (tls-files.ts reads and checks them); absent: HTTP. */
-  tls?: TlsPair | undefined;
+  /**
+   * Serve HTTPS with this certificate and key (tls-files.ts reads and checks them), or with what an
+   * SNICallback picks (the ACME certificate of BERTH_TLS_ACME_NAME); absent: HTTP.
+   */
+  tls?: TlsPair | Pick<https.ServerOptions, 'SNICallback'> | undefined;
 }
 
 /** Node's default: what an HTTP/1.1 client may send as request line and headers together. */
@@ -315,6 +319,7 @@ export async function buildApp(deps: Deps, options: AppOptions) {
       await v1.register(webhookRoutes, { deps });
       await v1.register(tokenRoutes, { deps, authenticator });
       await v1.register(sessionRoutes, { deps, mailer });
+      await v1.register(ssoRoutes, { deps });
       await v1.register(comingSoonRoutes);
     },
     { prefix: '/v1' },
@@ -330,6 +335,7 @@ export async function buildApp(deps: Deps, options: AppOptions) {
     authFailures,
     authFailuresPerMin: deps.config.authFailuresPerMin,
   });
+  await app.register(ssoSignInRoutes, { prefix: '/auth', deps, authFailures });
   await app.register(hookRoutes, { prefix: '/hooks', deps, failures: hookFailures });
   await app.register(adminRoutes, {
     prefix: '/admin/v1',

@@ -5520,6 +5520,68 @@ export interface paths {
                                 value: number | null;
                                 message: string;
                             };
+                        } | {
+                            /** @description ordered within the account; pass back as Last-Event-ID */
+                            id: string;
+                            /** @enum {string} */
+                            type: "alert.opened" | "alert.resolved";
+                            /** Format: uuid */
+                            account_id: string;
+                            /**
+                             * Format: date-time
+                             * @description when the change committed
+                             */
+                            timestamp: string;
+                            data: {
+                                /** Format: uuid */
+                                id: string;
+                                service_id: null;
+                                /** @enum {string} */
+                                rule: "backup_failed";
+                                /** @enum {string} */
+                                state: "open" | "resolved";
+                                /** Format: date-time */
+                                opened_at: string;
+                                /** Format: date-time */
+                                resolved_at: string | null;
+                                value: null;
+                                /** @description the failed backup's reason */
+                                message: string;
+                            };
+                        } | {
+                            /** @description ordered within the account; pass back as Last-Event-ID */
+                            id: string;
+                            /** @enum {string} */
+                            type: "certificate.issued" | "certificate.renewed" | "certificate.failed";
+                            /** Format: uuid */
+                            account_id: string;
+                            /**
+                             * Format: date-time
+                             * @description when the change committed
+                             */
+                            timestamp: string;
+                            data: {
+                                /** Format: uuid */
+                                custom_domain_id: string;
+                                /** Format: uuid */
+                                service_id: string;
+                                domain: string;
+                                /**
+                                 * @description `pending`: ordered, not issued yet (the domain is served over HTTP meanwhile); `issued`: served over HTTPS; `failed`: the order failed (`last_error` says why), tried again later; `renewing`: a renewal is under way or failed, and the current certificate still serves.
+                                 * @enum {string}
+                                 */
+                                status: "pending" | "issued" | "failed" | "renewing";
+                                /** @description The issuing CA's name (X.509 issuer) */
+                                issuer: string | null;
+                                /** Format: date-time */
+                                not_before: string | null;
+                                /** Format: date-time */
+                                not_after: string | null;
+                                /** Format: date-time */
+                                renew_after: string | null;
+                                /** @description The CA's reason for the last failed order, and what to fix */
+                                last_error: string | null;
+                            };
                         }) | {
                             last_event_id: string;
                             /** @description the stream goes on after this id */
@@ -5624,7 +5686,7 @@ export interface paths {
                                     id: string;
                                     url: string;
                                     /** @description empty: every type */
-                                    event_types: ("deployment.created" | "deployment.updated" | "deployment.deleted" | "service.created" | "service.updated" | "service.deleted" | "custom_domain.created" | "custom_domain.updated" | "custom_domain.deleted" | "dependency.created" | "dependency.updated" | "dependency.deleted" | "dependency_backup.created" | "dependency_backup.updated" | "dependency_backup.deleted" | "secret.created" | "secret.updated" | "secret.deleted" | "alert.opened" | "alert.resolved")[];
+                                    event_types: ("deployment.created" | "deployment.updated" | "deployment.deleted" | "service.created" | "service.updated" | "service.deleted" | "custom_domain.created" | "custom_domain.updated" | "custom_domain.deleted" | "dependency.created" | "dependency.updated" | "dependency.deleted" | "dependency_backup.created" | "dependency_backup.updated" | "dependency_backup.deleted" | "secret.created" | "secret.updated" | "secret.deleted" | "alert.opened" | "alert.resolved" | "certificate.issued" | "certificate.renewed" | "certificate.failed")[];
                                     description: string;
                                     /** Format: date-time */
                                     created_at: string;
@@ -5698,7 +5760,7 @@ export interface paths {
                         /** @description http:// or https://; a private, loopback or link-local address is refused */
                         url: string;
                         /** @description the event types to deliver (docs/events.md); empty or absent: every type */
-                        event_types?: ("deployment.created" | "deployment.updated" | "deployment.deleted" | "service.created" | "service.updated" | "service.deleted" | "custom_domain.created" | "custom_domain.updated" | "custom_domain.deleted" | "dependency.created" | "dependency.updated" | "dependency.deleted" | "dependency_backup.created" | "dependency_backup.updated" | "dependency_backup.deleted" | "secret.created" | "secret.updated" | "secret.deleted" | "alert.opened" | "alert.resolved")[];
+                        event_types?: ("deployment.created" | "deployment.updated" | "deployment.deleted" | "service.created" | "service.updated" | "service.deleted" | "custom_domain.created" | "custom_domain.updated" | "custom_domain.deleted" | "dependency.created" | "dependency.updated" | "dependency.deleted" | "dependency_backup.created" | "dependency_backup.updated" | "dependency_backup.deleted" | "secret.created" | "secret.updated" | "secret.deleted" | "alert.opened" | "alert.resolved" | "certificate.issued" | "certificate.renewed" | "certificate.failed")[];
                         description?: string;
                     };
                 };
@@ -5719,7 +5781,7 @@ export interface paths {
                                     id: string;
                                     url: string;
                                     /** @description empty: every type */
-                                    event_types: ("deployment.created" | "deployment.updated" | "deployment.deleted" | "service.created" | "service.updated" | "service.deleted" | "custom_domain.created" | "custom_domain.updated" | "custom_domain.deleted" | "dependency.created" | "dependency.updated" | "dependency.deleted" | "dependency_backup.created" | "dependency_backup.updated" | "dependency_backup.deleted" | "secret.created" | "secret.updated" | "secret.deleted" | "alert.opened" | "alert.resolved")[];
+                                    event_types: ("deployment.created" | "deployment.updated" | "deployment.deleted" | "service.created" | "service.updated" | "service.deleted" | "custom_domain.created" | "custom_domain.updated" | "custom_domain.deleted" | "dependency.created" | "dependency.updated" | "dependency.deleted" | "dependency_backup.created" | "dependency_backup.updated" | "dependency_backup.deleted" | "secret.created" | "secret.updated" | "secret.deleted" | "alert.opened" | "alert.resolved" | "certificate.issued" | "certificate.renewed" | "certificate.failed")[];
                                     description: string;
                                     /** Format: date-time */
                                     created_at: string;
@@ -5835,7 +5897,7 @@ export interface paths {
                                     id: string;
                                     url: string;
                                     /** @description empty: every type */
-                                    event_types: ("deployment.created" | "deployment.updated" | "deployment.deleted" | "service.created" | "service.updated" | "service.deleted" | "custom_domain.created" | "custom_domain.updated" | "custom_domain.deleted" | "dependency.created" | "dependency.updated" | "dependency.deleted" | "dependency_backup.created" | "dependency_backup.updated" | "dependency_backup.deleted" | "secret.created" | "secret.updated" | "secret.deleted" | "alert.opened" | "alert.resolved")[];
+                                    event_types: ("deployment.created" | "deployment.updated" | "deployment.deleted" | "service.created" | "service.updated" | "service.deleted" | "custom_domain.created" | "custom_domain.updated" | "custom_domain.deleted" | "dependency.created" | "dependency.updated" | "dependency.deleted" | "dependency_backup.created" | "dependency_backup.updated" | "dependency_backup.deleted" | "secret.created" | "secret.updated" | "secret.deleted" | "alert.opened" | "alert.resolved" | "certificate.issued" | "certificate.renewed" | "certificate.failed")[];
                                     description: string;
                                     /** Format: date-time */
                                     created_at: string;
@@ -6017,7 +6079,7 @@ export interface paths {
                                     /** @description the event delivered (its id in GET /v1/events) */
                                     event_id: string;
                                     /** @enum {string} */
-                                    event_type: "deployment.created" | "deployment.updated" | "deployment.deleted" | "service.created" | "service.updated" | "service.deleted" | "custom_domain.created" | "custom_domain.updated" | "custom_domain.deleted" | "dependency.created" | "dependency.updated" | "dependency.deleted" | "dependency_backup.created" | "dependency_backup.updated" | "dependency_backup.deleted" | "secret.created" | "secret.updated" | "secret.deleted" | "alert.opened" | "alert.resolved";
+                                    event_type: "deployment.created" | "deployment.updated" | "deployment.deleted" | "service.created" | "service.updated" | "service.deleted" | "custom_domain.created" | "custom_domain.updated" | "custom_domain.deleted" | "dependency.created" | "dependency.updated" | "dependency.deleted" | "dependency_backup.created" | "dependency_backup.updated" | "dependency_backup.deleted" | "secret.created" | "secret.updated" | "secret.deleted" | "alert.opened" | "alert.resolved" | "certificate.issued" | "certificate.renewed" | "certificate.failed";
                                     /**
                                      * @description pending while being tried (at most 8 attempts), then succeeded or failed
                                      * @enum {string}
@@ -6148,7 +6210,7 @@ export interface paths {
                                     /** @description the event delivered (its id in GET /v1/events) */
                                     event_id: string;
                                     /** @enum {string} */
-                                    event_type: "deployment.created" | "deployment.updated" | "deployment.deleted" | "service.created" | "service.updated" | "service.deleted" | "custom_domain.created" | "custom_domain.updated" | "custom_domain.deleted" | "dependency.created" | "dependency.updated" | "dependency.deleted" | "dependency_backup.created" | "dependency_backup.updated" | "dependency_backup.deleted" | "secret.created" | "secret.updated" | "secret.deleted" | "alert.opened" | "alert.resolved";
+                                    event_type: "deployment.created" | "deployment.updated" | "deployment.deleted" | "service.created" | "service.updated" | "service.deleted" | "custom_domain.created" | "custom_domain.updated" | "custom_domain.deleted" | "dependency.created" | "dependency.updated" | "dependency.deleted" | "dependency_backup.created" | "dependency_backup.updated" | "dependency_backup.deleted" | "secret.created" | "secret.updated" | "secret.deleted" | "alert.opened" | "alert.resolved" | "certificate.issued" | "certificate.renewed" | "certificate.failed";
                                     /**
                                      * @description pending while being tried (at most 8 attempts), then succeeded or failed
                                      * @enum {string}
@@ -7081,6 +7143,298 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/sso": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The account's single sign-on settings (never the client secret)
+         * @description 404 when none are set. docs/sso.md.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            message: "success";
+                            data: {
+                                sso: {
+                                    issuer_url: string;
+                                    client_id: string;
+                                    /** @description always true: the secret is stored sealed and never shown */
+                                    client_secret_set: boolean;
+                                    allowed_domains: string[];
+                                    /** @enum {string} */
+                                    default_role: "viewer" | "developer" | "admin" | "owner";
+                                    enabled: boolean;
+                                    /** Format: date-time */
+                                    updated_at: string;
+                                    /** @description register it at the provider: where it sends the browser back (this server's address as you reach it) */
+                                    redirect_uri: string;
+                                    /** @description the console's sign-in page naming this account, for when several accounts take the same domain */
+                                    sign_in_url: string;
+                                };
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        /**
+         * Set the account's OpenID Connect provider, allowed email domains and default role
+         * @description The client secret is sealed and never shown back; leave it out to keep the stored one. docs/sso.md.
+         */
+        put: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description the provider's issuer: https:// (http:// only on localhost); discovery reads <issuer>/.well-known/openid-configuration */
+                        issuer_url: string;
+                        client_id: string;
+                        /** @description write-only (sealed, never shown); required the first time, absent later: the stored one stays */
+                        client_secret?: string;
+                        /** @description email domains that sign in (exactly: example.com does not take sub.example.com) */
+                        allowed_domains: string[];
+                        /**
+                         * @description a new member's role on their first sign-in (not owner)
+                         * @enum {string}
+                         */
+                        default_role: "viewer" | "developer" | "admin" | "owner";
+                        enabled: boolean;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            message: "success";
+                            data: {
+                                sso: {
+                                    issuer_url: string;
+                                    client_id: string;
+                                    /** @description always true: the secret is stored sealed and never shown */
+                                    client_secret_set: boolean;
+                                    allowed_domains: string[];
+                                    /** @enum {string} */
+                                    default_role: "viewer" | "developer" | "admin" | "owner";
+                                    enabled: boolean;
+                                    /** Format: date-time */
+                                    updated_at: string;
+                                    /** @description register it at the provider: where it sends the browser back (this server's address as you reach it) */
+                                    redirect_uri: string;
+                                    /** @description the console's sign-in page naming this account, for when several accounts take the same domain */
+                                    sign_in_url: string;
+                                };
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        post?: never;
+        /** Remove the account's single sign-on (members keep their memberships and sessions) */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            message: "success";
+                            data: {
+                                deleted: boolean;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/environments/{envId}/services/{serviceId}/custom-domains/{customDomainId}": {
         parameters: {
             query?: never;
@@ -7600,6 +7954,223 @@ export interface paths {
                 };
                 /** @description Default Response */
                 403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/auth/sso/start": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start signing in with single sign-on: answers the identity provider URL to send the browser to
+         * @description The email's domain picks the account whose single sign-on takes it (or `account_id` names it). Sets the berth_sso cookie the callback needs. docs/sso.md.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description its domain picks the account */
+                        email: string;
+                        /** Format: uuid */
+                        account_id?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            message: "success";
+                            data: {
+                                /** @description the provider's sign-in page: send the browser there */
+                                authorization_url: string;
+                                /** Format: uuid */
+                                account_id: string;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/auth/sso/callback": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Finish signing in with single sign-on: the provider's answer, from the console's callback page
+         * @description Checks the state (once, in the browser that started it), then the ID token (issuer, audience, nonce); a verified email of an allowed domain signs in, made a member with the default role the first time. Every refusal is audited (sso.refused_*). Sets the session cookie. docs/sso.md.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            /** @description the query parameters the provider sent the browser back with, and the account from the callback's path */
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        account_id: string;
+                        state: string;
+                        code?: string;
+                        iss?: string;
+                        error?: string;
+                        error_description?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            message: "success";
+                            data: {
+                                /** Format: uuid */
+                                session_id: string;
+                                /** @description send it in the X-CSRF-Token header with every write */
+                                csrf_token: string;
+                                user: {
+                                    /** Format: uuid */
+                                    id: string;
+                                    email: string;
+                                };
+                                /** Format: uuid */
+                                account_id: string;
+                                /** @enum {string} */
+                                role: "viewer" | "developer" | "admin" | "owner";
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                429: {
                     headers: {
                         [name: string]: unknown;
                     };

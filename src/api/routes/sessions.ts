@@ -64,7 +64,7 @@ function signedIn(
 }
 
 /** A sign-in that made a session: its cookie set, and what the console needs of it answered. */
-function startSession(
+export function startSession(
   request: FastifyRequest,
   reply: FastifyReply,
   result: { secret: string } & Parameters<typeof signedIn>[1],

@@ -60,8 +60,8 @@ async function oldestMembership(db: Db, userId: string) {
     .executeTakeFirst();
 }
 
-/** Starts a session for a member; the audit entry names them. */
-async function startSession(
+/** Starts a session for a member; the audit entry names them (`how` is its action). */
+export async function startSession(
   db: Db,
   call: SignInCall,
   user: { id: string; email: string },
