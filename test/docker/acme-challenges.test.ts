@@ -292,3 +292,67 @@ test('a TLS-ALPN-01 validation that fails says so and what to check; the domain 
   });
   assert.equal(plain.body, 'hello\n');
 });
+
+test('a DNS update the server refuses fails the wildcard with the reason, and services stay on HTTP', {
+  skip,
+}, async () => {
+  const address = '127.0.27.3';
+  const wrongSecret = Buffer.alloc(32, 9).toString('base64');
+  const other = await startTestServer('docker', {
+    BERTH_INGRESS_BIND: address,
+    BERTH_INGRESS_PORT: '80',
+    BERTH_INGRESS_HTTPS_PORT: '443',
+    BERTH_INGRESS_HOST: INGRESS_HOST,
+    BERTH_ACME_DIRECTORY_URL: pebble.directoryUrl,
+    BERTH_ACME_EMAIL: 'ops@shop.test',
+    BERTH_ACME_CA_FILE: pebble.listenerCertFile,
+    BERTH_ACME_DNS_SERVER: knot.address,
+    BERTH_ACME_DNS_ZONE: ZONE,
+    BERTH_ACME_DNS_TSIG_KEY: knot.key.name,
+    BERTH_ACME_DNS_TSIG_SECRET: wrongSecret,
+  });
+  try {
+    const [line] = await other.berth.waitForOutput(/.*the wildcard certificate failed.*/, 120_000);
+    const logged = JSON.parse(line) as {
+      name: string;
+      failures: number;
+      retry_in_ms: number;
+      reason: string;
+    };
+    assert.equal(logged.name, `*.${INGRESS_HOST}`);
+    assert.equal(logged.failures, 1);
+    assert.equal(logged.retry_in_ms, 3_600_000, 'a failed name waits an hour (BERTH_ACME_RETRY_BASE_MS)');
+    assert.match(
+      logged.reason,
+      /refused the update of _acme-challenge\.apps\.acme\.test in acme\.test: BADSIG \(the TSIG secret or algorithm does not match/,
+    );
+    const output = `${other.berth.stdout()}${other.berth.stderr()}`;
+    assert.ok(!output.includes(wrongSecret), 'the TSIG secret is never logged');
+    // No certificate: plain HTTP is answered, not redirected, and there is no TLS for services' names.
+    const plain = await rawHttpAt(address, `any.${INGRESS_HOST}`);
+    assert.equal(plain, 404);
+    await assert.rejects(
+      new Promise((resolve, reject) => {
+        tls
+          .connect(
+            { host: address, port: 443, servername: `any.${INGRESS_HOST}`, rejectUnauthorized: false },
+            () => resolve(undefined),
+          )
+          .on('error', reject);
+      }),
+    );
+  } finally {
+    await other.close();
+  }
+});
+
+function rawHttpAt(address: string, host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    http
+      .get({ host: address, port: 80, path: '/', headers: { host }, timeout: 10_000 }, (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      })
+      .on('error', reject);
+  });
+}
