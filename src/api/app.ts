@@ -46,6 +46,7 @@ import { eventRoutes } from './routes/events.ts';
 import { healthRoutes } from './routes/health.ts';
 import { hookRoutes } from './routes/hooks.ts';
 import { logRoutes } from './routes/logs.ts';
+import { passkeyRoutes, passkeySignInRoutes } from './routes/passkeys.ts';
 import { secretRoutes } from './routes/secrets.ts';
 import { serviceMetricsRoutes } from './routes/service-metrics.ts';
 import { serviceRoutes } from './routes/services.ts';
@@ -300,6 +301,7 @@ export async function buildApp(deps: Deps, options: AppOptions) {
       await v1.register(webhookRoutes, { deps });
       await v1.register(tokenRoutes, { deps, authenticator });
       await v1.register(sessionRoutes, { deps, mailer });
+      await v1.register(passkeyRoutes, { deps });
       await v1.register(comingSoonRoutes);
     },
     { prefix: '/v1' },
@@ -315,6 +317,7 @@ export async function buildApp(deps: Deps, options: AppOptions) {
     authFailures,
     authFailuresPerMin: deps.config.authFailuresPerMin,
   });
+  await app.register(passkeySignInRoutes, { prefix: '/auth', deps, authFailures });
   await app.register(hookRoutes, { prefix: '/hooks', deps, failures: hookFailures });
   await app.register(adminRoutes, {
     prefix: '/admin/v1',

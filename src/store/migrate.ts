@@ -36,6 +36,7 @@ import * as invitations from './migrations/0039-invitations.ts';
 import * as alerts from './migrations/0040-alerts.ts';
 import * as certificates from './migrations/0041-certificates.ts';
 import * as eventsInCode from './migrations/0042-events-in-code.ts';
+import * as passkeys from './migrations/0043-passkeys.ts';
 import type { Database } from './schema.ts';
 
 /** Every migration, in order. Listed here rather than read from disk so the build carries them. */
@@ -77,6 +78,7 @@ const migrations: Record<string, Migration> = {
   '0040-alerts': alerts,
   '0041-certificates': certificates,
   '0042-events-in-code': eventsInCode,
+  '0043-passkeys': passkeys,
 };
 
 export class MigrationError extends Error {}

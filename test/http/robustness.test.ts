@@ -59,6 +59,8 @@ const isPublic = (route: Route) =>
     '/auth/sign-in-link',
     '/auth/accept-invitation',
     '/auth/session',
+    '/auth/passkey-options',
+    '/auth/passkey',
   ].includes(route.url);
 const COMING_SOON = new Set([
   'POST /v1/environments',

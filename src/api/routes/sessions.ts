@@ -46,7 +46,7 @@ import {
 } from '../schemas/sessions.ts';
 import { success } from '../views.ts';
 
-function signInCall(request: FastifyRequest): SignInCall {
+export function signInCall(request: FastifyRequest): SignInCall {
   return { ...callOf(request), userAgent: request.headers['user-agent'] };
 }
 
@@ -64,7 +64,7 @@ function signedIn(
 }
 
 /** A sign-in that made a session: its cookie set, and what the console needs of it answered. */
-function startSession(
+export function startSession(
   request: FastifyRequest,
   reply: FastifyReply,
   result: { secret: string } & Parameters<typeof signedIn>[1],
@@ -73,7 +73,7 @@ function startSession(
   return success(signedIn(result.secret, result));
 }
 
-const SIGN_IN_ERRORS = errorResponses(401, 403, 422, 429, 500);
+export const SIGN_IN_ERRORS = errorResponses(401, 403, 422, 429, 500);
 
 export const signInRoutes: FastifyPluginAsyncTypebox<{
   deps: Deps;

@@ -50,7 +50,7 @@ export interface SignInCall extends Call {
 
 const WRONG = 'The email or the password is wrong';
 
-async function oldestMembership(db: Db, userId: string) {
+export async function oldestMembership(db: Db, userId: string) {
   return db
     .selectFrom('memberships')
     .selectAll()
@@ -60,8 +60,8 @@ async function oldestMembership(db: Db, userId: string) {
     .executeTakeFirst();
 }
 
-/** Starts a session for a member; the audit entry names them. */
-async function startSession(
+/** Starts a session for a member (whichever way they signed in); the audit entry names them. */
+export async function startSession(
   db: Db,
   call: SignInCall,
   user: { id: string; email: string },
