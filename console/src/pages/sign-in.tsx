@@ -3,6 +3,7 @@ import { ApiError, auth, clientFor, messageOf, type SignedIn, unwrap } from '../
 import { navigate } from '../router.ts';
 import { setCsrf, setToken } from '../session.ts';
 import { TextField, useSubmit } from '../ui.tsx';
+import { PasskeySignIn } from './passkeys.tsx';
 
 /** A refused token here is not a session that ended: say what to check, not to sign in again. */
 function signInMessage(error: unknown): string {
@@ -76,6 +77,7 @@ export function SignIn() {
           {withPassword.busy ? 'Signing in…' : 'Sign in'}
         </button>
       </form>
+      <PasskeySignIn onSignedIn={signedInAs} />
       <h2>Sign in with an API token</h2>
       <form onSubmit={withToken.run} noValidate>
         <TextField

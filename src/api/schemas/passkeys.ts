@@ -1,7 +1,8 @@
 /**
  * Passkeys (WebAuthn, docs/access.md). The options Berth answers are what `@simplewebauthn/browser`'s
- * startRegistration / startAuthentication take as `optionsJSON`; the credentials the API takes are what
- * they answer. Those two are open objects: browsers and extensions add fields the library passes on.
+ * startRegistration / startAuthentication take as `optionsJSON` (open objects: the library may add
+ * fields, and they pass through); the credentials the API takes are what those answer, every field
+ * named, as every request body here is.
  * @module
  */
 import { Type } from 'typebox';
@@ -10,13 +11,8 @@ import { DateTime, Nullable, StringEnum, Uuid } from './common.ts';
 
 const OPEN = { additionalProperties: true } as const;
 const Base64Url = (description: string) =>
-  Type.String({ maxLength: 4096, pattern: '^[A-Za-z0-9_-]*$', description });
+  Type.String({ maxLength: 16384, pattern: '^[A-Za-z0-9_-]*$', description });
 const CredentialType = StringEnum(['public-key'] as const);
-/** How the browser may reach an authenticator: WebAuthn's values, as @simplewebauthn's types list them. */
-const Transports = Type.Array(
-  StringEnum(['ble', 'cable', 'hybrid', 'internal', 'nfc', 'smart-card', 'usb'] as const),
-  { maxItems: 10 },
-);
 /** What Berth answers of a credential: the library's descriptor, whose fields it types as strings. */
 const Descriptor = Type.Object(
   {
@@ -82,7 +78,11 @@ const credentialFields = {
   rawId: Base64Url('the credential id'),
   type: CredentialType,
   authenticatorAttachment: Type.Optional(StringEnum(['platform', 'cross-platform'] as const)),
-  clientExtensionResults: Type.Object({}, OPEN),
+  // The outputs of the one extension Berth asks for (credProps): the console sends only that.
+  clientExtensionResults: Type.Object(
+    { credProps: Type.Optional(Type.Object({ rk: Type.Optional(Type.Boolean()) }, CLOSED)) },
+    CLOSED,
+  ),
 };
 
 /** RegistrationResponseJSON: what startRegistration answers. */
@@ -94,14 +94,19 @@ export const RegistrationCredential = Type.Object(
         clientDataJSON: Base64Url('the client data'),
         attestationObject: Base64Url('the attestation object'),
         authenticatorData: Type.Optional(Base64Url('the authenticator data')),
-        transports: Type.Optional(Transports),
+        transports: Type.Optional(
+          Type.Array(Type.String({ maxLength: 40 }), {
+            maxItems: 10,
+            description: 'how the browser may reach the authenticator: `internal`, `usb`, `hybrid`...',
+          }),
+        ),
         publicKeyAlgorithm: Type.Optional(Type.Number()),
         publicKey: Type.Optional(Base64Url('the public key')),
       },
-      OPEN,
+      CLOSED,
     ),
   },
-  OPEN,
+  CLOSED,
 );
 
 /** AuthenticationResponseJSON: what startAuthentication answers. */
@@ -115,10 +120,10 @@ export const AuthenticationCredential = Type.Object(
         signature: Base64Url('the signature'),
         userHandle: Type.Optional(Base64Url('the user handle')),
       },
-      OPEN,
+      CLOSED,
     ),
   },
-  OPEN,
+  CLOSED,
 );
 
 export const RegisterPasskeyBody = Type.Object(
