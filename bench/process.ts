@@ -1,5 +1,6 @@
 /** What every bench module shares: the berth binary, the log, the row callback, a wait and a child process. */
 import { type ChildProcess, spawn } from 'node:child_process';
+import fs from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 
@@ -56,4 +57,14 @@ export function spawnNode(args: string[], env: Record<string, string>): Proc {
     await exited;
   };
   return { child, out: () => out, stop };
+}
+
+/**
+ * CPU seconds (user + system) a process has used: unlike wall-clock time it hardly moves with what the
+ * other users of a shared machine are doing.
+ */
+export function cpuSeconds(pid: number | undefined): number {
+  const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+  // utime and stime are fields 14 and 15 of stat(5), in clock ticks (100 a second on Linux).
+  return (Number(fields[11]) + Number(fields[12])) / 100;
 }

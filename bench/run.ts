@@ -37,6 +37,8 @@
  * - metrics: bench/metrics.ts, poll throughput with BERTH_METRICS_BIND set vs unset (embedded).
  * - svcmetrics: bench/service-metrics.ts, the CPU one service metrics collection round costs per 100
  *   services (sim, embedded, in process).
+ * - https: bench/https-ingress.ts, requests/s through the docker ingress over HTTPS (keep-alive) and full
+ *   TLS handshakes/s, each against a bare node:https server with the same certificate in the same round.
  * BENCH_POSTGRES_URL (an admin connection; the run creates and drops databases of its own).
  */
 import { execFileSync } from 'node:child_process';
@@ -48,9 +50,10 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import autocannon from 'autocannon';
 import pg from 'pg';
+import { httpsIngressRows } from './https-ingress.ts';
 import { median } from './median.ts';
 import { metricsRows } from './metrics.ts';
-import { BERTH_BIN, log, type Proc, spawnNode, waitFor } from './process.ts';
+import { BERTH_BIN, cpuSeconds, log, type Proc, spawnNode, waitFor } from './process.ts';
 import { pushToLiveRows, swarmPushRows } from './push-to-live.ts';
 import { BENCH_SERVICE } from './service.ts';
 import { serviceMetricsRows } from './service-metrics.ts';
@@ -97,16 +100,6 @@ function run(args: string[], env: Record<string, string>): Proc {
 function rssMb(pid: number | undefined): number {
   const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
   return Math.round(Number(/VmRSS:\s+(\d+)/.exec(status)?.[1]) / 102.4) / 10;
-}
-
-/**
- * CPU seconds (user + system) a process has used: unlike wall-clock time it hardly moves with what the
- * other users of a shared machine are doing.
- */
-function cpuSeconds(pid: number | undefined): number {
-  const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
-  // utime and stime are fields 14 and 15 of stat(5), in clock ticks (100 a second on Linux).
-  return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
 interface Berth extends Proc {
@@ -748,6 +741,7 @@ async function main(): Promise<void> {
     swarmpush: () => swarmPushRows(addRow),
     metrics: () => metricsRows(addRow),
     svcmetrics: () => serviceMetricsRows(addRow),
+    https: () => httpsIngressRows(addRow),
   };
   // BENCH_ROWS=list,start measures those rows again; the report keeps the other rows of the last run.
   const only = process.env.BENCH_ROWS?.split(',').map((r) => r.trim());

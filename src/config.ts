@@ -46,6 +46,8 @@ export interface Config {
   acme: { directoryUrl: string; email: string | undefined; caFile: string | undefined } | undefined;
   /** BERTH_ACME_RETRY_BASE_MS: the first wait after a name's failed order (then doubling, at most a day). */
   acmeRetryBaseMs: number;
+  /** BERTH_ACME_SCAN_MS: how often each worker process looks for certificates due (renewal, a retry). */
+  acmeScanMs: number;
   /** Failed authentications one client address may make per minute before it gets 429. */
   authFailuresPerMin: number;
   /** Streams (events, log follows) one API token may hold open at once in one process; more get 429. */
@@ -275,6 +277,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     acme: acmeSetting(env),
     // CAs limit failed validations per name per hour: a failed name waits an hour, then longer.
     acmeRetryBaseMs: intSetting(env, 'BERTH_ACME_RETRY_BASE_MS', 3_600_000, 1_000, 86_400_000),
+    // A minute is nothing against a 90-day certificate; CAs with lifetimes of minutes (tests) need less.
+    acmeScanMs: intSetting(env, 'BERTH_ACME_SCAN_MS', 60_000, 1_000, 3_600_000),
     rateLimitPerMin: intSetting(env, 'BERTH_RATE_LIMIT_PER_MIN', 1200, 1, 10_000_000),
     // Enough for a misconfigured client to see its 401s; far too few to cost the database anything.
     authFailuresPerMin: intSetting(env, 'BERTH_AUTH_FAILURES_PER_MIN', 60, 1, 10_000_000),

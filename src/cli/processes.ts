@@ -71,7 +71,7 @@ async function serveProcess(options: { workers: boolean }): Promise<void> {
   const lines = [
     `Berth is listening on ${server.url} (provider ${providerName(config)}, ${server.runtime.deps.store.kind} database)`,
     consoleBuilt()
-      ? `Console: ${server.url}/ (sign in with an API token)`
+      ? `Console: ${server.url}/ (sign in with your email and password, or an API token)`
       : `Console: not built: ${CONSOLE_NOT_BUILT}`,
   ];
   if (server.metricsUrl) lines.push(`Metrics: ${server.metricsUrl}`);

@@ -5520,6 +5520,40 @@ export interface paths {
                                 value: number | null;
                                 message: string;
                             };
+                        } | {
+                            /** @description ordered within the account; pass back as Last-Event-ID */
+                            id: string;
+                            /** @enum {string} */
+                            type: "certificate.issued" | "certificate.renewed" | "certificate.failed";
+                            /** Format: uuid */
+                            account_id: string;
+                            /**
+                             * Format: date-time
+                             * @description when the change committed
+                             */
+                            timestamp: string;
+                            data: {
+                                /** Format: uuid */
+                                custom_domain_id: string;
+                                /** Format: uuid */
+                                service_id: string;
+                                domain: string;
+                                /**
+                                 * @description `pending`: ordered, not issued yet (the domain is served over HTTP meanwhile); `issued`: served over HTTPS; `failed`: the order failed (`last_error` says why), tried again later; `renewing`: a renewal is under way or failed, and the current certificate still serves.
+                                 * @enum {string}
+                                 */
+                                status: "pending" | "issued" | "failed" | "renewing";
+                                /** @description The issuing CA's name (X.509 issuer) */
+                                issuer: string | null;
+                                /** Format: date-time */
+                                not_before: string | null;
+                                /** Format: date-time */
+                                not_after: string | null;
+                                /** Format: date-time */
+                                renew_after: string | null;
+                                /** @description The CA's reason for the last failed order, and what to fix */
+                                last_error: string | null;
+                            };
                         }) | {
                             last_event_id: string;
                             /** @description the stream goes on after this id */
@@ -5624,7 +5658,7 @@ export interface paths {
                                     id: string;
                                     url: string;
                                     /** @description empty: every type */
-                                    event_types: ("deployment.created" | "deployment.updated" | "deployment.deleted" | "service.created" | "service.updated" | "service.deleted" | "custom_domain.created" | "custom_domain.updated" | "custom_domain.deleted" | "dependency.created" | "dependency.updated" | "dependency.deleted" | "dependency_backup.created" | "dependency_backup.updated" | "dependency_backup.deleted" | "secret.created" | "secret.updated" | "secret.deleted" | "alert.opened" | "alert.resolved")[];
+                                    event_types: ("deployment.created" | "deployment.updated" | "deployment.deleted" | "service.created" | "service.updated" | "service.deleted" | "custom_domain.created" | "custom_domain.updated" | "custom_domain.deleted" | "dependency.created" | "dependency.updated" | "dependency.deleted" | "dependency_backup.created" | "dependency_backup.updated" | "dependency_backup.deleted" | "secret.created" | "secret.updated" | "secret.deleted" | "alert.opened" | "alert.resolved" | "certificate.issued" | "certificate.renewed" | "certificate.failed")[];
                                     description: string;
                                     /** Format: date-time */
                                     created_at: string;
@@ -5698,7 +5732,7 @@ export interface paths {
                         /** @description http:// or https://; a private, loopback or link-local address is refused */
                         url: string;
                         /** @description the event types to deliver (docs/events.md); empty or absent: every type */
-                        event_types?: ("deployment.created" | "deployment.updated" | "deployment.deleted" | "service.created" | "service.updated" | "service.deleted" | "custom_domain.created" | "custom_domain.updated" | "custom_domain.deleted" | "dependency.created" | "dependency.updated" | "dependency.deleted" | "dependency_backup.created" | "dependency_backup.updated" | "dependency_backup.deleted" | "secret.created" | "secret.updated" | "secret.deleted" | "alert.opened" | "alert.resolved")[];
+                        event_types?: ("deployment.created" | "deployment.updated" | "deployment.deleted" | "service.created" | "service.updated" | "service.deleted" | "custom_domain.created" | "custom_domain.updated" | "custom_domain.deleted" | "dependency.created" | "dependency.updated" | "dependency.deleted" | "dependency_backup.created" | "dependency_backup.updated" | "dependency_backup.deleted" | "secret.created" | "secret.updated" | "secret.deleted" | "alert.opened" | "alert.resolved" | "certificate.issued" | "certificate.renewed" | "certificate.failed")[];
                         description?: string;
                     };
                 };
@@ -5719,7 +5753,7 @@ export interface paths {
                                     id: string;
                                     url: string;
                                     /** @description empty: every type */
-                                    event_types: ("deployment.created" | "deployment.updated" | "deployment.deleted" | "service.created" | "service.updated" | "service.deleted" | "custom_domain.created" | "custom_domain.updated" | "custom_domain.deleted" | "dependency.created" | "dependency.updated" | "dependency.deleted" | "dependency_backup.created" | "dependency_backup.updated" | "dependency_backup.deleted" | "secret.created" | "secret.updated" | "secret.deleted" | "alert.opened" | "alert.resolved")[];
+                                    event_types: ("deployment.created" | "deployment.updated" | "deployment.deleted" | "service.created" | "service.updated" | "service.deleted" | "custom_domain.created" | "custom_domain.updated" | "custom_domain.deleted" | "dependency.created" | "dependency.updated" | "dependency.deleted" | "dependency_backup.created" | "dependency_backup.updated" | "dependency_backup.deleted" | "secret.created" | "secret.updated" | "secret.deleted" | "alert.opened" | "alert.resolved" | "certificate.issued" | "certificate.renewed" | "certificate.failed")[];
                                     description: string;
                                     /** Format: date-time */
                                     created_at: string;
@@ -5835,7 +5869,7 @@ export interface paths {
                                     id: string;
                                     url: string;
                                     /** @description empty: every type */
-                                    event_types: ("deployment.created" | "deployment.updated" | "deployment.deleted" | "service.created" | "service.updated" | "service.deleted" | "custom_domain.created" | "custom_domain.updated" | "custom_domain.deleted" | "dependency.created" | "dependency.updated" | "dependency.deleted" | "dependency_backup.created" | "dependency_backup.updated" | "dependency_backup.deleted" | "secret.created" | "secret.updated" | "secret.deleted" | "alert.opened" | "alert.resolved")[];
+                                    event_types: ("deployment.created" | "deployment.updated" | "deployment.deleted" | "service.created" | "service.updated" | "service.deleted" | "custom_domain.created" | "custom_domain.updated" | "custom_domain.deleted" | "dependency.created" | "dependency.updated" | "dependency.deleted" | "dependency_backup.created" | "dependency_backup.updated" | "dependency_backup.deleted" | "secret.created" | "secret.updated" | "secret.deleted" | "alert.opened" | "alert.resolved" | "certificate.issued" | "certificate.renewed" | "certificate.failed")[];
                                     description: string;
                                     /** Format: date-time */
                                     created_at: string;
@@ -6017,7 +6051,7 @@ export interface paths {
                                     /** @description the event delivered (its id in GET /v1/events) */
                                     event_id: string;
                                     /** @enum {string} */
-                                    event_type: "deployment.created" | "deployment.updated" | "deployment.deleted" | "service.created" | "service.updated" | "service.deleted" | "custom_domain.created" | "custom_domain.updated" | "custom_domain.deleted" | "dependency.created" | "dependency.updated" | "dependency.deleted" | "dependency_backup.created" | "dependency_backup.updated" | "dependency_backup.deleted" | "secret.created" | "secret.updated" | "secret.deleted" | "alert.opened" | "alert.resolved";
+                                    event_type: "deployment.created" | "deployment.updated" | "deployment.deleted" | "service.created" | "service.updated" | "service.deleted" | "custom_domain.created" | "custom_domain.updated" | "custom_domain.deleted" | "dependency.created" | "dependency.updated" | "dependency.deleted" | "dependency_backup.created" | "dependency_backup.updated" | "dependency_backup.deleted" | "secret.created" | "secret.updated" | "secret.deleted" | "alert.opened" | "alert.resolved" | "certificate.issued" | "certificate.renewed" | "certificate.failed";
                                     /**
                                      * @description pending while being tried (at most 8 attempts), then succeeded or failed
                                      * @enum {string}
@@ -6148,7 +6182,7 @@ export interface paths {
                                     /** @description the event delivered (its id in GET /v1/events) */
                                     event_id: string;
                                     /** @enum {string} */
-                                    event_type: "deployment.created" | "deployment.updated" | "deployment.deleted" | "service.created" | "service.updated" | "service.deleted" | "custom_domain.created" | "custom_domain.updated" | "custom_domain.deleted" | "dependency.created" | "dependency.updated" | "dependency.deleted" | "dependency_backup.created" | "dependency_backup.updated" | "dependency_backup.deleted" | "secret.created" | "secret.updated" | "secret.deleted" | "alert.opened" | "alert.resolved";
+                                    event_type: "deployment.created" | "deployment.updated" | "deployment.deleted" | "service.created" | "service.updated" | "service.deleted" | "custom_domain.created" | "custom_domain.updated" | "custom_domain.deleted" | "dependency.created" | "dependency.updated" | "dependency.deleted" | "dependency_backup.created" | "dependency_backup.updated" | "dependency_backup.deleted" | "secret.created" | "secret.updated" | "secret.deleted" | "alert.opened" | "alert.resolved" | "certificate.issued" | "certificate.renewed" | "certificate.failed";
                                     /**
                                      * @description pending while being tried (at most 8 attempts), then succeeded or failed
                                      * @enum {string}

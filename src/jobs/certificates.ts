@@ -30,11 +30,13 @@ import {
   findChallenge,
   putChallenge,
   queueDueCertificates,
+  recordCertificateEvent,
   servingCertificate,
   updateCertificate,
 } from '../store/repositories/certificates.ts';
 import { findCustomDomainById } from '../store/repositories/custom-domains.ts';
 import type { CertificateRow, JobRow } from '../store/schema.ts';
+import { lostOrder } from './acme-orders.ts';
 import { repeatEvery } from './every.ts';
 import type { JobClaim, JobHandler } from './worker.ts';
 
@@ -69,13 +71,13 @@ export function certificateSource(deps: Pick<Deps, 'store' | 'secretBox'>): Cert
   };
 }
 
-/** How often the renewal scan looks for certificates due (a renewal, a failure's wait over). */
-const SCAN_EVERY_MS = 60_000;
-
-/** Queues the certificates that are due; runs beside the workers (several processes at once is harmless). */
+/**
+ * Queues the certificates that are due (a renewal, a failure's wait over) every BERTH_ACME_SCAN_MS; runs
+ * beside the workers (several processes at once is harmless).
+ */
 export function startCertificateRenewal(
   deps: Pick<Deps, 'store' | 'logger' | 'provider' | 'config'>,
-  everyMs = SCAN_EVERY_MS,
+  everyMs = deps.config.acmeScanMs,
 ): { stop(): Promise<void> } | null {
   if (!certificatesOn(deps)) return null;
   const log = deps.logger.child({ component: 'certificates' });
@@ -112,13 +114,20 @@ export function issueCertificateHandler(deps: Deps): JobHandler {
   const box = deps.secretBox;
 
   /** Stores the certificate and serves it from now on: the last step, fenced by the job's claim. */
-  async function store(row: CertificateRow, pem: string, keyPem: string, claim: JobClaim, issuer?: string) {
+  async function store(
+    row: CertificateRow,
+    accountId: string,
+    pem: string,
+    keyPem: string,
+    claim: JobClaim,
+    issuer?: string,
+  ) {
     const x509 = pem ? new X509Certificate(pem) : null;
     const notBefore = x509 ? new Date(x509.validFrom) : new Date();
     const notAfter = x509 ? new Date(x509.validTo) : new Date(notBefore.getTime() + SIM_LIFETIME_MS);
     await db.transaction().execute(async (trx) => {
       await claim.hold(trx);
-      await updateCertificate(trx, row.custom_domain_id, {
+      const stored = await updateCertificate(trx, row.custom_domain_id, {
         status: 'issued',
         issuer: x509 ? x509.issuer.replaceAll('\n', ', ') : (issuer ?? null),
         not_before: notBefore,
@@ -132,17 +141,20 @@ export function issueCertificateHandler(deps: Deps): JobHandler {
         failures: 0,
         next_attempt_at: null,
       });
+      // A name that had a certificate (not_after is set for the sim's too) was renewed.
+      const type = row.not_after ? 'certificate.renewed' : 'certificate.issued';
+      if (stored) await recordCertificateEvent(trx, accountId, type, stored);
       await deleteChallenges(trx, row.name);
       await claim.finish(trx);
     });
   }
 
-  async function failed(row: CertificateRow, reason: string, claim: JobClaim) {
+  async function failed(row: CertificateRow, accountId: string, reason: string, claim: JobClaim) {
     const failures = row.failures + 1;
     const waitMs = Math.min(DAY_MS, deps.config.acmeRetryBaseMs * 2 ** (failures - 1));
     await db.transaction().execute(async (trx) => {
       await claim.hold(trx);
-      await updateCertificate(trx, row.custom_domain_id, {
+      const stored = await updateCertificate(trx, row.custom_domain_id, {
         // A name that has a certificate keeps serving it: only its renewal failed.
         status: row.cert_pem ? 'renewing' : 'failed',
         last_error: reason.slice(0, 2000),
@@ -152,6 +164,7 @@ export function issueCertificateHandler(deps: Deps): JobHandler {
         order_url: null,
         order_key: null,
       });
+      if (stored) await recordCertificateEvent(trx, accountId, 'certificate.failed', stored);
       await deleteChallenges(trx, row.name);
       await claim.finish(trx);
     });
@@ -165,7 +178,7 @@ export function issueCertificateHandler(deps: Deps): JobHandler {
       if (!row || !domain || domain.state.startsWith('delete') || !due(row) || !certificatesOn(deps)) return;
       if (deps.provider.certificates === 'simulated') {
         await sleep(SIM_ISSUE_DELAY_MS, undefined, { signal });
-        await store(row, '', '', claim, SIM_ISSUER);
+        await store(row, domain.account_id, '', '', claim, SIM_ISSUER);
         return;
       }
       if (row.cert_pem && row.status !== 'renewing') {
@@ -177,15 +190,16 @@ export function issueCertificateHandler(deps: Deps): JobHandler {
       } catch (error) {
         // A lost lease: the worker that took the job over resumes the order.
         signal.throwIfAborted();
-        await failed(row, describe(error, row.name, deps.config), claim);
+        await failed(row, domain.account_id, describe(error, row.name, deps.config), claim);
         return;
       }
       signal.throwIfAborted();
-      await store(row, issued.pem, issued.keyPem, claim);
+      await store(row, domain.account_id, issued.pem, issued.keyPem, claim);
     },
     async fail(job: JobRow, reason: string, claim) {
       const row = await findCertificate(db, job.subject_id);
-      if (row) await failed(row, reason, claim);
+      const domain = row && (await findCustomDomainById(db, row.custom_domain_id));
+      if (row && domain) await failed(row, domain.account_id, reason, claim);
       else await db.transaction().execute((trx) => claim.finish(trx));
     },
   };
@@ -241,7 +255,7 @@ async function order(
     backoffMax: 5_000,
   });
   // The same key finds the same account: asking again is how every process learns its URL.
-  await client.createAccount({
+  const account = await client.createAccount({
     termsOfServiceAgreed: true,
     ...(settings.email && { contact: [`mailto:${settings.email}`] }),
   });
@@ -254,6 +268,11 @@ async function order(
       .getOrder({ url: row.order_url } as Parameters<typeof client.getOrder>[0])
       .catch(() => null);
     if (current?.status === 'invalid') current = null;
+  }
+  if (!current && keyPem && !row.order_url) {
+    // A key with no URL: the run before died inside newOrder, maybe after the CA made the order.
+    current = await lostOrder(client, row.name, account.orders);
+    if (current) await updateCertificate(db, row.custom_domain_id, { order_url: current.url });
   }
   if (!current) {
     // The key first, then the order's URL the moment the CA gives it: a run that dies after this resumes it.

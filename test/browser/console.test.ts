@@ -246,6 +246,22 @@ test('custom domains: add one, see its DNS records, and the verification errors 
     .locator('.badge')
     .filter({ hasNotText: 'unverified' })
     .waitFor();
+
+  // The sim's CA issues the certificate a moment after verification; the page shows it once read again.
+  const certificate = page.getByRole('heading', { name: /HTTPS certificate/ });
+  await pollUntil(
+    'the certificate to show as issued',
+    async () => {
+      await page.reload();
+      await certificate.first().waitFor();
+      return (await certificate.first().locator('.badge').textContent()) === 'issued' ? true : undefined;
+    },
+    { timeoutMs: 30_000, intervalMs: 500 },
+  );
+  await page.getByText('CN=Berth Simulated CA, O=Berth').waitFor();
+  await page.getByText('Served over HTTPS; plain HTTP redirects there.').waitFor();
+  assert.equal(await page.getByText('Last error').count(), 0, 'no error shown for an issued certificate');
+  await checkPage('domains-certificate');
 });
 
 test('the audit log lists the actions, newest first', async () => {

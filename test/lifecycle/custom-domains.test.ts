@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { findCertificate, queueDueCertificates } from '../../src/store/repositories/certificates.ts';
 import { startDnsServer, type TestDnsServer } from '../helpers/dns-server.ts';
@@ -12,7 +14,8 @@ let t: Tenant;
 let ingressHost: string;
 before(async () => {
   dns = await startDnsServer();
-  h = await startHarness({ dnsServers: [dns.address] });
+  // Webhooks to a receiver on loopback: the certificate events' deliveries.
+  h = await startHarness({ dnsServers: [dns.address], webhookAllowPrivate: true });
   await h.startWorker();
   t = await h.tenant();
   ingressHost = (await h.request('GET', `/v1/environments/${t.envId}`, { token: t.token })).body.data
@@ -367,7 +370,35 @@ describe('verification and cut-over', () => {
 });
 
 describe('certificates (the sim)', () => {
-  test('a verified domain reports a certificate as a CA issues one: pending, then issued with its dates', async () => {
+  let receiver: Server;
+  let receiverUrl: string;
+  const received: string[] = [];
+  before(async () => {
+    receiver = createServer((req, res) => {
+      let body = '';
+      req.setEncoding('utf8');
+      req.on('data', (chunk) => {
+        body += chunk;
+      });
+      req.on('end', () => {
+        received.push(body);
+        res.writeHead(204).end();
+      });
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`;
+  });
+  after(() => new Promise((resolve) => receiver.close(resolve)));
+
+  test('a verified domain reports a certificate as a CA issues one: pending, then issued with its dates; each step an event', async () => {
+    const hook = await h.request('POST', '/v1/webhooks', {
+      token: t.token,
+      body: {
+        url: receiverUrl,
+        event_types: ['certificate.issued', 'certificate.renewed', 'certificate.failed'],
+      },
+    });
+    assert.equal(hook.status, 200, hook.raw);
     const service = await newService();
     const domain = await addDomain(service, 'www.certified.example');
     assert.equal((domain as { certificate?: unknown }).certificate, null, 'none before verification');
@@ -408,5 +439,37 @@ describe('certificates (the sim)', () => {
       return row?.status === 'issued' && (row.not_before?.getTime() ?? 0) > notBefore ? row : undefined;
     });
     assert.ok((renewed.renew_after?.getTime() ?? 0) > Date.now(), 'the next renewal is in the future');
+
+    // Issued, then renewed: on the events stream and to the webhook, the certificate as the read shows it.
+    const events = await h.deps.store.db
+      .selectFrom('events')
+      .select(['type', 'data'])
+      .where('account_id', '=', t.accountId)
+      .where('type', 'like', 'certificate.%')
+      .orderBy('seq')
+      .execute();
+    // Other tests' domains of the tenant have certificates too.
+    const mine = (data: unknown) => (data as { custom_domain_id: string }).custom_domain_id === domain.id;
+    assert.deepEqual(
+      events.filter((e) => mine(e.data)).map((e) => e.type),
+      ['certificate.issued', 'certificate.renewed'],
+    );
+    const delivered = await pollUntil('both deliveries', async () => {
+      const bodies = received.map((body) => JSON.parse(body)).filter((e) => mine(e.data));
+      return bodies.length >= 2 ? bodies : undefined;
+    });
+    assert.deepEqual(delivered.map((e) => e.type).sort(), ['certificate.issued', 'certificate.renewed']);
+    const renewal = delivered.find((e) => e.type === 'certificate.renewed');
+    assert.deepEqual(renewal.data, {
+      custom_domain_id: domain.id,
+      service_id: service.split('/').at(-1),
+      domain: 'www.certified.example',
+      status: 'issued',
+      issuer: 'CN=Berth Simulated CA, O=Berth',
+      not_before: renewed.not_before?.toISOString(),
+      not_after: renewed.not_after?.toISOString(),
+      renew_after: renewed.renew_after?.toISOString(),
+      last_error: null,
+    });
   });
 });

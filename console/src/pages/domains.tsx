@@ -11,6 +11,7 @@ import {
   Page,
   StateBadge,
   TextField,
+  Time,
   useLoad,
   useSubmit,
 } from '../ui.tsx';
@@ -123,6 +124,7 @@ function DomainCard(props: { title: string; domain: CustomDomain; envId: string;
           </p>
         </div>
       )}
+      {d.certificate && <CertificateFacts id={d.id} certificate={d.certificate} />}
       <p class="muted">Create these records at your DNS provider, then verify.</p>
       <div class="records">
         {d.dns_records.map((r) => {
@@ -153,6 +155,44 @@ function DomainCard(props: { title: string; domain: CustomDomain; envId: string;
           </button>
         </div>
       )}
+    </section>
+  );
+}
+
+const CERTIFICATE_STATUS: Record<string, string> = {
+  pending: 'Ordered: served over HTTP until it is issued.',
+  issued: 'Served over HTTPS; plain HTTP redirects there.',
+  renewing: 'Being renewed: the current certificate keeps serving meanwhile.',
+  failed: 'Not issued: served over HTTP. Berth tries again later.',
+};
+
+/** The domain's TLS certificate: where it stands, who issued it, until when, and the CA's last complaint. */
+function CertificateFacts(props: { id: string; certificate: NonNullable<CustomDomain['certificate']> }) {
+  const c = props.certificate;
+  return (
+    <section aria-labelledby={`certificate-${props.id}`}>
+      <h3 id={`certificate-${props.id}`}>
+        HTTPS certificate <StateBadge state={c.status} />
+      </h3>
+      <p class="muted">{CERTIFICATE_STATUS[c.status]}</p>
+      <dl class="facts">
+        <dt>Issuer</dt>
+        <dd>{c.issuer ?? '—'}</dd>
+        <dt>Valid until</dt>
+        <dd>
+          <Time at={c.not_after} />
+        </dd>
+        <dt>Renews after</dt>
+        <dd>
+          <Time at={c.renew_after} />
+        </dd>
+        {c.last_error && (
+          <>
+            <dt>Last error</dt>
+            <dd class="field-error">{c.last_error}</dd>
+          </>
+        )}
+      </dl>
     </section>
   );
 }

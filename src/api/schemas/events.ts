@@ -1,9 +1,15 @@
 import { type TSchema, Type } from 'typebox';
 import { CUSTOM_DOMAIN_STATES } from '../../domain/custom-domain-states.ts';
-import { ALERT_EVENT_TYPES, EVENT_ACTIONS, type EventKind } from '../../domain/events.ts';
+import {
+  ALERT_EVENT_TYPES,
+  CERTIFICATE_EVENT_TYPES,
+  EVENT_ACTIONS,
+  type EventKind,
+} from '../../domain/events.ts';
 import { SERVICE_STATES } from '../../domain/service-states.ts';
 import { Alert } from './alerts.ts';
 import { DateTime, Nullable, Seq, StringEnum, Uuid } from './common.ts';
+import { Certificate } from './custom-domains.ts';
 import { Deployment } from './deployments.ts';
 
 const BACKUP_STATES = ['pending', 'running', 'completed', 'failed'] as const;
@@ -78,6 +84,14 @@ const SecretState = Type.Object({
   updated_at: DateTime,
 });
 
+/** A custom domain's certificate after it was issued, renewed or failed: the domain's read's `certificate`, and whose it is. */
+const CertificateState = Type.Object({
+  custom_domain_id: Uuid,
+  service_id: Uuid,
+  domain: Type.String({ maxLength: 253 }),
+  ...Certificate.properties,
+});
+
 const STATE_OF: Record<EventKind, TSchema> = {
   deployment: Deployment,
   service: ServiceState,
@@ -113,6 +127,8 @@ export const Event = Type.Union([
   ),
   // An alert opening or resolving: the alert after it (docs/metrics.md, "Alert rules").
   eventOf(ALERT_EVENT_TYPES, Alert),
+  // A certificate issued, renewed, or an order that failed (docs/https.md).
+  eventOf(CERTIFICATE_EVENT_TYPES, CertificateState),
 ]);
 
 /** Sent first when Last-Event-ID is older than retention: events after it may be gone. */

@@ -1,5 +1,7 @@
 import { sql, type Updateable } from 'kysely';
+import type { CertificateEventType } from '../../domain/events.ts';
 import type { Db } from '../database.ts';
+import { recordEvent } from '../events.ts';
 import { TOPICS } from '../notifications.ts';
 import type { CertificateRow, CertificatesTable } from '../schema.ts';
 
@@ -32,12 +34,38 @@ export async function updateCertificate(
   db: Db,
   customDomainId: string,
   patch: Updateable<CertificatesTable>,
-): Promise<void> {
-  await db
+): Promise<CertificateRow | undefined> {
+  return db
     .updateTable('certificates')
     .set({ ...patch, updated_at: sql`now()` })
     .where('custom_domain_id', '=', customDomainId)
-    .execute();
+    .returningAll()
+    .executeTakeFirst();
+}
+
+/** A certificate as its events carry it: what the domain's read shows as `certificate`, and whose it is. */
+export function certificateData(row: CertificateRow) {
+  return {
+    custom_domain_id: row.custom_domain_id,
+    service_id: row.service_id,
+    domain: row.name,
+    status: row.status,
+    issuer: row.issuer,
+    not_before: row.not_before?.toISOString() ?? null,
+    not_after: row.not_after?.toISOString() ?? null,
+    renew_after: row.renew_after?.toISOString() ?? null,
+    last_error: row.last_error,
+  };
+}
+
+/** Records a certificate's issue, renewal or failure (GET /v1/events, webhooks), in the change's transaction. */
+export async function recordCertificateEvent(
+  trx: Db,
+  accountId: string,
+  type: CertificateEventType,
+  row: CertificateRow,
+): Promise<void> {
+  await recordEvent(trx, accountId, type, certificateData(row));
 }
 
 export async function deleteCertificate(db: Db, customDomainId: string): Promise<void> {

@@ -1,0 +1,198 @@
+/**
+ * The HTTPS ingress rows of `npm run bench` (issue 27, done means 5), each against a bare `node:https`
+ * server with the same certificate and key, answering the same bytes, in the same round:
+ *
+ * - https: requests a second over keep-alive connections (autocannon, SNI and Host the service's name)
+ *   through the docker provider's ingress (bench/https-ingress-server.ts: TLS terminated, the name's
+ *   certificate chosen by SNI, the route read from docker_routes, the request proxied to the service),
+ *   the service a node:http process answering those bytes.
+ * - handshakes: full TLS handshakes a second (a new connection each, no session resumption, the chain and
+ *   the name verified against the certificate), BENCH_HANDSHAKE_CLIENTS (16) at once.
+ *
+ * The certificate is a self-signed one for the name (openssl, P-256 like an ACME certificate of Berth's):
+ * where it comes from changes nothing of what is measured. Run alone: `BENCH_ROWS=https node bench/run.ts`.
+ * @module
+ */
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import tls from 'node:tls';
+import autocannon from 'autocannon';
+import { median } from './median.ts';
+import { type AddRow, cpuSeconds, log, type Proc, spawnNode, waitFor } from './process.ts';
+
+const HERE = path.dirname(new URL(import.meta.url).pathname);
+const NAME = 'www.bench.test';
+const BODY = 'hello from the service\n';
+const ROUNDS = Number(process.env.BENCH_ROUNDS || 3);
+const DURATION_S = Number(process.env.BENCH_DURATION_S || 5);
+const WARMUP_S = Number(process.env.BENCH_WARMUP_S ?? 1);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS || 50);
+const HANDSHAKE_CLIENTS = Number(process.env.BENCH_HANDSHAKE_CLIENTS || 16);
+/** The ingress should keep this much of a bare node:https server's throughput. */
+const TARGET = 0.7;
+
+/** Answers every request with BODY: the service behind the ingress (http) or the baseline (https). */
+function answering(kind: 'http' | 'https', cert?: { certFile: string; keyFile: string }): Proc {
+  const options = cert
+    ? `{ cert: fs.readFileSync(${JSON.stringify(cert.certFile)}), key: fs.readFileSync(${JSON.stringify(cert.keyFile)}) }, `
+    : '';
+  return spawnNode(
+    [
+      '-e',
+      `const fs = require('node:fs');
+       const body = Buffer.from(${JSON.stringify(BODY)});
+       const server = require('node:${kind}').createServer(${options}(req, res) => {
+         res.writeHead(200, { 'content-type': 'text/plain', 'content-length': body.length });
+         res.end(body);
+       });
+       server.keepAliveTimeout = 60_000;
+       server.listen(0, '127.0.0.1', () => console.log('listening on ' + server.address().port));`,
+    ],
+    {},
+  );
+}
+
+async function portOf(proc: Proc, pattern: RegExp): Promise<number> {
+  return Number(
+    await waitFor(`${pattern} in the output`, () => {
+      if (proc.child.exitCode !== null) throw new Error(`exited: ${proc.out()}`);
+      return pattern.exec(proc.out())?.[1];
+    }),
+  );
+}
+
+/** Requests a second, and the CPU each of `servers` used per request (microseconds). */
+async function requestsPerSecond(port: number, servers: Proc[]): Promise<{ rps: number; cpuUs: number[] }> {
+  const options = {
+    url: `https://127.0.0.1:${port}/`,
+    servername: NAME,
+    headers: { host: NAME },
+    connections: CONNECTIONS,
+  };
+  if (WARMUP_S > 0) await autocannon({ ...options, duration: WARMUP_S });
+  const cpuFrom = servers.map((p) => cpuSeconds(p.child.pid));
+  const result = await autocannon({ ...options, duration: DURATION_S });
+  if (result.errors > 0 || result.timeouts > 0 || result.non2xx > 0) {
+    throw new Error(
+      `port ${port}: ${result.errors} errors, ${result.timeouts} timeouts, ${result.non2xx} non-2xx`,
+    );
+  }
+  const answered = Math.max(1, result['2xx']);
+  const cpuUs = servers.map((p, i) => ((cpuSeconds(p.child.pid) - (cpuFrom[i] as number)) * 1e6) / answered);
+  return { rps: result.requests.average, cpuUs };
+}
+
+/** Full handshakes a second, HANDSHAKE_CLIENTS at once for DURATION_S, each verifying chain and name. */
+async function handshakesPerSecond(port: number, ca: string): Promise<number> {
+  const handshake = () =>
+    new Promise<void>((resolve, reject) => {
+      const socket = tls.connect({ host: '127.0.0.1', port, servername: NAME, ca }, () => {
+        socket.destroy();
+        resolve();
+      });
+      socket.on('error', reject);
+    });
+  const until = Date.now() + DURATION_S * 1000;
+  let done = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: HANDSHAKE_CLIENTS }, async () => {
+      while (Date.now() < until) {
+        await handshake();
+        done++;
+      }
+    }),
+  );
+  return done / ((performance.now() - started) / 1000);
+}
+
+export async function httpsIngressRows(addRow: AddRow): Promise<void> {
+  log('https: the ingress over HTTPS against node:https with the same certificate');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-bench-https-'));
+  const certFile = path.join(dir, 'cert.pem');
+  const keyFile = path.join(dir, 'key.pem');
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:P-256',
+      '-nodes',
+      '-keyout',
+      keyFile,
+      '-out',
+      certFile,
+      '-days',
+      '2',
+      '-subj',
+      `/CN=${NAME}`,
+      '-addext',
+      `subjectAltName=DNS:${NAME}`,
+    ],
+    { stdio: 'ignore' },
+  );
+  const ca = fs.readFileSync(certFile, 'utf8');
+  const procs: Proc[] = [];
+  try {
+    const service = answering('http');
+    procs.push(service);
+    const servicePort = await portOf(service, /listening on (\d+)/);
+    const ingress = spawnNode([path.join(HERE, 'https-ingress-server.ts')], {
+      BENCH_TLS_NAME: NAME,
+      BENCH_TLS_CERT_FILE: certFile,
+      BENCH_TLS_KEY_FILE: keyFile,
+      BENCH_UPSTREAM: `127.0.0.1:${servicePort}`,
+    });
+    procs.push(ingress);
+    const ingressPort = await portOf(ingress, /https on https:\/\/127\.0\.0\.1:(\d+)/);
+    const baseline = answering('https', { certFile, keyFile });
+    procs.push(baseline);
+    const baselinePort = await portOf(baseline, /listening on (\d+)/);
+
+    const rps: Record<string, number>[] = [];
+    const handshakes: Record<string, number>[] = [];
+    for (let r = 0; r < ROUNDS; r++) {
+      const b = await requestsPerSecond(baselinePort, [baseline]);
+      const i = await requestsPerSecond(ingressPort, [ingress, service]);
+      rps.push({
+        ingress_rps: i.rps,
+        baseline_rps: b.rps,
+        ratio: i.rps / b.rps,
+        // What a loaded machine hardly moves: CPU per request in the ingress, and in the service behind it.
+        ingress_cpu_us: i.cpuUs[0] as number,
+        service_cpu_us: i.cpuUs[1] as number,
+        baseline_cpu_us: b.cpuUs[0] as number,
+        load_average_1m: os.loadavg()[0] as number,
+      });
+      const bh = await handshakesPerSecond(baselinePort, ca);
+      const ih = await handshakesPerSecond(ingressPort, ca);
+      handshakes.push({
+        ingress_per_s: ih,
+        baseline_per_s: bh,
+        ratio: ih / bh,
+        load_average_1m: os.loadavg()[0] as number,
+      });
+    }
+    addRow(
+      `https: requests/s through the HTTPS ingress, keep-alive, ${CONNECTIONS} connections (vs node:https, same certificate and bytes)`,
+      `>= ${TARGET}x`,
+      rps,
+      (m) => (m.ratio as number) >= TARGET,
+    );
+    addRow(
+      `https handshakes/s, full TLS handshakes, ${HANDSHAKE_CLIENTS} clients (vs node:https, same certificate)`,
+      'reported (no target in issue 27)',
+      handshakes,
+      () => true,
+    );
+    log(`https: ratio ${median(rps.map((x) => x.ratio as number)).toFixed(2)}x`);
+  } finally {
+    for (const p of procs.reverse()) await p.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
