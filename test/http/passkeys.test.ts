@@ -1,8 +1,12 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
+import pino from 'pino';
+import { buildApp } from '../../src/api/app.ts';
+import { openRuntime } from '../../src/runtime.ts';
 import { SoftAuthenticator } from '../helpers/authenticator.ts';
-import { type Harness, type Reply, startHarness, type Tenant } from '../helpers/harness.ts';
+import { TEST_DATABASE } from '../helpers/database.ts';
+import { ADMIN_TOKEN, type Harness, type Reply, startHarness, type Tenant } from '../helpers/harness.ts';
 
 /**
  * Passkeys (docs/access.md), with a software authenticator (test/helpers/authenticator.ts): registering
@@ -349,4 +353,34 @@ describe('signing in', () => {
       await limited.close();
     }
   });
+});
+
+test('a ceremony begun on one API process ends on another of the same Postgres database', {
+  skip: TEST_DATABASE !== 'postgres' && 'several processes can serve one database only on Postgres',
+}, async () => {
+  const second = await openRuntime(h.deps.config, pino({ level: 'silent' }));
+  const app2 = await buildApp(second.deps, { adminToken: ADMIN_TOKEN });
+  after(async () => {
+    await app2.close();
+    await second.close();
+  });
+  const on2 = async (url: string, body: unknown, headers: Record<string, string> = {}) => {
+    const res = await app2.inject({ method: 'POST', url, payload: body as object, headers });
+    return { status: res.statusCode, body: res.json() };
+  };
+  const p = await person();
+  // Registration: options from this process, the credential to the other.
+  const authenticator = new SoftAuthenticator();
+  const added = await on2(
+    '/v1/passkeys',
+    { credential: authenticator.register(await registrationOptions(p)) },
+    p.headers,
+  );
+  assert.equal(added.status, 200, JSON.stringify(added.body));
+  // Sign-in: options from the other process, the answer to this one.
+  const options = await on2('/auth/passkey-options', {});
+  assert.equal(options.status, 200);
+  const res = await signIn(authenticator.authenticate(options.body.data.options));
+  assert.equal(res.status, 200, res.raw);
+  assert.equal(res.body.data.user.id, p.userId);
 });
