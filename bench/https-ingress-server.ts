@@ -49,9 +49,13 @@ const ingress = await startIngress({
   host: '127.0.0.1',
   port: 0,
   ingressHost: 'apps.bench.test',
-  traffic: new Traffic(),
+  traffic: new Traffic(db),
   tls: {
-    certificates: { httpChallenge: async () => null, certificate: async (n) => (n === name ? served : null) },
+    certificates: {
+      httpChallenge: async () => null,
+      alpnChallenge: async () => null,
+      certificate: async (n) => (n === name ? served : null),
+    },
     port: 0,
   },
 });

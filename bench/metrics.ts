@@ -1,26 +1,35 @@
 /**
  * The metrics row of `npm run bench` (issue 29): poll throughput (GET /v1/deployments/{id}, a finished
- * deployment, a token) with Berth's metrics collected (BERTH_METRICS_BIND set) against the same Berth
- * without them, in the same run. Two `berth serve` processes on embedded databases of their own, the
- * same deployment in each; every round loads both, in alternating order so a drifting machine load
- * weighs on both alike. The "on" process's /metrics is read at the end: it must have counted the load.
- * Settings: BENCH_ROUNDS (3), BENCH_DURATION_S (5), BENCH_WARMUP_S (1), BENCH_CONNECTIONS (50). Run
- * alone with `node bench/metrics.ts`.
+ * deployment, a token) with metrics on against the same Berth with them off, in the same run. "On":
+ * Berth's own metrics served (BERTH_METRICS_BIND) and scraped every second, and the service metrics
+ * collector ticking every second (BERTH_METRICS_INTERVAL_MS=1000) over BENCH_METRICS_SERVICES (100)
+ * deployed services; each "on" round is started so that a minute begins inside it, so that it holds a
+ * full collection round of every service (a minute keeps one sample: the ticks between look for
+ * services not yet sampled). "Off": neither (BERTH_METRICS_INTERVAL_MS=0). Two `berth serve` processes
+ * on embedded databases of their own, the same services in each; every round loads both, in
+ * alternating order so a drifting machine load weighs on both alike. At the end the "on" process's
+ * /metrics must have counted the load and its services must have samples.
+ * Settings: BENCH_ROUNDS (3), BENCH_DURATION_S (5), BENCH_WARMUP_S (1), BENCH_CONNECTIONS (50),
+ * BENCH_METRICS_SERVICES (100). Run alone with `node bench/metrics.ts`.
  * @module
  */
 import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import autocannon from 'autocannon';
 import { median } from './median.ts';
-import { type AddRow, BERTH_BIN, log, spawnNode, waitFor } from './process.ts';
+import { type AddRow, BERTH_BIN, cpuSeconds, log, spawnNode, waitFor } from './process.ts';
 import { BENCH_SERVICE } from './service.ts';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS || 3);
 const DURATION_S = Number(process.env.BENCH_DURATION_S || 5);
 const WARMUP_S = Number(process.env.BENCH_WARMUP_S || 1);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS || 50);
+const SERVICES = Number(process.env.BENCH_METRICS_SERVICES || 100);
+/** Services created (and deployed) at once while setting up. */
+const SETUP_AT_ONCE = 10;
 /** Metrics on may cost at most 5% of the poll throughput. */
 const TARGET_RATIO = 0.95;
 
@@ -31,6 +40,8 @@ interface Berth {
   token: string;
   pollUrl: string;
   metricsUrl: string | undefined;
+  /** The services' metrics URL of one of them. */
+  serviceMetricsUrl: string;
   stop(): Promise<void>;
 }
 
@@ -49,7 +60,7 @@ async function api(berth: { url: string; token: string }, method: string, url: s
   return JSON.parse(text) as { data: any };
 }
 
-/** `berth serve` on a fresh embedded data directory, with one finished deployment to poll. */
+/** `berth serve` on a fresh embedded data directory, with SERVICES deployed services, one deployment of which is polled. */
 async function startBerth(metrics: boolean): Promise<Berth> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-bench-metrics-'));
   const proc = spawnNode([BERTH_BIN, 'serve'], {
@@ -58,6 +69,7 @@ async function startBerth(metrics: boolean): Promise<Berth> {
     BERTH_RATE_LIMIT_PER_MIN: '10000000',
     BERTH_SIM_STEP_MS: '10',
     BERTH_METRICS_BIND: metrics ? '127.0.0.1:0' : '',
+    BERTH_METRICS_INTERVAL_MS: metrics ? '1000' : '0',
   });
   const { child } = proc;
   const stop = async () => {
@@ -83,46 +95,61 @@ async function startBerth(metrics: boolean): Promise<Berth> {
         ? true
         : undefined,
     );
-    const service = await api(berth, 'POST', `/v1/environments/${envId}/services`, {
-      ...BENCH_SERVICE,
-      name: 'bench metrics',
-    });
-    const deployed = await api(
-      berth,
-      'POST',
-      `/v1/environments/${envId}/services/${service.data.service.id}/deploy`,
-      {},
-    );
-    const pollUrl = `${url}/v1/deployments/${deployed.data.deployment_id}`;
-    await waitFor('the deployment to succeed', async () =>
-      (await api(berth, 'GET', pollUrl)).data.deployment.state === 'success' ? true : undefined,
-    );
+    const services = `/v1/environments/${envId}/services`;
+    const deployments: string[] = [];
+    let firstService = '';
+    for (let i = 0; i < SERVICES; i += SETUP_AT_ONCE) {
+      const batch = Array.from({ length: Math.min(SETUP_AT_ONCE, SERVICES - i) }, async (_, k) => {
+        const service = await api(berth, 'POST', services, {
+          ...BENCH_SERVICE,
+          name: `bench metrics ${String.fromCharCode(97 + ((i + k) % 26))} ${String.fromCharCode(97 + Math.floor((i + k) / 26))}`,
+        });
+        const id = service.data.service.id as string;
+        if (i + k === 0) firstService = id;
+        const deployed = await api(berth, 'POST', `${services}/${id}/deploy`, {});
+        deployments.push(deployed.data.deployment_id as string);
+      });
+      await Promise.all(batch);
+    }
+    for (const id of deployments) {
+      await waitFor('the deployments to succeed', async () =>
+        (await api(berth, 'GET', `/v1/deployments/${id}`)).data.deployment.state === 'success'
+          ? true
+          : undefined,
+      );
+    }
+    const pollUrl = `${url}/v1/deployments/${deployments[0]}`;
+    const serviceMetricsUrl = `${services}/${firstService}/metrics`;
     const metricsUrl = metrics ? /Metrics: (http:\/\/\S+)/.exec(proc.out())?.[1] : undefined;
     if (metrics && !metricsUrl) throw new Error(`berth printed no metrics address: ${proc.out()}`);
-    return { child, out: proc.out, url, token, pollUrl, metricsUrl, stop };
+    return { child, out: proc.out, url, token, pollUrl, metricsUrl, serviceMetricsUrl, stop };
   } catch (error) {
     await stop();
     throw error;
   }
 }
 
-/** CPU seconds (user + system) a process has used: a loaded machine moves it far less than throughput. */
-function cpuSeconds(pid: number | undefined): number {
-  const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
-  return (Number(fields[11]) + Number(fields[12])) / 100;
+/** Waits until a minute begins in `seconds`: a round started then holds a full collection round. */
+async function beforeTheMinute(seconds: number): Promise<void> {
+  const untilMinute = 60_000 - (Date.now() % 60_000);
+  if (untilMinute > seconds * 1000) await sleep(untilMinute - seconds * 1000);
 }
 
-/** Polls per second, and the server's CPU microseconds per poll. */
+/** Polls per second, and the server's CPU microseconds per poll; its /metrics scraped every second meanwhile. */
 async function pollRate(berth: Berth): Promise<{ rps: number; cpuUs: number }> {
   const options = {
     url: berth.pollUrl,
     headers: { authorization: `Bearer ${berth.token}` },
     connections: CONNECTIONS,
   };
+  // A minute begins a second into the measured part: its first ticks sample every service.
+  if (berth.metricsUrl) await beforeTheMinute(WARMUP_S + 1);
   if (WARMUP_S > 0) await autocannon({ ...options, duration: WARMUP_S });
+  const scrapes = berth.metricsUrl ? scrapeEverySecond(berth.metricsUrl) : undefined;
   const cpuFrom = cpuSeconds(berth.child.pid);
   const result = await autocannon({ ...options, duration: DURATION_S });
   const cpuUs = ((cpuSeconds(berth.child.pid) - cpuFrom) * 1e6) / Math.max(1, result['2xx']);
+  await scrapes?.stop();
   if (result.errors > 0 || result.timeouts > 0 || result.non2xx > 0) {
     throw new Error(
       `${berth.pollUrl}: ${result.errors} errors, ${result.timeouts} timeouts, ${result.non2xx} non-2xx`,
@@ -131,8 +158,22 @@ async function pollRate(berth: Berth): Promise<{ rps: number; cpuUs: number }> {
   return { rps: result.requests.average, cpuUs };
 }
 
+/** GET /metrics every second, as a Prometheus with a 1 s scrape interval, until stopped. */
+function scrapeEverySecond(metricsUrl: string): { stop(): Promise<void> } {
+  let last: Promise<unknown> = Promise.resolve();
+  const timer = setInterval(() => {
+    last = fetch(metricsUrl).then((res) => res.text());
+  }, 1000);
+  return {
+    stop: async () => {
+      clearInterval(timer);
+      await last;
+    },
+  };
+}
+
 export async function metricsRows(addRow: AddRow): Promise<void> {
-  log('metrics: poll throughput with metrics collected vs without');
+  log(`metrics: poll throughput with metrics collected vs without (${SERVICES} services each)`);
   const off = await startBerth(false);
   let on: Berth | undefined;
   try {
@@ -162,6 +203,12 @@ export async function metricsRows(addRow: AddRow): Promise<void> {
       );
     if (!counted || Number(counted[1]) < 1000)
       throw new Error(`the metrics did not count the polls:\n${text.slice(0, 2000)}`);
+    // ... and its collector sampled the services.
+    const from = new Date(Date.now() - 3_600_000).toISOString();
+    const points = (
+      await api(on, 'GET', `${on.serviceMetricsUrl}?from=${from}&to=${new Date().toISOString()}`)
+    ).data.points as unknown[];
+    if (points.length === 0) throw new Error('the collector stored no sample of the services');
     addRow(
       'poll GET /v1/deployments/{id} with metrics on vs off, embedded',
       `>= ${TARGET_RATIO}x of the same Berth without metrics (issue 29)`,

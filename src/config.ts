@@ -43,7 +43,17 @@ export interface Config {
    * defaults to Let's Encrypt's production one; `caFile` (BERTH_ACME_CA_FILE) is a root the directory's
    * own HTTPS is trusted with besides the system's (a private CA, a test CA).
    */
-  acme: { directoryUrl: string; email: string | undefined; caFile: string | undefined } | undefined;
+  acme:
+    | {
+        directoryUrl: string;
+        email: string | undefined;
+        caFile: string | undefined;
+        /** BERTH_ACME_CHALLENGE: how custom domains are validated (the ingress answers either). */
+        challenge: AcmeChallenge;
+        /** BERTH_ACME_DNS_*: an RFC 2136 server for DNS-01, which gets the ingress domain a wildcard. */
+        dns: AcmeDnsUpdate | undefined;
+      }
+    | undefined;
   /** BERTH_ACME_RETRY_BASE_MS: the first wait after a name's failed order (then doubling, at most a day). */
   acmeRetryBaseMs: number;
   /** BERTH_ACME_SCAN_MS: how often each worker process looks for certificates due (renewal, a retry). */
@@ -71,6 +81,11 @@ export interface Config {
   eventRetentionHours: number;
   /** Days services' runtime metrics are kept (BERTH_METRICS_RETENTION_DAYS); older ones are dropped. */
   metricsRetentionDays: number;
+  /**
+   * BERTH_METRICS_INTERVAL_MS: how often each process's collector looks for services not yet sampled
+   * this minute (a minute keeps one sample; shorter only samples sooner after the minute starts); 0: off.
+   */
+  metricsIntervalMs: number;
   /** Hours between scheduled backups of each ops.json database and cache; 0: none scheduled. */
   dependencyBackupIntervalHours: number;
   /** Completed backups kept per dependency (a dependency's `backup_keep` wins). */
@@ -93,6 +108,29 @@ export interface Config {
 }
 
 export class ConfigError extends Error {}
+
+export const ACME_CHALLENGES = ['http-01', 'tls-alpn-01'] as const;
+export type AcmeChallenge = (typeof ACME_CHALLENGES)[number];
+
+/** The TSIG algorithms an RFC 2136 server is addressed with (RFC 8945's HMACs; MD5 is not offered). */
+export const TSIG_ALGORITHMS = [
+  'hmac-sha256',
+  'hmac-sha384',
+  'hmac-sha512',
+  'hmac-sha224',
+  'hmac-sha1',
+] as const;
+export type TsigAlgorithm = (typeof TSIG_ALGORITHMS)[number];
+
+/** Where DNS-01's TXT records are written, by RFC 2136 UPDATE signed with TSIG. */
+export interface AcmeDnsUpdate {
+  /** BERTH_ACME_DNS_SERVER: the zone's primary, `host` or `host:port` (53). */
+  server: { host: string; port: number };
+  /** BERTH_ACME_DNS_ZONE: the zone the records are written in, lower case, no final dot. */
+  zone: string;
+  /** BERTH_ACME_DNS_TSIG_KEY / _ALGORITHM / _SECRET (base64; never logged or shown). */
+  tsig: { name: string; algorithm: TsigAlgorithm; secret: Buffer };
+}
 
 export interface BackupS3Target {
   bucket: string;
@@ -117,6 +155,17 @@ export function intSetting(
   const value = Number(raw);
   if (!Number.isInteger(value) || value < min || value > max) {
     throw new ConfigError(`${name} must be a whole number from ${min} to ${max}, got "${raw}"`);
+  }
+  return value;
+}
+
+/** The collector's interval: 0 turns it off; otherwise one second at least (each round reads the database). */
+function metricsIntervalSetting(env: NodeJS.ProcessEnv): number {
+  const value = intSetting(env, 'BERTH_METRICS_INTERVAL_MS', 60_000, 0, 3_600_000);
+  if (value > 0 && value < 1_000) {
+    throw new ConfigError(
+      `BERTH_METRICS_INTERVAL_MS must be 0 (off) or from 1000 to 3600000, got "${env.BERTH_METRICS_INTERVAL_MS}"`,
+    );
   }
   return value;
 }
@@ -194,6 +243,8 @@ function acmeSetting(env: NodeJS.ProcessEnv): Config['acme'] {
   if (!rawUrl && !email) {
     if (caFile)
       throw new ConfigError('BERTH_ACME_CA_FILE is set but ACME is off: set BERTH_ACME_DIRECTORY_URL');
+    const orphan = ['BERTH_ACME_CHALLENGE', 'BERTH_ACME_DNS_SERVER'].find((name) => env[name]);
+    if (orphan) throw new ConfigError(`${orphan} is set but ACME is off: set BERTH_ACME_EMAIL`);
     return undefined;
   }
   const url = rawUrl && URL.canParse(rawUrl) ? new URL(rawUrl) : null;
@@ -205,10 +256,79 @@ function acmeSetting(env: NodeJS.ProcessEnv): Config['acme'] {
   if (email && !/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email)) {
     throw new ConfigError(`BERTH_ACME_EMAIL must be an email address, got "${email}"`);
   }
+  const challenge = (env.BERTH_ACME_CHALLENGE || 'http-01') as AcmeChallenge;
+  if (!ACME_CHALLENGES.includes(challenge)) {
+    throw new ConfigError(`BERTH_ACME_CHALLENGE must be http-01 or tls-alpn-01, got "${challenge}"`);
+  }
   return {
     directoryUrl: url?.href ?? LETS_ENCRYPT_DIRECTORY,
     email,
     caFile: caFile ? path.resolve(caFile) : undefined,
+    challenge,
+    dns: acmeDnsSetting(env),
+  };
+}
+
+const DNS_NAME =
+  /^(?=.{1,253}$)([a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?)(\.[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?)*$/;
+
+/** BERTH_ACME_DNS_*: all of server, zone, key and secret, or none (the algorithm has a default). */
+function acmeDnsSetting(env: NodeJS.ProcessEnv): AcmeDnsUpdate | undefined {
+  const names = [
+    'BERTH_ACME_DNS_SERVER',
+    'BERTH_ACME_DNS_ZONE',
+    'BERTH_ACME_DNS_TSIG_KEY',
+    'BERTH_ACME_DNS_TSIG_SECRET',
+  ] as const;
+  const set = names.filter((name) => env[name]);
+  if (set.length === 0) {
+    if (env.BERTH_ACME_DNS_TSIG_ALGORITHM)
+      throw new ConfigError('BERTH_ACME_DNS_TSIG_ALGORITHM is set but BERTH_ACME_DNS_SERVER is not');
+    return undefined;
+  }
+  const missing = names.find((name) => !env[name]);
+  if (missing)
+    throw new ConfigError(
+      `${missing} must be set too: ${set.join(', ')} ${set.length > 1 ? 'are' : 'is'} set`,
+    );
+  const rawServer = env.BERTH_ACME_DNS_SERVER as string;
+  const server = /^(?:\[([0-9a-fA-F:.]+)\]|([^:\s[\]]+))(?::(\d{1,5}))?$/.exec(rawServer);
+  const port = Number(server?.[3] ?? 53);
+  if (!server || port < 1 || port > 65535) {
+    throw new ConfigError(
+      `BERTH_ACME_DNS_SERVER must be host or host:port of the zone's primary (for instance 10.0.0.53:53), got "${rawServer}"`,
+    );
+  }
+  const zone = (env.BERTH_ACME_DNS_ZONE as string).toLowerCase().replace(/\.$/, '');
+  if (!DNS_NAME.test(zone)) {
+    throw new ConfigError(
+      `BERTH_ACME_DNS_ZONE must be a DNS zone name (example.com), got "${env.BERTH_ACME_DNS_ZONE}"`,
+    );
+  }
+  const keyName = (env.BERTH_ACME_DNS_TSIG_KEY as string).toLowerCase().replace(/\.$/, '');
+  if (!DNS_NAME.test(keyName)) {
+    throw new ConfigError(
+      `BERTH_ACME_DNS_TSIG_KEY must be the TSIG key's name as the server knows it (berth-acme), got "${env.BERTH_ACME_DNS_TSIG_KEY}"`,
+    );
+  }
+  const algorithm = (env.BERTH_ACME_DNS_TSIG_ALGORITHM || 'hmac-sha256').toLowerCase() as TsigAlgorithm;
+  if (!TSIG_ALGORITHMS.includes(algorithm)) {
+    throw new ConfigError(
+      `BERTH_ACME_DNS_TSIG_ALGORITHM must be one of ${TSIG_ALGORITHMS.join(', ')}, got "${env.BERTH_ACME_DNS_TSIG_ALGORITHM}"`,
+    );
+  }
+  // The secret itself never appears in a message: only what is wrong with it.
+  const rawSecret = (env.BERTH_ACME_DNS_TSIG_SECRET as string).trim();
+  const secret = Buffer.from(rawSecret, 'base64');
+  if (!/^[A-Za-z0-9+/]+={0,2}$/.test(rawSecret) || secret.length < 16) {
+    throw new ConfigError(
+      "BERTH_ACME_DNS_TSIG_SECRET must be the TSIG key's secret in base64, at least 16 bytes (as keymgr, tsig-keygen or knsupdate print it)",
+    );
+  }
+  return {
+    server: { host: (server[1] ?? server[2]) as string, port },
+    zone,
+    tsig: { name: keyName, algorithm, secret },
   };
 }
 
@@ -308,6 +428,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       24 * 365,
     ),
     metricsRetentionDays: intSetting(env, 'BERTH_METRICS_RETENTION_DAYS', 30, 1, 3650),
+    metricsIntervalMs: metricsIntervalSetting(env),
     dependencyBackupIntervalHours: intSetting(env, 'BERTH_DEPENDENCY_BACKUP_INTERVAL_HOURS', 24, 0, 24 * 365),
     dependencyBackupKeep: intSetting(env, 'BERTH_DEPENDENCY_BACKUP_KEEP', 7, 1, 65536),
     webhookAllowPrivate: /^(1|true|yes)$/i.test(env.BERTH_WEBHOOK_ALLOW_PRIVATE ?? ''),

@@ -8,12 +8,14 @@ import { DnsLookup } from './dns.ts';
 import { certificatesOn } from './domain/usecases/certificates.ts';
 import type { Deps } from './domain/usecases/context.ts';
 import { collectWhenIdle } from './idle-collector.ts';
+import { readAcmeCa } from './jobs/acme-order.ts';
 import { startBackupSchedule } from './jobs/backup-schedule.ts';
-import { certificateSource, readAcmeCa, startCertificateRenewal } from './jobs/certificates.ts';
+import { certificateSource, startCertificateRenewal } from './jobs/certificates.ts';
 import { startDependencyBackupSchedule } from './jobs/dependency-backup-schedule.ts';
 import { startEventRetention } from './jobs/event-retention.ts';
 import { startGitPoller } from './jobs/git-poller.ts';
 import { jobHandlers } from './jobs/handlers/index.ts';
+import { checkWildcardZone, startIngressCertificate } from './jobs/ingress-certificate.ts';
 import { startObserver } from './jobs/observer.ts';
 import { startServiceMetrics } from './jobs/service-metrics.ts';
 import { DEFAULT_CONCURRENCY, jobBudgets, Worker } from './jobs/worker.ts';
@@ -158,6 +160,12 @@ export async function startServer(
   readAcmeCa(config.acme);
   const runtime = await openRuntime(config, options.logger);
   const { deps } = runtime;
+  try {
+    checkWildcardZone(deps);
+  } catch (error) {
+    await runtime.close();
+    throw error;
+  }
   let app: Awaited<ReturnType<typeof buildApp>> | null = null;
   let worker: Worker | null = null;
   let observer: ReturnType<typeof startObserver> | null = null;
@@ -167,6 +175,7 @@ export async function startServer(
   let poller: ReturnType<typeof startGitPolling> = null;
   let stateBackups: ReturnType<typeof startBackupSchedule> = null;
   let renewals: ReturnType<typeof startCertificateRenewal> = null;
+  let wildcard: ReturnType<typeof startIngressCertificate> = null;
   let workerStore: Store | null = null;
   let metricsServer: MetricsServer | null = null;
   try {
@@ -219,6 +228,7 @@ export async function startServer(
     poller = worker ? startGitPolling(workerDeps) : null;
     stateBackups = worker ? startBackupSchedule(workerDeps) : null;
     renewals = worker ? startCertificateRenewal(workerDeps) : null;
+    wildcard = worker ? startIngressCertificate(workerDeps) : null;
     // The start allocated more than anything after it (the embedded database's snapshot, its
     // WebAssembly, the routes): given back now rather than after the first requests' quiet spell.
     collector.collectNow();
@@ -231,6 +241,7 @@ export async function startServer(
       backups,
       poller,
       renewals,
+      wildcard,
       stateBackups,
       workerStore,
       metricsServer,
@@ -253,6 +264,7 @@ export async function startServer(
         await running.poller?.stop();
         await running.stateBackups?.stop();
         await running.renewals?.stop();
+        await running.wildcard?.stop();
         await running.workerStore?.close();
         await runtime.close();
       },
@@ -268,6 +280,7 @@ export async function startServer(
     await poller?.stop();
     await stateBackups?.stop();
     await renewals?.stop();
+    await wildcard?.stop();
     await workerStore?.close();
     await runtime.close();
     throw error;

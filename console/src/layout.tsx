@@ -25,6 +25,7 @@ export function Layout(props: { children: ComponentChildren }) {
           <a href="#/envs">Environments</a>
           <a href="#/audit">Audit log</a>
           <a href="#/people">Sessions and people</a>
+          <a href="#/sso">Single sign-on</a>
           <button type="button" class="link" onClick={() => void signOut()}>
             Sign out
           </button>

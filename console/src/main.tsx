@@ -13,6 +13,7 @@ import { People } from './pages/people.tsx';
 import { Secrets } from './pages/secrets.tsx';
 import { ServicePage } from './pages/service.tsx';
 import { SetPassword, SignIn } from './pages/sign-in.tsx';
+import { SsoCallback, SsoSettings, ssoCallbackAccount } from './pages/sso.tsx';
 import { match, navigate, useRoute } from './router.ts';
 import { isSignedIn } from './session.ts';
 
@@ -41,6 +42,7 @@ const ROUTES: [string, (p: Record<string, string>) => preact.JSX.Element][] = [
   ['/deployments/:deploymentId', (p) => <DeploymentPage deploymentId={p.deploymentId as string} />],
   ['/audit', () => <AuditLog />],
   ['/people', () => <People />],
+  ['/sso', () => <SsoSettings />],
 ];
 
 function App() {
@@ -75,4 +77,9 @@ function App() {
   );
 }
 
-render(<App />, document.getElementById('app') as HTMLElement);
+// The identity provider sends the browser back to a path of its own (docs/sso.md), not to a #/ route.
+const ssoAccount = ssoCallbackAccount();
+render(
+  ssoAccount ? <SsoCallback accountId={ssoAccount} /> : <App />,
+  document.getElementById('app') as HTMLElement,
+);

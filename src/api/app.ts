@@ -51,6 +51,7 @@ import { secretRoutes } from './routes/secrets.ts';
 import { serviceMetricsRoutes } from './routes/service-metrics.ts';
 import { serviceRoutes } from './routes/services.ts';
 import { sessionRoutes, signInRoutes } from './routes/sessions.ts';
+import { ssoRoutes, ssoSignInRoutes } from './routes/single-sign-on.ts';
 import { tokenRoutes } from './routes/tokens.ts';
 import { webhookRoutes } from './routes/webhooks.ts';
 import { ErrorBody } from './schemas/common.ts';
@@ -302,6 +303,7 @@ export async function buildApp(deps: Deps, options: AppOptions) {
       await v1.register(tokenRoutes, { deps, authenticator });
       await v1.register(sessionRoutes, { deps, mailer });
       await v1.register(passkeyRoutes, { deps });
+      await v1.register(ssoRoutes, { deps });
       await v1.register(comingSoonRoutes);
     },
     { prefix: '/v1' },
@@ -318,6 +320,7 @@ export async function buildApp(deps: Deps, options: AppOptions) {
     authFailuresPerMin: deps.config.authFailuresPerMin,
   });
   await app.register(passkeySignInRoutes, { prefix: '/auth', deps, authFailures });
+  await app.register(ssoSignInRoutes, { prefix: '/auth', deps, authFailures });
   await app.register(hookRoutes, { prefix: '/hooks', deps, failures: hookFailures });
   await app.register(adminRoutes, {
     prefix: '/admin/v1',

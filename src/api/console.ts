@@ -23,9 +23,12 @@ export const CONSOLE_CSP = [
   "frame-ancestors 'none'",
 ].join('; ');
 
+/** Where an identity provider sends the browser back after single sign-on: the console's page (docs/sso.md). */
+export const SSO_CALLBACK_ROUTE = '/sso/:accountId/callback';
+
 /** The console's routes: its page and Vite's output (index.html and assets/), none of them API. */
 export function isConsoleRoute(url: string): boolean {
-  return url === '/' || url === '/index.html' || url.startsWith('/assets/');
+  return url === '/' || url === '/index.html' || url === SSO_CALLBACK_ROUTE || url.startsWith('/assets/');
 }
 
 /**
@@ -70,4 +73,7 @@ export async function registerConsole(app: FastifyInstance, dist = CONSOLE_DIST)
       }
     },
   });
+  // A real path, not the console's #/ routes: a provider's redirect URI may not carry a fragment. The page
+  // reads the provider's answer from its query and hands it to POST /auth/sso/callback.
+  app.get(SSO_CALLBACK_ROUTE, { schema: { hide: true } }, (_request, reply) => reply.sendFile('index.html'));
 }

@@ -5524,6 +5524,34 @@ export interface paths {
                             /** @description ordered within the account; pass back as Last-Event-ID */
                             id: string;
                             /** @enum {string} */
+                            type: "alert.opened" | "alert.resolved";
+                            /** Format: uuid */
+                            account_id: string;
+                            /**
+                             * Format: date-time
+                             * @description when the change committed
+                             */
+                            timestamp: string;
+                            data: {
+                                /** Format: uuid */
+                                id: string;
+                                service_id: null;
+                                /** @enum {string} */
+                                rule: "backup_failed";
+                                /** @enum {string} */
+                                state: "open" | "resolved";
+                                /** Format: date-time */
+                                opened_at: string;
+                                /** Format: date-time */
+                                resolved_at: string | null;
+                                value: null;
+                                /** @description the failed backup's reason */
+                                message: string;
+                            };
+                        } | {
+                            /** @description ordered within the account; pass back as Last-Event-ID */
+                            id: string;
+                            /** @enum {string} */
                             type: "certificate.issued" | "certificate.renewed" | "certificate.failed";
                             /** Format: uuid */
                             account_id: string;
@@ -7555,6 +7583,298 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/sso": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The account's single sign-on settings (never the client secret)
+         * @description 404 when none are set. docs/sso.md.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            message: "success";
+                            data: {
+                                sso: {
+                                    issuer_url: string;
+                                    client_id: string;
+                                    /** @description always true: the secret is stored sealed and never shown */
+                                    client_secret_set: boolean;
+                                    allowed_domains: string[];
+                                    /** @enum {string} */
+                                    default_role: "viewer" | "developer" | "admin" | "owner";
+                                    enabled: boolean;
+                                    /** Format: date-time */
+                                    updated_at: string;
+                                    /** @description register it at the provider: where it sends the browser back (this server's address as you reach it) */
+                                    redirect_uri: string;
+                                    /** @description the console's sign-in page naming this account, for when several accounts take the same domain */
+                                    sign_in_url: string;
+                                };
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        /**
+         * Set the account's OpenID Connect provider, allowed email domains and default role
+         * @description The client secret is sealed and never shown back; leave it out to keep the stored one. docs/sso.md.
+         */
+        put: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description the provider's issuer: https:// (http:// only on localhost); discovery reads <issuer>/.well-known/openid-configuration */
+                        issuer_url: string;
+                        client_id: string;
+                        /** @description write-only (sealed, never shown); required the first time, absent later: the stored one stays */
+                        client_secret?: string;
+                        /** @description email domains that sign in (exactly: example.com does not take sub.example.com) */
+                        allowed_domains: string[];
+                        /**
+                         * @description a new member's role on their first sign-in (not owner)
+                         * @enum {string}
+                         */
+                        default_role: "viewer" | "developer" | "admin" | "owner";
+                        enabled: boolean;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            message: "success";
+                            data: {
+                                sso: {
+                                    issuer_url: string;
+                                    client_id: string;
+                                    /** @description always true: the secret is stored sealed and never shown */
+                                    client_secret_set: boolean;
+                                    allowed_domains: string[];
+                                    /** @enum {string} */
+                                    default_role: "viewer" | "developer" | "admin" | "owner";
+                                    enabled: boolean;
+                                    /** Format: date-time */
+                                    updated_at: string;
+                                    /** @description register it at the provider: where it sends the browser back (this server's address as you reach it) */
+                                    redirect_uri: string;
+                                    /** @description the console's sign-in page naming this account, for when several accounts take the same domain */
+                                    sign_in_url: string;
+                                };
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        post?: never;
+        /** Remove the account's single sign-on (members keep their memberships and sessions) */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            message: "success";
+                            data: {
+                                deleted: boolean;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/environments/{envId}/services/{serviceId}/custom-domains/{customDomainId}": {
         parameters: {
             query?: never;
@@ -8237,6 +8557,223 @@ export interface paths {
                         };
                         /** Format: uuid */
                         account_id?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            message: "success";
+                            data: {
+                                /** Format: uuid */
+                                session_id: string;
+                                /** @description send it in the X-CSRF-Token header with every write */
+                                csrf_token: string;
+                                user: {
+                                    /** Format: uuid */
+                                    id: string;
+                                    email: string;
+                                };
+                                /** Format: uuid */
+                                account_id: string;
+                                /** @enum {string} */
+                                role: "viewer" | "developer" | "admin" | "owner";
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/auth/sso/start": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start signing in with single sign-on: answers the identity provider URL to send the browser to
+         * @description The email's domain picks the account whose single sign-on takes it (or `account_id` names it). Sets the berth_sso cookie the callback needs. docs/sso.md.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description its domain picks the account */
+                        email: string;
+                        /** Format: uuid */
+                        account_id?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            message: "success";
+                            data: {
+                                /** @description the provider's sign-in page: send the browser there */
+                                authorization_url: string;
+                                /** Format: uuid */
+                                account_id: string;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/auth/sso/callback": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Finish signing in with single sign-on: the provider's answer, from the console's callback page
+         * @description Checks the state (once, in the browser that started it), then the ID token (issuer, audience, nonce); a verified email of an allowed domain signs in, made a member with the default role the first time. Every refusal is audited (sso.refused_*). Sets the session cookie. docs/sso.md.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            /** @description the query parameters the provider sent the browser back with, and the account from the callback's path */
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        account_id: string;
+                        state: string;
+                        code?: string;
+                        iss?: string;
+                        error?: string;
+                        error_description?: string;
                     };
                 };
             };

@@ -3,13 +3,12 @@ import type { ServiceSample } from '../providers/provider.ts';
 import {
   compactServiceMetrics,
   insertMinuteSamples,
+  minuteOf,
   sampledServices,
 } from '../store/repositories/service-metrics.ts';
 import { evaluateAlerts } from './alerts.ts';
 import { repeatEvery } from './every.ts';
 
-/** One sample per service per minute: the resolution the API serves for the last day. */
-const COLLECT_EVERY_MS = 60_000;
 /** The downsample and retention pass: often enough that a day's minutes never wait long to be folded. */
 const COMPACT_EVERY_MS = 10 * 60_000;
 /** Services sampled at once: the Engine answers a few stats calls in parallel, not hundreds. */
@@ -23,7 +22,7 @@ type MetricsDeps = Pick<Deps, 'store' | 'provider' | 'logger' | 'config'>;
  * round. Returns how many samples were stored.
  */
 export async function collectServiceMetrics(deps: MetricsDeps, now = new Date()): Promise<number> {
-  const services = await sampledServices(deps.store.db);
+  const services = await sampledServices(deps.store.db, now);
   const samples: { serviceId: string; at: Date; values: ServiceSample }[] = [];
   let next = 0;
   const sampler = async () => {
@@ -42,22 +41,32 @@ export async function collectServiceMetrics(deps: MetricsDeps, now = new Date())
 }
 
 /**
- * The collector (every minute, each round followed by an evaluation of the alert rules) and the downsample and retention pass (every ten minutes), beside the
- * workers. Several processes collecting is harmless (the first sample of a minute stays); the pass runs
- * in one process at a time (an advisory lock: the others skip their turn).
+ * The collector (every BERTH_METRICS_INTERVAL_MS, a minute by default, each round followed by an
+ * evaluation of the alert rules; off at 0) and the downsample and retention pass (every ten minutes),
+ * beside the workers. Several processes collecting is harmless (a service sampled this minute waits for
+ * the next); the pass runs in one process at a time (an advisory lock: the others skip their turn).
  */
 export function startServiceMetrics(deps: MetricsDeps): { stop(): Promise<void> } {
   const log = deps.logger.child({ component: 'service-metrics' });
-  const collector = repeatEvery(
-    COLLECT_EVERY_MS,
-    async () => {
-      const now = new Date();
-      await collectServiceMetrics({ ...deps, logger: log }, now);
-      // The alert rules read the minute just stored (one process evaluates; the others skip).
-      await evaluateAlerts(deps, now);
-    },
-    (err) => log.warn({ err }, 'collecting service metrics failed'),
-  );
+  const every = deps.config.metricsIntervalMs;
+  let evaluated = 0;
+  const collector =
+    every > 0
+      ? repeatEvery(
+          every,
+          async () => {
+            const now = new Date();
+            const stored = await collectServiceMetrics({ ...deps, logger: log }, now);
+            // The alert rules read the minute just stored (one process evaluates; the others skip): once
+            // a minute, and again when a later round of it stored more.
+            const minute = minuteOf(now).getTime();
+            if (stored === 0 && evaluated === minute) return;
+            evaluated = minute;
+            await evaluateAlerts(deps, now);
+          },
+          (err) => log.warn({ err }, 'collecting service metrics failed'),
+        )
+      : null;
   const compactor = repeatEvery(
     COMPACT_EVERY_MS,
     async () => {
@@ -68,7 +77,7 @@ export function startServiceMetrics(deps: MetricsDeps): { stop(): Promise<void> 
   );
   return {
     stop: async () => {
-      await collector.stop();
+      await collector?.stop();
       await compactor.stop();
     },
   };

@@ -17,6 +17,9 @@ const SEALED: ReadonlyArray<{ table: string; key: string[]; columns: string[] }>
   { table: 'idempotency_keys', key: ['scope', 'key'], columns: ['body_sealed'] },
   { table: 'certificates', key: ['custom_domain_id'], columns: ['cert_pem', 'private_key', 'order_key'] },
   { table: 'acme_accounts', key: ['directory_url'], columns: ['account_key'] },
+  { table: 'ingress_certificates', key: ['id'], columns: ['cert_pem', 'private_key', 'order_key'] },
+  { table: 'acme_challenges', key: ['token'], columns: ['alpn_key'] },
+  { table: 'sso_configs', key: ['account_id'], columns: ['client_secret_sealed'] },
 ];
 
 /** A sweep that still finds values under an old key this many times means a process still seals with it. */

@@ -36,7 +36,9 @@ import * as invitations from './migrations/0039-invitations.ts';
 import * as alerts from './migrations/0040-alerts.ts';
 import * as certificates from './migrations/0041-certificates.ts';
 import * as eventsInCode from './migrations/0042-events-in-code.ts';
-import * as passkeys from './migrations/0043-passkeys.ts';
+import * as singleSignOn from './migrations/0043-single-sign-on.ts';
+import * as acmeChallenges from './migrations/0044-acme-challenges.ts';
+import * as passkeys from './migrations/0045-passkeys.ts';
 import type { Database } from './schema.ts';
 
 /** Every migration, in order. Listed here rather than read from disk so the build carries them. */
@@ -78,7 +80,9 @@ const migrations: Record<string, Migration> = {
   '0040-alerts': alerts,
   '0041-certificates': certificates,
   '0042-events-in-code': eventsInCode,
-  '0043-passkeys': passkeys,
+  '0043-single-sign-on': singleSignOn,
+  '0044-acme-challenges': acmeChallenges,
+  '0045-passkeys': passkeys,
 };
 
 export class MigrationError extends Error {}

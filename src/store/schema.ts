@@ -85,6 +85,30 @@ export interface InvitationsTable {
   accepted_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
 }
 
+/** An account's OpenID Connect provider (migration 0043); the client secret is sealed. */
+export interface SsoConfigsTable {
+  account_id: string;
+  issuer_url: string;
+  client_id: string;
+  client_secret_sealed: string;
+  allowed_domains: ColumnType<string[], string, string>;
+  default_role: Role;
+  enabled: boolean;
+  created_at: Timestamp;
+  updated_at: ColumnType<Date, Date | undefined, Date>;
+}
+
+/** A single sign-on under way, taken once by its callback (migration 0043). */
+export interface SsoFlowsTable {
+  state_hash: string;
+  account_id: string;
+  code_challenge: string;
+  nonce: string;
+  redirect_uri: string;
+  created_at: Timestamp;
+  expires_at: Date;
+}
+
 export interface SignInLinksTable {
   id: string;
   secret_hash: string;
@@ -324,8 +348,21 @@ export interface AcmeChallengesTable {
   token: string;
   key_authorization: string;
   name: string;
+  type: Generated<'http-01' | 'tls-alpn-01'>;
+  /** TLS-ALPN-01: the challenge certificate (PEM) and its key (sealed). */
+  alpn_certificate: string | null;
+  alpn_key: string | null;
   created_at: Generated<Date>;
 }
+
+/** A wildcard certificate of the ingress domain, by DNS-01 (migration 0044). */
+export interface IngressCertificatesTable
+  extends Omit<CertificatesTable, 'custom_domain_id' | 'service_id' | 'created_at' | 'updated_at'> {
+  id: Generated<string>;
+  created_at: Generated<Date>;
+  updated_at: Generated<Date>;
+}
+export type IngressCertificateRow = Selectable<IngressCertificatesTable>;
 
 export interface SettingsTable {
   key: string;
@@ -534,6 +571,8 @@ export interface Database {
   invitations: InvitationsTable;
   passkeys: PasskeysTable;
   webauthn_challenges: WebauthnChallengesTable;
+  sso_configs: SsoConfigsTable;
+  sso_flows: SsoFlowsTable;
   environments: EnvironmentsTable;
   services: ServicesTable;
   audit_logs: AuditLogsTable;
@@ -546,6 +585,7 @@ export interface Database {
   certificates: CertificatesTable;
   acme_accounts: AcmeAccountsTable;
   acme_challenges: AcmeChallengesTable;
+  ingress_certificates: IngressCertificatesTable;
   settings: SettingsTable;
   rate_limit_windows: RateLimitWindowsTable;
   idempotency_keys: IdempotencyKeysTable;

@@ -61,6 +61,8 @@ const isPublic = (route: Route) =>
     '/auth/session',
     '/auth/passkey-options',
     '/auth/passkey',
+    '/auth/sso/start',
+    '/auth/sso/callback',
   ].includes(route.url);
 const COMING_SOON = new Set([
   'POST /v1/environments',

@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import { collectServiceMetrics } from '../../src/jobs/service-metrics.ts';
+import { ConfigError, loadConfig } from '../../src/config.ts';
+import { collectServiceMetrics, startServiceMetrics } from '../../src/jobs/service-metrics.ts';
 import { simSample } from '../../src/providers/sim/metrics.ts';
+import { minuteOf } from '../../src/store/repositories/service-metrics.ts';
 import { type Harness, startHarness, type Tenant, VALID_SERVICE } from '../helpers/harness.ts';
 import { pollUntil } from '../helpers/poll.ts';
 
@@ -160,4 +162,56 @@ test('the sim series varies with time and grows with the replicas', () => {
   );
   assert.ok(new Set(day.map((s) => s.requests)).size > 10, 'it varies over a day');
   for (const s of day) assert.ok((s.memory_bytes ?? 0) <= 256 * 1024 * 1024);
+});
+
+test('a collection round samples only the services not sampled yet in its minute; a later minute samples them again', async () => {
+  const minute = new Date(minuteOf(new Date(Date.now() + 30 * MINUTE)).getTime() + 10_000);
+  assert.equal(await collectServiceMetrics(h.deps, minute), 2);
+  // Another round in the same minute (a short interval, or another process): nothing to sample.
+  assert.equal(await collectServiceMetrics(h.deps, new Date(minute.getTime() + 20_000)), 0);
+  assert.equal(await collectServiceMetrics(h.deps, new Date(minute.getTime() + MINUTE)), 2);
+});
+
+test('the collector runs every BERTH_METRICS_INTERVAL_MS, not at all at 0; the setting is checked at the start', async () => {
+  const sampledThisMinute = async () =>
+    (
+      await h.deps.store.db
+        .selectFrom('service_metrics')
+        .select('service_id')
+        .where('resolution_s', '=', 60)
+        .where('at', '=', minuteOf(new Date()))
+        .execute()
+    ).length;
+  await h.deps.store.db.deleteFrom('service_metrics').where('at', '=', minuteOf(new Date())).execute();
+  const off = startServiceMetrics({ ...h.deps, config: { ...h.deps.config, metricsIntervalMs: 0 } });
+  await off.stop();
+  assert.equal(await sampledThisMinute(), 0);
+  const on = startServiceMetrics({ ...h.deps, config: { ...h.deps.config, metricsIntervalMs: 1000 } });
+  try {
+    // A round a second: within a few, the services have this minute's sample (or the next minute's,
+    // should one begin meanwhile).
+    await pollUntil(
+      'a round of the collector',
+      async () => ((await sampledThisMinute()) === 2 ? true : undefined),
+      {
+        timeoutMs: 15_000,
+        intervalMs: 100,
+      },
+    );
+  } finally {
+    await on.stop();
+  }
+
+  assert.equal(loadConfig({}).metricsIntervalMs, 60_000);
+  assert.equal(loadConfig({ BERTH_METRICS_INTERVAL_MS: '0' }).metricsIntervalMs, 0);
+  assert.equal(loadConfig({ BERTH_METRICS_INTERVAL_MS: '1000' }).metricsIntervalMs, 1000);
+  for (const bad of ['500', '-1', 'soon', '3600001'])
+    assert.throws(
+      () => loadConfig({ BERTH_METRICS_INTERVAL_MS: bad }),
+      (error: Error) => {
+        assert.ok(error instanceof ConfigError);
+        assert.match(error.message, /^BERTH_METRICS_INTERVAL_MS must be /);
+        return true;
+      },
+    );
 });

@@ -4,6 +4,7 @@ import { navigate } from '../router.ts';
 import { setCsrf, setToken } from '../session.ts';
 import { TextField, useSubmit } from '../ui.tsx';
 import { PasskeySignIn } from './passkeys.tsx';
+import { SsoSignIn } from './sso.tsx';
 
 /** A refused token here is not a session that ended: say what to check, not to sign in again. */
 function signInMessage(error: unknown): string {
@@ -78,6 +79,7 @@ export function SignIn() {
         </button>
       </form>
       <PasskeySignIn onSignedIn={signedInAs} />
+      <SsoSignIn />
       <h2>Sign in with an API token</h2>
       <form onSubmit={withToken.run} noValidate>
         <TextField

@@ -60,7 +60,7 @@ export async function oldestMembership(db: Db, userId: string) {
     .executeTakeFirst();
 }
 
-/** Starts a session for a member (whichever way they signed in); the audit entry names them. */
+/** Starts a session for a member; the audit entry names them (`how` is its action). */
 export async function startSession(
   db: Db,
   call: SignInCall,

@@ -25,48 +25,48 @@ interface EngineStats {
   networks?: Record<string, { rx_bytes: number; tx_bytes: number }>;
 }
 
+/** A running replica's container, and the Engine it runs on. */
+export interface Replica {
+  id: string;
+  engine: Docker;
+}
+
+/** What a service's replicas used over the interval; each null when no replica could be read. */
+export type Usage = Pick<
+  ServiceSample,
+  'cpu_cores' | 'memory_bytes' | 'restarts' | 'network_rx_bytes' | 'network_tx_bytes'
+>;
+
 /** An increase of a counter that may have started again (a restarted container's network counters). */
 const increase = (now: number, before: number) => (now >= before ? now - before : now);
 
 /**
- * The docker driver's service metrics: each running replica's stats from the Engine (one-shot, so
- * no second of waiting per container) and its restart count, the increase of each counter since this
- * process last sampled it, and the ingress's requests (traffic.ts).
+ * Replicas' use from the Engines they run on: each one's stats (one-shot, so no second of waiting per
+ * container) and its restart count, as the increase of each counter since this process last read it.
+ * CPU is the sum over replicas, memory the largest replica's (a limit is per replica).
  */
-export class ContainerMetrics implements ServiceMetrics {
-  private readonly docker: Docker;
-  private readonly traffic: Traffic;
-  /** Per service, its containers' counters as of the last sample (containers gone are dropped with it). */
+export class ContainerUsage {
+  /** Per service, its containers' counters as of the last read (containers gone are dropped with it). */
   private readonly last = new Map<string, Map<string, Counters>>();
 
-  constructor(docker: Docker, traffic: Traffic) {
-    this.docker = docker;
-    this.traffic = traffic;
-  }
-
-  async sample(service: MetricsSubject): Promise<ServiceSample | null> {
-    const replicas = await this.docker.listContainers({
-      filters: labelFilter({ [LABEL.service]: service.id, [LABEL.role]: 'replica' }),
-    });
-    const traffic = this.traffic.take(service.id);
-    if (replicas.length === 0 && !traffic) {
-      this.last.delete(service.id);
-      return null;
-    }
-    const readings = await Promise.all(replicas.map((c) => this.read(c.Id)));
-    const before = this.last.get(service.id) ?? new Map<string, Counters>();
+  async read(serviceId: string, replicas: Replica[]): Promise<Usage> {
+    const readings = await Promise.all(replicas.map((r) => this.readOne(r)));
+    const before = this.last.get(serviceId) ?? new Map<string, Counters>();
     const now = new Map<string, Counters>();
     let cpu: number | null = null;
     let memory: number | null = null;
-    let restarts = 0;
-    let rx = 0;
-    let tx = 0;
+    let restarts: number | null = null;
+    let rx: number | null = null;
+    let tx: number | null = null;
     readings.forEach((reading, i) => {
-      const id = replicas[i]?.Id;
+      const id = replicas[i]?.id;
       if (!reading || !id) return;
       const { counters } = reading;
       now.set(id, counters);
       memory = Math.max(memory ?? 0, reading.memory);
+      restarts ??= 0;
+      rx ??= 0;
+      tx ??= 0;
       const prior = before.get(id);
       if (!prior) return;
       const wall = counters.readNs - prior.readNs;
@@ -75,21 +75,20 @@ export class ContainerMetrics implements ServiceMetrics {
       rx += increase(counters.rx, prior.rx);
       tx += increase(counters.tx, prior.tx);
     });
-    this.last.set(service.id, now);
+    if (now.size > 0) this.last.set(serviceId, now);
+    else this.last.delete(serviceId);
     return {
       cpu_cores: cpu === null ? null : Math.round((cpu as number) * 10_000) / 10_000,
       memory_bytes: memory,
-      memory_limit_bytes: service.memory_mb_max ? service.memory_mb_max * 1024 * 1024 : null,
       restarts,
       network_rx_bytes: rx,
       network_tx_bytes: tx,
-      ...(traffic ?? NO_TRAFFIC),
     };
   }
 
-  /** One container's counters and memory; null when it went away meanwhile. */
-  private async read(id: string): Promise<Reading | null> {
-    const container = this.docker.getContainer(id);
+  /** One container's counters and memory; null when it went away meanwhile (or its Engine is out of reach). */
+  private async readOne({ id, engine }: Replica): Promise<Reading | null> {
+    const container = engine.getContainer(id);
     try {
       const [stats, info] = await Promise.all([
         container.stats({ stream: false, 'one-shot': true } as { stream: false }) as Promise<EngineStats>,
@@ -111,5 +110,41 @@ export class ContainerMetrics implements ServiceMetrics {
     } catch {
       return null;
     }
+  }
+}
+
+/** The memory limit a service runs under, in bytes. */
+export const memoryLimitOf = (service: MetricsSubject) =>
+  service.memory_mb_max ? service.memory_mb_max * 1024 * 1024 : null;
+
+/**
+ * The docker driver's service metrics: its running replicas' use (ContainerUsage, on this host's Engine)
+ * and the ingress's requests (traffic.ts).
+ */
+export class ContainerMetrics implements ServiceMetrics {
+  private readonly docker: Docker;
+  private readonly traffic: Traffic;
+  private readonly usage = new ContainerUsage();
+
+  constructor(docker: Docker, traffic: Traffic) {
+    this.docker = docker;
+    this.traffic = traffic;
+  }
+
+  async sample(service: MetricsSubject): Promise<ServiceSample | null> {
+    const replicas = await this.docker.listContainers({
+      filters: labelFilter({ [LABEL.service]: service.id, [LABEL.role]: 'replica' }),
+    });
+    const traffic = await this.traffic.take(service.id);
+    const usage = await this.usage.read(
+      service.id,
+      replicas.map((c) => ({ id: c.Id, engine: this.docker })),
+    );
+    if (replicas.length === 0 && !traffic) return null;
+    return {
+      ...usage,
+      memory_limit_bytes: memoryLimitOf(service),
+      ...(traffic ?? NO_TRAFFIC),
+    };
   }
 }

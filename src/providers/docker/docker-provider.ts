@@ -71,8 +71,8 @@ export class DockerProvider extends EngineDriver<Prepared> implements Provider {
     super(options.settings, options.logger);
     this.options = options;
     this.logs = new EngineLogs(this.docker, containerSources(this.docker));
-    this.metrics = new ContainerMetrics(this.docker, this.traffic);
     this.db = dockerTables(options.db);
+    this.metrics = new ContainerMetrics(this.docker, this.traffic);
     this.engine = this.rolloutEngine();
     this.resources = new DockerResources(this.docker, options.settings, (env) => this.ensureNetwork(env));
     this.backups = new DockerDependencyBackups(this.docker, options.settings.backupDir, this.resources);

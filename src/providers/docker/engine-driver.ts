@@ -33,8 +33,7 @@ export abstract class EngineDriver<P extends Prepared> {
   protected readonly logger: Logger;
   /** The ingress, when this process serves (`berth serve`). */
   protected ingress: Ingress | undefined;
-  /** What the ingress answered per service since each one's last metrics sample. */
-  protected readonly traffic = new Traffic();
+  private counted: Traffic | undefined;
   protected abstract readonly db: DockerDb;
   protected abstract readonly cron: Schedules;
   protected abstract readonly opsCron: OpsCronJobs;
@@ -56,6 +55,7 @@ export abstract class EngineDriver<P extends Prepared> {
         traffic: this.traffic,
         ...(certificates && { tls: { certificates, port: this.settings.ingressHttpsPort } }),
       });
+      this.traffic.start();
       await this.cron.start();
       await this.opsCron.start();
       await this.started();
@@ -66,6 +66,8 @@ export abstract class EngineDriver<P extends Prepared> {
         this.cron.stop();
         this.opsCron.stop();
         await this.ingress?.close();
+        // What the ingress answered last, for the collector (in this process or another).
+        await this.traffic.stop();
         await this.stopped();
       })();
       return this.stopping;
@@ -74,10 +76,19 @@ export abstract class EngineDriver<P extends Prepared> {
   private stopping: Promise<void> | undefined;
   /** The ingress terminates TLS with the certificates Berth orders by ACME. */
   readonly certificates = 'acme' as const;
+  get ingressDomain(): string {
+    return this.settings.ingressHost;
+  }
 
   constructor(settings: DockerSettings, logger: Logger) {
     this.settings = settings;
     this.logger = logger;
+  }
+
+  /** What the ingress answered per service since each one's last metrics sample (made once the driver's tables are). */
+  protected get traffic(): Traffic {
+    this.counted ??= new Traffic(this.db);
+    return this.counted;
   }
 
   /** The environment's network, made once; its name. */

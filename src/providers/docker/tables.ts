@@ -25,8 +25,24 @@ export interface DockerRoutesTable {
   updated_at: Generated<Date>;
 }
 
+/**
+ * What the ingress answered per service, written every few seconds by the process serving it
+ * (traffic.ts) and taken away by the next metrics sample of the service, in whichever process collects.
+ */
+export interface DockerIngressTrafficTable {
+  id: Generated<string>;
+  service_id: string;
+  requests: number;
+  /** Answers by status class: [1xx, 2xx, 3xx, 4xx, 5xx]. */
+  classes: ColumnType<number[], string, string>;
+  /** A uniform sample of the requests' latencies, in milliseconds. */
+  latencies: ColumnType<number[], string, string>;
+  written_at: Generated<Date>;
+}
+
 export type DockerTables = {
   docker_routes: DockerRoutesTable;
+  docker_ingress_traffic: DockerIngressTrafficTable;
 };
 
 export function dockerTables(db: Db) {
@@ -62,6 +78,22 @@ export const dockerMigrations: Record<string, Migration> = {
         `ALTER TABLE docker_routes ADD COLUMN domains jsonb NOT NULL DEFAULT '[]'`,
         'CREATE INDEX docker_routes_by_subdomain ON docker_routes (subdomain)',
         'CREATE INDEX docker_routes_by_domain ON docker_routes USING gin (domains jsonb_path_ops)',
+      ]),
+  },
+  // No foreign key: the driver's tables never reference Berth's. Rows no sample took (a deleted
+  // service's last requests) are dropped by the writes after an hour (traffic.ts).
+  '0002-ingress-traffic': {
+    up: (db) =>
+      runStatements(db, [
+        `CREATE TABLE docker_ingress_traffic (
+          id bigserial PRIMARY KEY,
+          service_id uuid NOT NULL,
+          requests integer NOT NULL,
+          classes jsonb NOT NULL,
+          latencies jsonb NOT NULL,
+          written_at timestamptz(3) NOT NULL DEFAULT clock_timestamp()
+        )`,
+        'CREATE INDEX docker_ingress_traffic_by_service ON docker_ingress_traffic (service_id)',
       ]),
   },
 };

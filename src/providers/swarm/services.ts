@@ -158,7 +158,7 @@ export interface Task {
     State: string;
     Message?: string;
     Err?: string;
-    ContainerStatus?: { ExitCode?: number };
+    ContainerStatus?: { ContainerID?: string; ExitCode?: number };
     PortStatus?: { Ports?: Array<{ TargetPort?: number; PublishedPort?: number }> };
   };
 }

@@ -42,3 +42,22 @@ test('ops.json cron requests run from busybox unless BERTH_SWARM_REQUEST_IMAGE n
   const image = 'registry.internal:5000/tools/wget:1';
   assert.equal(swarmSettings({ BERTH_SWARM_REQUEST_IMAGE: image }).requestImage, image);
 });
+
+test("BERTH_SWARM_NODE_ENGINES names each node's Engine (by hostname or ID); a malformed pair is refused by name", () => {
+  assert.equal(swarmSettings({}).nodeEngines.size, 0);
+  const engines = swarmSettings({
+    BERTH_SWARM_NODE_ENGINES: 'node-1=tcp://10.0.0.1:2375, k3xq7=unix:///run/node2.sock',
+  }).nodeEngines;
+  assert.deepEqual(Object.fromEntries(engines), {
+    'node-1': { host: '10.0.0.1', port: 2375, protocol: 'http' },
+    k3xq7: { socketPath: '/run/node2.sock' },
+  });
+  assert.throws(
+    () => swarmSettings({ BERTH_SWARM_NODE_ENGINES: 'tcp://10.0.0.1:2375' }),
+    /BERTH_SWARM_NODE_ENGINES must be node=address pairs/,
+  );
+  assert.throws(
+    () => swarmSettings({ BERTH_SWARM_NODE_ENGINES: 'node-1=ssh://10.0.0.1' }),
+    /BERTH_SWARM_NODE_ENGINES \(node-1\) must be unix:\/\/\/path or tcp:\/\/host:port, got "ssh:\/\/10.0.0.1"/,
+  );
+});

@@ -15,22 +15,21 @@ import { OpsCronJobs } from '../docker/ops-cron.ts';
 import type { Prepared, RolloutEngine, Run } from '../docker/rollout.ts';
 import { DELETED, observedRoute } from '../docker/routes.ts';
 import type { Schedules } from '../docker/schedules.ts';
-import { NO_TRAFFIC } from '../docker/traffic.ts';
 import {
   type DeployedSource,
   DeployFailed,
   type DeployLog,
   type DesiredService,
   type EnvironmentRef,
-  type MetricsSubject,
   type Observed,
   type Provider,
   type ServiceLogs,
   type ServiceMetrics,
   type ServiceRef,
-  type ServiceSample,
 } from '../provider.ts';
 import { swarmCron } from './cron.ts';
+import { SwarmDependencyBackups } from './dependency-backups.ts';
+import { SwarmMetrics } from './metrics.ts';
 import { requestTask } from './ops-cron.ts';
 import { SwarmResources } from './resources.ts';
 import { type Launch, launchOf, sweepSecrets } from './secrets.ts';
@@ -85,13 +84,15 @@ export class SwarmProvider extends EngineDriver<Launched> implements Provider {
   protected readonly engine: RolloutEngine<Launched>;
   readonly logs: ServiceLogs;
   readonly resources: SwarmResources;
-  readonly metrics: ServiceMetrics = { sample: (service) => this.sample(service) };
+  readonly backups: SwarmDependencyBackups;
+  readonly metrics: ServiceMetrics;
 
   constructor(options: SwarmProviderOptions) {
     super(options.settings, options.logger);
     this.options = options;
     this.docker = new Docker(options.settings.engine);
     this.db = swarmTables(options.db);
+    this.metrics = new SwarmMetrics(this.docker, this.traffic, options.settings.nodeEngines);
     this.engine = this.rolloutEngine();
     this.logs = new EngineLogs(this.docker, (serviceId) => this.logSources(serviceId));
     this.cron = swarmCron(this.docker, this.db, options.logger);
@@ -103,10 +104,16 @@ export class SwarmProvider extends EngineDriver<Launched> implements Provider {
     this.resources = new SwarmResources(this.docker, this.db, options.settings, (env) =>
       this.ensureNetwork(env),
     );
+    this.backups = new SwarmDependencyBackups(
+      this.docker,
+      options.settings.backupDir,
+      this.resources,
+      options.settings.pullTimeoutMs,
+    );
   }
 
   protected async ensureNetwork(env: EnvironmentRef): Promise<string> {
-    // Attachable: Berth's own containers (a future ingress on a node) may join it.
+    // Attachable: Berth's own containers join it (dependency backups' helpers, on the manager).
     return ensureNetwork(this.docker, env, overlayName(env.id), {
       Driver: 'overlay',
       Attachable: true,
@@ -494,24 +501,6 @@ export class SwarmProvider extends EngineDriver<Launched> implements Provider {
       if (Number(s.Spec?.Labels?.[LABEL.generation] ?? 0) >= generation) continue;
       await this.removeService(s.ID);
     }
-  }
-
-  /**
-   * Requests, status classes and latencies from the ingress. A task's CPU, memory and network are known
-   * only to the Engine of the node it runs on, which this driver does not call: they stay null.
-   */
-  private async sample(service: MetricsSubject): Promise<ServiceSample | null> {
-    const traffic = this.traffic.take(service.id);
-    if (!traffic && (await this.observe(service)).ready_count === 0) return null;
-    return {
-      cpu_cores: null,
-      memory_bytes: null,
-      memory_limit_bytes: service.memory_mb_max ? service.memory_mb_max * 1024 * 1024 : null,
-      restarts: null,
-      network_rx_bytes: null,
-      network_tx_bytes: null,
-      ...(traffic ?? NO_TRAFFIC),
-    };
   }
 
   async observe(service: ServiceRef): Promise<Observed> {

@@ -24,6 +24,7 @@ export const JOB_KINDS = [
   'dependency_backup',
   'dependency_restore',
   'issue_certificate',
+  'issue_ingress_certificate',
 ] as const;
 export type JobKind = (typeof JOB_KINDS)[number];
 

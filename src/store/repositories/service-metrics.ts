@@ -169,8 +169,13 @@ export async function deploymentMarkers(
   }));
 }
 
-/** Live services someone deployed, with what a metrics sample needs: the ones the collector samples. */
-export async function sampledServices(db: Db) {
+/**
+ * Live services someone deployed, with what a metrics sample needs, that have no sample yet for the
+ * minute `at` falls in: the ones the collector samples. Those sampled already (by this process's earlier
+ * round, or another process's) wait for the next minute, so that each sample spans about a minute and
+ * what it takes (the ingress's counts) is never taken for a row that is not stored.
+ */
+export async function sampledServices(db: Db, at: Date) {
   return db
     .selectFrom('service_observations as o')
     .innerJoin('services as s', 's.id', 'o.service_id')
@@ -184,5 +189,16 @@ export async function sampledServices(db: Db) {
       's.memory_mb_max',
     ])
     .where('s.is_deleted', '=', false)
+    .where(({ not, exists, selectFrom }) =>
+      not(
+        exists(
+          selectFrom('service_metrics as m')
+            .select('m.service_id')
+            .whereRef('m.service_id', '=', 's.id')
+            .where('m.resolution_s', '=', MINUTE_S)
+            .where('m.at', '=', minuteOf(at)),
+        ),
+      ),
+    )
     .execute();
 }
