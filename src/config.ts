@@ -54,6 +54,8 @@ export interface Config {
         dns: AcmeDnsUpdate | undefined;
       }
     | undefined;
+  /** BERTH_TLS_ACME_NAME: the API served over HTTPS with an ACME certificate for this host name. */
+  tlsAcmeName: string | undefined;
   /** BERTH_ACME_RETRY_BASE_MS: the first wait after a name's failed order (then doubling, at most a day). */
   acmeRetryBaseMs: number;
   /** BERTH_ACME_SCAN_MS: how often each worker process looks for certificates due (renewal, a retry). */
@@ -332,6 +334,28 @@ function acmeDnsSetting(env: NodeJS.ProcessEnv): AcmeDnsUpdate | undefined {
   };
 }
 
+/** A DNS name the API's ACME certificate is for: ACME on, and not beside certificate files. */
+function tlsAcmeNameSetting(env: NodeJS.ProcessEnv): string | undefined {
+  const raw = env.BERTH_TLS_ACME_NAME?.trim().toLowerCase() || undefined;
+  if (!raw) return undefined;
+  if (!/^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]([a-z0-9-]{0,61}[a-z0-9])?$/.test(raw)) {
+    throw new ConfigError(
+      `BERTH_TLS_ACME_NAME must be the host name clients reach the API at (like berth.example.com), got "${raw}"`,
+    );
+  }
+  if (env.BERTH_TLS_CERT_FILE || env.BERTH_TLS_KEY_FILE) {
+    throw new ConfigError(
+      'BERTH_TLS_ACME_NAME and BERTH_TLS_CERT_FILE/BERTH_TLS_KEY_FILE are two ways to serve the API over HTTPS: set one',
+    );
+  }
+  if (!env.BERTH_ACME_DIRECTORY_URL && !env.BERTH_ACME_EMAIL) {
+    throw new ConfigError(
+      'BERTH_TLS_ACME_NAME needs ACME on: set BERTH_ACME_EMAIL (or BERTH_ACME_DIRECTORY_URL)',
+    );
+  }
+  return raw;
+}
+
 /** `host:port` (`[::1]:9464` for IPv6): an address of its own, never the API's. */
 function bindSetting(env: NodeJS.ProcessEnv, name: string): { host: string; port: number } | undefined {
   const raw = env[name];
@@ -395,6 +419,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     trustProxy: trustProxySetting(env),
     tls: tlsSetting(env),
     acme: acmeSetting(env),
+    tlsAcmeName: tlsAcmeNameSetting(env),
     // CAs limit failed validations per name per hour: a failed name waits an hour, then longer.
     acmeRetryBaseMs: intSetting(env, 'BERTH_ACME_RETRY_BASE_MS', 3_600_000, 1_000, 86_400_000),
     // A minute is nothing against a 90-day certificate; CAs with lifetimes of minutes (tests) need less.

@@ -9,6 +9,7 @@ import { certificatesOn } from './domain/usecases/certificates.ts';
 import type { Deps } from './domain/usecases/context.ts';
 import { collectWhenIdle } from './idle-collector.ts';
 import { readAcmeCa } from './jobs/acme-order.ts';
+import { apiCertificateSni, startApiCertificate } from './jobs/api-certificate.ts';
 import { startBackupSchedule } from './jobs/backup-schedule.ts';
 import { certificateSource, startCertificateRenewal } from './jobs/certificates.ts';
 import { startDependencyBackupSchedule } from './jobs/dependency-backup-schedule.ts';
@@ -184,7 +185,12 @@ export async function startServer(
     const admin = adminTokenFor(config.adminToken, config.dataDir);
     // Without workers here, /ready does not ask about them; with, it asks until they are started.
     const workerAlive = options.workers === false ? undefined : () => worker?.alive() ?? false;
-    app = await buildApp(deps, { adminToken: admin.token, tls: tlsPair, workerAlive });
+    // BERTH_TLS_ACME_NAME: HTTPS with the certificate ordered for it, once there (until then handshakes fail).
+    await startApiCertificate(deps);
+    const tlsOptions = config.tlsAcmeName
+      ? { SNICallback: apiCertificateSni(deps, config.tlsAcmeName, deps.logger) }
+      : tlsPair;
+    app = await buildApp(deps, { adminToken: admin.token, tls: tlsOptions, workerAlive });
     const address = await app.listen({ host: config.host, port: config.port }).catch((error) => {
       throw listenError(error, config);
     });

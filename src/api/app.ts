@@ -10,8 +10,9 @@ import Fastify, {
 } from 'fastify';
 import { ForbiddenError, UnauthorizedError } from '../domain/errors.ts';
 import type { Deps } from '../domain/usecases/context.ts';
-import { httpMetricsObserver } from '../metrics/http.ts';
+import { httpMetricsObserver, httpMetricsRecord } from '../metrics/http.ts';
 import { registerConsole } from './console.ts';
+import { FastPolls } from './fast-polls.ts';
 import { andThen, hookOf, parsingHookOf } from './hooks.ts';
 import { BODY_LIMIT_BYTES, registerJsonBody } from './json-body.ts';
 import { smtpMailer } from './mailer.ts';
@@ -71,8 +72,11 @@ export interface AppOptions {
   }) => void;
   /** Whether this process's worker loop runs, for /ready; absent: no workers run in this process. */
   workerAlive?: () => boolean;
-  /** Serve HTTPS with this certificate and key (tls-files.ts reads and checks them); absent: HTTP. */
-  tls?: TlsPair | undefined;
+  /**
+   * Serve HTTPS with this certificate and key (tls-files.ts reads and checks them), or with what an
+   * SNICallback picks (the ACME certificate of BERTH_TLS_ACME_NAME); absent: HTTP.
+   */
+  tls?: TlsPair | Pick<https.ServerOptions, 'SNICallback'> | undefined;
 }
 
 /** Node's default: what an HTTP/1.1 client may send as request line and headers together. */
@@ -81,6 +85,7 @@ const MAX_HEADER_BYTES = 16 * 1024;
 /** The HTTP application, without listening: the process entry, the tests and the benchmark build the same one. */
 export async function buildApp(deps: Deps, options: AppOptions) {
   const { requestTimeoutMs, headersTimeoutMs, keepAliveTimeoutMs } = deps.config;
+  const httpMetrics = deps.config.metricsBind ? httpMetricsRecord(deps.metrics) : undefined;
   const server = {
     headersTimeout: headersTimeoutMs,
     requestTimeout: requestTimeoutMs,
@@ -98,9 +103,7 @@ export async function buildApp(deps: Deps, options: AppOptions) {
     genReqId: requestIdFor,
     requestIdHeader: false,
     // Metrics, when served, are taken there too: the cheapest place a finished request is seen.
-    logController: new ResponseFinished(
-      deps.config.metricsBind ? httpMetricsObserver(deps.metrics) : undefined,
-    ),
+    logController: new ResponseFinished(httpMetrics && httpMetricsObserver(httpMetrics)),
     childLoggerFactory: requestLoggers,
     // Forwarded headers are believed only from these proxies (client-address.ts); none: never.
     trustProxy: deps.config.trustProxy.length > 0 ? deps.config.trustProxy : false,
@@ -127,6 +130,9 @@ export async function buildApp(deps: Deps, options: AppOptions) {
   };
   const app = Fastify(fastifyOptions).withTypeProvider<TypeBoxTypeProvider>();
 
+  // The first preClose hook: Fastify runs it as it starts answering 503, so that fast polls stop then.
+  let fastPolls: FastPolls | undefined;
+  app.addHook('preClose', async () => fastPolls?.close());
   if (options.onRoute) app.addHook('onRoute', options.onRoute);
   // First, so that every answer carries it, those of the hooks after it included. Set here rather than
   // in an onSend hook: a route without onSend hooks skips that phase. A callback hook: an async one costs
@@ -232,6 +238,17 @@ export async function buildApp(deps: Deps, options: AppOptions) {
     deps.config.databaseUrl ? deps.store.db : undefined,
     () => metrics.refusals.inc({ reason: 'rate_limit' }),
   );
+  fastPolls = new FastPolls({
+    reads,
+    authenticator,
+    rateLimit,
+    authFailures,
+    logger: deps.logger,
+    trustProxy: deps.config.trustProxy.length > 0,
+    record: httpMetrics,
+  });
+  fastPolls.install(app.server);
+  app.decorate('fastPolls', fastPolls);
   await app.register(
     async (v1) => {
       v1.addHook(
@@ -250,7 +267,7 @@ export async function buildApp(deps: Deps, options: AppOptions) {
             }),
             (auth) => {
               request.auth = auth;
-              return andThen(rateLimit(reply, auth.tokenId), () => authorize(request, auth));
+              return andThen(rateLimit.count(reply, auth.tokenId), () => authorize(request, auth));
             },
           ),
         ),
@@ -259,6 +276,7 @@ export async function buildApp(deps: Deps, options: AppOptions) {
       // path's ids after its own onRequest hooks, and so passes no preParsing phase.
       v1.addHook('onRoute', (route) => {
         checkDeclaredRole(route);
+        fastPolls.registered(route);
         if (route.config?.readCache === true) {
           const byDeployment = route.url.includes(':deploymentId');
           route.onRequest = [

@@ -20,6 +20,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { certificatesOn } from '../domain/usecases/certificates.ts';
 import type { Deps } from '../domain/usecases/context.ts';
 import type { CertificateSource } from '../providers/provider.ts';
+import { queueApiCertificateIfDue } from '../store/repositories/api-certificates.ts';
 import {
   deleteChallenges,
   findCertificate,
@@ -67,6 +68,10 @@ export function startCertificateRenewal(
     async () => {
       const queued = await queueDueCertificates(deps.store.db);
       if (queued > 0) log.info({ queued }, 'certificates queued for renewal or a new attempt');
+      const name = deps.config.tlsAcmeName;
+      if (name && (await queueApiCertificateIfDue(deps.store.db, name))) {
+        log.info({ name }, "the API's certificate queued for renewal or a new attempt");
+      }
     },
     (err) => log.warn({ err }, 'looking for certificates to renew failed'),
   );
@@ -79,6 +84,11 @@ export function renewAfter(notBefore: Date, notAfter: Date, random = Math.random
 }
 
 const DAY_MS = 86_400_000;
+
+/** After a name's `failures`th failed order: BERTH_ACME_RETRY_BASE_MS, doubling, at most a day (CAs' limits). */
+export function nextAttemptAt(failures: number, config: Pick<Deps['config'], 'acmeRetryBaseMs'>): Date {
+  return new Date(Date.now() + Math.min(DAY_MS, config.acmeRetryBaseMs * 2 ** (failures - 1)));
+}
 
 /** What a sim certificate looks like: Let's Encrypt's 90 days, issued a moment after it is asked for. */
 const SIM_LIFETIME_MS = 90 * DAY_MS;
@@ -132,7 +142,6 @@ export function issueCertificateHandler(deps: Deps): JobHandler {
 
   async function failed(row: CertificateRow, accountId: string, reason: string, claim: JobClaim) {
     const failures = row.failures + 1;
-    const waitMs = Math.min(DAY_MS, deps.config.acmeRetryBaseMs * 2 ** (failures - 1));
     await db.transaction().execute(async (trx) => {
       await claim.hold(trx);
       const stored = await updateCertificate(trx, row.custom_domain_id, {
@@ -140,7 +149,7 @@ export function issueCertificateHandler(deps: Deps): JobHandler {
         status: row.cert_pem ? 'renewing' : 'failed',
         last_error: reason.slice(0, 2000),
         failures,
-        next_attempt_at: new Date(Date.now() + waitMs),
+        next_attempt_at: nextAttemptAt(failures, deps.config),
         // An order the CA found invalid cannot be finished: the next attempt starts a new one.
         order_url: null,
         order_key: null,

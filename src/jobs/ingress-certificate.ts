@@ -26,7 +26,6 @@ import { repeatEvery } from './every.ts';
 import type { JobClaim, JobHandler } from './worker.ts';
 
 const DAY_MS = 86_400_000;
-const SCAN_EVERY_MS = 60_000;
 
 /** The wildcard this Berth orders, or null: DNS-01 is not configured, or the provider has no ingress. */
 export function wildcardName(deps: Pick<Deps, 'provider' | 'config'>): string | null {
@@ -51,10 +50,10 @@ export function checkWildcardZone(deps: Pick<Deps, 'provider' | 'config'>): void
   }
 }
 
-/** Makes sure the wildcard is wanted, and queues its order or renewal whenever it is due. */
+/** Makes sure the wildcard is wanted, and queues its order or renewal whenever it is due (BERTH_ACME_SCAN_MS). */
 export function startIngressCertificate(
   deps: Pick<Deps, 'store' | 'logger' | 'provider' | 'config'>,
-  everyMs = SCAN_EVERY_MS,
+  everyMs = deps.config.acmeScanMs,
 ): { stop(): Promise<void> } | null {
   const name = wildcardName(deps);
   if (!name) return null;

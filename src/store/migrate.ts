@@ -38,7 +38,8 @@ import * as certificates from './migrations/0041-certificates.ts';
 import * as eventsInCode from './migrations/0042-events-in-code.ts';
 import * as singleSignOn from './migrations/0043-single-sign-on.ts';
 import * as acmeChallenges from './migrations/0044-acme-challenges.ts';
-import * as passkeys from './migrations/0045-passkeys.ts';
+import * as apiCertificate from './migrations/0045-api-certificate.ts';
+import * as passkeys from './migrations/0046-passkeys.ts';
 import type { Database } from './schema.ts';
 
 /** Every migration, in order. Listed here rather than read from disk so the build carries them. */
@@ -82,7 +83,8 @@ const migrations: Record<string, Migration> = {
   '0042-events-in-code': eventsInCode,
   '0043-single-sign-on': singleSignOn,
   '0044-acme-challenges': acmeChallenges,
-  '0045-passkeys': passkeys,
+  '0045-api-certificate': apiCertificate,
+  '0046-passkeys': passkeys,
 };
 
 export class MigrationError extends Error {}

@@ -337,6 +337,9 @@ export interface CertificatesTable {
   updated_at: Generated<Date>;
 }
 
+/** The API's own certificate (BERTH_TLS_ACME_NAME): a certificate's columns, keyed by its name. */
+export type ApiCertificatesTable = Omit<CertificatesTable, 'custom_domain_id' | 'service_id'>;
+
 export interface AcmeAccountsTable {
   directory_url: string;
   /** Sealed: the account's private key, PEM. */
@@ -583,6 +586,7 @@ export interface Database {
   jobs: JobsTable;
   custom_domains: CustomDomainsTable;
   certificates: CertificatesTable;
+  api_certificates: ApiCertificatesTable;
   acme_accounts: AcmeAccountsTable;
   acme_challenges: AcmeChallengesTable;
   ingress_certificates: IngressCertificatesTable;
@@ -619,6 +623,7 @@ export type SecretRow = Selectable<SecretsTable>;
 export type JobRow = Selectable<JobsTable>;
 export type CustomDomainRow = Selectable<CustomDomainsTable>;
 export type CertificateRow = Selectable<CertificatesTable>;
+export type ApiCertificateRow = Selectable<ApiCertificatesTable>;
 export type ServiceResourceRow = Selectable<ServiceResourcesTable>;
 export type DependencyBackupRow = Selectable<DependencyBackupsTable>;
 export type DeploymentLogRow = Selectable<DeploymentLogsTable>;

@@ -23,6 +23,8 @@ const ADDRESS = '127.0.27.2';
 const ZONE = 'acme.test';
 const INGRESS_HOST = `apps.${ZONE}`;
 const DOMAIN = `www.shop.${ZONE}`;
+/** In no zone record: the CA's TLS-ALPN-01 validation of it cannot connect. */
+const NOWHERE = `www.nowhere.${ZONE}`;
 const IMAGE = 'berth-test/acme-challenges-web:latest';
 
 // CI installs pebble and knot and runs as root (.ci/run): there the test runs, or fails saying what is missing.
@@ -50,7 +52,8 @@ before(async () => {
     httpPort: await freePort(),
     tlsPort: 443,
     dnsServer: knot.address,
-    validitySeconds: 86_400,
+    // Certificates of 90 seconds: the wildcard renews (at two thirds) while the test runs.
+    validitySeconds: 90,
   });
   dns = await startDnsServer();
   server = await startTestServer('docker', {
@@ -63,6 +66,7 @@ before(async () => {
     BERTH_ACME_EMAIL: 'ops@shop.test',
     BERTH_ACME_CA_FILE: pebble.listenerCertFile,
     BERTH_ACME_CHALLENGE: 'tls-alpn-01',
+    BERTH_ACME_SCAN_MS: '1000',
     BERTH_ACME_DNS_SERVER: knot.address,
     BERTH_ACME_DNS_ZONE: ZONE,
     BERTH_ACME_DNS_TSIG_KEY: knot.key.name,
@@ -189,6 +193,25 @@ test("services' own host names are served over HTTPS by the ingress domain's wil
   });
   assert.equal(later.cert.fingerprint256, served.cert.fingerprint256, 'the same certificate');
 
+  // The wildcard renews at two thirds of its 90 seconds: the new certificate takes over, and not one
+  // request fails meanwhile.
+  const renewed = await pollUntil(
+    'the wildcard to be renewed',
+    async () => {
+      const res = await viaHttps(host, pebble.rootPem);
+      assert.equal(res.status, 200);
+      return res.cert.fingerprint256 !== served.cert.fingerprint256 ? res : undefined;
+    },
+    { timeoutMs: 150_000, intervalMs: 200 },
+  );
+  assert.equal(renewed.cert.subjectaltname, `DNS:*.${INGRESS_HOST}`);
+  assert.ok(Date.parse(renewed.cert.valid_to) > Date.parse(served.cert.valid_to), 'a later expiry');
+  assert.deepEqual(
+    knot.txt(`_acme-challenge.${INGRESS_HOST}`),
+    [],
+    'the renewal took its TXT record down too',
+  );
+
   // A client that does not trust the test CA refuses it.
   await assert.rejects(
     new Promise((resolve, reject) => {
@@ -203,28 +226,33 @@ test("services' own host names are served over HTTPS by the ingress domain's wil
   );
 });
 
-test('a custom domain gets its certificate by TLS-ALPN-01, answered by the ingress itself', {
-  skip,
-}, async () => {
-  const service = await deployedService('Shop');
+/** A deployed web service with `domain` verified as its custom domain; the domain's certificate once `wanted`. */
+async function certificateOfDomain(name: string, domain: string, wanted: 'issued' | 'failed') {
+  const service = await deployedService(name);
   const domainsUrl = `${server.envUrl}/services/${service.id}/custom-domains`;
-  const added = await api(domainsUrl, server.token, 'POST', { domain: DOMAIN });
+  const added = await api(domainsUrl, server.token, 'POST', { domain });
   assert.equal(added.status, 200, JSON.stringify(added.body));
   const created = added.body.data.custom_domain;
   for (const r of created.dns_records) dns.set(r.record_name, r.record_type, [r.record_value]);
   const verified = await api(`${domainsUrl}/${created.id}/verify`, server.token, 'POST');
   assert.equal(verified.status, 200, JSON.stringify(verified.body));
-  const certificate = await pollUntil(
-    'the certificate to be issued',
+  return pollUntil(
+    `the certificate of ${domain} to be ${wanted}`,
     async () => {
       const res = await api(domainsUrl, server.token);
       const { active_domain: active, pending_domain: pending } = res.body.data.custom_domain;
       const c = (active ?? pending)?.certificate;
-      assert.notEqual(c?.status, 'failed', c?.last_error);
-      return c?.status === 'issued' ? c : undefined;
+      if (wanted === 'issued') assert.notEqual(c?.status, 'failed', c?.last_error);
+      return c?.status === wanted ? c : undefined;
     },
     { timeoutMs: 120_000, intervalMs: 500 },
   );
+}
+
+test('a custom domain gets its certificate by TLS-ALPN-01, answered by the ingress itself', {
+  skip,
+}, async () => {
+  const certificate = await certificateOfDomain('Shop', DOMAIN, 'issued');
   assert.match(certificate.issuer, /Pebble/);
   const served = await pollUntil('the domain to answer over HTTPS', async () => {
     const res = await viaHttps(DOMAIN, pebble.rootPem).catch(() => undefined);
@@ -235,3 +263,96 @@ test('a custom domain gets its certificate by TLS-ALPN-01, answered by the ingre
   // The challenge's certificate was for the CA's handshake alone: with the order done there is none to give.
   await assert.rejects(alpnHandshake(DOMAIN));
 });
+
+test('a TLS-ALPN-01 validation that fails says so and what to check; the domain stays on HTTP', {
+  skip,
+}, async () => {
+  const certificate = await certificateOfDomain('Nowhere', NOWHERE, 'failed');
+  assert.match(
+    certificate.last_error,
+    /^The CA could not validate www\.nowhere\.acme\.test over TLS-ALPN-01: /,
+  );
+  assert.match(certificate.last_error, /port 443 reaches BERTH_INGRESS_HTTPS_PORT/);
+  assert.equal(certificate.not_after, null);
+  await assert.rejects(viaHttps(NOWHERE, pebble.rootPem), 'no certificate: no TLS for the name');
+  const plain = await pollUntil('the domain to answer over HTTP', async () => {
+    const res = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      http
+        .get({ host: ADDRESS, port: 80, path: '/', headers: { host: NOWHERE }, timeout: 10_000 }, (res) => {
+          let body = '';
+          res.setEncoding('utf8');
+          res.on('data', (chunk) => {
+            body += chunk;
+          });
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+        })
+        .on('error', reject);
+    });
+    return res.status === 200 ? res : undefined;
+  });
+  assert.equal(plain.body, 'hello\n');
+});
+
+test('a DNS update the server refuses fails the wildcard with the reason, and services stay on HTTP', {
+  skip,
+}, async () => {
+  const address = '127.0.27.3';
+  const wrongSecret = Buffer.alloc(32, 9).toString('base64');
+  const other = await startTestServer('docker', {
+    BERTH_INGRESS_BIND: address,
+    BERTH_INGRESS_PORT: '80',
+    BERTH_INGRESS_HTTPS_PORT: '443',
+    BERTH_INGRESS_HOST: INGRESS_HOST,
+    BERTH_ACME_DIRECTORY_URL: pebble.directoryUrl,
+    BERTH_ACME_EMAIL: 'ops@shop.test',
+    BERTH_ACME_CA_FILE: pebble.listenerCertFile,
+    BERTH_ACME_DNS_SERVER: knot.address,
+    BERTH_ACME_DNS_ZONE: ZONE,
+    BERTH_ACME_DNS_TSIG_KEY: knot.key.name,
+    BERTH_ACME_DNS_TSIG_SECRET: wrongSecret,
+  });
+  try {
+    const [line] = await other.berth.waitForOutput(/.*the wildcard certificate failed.*/, 120_000);
+    const logged = JSON.parse(line) as {
+      name: string;
+      failures: number;
+      retry_in_ms: number;
+      reason: string;
+    };
+    assert.equal(logged.name, `*.${INGRESS_HOST}`);
+    assert.equal(logged.failures, 1);
+    assert.equal(logged.retry_in_ms, 3_600_000, 'a failed name waits an hour (BERTH_ACME_RETRY_BASE_MS)');
+    assert.match(
+      logged.reason,
+      /refused the update of _acme-challenge\.apps\.acme\.test in acme\.test: BADSIG \(the TSIG secret or algorithm does not match/,
+    );
+    const output = `${other.berth.stdout()}${other.berth.stderr()}`;
+    assert.ok(!output.includes(wrongSecret), 'the TSIG secret is never logged');
+    // No certificate: plain HTTP is answered, not redirected, and there is no TLS for services' names.
+    const plain = await rawHttpAt(address, `any.${INGRESS_HOST}`);
+    assert.equal(plain, 404);
+    await assert.rejects(
+      new Promise((resolve, reject) => {
+        tls
+          .connect(
+            { host: address, port: 443, servername: `any.${INGRESS_HOST}`, rejectUnauthorized: false },
+            () => resolve(undefined),
+          )
+          .on('error', reject);
+      }),
+    );
+  } finally {
+    await other.close();
+  }
+});
+
+function rawHttpAt(address: string, host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    http
+      .get({ host: address, port: 80, path: '/', headers: { host }, timeout: 10_000 }, (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      })
+      .on('error', reject);
+  });
+}

@@ -380,6 +380,43 @@ describe('refused callbacks are audited', () => {
     );
   });
 
+  test('a client secret the provider refuses: its own error is told, nothing else', async () => {
+    const put = (clientSecret: string) =>
+      settings(t.token, {
+        issuer_url: idp.issuer,
+        client_id: idp.clientId,
+        client_secret: clientSecret,
+        allowed_domains: [domain],
+        default_role: 'developer',
+        enabled: true,
+      });
+    assert.equal((await put('not-the-secret')).status, 200);
+    try {
+      const res = await signIn(`secret-${randomUUID().slice(0, 6)}@${domain}`);
+      await refused('sso.refused_provider', res, /did not complete the sign-in \(invalid_client/);
+    } finally {
+      assert.equal((await put(idp.clientSecret)).status, 200);
+    }
+  });
+
+  test('a provider Berth cannot reach: said, without the network details', async () => {
+    const other = await h.tenant();
+    const otherDomain = `${randomUUID().slice(0, 8)}.example.org`;
+    const set = await settings(other.token, {
+      issuer_url: 'http://127.0.0.1:9',
+      client_id: 'berth',
+      client_secret: 'secret',
+      allowed_domains: [otherDomain],
+      default_role: 'viewer',
+      enabled: true,
+    });
+    assert.equal(set.status, 200, set.raw);
+    const res = await h.request('POST', '/auth/sso/start', { body: { email: `ada@${otherDomain}` } });
+    assert.equal(res.status, 500, res.raw);
+    assert.match(res.body.message, /The identity provider at http:\/\/127\.0\.0\.1:9 could not be reached/);
+    assert.doesNotMatch(res.raw, /ECONNREFUSED|fetch failed/);
+  });
+
   test('the provider refusing the sign-in', async () => {
     const email = `denied-${randomUUID().slice(0, 6)}@${domain}`;
     const started = await begin(email);

@@ -20,8 +20,8 @@ import { startSwarm, type TestSwarm } from '../helpers/swarm.ts';
 
 /**
  * Issue 30's dependency backups on a real 2-node swarm: the dependencies' tasks run wherever they were
- * pinned and their passwords are swarm secrets, yet rows in a Postgres dependency and keys in a Redis
- * one are backed up (from the manager, over the environment's overlay), changed, restored and read back
+ * pinned and their passwords are swarm secrets, yet rows in a Postgres and a MariaDB dependency and keys
+ * in a Redis one are backed up (from the manager, over the environment's overlay), changed, restored and read back
  * as they were; the service using them is scaled down for the restore and back after; Redis keeps the
  * restored data over a restart of its task; a restore into a new one makes a copy holding the backup.
  */
@@ -42,7 +42,7 @@ before(
     db = await createTestDatabase();
     await buildDependencyImages();
     const images: Record<string, string> = {};
-    for (const kind of ['postgres', 'redis'])
+    for (const kind of ['postgres', 'mariadb', 'redis'])
       images[kind] = await swarm.pushLocalImage(`berth-deps/${kind}:latest`, `berth-deps/${kind}`);
     clientImage = images.postgres as string;
     backupDir = path.join(db.dataDir, 'dependency-backups');
@@ -55,6 +55,7 @@ before(
       BERTH_INGRESS_PORT: String(await freePort()),
       BERTH_SWARM_MONITOR_S: '1',
       BERTH_DOCKER_POSTGRES_IMAGE: images.postgres as string,
+      BERTH_DOCKER_MARIADB_IMAGE: images.mariadb as string,
       BERTH_DOCKER_REDIS_IMAGE: images.redis as string,
       BERTH_DEPENDENCY_BACKUP_DIR: backupDir,
       // Backups here are asked for: the schedule would add its own.
@@ -108,7 +109,7 @@ async function sh(command: string, env: string[] = []): Promise<string> {
   }
 }
 
-test('postgres and redis on the swarm: back up, change, restore, read the original back; a copy for inspection', async () => {
+test('postgres, mariadb and redis on the swarm: back up, change, restore, read the original back; a copy for inspection', async () => {
   const created = await api(`${envUrl}/services`, token, 'POST', {
     name: 'Backed Up',
     source: 'docker_image',
@@ -122,7 +123,10 @@ test('postgres and redis on the swarm: back up, change, restore, read the origin
     ops_json: JSON.stringify({
       dependencies: {
         rds: {
-          instances: [{ id: 'pg', prefix: 'pgdata', engine: 'postgres', exports: { PG: '$endpoint' } }],
+          instances: [
+            { id: 'pg', prefix: 'pgdata', engine: 'postgres', exports: { PG: '$endpoint' } },
+            { id: 'maria', prefix: 'mariadata', engine: 'mariadb', exports: { MY: '$endpoint' } },
+          ],
         },
         elasticache: { clusters: [{ id: 'cache', prefix: 'kv', exports: { REDIS: '$endpoint' } }] },
       },
@@ -139,17 +143,25 @@ test('postgres and redis on the swarm: back up, change, restore, read the origin
   const attributes = (id: string) =>
     dependencies.find((d) => d.id === id)?.attributes as Record<string, string>;
   const pg = attributes('pg');
+  const maria = attributes('maria');
   const cache = attributes('cache');
-  const arn = encodeURIComponent(pg.passwordArn ?? '');
-  const read = await api(`${berth.url}/admin/v1/dependency-passwords?arn=${arn}`, ADMIN_TOKEN);
-  assert.equal(read.status, 200, JSON.stringify(read.body));
-  const pgEnv = [`PGPASSWORD=${read.body.data.password}`];
+  const passwordOf = async (of: Record<string, string>) => {
+    const arn = encodeURIComponent(of.passwordArn ?? '');
+    const read = await api(`${berth.url}/admin/v1/dependency-passwords?arn=${arn}`, ADMIN_TOKEN);
+    assert.equal(read.status, 200, JSON.stringify(read.body));
+    return read.body.data.password as string;
+  };
+  const pgEnv = [`PGPASSWORD=${await passwordOf(pg)}`];
+  const myEnv = [`MYSQL_PWD=${await passwordOf(maria)}`];
   const psqlAt = (at: Record<string, string>, q: string) =>
     sh(`psql -At -h ${at.address} -U ${at.username} -d ${at.dbName} -c "${q}"`, pgEnv);
   const psql = (q: string) => psqlAt(pg, q);
+  const mysql = (q: string) =>
+    sh(`mariadb -N -h ${maria.address} -u ${maria.username} ${maria.dbName} -e "${q}"`, myEnv);
   const redis = (args: string) => sh(`redis-cli -h ${cache.address} ${args}`);
 
   await psql("CREATE TABLE notes (v text); INSERT INTO notes VALUES ('original-1'), ('original-2')");
+  await mysql("CREATE TABLE notes (v varchar(40)); INSERT INTO notes VALUES ('original-1'), ('original-2')");
   await redis('set greeting original');
   await redis('rpush list a b c');
 
@@ -165,7 +177,7 @@ test('postgres and redis on the swarm: back up, change, restore, read the origin
       { timeoutMs: 300_000, intervalMs: 250 },
     );
   const taken: Record<string, Json> = {};
-  for (const id of ['pg', 'cache']) {
+  for (const id of ['pg', 'maria', 'cache']) {
     const res = await api(backupsUrl(id), token, 'POST', {});
     assert.equal(res.status, 200, JSON.stringify(res.body));
     const backup = await backupOf(
@@ -194,12 +206,13 @@ test('postgres and redis on the swarm: back up, change, restore, read the origin
   );
 
   await psql("UPDATE notes SET v = 'changed'; INSERT INTO notes VALUES ('added')");
+  await mysql("UPDATE notes SET v = 'changed'; INSERT INTO notes VALUES ('added')");
   await redis('set greeting changed');
   await redis('set added yes');
   await redis('del list');
 
   const serving = `berth-${serviceId}`;
-  for (const id of ['pg', 'cache']) {
+  for (const id of ['pg', 'maria', 'cache']) {
     const url = `${backupsUrl(id)}/${taken[id]?.id}/restore`;
     const refused = await api(url, token, 'POST', {});
     assert.equal(refused.status, 409, JSON.stringify(refused.body));
@@ -217,6 +230,7 @@ test('postgres and redis on the swarm: back up, change, restore, read the origin
   }
 
   assert.equal(await psql('SELECT v FROM notes ORDER BY v'), 'original-1\noriginal-2');
+  assert.equal(await mysql('SELECT v FROM notes ORDER BY v'), 'original-1\noriginal-2');
   assert.equal(await redis('get greeting'), 'original');
   assert.equal(await redis('lrange list 0 -1'), 'a\nb\nc');
   assert.equal(await redis('exists added'), '0');

@@ -1,4 +1,5 @@
 import type { Deps } from '../../domain/usecases/context.ts';
+import { issueApiCertificateHandler } from '../api-certificate.ts';
 import { issueCertificateHandler } from '../certificates.ts';
 import { issueIngressCertificateHandler } from '../ingress-certificate.ts';
 import type { JobHandlers } from '../worker.ts';
@@ -24,5 +25,6 @@ export function jobHandlers(deps: Deps): JobHandlers {
     dependency_restore: dependencyRestoreHandler(deps),
     issue_certificate: issueCertificateHandler(deps),
     issue_ingress_certificate: issueIngressCertificateHandler(deps),
+    issue_api_certificate: issueApiCertificateHandler(deps),
   };
 }
