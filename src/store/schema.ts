@@ -109,6 +109,32 @@ export interface SsoFlowsTable {
   expires_at: Date;
 }
 
+/** A `berth login` waiting for, or past, a person's approval (RFC 8628; migration 0046). */
+export interface DeviceLoginsTable {
+  id: string;
+  /** SHA-256 of the code the CLI polls with. */
+  device_code_hash: string;
+  /** SHA-256 of the short code the person types or follows (normalized: upper case, no dash). */
+  user_code_hash: string;
+  client_id: string;
+  /** The machine's name, as the CLI told it (shown to the approver, named in the token). */
+  device_name: string | null;
+  client_address: string | null;
+  user_agent: string | null;
+  created_at: Timestamp;
+  expires_at: Date;
+  /** Seconds the CLI waits between polls; each poll too soon adds 5 (RFC 8628's slow_down). */
+  interval_s: number;
+  last_polled_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+  state: ColumnType<DeviceLoginState, DeviceLoginState | undefined, DeviceLoginState>;
+  account_id: ColumnType<string | null, string | null | undefined, string | null>;
+  user_id: ColumnType<string | null, string | null | undefined, string | null>;
+  decided_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+  token_id: ColumnType<string | null, string | null | undefined, string | null>;
+}
+
+export type DeviceLoginState = 'pending' | 'approved' | 'denied' | 'collected';
+
 export interface SignInLinksTable {
   id: string;
   secret_hash: string;
@@ -571,6 +597,7 @@ export interface Database {
   memberships: MembershipsTable;
   sessions: SessionsTable;
   sign_in_links: SignInLinksTable;
+  device_logins: DeviceLoginsTable;
   invitations: InvitationsTable;
   passkeys: PasskeysTable;
   webauthn_challenges: WebauthnChallengesTable;

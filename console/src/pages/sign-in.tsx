@@ -1,7 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { ApiError, auth, clientFor, messageOf, type SignedIn, unwrap } from '../api.ts';
 import { navigate } from '../router.ts';
-import { setCsrf, setToken } from '../session.ts';
+import { setCsrf, setToken, takeReturn } from '../session.ts';
 import { TextField, useSubmit } from '../ui.tsx';
 import { PasskeySignIn } from './passkeys.tsx';
 import { SsoSignIn } from './sso.tsx';
@@ -21,7 +21,7 @@ function passwordMessage(error: unknown): string {
 /** Signed in as a person: the tab keeps the session's CSRF token (the cookie itself is out of reach). */
 export function signedInAs(s: SignedIn): void {
   setCsrf(s.csrf_token);
-  navigate('/envs');
+  navigate(takeReturn() ?? '/envs');
 }
 
 export function SignIn() {
