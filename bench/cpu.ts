@@ -7,7 +7,8 @@
  * - poll: a served-from-cache GET /v1/deployments/{id} next to a bare Fastify route answering the same
  *   bytes through the same response schema, in the same run: what Berth's hooks, auth, rate limit and
  *   read cache add to the framework; and next to node:http answering the same bytes, what the
- *   framework itself costs. The minimum over BENCH_HOOK_ROUNDS rounds of BENCH_HOOK_REQUESTS
+ *   framework itself costs. Kept polls are answered ahead of the router (src/api/fast-polls.ts;
+ *   `poll_fast_share` of them were); `poll_berth_usual_path_cpu_us` is the same polls with that off. The minimum over BENCH_HOOK_ROUNDS rounds of BENCH_HOOK_REQUESTS
  *   requests each. Both listen on loopback and the client (node:http, keep-alive,
  * BENCH_HOOK_CONCURRENCY requests at a time) runs in this process, so both figures include the same
  * client work and their difference is Berth's. Not `app.inject`: light-my-request keeps about 10 KB
@@ -236,8 +237,15 @@ try {
   const plainUs = Math.min(await cpuPerRequest(plainGet), await cpuPerRequest(plainGet));
   const bareUs = Math.min(await cpuPerRequest(bareGet), await cpuPerRequest(bareGet));
   h.queries.length = 0;
+  const answeredFrom = h.app.fastPolls.answered;
   const berthUs = Math.min(await cpuPerRequest(berthGet), await cpuPerRequest(berthGet));
   const pollStatements = statements() / (2 * ROUNDS * REQUESTS);
+  const fastShare = (h.app.fastPolls.answered - answeredFrom) / (2 * ROUNDS * REQUESTS);
+  // The same polls through Fastify's router and hooks (fast-polls.ts off): what the fast path saves.
+  h.app.fastPolls.enabled = false;
+  await cpuPerRequest(berthGet);
+  const usualUs = Math.min(await cpuPerRequest(berthGet), await cpuPerRequest(berthGet));
+  h.app.fastPolls.enabled = true;
   await bare.close();
   plain.closeAllConnections();
   await new Promise((resolve) => plain.close(resolve));
@@ -248,6 +256,8 @@ try {
       poll_bare_fastify_cpu_us: round1(bareUs),
       poll_berth_cpu_us: round1(berthUs),
       poll_added_cpu_us: round1(berthUs - bareUs),
+      poll_fast_share: Math.round(fastShare * 1000) / 1000,
+      poll_berth_usual_path_cpu_us: round1(usualUs),
       poll_statements: Math.round(pollStatements * 1000) / 1000,
       list_page_cpu_ms: Math.round(listCpuMs * 100) / 100,
       list_page_db_server_cpu_ms: TEST_DATABASE === 'postgres' ? Math.round(listPgMs * 100) / 100 : null,

@@ -51,7 +51,11 @@ const ingress = await startIngress({
   ingressHost: 'apps.bench.test',
   traffic: new Traffic(db),
   tls: {
-    certificates: { httpChallenge: async () => null, certificate: async (n) => (n === name ? served : null) },
+    certificates: {
+      httpChallenge: async () => null,
+      alpnChallenge: async () => null,
+      certificate: async (n) => (n === name ? served : null),
+    },
     port: 0,
   },
 });

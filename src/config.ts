@@ -43,7 +43,19 @@ export interface Config {
    * defaults to Let's Encrypt's production one; `caFile` (BERTH_ACME_CA_FILE) is a root the directory's
    * own HTTPS is trusted with besides the system's (a private CA, a test CA).
    */
-  acme: { directoryUrl: string; email: string | undefined; caFile: string | undefined } | undefined;
+  acme:
+    | {
+        directoryUrl: string;
+        email: string | undefined;
+        caFile: string | undefined;
+        /** BERTH_ACME_CHALLENGE: how custom domains are validated (the ingress answers either). */
+        challenge: AcmeChallenge;
+        /** BERTH_ACME_DNS_*: an RFC 2136 server for DNS-01, which gets the ingress domain a wildcard. */
+        dns: AcmeDnsUpdate | undefined;
+      }
+    | undefined;
+  /** BERTH_TLS_ACME_NAME: the API served over HTTPS with an ACME certificate for this host name. */
+  tlsAcmeName: string | undefined;
   /** BERTH_ACME_RETRY_BASE_MS: the first wait after a name's failed order (then doubling, at most a day). */
   acmeRetryBaseMs: number;
   /** BERTH_ACME_SCAN_MS: how often each worker process looks for certificates due (renewal, a retry). */
@@ -98,6 +110,29 @@ export interface Config {
 }
 
 export class ConfigError extends Error {}
+
+export const ACME_CHALLENGES = ['http-01', 'tls-alpn-01'] as const;
+export type AcmeChallenge = (typeof ACME_CHALLENGES)[number];
+
+/** The TSIG algorithms an RFC 2136 server is addressed with (RFC 8945's HMACs; MD5 is not offered). */
+export const TSIG_ALGORITHMS = [
+  'hmac-sha256',
+  'hmac-sha384',
+  'hmac-sha512',
+  'hmac-sha224',
+  'hmac-sha1',
+] as const;
+export type TsigAlgorithm = (typeof TSIG_ALGORITHMS)[number];
+
+/** Where DNS-01's TXT records are written, by RFC 2136 UPDATE signed with TSIG. */
+export interface AcmeDnsUpdate {
+  /** BERTH_ACME_DNS_SERVER: the zone's primary, `host` or `host:port` (53). */
+  server: { host: string; port: number };
+  /** BERTH_ACME_DNS_ZONE: the zone the records are written in, lower case, no final dot. */
+  zone: string;
+  /** BERTH_ACME_DNS_TSIG_KEY / _ALGORITHM / _SECRET (base64; never logged or shown). */
+  tsig: { name: string; algorithm: TsigAlgorithm; secret: Buffer };
+}
 
 export interface BackupS3Target {
   bucket: string;
@@ -210,6 +245,8 @@ function acmeSetting(env: NodeJS.ProcessEnv): Config['acme'] {
   if (!rawUrl && !email) {
     if (caFile)
       throw new ConfigError('BERTH_ACME_CA_FILE is set but ACME is off: set BERTH_ACME_DIRECTORY_URL');
+    const orphan = ['BERTH_ACME_CHALLENGE', 'BERTH_ACME_DNS_SERVER'].find((name) => env[name]);
+    if (orphan) throw new ConfigError(`${orphan} is set but ACME is off: set BERTH_ACME_EMAIL`);
     return undefined;
   }
   const url = rawUrl && URL.canParse(rawUrl) ? new URL(rawUrl) : null;
@@ -221,11 +258,102 @@ function acmeSetting(env: NodeJS.ProcessEnv): Config['acme'] {
   if (email && !/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email)) {
     throw new ConfigError(`BERTH_ACME_EMAIL must be an email address, got "${email}"`);
   }
+  const challenge = (env.BERTH_ACME_CHALLENGE || 'http-01') as AcmeChallenge;
+  if (!ACME_CHALLENGES.includes(challenge)) {
+    throw new ConfigError(`BERTH_ACME_CHALLENGE must be http-01 or tls-alpn-01, got "${challenge}"`);
+  }
   return {
     directoryUrl: url?.href ?? LETS_ENCRYPT_DIRECTORY,
     email,
     caFile: caFile ? path.resolve(caFile) : undefined,
+    challenge,
+    dns: acmeDnsSetting(env),
   };
+}
+
+const DNS_NAME =
+  /^(?=.{1,253}$)([a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?)(\.[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?)*$/;
+
+/** BERTH_ACME_DNS_*: all of server, zone, key and secret, or none (the algorithm has a default). */
+function acmeDnsSetting(env: NodeJS.ProcessEnv): AcmeDnsUpdate | undefined {
+  const names = [
+    'BERTH_ACME_DNS_SERVER',
+    'BERTH_ACME_DNS_ZONE',
+    'BERTH_ACME_DNS_TSIG_KEY',
+    'BERTH_ACME_DNS_TSIG_SECRET',
+  ] as const;
+  const set = names.filter((name) => env[name]);
+  if (set.length === 0) {
+    if (env.BERTH_ACME_DNS_TSIG_ALGORITHM)
+      throw new ConfigError('BERTH_ACME_DNS_TSIG_ALGORITHM is set but BERTH_ACME_DNS_SERVER is not');
+    return undefined;
+  }
+  const missing = names.find((name) => !env[name]);
+  if (missing)
+    throw new ConfigError(
+      `${missing} must be set too: ${set.join(', ')} ${set.length > 1 ? 'are' : 'is'} set`,
+    );
+  const rawServer = env.BERTH_ACME_DNS_SERVER as string;
+  const server = /^(?:\[([0-9a-fA-F:.]+)\]|([^:\s[\]]+))(?::(\d{1,5}))?$/.exec(rawServer);
+  const port = Number(server?.[3] ?? 53);
+  if (!server || port < 1 || port > 65535) {
+    throw new ConfigError(
+      `BERTH_ACME_DNS_SERVER must be host or host:port of the zone's primary (for instance 10.0.0.53:53), got "${rawServer}"`,
+    );
+  }
+  const zone = (env.BERTH_ACME_DNS_ZONE as string).toLowerCase().replace(/\.$/, '');
+  if (!DNS_NAME.test(zone)) {
+    throw new ConfigError(
+      `BERTH_ACME_DNS_ZONE must be a DNS zone name (example.com), got "${env.BERTH_ACME_DNS_ZONE}"`,
+    );
+  }
+  const keyName = (env.BERTH_ACME_DNS_TSIG_KEY as string).toLowerCase().replace(/\.$/, '');
+  if (!DNS_NAME.test(keyName)) {
+    throw new ConfigError(
+      `BERTH_ACME_DNS_TSIG_KEY must be the TSIG key's name as the server knows it (berth-acme), got "${env.BERTH_ACME_DNS_TSIG_KEY}"`,
+    );
+  }
+  const algorithm = (env.BERTH_ACME_DNS_TSIG_ALGORITHM || 'hmac-sha256').toLowerCase() as TsigAlgorithm;
+  if (!TSIG_ALGORITHMS.includes(algorithm)) {
+    throw new ConfigError(
+      `BERTH_ACME_DNS_TSIG_ALGORITHM must be one of ${TSIG_ALGORITHMS.join(', ')}, got "${env.BERTH_ACME_DNS_TSIG_ALGORITHM}"`,
+    );
+  }
+  // The secret itself never appears in a message: only what is wrong with it.
+  const rawSecret = (env.BERTH_ACME_DNS_TSIG_SECRET as string).trim();
+  const secret = Buffer.from(rawSecret, 'base64');
+  if (!/^[A-Za-z0-9+/]+={0,2}$/.test(rawSecret) || secret.length < 16) {
+    throw new ConfigError(
+      "BERTH_ACME_DNS_TSIG_SECRET must be the TSIG key's secret in base64, at least 16 bytes (as keymgr, tsig-keygen or knsupdate print it)",
+    );
+  }
+  return {
+    server: { host: (server[1] ?? server[2]) as string, port },
+    zone,
+    tsig: { name: keyName, algorithm, secret },
+  };
+}
+
+/** A DNS name the API's ACME certificate is for: ACME on, and not beside certificate files. */
+function tlsAcmeNameSetting(env: NodeJS.ProcessEnv): string | undefined {
+  const raw = env.BERTH_TLS_ACME_NAME?.trim().toLowerCase() || undefined;
+  if (!raw) return undefined;
+  if (!/^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]([a-z0-9-]{0,61}[a-z0-9])?$/.test(raw)) {
+    throw new ConfigError(
+      `BERTH_TLS_ACME_NAME must be the host name clients reach the API at (like berth.example.com), got "${raw}"`,
+    );
+  }
+  if (env.BERTH_TLS_CERT_FILE || env.BERTH_TLS_KEY_FILE) {
+    throw new ConfigError(
+      'BERTH_TLS_ACME_NAME and BERTH_TLS_CERT_FILE/BERTH_TLS_KEY_FILE are two ways to serve the API over HTTPS: set one',
+    );
+  }
+  if (!env.BERTH_ACME_DIRECTORY_URL && !env.BERTH_ACME_EMAIL) {
+    throw new ConfigError(
+      'BERTH_TLS_ACME_NAME needs ACME on: set BERTH_ACME_EMAIL (or BERTH_ACME_DIRECTORY_URL)',
+    );
+  }
+  return raw;
 }
 
 /** `host:port` (`[::1]:9464` for IPv6): an address of its own, never the API's. */
@@ -291,6 +419,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     trustProxy: trustProxySetting(env),
     tls: tlsSetting(env),
     acme: acmeSetting(env),
+    tlsAcmeName: tlsAcmeNameSetting(env),
     // CAs limit failed validations per name per hour: a failed name waits an hour, then longer.
     acmeRetryBaseMs: intSetting(env, 'BERTH_ACME_RETRY_BASE_MS', 3_600_000, 1_000, 86_400_000),
     // A minute is nothing against a 90-day certificate; CAs with lifetimes of minutes (tests) need less.

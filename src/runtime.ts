@@ -8,12 +8,15 @@ import { DnsLookup } from './dns.ts';
 import { certificatesOn } from './domain/usecases/certificates.ts';
 import type { Deps } from './domain/usecases/context.ts';
 import { collectWhenIdle } from './idle-collector.ts';
+import { readAcmeCa } from './jobs/acme-order.ts';
+import { apiCertificateSni, startApiCertificate } from './jobs/api-certificate.ts';
 import { startBackupSchedule } from './jobs/backup-schedule.ts';
-import { certificateSource, readAcmeCa, startCertificateRenewal } from './jobs/certificates.ts';
+import { certificateSource, startCertificateRenewal } from './jobs/certificates.ts';
 import { startDependencyBackupSchedule } from './jobs/dependency-backup-schedule.ts';
 import { startEventRetention } from './jobs/event-retention.ts';
 import { startGitPoller } from './jobs/git-poller.ts';
 import { jobHandlers } from './jobs/handlers/index.ts';
+import { checkWildcardZone, startIngressCertificate } from './jobs/ingress-certificate.ts';
 import { startObserver } from './jobs/observer.ts';
 import { startServiceMetrics } from './jobs/service-metrics.ts';
 import { DEFAULT_CONCURRENCY, jobBudgets, Worker } from './jobs/worker.ts';
@@ -158,6 +161,12 @@ export async function startServer(
   readAcmeCa(config.acme);
   const runtime = await openRuntime(config, options.logger);
   const { deps } = runtime;
+  try {
+    checkWildcardZone(deps);
+  } catch (error) {
+    await runtime.close();
+    throw error;
+  }
   let app: Awaited<ReturnType<typeof buildApp>> | null = null;
   let worker: Worker | null = null;
   let observer: ReturnType<typeof startObserver> | null = null;
@@ -167,6 +176,7 @@ export async function startServer(
   let poller: ReturnType<typeof startGitPolling> = null;
   let stateBackups: ReturnType<typeof startBackupSchedule> = null;
   let renewals: ReturnType<typeof startCertificateRenewal> = null;
+  let wildcard: ReturnType<typeof startIngressCertificate> = null;
   let workerStore: Store | null = null;
   let metricsServer: MetricsServer | null = null;
   try {
@@ -175,7 +185,12 @@ export async function startServer(
     const admin = adminTokenFor(config.adminToken, config.dataDir);
     // Without workers here, /ready does not ask about them; with, it asks until they are started.
     const workerAlive = options.workers === false ? undefined : () => worker?.alive() ?? false;
-    app = await buildApp(deps, { adminToken: admin.token, tls: tlsPair, workerAlive });
+    // BERTH_TLS_ACME_NAME: HTTPS with the certificate ordered for it, once there (until then handshakes fail).
+    await startApiCertificate(deps);
+    const tlsOptions = config.tlsAcmeName
+      ? { SNICallback: apiCertificateSni(deps, config.tlsAcmeName, deps.logger) }
+      : tlsPair;
+    app = await buildApp(deps, { adminToken: admin.token, tls: tlsOptions, workerAlive });
     const address = await app.listen({ host: config.host, port: config.port }).catch((error) => {
       throw listenError(error, config);
     });
@@ -219,6 +234,7 @@ export async function startServer(
     poller = worker ? startGitPolling(workerDeps) : null;
     stateBackups = worker ? startBackupSchedule(workerDeps) : null;
     renewals = worker ? startCertificateRenewal(workerDeps) : null;
+    wildcard = worker ? startIngressCertificate(workerDeps) : null;
     // The start allocated more than anything after it (the embedded database's snapshot, its
     // WebAssembly, the routes): given back now rather than after the first requests' quiet spell.
     collector.collectNow();
@@ -231,6 +247,7 @@ export async function startServer(
       backups,
       poller,
       renewals,
+      wildcard,
       stateBackups,
       workerStore,
       metricsServer,
@@ -253,6 +270,7 @@ export async function startServer(
         await running.poller?.stop();
         await running.stateBackups?.stop();
         await running.renewals?.stop();
+        await running.wildcard?.stop();
         await running.workerStore?.close();
         await runtime.close();
       },
@@ -268,6 +286,7 @@ export async function startServer(
     await poller?.stop();
     await stateBackups?.stop();
     await renewals?.stop();
+    await wildcard?.stop();
     await workerStore?.close();
     await runtime.close();
     throw error;

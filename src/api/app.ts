@@ -10,8 +10,9 @@ import Fastify, {
 } from 'fastify';
 import { ForbiddenError, UnauthorizedError } from '../domain/errors.ts';
 import type { Deps } from '../domain/usecases/context.ts';
-import { httpMetricsObserver } from '../metrics/http.ts';
+import { httpMetricsObserver, httpMetricsRecord } from '../metrics/http.ts';
 import { registerConsole } from './console.ts';
+import { FastPolls } from './fast-polls.ts';
 import { andThen, hookOf, parsingHookOf } from './hooks.ts';
 import { BODY_LIMIT_BYTES, registerJsonBody } from './json-body.ts';
 import { smtpMailer } from './mailer.ts';
@@ -41,11 +42,13 @@ import { dependencyBackupRoutes } from './routes/dependency-backups.ts';
 import { deployControlRoutes } from './routes/deploy-controls.ts';
 import { deploymentLogRoutes } from './routes/deployment-logs.ts';
 import { deploymentRoutes } from './routes/deployments.ts';
+import { deviceAuthRoutes, deviceLoginRoutes } from './routes/device-logins.ts';
 import { environmentRoutes } from './routes/environments.ts';
 import { eventRoutes } from './routes/events.ts';
 import { healthRoutes } from './routes/health.ts';
 import { hookRoutes } from './routes/hooks.ts';
 import { logRoutes } from './routes/logs.ts';
+import { passkeyRoutes, passkeySignInRoutes } from './routes/passkeys.ts';
 import { secretRoutes } from './routes/secrets.ts';
 import { serviceMetricsRoutes } from './routes/service-metrics.ts';
 import { serviceRoutes } from './routes/services.ts';
@@ -70,8 +73,11 @@ export interface AppOptions {
   }) => void;
   /** Whether this process's worker loop runs, for /ready; absent: no workers run in this process. */
   workerAlive?: () => boolean;
-  /** Serve HTTPS with this certificate and key (tls-files.ts reads and checks them); absent: HTTP. */
-  tls?: TlsPair | undefined;
+  /**
+   * Serve HTTPS with this certificate and key (tls-files.ts reads and checks them), or with what an
+   * SNICallback picks (the ACME certificate of BERTH_TLS_ACME_NAME); absent: HTTP.
+   */
+  tls?: TlsPair | Pick<https.ServerOptions, 'SNICallback'> | undefined;
 }
 
 /** Node's default: what an HTTP/1.1 client may send as request line and headers together. */
@@ -80,6 +86,7 @@ const MAX_HEADER_BYTES = 16 * 1024;
 /** The HTTP application, without listening: the process entry, the tests and the benchmark build the same one. */
 export async function buildApp(deps: Deps, options: AppOptions) {
   const { requestTimeoutMs, headersTimeoutMs, keepAliveTimeoutMs } = deps.config;
+  const httpMetrics = deps.config.metricsBind ? httpMetricsRecord(deps.metrics) : undefined;
   const server = {
     headersTimeout: headersTimeoutMs,
     requestTimeout: requestTimeoutMs,
@@ -97,9 +104,7 @@ export async function buildApp(deps: Deps, options: AppOptions) {
     genReqId: requestIdFor,
     requestIdHeader: false,
     // Metrics, when served, are taken there too: the cheapest place a finished request is seen.
-    logController: new ResponseFinished(
-      deps.config.metricsBind ? httpMetricsObserver(deps.metrics) : undefined,
-    ),
+    logController: new ResponseFinished(httpMetrics && httpMetricsObserver(httpMetrics)),
     childLoggerFactory: requestLoggers,
     // Forwarded headers are believed only from these proxies (client-address.ts); none: never.
     trustProxy: deps.config.trustProxy.length > 0 ? deps.config.trustProxy : false,
@@ -126,6 +131,9 @@ export async function buildApp(deps: Deps, options: AppOptions) {
   };
   const app = Fastify(fastifyOptions).withTypeProvider<TypeBoxTypeProvider>();
 
+  // The first preClose hook: Fastify runs it as it starts answering 503, so that fast polls stop then.
+  let fastPolls: FastPolls | undefined;
+  app.addHook('preClose', async () => fastPolls?.close());
   if (options.onRoute) app.addHook('onRoute', options.onRoute);
   // First, so that every answer carries it, those of the hooks after it included. Set here rather than
   // in an onSend hook: a route without onSend hooks skips that phase. A callback hook: an async one costs
@@ -231,6 +239,17 @@ export async function buildApp(deps: Deps, options: AppOptions) {
     deps.config.databaseUrl ? deps.store.db : undefined,
     () => metrics.refusals.inc({ reason: 'rate_limit' }),
   );
+  fastPolls = new FastPolls({
+    reads,
+    authenticator,
+    rateLimit,
+    authFailures,
+    logger: deps.logger,
+    trustProxy: deps.config.trustProxy.length > 0,
+    record: httpMetrics,
+  });
+  fastPolls.install(app.server);
+  app.decorate('fastPolls', fastPolls);
   await app.register(
     async (v1) => {
       v1.addHook(
@@ -249,7 +268,7 @@ export async function buildApp(deps: Deps, options: AppOptions) {
             }),
             (auth) => {
               request.auth = auth;
-              return andThen(rateLimit(reply, auth.tokenId), () => authorize(request, auth));
+              return andThen(rateLimit.count(reply, auth.tokenId), () => authorize(request, auth));
             },
           ),
         ),
@@ -258,6 +277,7 @@ export async function buildApp(deps: Deps, options: AppOptions) {
       // path's ids after its own onRequest hooks, and so passes no preParsing phase.
       v1.addHook('onRoute', (route) => {
         checkDeclaredRole(route);
+        fastPolls.registered(route);
         if (route.config?.readCache === true) {
           const byDeployment = route.url.includes(':deploymentId');
           route.onRequest = [
@@ -301,6 +321,8 @@ export async function buildApp(deps: Deps, options: AppOptions) {
       await v1.register(webhookRoutes, { deps });
       await v1.register(tokenRoutes, { deps, authenticator });
       await v1.register(sessionRoutes, { deps, mailer });
+      await v1.register(passkeyRoutes, { deps });
+      await v1.register(deviceLoginRoutes, { deps });
       await v1.register(ssoRoutes, { deps });
       await v1.register(comingSoonRoutes);
     },
@@ -317,6 +339,8 @@ export async function buildApp(deps: Deps, options: AppOptions) {
     authFailures,
     authFailuresPerMin: deps.config.authFailuresPerMin,
   });
+  await app.register(passkeySignInRoutes, { prefix: '/auth', deps, authFailures });
+  await app.register(deviceAuthRoutes, { prefix: '/auth', deps });
   await app.register(ssoSignInRoutes, { prefix: '/auth', deps, authFailures });
   await app.register(hookRoutes, { prefix: '/hooks', deps, failures: hookFailures });
   await app.register(adminRoutes, {

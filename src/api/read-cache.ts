@@ -32,6 +32,8 @@ export interface CachedRead {
 
 export interface Entry {
   body: string;
+  /** The body's length in bytes (its Content-Length), counted once when read. */
+  bytes: number;
   etag: string;
   immutable: boolean;
   tags: string[];
@@ -55,6 +57,18 @@ declare module 'fastify' {
     readCache?: boolean;
   }
 }
+
+/**
+ * The keys of the cached routes' representations, in one place: the routes keep and find them by these,
+ * and so does fast-polls.ts, which answers kept ones ahead of the router.
+ */
+export const readKeys = {
+  deployment: (accountId: string, deploymentId: string) => `deployment ${accountId} ${deploymentId}`,
+  service: (accountId: string, envId: string, serviceId: string) =>
+    `service ${accountId} ${envId} ${serviceId}`,
+  customDomains: (accountId: string, envId: string, serviceId: string) =>
+    `custom-domains ${accountId} ${envId} ${serviceId}`,
+};
 
 const MAX_ENTRIES = 10_000;
 /** RFC 7240 `wait`: the longest a read is held, in seconds. */
@@ -95,6 +109,7 @@ export class ReadCache implements Subscriber {
         const body = serialize(payload);
         return {
           body,
+          bytes: Buffer.byteLength(body),
           etag: etagOf(body),
           immutable: immutable === true,
           tags: spec.tags,

@@ -1,9 +1,11 @@
 import { CONSOLE_NOT_BUILT, consoleBuilt } from '../api/console.ts';
 import { ConfigError, loadConfig } from '../config.ts';
+import { readAcmeCa } from '../jobs/acme-order.ts';
 import { startBackupSchedule } from '../jobs/backup-schedule.ts';
-import { readAcmeCa, startCertificateRenewal } from '../jobs/certificates.ts';
+import { startCertificateRenewal } from '../jobs/certificates.ts';
 import { startDependencyBackupSchedule } from '../jobs/dependency-backup-schedule.ts';
 import { startEventRetention } from '../jobs/event-retention.ts';
+import { checkWildcardZone, startIngressCertificate } from '../jobs/ingress-certificate.ts';
 import { startObserver } from '../jobs/observer.ts';
 import { startServiceMetrics } from '../jobs/service-metrics.ts';
 import { ProviderUnavailableError, providerName } from '../providers/registry.ts';
@@ -108,6 +110,12 @@ async function workerProcess(options: { concurrency: number }): Promise<void> {
   }
   readAcmeCa(config.acme);
   const runtime = await openRuntime(config);
+  try {
+    checkWildcardZone(runtime.deps);
+  } catch (error) {
+    await runtime.close();
+    throw error;
+  }
   const metrics = await startMetricsServer(runtime.deps).catch(async (error) => {
     await runtime.close();
     throw error;
@@ -120,6 +128,7 @@ async function workerProcess(options: { concurrency: number }): Promise<void> {
   const poller = startGitPolling(runtime.deps);
   const stateBackups = startBackupSchedule(runtime.deps);
   const renewals = startCertificateRenewal(runtime.deps);
+  const wildcard = startIngressCertificate(runtime.deps);
   onShutdown(async () => {
     await worker.stop();
     await observer.stop();
@@ -129,6 +138,7 @@ async function workerProcess(options: { concurrency: number }): Promise<void> {
     await poller?.stop();
     await stateBackups?.stop();
     await renewals?.stop();
+    await wildcard?.stop();
     await metrics?.close();
     await runtime.close();
   });

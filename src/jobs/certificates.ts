@@ -1,8 +1,9 @@
 /**
  * Certificates for custom domains, by ACME (RFC 8555, through `acme-client`), against
  * BERTH_ACME_DIRECTORY_URL. A verified domain gets a `certificates` row and an `issue_certificate` job;
- * the job orders the certificate, answers the CA's HTTP-01 challenges through the ingress (which reads
- * `acme_challenges` through the CertificateSource), and stores the certificate and its key sealed.
+ * the job orders the certificate (jobs/acme-order.ts), answers the CA's HTTP-01 or TLS-ALPN-01 challenges
+ * (BERTH_ACME_CHALLENGE) through the ingress (which reads `acme_challenges` through the
+ * CertificateSource), and stores the certificate and its key sealed.
  *
  * - One order per name: the jobs of a certificate share a queue key (one runs at a time, across
  *   processes) and the job's lease fences the worker. The order's URL and its key are stored before any
@@ -15,56 +16,37 @@
  */
 
 import { X509Certificate } from 'node:crypto';
-import fs from 'node:fs';
-import https from 'node:https';
 import { setTimeout as sleep } from 'node:timers/promises';
-import tls from 'node:tls';
-import { type Config, ConfigError } from '../config.ts';
 import { certificatesOn } from '../domain/usecases/certificates.ts';
 import type { Deps } from '../domain/usecases/context.ts';
 import type { CertificateSource } from '../providers/provider.ts';
+import { queueApiCertificateIfDue } from '../store/repositories/api-certificates.ts';
 import {
-  acmeAccountKey,
   deleteChallenges,
   findCertificate,
   findChallenge,
-  putChallenge,
   queueDueCertificates,
   recordCertificateEvent,
   servingCertificate,
   updateCertificate,
 } from '../store/repositories/certificates.ts';
 import { findCustomDomainById } from '../store/repositories/custom-domains.ts';
+import { servingWildcardCertificate } from '../store/repositories/ingress-certificates.ts';
 import type { CertificateRow, JobRow } from '../store/schema.ts';
-import { lostOrder } from './acme-orders.ts';
+import { alpnChallengeCertificate } from './acme-challenges.ts';
+import { describeOrderError, order } from './acme-order.ts';
 import { repeatEvery } from './every.ts';
 import type { JobClaim, JobHandler } from './worker.ts';
-
-/** The PEM of BERTH_ACME_CA_FILE, checked at start: a ConfigError naming the setting when it is not one. */
-export function readAcmeCa(acme: Config['acme']): string | undefined {
-  if (!acme?.caFile) return undefined;
-  let pem: string;
-  try {
-    pem = fs.readFileSync(acme.caFile, 'utf8');
-  } catch (error) {
-    const reason = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
-    throw new ConfigError(`BERTH_ACME_CA_FILE cannot be read (${acme.caFile}: ${reason})`);
-  }
-  try {
-    new X509Certificate(pem);
-  } catch {
-    throw new ConfigError(`BERTH_ACME_CA_FILE holds no PEM certificate (${acme.caFile})`);
-  }
-  return pem;
-}
 
 /** What the ingress serves: the stored certificates and challenge answers, opened with the master key. */
 export function certificateSource(deps: Pick<Deps, 'store' | 'secretBox'>): CertificateSource {
   const { db } = deps.store;
   return {
     httpChallenge: (token) => findChallenge(db, token),
+    alpnChallenge: (name) => alpnChallengeCertificate(deps, name),
     certificate: async (name) => {
-      const row = await servingCertificate(db, name);
+      // A custom domain's own certificate, else the ingress domain's wildcard (DNS-01) covering the name.
+      const row = (await servingCertificate(db, name)) ?? (await servingWildcardCertificate(db, name));
       if (!row?.cert_pem || !row.private_key) return null;
       return { cert: deps.secretBox.open(row.cert_pem), key: deps.secretBox.open(row.private_key) };
     },
@@ -86,6 +68,10 @@ export function startCertificateRenewal(
     async () => {
       const queued = await queueDueCertificates(deps.store.db);
       if (queued > 0) log.info({ queued }, 'certificates queued for renewal or a new attempt');
+      const name = deps.config.tlsAcmeName;
+      if (name && (await queueApiCertificateIfDue(deps.store.db, name))) {
+        log.info({ name }, "the API's certificate queued for renewal or a new attempt");
+      }
     },
     (err) => log.warn({ err }, 'looking for certificates to renew failed'),
   );
@@ -98,6 +84,11 @@ export function renewAfter(notBefore: Date, notAfter: Date, random = Math.random
 }
 
 const DAY_MS = 86_400_000;
+
+/** After a name's `failures`th failed order: BERTH_ACME_RETRY_BASE_MS, doubling, at most a day (CAs' limits). */
+export function nextAttemptAt(failures: number, config: Pick<Deps['config'], 'acmeRetryBaseMs'>): Date {
+  return new Date(Date.now() + Math.min(DAY_MS, config.acmeRetryBaseMs * 2 ** (failures - 1)));
+}
 
 /** What a sim certificate looks like: Let's Encrypt's 90 days, issued a moment after it is asked for. */
 const SIM_LIFETIME_MS = 90 * DAY_MS;
@@ -151,7 +142,6 @@ export function issueCertificateHandler(deps: Deps): JobHandler {
 
   async function failed(row: CertificateRow, accountId: string, reason: string, claim: JobClaim) {
     const failures = row.failures + 1;
-    const waitMs = Math.min(DAY_MS, deps.config.acmeRetryBaseMs * 2 ** (failures - 1));
     await db.transaction().execute(async (trx) => {
       await claim.hold(trx);
       const stored = await updateCertificate(trx, row.custom_domain_id, {
@@ -159,7 +149,7 @@ export function issueCertificateHandler(deps: Deps): JobHandler {
         status: row.cert_pem ? 'renewing' : 'failed',
         last_error: reason.slice(0, 2000),
         failures,
-        next_attempt_at: new Date(Date.now() + waitMs),
+        next_attempt_at: nextAttemptAt(failures, deps.config),
         // An order the CA found invalid cannot be finished: the next attempt starts a new one.
         order_url: null,
         order_key: null,
@@ -186,11 +176,18 @@ export function issueCertificateHandler(deps: Deps): JobHandler {
       }
       let issued: { pem: string; keyPem: string };
       try {
-        issued = await order(deps, row, signal);
+        const subject = {
+          names: [row.name],
+          order_url: row.order_url,
+          order_key: row.order_key,
+          save: (patch: { order_url: string | null; order_key?: string }) =>
+            updateCertificate(db, row.custom_domain_id, patch),
+        };
+        issued = await order(deps, subject, deps.config.acme?.challenge ?? 'http-01', signal);
       } catch (error) {
         // A lost lease: the worker that took the job over resumes the order.
         signal.throwIfAborted();
-        await failed(row, domain.account_id, describe(error, row.name, deps.config), claim);
+        await failed(row, domain.account_id, describeOrderError(error, row.name, deps.config), claim);
         return;
       }
       signal.throwIfAborted();
@@ -203,107 +200,4 @@ export function issueCertificateHandler(deps: Deps): JobHandler {
       else await db.transaction().execute((trx) => claim.finish(trx));
     },
   };
-}
-
-class ChallengeFailed extends Error {}
-
-/** The CA's reason, and what to look at. */
-function describe(error: unknown, name: string, config: Config): string {
-  const message = error instanceof Error ? error.message : String(error);
-  if (error instanceof ChallengeFailed) {
-    return `The CA could not validate ${name} over HTTP-01: ${message}. Check that ${name} resolves to the ingress, that port 80 reaches it from the internet, and that no CAA record forbids the CA.`;
-  }
-  return `Ordering the certificate for ${name} from ${config.acme?.directoryUrl ?? 'the ACME directory'} failed: ${message}`;
-}
-
-type AcmeModule = typeof import('acme-client');
-let acmeModule: Promise<AcmeModule> | undefined;
-
-/**
- * acme-client, loaded when first used (it brings axios and node-forge), with its HTTP client set up once:
- * a deadline on every request (it has none by default) and BERTH_ACME_CA_FILE trusted besides the system's roots.
- */
-function loadAcme(config: Config): Promise<AcmeModule> {
-  // A CommonJS module: its exports are the default export's members.
-  acmeModule ??= import('acme-client').then((loaded) => {
-    const acme = (loaded as unknown as { default: AcmeModule }).default;
-    const ca = readAcmeCa(config.acme);
-    acme.axios.defaults.timeout = 30_000;
-    if (ca) acme.axios.defaults.httpsAgent = new https.Agent({ ca: [...tls.rootCertificates, ca] });
-    return acme;
-  });
-  return acmeModule;
-}
-
-/** One order, resumed where a previous run left it: the certificate's PEM chain and its key. */
-async function order(
-  deps: Deps,
-  row: CertificateRow,
-  signal: AbortSignal,
-): Promise<{ pem: string; keyPem: string }> {
-  const { db } = deps.store;
-  const box = deps.secretBox;
-  const settings = deps.config.acme as NonNullable<Config['acme']>;
-  const acme = await loadAcme(deps.config);
-  const newAccountKey = (await acme.crypto.createPrivateEcdsaKey()).toString();
-  const accountKey = box.open(await acmeAccountKey(db, settings.directoryUrl, () => box.seal(newAccountKey)));
-  const client = new acme.Client({
-    directoryUrl: settings.directoryUrl,
-    accountKey,
-    backoffAttempts: 15,
-    backoffMin: 500,
-    backoffMax: 5_000,
-  });
-  // The same key finds the same account: asking again is how every process learns its URL.
-  const account = await client.createAccount({
-    termsOfServiceAgreed: true,
-    ...(settings.email && { contact: [`mailto:${settings.email}`] }),
-  });
-  signal.throwIfAborted();
-
-  let current: Awaited<ReturnType<typeof client.getOrder>> | null = null;
-  let keyPem = row.order_key ? box.open(row.order_key) : '';
-  if (row.order_url && keyPem) {
-    current = await client
-      .getOrder({ url: row.order_url } as Parameters<typeof client.getOrder>[0])
-      .catch(() => null);
-    if (current?.status === 'invalid') current = null;
-  }
-  if (!current && keyPem && !row.order_url) {
-    // A key with no URL: the run before died inside newOrder, maybe after the CA made the order.
-    current = await lostOrder(client, row.name, account.orders);
-    if (current) await updateCertificate(db, row.custom_domain_id, { order_url: current.url });
-  }
-  if (!current) {
-    // The key first, then the order's URL the moment the CA gives it: a run that dies after this resumes it.
-    keyPem = (await acme.crypto.createPrivateEcdsaKey()).toString();
-    await updateCertificate(db, row.custom_domain_id, { order_key: box.seal(keyPem), order_url: null });
-    current = await client.createOrder({ identifiers: [{ type: 'dns', value: row.name }] });
-    await updateCertificate(db, row.custom_domain_id, { order_url: current.url });
-  }
-  signal.throwIfAborted();
-
-  if (current.status === 'pending') {
-    for (const authz of await client.getAuthorizations(current)) {
-      if (authz.status === 'valid') continue;
-      const challenge = authz.challenges.find((c: { type: string }) => c.type === 'http-01');
-      if (!challenge) throw new Error(`the CA offers no http-01 challenge for ${row.name}`);
-      const keyAuthorization = await client.getChallengeKeyAuthorization(challenge);
-      await putChallenge(db, challenge.token, keyAuthorization, row.name);
-      signal.throwIfAborted();
-      if (challenge.status === 'pending') await client.completeChallenge(challenge);
-      await client.waitForValidStatus(challenge).catch((error: Error) => {
-        throw new ChallengeFailed(error.message);
-      });
-      signal.throwIfAborted();
-    }
-  }
-  if (current.status === 'pending' || current.status === 'ready') {
-    const [, csr] = await acme.crypto.createCsr({ commonName: row.name, altNames: [row.name] }, keyPem);
-    current = await client.finalizeOrder(current, csr);
-  }
-  const url = current.url;
-  const valid = await client.waitForValidStatus(current);
-  const pem = await client.getCertificate({ ...valid, url });
-  return { pem, keyPem };
 }

@@ -218,6 +218,8 @@ export interface ServedCertificate {
 export interface CertificateSource {
   /** The key authorization to answer an HTTP-01 challenge's token with, or null. */
   httpChallenge(token: string): Promise<string | null>;
+  /** The certificate to present to a TLS-ALPN-01 (`acme-tls/1`) handshake for `name`, or null. */
+  alpnChallenge(name: string): Promise<ServedCertificate | null>;
   /** The certificate `name` is served with over HTTPS, or null: the name is served over HTTP only. */
   certificate(name: string): Promise<ServedCertificate | null>;
 }
@@ -284,6 +286,12 @@ export interface BackupRequest {
   environment: EnvironmentRef;
   resource: OpsResource;
   backupId: string;
+  /**
+   * The dependency's password as Berth keeps it (sealed in its store, opened for the call); none for
+   * an engine without one. A driver that cannot read the password back from what it made (a swarm
+   * secret) gives it to the dump tool.
+   */
+  password?: string;
 }
 
 /**
@@ -408,5 +416,10 @@ export interface Provider {
    * certificates as a CA would issue them (the sim). Absent: none.
    */
   certificates?: 'acme' | 'simulated';
+  /**
+   * The domain services' own host names are under (`{subdomain}.{ingressDomain}`), for the wildcard
+   * certificate ordered by DNS-01 (jobs/ingress-certificate.ts). Absent: no ingress of Berth's own.
+   */
+  ingressDomain?: string;
   close(): Promise<void>;
 }

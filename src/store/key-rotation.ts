@@ -16,7 +16,10 @@ const SEALED: ReadonlyArray<{ table: string; key: string[]; columns: string[] }>
   { table: 'git_connections', key: ['id'], columns: ['secret_sealed', 'webhook_secret_sealed'] },
   { table: 'idempotency_keys', key: ['scope', 'key'], columns: ['body_sealed'] },
   { table: 'certificates', key: ['custom_domain_id'], columns: ['cert_pem', 'private_key', 'order_key'] },
+  { table: 'api_certificates', key: ['name'], columns: ['cert_pem', 'private_key', 'order_key'] },
   { table: 'acme_accounts', key: ['directory_url'], columns: ['account_key'] },
+  { table: 'ingress_certificates', key: ['id'], columns: ['cert_pem', 'private_key', 'order_key'] },
+  { table: 'acme_challenges', key: ['token'], columns: ['alpn_key'] },
   { table: 'sso_configs', key: ['account_id'], columns: ['client_secret_sealed'] },
 ];
 

@@ -292,7 +292,7 @@ test('environment secrets open from the environment, empty with a hint', async (
   await checkPage('environment-secrets');
 });
 
-test('dependencies: each one as made, a database with its backups, and one taken from the page', async () => {
+test('dependencies: each one as made, a database with its backups, one taken and restored from the page (in place after confirming, and into a copy)', async () => {
   const { service } = unwrap(
     await client().POST('/v1/environments/{envId}/services', {
       params: { path: { envId } },
@@ -342,6 +342,49 @@ test('dependencies: each one as made, a database with its backups, and one taken
   await table.getByRole('cell', { name: 'manual' }).waitFor();
   await table.getByText('completed').waitFor();
   await checkPage('dependencies');
+
+  // Restore into the dependency: a question first; the service runs, so the API wants it stopped, and
+  // the page asks again, naming it, before it sends force.
+  await table.getByRole('button', { name: 'Restore', exact: true }).click();
+  const question = page.getByRole('region', { name: /^Restore main-db from the backup taken/ });
+  await question.getByText("Its data is replaced with the backup's").waitFor();
+  await question.getByRole('button', { name: 'Restore main-db' }).click();
+  await question.getByText('main-db is in use by stores web: restoring stops stores web').waitFor();
+  problems.length = 0; // the API's 409 (in use) is the browser's console error, and expected
+  assert.equal(
+    await page.evaluate('document.activeElement?.textContent'),
+    await question.getByRole('heading').textContent(),
+    'focus is on the question',
+  );
+  await checkPage('dependency-restore-confirm');
+  await question.getByRole('button', { name: 'Stop stores web and restore' }).click();
+  await question.waitFor({ state: 'detached' });
+  const restoreCell = table.getByRole('cell', { name: /into the dependency/ });
+  await restoreCell.getByText('was stopped meanwhile').waitFor({ timeout: 30_000 });
+  const backupsPath = { ...path, dependencyId: 'main-db' };
+  const listed = async () =>
+    unwrap(
+      await client().GET(
+        '/v1/environments/{envId}/services/{serviceId}/dependencies/{dependencyId}/backups',
+        {
+          params: { path: backupsPath },
+        },
+      ),
+    ).backups;
+  const [restored] = await listed();
+  assert.equal(restored?.restore?.state, 'completed');
+  assert.equal(restored?.restore?.into, 'same');
+  assert.deepEqual(restored?.restore?.stopped_services, [service.id]);
+
+  // Into a copy: nothing to confirm (nothing running is touched); the copy's address is shown.
+  await table.getByRole('button', { name: 'Restore into a copy' }).click();
+  const copyCell = table.getByRole('cell', { name: /into a copy/ });
+  await copyCell.getByText('completed').waitFor({ timeout: 30_000 });
+  const [copied] = await listed();
+  assert.equal(copied?.restore?.into, 'new');
+  assert.deepEqual(copied?.restore?.stopped_services, []);
+  await copyCell.getByText(copied?.restore?.attributes.endpoint ?? 'no endpoint').waitFor();
+  await checkPage('dependency-restored');
 });
 
 test('sign out forgets the token; the console asks to sign in again', async () => {

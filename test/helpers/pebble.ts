@@ -9,7 +9,7 @@ import { pollUntil, StopPolling } from './poll.ts';
 
 /**
  * A real ACME CA: Debian's `pebble`, with certificates of `validitySeconds`, validating HTTP-01 on
- * `httpPort` of whatever its `-dnsserver` (the test's DNS server) resolves each name to. In front of its
+ * `httpPort`, TLS-ALPN-01 on `tlsPort` and DNS-01 by TXT lookups, of whatever its `-dnsserver` (the test's DNS server) resolves each name to. In front of its
  * directory, a reverse proxy of the test's counts the orders: every newOrder POST, by name (pebble
  * builds its URLs from the Host it is asked at, so the client never goes around the proxy). The proxy can
  * also hold the answer to a name's next newOrder, after the CA made the order: a client killed meanwhile
@@ -67,6 +67,8 @@ export async function startPebble(options: {
   dnsServer: string;
   validitySeconds: number;
   address?: string;
+  /** The port TLS-ALPN-01 validations connect to; unset, one nothing listens on. */
+  tlsPort?: number;
 }): Promise<Pebble> {
   const address = options.address ?? '127.0.0.1';
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-pebble-'));
@@ -108,8 +110,7 @@ export async function startPebble(options: {
         certificate: certFile,
         privateKey: keyFile,
         httpPort: options.httpPort,
-        // TLS-ALPN-01 is not asked for here: a port nothing listens on.
-        tlsPort: await freePort(),
+        tlsPort: options.tlsPort ?? (await freePort()),
         ocspResponderURL: '',
         externalAccountBindingRequired: false,
         certificateValidityPeriod: options.validitySeconds,

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import { type Harness, type Reply, startHarness, type Tenant } from '../helpers/harness.ts';
+import { buildApp } from '../../src/api/app.ts';
+import { ADMIN_TOKEN, type Harness, type Reply, startHarness, type Tenant } from '../helpers/harness.ts';
 import { startOidcProvider, type TestProvider } from '../helpers/oidc-provider.ts';
 
 /**
@@ -197,6 +198,30 @@ describe('signing in', () => {
     assert.equal((await audited('member.join_sso')).filter((a) => a.user_email === email).length, 1);
   });
 
+  test('another Berth process takes the callback: the sign-in under way is in the database', async () => {
+    const email = `elsewhere-${randomUUID().slice(0, 6)}@${domain}`;
+    const started = await begin(email);
+    const back = await idp.signIn(started.url, email);
+    const other = await buildApp(h.deps, { adminToken: ADMIN_TOKEN });
+    try {
+      const res = await other.inject({
+        method: 'POST',
+        url: '/auth/sso/callback',
+        headers: { host: HOST, cookie: started.cookie, 'content-type': 'application/json' },
+        payload: JSON.stringify({
+          account_id: t.accountId,
+          code: back.searchParams.get('code'),
+          state: back.searchParams.get('state'),
+          iss: back.searchParams.get('iss'),
+        }),
+      });
+      assert.equal(res.statusCode, 200, res.body);
+      assert.equal(res.json().data.user.email, email);
+    } finally {
+      await other.close();
+    }
+  });
+
   test('an existing member keeps their role', async () => {
     const email = `vi-${randomUUID().slice(0, 6)}@${domain}`;
     const user = await h.admin('POST', '/users', { email, display_name: 'Vi' });
@@ -295,6 +320,17 @@ describe('refused callbacks are audited', () => {
     await refused('sso.refused_state', await finish(back, started.cookie), /used already/);
   });
 
+  test('an expired state', async () => {
+    const email = `late-${randomUUID().slice(0, 6)}@${domain}`;
+    const started = await begin(email);
+    const back = await idp.signIn(started.url, email);
+    await h.deps.store.db
+      .updateTable('sso_flows')
+      .set({ expires_at: new Date(Date.now() - 1000) })
+      .execute();
+    await refused('sso.refused_state', await finish(back, started.cookie), /expired/);
+  });
+
   test('a state from another browser (without the flow cookie)', async () => {
     const email = `elsewhere-${randomUUID().slice(0, 6)}@${domain}`;
     const started = await begin(email);
@@ -342,6 +378,43 @@ describe('refused callbacks are audited', () => {
       await signIn(`aud-${randomUUID().slice(0, 6)}@${domain}`),
       /audience differs/,
     );
+  });
+
+  test('a client secret the provider refuses: its own error is told, nothing else', async () => {
+    const put = (clientSecret: string) =>
+      settings(t.token, {
+        issuer_url: idp.issuer,
+        client_id: idp.clientId,
+        client_secret: clientSecret,
+        allowed_domains: [domain],
+        default_role: 'developer',
+        enabled: true,
+      });
+    assert.equal((await put('not-the-secret')).status, 200);
+    try {
+      const res = await signIn(`secret-${randomUUID().slice(0, 6)}@${domain}`);
+      await refused('sso.refused_provider', res, /did not complete the sign-in \(invalid_client/);
+    } finally {
+      assert.equal((await put(idp.clientSecret)).status, 200);
+    }
+  });
+
+  test('a provider Berth cannot reach: said, without the network details', async () => {
+    const other = await h.tenant();
+    const otherDomain = `${randomUUID().slice(0, 8)}.example.org`;
+    const set = await settings(other.token, {
+      issuer_url: 'http://127.0.0.1:9',
+      client_id: 'berth',
+      client_secret: 'secret',
+      allowed_domains: [otherDomain],
+      default_role: 'viewer',
+      enabled: true,
+    });
+    assert.equal(set.status, 200, set.raw);
+    const res = await h.request('POST', '/auth/sso/start', { body: { email: `ada@${otherDomain}` } });
+    assert.equal(res.status, 500, res.raw);
+    assert.match(res.body.message, /The identity provider at http:\/\/127\.0\.0\.1:9 could not be reached/);
+    assert.doesNotMatch(res.raw, /ECONNREFUSED|fetch failed/);
   });
 
   test('the provider refusing the sign-in', async () => {

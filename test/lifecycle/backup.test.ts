@@ -67,9 +67,13 @@ const QUERIES: Record<string, string> = {
 async function readEverything(h: Harness, tenants: Tenant[]): Promise<Map<string, string>> {
   const reads = new Map<string, string>();
   const get = async (url: string, token: string) => {
-    // A refusal is a read too (a plan without custom domains answers 403, before and after).
+    // A refusal is a read too (a plan without custom domains answers 403, before and after), and so is
+    // an account's single sign-on that is not set (404).
     const res = await h.request('GET', url, { token });
-    assert.ok(res.status === 200 || res.status === 403, `${url}: ${res.status} ${res.raw}`);
+    assert.ok(
+      res.status === 200 || res.status === 403 || (res.status === 404 && url === '/v1/sso'),
+      `${url}: ${res.status} ${res.raw}`,
+    );
     reads.set(url, `${res.status} ${res.raw}`);
     return res.body.data;
   };
@@ -189,6 +193,15 @@ before(async () => {
     return list.backups[0]?.state === 'completed' ? true : undefined;
   });
   await ok('POST', '/v1/webhooks', a, { url: 'http://127.0.0.1:9/hook', description: 'ci' });
+  // Single sign-on settings, with their sealed client secret (one account's: the other's read is a 404).
+  await ok('PUT', '/v1/sso', a, {
+    issuer_url: 'https://idp.example.com',
+    client_id: 'berth-console',
+    client_secret: 'sso-client-secret',
+    allowed_domains: ['example.com'],
+    default_role: 'developer',
+    enabled: true,
+  });
   // Quiet from here: what the reads show is what is backed up.
   await worker.stop();
   before_ = await readEverything(h, tenants);

@@ -8,6 +8,7 @@ import { readBackupFile } from '../../src/store/backup-file.ts';
 import { createTestDatabase, TEST_DATABASE, type TestDatabase } from '../helpers/database.ts';
 import { pollUntil } from '../helpers/poll.ts';
 import { api, firstStartOf, runBerth, startBerth } from '../helpers/process.ts';
+import { openSse, type SseEvent } from '../helpers/sse.ts';
 
 /**
  * `berth admin backup` / `restore` and BERTH_BACKUP_SCHEDULE as an operator runs them (docs/operations.md,
@@ -127,7 +128,7 @@ test('a backup through the running server, killed at any moment, never leaves a 
   }
 });
 
-test('scheduled backups: the reason of a failure is logged, then every tick writes one and retention keeps BERTH_BACKUP_KEEP', async () => {
+test('scheduled backups: a failure is logged with its reason and opens the backup_failed alert; every tick then writes one, the alert resolves, retention keeps BERTH_BACKUP_KEEP', async () => {
   const db = await database();
   const parent = tempDir();
   const target = path.join(parent, 'backups');
@@ -143,9 +144,35 @@ test('scheduled backups: the reason of a failure is logged, then every tick writ
   );
   try {
     const metricsUrl = (await server.waitForOutput(/Metrics: (http:\/\/\S+)/))[1] as string;
+    const { token } = await firstStartOf(server);
+    // From the oldest event kept: the alert may have opened before the stream does.
+    const stream = await openSse(`${server.url}/v1/events`, token, { 'last-event-id': '0' });
     await server.waitForOutput(/"msg":"scheduled backup failed: [^"]*(EEXIST|ENOTDIR)/, 30_000);
+    const alerts = (events: SseEvent[]) => events.filter((e) => e.data.data?.rule === 'backup_failed');
+    const [opened] = alerts(await stream.until('the backup_failed alert', (e) => alerts(e).length > 0));
+    assert.equal(opened?.event, 'alert.opened');
+    assert.equal(opened?.data.data.state, 'open');
+    assert.equal(opened?.data.data.service_id, null);
+    assert.match(
+      opened?.data.data.message,
+      /^Berth's scheduled backup of its own state failed: .*(EEXIST|ENOTDIR)/,
+    );
     fs.rmSync(target);
     fs.mkdirSync(target);
+    // The next good backup resolves it; the failures in between (one a second) opened no other.
+    await stream.until('the backup_failed alert to resolve', (e) =>
+      alerts(e).some((a) => a.event === 'alert.resolved'),
+    );
+    stream.close();
+    const transitions = alerts(stream.events);
+    assert.deepEqual(
+      transitions.map((a) => [a.event, a.data.data.id, a.data.data.state]),
+      [
+        ['alert.opened', opened?.data.data.id, 'open'],
+        ['alert.resolved', opened?.data.data.id, 'resolved'],
+      ],
+    );
+    assert.equal(transitions[1]?.data.data.message, opened?.data.data.message, 'the reason stays on it');
     const seen = new Set<string>();
     await pollUntil(
       'three scheduled backups, two kept',

@@ -54,7 +54,7 @@ const valuesOf = (body: { data: { secrets: { key: string; value: string }[] } })
 
 /**
  * A value in every sealed column: secrets of both scopes, a deployment's variables, a dependency's
- * password, a webhook's and a git connection's secrets.
+ * password, a webhook's and a git connection's secrets, single sign-on's client secret.
  */
 async function populate(url: string, token: string, envPath: string): Promise<Installation> {
   const envUrl = url + envPath;
@@ -106,6 +106,17 @@ async function populate(url: string, token: string, envPath: string): Promise<In
       name: 'acme',
       token: 'ghp_rotation0000000000000000000000000000',
       webhook_secret: 'hook-secret-of-the-connection',
+    }),
+  );
+  // Single sign-on's client secret (docs/sso.md): no provider is asked until someone signs in.
+  ok(
+    await api(`${url}/v1/sso`, token, 'PUT', {
+      issuer_url: 'https://login.example.com',
+      client_id: 'berth',
+      client_secret: 'client-secret-of-the-provider',
+      allowed_domains: ['example.com'],
+      default_role: 'viewer',
+      enabled: true,
     }),
   );
   const dependencies = ok(await api(`${serviceUrl}/dependencies`, token)).data.dependencies;

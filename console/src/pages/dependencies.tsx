@@ -1,7 +1,19 @@
-import { api, messageOf, unwrap } from '../api.ts';
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { ApiError, api, messageOf, unwrap } from '../api.ts';
 import { useServiceName } from '../service-name.ts';
 import type { Dependency, DependencyBackup } from '../types.ts';
-import { Empty, ErrorBox, Loading, Page, StateBadge, TableWrap, Time, useLoad, useSubmit } from '../ui.tsx';
+import {
+  Empty,
+  ErrorBox,
+  Loading,
+  Page,
+  StateBadge,
+  TableWrap,
+  Time,
+  useItemSubmit,
+  useLoad,
+  useSubmit,
+} from '../ui.tsx';
 
 /** How often the page reads again while a backup or restore may be running. */
 const REFRESH_MS = 3_000;
@@ -41,13 +53,19 @@ export function Dependencies(props: { envId: string; serviceId: string }) {
       ) : !data?.length ? (
         <Empty>No dependencies: the service's ops.json declares none, or it has not been deployed yet.</Empty>
       ) : (
-        data.map((d) => <DependencyCard key={`${d.kind}.${d.type}.${d.id}`} {...{ envId, serviceId, d }} />)
+        data.map((d) => (
+          <DependencyCard
+            key={`${d.kind}.${d.type}.${d.id}`}
+            {...{ envId, serviceId, d }}
+            serviceName={serviceName ?? 'its service'}
+          />
+        ))
       )}
     </Page>
   );
 }
 
-function DependencyCard(props: { envId: string; serviceId: string; d: Dependency }) {
+function DependencyCard(props: { envId: string; serviceId: string; d: Dependency; serviceName: string }) {
   const { d } = props;
   const headingId = `dependency-${d.kind}-${d.type}-${d.id}`.replace(/[^\w-]/g, '_');
   return (
@@ -67,13 +85,30 @@ function DependencyCard(props: { envId: string; serviceId: string; d: Dependency
           serviceId={props.serviceId}
           dependencyId={`${d.kind}.${d.type}.${d.id}`}
           label={d.id}
+          serviceName={props.serviceName}
         />
       )}
     </section>
   );
 }
 
-function Backups(props: { envId: string; serviceId: string; dependencyId: string; label: string }) {
+/** A restore asked for and not yet sent: which backup, and the API's word when the dependency is in use. */
+interface Confirming {
+  backup: DependencyBackup;
+  inUse: boolean;
+}
+
+/** The API refused a restore because a service uses the dependency: it wants `force`. */
+const isInUse = (error: unknown) =>
+  error instanceof ApiError && error.status === 409 && /in use by service/.test(error.message);
+
+function Backups(props: {
+  envId: string;
+  serviceId: string;
+  dependencyId: string;
+  label: string;
+  serviceName: string;
+}) {
   const path = { envId: props.envId, serviceId: props.serviceId, dependencyId: props.dependencyId };
   const url = '/v1/environments/{envId}/services/{serviceId}/dependencies/{dependencyId}/backups';
   const backups = useLoad(
@@ -85,6 +120,29 @@ function Backups(props: { envId: string; serviceId: string; dependencyId: string
     async () => unwrap(await api().POST(url, { params: { path }, body: {} })),
     backups.reload,
   );
+  const restoreUrl = `${url}/{backupId}/restore` as const;
+  const restore = (backupId: string, body: { force?: boolean; into?: 'same' | 'new' }) =>
+    api().POST(restoreUrl, { params: { path: { ...path, backupId } }, body });
+  const [confirming, setConfirming] = useState<Confirming | null>(null);
+  // Into the dependency: asked without force first, so that the API says whether a service is in the way.
+  const intoSame = useSubmit(async () => {
+    if (!confirming) return;
+    try {
+      unwrap(await restore(confirming.backup.id, { force: confirming.inUse }));
+      setConfirming(null);
+    } catch (error) {
+      if (!isInUse(error) || confirming.inUse) throw error;
+      setConfirming({ ...confirming, inUse: true });
+    }
+  }, backups.reload);
+  const intoNew = useItemSubmit(
+    async (backupId) => unwrap(await restore(backupId, { into: 'new' })),
+    backups.reload,
+  );
+  const ask = (backup: DependencyBackup) => {
+    intoSame.reset();
+    setConfirming({ backup, inUse: false });
+  };
   return (
     <>
       <div class="form-actions">
@@ -97,6 +155,11 @@ function Backups(props: { envId: string; serviceId: string; dependencyId: string
           <p>{messageOf(create.error)}</p>
         </div>
       )}
+      {intoNew.error !== undefined && (
+        <div class="error-box" role="alert">
+          <p>{messageOf(intoNew.error)}</p>
+        </div>
+      )}
       {backups.error ? (
         <ErrorBox error={backups.error} onRetry={backups.reload} />
       ) : !backups.data ? (
@@ -104,13 +167,88 @@ function Backups(props: { envId: string; serviceId: string; dependencyId: string
       ) : backups.data.length === 0 ? (
         <Empty>No backups yet.</Empty>
       ) : (
-        <BackupTable label={`Backups of ${props.label}, newest first`} backups={backups.data} />
+        <BackupTable
+          label={`Backups of ${props.label}, newest first`}
+          backups={backups.data}
+          onRestore={ask}
+          onCopy={(b) => intoNew.pick(b.id)}
+          busy={intoSame.busy || intoNew.busy}
+        />
+      )}
+      {confirming && (
+        <ConfirmRestore
+          label={props.label}
+          serviceName={props.serviceName}
+          confirming={confirming}
+          busy={intoSame.busy}
+          error={intoSame.error}
+          onConfirm={intoSame.run}
+          onCancel={() => setConfirming(null)}
+        />
       )}
     </>
   );
 }
 
-function BackupTable(props: { label: string; backups: DependencyBackup[] }) {
+/**
+ * The confirmation a restore into the dependency needs (it replaces the data), and a second one when
+ * the API answers that a service uses it: that service is then stopped for the restore's duration.
+ */
+function ConfirmRestore(props: {
+  label: string;
+  serviceName: string;
+  confirming: Confirming;
+  busy: boolean;
+  error: unknown;
+  onConfirm: () => void;
+  onCancel: () => void;
+}) {
+  const { backup, inUse } = props.confirming;
+  const headingId = `confirm-restore-${backup.id}`;
+  const heading = useRef<HTMLHeadingElement>(null);
+  // Focus goes to the question, asked anew when the API's answer changes it.
+  useEffect(() => heading.current?.focus(), [inUse]);
+  return (
+    <section class="confirm" aria-labelledby={headingId}>
+      <h3 id={headingId} ref={heading} tabIndex={-1}>
+        Restore {props.label} from the backup taken <Time at={backup.created_at} />?
+      </h3>
+      {inUse ? (
+        <p role="alert">
+          {props.label} is in use by {props.serviceName}: restoring stops {props.serviceName} until the
+          restore ends, then starts it again.
+        </p>
+      ) : (
+        <p>Its data is replaced with the backup's, in place: what was written since the backup is lost.</p>
+      )}
+      {props.error !== undefined && (
+        <div class="error-box" role="alert">
+          <p>{messageOf(props.error)}</p>
+        </div>
+      )}
+      <div class="form-actions">
+        <button type="button" class="danger" onClick={props.onConfirm} disabled={props.busy}>
+          {props.busy
+            ? 'Asking…'
+            : inUse
+              ? `Stop ${props.serviceName} and restore`
+              : `Restore ${props.label}`}
+        </button>
+        <button type="button" onClick={props.onCancel} disabled={props.busy}>
+          Cancel
+        </button>
+      </div>
+    </section>
+  );
+}
+
+function BackupTable(props: {
+  label: string;
+  backups: DependencyBackup[];
+  onRestore: (backup: DependencyBackup) => void;
+  onCopy: (backup: DependencyBackup) => void;
+  busy: boolean;
+}) {
   return (
     <TableWrap label={props.label}>
       <table class="stack">
@@ -122,33 +260,77 @@ function BackupTable(props: { label: string; backups: DependencyBackup[] }) {
             <th scope="col">Trigger</th>
             <th scope="col">Size</th>
             <th scope="col">Latest restore</th>
+            <th scope="col">
+              <span class="sr-only">Actions</span>
+            </th>
           </tr>
         </thead>
         <tbody>
-          {props.backups.map((b) => (
-            <tr key={b.id}>
-              <td data-label="Taken">
-                <Time at={b.created_at} />
-              </td>
-              <td data-label="State">
-                <StateBadge state={b.state} />
-                {b.error && <span class="field-error"> {b.error}</span>}
-              </td>
-              <td data-label="Trigger">{b.trigger}</td>
-              <td data-label="Size">{sizeText(b.size_bytes)}</td>
-              <td data-label="Latest restore">
-                {b.restore ? (
-                  <>
-                    <StateBadge state={b.restore.state} /> into{' '}
-                    {b.restore.into === 'new' ? 'a copy' : 'the dependency'}
-                    {b.restore.error && <span class="field-error"> {b.restore.error}</span>}
-                  </>
-                ) : (
-                  'never'
-                )}
-              </td>
-            </tr>
-          ))}
+          {props.backups.map((b) => {
+            const restoring = b.restore?.state === 'pending' || b.restore?.state === 'running';
+            const copy =
+              b.restore?.into === 'new' && b.restore.state === 'completed' ? b.restore.attributes : null;
+            return (
+              <tr key={b.id}>
+                <td data-label="Taken" id={`taken-${b.id}`}>
+                  <Time at={b.created_at} />
+                </td>
+                <td data-label="State">
+                  <StateBadge state={b.state} />
+                  {b.error && <span class="field-error"> {b.error}</span>}
+                </td>
+                <td data-label="Trigger">{b.trigger}</td>
+                <td data-label="Size">{sizeText(b.size_bytes)}</td>
+                <td data-label="Latest restore">
+                  {b.restore ? (
+                    <>
+                      <StateBadge state={b.restore.state} /> into{' '}
+                      {b.restore.into === 'new' ? 'a copy' : 'the dependency'}
+                      {b.restore.stopped_services.length > 0 && (
+                        <span class="muted">
+                          {' '}
+                          (its service {restoring ? 'is stopped until it ends' : 'was stopped meanwhile'})
+                        </span>
+                      )}
+                      {copy?.endpoint && (
+                        <>
+                          {' '}
+                          at <code>{copy.endpoint}</code>
+                        </>
+                      )}
+                      {b.restore.error && <span class="field-error"> {b.restore.error}</span>}
+                    </>
+                  ) : (
+                    'never'
+                  )}
+                </td>
+                <td data-label="Actions">
+                  {b.state === 'completed' && (
+                    <span class="row-actions">
+                      <button
+                        type="button"
+                        class="small"
+                        disabled={props.busy || restoring}
+                        onClick={() => props.onRestore(b)}
+                        aria-describedby={`taken-${b.id}`}
+                      >
+                        Restore
+                      </button>{' '}
+                      <button
+                        type="button"
+                        class="small"
+                        disabled={props.busy || restoring}
+                        onClick={() => props.onCopy(b)}
+                        aria-describedby={`taken-${b.id}`}
+                      >
+                        Restore into a copy
+                      </button>
+                    </span>
+                  )}
+                </td>
+              </tr>
+            );
+          })}
         </tbody>
       </table>
     </TableWrap>

@@ -18,6 +18,11 @@ export interface AuthFailureLimit {
    * without a promise when `authenticate` does.
    */
   guard<T>(request: FastifyRequest, reply: FastifyReply, authenticate: () => T | Promise<T>): T | Promise<T>;
+  /**
+   * Whether some address may be refused now (one reached the limit in a window not yet over): while
+   * none is, guard() lets every request through to `authenticate`, whatever its address.
+   */
+  refusingAny(): boolean;
 }
 
 /** What the metrics count: each failed authentication, and each request refused for too many of them. */
@@ -41,14 +46,18 @@ export function authFailureLimit(
   by: FailureKey = BY_ADDRESS,
 ): AuthFailureLimit {
   const failures = new MemoryWindows(60_000);
+  /** When the last window that reached the limit ends. */
+  let refusingUntil = 0;
   const counted = (request: FastifyRequest, error: unknown): never => {
     if (error instanceof UnauthorizedError) {
-      failures.take(by.of(request));
+      const { position, resetAt } = failures.take(by.of(request));
+      if (position >= perMinute) refusingUntil = Math.max(refusingUntil, resetAt);
       counters?.failed();
     }
     throw error;
   };
   return {
+    refusingAny: () => refusingUntil > Date.now(),
     guard(request, reply, authenticate) {
       const window = failures.counted(by.of(request));
       if (window && window.position >= perMinute) {

@@ -16,6 +16,11 @@ export interface Place {
 
 export interface Windows {
   take(key: string): Place | Promise<Place>;
+  /**
+   * take(), only when the place is at hand and within `limit`: undefined (nothing counted) when it
+   * would be refused or needs a write (fast-polls.ts leaves such requests to the usual path).
+   */
+  takeAtHand(key: string, limit: number): Place | undefined;
 }
 
 const SWEEP_AT = 10_000;
@@ -41,6 +46,10 @@ export class MemoryWindows implements Windows {
     }
     window.position++;
     return { position: window.position, resetAt: window.resetAt };
+  }
+
+  takeAtHand(key: string, limit: number): Place | undefined {
+    return (this.current(key, Date.now())?.position ?? 0) < limit ? this.take(key) : undefined;
   }
 
   /** How many were counted in `key`'s current window, without counting. */
@@ -113,6 +122,13 @@ export class SharedWindows implements Windows {
         this.claim(key, claiming);
       }
     });
+  }
+
+  takeAtHand(key: string, limit: number): Place | undefined {
+    const block = this.blocks.get(key);
+    if (!block || block.resetAt <= Date.now() || block.waiting) return undefined;
+    if (block.next > block.last || block.next > limit) return undefined;
+    return { position: block.next++, resetAt: block.resetAt };
   }
 
   private claim(key: string, block: Block): void {

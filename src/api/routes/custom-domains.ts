@@ -16,7 +16,7 @@ import type { CustomDomainRow } from '../../store/schema.ts';
 import { actorOf, authOf, requireFeature } from '../plugins/auth.ts';
 import { conditionalResponses, WaitingHeaders } from '../plugins/conditional-reads.ts';
 import { customDomainOf, environmentOf, loadScope, serviceOf } from '../plugins/scope.ts';
-import { cachedGet, type ReadCache } from '../read-cache.ts';
+import { cachedGet, type ReadCache, readKeys } from '../read-cache.ts';
 import { AUTH_ERRORS, Envelope, errorResponses, Nullable, ServiceParams, Uuid } from '../schemas/common.ts';
 import { CustomDomain } from '../schemas/custom-domains.ts';
 import { customDomainView, success } from '../views.ts';
@@ -93,7 +93,7 @@ export const customDomainRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; reads: 
     (request, reply) => {
       const { envId, serviceId } = request.params;
       return cachedGet(reads, request, reply, {
-        key: `custom-domains ${authOf(request).accountId} ${envId} ${serviceId}`,
+        key: readKeys.customDomains(authOf(request).accountId, envId, serviceId),
         tags: [changeTag('service', serviceId), changeTag('env', envId)],
         maxAgeMs: IDENTITY_TTL_MS,
         load: async () => {

@@ -12,7 +12,7 @@ import { nextCursor, pageOf } from '../paging.ts';
 import { actorOf, authOf, requireFeature } from '../plugins/auth.ts';
 import { conditionalResponses, WaitingHeaders } from '../plugins/conditional-reads.ts';
 import { deploymentOf, environmentOf, loadScope, serviceOf } from '../plugins/scope.ts';
-import { cachedGet, type ReadCache } from '../read-cache.ts';
+import { cachedGet, type ReadCache, readKeys } from '../read-cache.ts';
 import {
   AUTH_ERRORS,
   Envelope,
@@ -100,7 +100,7 @@ export const deploymentRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; reads: Re
     (request, reply) => {
       const { deploymentId } = request.params;
       return cachedGet(reads, request, reply, {
-        key: `deployment ${authOf(request).accountId} ${deploymentId}`,
+        key: readKeys.deployment(authOf(request).accountId, deploymentId),
         tags: [changeTag('deployment', deploymentId)],
         load: async () => {
           request.scope = await loadScope(deps.store.db, request);

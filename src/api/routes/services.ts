@@ -17,7 +17,7 @@ import { conditionalResponses, WaitingHeaders } from '../plugins/conditional-rea
 import { ConditionalWriteHeaders, ifMatchCheck } from '../plugins/conditional-writes.ts';
 import { attachedFieldErrors } from '../plugins/errors.ts';
 import { environmentOf, loadScope, serviceOf } from '../plugins/scope.ts';
-import { cachedGet, type ReadCache } from '../read-cache.ts';
+import { cachedGet, type ReadCache, readKeys } from '../read-cache.ts';
 import {
   AUTH_ERRORS,
   Envelope,
@@ -165,7 +165,7 @@ export const serviceRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; reads: ReadC
     (request, reply) => {
       const { envId, serviceId } = request.params;
       return cachedGet(reads, request, reply, {
-        key: `service ${authOf(request).accountId} ${envId} ${serviceId}`,
+        key: readKeys.service(authOf(request).accountId, envId, serviceId),
         tags: [changeTag('service', serviceId), changeTag('env', envId)],
         maxAgeMs: IDENTITY_TTL_MS,
         load: async () => {

@@ -90,3 +90,15 @@ export const Alert = Type.Object({
   ),
   message: Type.String({ maxLength: 2000 }),
 });
+
+/** Berth's own scheduled backup failing: no service's alert, an event of every account (docs/operations.md). */
+export const BackupAlert = Type.Object({
+  id: Uuid,
+  service_id: Type.Null(),
+  rule: Type.Literal('backup_failed'),
+  state: StringEnum(['open', 'resolved'] as const, { maxLength: 20 }),
+  opened_at: DateTime,
+  resolved_at: Nullable(DateTime),
+  value: Type.Null(),
+  message: Type.String({ maxLength: 2000, description: "the failed backup's reason" }),
+});

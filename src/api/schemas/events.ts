@@ -7,7 +7,7 @@ import {
   type EventKind,
 } from '../../domain/events.ts';
 import { SERVICE_STATES } from '../../domain/service-states.ts';
-import { Alert } from './alerts.ts';
+import { Alert, BackupAlert } from './alerts.ts';
 import { DateTime, Nullable, Seq, StringEnum, Uuid } from './common.ts';
 import { Certificate } from './custom-domains.ts';
 import { Deployment } from './deployments.ts';
@@ -127,6 +127,8 @@ export const Event = Type.Union([
   ),
   // An alert opening or resolving: the alert after it (docs/metrics.md, "Alert rules").
   eventOf(ALERT_EVENT_TYPES, Alert),
+  // Berth's scheduled backup of its own state failing, and the next good one (docs/operations.md).
+  eventOf(ALERT_EVENT_TYPES, BackupAlert),
   // A certificate issued, renewed, or an order that failed (docs/https.md).
   eventOf(CERTIFICATE_EVENT_TYPES, CertificateState),
 ]);

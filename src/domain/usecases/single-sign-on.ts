@@ -167,7 +167,7 @@ async function providerOf(deps: Pick<Deps, 'secretBox'>, config: ConfigRow): Pro
   );
 }
 
-/** What went wrong with the provider, said in a sentence (never its stack). */
+/** Every message of an error and its causes, for the log (never for an answer: see providerSaid). */
 function causeOf(error: unknown): string {
   const messages: string[] = [];
   for (let e: unknown = error; e instanceof Error && messages.length < 4; e = e.cause)
@@ -176,11 +176,36 @@ function causeOf(error: unknown): string {
 }
 
 /**
+ * What the provider itself answered (an OAuth error and its description), which the person may read.
+ * Anything else (a connection refused, a timeout) stays in the log: the answer goes to people who are not
+ * signed in, and must not map the network Berth reaches.
+ */
+function providerSaid(error: unknown): string | undefined {
+  for (let e: unknown = error; e instanceof Error; e = e.cause) {
+    if (e instanceof oidc.ResponseBodyError || e instanceof oidc.AuthorizationResponseError) {
+      return [e.error, e.error_description].filter(Boolean).join(': ').slice(0, 300);
+    }
+    // A refused client authentication is answered as a WWW-Authenticate challenge.
+    if (e instanceof oidc.WWWAuthenticateChallengeError) {
+      const challenge = e.cause[0]?.parameters;
+      return (
+        [challenge?.error, challenge?.error_description].filter(Boolean).join(': ').slice(0, 300) || undefined
+      );
+    }
+  }
+  return undefined;
+}
+
+/**
  * Starts a sign-in for this email: the account whose single sign-on takes its domain (or the one named),
  * a flow stored under its state, and the provider's authorization URL to send the browser to. The PKCE
  * verifier is answered for the browser's cookie, and never stored.
  */
-export async function startSso(deps: Pick<Deps, 'store' | 'secretBox'>, input: SsoStart, origin: string) {
+export async function startSso(
+  deps: Pick<Deps, 'store' | 'secretBox' | 'logger'>,
+  input: SsoStart,
+  origin: string,
+) {
   const domain = input.email.slice(input.email.lastIndexOf('@') + 1).toLowerCase();
   if (!input.email.includes('@') || !DOMAIN.test(domain)) {
     throw ValidationError.fields([
@@ -201,8 +226,12 @@ export async function startSso(deps: Pick<Deps, 'store' | 'secretBox'>, input: S
   try {
     provider = await providerOf(deps, config);
   } catch (error) {
+    deps.logger.warn(
+      { accountId: config.account_id, cause: causeOf(error) },
+      'single sign-on: discovery failed',
+    );
     throw new BusinessRuleError(
-      `The identity provider at ${config.issuer_url} could not be used (${causeOf(error)}): ask your account's owner to check the single sign-on settings`,
+      `The identity provider at ${config.issuer_url} could not be reached or answered unexpectedly: ask your account's owner to check the single sign-on settings (Berth's log says why)`,
     );
   }
   const verifier = oidc.randomPKCECodeVerifier();
@@ -270,7 +299,7 @@ function refusalOf(error: unknown): Refusal {
  * (an existing member keeps their role). Every refusal is audited in the account, then answered.
  */
 export async function finishSso(
-  deps: Pick<Deps, 'store' | 'secretBox'>,
+  deps: Pick<Deps, 'store' | 'secretBox' | 'logger'>,
   call: SignInCall,
   input: SsoCallback,
   verifier: string | undefined,
@@ -319,7 +348,13 @@ export async function finishSso(
         : { ...(await oidc.fetchUserInfo(provider, tokens.access_token, idToken.sub)), ...idToken };
   } catch (error) {
     const reason = refusalOf(error);
-    throw await refuse(reason, reason === 'provider' ? causeOf(error) : undefined);
+    if (reason === 'provider') {
+      deps.logger.warn(
+        { accountId: config.account_id, cause: causeOf(error) },
+        'single sign-on: callback failed',
+      );
+    }
+    throw await refuse(reason, reason === 'provider' ? providerSaid(error) : undefined);
   }
   const email = typeof claims.email === 'string' ? claims.email : undefined;
   if (!email || claims.email_verified !== true) throw await refuse('email', undefined, email);

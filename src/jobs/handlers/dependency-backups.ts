@@ -22,7 +22,10 @@ function backupsOf(deps: Pick<Deps, 'provider'>): DependencyBackups {
 }
 
 /** What the provider is given for a backup: its dependency as declared, its service and environment. */
-async function requestOf(deps: Pick<Deps, 'store'>, backup: DependencyBackupRow): Promise<BackupRequest> {
+async function requestOf(
+  deps: Pick<Deps, 'store' | 'secretBox'>,
+  backup: DependencyBackupRow,
+): Promise<BackupRequest> {
   const { db } = deps.store;
   const service = await findServiceById(db, backup.service_id);
   if (!service) throw new TerminalError('the service is gone');
@@ -47,7 +50,13 @@ async function requestOf(deps: Pick<Deps, 'store'>, backup: DependencyBackupRow)
     skip_preview: false,
     preview_only: false,
   };
-  return { service, environment, resource, backupId: backup.id };
+  return {
+    service,
+    environment,
+    resource,
+    backupId: backup.id,
+    ...(row.password ? { password: deps.secretBox.open(row.password) } : {}),
+  };
 }
 
 /** How many completed backups a dependency keeps: its declared `backup_keep`, else the setting. */

@@ -1,5 +1,7 @@
 import type { Deps } from '../../domain/usecases/context.ts';
+import { issueApiCertificateHandler } from '../api-certificate.ts';
 import { issueCertificateHandler } from '../certificates.ts';
+import { issueIngressCertificateHandler } from '../ingress-certificate.ts';
 import type { JobHandlers } from '../worker.ts';
 import { deployCustomDomainHandler, retireCustomDomainHandler } from './custom-domains.ts';
 import { deleteServiceHandler } from './delete-service.ts';
@@ -22,5 +24,7 @@ export function jobHandlers(deps: Deps): JobHandlers {
     dependency_backup: dependencyBackupHandler(deps),
     dependency_restore: dependencyRestoreHandler(deps),
     issue_certificate: issueCertificateHandler(deps),
+    issue_ingress_certificate: issueIngressCertificateHandler(deps),
+    issue_api_certificate: issueApiCertificateHandler(deps),
   };
 }

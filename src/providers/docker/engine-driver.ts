@@ -76,6 +76,9 @@ export abstract class EngineDriver<P extends Prepared> {
   private stopping: Promise<void> | undefined;
   /** The ingress terminates TLS with the certificates Berth orders by ACME. */
   readonly certificates = 'acme' as const;
+  get ingressDomain(): string {
+    return this.settings.ingressHost;
+  }
 
   constructor(settings: DockerSettings, logger: Logger) {
     this.settings = settings;

@@ -6,8 +6,9 @@
  * connection_timeout (the time to connect to a container).
  *
  * Given a CertificateSource (ACME on), it also serves HTTPS on its HTTPS port, choosing each name's
- * certificate by SNI; over HTTP it answers ACME HTTP-01 challenges, and redirects a name that has a
- * certificate to HTTPS. A name without one keeps being served over HTTP.
+ * certificate by SNI (a custom domain's own, else the ingress domain's wildcard); over HTTP it answers
+ * ACME HTTP-01 challenges, over HTTPS TLS-ALPN-01 ones, and redirects a name that has a certificate to
+ * HTTPS. A name without one keeps being served over HTTP.
  * @module
  */
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
@@ -258,12 +259,29 @@ export async function startIngress(options: {
   let https: HttpsServer | null = null;
   let httpsUrl: string | null = null;
   if (options.tls && certificates) {
+    // The CA's TLS-ALPN-01 handshakes (RFC 8737) offer `acme-tls/1` alone; they get the challenge's
+    // certificate, everyone else the name's own. Node calls ALPNCallback before SNICallback, both on
+    // the handshake's socket (`this`): that is how the second knows what the first saw.
+    const challengeHandshakes = new WeakSet<tls.TLSSocket>();
+    const source = options.tls.certificates;
     https = createHttpsServer(
       {
+        ALPNCallback(this: tls.TLSSocket, { protocols }) {
+          if (protocols.includes(ACME_TLS)) {
+            challengeHandshakes.add(this);
+            return ACME_TLS;
+          }
+          // A client that offers protocols but not HTTP/1.1 (h2 alone) could not talk to this server.
+          return protocols.includes('http/1.1') ? 'http/1.1' : undefined;
+        },
         // A name without a certificate has no context: its handshake fails, as it would at any host.
-        SNICallback: (servername, callback) => {
-          certificates.context(servername.toLowerCase()).then(
-            (context) => callback(null, context ?? undefined),
+        SNICallback(this: tls.TLSSocket, servername, callback) {
+          const name = servername.toLowerCase();
+          const context = challengeHandshakes.has(this)
+            ? source.alpnChallenge(name).then((pair) => (pair ? tls.createSecureContext(pair) : null))
+            : certificates.context(name);
+          context.then(
+            (found) => callback(null, found ?? undefined),
             (error: Error) => callback(error),
           );
         },
@@ -271,6 +289,10 @@ export async function startIngress(options: {
       },
       (req, res) => app.routing(req, res),
     );
+    // A TLS-ALPN-01 validation is the handshake alone: nothing is served on it.
+    https.on('secureConnection', (socket: tls.TLSSocket) => {
+      if (socket.alpnProtocol === ACME_TLS) socket.end();
+    });
     const server = https;
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
@@ -301,6 +323,7 @@ export async function startIngress(options: {
 }
 
 const CHALLENGE_PATH = '/.well-known/acme-challenge/';
+const ACME_TLS = 'acme-tls/1';
 /** A year: what browsers' preload lists ask for; a name only gets it once its certificate serves. */
 const HSTS = 'max-age=31536000';
 

@@ -24,6 +24,8 @@ export const LABEL = {
   engine: 'berth.engine',
   // A dependency backup's or restore's helper container: the dependency's container name.
   backupOf: 'berth.backup-of',
+  // A swarm service scaled to no replicas for a dependency restore: the replicas it had, given back after.
+  restoreReplicas: 'berth.restore-replicas',
 } as const;
 
 /**

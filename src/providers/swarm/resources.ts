@@ -18,10 +18,12 @@ import { resourceName } from '../../domain/resource-names.ts';
 import { TerminalError } from '../../jobs/errors.ts';
 import {
   attributesOf,
+  copyNameOf,
   dependencyLabels,
   dependencyNameOf,
   dependencyOf,
   type Engine,
+  engineOf,
   environmentWithPasswordFile,
   imageSettingOf,
   READY_TIMEOUT_MS,
@@ -125,8 +127,30 @@ export class SwarmResources implements Resources {
   }
 
   async ensure(request: ResourceRequest, signal: AbortSignal): Promise<ProvisionedResource> {
+    const { name } = dependencyOf(request.service, request.resource, 'swarm');
+    return this.ensureNamed(request, name, signal);
+  }
+
+  /**
+   * A copy of a dependency under `name`, to restore a backup into for inspection: made anew and empty
+   * (whatever an earlier copy held goes, its volume wiped), with the dependency's password, and running.
+   * It is pinned as any dependency is; deleting the dependency deletes it.
+   */
+  async makeCopy(request: ResourceRequest, name: string, signal: AbortSignal): Promise<ProvisionedResource> {
+    signal.throwIfAborted();
+    await this.removeAll(dependencyNameOf(name));
+    return this.ensureNamed(request, name, signal);
+  }
+
+  /** The dependency `name` made (or found) as `request` declares it. */
+  private async ensureNamed(
+    request: ResourceRequest,
+    name: string,
+    signal: AbortSignal,
+  ): Promise<ProvisionedResource> {
     const { service, environment, resource, password } = request;
-    const { engine, name, runName: serviceName } = dependencyOf(service, resource, 'swarm');
+    const engine = engineOf(resource, 'swarm');
+    const serviceName = dependencyNameOf(name);
     const made = await this.inspect(serviceName);
     // Another engine under the same name (the declared engine changed) is a different database.
     if (made && made.Spec?.Labels?.[LABEL.engine] !== engine.name) {
@@ -178,7 +202,10 @@ export class SwarmResources implements Resources {
   }
 
   async delete(service: ServiceRef, resource: ResourceKey): Promise<void> {
-    await this.removeAll(dependencyNameOf(resourceName(service.id, resource)));
+    const name = resourceName(service.id, resource);
+    await this.removeAll(dependencyNameOf(name));
+    // And the copy a restore made of it for inspection, if any.
+    await this.removeAll(dependencyNameOf(copyNameOf(name)));
   }
 
   private async inspect(name: string): Promise<Docker.Service | null> {

@@ -28,6 +28,7 @@ import {
   type ServiceRef,
 } from '../provider.ts';
 import { swarmCron } from './cron.ts';
+import { SwarmDependencyBackups } from './dependency-backups.ts';
 import { SwarmMetrics } from './metrics.ts';
 import { requestTask } from './ops-cron.ts';
 import { SwarmResources } from './resources.ts';
@@ -83,6 +84,7 @@ export class SwarmProvider extends EngineDriver<Launched> implements Provider {
   protected readonly engine: RolloutEngine<Launched>;
   readonly logs: ServiceLogs;
   readonly resources: SwarmResources;
+  readonly backups: SwarmDependencyBackups;
   readonly metrics: ServiceMetrics;
 
   constructor(options: SwarmProviderOptions) {
@@ -102,10 +104,16 @@ export class SwarmProvider extends EngineDriver<Launched> implements Provider {
     this.resources = new SwarmResources(this.docker, this.db, options.settings, (env) =>
       this.ensureNetwork(env),
     );
+    this.backups = new SwarmDependencyBackups(
+      this.docker,
+      options.settings.backupDir,
+      this.resources,
+      options.settings.pullTimeoutMs,
+    );
   }
 
   protected async ensureNetwork(env: EnvironmentRef): Promise<string> {
-    // Attachable: Berth's own containers (a future ingress on a node) may join it.
+    // Attachable: Berth's own containers join it (dependency backups' helpers, on the manager).
     return ensureNetwork(this.docker, env, overlayName(env.id), {
       Driver: 'overlay',
       Attachable: true,

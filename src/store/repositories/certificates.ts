@@ -132,12 +132,50 @@ export async function acmeAccountKey(
   return row.account_key;
 }
 
-export async function putChallenge(db: Db, token: string, keyAuthorization: string, name: string) {
+export async function putChallenge(
+  db: Db,
+  challenge: {
+    token: string;
+    keyAuthorization: string;
+    name: string;
+    type: 'http-01' | 'tls-alpn-01';
+    /** TLS-ALPN-01: the challenge certificate, and its key sealed. */
+    alpn?: { certificate: string; key: string };
+  },
+) {
+  const values = {
+    key_authorization: challenge.keyAuthorization,
+    type: challenge.type,
+    alpn_certificate: challenge.alpn?.certificate ?? null,
+    alpn_key: challenge.alpn?.key ?? null,
+  };
   await db
     .insertInto('acme_challenges')
-    .values({ token, key_authorization: keyAuthorization, name })
-    .onConflict((oc) => oc.column('token').doUpdateSet({ key_authorization: keyAuthorization }))
+    .values({ token: challenge.token, name: challenge.name, ...values })
+    .onConflict((oc) => oc.column('token').doUpdateSet(values))
     .execute();
+}
+
+/** The newest TLS-ALPN-01 answer for `name` (the key sealed). */
+export async function findAlpnChallenge(
+  db: Db,
+  name: string,
+): Promise<{ alpn_certificate: string; alpn_key: string } | undefined> {
+  const row = await db
+    .selectFrom('acme_challenges')
+    .select(['alpn_certificate', 'alpn_key'])
+    .where('name', '=', name)
+    .where('type', '=', 'tls-alpn-01')
+    .orderBy('created_at', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+  return row?.alpn_certificate && row.alpn_key
+    ? { alpn_certificate: row.alpn_certificate, alpn_key: row.alpn_key }
+    : undefined;
+}
+
+export async function deleteChallenge(db: Db, token: string): Promise<void> {
+  await db.deleteFrom('acme_challenges').where('token', '=', token).execute();
 }
 
 export async function findChallenge(db: Db, token: string): Promise<string | null> {
@@ -145,6 +183,7 @@ export async function findChallenge(db: Db, token: string): Promise<string | nul
     .selectFrom('acme_challenges')
     .select('key_authorization')
     .where('token', '=', token)
+    .where('type', '=', 'http-01')
     .executeTakeFirst();
   return row?.key_authorization ?? null;
 }

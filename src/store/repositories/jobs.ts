@@ -24,6 +24,8 @@ export const JOB_KINDS = [
   'dependency_backup',
   'dependency_restore',
   'issue_certificate',
+  'issue_ingress_certificate',
+  'issue_api_certificate',
 ] as const;
 export type JobKind = (typeof JOB_KINDS)[number];
 

@@ -1,0 +1,142 @@
+/**
+ * Server CPU per kept poll, the client's work left out: `node bench/poll-cpu.ts` (BERTH_TEST_DATABASE
+ * picks the database, embedded by default). One process: Berth's app and a node:http server answering
+ * the same bytes with the same headers listen on loopback, and a worker thread sends the polls
+ * (GET /v1/deployments/{id} of a finished deployment, kept-alive connections, BENCH_POLL_CONCURRENCY at
+ * a time). Only the main thread's CPU time is counted (/proc/self/task/<pid>/schedstat, nanoseconds),
+ * which is where both servers run, so the client thread's work is in neither figure. Rounds of
+ * BENCH_POLL_REQUESTS requests alternate between node:http, Berth with kept polls answered ahead of
+ * the router (src/api/fast-polls.ts) and Berth with that off (Fastify's router and hooks); the
+ * minimum of BENCH_POLL_ROUNDS rounds of each. A loaded machine moves these figures far less than
+ * requests a second, since they count only the CPU used. Prints one JSON line.
+ */
+import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Worker } from 'node:worker_threads';
+import { TEST_DATABASE } from '../test/helpers/database.ts';
+import { startHarness, VALID_SERVICE } from '../test/helpers/harness.ts';
+import { pollUntil } from '../test/helpers/poll.ts';
+
+const ROUNDS = Number(process.env.BENCH_POLL_ROUNDS ?? 9);
+const REQUESTS = Number(process.env.BENCH_POLL_REQUESTS ?? 5000);
+const CONCURRENCY = Number(process.env.BENCH_POLL_CONCURRENCY ?? 10);
+
+/** This process's main thread's CPU time so far, in nanoseconds. */
+const mainThreadNs = () =>
+  Number(fs.readFileSync(`/proc/self/task/${process.pid}/schedstat`, 'utf8').split(' ')[0]);
+
+/** The client, in a thread of its own: on each message, `requests` GETs of `url`; answers the non-200 count. */
+const CLIENT = `
+const http = require('node:http');
+const { parentPort } = require('node:worker_threads');
+parentPort.on('message', async ({ url, headers, requests, concurrency }) => {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
+  let failed = 0;
+  let left = requests;
+  const one = () => new Promise((resolve) => {
+    http.get(url, { headers, agent }, (res) => {
+      if (res.statusCode !== 200) failed++;
+      res.resume();
+      res.on('end', resolve);
+    }).on('error', () => { failed++; resolve(); });
+  });
+  await Promise.all(Array.from({ length: concurrency }, async () => { while (left-- > 0) await one(); }));
+  agent.destroy();
+  parentPort.postMessage(failed);
+});`;
+
+// Errors only: dropping the test database at the end warns about the connections it ends.
+const h = await startHarness({ logLevel: 'error', rateLimitPerMin: 100_000_000 });
+const client = new Worker(CLIENT, { eval: true });
+try {
+  const worker = await h.startWorker();
+  const t = await h.tenant();
+  const auth = { token: t.token };
+  const service = await h.request('POST', `/v1/environments/${t.envId}/services`, {
+    ...auth,
+    body: VALID_SERVICE.docker,
+  });
+  const serviceId = service.body.data.service.id;
+  const deployed = await h.request('POST', `/v1/environments/${t.envId}/services/${serviceId}/deploy`, {
+    ...auth,
+    body: {},
+  });
+  const path = `/v1/deployments/${deployed.body.data.deployment_id}`;
+  const sample = await pollUntil('the deployment to finish', async () => {
+    const res = await h.request('GET', path, auth);
+    return res.body.data.deployment.state === 'success' ? res : undefined;
+  });
+  // Its polling loop would run in the measured thread.
+  await worker.stop();
+  await h.app.listen({ port: 0, host: '127.0.0.1' });
+  const berthUrl = `http://127.0.0.1:${(h.app.server.address() as AddressInfo).port}${path}`;
+  // The same bytes and headers as Berth's answer: what node:http itself costs to send them.
+  const plain = http.createServer((_request, response) => {
+    response.writeHead(200, {
+      'x-request-id': crypto.randomUUID(),
+      'ratelimit-limit': 100_000_000,
+      'ratelimit-remaining': 99_999_999,
+      'ratelimit-reset': 60,
+      etag: String(sample.headers.etag),
+      'content-type': 'application/json; charset=utf-8',
+      'content-length': Buffer.byteLength(sample.raw),
+    });
+    response.end(sample.raw);
+  });
+  await new Promise<void>((resolve) => plain.listen(0, '127.0.0.1', resolve));
+  const plainUrl = `http://127.0.0.1:${(plain.address() as AddressInfo).port}${path}`;
+
+  const round = (url: string, headers: Record<string, string>) =>
+    new Promise<number>((resolve, reject) => {
+      const from = mainThreadNs();
+      client.once('message', (failed: number) => {
+        const ns = mainThreadNs() - from;
+        if (failed > 0) reject(new Error(`${url}: ${failed} requests failed`));
+        else resolve(ns / 1000 / REQUESTS);
+      });
+      client.postMessage({ url, headers, requests: REQUESTS, concurrency: CONCURRENCY });
+    });
+  const bearer = { authorization: `Bearer ${t.token}` };
+  const kinds = {
+    node_http: () => round(plainUrl, {}),
+    berth_fast: () => {
+      h.app.fastPolls.enabled = true;
+      return round(berthUrl, bearer);
+    },
+    berth_usual: () => {
+      h.app.fastPolls.enabled = false;
+      return round(berthUrl, bearer);
+    },
+  };
+  const best: Record<string, number> = {};
+  const answeredFrom = h.app.fastPolls.answered;
+  // The first round of each warms it (V8 optimizes the hot paths); rounds of the three alternate.
+  for (let r = 0; r <= ROUNDS; r++) {
+    for (const [kind, measure] of Object.entries(kinds)) {
+      const us = await measure();
+      if (r > 0) best[kind] = Math.min(best[kind] ?? Number.POSITIVE_INFINITY, us);
+    }
+  }
+  const fastShare = (h.app.fastPolls.answered - answeredFrom) / ((ROUNDS + 1) * REQUESTS);
+  const round1 = (n: number) => Math.round(n * 10) / 10;
+  const nodeUs = best.node_http as number;
+  console.log(
+    JSON.stringify({
+      database: TEST_DATABASE,
+      node_http_cpu_us: round1(nodeUs),
+      berth_fast_cpu_us: round1(best.berth_fast as number),
+      berth_usual_path_cpu_us: round1(best.berth_usual as number),
+      fast_share: Math.round(fastShare * 1000) / 1000,
+      // What the CPU figures predict for requests a second when the server's core is the bound.
+      ratio_fast: Math.round((nodeUs / (best.berth_fast as number)) * 100) / 100,
+      ratio_usual: Math.round((nodeUs / (best.berth_usual as number)) * 100) / 100,
+      load_average_1m: Math.round(((await import('node:os')).loadavg()[0] as number) * 10) / 10,
+    }),
+  );
+  plain.closeAllConnections();
+  await new Promise((resolve) => plain.close(resolve));
+} finally {
+  await client.terminate();
+  await h.close();
+}

@@ -1,0 +1,208 @@
+/**
+ * Logical backups of ops.json databases and caches on the swarm (docker/dependency-dumps.ts: the
+ * helpers, the files). The helper containers run on the Engine Berth talks to (a manager), attached to
+ * the environment's overlay (it is attachable), and reach the dependency by its alias wherever its task
+ * runs: a logical dump needs neither the dependency's node nor its volume. The password is the one Berth
+ * sealed when it made the dependency (the swarm secret holding it cannot be read back), given to the
+ * client as a variable. Redis reads a dump only at start, and its volume is on another node: a helper
+ * serves the dump from a redis of its own, the dependency replicates it (REPLICAOF: a full sync
+ * replaces its data, and rewrites its append-only file) and is made a primary again. The services using
+ * a restored dependency are scaled to no replicas for the duration, their count kept in a label so a
+ * retry after a crash gives back the count they had.
+ * @module
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import type Docker from 'dockerode';
+import { TerminalError } from '../../jobs/errors.ts';
+import {
+  clientEnv,
+  type DumpTarget,
+  EngineDependencyBackups,
+  isGone,
+  TOOLS,
+} from '../docker/dependency-dumps.ts';
+import { attributesOf, dependencyNameOf, dependencyOf } from '../docker/dependency-engines.ts';
+import { pullImage } from '../docker/images.ts';
+import { LABEL, labelFilter } from '../docker/labels.ts';
+import type { BackupRequest, ServiceRef } from '../provider.ts';
+import type { SwarmResources } from './resources.ts';
+import { tasksOf } from './services.ts';
+
+/** How long a stopped service's tasks have to end (their grace period is 10 s; a node may be slow). */
+const STOP_TIMEOUT_MS = 120_000;
+const POLL_MS = 500;
+
+/**
+ * Replaces the data of the redis at $DEPENDENCY with the RDB on stdin: a redis in the helper loads it
+ * (answering PING only once loaded), the dependency becomes its replica until the full sync is done
+ * and its append-only file rewritten from the new data, then a primary again, also when this fails
+ * midway (a task killed with the helper leaves a replica of nothing, which the retry makes a primary).
+ * The dependency reaches the helper at the address it sees the helper's own connection come from.
+ */
+const REDIS_SYNC = [
+  'sh',
+  '-c',
+  [
+    'set -e',
+    'mkdir -p /tmp/restore',
+    'cat > /tmp/restore/dump.rdb',
+    "redis-server --dir /tmp/restore --dbfilename dump.rdb --appendonly no --save '' --port 6390 --bind 0.0.0.0 --protected-mode no --daemonize yes",
+    'until redis-cli -p 6390 ping 2>/dev/null | grep -q PONG; do sleep 0.1; done',
+    'dep() { redis-cli -h "$DEPENDENCY" "$@"; }',
+    // Two minutes for each step, polled every tenth of a second.
+    'until_dep() { n=0; until dep info "$1" | grep -q "$2"; do n=$((n + 1)); test $n -lt 1200 || { echo "$3" >&2; exit 1; }; sleep 0.1; done; }',
+    'me=$(dep client info | tr " " "\\n" | sed -n "s/^addr=\\(.*\\):[0-9]*$/\\1/p")',
+    'test -n "$me" || { echo "the dependency $DEPENDENCY did not answer" >&2; exit 1; }',
+    "trap 'dep replicaof no one >/dev/null' EXIT",
+    'dep replicaof "$me" 6390 >/dev/null',
+    'until_dep replication "master_link_status:up" "the dependency did not load the dump within 2 minutes"',
+    'until_dep persistence "aof_rewrite_in_progress:0" "the dependency did not rewrite its append-only file within 2 minutes"',
+    'until_dep persistence "aof_rewrite_scheduled:0" "the dependency did not rewrite its append-only file within 2 minutes"',
+    'dep replicaof no one | grep -q OK',
+    'trap - EXIT',
+  ].join('\n'),
+];
+
+export class SwarmDependencyBackups extends EngineDependencyBackups {
+  private readonly resources: SwarmResources;
+  private readonly pullTimeoutMs: number;
+
+  constructor(docker: Docker, backupDir: string, resources: SwarmResources, pullTimeoutMs: number) {
+    super(docker, backupDir);
+    this.resources = resources;
+    this.pullTimeoutMs = pullTimeoutMs;
+  }
+
+  protected async target(request: BackupRequest): Promise<DumpTarget> {
+    const { engine, name, runName } = dependencyOf(request.service, request.resource, 'swarm');
+    const tool = TOOLS[engine.name];
+    if (!tool) throw new TerminalError(`${engine.name} dependencies have no backups on the swarm provider`);
+    if (engine.passwordVariable && !request.password) {
+      throw new TerminalError(`Berth keeps no password for ${runName}: deploy the service to make it again`);
+    }
+    return {
+      tool,
+      engine,
+      name,
+      runName,
+      image: await this.imageOf(runName),
+      address: attributesOf(request.environment, request.resource, name, engine),
+      env: clientEnv(tool, request.password),
+      password: request.password ?? '',
+    };
+  }
+
+  /** The image the dependency's service runs (by digest): the helpers run from the same. */
+  private async imageOf(runName: string): Promise<string> {
+    const service = await this.docker
+      .getService(runName)
+      .inspect()
+      .catch((error: unknown) => {
+        if (isGone(error)) throw new TerminalError(`the dependency's swarm service ${runName} is gone`);
+        throw error;
+      });
+    const image = (service.Spec?.TaskTemplate as Docker.ContainerTaskSpec | undefined)?.ContainerSpec?.Image;
+    if (!image) throw new TerminalError(`the dependency's swarm service ${runName} names no image`);
+    return image;
+  }
+
+  protected async copyOf(
+    request: BackupRequest,
+    original: DumpTarget,
+    name: string,
+    signal: AbortSignal,
+  ): Promise<DumpTarget> {
+    const made = await this.resources.makeCopy({ ...request, password: original.password }, name, signal);
+    const runName = dependencyNameOf(name);
+    return { ...original, name, runName, image: await this.imageOf(runName), address: made.attributes };
+  }
+
+  /** The helpers run on the manager's own Engine, which pulls the image from where every node does. */
+  protected async ensureImage(image: string): Promise<void> {
+    const present = await this.docker
+      .getImage(image)
+      .inspect()
+      .then(() => true)
+      .catch(() => false);
+    if (!present) await pullImage(this.docker, image, this.pullTimeoutMs);
+  }
+
+  protected async loadRedis(request: BackupRequest, target: DumpTarget, file: string): Promise<void> {
+    await this.expectSuccess(
+      'loading the redis dump',
+      await this.runHelper(request.environment, target.runName, target.image, {
+        cmd: REDIS_SYNC,
+        env: [`DEPENDENCY=${target.address.address}`],
+        stdin: file,
+      }),
+    );
+  }
+
+  /** Scales the services' swarm services to no replicas until their tasks ended; the result scales them back. */
+  protected async stopServices(services: ServiceRef[]): Promise<() => Promise<void>> {
+    const stopped: string[] = [];
+    for (const service of services) {
+      const serving = await this.docker.listServices({
+        filters: labelFilter({ [LABEL.service]: service.id, [LABEL.role]: 'replica' }),
+      });
+      for (const { ID } of serving) {
+        await this.scale(ID, (spec) => {
+          const labels = spec.Labels ?? {};
+          // A retry after a crash finds it scaled down already, with the count it had in the label.
+          const had = labels[LABEL.restoreReplicas] ?? String(spec.Mode?.Replicated?.Replicas ?? 1);
+          return {
+            ...spec,
+            Labels: { ...labels, [LABEL.restoreReplicas]: had },
+            Mode: { Replicated: { Replicas: 0 } },
+          };
+        });
+        stopped.push(ID);
+      }
+    }
+    const restart = async () => {
+      for (const id of stopped) {
+        await this.scale(id, (spec) => {
+          const { [LABEL.restoreReplicas]: had, ...labels } = spec.Labels ?? {};
+          return { ...spec, Labels: labels, Mode: { Replicated: { Replicas: Number(had ?? 1) } } };
+        });
+      }
+    };
+    try {
+      for (const id of stopped) await this.waitStopped(id);
+    } catch (error) {
+      await restart();
+      throw error;
+    }
+    return restart;
+  }
+
+  /** Updates a swarm service's spec (not its tasks' template: no rollout), one that is gone left so. */
+  private async scale(id: string, change: (spec: Docker.ServiceSpec) => Docker.ServiceSpec): Promise<void> {
+    const service = await this.docker
+      .getService(id)
+      .inspect()
+      .catch((error: unknown) => {
+        if (isGone(error)) return null;
+        throw error;
+      });
+    if (!service) return;
+    await this.docker
+      .getService(id)
+      .update({ ...change(service.Spec as Docker.ServiceSpec), version: service.Version?.Index });
+  }
+
+  private async waitStopped(id: string): Promise<void> {
+    const deadline = Date.now() + STOP_TIMEOUT_MS;
+    for (;;) {
+      const tasks = await tasksOf(this.docker, id).catch(() => []);
+      const live = tasks.filter((t) => t.DesiredState === 'running' || t.Status.State === 'running');
+      if (live.length === 0) return;
+      if (Date.now() > deadline) {
+        throw new TerminalError(
+          `the swarm service ${id} did not stop its ${live.length} task(s) in time for the restore`,
+        );
+      }
+      await sleep(POLL_MS);
+    }
+  }
+}
