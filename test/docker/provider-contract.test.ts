@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import pino from 'pino';
 import { loadConfig } from '../../src/config.ts';
+import { resourceName } from '../../src/domain/resource-names.ts';
+import { dependencyNameOf } from '../../src/providers/docker/dependency-engines.ts';
 import { openProvider } from '../../src/providers/registry.ts';
 import { openStore } from '../../src/store/database.ts';
 import { createTestDatabase } from '../helpers/database.ts';
@@ -9,6 +11,7 @@ import {
   BASE_IMAGE,
   buildBaseImage,
   containersOfService,
+  docker,
   freePort,
   removeEnvironment,
   requireDocker,
@@ -57,6 +60,20 @@ providerContract('docker', async () => {
         skip_preview: false,
         preview_only: false,
         properties: {},
+      },
+      // The container the dependency runs in ('' when there is none).
+      fingerprint: async (serviceId, resource) => {
+        const name = dependencyNameOf(resourceName(serviceId, resource));
+        return docker
+          .getContainer(name)
+          .inspect()
+          .then(
+            (found) => found.Id,
+            (error: { statusCode?: number }) => {
+              if (error.statusCode === 404) return '';
+              throw error;
+            },
+          );
       },
     },
     failing: (desired) => ({ ...desired, service: { ...desired.service, source: 'helm_chart' } }),

@@ -42,8 +42,17 @@ export interface ContractDriver {
    * simulated runtime, whose lines are made up but timed and shaped like a real one's.
    */
   realLogs: boolean;
-  /** With the resources capability: a dependency the driver makes, and one it refuses by name. */
-  resources?: { makes: OpsResource; refuses: OpsResource };
+  /**
+   * With the resources capability: a dependency the driver makes, one it refuses by name, and what it
+   * made for a service's dependency ('' when nothing), a value that changes when it is made anew.
+   */
+  resources?: {
+    makes: OpsResource;
+    refuses: OpsResource;
+    fingerprint(serviceId: string, resource: OpsResource): Promise<string>;
+  };
+  /** With the admission capability: a change to the contract's service that the driver refuses. */
+  refused?: Partial<RuntimeSpec>;
   /** The same desired state, changed so that applying it fails with a TerminalError. */
   failing(desired: DesiredService): DesiredService;
   /** What runs for the service, as a value that changes on every rollout and only then. */
@@ -232,6 +241,7 @@ export function providerContract(name: string, setup: () => Promise<ContractDriv
         CAPABILITIES.filter((member) => d.capabilities.includes(member)),
       );
       assert.equal(d.capabilities.includes('resources'), d.resources !== undefined, 'resources to try');
+      assert.equal(d.capabilities.includes('admission'), d.refused !== undefined, 'a service to refuse');
     });
 
     /** The lines `read` yields now (no follow), waiting until `enough` says they are. */
@@ -265,25 +275,36 @@ export function providerContract(name: string, setup: () => Promise<ContractDriv
       const times = lines.map((l) => l.time);
       assert.deepEqual(times, times.toSorted(), 'oldest first');
 
-      const since = new Date();
+      // `since` leaves out what was printed before it (the newest line's time: it and later ones only).
+      const since = new Date(times.at(-1) ?? '');
+      const ref = desired(id, 0).service;
+      const later: LogLine[] = [];
+      for await (const line of d.provider.logs.read(ref, { since, tail: 1000, follow: false, signal: never }))
+        later.push(line);
+      assert.ok(later.length > 0, 'the line at `since` itself is shown');
+      assert.ok(
+        later.every((l) => new Date(l.time) >= since),
+        `nothing before ${since.toISOString()}: ${later.map((l) => l.time).join(', ')}`,
+      );
+
+      const followFrom = new Date();
       const stop = new AbortController();
       const followed: LogLine[] = [];
-      const ref = desired(id, 0).service;
       const reading = (async () => {
         for await (const line of d.provider.logs.read(ref, { tail: 1, follow: true, signal: stop.signal })) {
           followed.push(line);
-          if (new Date(line.time) >= since) stop.abort();
+          if (new Date(line.time) >= followFrom) stop.abort();
         }
       })();
       try {
         await pollUntil('a line printed after the follow began', async () =>
-          followed.some((l) => new Date(l.time) >= since) ? true : undefined,
+          followed.some((l) => new Date(l.time) >= followFrom) ? true : undefined,
         );
       } finally {
         stop.abort();
         await reading;
       }
-      const before = followed.filter((l) => new Date(l.time) < since);
+      const before = followed.filter((l) => new Date(l.time) < followFrom);
       assert.ok(before.length <= 1, `tail 1: at most one line printed before the call, got ${before.length}`);
     });
 
@@ -339,7 +360,7 @@ export function providerContract(name: string, setup: () => Promise<ContractDriv
       assert.equal((await d.provider.observe(desired(id, 0).service)).generation, 92, 'the next one goes on');
     });
 
-    test('resources: made at most once, the same value again returns the same; deleted twice is harmless; a refusal names it', async () => {
+    test('resources: made at most once, the same value again returns the same; deleted (twice is harmless), then made anew; a refusal names it and makes nothing', async () => {
       const { resources } = d.provider;
       const declared = d.resources;
       if (!resources || !declared) {
@@ -353,16 +374,41 @@ export function providerContract(name: string, setup: () => Promise<ContractDriv
         resource: declared.makes,
         password: 'contract-pass-1',
       };
+      const what = () => declared.fingerprint(service.id, declared.makes);
+      assert.equal(await what(), '', 'nothing before the first ensure');
       const made = await resources.ensure(request, never);
       assert.ok(Object.keys(made.attributes).length > 0, 'its attributes resolve exports');
+      const first = await what();
+      assert.notEqual(first, '', 'ensure made it');
       assert.deepEqual(await resources.ensure(request, never), made, 'the same value changes nothing');
+      assert.equal(await what(), first, 'made once, not twice');
+
       await resources.delete(service, declared.makes);
+      assert.equal(await what(), '', 'delete removed it');
       await resources.delete(service, declared.makes);
+      await resources.ensure(request, never);
+      const again = await what();
+      assert.ok(again !== '' && again !== first, 'a deleted dependency is made anew by the next ensure');
+      await resources.delete(service, declared.makes);
+
       const refused = declared.refuses;
       await assert.rejects(
         resources.ensure({ ...request, resource: refused }, never),
         (error: Error) => error instanceof TerminalError && error.message.includes(refused.kind),
       );
+      assert.equal(await declared.fingerprint(service.id, refused), '', 'a refusal makes nothing');
+    });
+
+    test('admission: the contract service is admitted; a service the driver can never run is refused with a reason', async () => {
+      const { admission } = d.provider;
+      if (!admission || !d.refused) {
+        assert.equal(d.capabilities.includes('admission'), false, 'a driver without admission declares none');
+        return;
+      }
+      const id = randomUUID();
+      assert.equal(admission.refusal(specOf(id, {})), null);
+      const reason = admission.refusal(specOf(id, d.refused));
+      assert.ok(reason && reason.length > 0, 'refused, saying why');
     });
   });
 }

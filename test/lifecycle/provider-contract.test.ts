@@ -21,6 +21,8 @@ providerContract('sim', async () => {
     printEvery: (text) => ({ run_command: `while true; do echo ${text}; sleep 1; done` }),
     // The simulated cloud runs nothing: its lines are made up, one a second per replica.
     realLogs: false,
+    // The simulated cloud refuses images named `refuse...` (sim-provider.ts).
+    refused: { docker_image: 'refuse/contract' },
     resources: {
       makes: {
         kind: 's3',
@@ -41,6 +43,17 @@ providerContract('sim', async () => {
         skip_preview: false,
         preview_only: false,
         properties: {},
+      },
+      fingerprint: async (serviceId, resource) => {
+        const row = await simTables(store.db)
+          .selectFrom('sim_resources')
+          .select(['created_at'])
+          .where('service_id', '=', serviceId)
+          .where('kind', '=', resource.kind)
+          .where('type', '=', resource.type)
+          .where('resource_id', '=', resource.id)
+          .executeTakeFirst();
+        return row ? row.created_at.toISOString() : '';
       },
     },
     failing: (desired) => ({
