@@ -1,4 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import pino from 'pino';
 import { loadConfig } from '../../src/config.ts';
 import { resourceName } from '../../src/domain/resource-names.ts';
@@ -16,18 +19,24 @@ import {
   removeEnvironment,
   requireDocker,
 } from '../helpers/docker.ts';
+import { createRepo } from '../helpers/git.ts';
 import { providerContract } from '../helpers/provider-contract.ts';
 
 providerContract('docker', async () => {
   await requireDocker();
   await buildBaseImage();
   await buildDependencyImages();
+  // The sources test's repositories, cloned from here as from a git host.
+  const gitRoot = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-contract-git-'));
   const database = await createTestDatabase();
   const store = await openStore({ databaseUrl: database.databaseUrl, dataDir: database.dataDir });
   const config = {
     ...loadConfig({}),
     provider: 'docker',
-    providerEnv: { BERTH_INGRESS_PORT: String(await freePort()) },
+    providerEnv: {
+      BERTH_INGRESS_PORT: String(await freePort()),
+      BERTH_GIT_BASE_URL: `file://${gitRoot}`,
+    },
   };
   const provider = await openProvider(config, store.db, pino({ level: 'silent' }));
   const environment = { id: randomUUID(), account_id: randomUUID(), cloud: 'aws' as const, region: 'local' };
@@ -76,6 +85,11 @@ providerContract('docker', async () => {
           );
       },
     },
+    repository: async (files) => {
+      const repo = `contract/repo-${randomUUID().slice(0, 8)}`;
+      await createRepo(gitRoot, repo, [{ message: 'contract', files }]);
+      return { git_repo_full_name: repo, git_repo_branch: 'main' };
+    },
     failing: (desired) => ({ ...desired, service: { ...desired.service, source: 'helm_chart' } }),
     fingerprint: async (serviceId) => {
       services.add(serviceId);
@@ -98,6 +112,7 @@ providerContract('docker', async () => {
       await provider.close();
       await store.close();
       await database.drop();
+      fs.rmSync(gitRoot, { recursive: true, force: true });
     },
   };
 });

@@ -51,6 +51,11 @@ export interface ContractDriver {
     refuses: OpsResource;
     fingerprint(serviceId: string, resource: OpsResource): Promise<string>;
   };
+  /**
+   * With the sources capability: a git repository whose branch holds `files` (path to text), as the
+   * fields of a service that builds from it.
+   */
+  repository?(files: Record<string, string>): Promise<Partial<RuntimeSpec>>;
   /** With the admission capability: a change to the contract's service that the driver refuses. */
   refused?: Partial<RuntimeSpec>;
   /** The same desired state, changed so that applying it fails with a TerminalError. */
@@ -242,6 +247,7 @@ export function providerContract(name: string, setup: () => Promise<ContractDriv
       );
       assert.equal(d.capabilities.includes('resources'), d.resources !== undefined, 'resources to try');
       assert.equal(d.capabilities.includes('admission'), d.refused !== undefined, 'a service to refuse');
+      assert.equal(d.capabilities.includes('sources'), d.repository !== undefined, 'a repository to read');
     });
 
     /** The lines `read` yields now (no follow), waiting until `enough` says they are. */
@@ -397,6 +403,35 @@ export function providerContract(name: string, setup: () => Promise<ContractDriv
         (error: Error) => error instanceof TerminalError && error.message.includes(refused.kind),
       );
       assert.equal(await declared.fingerprint(service.id, refused), '', 'a refusal makes nothing');
+    });
+
+    test('sources: the text of a file at the branch head, with its commit; null where there is no file; a path out of the repository is a TerminalError', async () => {
+      const { sources } = d.provider;
+      if (!sources || !d.repository) {
+        assert.equal(d.capabilities.includes('sources'), false, 'a driver without sources declares none');
+        return;
+      }
+      const id = randomUUID();
+      const text = JSON.stringify({ contract: id });
+      const repository = await d.repository({ 'ops.json': text, 'deploy/inner.json': 'inner' });
+      const service = specOf(id, { ...repository, source: 'github', docker_image: null });
+      const read = (path: string) =>
+        sources.readFile(
+          {
+            service,
+            target: { commit_id: '', docker_image_tag: '', helm_chart_version: '' },
+            deploymentId: randomUUID(),
+            path,
+          },
+          never,
+        );
+      const found = await read('ops.json');
+      assert.equal(found.text, text);
+      assert.ok(found.commit.length > 0, 'the commit it was read at');
+      assert.equal((await read('./deploy/inner.json')).text, 'inner', 'a relative path in a directory');
+      assert.equal((await read('missing.json')).text, null);
+      for (const outside of ['../outside.json', 'deploy/../../outside.json', '/etc/passwd'])
+        await assert.rejects(read(outside), TerminalError, outside);
     });
 
     test('admission: the contract service is admitted; a service the driver can never run is refused with a reason', async () => {

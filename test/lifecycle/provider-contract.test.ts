@@ -21,6 +21,15 @@ providerContract('sim', async () => {
     printEvery: (text) => ({ run_command: `while true; do echo ${text}; sleep 1; done` }),
     // The simulated cloud runs nothing: its lines are made up, one a second per replica.
     realLogs: false,
+    // The simulated git host: a repository's files are rows, the same for every commit ('').
+    repository: async (files) => {
+      const repo = `contract/repo-${randomUUID().slice(0, 8)}`;
+      await simTables(store.db)
+        .insertInto('sim_repository_files')
+        .values(Object.entries(files).map(([path, content]) => ({ repo, commit_id: '', path, content })))
+        .execute();
+      return { git_repo_full_name: repo, git_repo_branch: 'main' };
+    },
     // The simulated cloud refuses images named `refuse...` (sim-provider.ts).
     refused: { docker_image: 'refuse/contract' },
     resources: {

@@ -1,4 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import pino from 'pino';
 import { loadConfig } from '../../src/config.ts';
 import { resourceName } from '../../src/domain/resource-names.ts';
@@ -8,6 +11,7 @@ import { openStore } from '../../src/store/database.ts';
 import { createTestDatabase } from '../helpers/database.ts';
 import { buildDependencyImages } from '../helpers/dependency-images.ts';
 import { freePort } from '../helpers/docker.ts';
+import { createRepo } from '../helpers/git.ts';
 import { providerContract } from '../helpers/provider-contract.ts';
 import { SWARM_IMAGE, startSwarm } from '../helpers/swarm.ts';
 
@@ -16,6 +20,8 @@ providerContract('swarm', async () => {
   await buildDependencyImages();
   // The nodes pull from the swarm's registry: the redis the resources test makes is pushed there.
   const redis = await swarm.pushLocalImage('berth-deps/redis:latest', 'berth-deps/redis');
+  // The sources test's repositories, cloned from here as from a git host.
+  const gitRoot = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-contract-git-'));
   const database = await createTestDatabase();
   const store = await openStore({ databaseUrl: database.databaseUrl, dataDir: database.dataDir });
   const config = {
@@ -26,6 +32,7 @@ providerContract('swarm', async () => {
       BERTH_SWARM_MONITOR_S: '1',
       BERTH_DOCKER_REDIS_IMAGE: redis,
       BERTH_INGRESS_PORT: String(await freePort()),
+      BERTH_GIT_BASE_URL: `file://${gitRoot}`,
     },
   };
   const provider = await openProvider(config, store.db, pino({ level: 'silent' }));
@@ -73,6 +80,11 @@ providerContract('swarm', async () => {
           );
       },
     },
+    repository: async (files) => {
+      const repo = `contract/repo-${randomUUID().slice(0, 8)}`;
+      await createRepo(gitRoot, repo, [{ message: 'contract', files }]);
+      return { git_repo_full_name: repo, git_repo_branch: 'main' };
+    },
     failing: (desired) => ({ ...desired, service: { ...desired.service, source: 'helm_chart' } }),
     // The serving service's running tasks: a rollout replaces them, and nothing else does.
     fingerprint: async (serviceId) => {
@@ -88,6 +100,7 @@ providerContract('swarm', async () => {
       await provider.close();
       await store.close();
       await database.drop();
+      fs.rmSync(gitRoot, { recursive: true, force: true });
       await swarm.down();
     },
   };
