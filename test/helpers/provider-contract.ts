@@ -343,9 +343,31 @@ export function providerContract(name: string, setup: () => Promise<ContractDriv
         ready_count: 0,
         generation: 80,
       });
+      // A second cron service keeps running: two of its runs after the remove show that the schedule
+      // ticked twice, so a run of the removed one would have started by then.
+      const other = randomUUID();
+      const otherText = `contract-cron-${other.slice(0, 8)}`;
+      const otherService = specOf(other, {
+        ...d.printOnce(otherText),
+        type: 'cron',
+        cron_schedule: '* * * * * *',
+      });
+      await d.provider.apply(desired(other, 80, { service: otherService }), never);
       await linesOf(id, 10, (lines) => printed(lines, text));
+
       await d.provider.remove(ref);
+      const removedAt = new Date();
       assert.equal((await d.provider.observe(ref)).run_status, 'deleted');
+      const runsSince = (lines: LogLine[]) =>
+        lines.filter((l) => new Date(l.time) >= removedAt && (!d.realLogs || l.line.includes(otherText)));
+      await linesOf(other, 1000, (lines) => runsSince(lines).length >= 2);
+      const after = await linesOf(id, 1000, () => true);
+      assert.deepEqual(
+        after.filter((l) => new Date(l.time) >= removedAt),
+        [],
+        'no run of the removed service started',
+      );
+      await d.provider.remove({ ...desired(other, 0).service, type: 'cron' });
     });
 
     test('cancel: a rollout the user cancelled stops, leaves nothing of its own, and the previous version runs', async () => {
