@@ -353,21 +353,26 @@ export function providerContract(name: string, setup: () => Promise<ContractDriv
         cron_schedule: '* * * * * *',
       });
       await d.provider.apply(desired(other, 80, { service: otherService }), never);
-      await linesOf(id, 10, (lines) => printed(lines, text));
+      // Removed however the test ends, so that a failure leaves no schedule running.
+      try {
+        await linesOf(id, 10, (lines) => printed(lines, text));
 
-      await d.provider.remove(ref);
-      const removedAt = new Date();
-      assert.equal((await d.provider.observe(ref)).run_status, 'deleted');
-      const runsSince = (lines: LogLine[]) =>
-        lines.filter((l) => new Date(l.time) >= removedAt && (!d.realLogs || l.line.includes(otherText)));
-      await linesOf(other, 1000, (lines) => runsSince(lines).length >= 2);
-      const after = await linesOf(id, 1000, () => true);
-      assert.deepEqual(
-        after.filter((l) => new Date(l.time) >= removedAt),
-        [],
-        'no run of the removed service started',
-      );
-      await d.provider.remove({ ...desired(other, 0).service, type: 'cron' });
+        await d.provider.remove(ref);
+        const removedAt = new Date();
+        assert.equal((await d.provider.observe(ref)).run_status, 'deleted');
+        const runsSince = (lines: LogLine[]) =>
+          lines.filter((l) => new Date(l.time) >= removedAt && (!d.realLogs || l.line.includes(otherText)));
+        await linesOf(other, 1000, (lines) => runsSince(lines).length >= 2);
+        const afterwards = await linesOf(id, 1000, () => true);
+        assert.deepEqual(
+          afterwards.filter((l) => new Date(l.time) >= removedAt),
+          [],
+          'no run of the removed service started',
+        );
+      } finally {
+        await d.provider.remove(ref);
+        await d.provider.remove({ ...desired(other, 0).service, type: 'cron' });
+      }
     });
 
     test('cancel: a rollout the user cancelled stops, leaves nothing of its own, and the previous version runs', async () => {
