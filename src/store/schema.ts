@@ -145,6 +145,30 @@ export interface SignInLinksTable {
   used_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
 }
 
+/** A user's passkey (WebAuthn credential): its id and public key as base64url, never a secret. */
+export interface PasskeysTable {
+  id: string;
+  user_id: string;
+  credential_id: string;
+  public_key: string;
+  /** The authenticator's signature counter (bigint: read as a string). */
+  counter: ColumnType<string, number, number>;
+  /** How the browser may reach the authenticator (`internal`, `usb`, `hybrid`...). */
+  transports: ColumnType<string[], string, string>;
+  name: string;
+  created_at: Timestamp;
+  last_used_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+}
+
+/** A WebAuthn ceremony under way: its challenge, used once before it expires. */
+export interface WebauthnChallengesTable {
+  challenge: string;
+  purpose: 'registration' | 'authentication';
+  /** Whose passkey a registration adds; null for a sign-in (the passkey names its user). */
+  user_id: string | null;
+  expires_at: Date;
+}
+
 export interface MembershipsTable {
   user_id: string;
   account_id: string;
@@ -575,6 +599,8 @@ export interface Database {
   sign_in_links: SignInLinksTable;
   device_logins: DeviceLoginsTable;
   invitations: InvitationsTable;
+  passkeys: PasskeysTable;
+  webauthn_challenges: WebauthnChallengesTable;
   sso_configs: SsoConfigsTable;
   sso_flows: SsoFlowsTable;
   environments: EnvironmentsTable;

@@ -60,6 +60,8 @@ const isPublic = (route: Route) =>
     '/auth/sign-in-link',
     '/auth/accept-invitation',
     '/auth/session',
+    '/auth/passkey-options',
+    '/auth/passkey',
     '/auth/device/code',
     '/auth/device/token',
     '/auth/sso/start',

@@ -3,6 +3,7 @@ import { ApiError, auth, clientFor, messageOf, type SignedIn, unwrap } from '../
 import { navigate } from '../router.ts';
 import { setCsrf, setToken, takeReturn } from '../session.ts';
 import { TextField, useSubmit } from '../ui.tsx';
+import { PasskeySignIn } from './passkeys.tsx';
 import { SsoSignIn } from './sso.tsx';
 
 /** A refused token here is not a session that ended: say what to check, not to sign in again. */
@@ -77,6 +78,7 @@ export function SignIn() {
           {withPassword.busy ? 'Signing in…' : 'Sign in'}
         </button>
       </form>
+      <PasskeySignIn onSignedIn={signedInAs} />
       <SsoSignIn />
       <h2>Sign in with an API token</h2>
       <form onSubmit={withToken.run} noValidate>
