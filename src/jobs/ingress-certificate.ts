@@ -25,6 +25,7 @@ import {
   failedColumns,
   issuedColumns,
   orderCertificate,
+  retryWaitMs,
 } from './certificate-state.ts';
 import { repeatEvery } from './every.ts';
 import type { JobClaim, JobHandler } from './worker.ts';
@@ -97,10 +98,10 @@ export function issueIngressCertificateHandler(deps: Deps): JobHandler {
   }
 
   async function failed(row: IngressCertificateRow, reason: string, claim: JobClaim) {
-    const patch = failedColumns(row, reason, deps.config);
-    const { failures, next_attempt_at } = patch;
-    log.warn({ name: row.name, failures, next_attempt_at, reason }, 'the wildcard certificate failed');
-    await finish(row, patch, claim);
+    const failures = row.failures + 1;
+    const waitMs = retryWaitMs(failures, deps.config);
+    log.warn({ name: row.name, failures, retry_in_ms: waitMs, reason }, 'the wildcard certificate failed');
+    await finish(row, failedColumns(row, reason, deps.config), claim);
   }
 
   return {
