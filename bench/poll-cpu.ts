@@ -7,9 +7,11 @@
  * which is where both servers run, so the client thread's work is in neither figure. Rounds of
  * BENCH_POLL_REQUESTS requests alternate between node:http, Berth with kept polls answered ahead of
  * the router (src/api/fast-polls.ts) and Berth with that off (Fastify's router and hooks); the
- * minimum of BENCH_POLL_ROUNDS rounds of each. A loaded machine moves these figures far less than
+ * minimum of BENCH_POLL_ROUNDS rounds of each; then the same node:http server in a process of its own,
+ * measured the same way (`node_http_alone_cpu_us`). A loaded machine moves these figures far less than
  * requests a second, since they count only the CPU used. Prints one JSON line.
  */
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -46,6 +48,51 @@ parentPort.on('message', async ({ url, headers, requests, concurrency }) => {
   parentPort.postMessage(failed);
 });`;
 
+/**
+ * node:http answering the same bytes in a process of its own, measured the same way (main thread only,
+ * the same client in a thread): what the same server costs outside Berth's process. Prints the
+ * minimum microseconds a request.
+ */
+const ALONE = `
+const fs = require('node:fs');
+const http = require('node:http');
+const { Worker } = require('node:worker_threads');
+const { body, headers, rounds, requests, concurrency, client } = JSON.parse(process.argv[1]);
+const ns = () => Number(fs.readFileSync('/proc/self/task/' + process.pid + '/schedstat', 'utf8').split(' ')[0]);
+const server = http.createServer((_request, response) => {
+  response.writeHead(200, { 'x-request-id': crypto.randomUUID(), ...headers, 'content-length': Buffer.byteLength(body) });
+  response.end(body);
+});
+server.listen(0, '127.0.0.1', async () => {
+  const url = 'http://127.0.0.1:' + server.address().port + '/';
+  const worker = new Worker(client, { eval: true });
+  let best = Infinity;
+  for (let r = 0; r <= rounds; r++) {
+    const from = ns();
+    await new Promise((resolve) => {
+      worker.once('message', resolve);
+      worker.postMessage({ url, headers: {}, requests, concurrency });
+    });
+    if (r > 0) best = Math.min(best, (ns() - from) / 1000 / requests);
+  }
+  console.log(best);
+  await worker.terminate();
+  server.close();
+});`;
+
+/** ALONE in a child process. */
+function alone(body: string, headers: Record<string, string | number>): number {
+  const options = {
+    body,
+    headers,
+    rounds: ROUNDS,
+    requests: REQUESTS,
+    concurrency: CONCURRENCY,
+    client: CLIENT,
+  };
+  return Number(execFileSync(process.execPath, ['-e', ALONE, JSON.stringify(options)], { encoding: 'utf8' }));
+}
+
 // Errors only: dropping the test database at the end warns about the connections it ends.
 const h = await startHarness({ logLevel: 'error', rateLimitPerMin: 100_000_000 });
 const client = new Worker(CLIENT, { eval: true });
@@ -72,14 +119,17 @@ try {
   await h.app.listen({ port: 0, host: '127.0.0.1' });
   const berthUrl = `http://127.0.0.1:${(h.app.server.address() as AddressInfo).port}${path}`;
   // The same bytes and headers as Berth's answer: what node:http itself costs to send them.
+  const sameHeaders = {
+    'ratelimit-limit': 100_000_000,
+    'ratelimit-remaining': 99_999_999,
+    'ratelimit-reset': 60,
+    etag: String(sample.headers.etag),
+    'content-type': 'application/json; charset=utf-8',
+  };
   const plain = http.createServer((_request, response) => {
     response.writeHead(200, {
       'x-request-id': crypto.randomUUID(),
-      'ratelimit-limit': 100_000_000,
-      'ratelimit-remaining': 99_999_999,
-      'ratelimit-reset': 60,
-      etag: String(sample.headers.etag),
-      'content-type': 'application/json; charset=utf-8',
+      ...sameHeaders,
       'content-length': Buffer.byteLength(sample.raw),
     });
     response.end(sample.raw);
@@ -118,6 +168,7 @@ try {
       if (r > 0) best[kind] = Math.min(best[kind] ?? Number.POSITIVE_INFINITY, us);
     }
   }
+  const aloneUs = alone(sample.raw, sameHeaders);
   const fastShare = (h.app.fastPolls.answered - answeredFrom) / ((ROUNDS + 1) * REQUESTS);
   const round1 = (n: number) => Math.round(n * 10) / 10;
   const nodeUs = best.node_http as number;
@@ -125,6 +176,7 @@ try {
     JSON.stringify({
       database: TEST_DATABASE,
       node_http_cpu_us: round1(nodeUs),
+      node_http_alone_cpu_us: round1(aloneUs),
       berth_fast_cpu_us: round1(best.berth_fast as number),
       berth_usual_path_cpu_us: round1(best.berth_usual as number),
       fast_share: Math.round(fastShare * 1000) / 1000,
