@@ -1,33 +1,35 @@
 /**
  * The metrics row of `npm run bench` (issue 29): poll throughput (GET /v1/deployments/{id}, a finished
  * deployment, a token) with metrics on against the same Berth with them off, in the same run. "On":
- * Berth's own metrics served (BERTH_METRICS_BIND) and scraped every second, and the service metrics
+ * Berth's own metrics served (BERTH_METRICS_BIND) and scraped every 15 s, and the service metrics
  * collector ticking every second (BERTH_METRICS_INTERVAL_MS=1000) over BENCH_METRICS_SERVICES (100)
- * deployed services; each "on" round is started so that a minute begins inside it, so that it holds a
- * full collection round of every service (a minute keeps one sample: the ticks between look for
- * services not yet sampled). "Off": neither (BERTH_METRICS_INTERVAL_MS=0). Two `berth serve` processes
- * on embedded databases of their own, the same services in each; every round loads both, in
- * alternating order so a drifting machine load weighs on both alike. At the end the "on" process's
- * /metrics must have counted the load and its services must have samples.
- * Settings: BENCH_ROUNDS (3), BENCH_DURATION_S (5), BENCH_WARMUP_S (1), BENCH_CONNECTIONS (50),
- * BENCH_METRICS_SERVICES (100). Run alone with `node bench/metrics.ts`.
+ * deployed services: a tick looks for services not sampled yet this minute, so each minute's first one
+ * samples all of them. "Off": neither (BERTH_METRICS_INTERVAL_MS=0). Two `berth serve` processes on
+ * embedded databases of their own, the same services in each, loaded at the same time (so whatever
+ * else the machine runs weighs on both alike) for rounds of a minute, each of which holds one full
+ * collection round. At the end the "on" process's /metrics must have counted the load and its
+ * services must have samples.
+ * Settings: BENCH_ROUNDS (3), BENCH_DURATION_S (60), BENCH_WARMUP_S (1), BENCH_CONNECTIONS (50 per
+ * process), BENCH_METRICS_SERVICES (100). Run alone with `node bench/metrics.ts`.
  * @module
  */
 import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import autocannon from 'autocannon';
 import { median } from './median.ts';
 import { type AddRow, BERTH_BIN, cpuSeconds, log, spawnNode, waitFor } from './process.ts';
 import { BENCH_SERVICE } from './service.ts';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS || 3);
-const DURATION_S = Number(process.env.BENCH_DURATION_S || 5);
+/** A minute by default: each round holds one full collection round, as often as it comes. */
+const DURATION_S = Number(process.env.BENCH_DURATION_S || 60);
 const WARMUP_S = Number(process.env.BENCH_WARMUP_S || 1);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS || 50);
 const SERVICES = Number(process.env.BENCH_METRICS_SERVICES || 100);
+/** The scrape interval of docs/metrics.md's example Prometheus configuration. */
+const SCRAPE_EVERY_MS = 15_000;
 /** Services created (and deployed) at once while setting up. */
 const SETUP_AT_ONCE = 10;
 /** Metrics on may cost at most 5% of the poll throughput. */
@@ -129,27 +131,17 @@ async function startBerth(metrics: boolean): Promise<Berth> {
   }
 }
 
-/** Waits until a minute begins in `seconds`: a round started then holds a full collection round. */
-async function beforeTheMinute(seconds: number): Promise<void> {
-  const untilMinute = 60_000 - (Date.now() % 60_000);
-  if (untilMinute > seconds * 1000) await sleep(untilMinute - seconds * 1000);
-}
-
-/** Polls per second, and the server's CPU microseconds per poll; its /metrics scraped every second meanwhile. */
+/** Polls per second, and the server's CPU microseconds per poll. */
 async function pollRate(berth: Berth): Promise<{ rps: number; cpuUs: number }> {
   const options = {
     url: berth.pollUrl,
     headers: { authorization: `Bearer ${berth.token}` },
     connections: CONNECTIONS,
   };
-  // A minute begins a second into the measured part: its first ticks sample every service.
-  if (berth.metricsUrl) await beforeTheMinute(WARMUP_S + 1);
   if (WARMUP_S > 0) await autocannon({ ...options, duration: WARMUP_S });
-  const scrapes = berth.metricsUrl ? scrapeEverySecond(berth.metricsUrl) : undefined;
   const cpuFrom = cpuSeconds(berth.child.pid);
   const result = await autocannon({ ...options, duration: DURATION_S });
   const cpuUs = ((cpuSeconds(berth.child.pid) - cpuFrom) * 1e6) / Math.max(1, result['2xx']);
-  await scrapes?.stop();
   if (result.errors > 0 || result.timeouts > 0 || result.non2xx > 0) {
     throw new Error(
       `${berth.pollUrl}: ${result.errors} errors, ${result.timeouts} timeouts, ${result.non2xx} non-2xx`,
@@ -158,12 +150,12 @@ async function pollRate(berth: Berth): Promise<{ rps: number; cpuUs: number }> {
   return { rps: result.requests.average, cpuUs };
 }
 
-/** GET /metrics every second, as a Prometheus with a 1 s scrape interval, until stopped. */
-function scrapeEverySecond(metricsUrl: string): { stop(): Promise<void> } {
-  let last: Promise<unknown> = Promise.resolve();
+/** GET /metrics every SCRAPE_EVERY_MS, as a Prometheus would, until stopped. */
+function scrape(metricsUrl: string): { stop(): Promise<void> } {
+  let last: Promise<unknown> = fetch(metricsUrl).then((res) => res.text());
   const timer = setInterval(() => {
     last = fetch(metricsUrl).then((res) => res.text());
-  }, 1000);
+  }, SCRAPE_EVERY_MS);
   return {
     stop: async () => {
       clearInterval(timer);
@@ -179,12 +171,10 @@ export async function metricsRows(addRow: AddRow): Promise<void> {
   try {
     on = await startBerth(true);
     const rounds: Record<string, number>[] = [];
+    const scrapes = scrape(on.metricsUrl as string);
     for (let r = 0; r < ROUNDS; r++) {
-      const order = r % 2 === 0 ? [off, on] : [on, off];
-      const rates = new Map<Berth, { rps: number; cpuUs: number }>();
-      for (const berth of order) rates.set(berth, await pollRate(berth));
-      const offRate = rates.get(off) as { rps: number; cpuUs: number };
-      const onRate = rates.get(on) as { rps: number; cpuUs: number };
+      // Both at once: whatever else the machine runs meanwhile weighs on both alike.
+      const [offRate, onRate] = await Promise.all([pollRate(off), pollRate(on)]);
       rounds.push({
         metrics_on_rps: onRate.rps,
         metrics_off_rps: offRate.rps,
@@ -195,6 +185,7 @@ export async function metricsRows(addRow: AddRow): Promise<void> {
         load_average_1m: os.loadavg()[0] as number,
       });
     }
+    await scrapes.stop();
     // The "on" side really collected: its /metrics counted the polls.
     const text = await (await fetch(on.metricsUrl as string)).text();
     const counted =

@@ -34,7 +34,8 @@
  *   got its `end` event.
  * - console: bench/console.ts in a process of its own (embedded): the web console's first screens from
  *   a cold Chromium (sign-in; the services list with live status) and its bundle size.
- * - metrics: bench/metrics.ts, poll throughput with BERTH_METRICS_BIND set vs unset (embedded).
+ * - metrics: bench/metrics.ts, poll throughput with metrics on (BERTH_METRICS_BIND scraped, the service
+ *   collector ticking every second over 100 services) vs off, both loaded at once (embedded).
  * - svcmetrics: bench/service-metrics.ts, the CPU one service metrics collection round costs per 100
  *   services (sim, embedded, in process).
  * - https: bench/https-ingress.ts, requests/s through the docker ingress over HTTPS (keep-alive) and full

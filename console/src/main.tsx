@@ -6,6 +6,7 @@ import { AuditLog } from './pages/audit-log.tsx';
 import { CreateService } from './pages/create-service.tsx';
 import { Dependencies } from './pages/dependencies.tsx';
 import { DeploymentPage } from './pages/deployment.tsx';
+import { DeviceLogin } from './pages/device.tsx';
 import { Domains } from './pages/domains.tsx';
 import { EnvironmentPage } from './pages/environment.tsx';
 import { Environments } from './pages/environments.tsx';
@@ -15,7 +16,7 @@ import { ServicePage } from './pages/service.tsx';
 import { SetPassword, SignIn } from './pages/sign-in.tsx';
 import { SsoCallback, SsoSettings, ssoCallbackAccount } from './pages/sso.tsx';
 import { match, navigate, useRoute } from './router.ts';
-import { isSignedIn } from './session.ts';
+import { isSignedIn, rememberReturn } from './session.ts';
 
 /** Each route: its pattern and the page it shows. The first match wins. */
 const ROUTES: [string, (p: Record<string, string>) => preact.JSX.Element][] = [
@@ -42,6 +43,7 @@ const ROUTES: [string, (p: Record<string, string>) => preact.JSX.Element][] = [
   ['/deployments/:deploymentId', (p) => <DeploymentPage deploymentId={p.deploymentId as string} />],
   ['/audit', () => <AuditLog />],
   ['/people', () => <People />],
+  ['/device', () => <DeviceLogin />],
   ['/sso', () => <SsoSettings />],
 ];
 
@@ -56,8 +58,11 @@ function App() {
       : null;
   useEffect(() => {
     if (linkPage) return;
-    if (!signedIn && route !== '/sign-in') navigate('/sign-in');
-    else if (signedIn && (route === '/' || route === '/sign-in')) navigate('/envs');
+    if (!signedIn && route !== '/sign-in') {
+      // A berth login link opened signed out: back to it once signed in.
+      if (route.startsWith('/device')) rememberReturn(route);
+      navigate('/sign-in');
+    } else if (signedIn && (route === '/' || route === '/sign-in')) navigate('/envs');
     // A new page: focus its title, so a screen reader and the keyboard start there.
     document.getElementById('page-title')?.focus();
   }, [route, signedIn]);

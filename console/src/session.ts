@@ -30,3 +30,17 @@ export function clearToken(): void {
   sessionStorage.removeItem(KEY);
   sessionStorage.removeItem(CSRF);
 }
+
+const RETURN = 'berth.return';
+
+/** A page reached signed out that sign-in should come back to (the device login page a link opened). */
+export function rememberReturn(route: string): void {
+  sessionStorage.setItem(RETURN, route);
+}
+
+/** The page to show after signing in, once; null: none was remembered. */
+export function takeReturn(): string | null {
+  const route = sessionStorage.getItem(RETURN);
+  sessionStorage.removeItem(RETURN);
+  return route;
+}

@@ -42,11 +42,13 @@ import { dependencyBackupRoutes } from './routes/dependency-backups.ts';
 import { deployControlRoutes } from './routes/deploy-controls.ts';
 import { deploymentLogRoutes } from './routes/deployment-logs.ts';
 import { deploymentRoutes } from './routes/deployments.ts';
+import { deviceAuthRoutes, deviceLoginRoutes } from './routes/device-logins.ts';
 import { environmentRoutes } from './routes/environments.ts';
 import { eventRoutes } from './routes/events.ts';
 import { healthRoutes } from './routes/health.ts';
 import { hookRoutes } from './routes/hooks.ts';
 import { logRoutes } from './routes/logs.ts';
+import { passkeyRoutes, passkeySignInRoutes } from './routes/passkeys.ts';
 import { secretRoutes } from './routes/secrets.ts';
 import { serviceMetricsRoutes } from './routes/service-metrics.ts';
 import { serviceRoutes } from './routes/services.ts';
@@ -319,6 +321,8 @@ export async function buildApp(deps: Deps, options: AppOptions) {
       await v1.register(webhookRoutes, { deps });
       await v1.register(tokenRoutes, { deps, authenticator });
       await v1.register(sessionRoutes, { deps, mailer });
+      await v1.register(passkeyRoutes, { deps });
+      await v1.register(deviceLoginRoutes, { deps });
       await v1.register(ssoRoutes, { deps });
       await v1.register(comingSoonRoutes);
     },
@@ -335,6 +339,8 @@ export async function buildApp(deps: Deps, options: AppOptions) {
     authFailures,
     authFailuresPerMin: deps.config.authFailuresPerMin,
   });
+  await app.register(passkeySignInRoutes, { prefix: '/auth', deps, authFailures });
+  await app.register(deviceAuthRoutes, { prefix: '/auth', deps });
   await app.register(ssoSignInRoutes, { prefix: '/auth', deps, authFailures });
   await app.register(hookRoutes, { prefix: '/hooks', deps, failures: hookFailures });
   await app.register(adminRoutes, {

@@ -28,8 +28,20 @@ export const SSO_CALLBACK_ROUTE = '/sso/:accountId/callback';
 
 /** The console's routes: its page and Vite's output (index.html and assets/), none of them API. */
 export function isConsoleRoute(url: string): boolean {
-  return url === '/' || url === '/index.html' || url === SSO_CALLBACK_ROUTE || url.startsWith('/assets/');
+  return (
+    url === '/' ||
+    url === '/index.html' ||
+    url === SSO_CALLBACK_ROUTE ||
+    url.startsWith('/assets/') ||
+    url === DEVICE_PATH
+  );
 }
+
+/**
+ * Where `berth login` sends a person (RFC 8628's verification_uri): short enough to type, it takes the
+ * browser to the console's approval page, with the code when the link carries one.
+ */
+export const DEVICE_PATH = '/device';
 
 /**
  * The web console at `/`: static files built from `console/`, and nothing else — it calls the public
@@ -45,6 +57,12 @@ export const CONSOLE_NOT_BUILT =
   'run `npm run build:console` (an install with dev dependencies does it), then restart berth serve';
 
 export async function registerConsole(app: FastifyInstance, dist = CONSOLE_DIST): Promise<void> {
+  app.get(DEVICE_PATH, { schema: { hide: true } }, async (request, reply) => {
+    const code = (request.query as Record<string, unknown>).user_code;
+    // Only what a user code may hold is carried into the console's address.
+    const carried = typeof code === 'string' && /^[A-Za-z-]{1,20}$/.test(code) ? `?user_code=${code}` : '';
+    return reply.redirect(`/#/device${carried}`);
+  });
   if (!consoleBuilt(dist)) {
     app.get('/', { schema: { hide: true } }, async (_request, reply) =>
       reply

@@ -21,6 +21,8 @@ describe('parseOpsJson: document shape', () => {
     assert.equal(config.ingress.connection_timeout, 10);
     assert.equal(config.ingress.proxy_buffer_size, null);
     assert.equal(config.ingress.proxy_buffers, null);
+    assert.equal(config.ingress.https_redirect, true);
+    assert.equal(config.ingress.hsts_max_age, null);
     assert.equal(config.deploy_timeout, 5);
     assert.equal(config.health_check, null);
     assert.deepEqual(config.dependencies, []);
@@ -237,6 +239,56 @@ describe('parseOpsJson: limits', () => {
     assert.equal(config.ingress.send_timeout, 3600);
     assert.equal(config.ingress.read_timeout, 3600);
     assert.equal(config.ingress.connection_timeout, 3600);
+  });
+});
+
+describe('parseOpsJson: HTTPS redirect and HSTS', () => {
+  test('a service may opt out of the redirect and opt in to HSTS', () => {
+    const { config, errors } = parse({ ingress: { https_redirect: false, hsts_max_age: 31_536_000 } });
+    assert.deepEqual(errors, []);
+    assert.deepEqual(config.ingress, {
+      ...DEFAULT_OPS_CONFIG.ingress,
+      https_redirect: false,
+      hsts_max_age: 31_536_000,
+    });
+    assert.equal(parse({ ingress: { https_redirect: true } }).config.ingress.https_redirect, true);
+  });
+
+  test('hsts_max_age takes 0 (clears what browsers kept) to two years, or null for none', () => {
+    for (const value of [0, 63_072_000, null]) {
+      const { config, errors } = parse({ ingress: { hsts_max_age: value } });
+      assert.deepEqual(errors, [], String(value));
+      assert.equal(config.ingress.hsts_max_age, value);
+    }
+  });
+
+  test('hsts_max_age out of range or not a whole number is refused naming the field and the bounds', () => {
+    for (const value of [-1, 63_072_001, 1.5, '31536000', true]) {
+      const { config, errors } = parse({ ingress: { hsts_max_age: value } });
+      assert.deepEqual(
+        errors.map((e) => e.field),
+        ['ops_json.ingress.hsts_max_age'],
+        JSON.stringify(value),
+      );
+      assert.equal(
+        errors[0]?.error,
+        'ops_json.ingress.hsts_max_age must be a whole number of seconds from 0 to 63072000',
+      );
+      assert.equal(config.ingress.hsts_max_age, null);
+    }
+  });
+
+  test('https_redirect other than true or false is refused naming the field', () => {
+    for (const value of ['false', 0, null, {}]) {
+      const { config, errors } = parse({ ingress: { https_redirect: value } });
+      assert.deepEqual(errors, [
+        {
+          field: 'ops_json.ingress.https_redirect',
+          error: 'ops_json.ingress.https_redirect must be true or false',
+        },
+      ]);
+      assert.equal(config.ingress.https_redirect, true, JSON.stringify(value));
+    }
   });
 });
 

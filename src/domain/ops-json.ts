@@ -114,6 +114,13 @@ export interface IngressSettings {
   send_timeout: number;
   read_timeout: number;
   connection_timeout: number;
+  /**
+   * Whether plain HTTP to a name with a certificate is redirected (308) to HTTPS. A route stored before
+   * this field existed lacks it: readers treat anything but `false` as on.
+   */
+  https_redirect: boolean;
+  /** Strict-Transport-Security max-age in seconds on HTTPS answers; null (or absent, as above) sends none. */
+  hsts_max_age: number | null;
 }
 
 export interface OpsConfig {
@@ -135,6 +142,8 @@ export const OPS_LIMITS = {
   ingressTimeout: { default: 120, min: 1, max: 3600 },
   connectionTimeout: { default: 10, min: 1, max: 3600 },
   deployTimeoutMin: { default: 5, min: 1, max: 20 },
+  // 0 lets a service clear the HSTS browsers kept from it; two years is the longest value browsers' preload lists ask for.
+  hstsMaxAge: { min: 0, max: 63_072_000 },
 } as const;
 
 export const DEFAULT_OPS_CONFIG: OpsConfig = {
@@ -148,6 +157,8 @@ export const DEFAULT_OPS_CONFIG: OpsConfig = {
     send_timeout: OPS_LIMITS.ingressTimeout.default,
     read_timeout: OPS_LIMITS.ingressTimeout.default,
     connection_timeout: OPS_LIMITS.connectionTimeout.default,
+    https_redirect: true,
+    hsts_max_age: null,
   },
   ip_whitelist: [],
   deploy_timeout: OPS_LIMITS.deployTimeoutMin.default,
@@ -196,6 +207,13 @@ export function parseOpsJson(
       return undefined;
     }
     return value as number;
+  };
+  const flag = (path: string, value: unknown) => {
+    if (typeof value !== 'boolean') {
+      fail(path, `${field}${path} must be true or false`);
+      return undefined;
+    }
+    return value;
   };
   const optional = <T>(obj: Obj, key: string, read: (v: unknown) => T | undefined, fallback: T): T =>
     obj[key] === undefined ? fallback : (read(obj[key]) ?? fallback);
@@ -289,6 +307,18 @@ export function parseOpsJson(
           'connection_timeout',
           (v) => whole(`${p}.connection_timeout`, v, OPS_LIMITS.connectionTimeout, 'seconds'),
           OPS_LIMITS.connectionTimeout.default,
+        ),
+        https_redirect: optional(
+          ing,
+          'https_redirect',
+          (v) => flag(`${p}.https_redirect`, v),
+          DEFAULT_OPS_CONFIG.ingress.https_redirect,
+        ),
+        hsts_max_age: optional<number | null>(
+          ing,
+          'hsts_max_age',
+          (v) => (v === null ? null : whole(`${p}.hsts_max_age`, v, OPS_LIMITS.hstsMaxAge, 'seconds')),
+          null,
         ),
       };
       if (ing.ip_whitelist !== undefined) {

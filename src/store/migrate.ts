@@ -39,6 +39,8 @@ import * as eventsInCode from './migrations/0042-events-in-code.ts';
 import * as singleSignOn from './migrations/0043-single-sign-on.ts';
 import * as acmeChallenges from './migrations/0044-acme-challenges.ts';
 import * as apiCertificate from './migrations/0045-api-certificate.ts';
+import * as deviceLogins from './migrations/0046-device-logins.ts';
+import * as passkeys from './migrations/0047-passkeys.ts';
 import type { Database } from './schema.ts';
 
 /** Every migration, in order. Listed here rather than read from disk so the build carries them. */
@@ -83,6 +85,8 @@ const migrations: Record<string, Migration> = {
   '0043-single-sign-on': singleSignOn,
   '0044-acme-challenges': acmeChallenges,
   '0045-api-certificate': apiCertificate,
+  '0046-device-logins': deviceLogins,
+  '0047-passkeys': passkeys,
 };
 
 export class MigrationError extends Error {}

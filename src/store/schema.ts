@@ -109,6 +109,32 @@ export interface SsoFlowsTable {
   expires_at: Date;
 }
 
+/** A `berth login` waiting for, or past, a person's approval (RFC 8628; migration 0046). */
+export interface DeviceLoginsTable {
+  id: string;
+  /** SHA-256 of the code the CLI polls with. */
+  device_code_hash: string;
+  /** SHA-256 of the short code the person types or follows (normalized: upper case, no dash). */
+  user_code_hash: string;
+  client_id: string;
+  /** The machine's name, as the CLI told it (shown to the approver, named in the token). */
+  device_name: string | null;
+  client_address: string | null;
+  user_agent: string | null;
+  created_at: Timestamp;
+  expires_at: Date;
+  /** Seconds the CLI waits between polls; each poll too soon adds 5 (RFC 8628's slow_down). */
+  interval_s: number;
+  last_polled_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+  state: ColumnType<DeviceLoginState, DeviceLoginState | undefined, DeviceLoginState>;
+  account_id: ColumnType<string | null, string | null | undefined, string | null>;
+  user_id: ColumnType<string | null, string | null | undefined, string | null>;
+  decided_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+  token_id: ColumnType<string | null, string | null | undefined, string | null>;
+}
+
+export type DeviceLoginState = 'pending' | 'approved' | 'denied' | 'collected';
+
 export interface SignInLinksTable {
   id: string;
   secret_hash: string;
@@ -117,6 +143,30 @@ export interface SignInLinksTable {
   created_at: Timestamp;
   expires_at: Date;
   used_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+}
+
+/** A user's passkey (WebAuthn credential): its id and public key as base64url, never a secret. */
+export interface PasskeysTable {
+  id: string;
+  user_id: string;
+  credential_id: string;
+  public_key: string;
+  /** The authenticator's signature counter (bigint: read as a string). */
+  counter: ColumnType<string, number, number>;
+  /** How the browser may reach the authenticator (`internal`, `usb`, `hybrid`...). */
+  transports: ColumnType<string[], string, string>;
+  name: string;
+  created_at: Timestamp;
+  last_used_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+}
+
+/** A WebAuthn ceremony under way: its challenge, used once before it expires. */
+export interface WebauthnChallengesTable {
+  challenge: string;
+  purpose: 'registration' | 'authentication';
+  /** Whose passkey a registration adds; null for a sign-in (the passkey names its user). */
+  user_id: string | null;
+  expires_at: Date;
 }
 
 export interface MembershipsTable {
@@ -547,7 +597,10 @@ export interface Database {
   memberships: MembershipsTable;
   sessions: SessionsTable;
   sign_in_links: SignInLinksTable;
+  device_logins: DeviceLoginsTable;
   invitations: InvitationsTable;
+  passkeys: PasskeysTable;
+  webauthn_challenges: WebauthnChallengesTable;
   sso_configs: SsoConfigsTable;
   sso_flows: SsoFlowsTable;
   environments: EnvironmentsTable;

@@ -150,7 +150,11 @@ test('a verified custom domain gets a certificate by HTTP-01 and is served over 
     return res.status === 200 ? res : undefined;
   });
   assert.equal(served.body, 'hello\n');
-  assert.equal(served.headers['strict-transport-security'], 'max-age=31536000');
+  assert.equal(
+    served.headers['strict-transport-security'],
+    undefined,
+    'HSTS is opt-in per service (ops.json ingress.hsts_max_age)',
+  );
   await assert.rejects(
     new Promise((resolve, reject) => {
       https

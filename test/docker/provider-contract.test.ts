@@ -1,6 +1,11 @@
 import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import pino from 'pino';
 import { loadConfig } from '../../src/config.ts';
+import { resourceName } from '../../src/domain/resource-names.ts';
+import { dependencyNameOf } from '../../src/providers/docker/dependency-engines.ts';
 import { openProvider } from '../../src/providers/registry.ts';
 import { openStore } from '../../src/store/database.ts';
 import { createTestDatabase } from '../helpers/database.ts';
@@ -9,22 +14,30 @@ import {
   BASE_IMAGE,
   buildBaseImage,
   containersOfService,
+  docker,
   freePort,
   removeEnvironment,
   requireDocker,
 } from '../helpers/docker.ts';
+import { createRepo } from '../helpers/git.ts';
 import { providerContract } from '../helpers/provider-contract.ts';
 
 providerContract('docker', async () => {
   await requireDocker();
   await buildBaseImage();
   await buildDependencyImages();
+  // The sources test's repositories, cloned from here as from a git host, and the dependency backups.
+  const gitRoot = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-contract-git-'));
   const database = await createTestDatabase();
   const store = await openStore({ databaseUrl: database.databaseUrl, dataDir: database.dataDir });
   const config = {
     ...loadConfig({}),
     provider: 'docker',
-    providerEnv: { BERTH_INGRESS_PORT: String(await freePort()) },
+    providerEnv: {
+      BERTH_INGRESS_PORT: String(await freePort()),
+      BERTH_GIT_BASE_URL: `file://${gitRoot}`,
+      BERTH_DEPENDENCY_BACKUP_DIR: path.join(gitRoot, 'dependency-backups'),
+    },
   };
   const provider = await openProvider(config, store.db, pino({ level: 'silent' }));
   const environment = { id: randomUUID(), account_id: randomUUID(), cloud: 'aws' as const, region: 'local' };
@@ -32,7 +45,7 @@ providerContract('docker', async () => {
   return {
     provider,
     environment,
-    capabilities: ['serving', 'resources', 'sources'],
+    capabilities: ['serving', 'resources', 'backups', 'sources'],
     spec: () => ({ docker_image: BASE_IMAGE.replace(/:latest$/, ''), run_command: 'sleep 3600' }),
     printOnce: (text) => ({ run_command: `echo ${text}` }),
     printEvery: (text) => ({ run_command: `while true; do echo ${text}; sleep 0.3; done` }),
@@ -58,6 +71,25 @@ providerContract('docker', async () => {
         preview_only: false,
         properties: {},
       },
+      // The container the dependency runs in ('' when there is none).
+      fingerprint: async (serviceId, resource) => {
+        const name = dependencyNameOf(resourceName(serviceId, resource));
+        return docker
+          .getContainer(name)
+          .inspect()
+          .then(
+            (found) => found.Id,
+            (error: { statusCode?: number }) => {
+              if (error.statusCode === 404) return '';
+              throw error;
+            },
+          );
+      },
+    },
+    repository: async (files) => {
+      const repo = `contract/repo-${randomUUID().slice(0, 8)}`;
+      await createRepo(gitRoot, repo, [{ message: 'contract', files }]);
+      return { git_repo_full_name: repo, git_repo_branch: 'main' };
     },
     failing: (desired) => ({ ...desired, service: { ...desired.service, source: 'helm_chart' } }),
     fingerprint: async (serviceId) => {
@@ -81,6 +113,7 @@ providerContract('docker', async () => {
       await provider.close();
       await store.close();
       await database.drop();
+      fs.rmSync(gitRoot, { recursive: true, force: true });
     },
   };
 });

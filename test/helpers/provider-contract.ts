@@ -16,7 +16,7 @@ import {
 import { pollUntil } from './poll.ts';
 
 /** The seam's optional members: a driver has one exactly when it declares it (a capability). */
-export const CAPABILITIES = ['serving', 'secrets', 'resources', 'sources', 'admission'] as const;
+export const CAPABILITIES = ['serving', 'secrets', 'resources', 'backups', 'sources', 'admission'] as const;
 export type Capability = (typeof CAPABILITIES)[number];
 
 /**
@@ -42,8 +42,22 @@ export interface ContractDriver {
    * simulated runtime, whose lines are made up but timed and shaped like a real one's.
    */
   realLogs: boolean;
-  /** With the resources capability: a dependency the driver makes, and one it refuses by name. */
-  resources?: { makes: OpsResource; refuses: OpsResource };
+  /**
+   * With the resources capability: a dependency the driver makes, one it refuses by name, and what it
+   * made for a service's dependency ('' when nothing), a value that changes when it is made anew.
+   */
+  resources?: {
+    makes: OpsResource;
+    refuses: OpsResource;
+    fingerprint(serviceId: string, resource: OpsResource): Promise<string>;
+  };
+  /**
+   * With the sources capability: a git repository whose branch holds `files` (path to text), as the
+   * fields of a service that builds from it.
+   */
+  repository?(files: Record<string, string>): Promise<Partial<RuntimeSpec>>;
+  /** With the admission capability: a change to the contract's service that the driver refuses. */
+  refused?: Partial<RuntimeSpec>;
   /** The same desired state, changed so that applying it fails with a TerminalError. */
   failing(desired: DesiredService): DesiredService;
   /** What runs for the service, as a value that changes on every rollout and only then. */
@@ -232,6 +246,10 @@ export function providerContract(name: string, setup: () => Promise<ContractDriv
         CAPABILITIES.filter((member) => d.capabilities.includes(member)),
       );
       assert.equal(d.capabilities.includes('resources'), d.resources !== undefined, 'resources to try');
+      assert.equal(d.capabilities.includes('admission'), d.refused !== undefined, 'a service to refuse');
+      if (d.capabilities.includes('backups'))
+        assert.ok(d.capabilities.includes('resources'), 'backups are of the dependencies it makes');
+      assert.equal(d.capabilities.includes('sources'), d.repository !== undefined, 'a repository to read');
     });
 
     /** The lines `read` yields now (no follow), waiting until `enough` says they are. */
@@ -265,25 +283,36 @@ export function providerContract(name: string, setup: () => Promise<ContractDriv
       const times = lines.map((l) => l.time);
       assert.deepEqual(times, times.toSorted(), 'oldest first');
 
-      const since = new Date();
+      // `since` leaves out what was printed before it (the newest line's time: it and later ones only).
+      const since = new Date(times.at(-1) ?? '');
+      const ref = desired(id, 0).service;
+      const later: LogLine[] = [];
+      for await (const line of d.provider.logs.read(ref, { since, tail: 1000, follow: false, signal: never }))
+        later.push(line);
+      assert.ok(later.length > 0, 'the line at `since` itself is shown');
+      assert.ok(
+        later.every((l) => new Date(l.time) >= since),
+        `nothing before ${since.toISOString()}: ${later.map((l) => l.time).join(', ')}`,
+      );
+
+      const followFrom = new Date();
       const stop = new AbortController();
       const followed: LogLine[] = [];
-      const ref = desired(id, 0).service;
       const reading = (async () => {
         for await (const line of d.provider.logs.read(ref, { tail: 1, follow: true, signal: stop.signal })) {
           followed.push(line);
-          if (new Date(line.time) >= since) stop.abort();
+          if (new Date(line.time) >= followFrom) stop.abort();
         }
       })();
       try {
         await pollUntil('a line printed after the follow began', async () =>
-          followed.some((l) => new Date(l.time) >= since) ? true : undefined,
+          followed.some((l) => new Date(l.time) >= followFrom) ? true : undefined,
         );
       } finally {
         stop.abort();
         await reading;
       }
-      const before = followed.filter((l) => new Date(l.time) < since);
+      const before = followed.filter((l) => new Date(l.time) < followFrom);
       assert.ok(before.length <= 1, `tail 1: at most one line printed before the call, got ${before.length}`);
     });
 
@@ -339,7 +368,7 @@ export function providerContract(name: string, setup: () => Promise<ContractDriv
       assert.equal((await d.provider.observe(desired(id, 0).service)).generation, 92, 'the next one goes on');
     });
 
-    test('resources: made at most once, the same value again returns the same; deleted twice is harmless; a refusal names it', async () => {
+    test('resources: made at most once, the same value again returns the same; deleted (twice is harmless), then made anew; a refusal names it and makes nothing', async () => {
       const { resources } = d.provider;
       const declared = d.resources;
       if (!resources || !declared) {
@@ -353,16 +382,116 @@ export function providerContract(name: string, setup: () => Promise<ContractDriv
         resource: declared.makes,
         password: 'contract-pass-1',
       };
+      const what = () => declared.fingerprint(service.id, declared.makes);
+      assert.equal(await what(), '', 'nothing before the first ensure');
       const made = await resources.ensure(request, never);
       assert.ok(Object.keys(made.attributes).length > 0, 'its attributes resolve exports');
+      const first = await what();
+      assert.notEqual(first, '', 'ensure made it');
       assert.deepEqual(await resources.ensure(request, never), made, 'the same value changes nothing');
+      assert.equal(await what(), first, 'made once, not twice');
+
       await resources.delete(service, declared.makes);
+      assert.equal(await what(), '', 'delete removed it');
       await resources.delete(service, declared.makes);
+      await resources.ensure(request, never);
+      const again = await what();
+      assert.ok(again !== '' && again !== first, 'a deleted dependency is made anew by the next ensure');
+      await resources.delete(service, declared.makes);
+
       const refused = declared.refuses;
       await assert.rejects(
         resources.ensure({ ...request, resource: refused }, never),
         (error: Error) => error instanceof TerminalError && error.message.includes(refused.kind),
       );
+      assert.equal(await declared.fingerprint(service.id, refused), '', 'a refusal makes nothing');
+    });
+
+    test('backups: a dump of a made dependency, each its own, restored into it and into a copy; discarding twice is harmless', async () => {
+      const { backups, resources } = d.provider;
+      if (!backups || !resources || !d.resources) {
+        assert.equal(d.capabilities.includes('backups'), false, 'a driver without backups declares none');
+        return;
+      }
+      const service = desired(randomUUID(), 0).service;
+      const resource = d.resources.makes;
+      const given = 'contract-pass-2';
+      const made = await resources.ensure(
+        { service, environment: d.environment, resource, password: given },
+        never,
+      );
+      // The password Berth keeps: the one the driver made it with, else the one Berth gave.
+      const request = {
+        service,
+        environment: d.environment,
+        resource,
+        backupId: randomUUID(),
+        password: made.password ?? given,
+      };
+      try {
+        const first = await backups.backup(request, never);
+        assert.ok(first.location.length > 0, 'where it is');
+        assert.ok(first.sizeBytes > 0, `its size, got ${first.sizeBytes}`);
+        const second = await backups.backup({ ...request, backupId: randomUUID() }, never);
+        assert.notEqual(second.location, first.location, 'each backup is a file of its own');
+
+        const restore = { ...request, location: first.location, stop: [] };
+        const copy = await backups.restore({ ...restore, into: 'new' }, never);
+        assert.ok(copy.attributes && Object.keys(copy.attributes).length > 0, "the copy's attributes");
+        assert.notDeepEqual(copy.attributes, made.attributes, 'the copy is not the dependency');
+        assert.deepEqual(
+          await backups.restore({ ...restore, into: 'same' }, never),
+          {},
+          'into the dependency',
+        );
+
+        await backups.discard(d.environment, first.location);
+        await backups.discard(d.environment, first.location);
+        await backups.discard(d.environment, second.location);
+      } finally {
+        await resources.delete(service, resource);
+      }
+    });
+
+    test('sources: the text of a file at the branch head, with its commit; null where there is no file; a path out of the repository is a TerminalError', async () => {
+      const { sources } = d.provider;
+      if (!sources || !d.repository) {
+        assert.equal(d.capabilities.includes('sources'), false, 'a driver without sources declares none');
+        return;
+      }
+      const id = randomUUID();
+      const text = JSON.stringify({ contract: id });
+      const repository = await d.repository({ 'ops.json': text, 'deploy/inner.json': 'inner' });
+      const service = specOf(id, { ...repository, source: 'github', docker_image: null });
+      const read = (path: string) =>
+        sources.readFile(
+          {
+            service,
+            target: { commit_id: '', docker_image_tag: '', helm_chart_version: '' },
+            deploymentId: randomUUID(),
+            path,
+          },
+          never,
+        );
+      const found = await read('ops.json');
+      assert.equal(found.text, text);
+      assert.ok(found.commit.length > 0, 'the commit it was read at');
+      assert.equal((await read('./deploy/inner.json')).text, 'inner', 'a relative path in a directory');
+      assert.equal((await read('missing.json')).text, null);
+      for (const outside of ['../outside.json', 'deploy/../../outside.json', '/etc/passwd'])
+        await assert.rejects(read(outside), TerminalError, outside);
+    });
+
+    test('admission: the contract service is admitted; a service the driver can never run is refused with a reason', async () => {
+      const { admission } = d.provider;
+      if (!admission || !d.refused) {
+        assert.equal(d.capabilities.includes('admission'), false, 'a driver without admission declares none');
+        return;
+      }
+      const id = randomUUID();
+      assert.equal(admission.refusal(specOf(id, {})), null);
+      const reason = admission.refusal(specOf(id, d.refused));
+      assert.ok(reason && reason.length > 0, 'refused, saying why');
     });
   });
 }

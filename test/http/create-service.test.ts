@@ -798,6 +798,16 @@ describe('ops_json', () => {
       field: 'ops_json.ingress.request_body_size',
     },
     {
+      what: 'ingress hsts_max_age over two years',
+      body: ops({ ingress: { hsts_max_age: 63_072_001 } }),
+      field: 'ops_json.ingress.hsts_max_age',
+    },
+    {
+      what: 'ingress https_redirect that is not true or false',
+      body: ops({ ingress: { https_redirect: 'no' } }),
+      field: 'ops_json.ingress.https_redirect',
+    },
+    {
       what: 'an ip_whitelist entry that is not a CIDR',
       body: ops({ ingress: { ip_whitelist: ['203.0.113.0/24', 'everyone'] } }),
       field: 'ops_json.ingress.ip_whitelist[1]',
@@ -824,7 +834,14 @@ describe('ops_json', () => {
     const text = JSON.stringify({
       deploy_timeout: 20,
       health_check: { type: 'tcp', port: 8080, timeout: healthMax },
-      ingress: { read_timeout: 3600, send_timeout: 3600, connection_timeout: 3600, request_body_size: 1024 },
+      ingress: {
+        read_timeout: 3600,
+        send_timeout: 3600,
+        connection_timeout: 3600,
+        request_body_size: 1024,
+        https_redirect: false,
+        hsts_max_age: 63_072_000,
+      },
     });
     const res = await create(docker({ ops_json: text }));
     assert.equal(res.status, 200, JSON.stringify(res.body));

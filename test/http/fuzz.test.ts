@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { after, test } from 'node:test';
 import fc from 'fast-check';
 import { ADMIN_TOKEN, type Reply, startHarness, VALID_SERVICE } from '../helpers/harness.ts';
+import { isOAuthRoute, oauthErrorProblem } from '../helpers/oauth-errors.ts';
 import { malformedRequests, type RawResponse, rawRequest, sendRaw } from '../helpers/raw-http.ts';
 import { type Route, registeredRoutes } from '../helpers/routes.ts';
 
@@ -458,6 +459,7 @@ function problemOf(route: Route, res: Reply): string | null {
         (keyOf(route) === CREATE && error_code === 'unknown' && message === PARTIAL_FAILURE));
     if (!allowed) return `a ${res.status} the spec does not call for`;
   }
+  if (res.status >= 400 && isOAuthRoute(route.url)) return oauthErrorProblem(res.status, body);
   return res.status >= 400 ? errorShapeProblem(res.status, body) : null;
 }
 

@@ -10,6 +10,7 @@ import { ERROR_CODES } from '../../src/domain/errors.ts';
 import { SERVICE_TYPES, SOURCES } from '../../src/domain/service-fields.ts';
 import { SERVICE_STATES } from '../../src/domain/service-states.ts';
 import { type Harness, type Reply, startHarness, type Tenant, VALID_SERVICE } from '../helpers/harness.ts';
+import { isOAuthRoute } from '../helpers/oauth-errors.ts';
 import { registeredRoutes as listRoutes } from '../helpers/routes.ts';
 
 let h: Harness;
@@ -181,7 +182,8 @@ describe('the description', () => {
         assert.ok(schema, `${method} ${path} ${status} has no schema`);
         assert.deepEqual(
           [...schema.required].sort(),
-          ['error_code', 'errors', 'message'],
+          // RFC 8628's endpoints answer as RFC 6749 §5.2 says.
+          isOAuthRoute(path) ? ['error', 'error_description'] : ['error_code', 'errors', 'message'],
           `${method} ${path}`,
         );
       }

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, describe, test } from 'node:test';
 import { ADMIN_TOKEN, type Reply, startHarness, VALID_SERVICE } from '../helpers/harness.ts';
+import { isOAuthRoute, oauthErrorProblem } from '../helpers/oauth-errors.ts';
 import { registeredRoutes as listRoutes, type Route } from '../helpers/routes.ts';
 
 /**
@@ -59,6 +60,10 @@ const isPublic = (route: Route) =>
     '/auth/sign-in-link',
     '/auth/accept-invitation',
     '/auth/session',
+    '/auth/passkey-options',
+    '/auth/passkey',
+    '/auth/device/code',
+    '/auth/device/token',
     '/auth/sso/start',
     '/auth/sso/callback',
   ].includes(route.url);
@@ -157,6 +162,10 @@ function assertSane(route: Route | null, res: Reply, what: string): void {
   if (res.status < 400) return;
   if (route?.url === '/health') {
     assert.deepEqual(body, { message: 'unavailable' }, label);
+    return;
+  }
+  if (isOAuthRoute(route?.url)) {
+    assert.equal(oauthErrorProblem(res.status, body), null, label);
     return;
   }
   const error = body as { error_code: unknown; message: unknown; errors: unknown };

@@ -17,6 +17,8 @@ import {
   JOB_KINDS,
   type JobKind,
   type NewJob,
+  queuedJobs,
+  releaseAllLeases,
   renewLease,
   retryLater,
 } from '../../src/store/repositories/jobs.ts';
@@ -378,6 +380,81 @@ test('dropJobs: removes the jobs of the subjects no worker holds, of that kind o
   );
 });
 
+test('enqueue does not deduplicate: the same subject queued twice is two jobs, claimed in turn', async () => {
+  const subjectId = randomUUID();
+  const first = await add({ subjectId });
+  const second = await add({ subjectId });
+  assert.notEqual(first.seq, second.seq);
+  assert.equal((await claim(db, 'w', 60_000))?.seq, first.seq);
+  assert.equal((await claim(db, 'w', 60_000))?.seq, second.seq);
+});
+
+test('releaseAllLeases: every held job is free to claim at once, its attempts kept; a free job is untouched', async () => {
+  const held = await add();
+  const free = await add();
+  await db
+    .updateTable('jobs')
+    .set({ run_after: sql`clock_timestamp() + interval '1 hour'` })
+    .where('seq', '=', free.seq)
+    .execute();
+  const claimed = await claim(db, 'gone', 3_600_000);
+  assert.equal(claimed?.seq, held.seq);
+  await claimsNothing();
+
+  await releaseAllLeases(db);
+  const released = await rowOf(held.seq);
+  assert.deepEqual(
+    [released?.locked_by, released?.locked_until, released?.attempts],
+    [null, null, 1],
+    'released, and the attempt it used still counts',
+  );
+  assert.ok((await msUntil(free.seq, 'run_after')) > 3_500_000, 'a job not due stays not due');
+  const again = await claim(db, 'w', 60_000);
+  assert.equal(again?.seq, held.seq);
+  assert.equal(again?.attempts, 2);
+});
+
+test('queuedJobs: per kind, the jobs no live lease holds (due or not) and the age of the oldest', async () => {
+  assert.deepEqual(await queuedJobs(db), []);
+  const old = await add({ kind: 'deploy' });
+  await db
+    .updateTable('jobs')
+    .set({ created_at: sql`clock_timestamp() - interval '90 seconds'` })
+    .where('seq', '=', old.seq)
+    .execute();
+  const later = await add({ kind: 'deploy' });
+  await db
+    .updateTable('jobs')
+    .set({ run_after: sql`clock_timestamp() + interval '1 hour'` })
+    .where('seq', '=', later.seq)
+    .execute();
+  await add({ kind: 'deliver_webhook' });
+  const leased = await add({ kind: 'delete_service' });
+  await db
+    .updateTable('jobs')
+    .set({ locked_by: 'w', locked_until: sql`clock_timestamp() + interval '1 minute'` })
+    .where('seq', '=', leased.seq)
+    .execute();
+  const lapsed = await add({ kind: 'write_service_secrets' });
+  await db
+    .updateTable('jobs')
+    .set({ locked_by: 'gone', locked_until: sql`clock_timestamp() - interval '1 second'` })
+    .where('seq', '=', lapsed.seq)
+    .execute();
+
+  const byKind = new Map((await queuedJobs(db)).map((row) => [row.kind, row]));
+  assert.deepEqual(
+    [...byKind.keys()].toSorted(),
+    ['deliver_webhook', 'deploy', 'write_service_secrets'],
+    'a job under a live lease is not waiting; a lapsed one is',
+  );
+  assert.equal(byKind.get('deploy')?.count, 2, 'due or not');
+  const age = byKind.get('deploy')?.oldestS ?? 0;
+  assert.ok(age >= 90 && age < 120, `the oldest waits 90 s, got ${age}`);
+  assert.equal(byKind.get('deliver_webhook')?.count, 1);
+  assert.ok((byKind.get('deliver_webhook')?.oldestS ?? -1) < 30);
+});
+
 /** A worker over this store running `handler` for every kind, retrying at once. */
 async function runWorker(handler: JobHandler): Promise<Worker> {
   const handlers = Object.fromEntries(JOB_KINDS.map((kind) => [kind, handler])) as Record<
@@ -432,6 +509,33 @@ test('the worker: a retryable error runs again until its attempts are used up, t
   assert.equal(failed.get(flaky.subject_id), 'attempt 3 timed out');
   assert.equal(runs.get(terminal.subject_id), 1, 'a terminal error is not retried');
   assert.equal(failed.get(terminal.subject_id), 'the image does not exist');
+});
+
+test('the worker: a job claimed more times than it may run (its workers kept dying) fails without running', async () => {
+  const abandoned = await add({ maxAttempts: 2 });
+  // Two claims whose workers died: the third claim is past the job's attempts.
+  await db
+    .updateTable('jobs')
+    .set({ attempts: 2, last_error: 'killed mid-run' })
+    .where('seq', '=', abandoned.seq)
+    .execute();
+  let ran = 0;
+  const failed: string[] = [];
+  const worker = await runWorker({
+    async run() {
+      ran++;
+    },
+    async fail(_job, reason) {
+      failed.push(reason);
+    },
+  });
+  try {
+    await pollUntil('the job to end', async () => ((await rowOf(abandoned.seq)) ? undefined : true));
+  } finally {
+    await worker.stop();
+  }
+  assert.equal(ran, 0, 'not run again');
+  assert.deepEqual(failed, ['killed mid-run'], 'failed with the last error it had, and removed');
 });
 
 test('a stop while every loop is out claiming ends the loops at once, leaving no poll timer behind', async () => {

@@ -15,12 +15,23 @@ providerContract('sim', async () => {
   return {
     provider,
     environment: { id: randomUUID(), account_id: randomUUID(), cloud: 'aws', region: 'us-east-1' },
-    capabilities: ['serving', 'secrets', 'resources', 'sources', 'admission'],
+    capabilities: ['serving', 'secrets', 'resources', 'backups', 'sources', 'admission'],
     spec: () => ({ docker_image: 'acme/contract' }),
     printOnce: (text) => ({ run_command: `echo ${text}` }),
     printEvery: (text) => ({ run_command: `while true; do echo ${text}; sleep 1; done` }),
     // The simulated cloud runs nothing: its lines are made up, one a second per replica.
     realLogs: false,
+    // The simulated git host: a repository's files are rows, the same for every commit ('').
+    repository: async (files) => {
+      const repo = `contract/repo-${randomUUID().slice(0, 8)}`;
+      await simTables(store.db)
+        .insertInto('sim_repository_files')
+        .values(Object.entries(files).map(([path, content]) => ({ repo, commit_id: '', path, content })))
+        .execute();
+      return { git_repo_full_name: repo, git_repo_branch: 'main' };
+    },
+    // The simulated cloud refuses images named `refuse...` (sim-provider.ts).
+    refused: { docker_image: 'refuse/contract' },
     resources: {
       makes: {
         kind: 's3',
@@ -41,6 +52,17 @@ providerContract('sim', async () => {
         skip_preview: false,
         preview_only: false,
         properties: {},
+      },
+      fingerprint: async (serviceId, resource) => {
+        const row = await simTables(store.db)
+          .selectFrom('sim_resources')
+          .select(['created_at'])
+          .where('service_id', '=', serviceId)
+          .where('kind', '=', resource.kind)
+          .where('type', '=', resource.type)
+          .where('resource_id', '=', resource.id)
+          .executeTakeFirst();
+        return row ? row.created_at.toISOString() : '';
       },
     },
     failing: (desired) => ({

@@ -78,11 +78,15 @@ test('login checks the token, keeps it in the config directory (0600), and whoam
   assert.equal(overridden.code, 3);
 });
 
-test('login asked on a terminal does not echo the token; piped, it reads the first line', async () => {
+test('login --token asked on a terminal does not echo the token; piped, it reads the first line', async () => {
   // A terminal of its own (script(1) runs the command on a pty, and types what it is given).
   const pty = spawn(
     'script',
-    ['-qec', `${process.execPath} ${BERTH_BIN} login --url ${server.url} --context typed`, '/dev/null'],
+    [
+      '-qec',
+      `${process.execPath} ${BERTH_BIN} login --url ${server.url} --context typed --token`,
+      '/dev/null',
+    ],
     { env: { ...process.env, ...userEnv() }, stdio: ['pipe', 'pipe', 'pipe'] },
   );
   let screen = '';

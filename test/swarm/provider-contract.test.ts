@@ -1,11 +1,17 @@
 import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import pino from 'pino';
 import { loadConfig } from '../../src/config.ts';
+import { resourceName } from '../../src/domain/resource-names.ts';
+import { dependencyNameOf } from '../../src/providers/docker/dependency-engines.ts';
 import { openProvider } from '../../src/providers/registry.ts';
 import { openStore } from '../../src/store/database.ts';
 import { createTestDatabase } from '../helpers/database.ts';
 import { buildDependencyImages } from '../helpers/dependency-images.ts';
 import { freePort } from '../helpers/docker.ts';
+import { createRepo } from '../helpers/git.ts';
 import { providerContract } from '../helpers/provider-contract.ts';
 import { SWARM_IMAGE, startSwarm } from '../helpers/swarm.ts';
 
@@ -14,6 +20,8 @@ providerContract('swarm', async () => {
   await buildDependencyImages();
   // The nodes pull from the swarm's registry: the redis the resources test makes is pushed there.
   const redis = await swarm.pushLocalImage('berth-deps/redis:latest', 'berth-deps/redis');
+  // The sources test's repositories, cloned from here as from a git host, and the dependency backups.
+  const gitRoot = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-contract-git-'));
   const database = await createTestDatabase();
   const store = await openStore({ databaseUrl: database.databaseUrl, dataDir: database.dataDir });
   const config = {
@@ -24,13 +32,15 @@ providerContract('swarm', async () => {
       BERTH_SWARM_MONITOR_S: '1',
       BERTH_DOCKER_REDIS_IMAGE: redis,
       BERTH_INGRESS_PORT: String(await freePort()),
+      BERTH_GIT_BASE_URL: `file://${gitRoot}`,
+      BERTH_DEPENDENCY_BACKUP_DIR: path.join(gitRoot, 'dependency-backups'),
     },
   };
   const provider = await openProvider(config, store.db, pino({ level: 'silent' }));
   return {
     provider,
     environment: { id: randomUUID(), account_id: randomUUID(), cloud: 'aws', region: 'local' },
-    capabilities: ['serving', 'resources', 'sources'],
+    capabilities: ['serving', 'resources', 'backups', 'sources'],
     spec: () => ({ docker_image: SWARM_IMAGE, docker_registry: swarm.registry, run_command: 'sleep 3600' }),
     printOnce: (text) => ({ run_command: `echo ${text}` }),
     printEvery: (text) => ({ run_command: `while true; do echo ${text}; sleep 0.3; done` }),
@@ -56,6 +66,25 @@ providerContract('swarm', async () => {
         preview_only: false,
         properties: {},
       },
+      // The swarm service the dependency runs in ('' when there is none).
+      fingerprint: async (serviceId, resource) => {
+        const name = dependencyNameOf(resourceName(serviceId, resource));
+        return swarm.manager
+          .getService(name)
+          .inspect()
+          .then(
+            (found) => found.ID,
+            (error: { statusCode?: number }) => {
+              if (error.statusCode === 404) return '';
+              throw error;
+            },
+          );
+      },
+    },
+    repository: async (files) => {
+      const repo = `contract/repo-${randomUUID().slice(0, 8)}`;
+      await createRepo(gitRoot, repo, [{ message: 'contract', files }]);
+      return { git_repo_full_name: repo, git_repo_branch: 'main' };
     },
     failing: (desired) => ({ ...desired, service: { ...desired.service, source: 'helm_chart' } }),
     // The serving service's running tasks: a rollout replaces them, and nothing else does.
@@ -72,6 +101,7 @@ providerContract('swarm', async () => {
       await provider.close();
       await store.close();
       await database.drop();
+      fs.rmSync(gitRoot, { recursive: true, force: true });
       await swarm.down();
     },
   };

@@ -16,6 +16,7 @@ import {
   useLoad,
   useSubmit,
 } from '../ui.tsx';
+import { Passkeys } from './passkeys.tsx';
 
 const ROLES = ['viewer', 'developer', 'admin', 'owner'] as const;
 type Role = (typeof ROLES)[number];
@@ -99,6 +100,7 @@ export function People() {
         </TableWrap>
       )}
       {end.error !== undefined && <ErrorBox error={end.error} />}
+      {getCsrf() !== null && <Passkeys />}
       <Members />
       <h2>Invite someone</h2>
       <form class="card" onSubmit={invite.run} noValidate>

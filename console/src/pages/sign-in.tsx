@@ -1,8 +1,9 @@
 import { useEffect, useState } from 'preact/hooks';
 import { ApiError, auth, clientFor, messageOf, type SignedIn, unwrap } from '../api.ts';
 import { navigate } from '../router.ts';
-import { setCsrf, setToken } from '../session.ts';
+import { setCsrf, setToken, takeReturn } from '../session.ts';
 import { TextField, useSubmit } from '../ui.tsx';
+import { PasskeySignIn } from './passkeys.tsx';
 import { SsoSignIn } from './sso.tsx';
 
 /** A refused token here is not a session that ended: say what to check, not to sign in again. */
@@ -20,7 +21,7 @@ function passwordMessage(error: unknown): string {
 /** Signed in as a person: the tab keeps the session's CSRF token (the cookie itself is out of reach). */
 export function signedInAs(s: SignedIn): void {
   setCsrf(s.csrf_token);
-  navigate('/envs');
+  navigate(takeReturn() ?? '/envs');
 }
 
 export function SignIn() {
@@ -77,6 +78,7 @@ export function SignIn() {
           {withPassword.busy ? 'Signing in…' : 'Sign in'}
         </button>
       </form>
+      <PasskeySignIn onSignedIn={signedInAs} />
       <SsoSignIn />
       <h2>Sign in with an API token</h2>
       <form onSubmit={withToken.run} noValidate>

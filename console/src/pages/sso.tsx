@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { ApiError, api, auth, messageOf, type SignedIn, unwrap } from '../api.ts';
-import { setCsrf } from '../session.ts';
+import { setCsrf, takeReturn } from '../session.ts';
 import {
   CheckboxField,
   CopyButton,
@@ -78,8 +78,9 @@ export function SsoCallback(props: { accountId: string }) {
     }
     auth<SignedIn>('/sso/callback', body).then((signedIn) => {
       setCsrf(signedIn.csrf_token);
-      // The code and state leave the address bar and the history.
-      location.replace('/#/envs');
+      // The code and state leave the address bar and the history; a device login link opened signed
+      // out is where the person goes back to.
+      location.replace(`/#${takeReturn() ?? '/envs'}`);
     }, setError);
   }, [props.accountId]);
   return (

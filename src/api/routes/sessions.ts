@@ -46,7 +46,7 @@ import {
 } from '../schemas/sessions.ts';
 import { success } from '../views.ts';
 
-function signInCall(request: FastifyRequest): SignInCall {
+export function signInCall(request: FastifyRequest): SignInCall {
   return { ...callOf(request), userAgent: request.headers['user-agent'] };
 }
 
@@ -73,7 +73,7 @@ export function startSession(
   return success(signedIn(result.secret, result));
 }
 
-const SIGN_IN_ERRORS = errorResponses(401, 403, 422, 429, 500);
+export const SIGN_IN_ERRORS = errorResponses(401, 403, 422, 429, 500);
 
 export const signInRoutes: FastifyPluginAsyncTypebox<{
   deps: Deps;

@@ -1,23 +1,54 @@
+import fs from 'node:fs';
 import readline from 'node:readline';
 import type { Command } from 'commander';
 import { unwrap } from '../../client/index.ts';
 import { withExamples } from '../help.ts';
 import { common, withSession } from './common.ts';
 import { configFile, readContexts, selectContext, writeContexts } from './contexts.ts';
+import { deviceLogin } from './device-login.ts';
 import { CliError, EXIT } from './errors.ts';
 import { makeOutput } from './output.ts';
 import { clientFor } from './session.ts';
 
 const DEFAULT_URL = 'http://127.0.0.1:8080';
 
-/** The token from the flag, BERTH_TOKEN, the first line piped in, or a prompt on a terminal. */
-async function tokenFrom(option: string | undefined): Promise<string> {
+/**
+ * A token given rather than asked for in the browser: the flag's value, BERTH_TOKEN, or the first line
+ * piped or redirected in. Undefined: none was given (a terminal, or no input at all).
+ */
+async function givenToken(option: string | undefined): Promise<string | undefined> {
   const given = option ?? process.env.BERTH_TOKEN;
   if (given) return given.trim();
-  if (process.stdin.isTTY) return (await readHidden('API token: ')).trim();
+  if (process.stdin.isTTY) return undefined;
+  // Only a pipe, a socket (a parent process's pipe) or a file holds a token; /dev/null (a cron job, CI)
+  // holds none and is never waited on.
+  const input = fs.fstatSync(0);
+  if (!input.isFIFO() && !input.isFile() && !input.isSocket()) return undefined;
   const lines = readline.createInterface({ input: process.stdin, crlfDelay: Number.POSITIVE_INFINITY });
-  for await (const line of lines) return line.trim();
-  return '';
+  for await (const line of lines) return line.trim() || undefined;
+  return undefined;
+}
+
+/** The token to log in with: given, else approved in the browser, else (an older server) typed. */
+async function loginToken(url: string, options: { token?: string | true; browser: boolean }) {
+  // `--token` alone: a token rather than the browser, from BERTH_TOKEN, stdin or the prompt.
+  const asked = options.token === true;
+  const given = await givenToken(options.token === true ? undefined : options.token);
+  if (given) return { token: given };
+  if (!asked) {
+    // A person at a terminal sees the browser open; a script or a remote shell only gets the address.
+    const granted = await deviceLogin(url, { browser: options.browser && Boolean(process.stderr.isTTY) });
+    if (granted) return { token: granted.access_token, who: `${granted.email}, ${granted.role}` };
+  }
+  if (!process.stdin.isTTY) {
+    throw new CliError(
+      asked
+        ? 'no API token given: pass --token <token>, set BERTH_TOKEN or pipe it in'
+        : `${url} does not offer device login: pass --token <token> or pipe the token in`,
+      EXIT.usage,
+    );
+  }
+  return { token: (await readHidden('API token: ')).trim() };
 }
 
 /** A line typed on the terminal without echoing it (a token is a password): Enter ends it, Ctrl-C cancels. */
@@ -54,37 +85,50 @@ export function authCommands(program: Command): void {
   withExamples(
     program
       .command('login')
-      .description('check a server and API token, and keep them as a named context (the current one)')
+      .description(
+        'log in to a server (approving a code in its console, or with an API token) and keep it as a named context (the current one)',
+      )
       .option('--url <url>', `the server (default BERTH_URL, else ${DEFAULT_URL})`)
       .option(
-        '--token <token>',
-        'the API token (default BERTH_TOKEN, else the first line of stdin, or asked without echo)',
+        '--token [token]',
+        'log in with an API token rather than in the browser (default BERTH_TOKEN, else the first line of stdin; --token alone asks without echo)',
       )
+      .option('--no-browser', 'print the address to approve the login at, without opening a browser')
       .option('--context <name>', 'the name to keep them under', 'default')
       .option('-e, --env <env>', 'the environment commands use by default (name or id)'),
     'login --url http://127.0.0.1:8080',
+    'login --url https://berth.example.com --no-browser',
     'login --url https://berth.example.com --context prod --env production < token.txt',
-  ).action(async (options: { url?: string; token?: string; context: string; env?: string }) => {
-    const url = (options.url ?? process.env.BERTH_URL ?? DEFAULT_URL).replace(/\/+$/, '');
-    if (!/^https?:\/\//.test(url))
-      throw new CliError(`--url must start with http:// or https:// (got "${url}")`, EXIT.usage);
-    const token = await tokenFrom(options.token);
-    if (!token) throw new CliError('no API token given: pass --token or pipe it in', EXIT.usage);
-    const { environments } = unwrap(await clientFor({ url, token }).GET('/v1/environments'));
-    let env: string | undefined;
-    if (options.env !== undefined) {
-      const found = environments.find((e) => e.id === options.env || e.name === options.env);
-      if (!found) throw new CliError(`no environment "${options.env}" for this token`, EXIT.notFound);
-      env = found.name;
-    }
-    const file = readContexts();
-    file.contexts[options.context] = { url, token, ...(env && { env }) };
-    file.current = options.context;
-    writeContexts(file);
-    process.stderr.write(
-      `Logged in to ${url} as context "${options.context}" (${environments.length} environment${environments.length === 1 ? '' : 's'}), kept in ${configFile()}\n`,
-    );
-  });
+    'login --token',
+  ).action(
+    async (options: {
+      url?: string;
+      token?: string | true;
+      browser: boolean;
+      context: string;
+      env?: string;
+    }) => {
+      const url = (options.url ?? process.env.BERTH_URL ?? DEFAULT_URL).replace(/\/+$/, '');
+      if (!/^https?:\/\//.test(url))
+        throw new CliError(`--url must start with http:// or https:// (got "${url}")`, EXIT.usage);
+      const { token, who } = await loginToken(url, options);
+      if (!token) throw new CliError('no API token given: pass --token or pipe it in', EXIT.usage);
+      const { environments } = unwrap(await clientFor({ url, token }).GET('/v1/environments'));
+      let env: string | undefined;
+      if (options.env !== undefined) {
+        const found = environments.find((e) => e.id === options.env || e.name === options.env);
+        if (!found) throw new CliError(`no environment "${options.env}" for this token`, EXIT.notFound);
+        env = found.name;
+      }
+      const file = readContexts();
+      file.contexts[options.context] = { url, token, ...(env && { env }) };
+      file.current = options.context;
+      writeContexts(file);
+      process.stderr.write(
+        `Logged in to ${url} as context "${options.context}" (${who ? `${who}; ` : ''}${environments.length} environment${environments.length === 1 ? '' : 's'}), kept in ${configFile()}\n`,
+      );
+    },
+  );
 
   withExamples(
     program

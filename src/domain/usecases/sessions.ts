@@ -50,7 +50,7 @@ export interface SignInCall extends Call {
 
 const WRONG = 'The email or the password is wrong';
 
-async function oldestMembership(db: Db, userId: string) {
+export async function oldestMembership(db: Db, userId: string) {
   return db
     .selectFrom('memberships')
     .selectAll()

@@ -8,7 +8,8 @@
  * Given a CertificateSource (ACME on), it also serves HTTPS on its HTTPS port, choosing each name's
  * certificate by SNI (a custom domain's own, else the ingress domain's wildcard); over HTTP it answers
  * ACME HTTP-01 challenges, over HTTPS TLS-ALPN-01 ones, and redirects a name that has a certificate to
- * HTTPS. A name without one keeps being served over HTTP.
+ * HTTPS unless its service opted out (ingress.https_redirect); HTTPS answers carry HSTS when the service
+ * opted in (ingress.hsts_max_age). A name without a certificate keeps being served over HTTP.
  * @module
  */
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
@@ -169,7 +170,7 @@ export async function startIngress(options: {
   // Each admitted request's upstream, from onRequest to the handler; gone with the request.
   const upstreams = new WeakMap<FastifyRequest, Upstream>();
   // The service each request is for (refused ones too: a 403 or a 503 is an answer its users saw).
-  const servedFor = new WeakMap<FastifyRequest, string>();
+  const servedFor = new WeakMap<FastifyRequest, Upstream>();
   const upstreamOf = (request: FastifyRequest) => {
     const upstream = upstreams.get(request);
     if (!upstream) throw new Error('a request reached the proxy without an upstream');
@@ -188,17 +189,21 @@ export async function startIngress(options: {
           ? reply.code(404).type('text/plain').send('no such challenge\n')
           : reply.code(200).type('text/plain').send(answer);
       }
+    }
+    const upstream = await upstreamFor(request.headers.host ?? '');
+    // A name with a certificate is redirected unless its service opted out (ops.json's
+    // ingress.https_redirect: false); a route stored before that field existed lacks it and redirects.
+    if (options.tls && certificates && !secure && upstream?.ops.ingress.https_redirect !== false) {
       const name = hostOf(request.headers.host ?? '');
       if (name && (await certificates.context(name))) {
         const port = options.tls.port === 443 ? '' : `:${options.tls.port}`;
         return reply.redirect(`https://${name}${port}${request.url}`, 308);
       }
     }
-    const upstream = await upstreamFor(request.headers.host ?? '');
     const refuse = (code: number, message: string) =>
       reply.code(code).type('text/plain').send(`${message}\n`);
     if (!upstream) return refuse(404, `no service at ${request.headers.host ?? '(no Host header)'}`);
-    servedFor.set(request, upstream.serviceId);
+    servedFor.set(request, upstream);
     const { ingress, ip_whitelist: whitelist } = upstream.ops;
     if (!allowed(request.ip, whitelist)) return refuse(403, 'your address may not reach this service');
     if (Number(request.headers['content-length'] ?? 0) > ingress.request_body_size * 1024 * 1024) {
@@ -209,14 +214,19 @@ export async function startIngress(options: {
   });
 
   app.addHook('onResponse', (request, reply, done) => {
-    const serviceId = servedFor.get(request);
-    if (serviceId) options.traffic.record(serviceId, reply.statusCode, reply.elapsedTime);
+    const upstream = servedFor.get(request);
+    if (upstream) options.traffic.record(upstream.serviceId, reply.statusCode, reply.elapsedTime);
     done();
   });
-  // A name served over HTTPS stays there: browsers that saw it once never fall back to HTTP.
+  // HSTS only where the service opted in (ops.json's ingress.hsts_max_age): it binds browsers to HTTPS
+  // for the name long after, which a service that still needs plain HTTP must not be forced into.
+  // Only over HTTPS, as RFC 6797 asks; null (or absent, in a route stored before the field) sends none.
   if (options.tls) {
     app.addHook('onSend', async (request, reply) => {
-      if (isEncrypted(request)) reply.header('strict-transport-security', HSTS);
+      const maxAge = servedFor.get(request)?.ops.ingress.hsts_max_age;
+      if (isEncrypted(request) && typeof maxAge === 'number') {
+        reply.header('strict-transport-security', `max-age=${maxAge}`);
+      }
     });
   }
 
@@ -324,8 +334,6 @@ export async function startIngress(options: {
 
 const CHALLENGE_PATH = '/.well-known/acme-challenge/';
 const ACME_TLS = 'acme-tls/1';
-/** A year: what browsers' preload lists ask for; a name only gets it once its certificate serves. */
-const HSTS = 'max-age=31536000';
 
 const isEncrypted = (request: { raw: { socket: unknown } }) =>
   (request.raw.socket as tls.TLSSocket).encrypted === true;

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { hostname } from 'node:os';
+import { posix } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isDeepStrictEqual } from 'node:util';
 import { sql } from 'kysely';
@@ -250,6 +251,11 @@ export class SimProvider implements Provider {
    */
   readonly sources: Sources = {
     readFile: async ({ service, target, deploymentId, path, git }) => {
+      // As a real checkout refuses it (the seam's rule): else the sim would deploy such a service
+      // without its ops.json where docker and swarm fail it.
+      const inner = posix.normalize(path);
+      if (posix.isAbsolute(inner) || inner === '..' || inner.startsWith('../'))
+        throw new TerminalError(`ops_json_path ${path} is outside the repository`);
       const commit = await this.commitOf({ service, target, deploymentId, ...(git ? { git } : {}) });
       const rows = await this.db
         .selectFrom('sim_repository_files')
