@@ -26,7 +26,7 @@ providerContract('docker', async () => {
   await requireDocker();
   await buildBaseImage();
   await buildDependencyImages();
-  // The sources test's repositories, cloned from here as from a git host.
+  // The sources test's repositories, cloned from here as from a git host, and the dependency backups.
   const gitRoot = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-contract-git-'));
   const database = await createTestDatabase();
   const store = await openStore({ databaseUrl: database.databaseUrl, dataDir: database.dataDir });
@@ -36,6 +36,7 @@ providerContract('docker', async () => {
     providerEnv: {
       BERTH_INGRESS_PORT: String(await freePort()),
       BERTH_GIT_BASE_URL: `file://${gitRoot}`,
+      BERTH_DEPENDENCY_BACKUP_DIR: path.join(gitRoot, 'dependency-backups'),
     },
   };
   const provider = await openProvider(config, store.db, pino({ level: 'silent' }));
@@ -44,7 +45,7 @@ providerContract('docker', async () => {
   return {
     provider,
     environment,
-    capabilities: ['serving', 'resources', 'sources'],
+    capabilities: ['serving', 'resources', 'backups', 'sources'],
     spec: () => ({ docker_image: BASE_IMAGE.replace(/:latest$/, ''), run_command: 'sleep 3600' }),
     printOnce: (text) => ({ run_command: `echo ${text}` }),
     printEvery: (text) => ({ run_command: `while true; do echo ${text}; sleep 0.3; done` }),

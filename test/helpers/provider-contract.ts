@@ -16,7 +16,7 @@ import {
 import { pollUntil } from './poll.ts';
 
 /** The seam's optional members: a driver has one exactly when it declares it (a capability). */
-export const CAPABILITIES = ['serving', 'secrets', 'resources', 'sources', 'admission'] as const;
+export const CAPABILITIES = ['serving', 'secrets', 'resources', 'backups', 'sources', 'admission'] as const;
 export type Capability = (typeof CAPABILITIES)[number];
 
 /**
@@ -247,6 +247,8 @@ export function providerContract(name: string, setup: () => Promise<ContractDriv
       );
       assert.equal(d.capabilities.includes('resources'), d.resources !== undefined, 'resources to try');
       assert.equal(d.capabilities.includes('admission'), d.refused !== undefined, 'a service to refuse');
+      if (d.capabilities.includes('backups'))
+        assert.ok(d.capabilities.includes('resources'), 'backups are of the dependencies it makes');
       assert.equal(d.capabilities.includes('sources'), d.repository !== undefined, 'a repository to read');
     });
 
@@ -403,6 +405,52 @@ export function providerContract(name: string, setup: () => Promise<ContractDriv
         (error: Error) => error instanceof TerminalError && error.message.includes(refused.kind),
       );
       assert.equal(await declared.fingerprint(service.id, refused), '', 'a refusal makes nothing');
+    });
+
+    test('backups: a dump of a made dependency, each its own, restored into it and into a copy; discarding twice is harmless', async () => {
+      const { backups, resources } = d.provider;
+      if (!backups || !resources || !d.resources) {
+        assert.equal(d.capabilities.includes('backups'), false, 'a driver without backups declares none');
+        return;
+      }
+      const service = desired(randomUUID(), 0).service;
+      const resource = d.resources.makes;
+      const given = 'contract-pass-2';
+      const made = await resources.ensure(
+        { service, environment: d.environment, resource, password: given },
+        never,
+      );
+      // The password Berth keeps: the one the driver made it with, else the one Berth gave.
+      const request = {
+        service,
+        environment: d.environment,
+        resource,
+        backupId: randomUUID(),
+        password: made.password ?? given,
+      };
+      try {
+        const first = await backups.backup(request, never);
+        assert.ok(first.location.length > 0, 'where it is');
+        assert.ok(first.sizeBytes > 0, `its size, got ${first.sizeBytes}`);
+        const second = await backups.backup({ ...request, backupId: randomUUID() }, never);
+        assert.notEqual(second.location, first.location, 'each backup is a file of its own');
+
+        const restore = { ...request, location: first.location, stop: [] };
+        const copy = await backups.restore({ ...restore, into: 'new' }, never);
+        assert.ok(copy.attributes && Object.keys(copy.attributes).length > 0, "the copy's attributes");
+        assert.notDeepEqual(copy.attributes, made.attributes, 'the copy is not the dependency');
+        assert.deepEqual(
+          await backups.restore({ ...restore, into: 'same' }, never),
+          {},
+          'into the dependency',
+        );
+
+        await backups.discard(d.environment, first.location);
+        await backups.discard(d.environment, first.location);
+        await backups.discard(d.environment, second.location);
+      } finally {
+        await resources.delete(service, resource);
+      }
     });
 
     test('sources: the text of a file at the branch head, with its commit; null where there is no file; a path out of the repository is a TerminalError', async () => {

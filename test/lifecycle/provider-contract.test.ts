@@ -15,7 +15,7 @@ providerContract('sim', async () => {
   return {
     provider,
     environment: { id: randomUUID(), account_id: randomUUID(), cloud: 'aws', region: 'us-east-1' },
-    capabilities: ['serving', 'secrets', 'resources', 'sources', 'admission'],
+    capabilities: ['serving', 'secrets', 'resources', 'backups', 'sources', 'admission'],
     spec: () => ({ docker_image: 'acme/contract' }),
     printOnce: (text) => ({ run_command: `echo ${text}` }),
     printEvery: (text) => ({ run_command: `while true; do echo ${text}; sleep 1; done` }),

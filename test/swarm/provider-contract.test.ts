@@ -20,7 +20,7 @@ providerContract('swarm', async () => {
   await buildDependencyImages();
   // The nodes pull from the swarm's registry: the redis the resources test makes is pushed there.
   const redis = await swarm.pushLocalImage('berth-deps/redis:latest', 'berth-deps/redis');
-  // The sources test's repositories, cloned from here as from a git host.
+  // The sources test's repositories, cloned from here as from a git host, and the dependency backups.
   const gitRoot = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-contract-git-'));
   const database = await createTestDatabase();
   const store = await openStore({ databaseUrl: database.databaseUrl, dataDir: database.dataDir });
@@ -33,13 +33,14 @@ providerContract('swarm', async () => {
       BERTH_DOCKER_REDIS_IMAGE: redis,
       BERTH_INGRESS_PORT: String(await freePort()),
       BERTH_GIT_BASE_URL: `file://${gitRoot}`,
+      BERTH_DEPENDENCY_BACKUP_DIR: path.join(gitRoot, 'dependency-backups'),
     },
   };
   const provider = await openProvider(config, store.db, pino({ level: 'silent' }));
   return {
     provider,
     environment: { id: randomUUID(), account_id: randomUUID(), cloud: 'aws', region: 'local' },
-    capabilities: ['serving', 'resources', 'sources'],
+    capabilities: ['serving', 'resources', 'backups', 'sources'],
     spec: () => ({ docker_image: SWARM_IMAGE, docker_registry: swarm.registry, run_command: 'sleep 3600' }),
     printOnce: (text) => ({ run_command: `echo ${text}` }),
     printEvery: (text) => ({ run_command: `while true; do echo ${text}; sleep 0.3; done` }),
