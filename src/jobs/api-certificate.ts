@@ -5,7 +5,6 @@
  * HTTPS listener, which reads it again at most once a second (a renewal serves new connections at once).
  * @module
  */
-import { X509Certificate } from 'node:crypto';
 import tls from 'node:tls';
 import type { Logger } from 'pino';
 import { ConfigError } from '../config.ts';
@@ -18,14 +17,14 @@ import {
 } from '../store/repositories/api-certificates.ts';
 import { deleteChallenges } from '../store/repositories/certificates.ts';
 import type { ApiCertificateRow, JobRow } from '../store/schema.ts';
-import { describeOrderError, order } from './acme-order.ts';
-import { nextAttemptAt, renewAfter } from './certificates.ts';
+import {
+  type CertificateColumns,
+  certificateDue,
+  failedColumns,
+  issuedColumns,
+  orderCertificate,
+} from './certificate-state.ts';
 import type { JobClaim, JobHandler } from './worker.ts';
-
-function due(row: ApiCertificateRow, now = Date.now()): boolean {
-  if (row.status === 'issued') return (row.renew_after?.getTime() ?? 0) <= now;
-  return (row.next_attempt_at?.getTime() ?? 0) <= now;
-}
 
 /**
  * At start, with BERTH_TLS_ACME_NAME: the name's row, and its order queued when it has no certificate
@@ -47,18 +46,10 @@ export function issueApiCertificateHandler(deps: Deps): JobHandler {
   const { db } = deps.store;
   const box = deps.secretBox;
 
-  async function failed(row: ApiCertificateRow, reason: string, claim: JobClaim) {
-    const failures = row.failures + 1;
+  async function finish(row: ApiCertificateRow, patch: CertificateColumns, claim: JobClaim) {
     await db.transaction().execute(async (trx) => {
       await claim.hold(trx);
-      await updateApiCertificate(trx, row.name, {
-        status: row.cert_pem ? 'renewing' : 'failed',
-        last_error: reason.slice(0, 2000),
-        failures,
-        next_attempt_at: nextAttemptAt(failures, deps.config),
-        order_url: null,
-        order_key: null,
-      });
+      await updateApiCertificate(trx, row.name, patch);
       await deleteChallenges(trx, row.name);
       await claim.finish(trx);
     });
@@ -68,54 +59,26 @@ export function issueApiCertificateHandler(deps: Deps): JobHandler {
     async run(_job: JobRow, signal: AbortSignal, claim) {
       const name = deps.config.tlsAcmeName;
       const row = name ? await findApiCertificate(db, name) : undefined;
-      if (!row || !due(row) || !deps.config.acme) return;
-      if (row.cert_pem && row.status !== 'renewing') {
-        await updateApiCertificate(db, row.name, { status: 'renewing' });
-      }
-      let issued: { pem: string; keyPem: string };
-      try {
-        const subject = {
-          names: [row.name],
-          order_url: row.order_url,
-          order_key: row.order_key,
-          save: (patch: { order_url: string | null; order_key?: string }) =>
-            updateApiCertificate(db, row.name, patch),
-        };
-        // The challenge custom domains are validated with: the ingress answers it for any name.
-        issued = await order(deps, subject, deps.config.acme?.challenge ?? 'http-01', signal);
-      } catch (error) {
-        signal.throwIfAborted();
-        await failed(row, describeOrderError(error, row.name, deps.config), claim);
-        return;
-      }
-      signal.throwIfAborted();
-      const x509 = new X509Certificate(issued.pem);
-      const notBefore = new Date(x509.validFrom);
-      const notAfter = new Date(x509.validTo);
-      await db.transaction().execute(async (trx) => {
-        await claim.hold(trx);
-        await updateApiCertificate(trx, row.name, {
-          status: 'issued',
-          issuer: x509.issuer.replaceAll('\n', ', '),
-          not_before: notBefore,
-          not_after: notAfter,
-          renew_after: renewAfter(notBefore, notAfter),
-          cert_pem: box.seal(issued.pem),
-          private_key: box.seal(issued.keyPem),
-          order_url: null,
-          order_key: null,
-          last_error: null,
-          failures: 0,
-          next_attempt_at: null,
-        });
-        await deleteChallenges(trx, row.name);
-        await claim.finish(trx);
-      });
+      if (!row || !certificateDue(row) || !deps.config.acme) return;
+      const update = (patch: CertificateColumns) => updateApiCertificate(db, row.name, patch);
+      // The challenge custom domains are validated with: the ingress answers it for any name.
+      const issued = await orderCertificate(
+        deps,
+        row,
+        update,
+        deps.config.acme.challenge ?? 'http-01',
+        signal,
+      );
+      await finish(
+        row,
+        'failed' in issued ? failedColumns(row, issued.failed, deps.config) : issuedColumns(box, issued),
+        claim,
+      );
     },
     async fail(_job: JobRow, reason: string, claim) {
       const name = deps.config.tlsAcmeName;
       const row = name ? await findApiCertificate(db, name) : undefined;
-      if (row) await failed(row, reason, claim);
+      if (row) await finish(row, failedColumns(row, reason, deps.config), claim);
       else await db.transaction().execute((trx) => claim.finish(trx));
     },
   };

@@ -15,7 +15,6 @@
  * @module
  */
 
-import { X509Certificate } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { certificatesOn } from '../domain/usecases/certificates.ts';
 import type { Deps } from '../domain/usecases/context.ts';
@@ -34,7 +33,14 @@ import { findCustomDomainById } from '../store/repositories/custom-domains.ts';
 import { servingWildcardCertificate } from '../store/repositories/ingress-certificates.ts';
 import type { CertificateRow, JobRow } from '../store/schema.ts';
 import { alpnChallengeCertificate } from './acme-challenges.ts';
-import { describeOrderError, order } from './acme-order.ts';
+import {
+  type CertificateColumns,
+  certificateDue,
+  failedColumns,
+  issuedColumns,
+  orderCertificate,
+  type SimulatedCertificate,
+} from './certificate-state.ts';
 import { repeatEvery } from './every.ts';
 import type { JobClaim, JobHandler } from './worker.ts';
 
@@ -77,28 +83,9 @@ export function startCertificateRenewal(
   );
 }
 
-/** Two thirds into the lifetime, less up to a thirtieth of it at random. */
-export function renewAfter(notBefore: Date, notAfter: Date, random = Math.random()): Date {
-  const lifetime = notAfter.getTime() - notBefore.getTime();
-  return new Date(notBefore.getTime() + (lifetime * 2) / 3 - random * (lifetime / 30));
-}
-
-const DAY_MS = 86_400_000;
-
-/** After a name's `failures`th failed order: BERTH_ACME_RETRY_BASE_MS, doubling, at most a day (CAs' limits). */
-export function nextAttemptAt(failures: number, config: Pick<Deps['config'], 'acmeRetryBaseMs'>): Date {
-  return new Date(Date.now() + Math.min(DAY_MS, config.acmeRetryBaseMs * 2 ** (failures - 1)));
-}
-
 /** What a sim certificate looks like: Let's Encrypt's 90 days, issued a moment after it is asked for. */
-const SIM_LIFETIME_MS = 90 * DAY_MS;
-const SIM_ISSUER = 'CN=Berth Simulated CA, O=Berth';
+const SIMULATED = { issuer: 'CN=Berth Simulated CA, O=Berth', lifetimeMs: 90 * 86_400_000 };
 const SIM_ISSUE_DELAY_MS = 2_000;
-
-function due(row: CertificateRow, now = Date.now()): boolean {
-  if (row.status === 'issued') return (row.renew_after?.getTime() ?? 0) <= now;
-  return (row.next_attempt_at?.getTime() ?? 0) <= now;
-}
 
 export function issueCertificateHandler(deps: Deps): JobHandler {
   const { db } = deps.store;
@@ -108,30 +95,12 @@ export function issueCertificateHandler(deps: Deps): JobHandler {
   async function store(
     row: CertificateRow,
     accountId: string,
-    pem: string,
-    keyPem: string,
+    issued: { pem: string; keyPem: string } | SimulatedCertificate,
     claim: JobClaim,
-    issuer?: string,
   ) {
-    const x509 = pem ? new X509Certificate(pem) : null;
-    const notBefore = x509 ? new Date(x509.validFrom) : new Date();
-    const notAfter = x509 ? new Date(x509.validTo) : new Date(notBefore.getTime() + SIM_LIFETIME_MS);
     await db.transaction().execute(async (trx) => {
       await claim.hold(trx);
-      const stored = await updateCertificate(trx, row.custom_domain_id, {
-        status: 'issued',
-        issuer: x509 ? x509.issuer.replaceAll('\n', ', ') : (issuer ?? null),
-        not_before: notBefore,
-        not_after: notAfter,
-        renew_after: renewAfter(notBefore, notAfter),
-        cert_pem: pem ? box.seal(pem) : null,
-        private_key: keyPem ? box.seal(keyPem) : null,
-        order_url: null,
-        order_key: null,
-        last_error: null,
-        failures: 0,
-        next_attempt_at: null,
-      });
+      const stored = await updateCertificate(trx, row.custom_domain_id, issuedColumns(box, issued));
       // A name that had a certificate (not_after is set for the sim's too) was renewed.
       const type = row.not_after ? 'certificate.renewed' : 'certificate.issued';
       if (stored) await recordCertificateEvent(trx, accountId, type, stored);
@@ -141,19 +110,13 @@ export function issueCertificateHandler(deps: Deps): JobHandler {
   }
 
   async function failed(row: CertificateRow, accountId: string, reason: string, claim: JobClaim) {
-    const failures = row.failures + 1;
     await db.transaction().execute(async (trx) => {
       await claim.hold(trx);
-      const stored = await updateCertificate(trx, row.custom_domain_id, {
-        // A name that has a certificate keeps serving it: only its renewal failed.
-        status: row.cert_pem ? 'renewing' : 'failed',
-        last_error: reason.slice(0, 2000),
-        failures,
-        next_attempt_at: nextAttemptAt(failures, deps.config),
-        // An order the CA found invalid cannot be finished: the next attempt starts a new one.
-        order_url: null,
-        order_key: null,
-      });
+      const stored = await updateCertificate(
+        trx,
+        row.custom_domain_id,
+        failedColumns(row, reason, deps.config),
+      );
       if (stored) await recordCertificateEvent(trx, accountId, 'certificate.failed', stored);
       await deleteChallenges(trx, row.name);
       await claim.finish(trx);
@@ -165,33 +128,29 @@ export function issueCertificateHandler(deps: Deps): JobHandler {
       const row = await findCertificate(db, job.subject_id);
       const domain = row && (await findCustomDomainById(db, row.custom_domain_id));
       // Nothing to do (the domain went, the certificate is not due): the job ends.
-      if (!row || !domain || domain.state.startsWith('delete') || !due(row) || !certificatesOn(deps)) return;
+      if (
+        !row ||
+        !domain ||
+        domain.state.startsWith('delete') ||
+        !certificateDue(row) ||
+        !certificatesOn(deps)
+      )
+        return;
       if (deps.provider.certificates === 'simulated') {
         await sleep(SIM_ISSUE_DELAY_MS, undefined, { signal });
-        await store(row, domain.account_id, '', '', claim, SIM_ISSUER);
+        await store(row, domain.account_id, SIMULATED, claim);
         return;
       }
-      if (row.cert_pem && row.status !== 'renewing') {
-        await updateCertificate(db, row.custom_domain_id, { status: 'renewing' });
-      }
-      let issued: { pem: string; keyPem: string };
-      try {
-        const subject = {
-          names: [row.name],
-          order_url: row.order_url,
-          order_key: row.order_key,
-          save: (patch: { order_url: string | null; order_key?: string }) =>
-            updateCertificate(db, row.custom_domain_id, patch),
-        };
-        issued = await order(deps, subject, deps.config.acme?.challenge ?? 'http-01', signal);
-      } catch (error) {
-        // A lost lease: the worker that took the job over resumes the order.
-        signal.throwIfAborted();
-        await failed(row, domain.account_id, describeOrderError(error, row.name, deps.config), claim);
-        return;
-      }
-      signal.throwIfAborted();
-      await store(row, domain.account_id, issued.pem, issued.keyPem, claim);
+      const update = (patch: CertificateColumns) => updateCertificate(db, row.custom_domain_id, patch);
+      const issued = await orderCertificate(
+        deps,
+        row,
+        update,
+        deps.config.acme?.challenge ?? 'http-01',
+        signal,
+      );
+      if ('failed' in issued) await failed(row, domain.account_id, issued.failed, claim);
+      else await store(row, domain.account_id, issued, claim);
     },
     async fail(job: JobRow, reason: string, claim) {
       const row = await findCertificate(db, job.subject_id);

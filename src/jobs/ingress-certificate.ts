@@ -10,7 +10,6 @@
  * doubling. The row's state is in the log (component `certificates`), the failure's reason included.
  * @module
  */
-import { X509Certificate } from 'node:crypto';
 import { ConfigError } from '../config.ts';
 import type { Deps } from '../domain/usecases/context.ts';
 import {
@@ -20,12 +19,16 @@ import {
   updateIngressCertificate,
 } from '../store/repositories/ingress-certificates.ts';
 import type { IngressCertificateRow, JobRow } from '../store/schema.ts';
-import { describeOrderError, order } from './acme-order.ts';
-import { renewAfter } from './certificates.ts';
+import {
+  type CertificateColumns,
+  certificateDue,
+  failedColumns,
+  issuedColumns,
+  orderCertificate,
+  retryWaitMs,
+} from './certificate-state.ts';
 import { repeatEvery } from './every.ts';
 import type { JobClaim, JobHandler } from './worker.ts';
-
-const DAY_MS = 86_400_000;
 
 /** The wildcard this Berth orders, or null: DNS-01 is not configured, or the provider has no ingress. */
 export function wildcardName(deps: Pick<Deps, 'provider' | 'config'>): string | null {
@@ -81,81 +84,40 @@ export function startIngressCertificate(
   };
 }
 
-function due(row: IngressCertificateRow, now = Date.now()): boolean {
-  if (row.status === 'issued') return (row.renew_after?.getTime() ?? 0) <= now;
-  return (row.next_attempt_at?.getTime() ?? 0) <= now;
-}
-
 export function issueIngressCertificateHandler(deps: Deps): JobHandler {
   const { db } = deps.store;
   const box = deps.secretBox;
   const log = deps.logger.child({ component: 'certificates' });
 
-  async function failed(row: IngressCertificateRow, reason: string, claim: JobClaim) {
-    const failures = row.failures + 1;
-    const waitMs = Math.min(DAY_MS, deps.config.acmeRetryBaseMs * 2 ** (failures - 1));
-    log.warn({ name: row.name, failures, retry_in_ms: waitMs, reason }, 'the wildcard certificate failed');
+  async function finish(row: IngressCertificateRow, patch: CertificateColumns, claim: JobClaim) {
     await db.transaction().execute(async (trx) => {
       await claim.hold(trx);
-      await updateIngressCertificate(trx, row.id, {
-        // A wildcard that has a certificate keeps serving it: only its renewal failed.
-        status: row.cert_pem ? 'renewing' : 'failed',
-        last_error: reason.slice(0, 2000),
-        failures,
-        next_attempt_at: new Date(Date.now() + waitMs),
-        order_url: null,
-        order_key: null,
-      });
+      await updateIngressCertificate(trx, row.id, patch);
       await claim.finish(trx);
     });
+  }
+
+  async function failed(row: IngressCertificateRow, reason: string, claim: JobClaim) {
+    const failures = row.failures + 1;
+    const waitMs = retryWaitMs(failures, deps.config);
+    log.warn({ name: row.name, failures, retry_in_ms: waitMs, reason }, 'the wildcard certificate failed');
+    await finish(row, failedColumns(row, reason, deps.config), claim);
   }
 
   return {
     async run(job: JobRow, signal: AbortSignal, claim) {
       const row = await findIngressCertificate(db, job.subject_id);
       // The wildcard is no longer this Berth's (another ingress host, DNS-01 off), or not due: done.
-      if (!row || row.name !== wildcardName(deps) || !due(row)) return;
-      if (row.cert_pem && row.status !== 'renewing') {
-        await updateIngressCertificate(db, row.id, { status: 'renewing' });
-      }
-      let issued: { pem: string; keyPem: string };
-      try {
-        const subject = {
-          names: [row.name],
-          order_url: row.order_url,
-          order_key: row.order_key,
-          save: (patch: { order_url: string | null; order_key?: string }) =>
-            updateIngressCertificate(db, row.id, patch),
-        };
-        issued = await order(deps, subject, 'dns-01', signal);
-      } catch (error) {
-        signal.throwIfAborted();
-        await failed(row, describeOrderError(error, row.name, deps.config), claim);
+      if (!row || row.name !== wildcardName(deps) || !certificateDue(row)) return;
+      const update = (patch: CertificateColumns) => updateIngressCertificate(db, row.id, patch);
+      const issued = await orderCertificate(deps, row, update, 'dns-01', signal);
+      if ('failed' in issued) {
+        await failed(row, issued.failed, claim);
         return;
       }
-      signal.throwIfAborted();
-      const x509 = new X509Certificate(issued.pem);
-      const notBefore = new Date(x509.validFrom);
-      const notAfter = new Date(x509.validTo);
-      await db.transaction().execute(async (trx) => {
-        await claim.hold(trx);
-        await updateIngressCertificate(trx, row.id, {
-          status: 'issued',
-          issuer: x509.issuer.replaceAll('\n', ', '),
-          not_before: notBefore,
-          not_after: notAfter,
-          renew_after: renewAfter(notBefore, notAfter),
-          cert_pem: box.seal(issued.pem),
-          private_key: box.seal(issued.keyPem),
-          order_url: null,
-          order_key: null,
-          last_error: null,
-          failures: 0,
-          next_attempt_at: null,
-        });
-        await claim.finish(trx);
-      });
-      log.info({ name: row.name, not_after: notAfter }, 'the wildcard certificate is issued');
+      const patch = issuedColumns(box, issued);
+      await finish(row, patch, claim);
+      log.info({ name: row.name, not_after: patch.not_after }, 'the wildcard certificate is issued');
     },
     async fail(job: JobRow, reason: string, claim) {
       const row = await findIngressCertificate(db, job.subject_id);

@@ -1,5 +1,5 @@
 /**
- * The docker provider's ingress: an HTTP reverse proxy (Fastify + @fastify/reply-from) on
+ * The docker provider's ingress: an HTTP reverse proxy (Fastify, and undici to the replicas: proxy.ts) on
  * BERTH_INGRESS_PORT that routes by Host — `{subdomain}.{ingress host}` or an active custom domain — to
  * the replicas of the deployment that serves a web service (where a driver's `targets` says), round robin. It honours the ops.json that
  * deployment runs with: ip_whitelist (403), request_body_size (413), read/send timeouts (504) and
@@ -15,7 +15,6 @@
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import { Transform } from 'node:stream';
 import tls from 'node:tls';
-import replyFrom from '@fastify/reply-from';
 import type Docker from 'dockerode';
 import Fastify, { type FastifyRequest } from 'fastify';
 import ipaddr from 'ipaddr.js';
@@ -25,6 +24,7 @@ import { Agent, buildConnector } from 'undici';
 import { DEFAULT_OPS_CONFIG, type OpsConfig } from '../../domain/ops-json.ts';
 import type { CertificateSource } from '../provider.ts';
 import { LABEL, labelFilter, networkName } from './labels.ts';
+import { BodyOverLimit, proxy } from './proxy.ts';
 import type { DockerDb } from './tables.ts';
 import type { Traffic } from './traffic.ts';
 
@@ -176,7 +176,6 @@ export async function startIngress(options: {
     if (!upstream) throw new Error('a request reached the proxy without an upstream');
     return upstream;
   };
-  await app.register(replyFrom, { undici: agent });
 
   // Resolved before the body is read, so refusals cost no upload.
   app.addHook('onRequest', async (request, reply) => {
@@ -233,12 +232,12 @@ export async function startIngress(options: {
   // Bodies stream through untouched, cut off at the service's limit when no Content-Length announced them.
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', (request, payload, done) => {
-    const limit = upstreamOf(request).ops.ingress.request_body_size * 1024 * 1024;
+    const limitMb = upstreamOf(request).ops.ingress.request_body_size;
     let seen = 0;
     const limited = new Transform({
       transform(chunk: Buffer, _encoding, callback) {
         seen += chunk.length;
-        callback(seen > limit ? new Error('the request body is over the limit') : null, chunk);
+        callback(seen > limitMb * 1024 * 1024 ? new BodyOverLimit(limitMb) : null, chunk);
       },
     });
     payload.on('error', (error) => limited.destroy(error));
@@ -247,21 +246,11 @@ export async function startIngress(options: {
 
   app.all('/*', async (request, reply) => {
     const { targets, ops } = upstreamOf(request);
-    const target = targets[turn++ % targets.length] as string;
-    return reply.from(`${target}${request.url}`, {
-      // read_timeout: how long the container may take to answer.
-      timeout: ops.ingress.read_timeout * 1000,
-      onResponse: (_request, upstreamReply, response) => {
-        // send_timeout, from the moment the answer starts: how long the client may stall while it is written.
-        upstreamReply.raw.setTimeout(ops.ingress.send_timeout * 1000, () => upstreamReply.raw.destroy());
-        upstreamReply.send(response.stream);
-      },
-      rewriteRequestHeaders: (original, headers) => ({
-        ...headers,
-        host: original.headers.host ?? headers.host,
-        'x-forwarded-for': original.socket.remoteAddress ?? '',
-        'x-forwarded-proto': isEncrypted(original) ? 'https' : 'http',
-      }),
+    return proxy(agent, request, reply, {
+      origin: targets[turn++ % targets.length] as string,
+      readTimeoutMs: ops.ingress.read_timeout * 1000,
+      sendTimeoutMs: ops.ingress.send_timeout * 1000,
+      secure: isEncrypted(request),
     });
   });
 
