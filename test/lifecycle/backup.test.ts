@@ -47,7 +47,8 @@ const configOf = (db: TestDatabase, masterKey = KEY) => ({
 /**
  * Reads that show no state of Berth's, left out (docs/operations.md lists them): the changes from now
  * on (events), the runtime's own logs (what the provider's workloads print, up to now), the API's
- * description; and the backup itself, and a password read that needs an ARN (it is audited: a write).
+ * description; and the backup itself, a password read that needs an ARN (it is audited: a write), and a
+ * device login's request, read by the code only its CLI and its person hold for ten minutes.
  */
 const NOT_STATE = [
   '/v1/events',
@@ -55,6 +56,7 @@ const NOT_STATE = [
   '/v1/openapi.json',
   '/admin/v1/backup',
   '/admin/v1/dependency-passwords',
+  '/v1/device-logins/:userCode',
 ];
 
 /** Reads whose default window ends now are asked for a fixed one (what is in it is state). */
