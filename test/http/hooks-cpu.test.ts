@@ -46,11 +46,19 @@ async function cpuPerBadDelivery(url: string): Promise<number> {
       },
     });
   for (let i = 0; i < 5; i++) assert.equal((await send()).statusCode, 401);
-  const rounds = 40;
-  const start = process.cpuUsage();
-  for (let i = 0; i < rounds; i++) await send();
-  const used = process.cpuUsage(start);
-  return (used.user + used.system) / rounds;
+  // The process's CPU includes whatever else runs in it meanwhile (the harness's worker taking the jobs
+  // the set-up queued, a collection tick, garbage collection): the cheapest of a few batches is the
+  // deliveries' own cost, where one long batch failed CI once with a burst of other work inside it.
+  const batches = 4;
+  const rounds = 15;
+  let cheapest = Number.POSITIVE_INFINITY;
+  for (let b = 0; b < batches; b++) {
+    const start = process.cpuUsage();
+    for (let i = 0; i < rounds; i++) await send();
+    const used = process.cpuUsage(start);
+    cheapest = Math.min(cheapest, (used.user + used.system) / rounds);
+  }
+  return cheapest;
 }
 
 test('CPU per bad delivery does not grow with the number of connections', async () => {
