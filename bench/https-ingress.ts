@@ -1,24 +1,9 @@
-/**
- * The HTTPS ingress rows of `npm run bench` (issue 27, done means 5), each against a bare `node:https`
- * server with the same certificate and key, answering the same bytes, in the same round:
- *
- * - https: requests a second over keep-alive connections (autocannon, SNI and Host the service's name)
- *   through the docker provider's ingress (bench/https-ingress-server.ts: TLS terminated, the name's
- *   certificate chosen by SNI, the route read from docker_routes, the request proxied to the service),
- *   the service a node:http process answering those bytes.
- * - handshakes: full TLS handshakes a second (a new connection each, no session resumption, the chain and
- *   the name verified against the certificate), BENCH_HANDSHAKE_CLIENTS (16) at once.
- *
- * The certificate is a self-signed one for the name (openssl, P-256 like an ACME certificate of Berth's):
- * where it comes from changes nothing of what is measured. Run alone: `BENCH_ROWS=https node bench/run.ts`.
- * @module
- */
-import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import tls from 'node:tls';
 import autocannon from 'autocannon';
+import { selfSignedCertificate } from '../test/helpers/self-signed.ts';
 import { median } from './median.ts';
 import { type AddRow, cpuSeconds, log, type Proc, spawnNode, waitFor } from './process.ts';
 
@@ -111,32 +96,16 @@ async function handshakesPerSecond(port: number, ca: string): Promise<number> {
 export async function httpsIngressRows(addRow: AddRow): Promise<void> {
   log('https: the ingress over HTTPS against node:https with the same certificate');
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-bench-https-'));
-  const certFile = path.join(dir, 'cert.pem');
-  const keyFile = path.join(dir, 'key.pem');
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:P-256',
-      '-nodes',
-      '-keyout',
-      keyFile,
-      '-out',
-      certFile,
-      '-days',
-      '2',
-      '-subj',
-      `/CN=${NAME}`,
-      '-addext',
-      `subjectAltName=DNS:${NAME}`,
-    ],
-    { stdio: 'ignore' },
-  );
-  const ca = fs.readFileSync(certFile, 'utf8');
+  const {
+    certFile,
+    keyFile,
+    cert: ca,
+  } = selfSignedCertificate(dir, {
+    label: 'cert',
+    commonName: NAME,
+    subjectAltName: `DNS:${NAME}`,
+    days: 2,
+  });
   const procs: Proc[] = [];
   try {
     const service = answering('http');

@@ -1,4 +1,4 @@
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
@@ -6,6 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { freePort } from './docker.ts';
 import { pollUntil, StopPolling } from './poll.ts';
+import { selfSignedCertificate } from './self-signed.ts';
 
 /**
  * A real ACME CA: Debian's `pebble`, with certificates of `validitySeconds`, validating HTTP-01 on
@@ -72,33 +73,17 @@ export async function startPebble(options: {
 }): Promise<Pebble> {
   const address = options.address ?? '127.0.0.1';
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-pebble-'));
-  const certFile = path.join(dir, 'cert.pem');
-  const keyFile = path.join(dir, 'key.pem');
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:P-256',
-      '-nodes',
-      '-keyout',
-      keyFile,
-      '-out',
-      certFile,
-      '-days',
-      '2',
-      '-subj',
-      '/CN=pebble',
-      '-addext',
-      `subjectAltName=IP:${address}`,
-    ],
-    { stdio: 'ignore' },
-  );
-  const listenerCert = fs.readFileSync(certFile, 'utf8');
-  const listenerKey = fs.readFileSync(keyFile, 'utf8');
+  const {
+    certFile,
+    keyFile,
+    cert: listenerCert,
+    key: listenerKey,
+  } = selfSignedCertificate(dir, {
+    label: 'cert',
+    commonName: 'pebble',
+    subjectAltName: `IP:${address}`,
+    days: 2,
+  });
   const acmePort = await freePort();
   const managementPort = await freePort();
   fs.writeFileSync(

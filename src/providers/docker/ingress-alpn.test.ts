@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -7,6 +6,7 @@ import path from 'node:path';
 import { after, before, test } from 'node:test';
 import tls from 'node:tls';
 import pino from 'pino';
+import { selfSignedCertificate } from '../../../test/helpers/self-signed.ts';
 import { openStore, type Store } from '../../store/database.ts';
 import { migrateDriver } from '../migrations.ts';
 import type { ServedCertificate } from '../provider.ts';
@@ -24,23 +24,12 @@ let store: Store;
 let ingress: Ingress;
 
 function selfSigned(label: string): ServedCertificate {
-  const key = path.join(dir, `${label}.key`);
-  const cert = path.join(dir, `${label}.pem`);
-  execFileSync(
-    'openssl',
-    ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-days', '1'].concat([
-      '-subj',
-      `/CN=${label}`,
-      '-addext',
-      `subjectAltName=DNS:${NAME}`,
-      '-keyout',
-      key,
-      '-out',
-      cert,
-    ]),
-    { stdio: 'ignore' },
-  );
-  return { cert: fs.readFileSync(cert, 'utf8'), key: fs.readFileSync(key, 'utf8') };
+  const { cert, key } = selfSignedCertificate(dir, {
+    label,
+    commonName: label,
+    subjectAltName: `DNS:${NAME}`,
+  });
+  return { cert, key };
 }
 
 const own = selfSigned('own');

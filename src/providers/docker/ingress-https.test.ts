@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
@@ -8,6 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import pino from 'pino';
+import { selfSignedCertificate } from '../../../test/helpers/self-signed.ts';
 import { DEFAULT_OPS_CONFIG, type IngressSettings } from '../../domain/ops-json.ts';
 import { openStore, type Store } from '../../store/database.ts';
 import { migrateDriver } from '../migrations.ts';
@@ -28,23 +28,13 @@ let ingress: Ingress;
 let backend: http.Server;
 
 function selfSigned(): ServedCertificate {
-  const key = path.join(dir, 'cert.key');
-  const cert = path.join(dir, 'cert.pem');
-  execFileSync(
-    'openssl',
-    ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-days', '1'].concat([
-      '-subj',
-      `/CN=*.${INGRESS_HOST}`,
-      '-addext',
-      `subjectAltName=DNS:*.${INGRESS_HOST}`,
-      '-keyout',
-      key,
-      '-out',
-      cert,
-    ]),
-    { stdio: 'ignore' },
-  );
-  return { cert: fs.readFileSync(cert, 'utf8'), key: fs.readFileSync(key, 'utf8') };
+  const name = `*.${INGRESS_HOST}`;
+  const { cert, key } = selfSignedCertificate(dir, {
+    label: 'cert',
+    commonName: name,
+    subjectAltName: `DNS:${name}`,
+  });
+  return { cert, key };
 }
 
 /** A routed web service at `{subdomain}.apps.test` whose stored ops.json has these ingress settings. */
