@@ -29,9 +29,10 @@ export interface TimelineEntry {
 }
 
 /**
- * Appends lines, operation changes and timeline moments to a deployment's log. `trx` must be a transaction: the advisory
- * lock on the deployment it takes lasts until commit, so lines of one deployment commit in `seq` order
- * and a follower reading after a cursor never skips a line committed late.
+ * Appends lines, operation changes and timeline moments to a deployment's log, in one statement. `trx`
+ * must be a transaction: the advisory lock on the deployment it takes lasts until commit, so lines of
+ * one deployment commit in `seq` order and a follower reading after a cursor never skips a line
+ * committed late.
  */
 export async function appendDeploymentLog(
   trx: Db,
@@ -41,52 +42,50 @@ export async function appendDeploymentLog(
   timeline: TimelineEntry[] = [],
 ): Promise<void> {
   if (entries.length === 0 && operations.length === 0 && timeline.length === 0) return;
-  // The notification goes with the lock, in one statement: NOTIFY is delivered at commit wherever in
-  // the transaction it was issued (and not at all on a rollback), so followers still read only lines
-  // that committed.
-  await sql`SELECT pg_advisory_xact_lock(hashtext(${deploymentId})), pg_notify(${TOPICS.logs}, ${deploymentId})`.execute(
-    trx,
-  );
-  if (entries.length > 0) {
-    await trx
-      .insertInto('deployment_logs')
-      .values(entries.map((e) => ({ deployment_id: deploymentId, step: e.step, line: e.line, at: e.at })))
-      .execute();
-    await trimLog(trx, deploymentId);
-  }
   const changes = mergedByStep(operations);
+  // Each write below reads `locked` (a materialized CTE, evaluated once, before the first row any of
+  // them writes): the lock is held before a line's `seq` is drawn. The notification goes with the lock:
+  // NOTIFY is delivered at commit wherever in the transaction it was issued (and not at all on a
+  // rollback), so followers still read only lines that committed.
+  const writes = [
+    sql`locked AS MATERIALIZED (SELECT pg_advisory_xact_lock(hashtext(${deploymentId})), pg_notify(${TOPICS.logs}, ${deploymentId}))`,
+  ];
+  if (entries.length > 0)
+    writes.push(sql`lines AS (
+      INSERT INTO deployment_logs (deployment_id, step, line, at)
+      SELECT ${deploymentId}::uuid, l.step, l.line, l.at
+      FROM ROWS FROM (jsonb_to_recordset(${JSON.stringify(entries)}::jsonb) AS (step text, line text, at timestamptz))
+        WITH ORDINALITY AS l(step, line, at, n), locked
+      ORDER BY l.n
+      RETURNING 1)`);
+  if (changes.length > 0)
+    writes.push(sql`steps AS (
+      INSERT INTO deployment_operations (deployment_id, step, state, detail, started_at, finished_at)
+      SELECT ${deploymentId}::uuid, o.step, o.state, coalesce(o.detail, ''), o."startedAt", o."finishedAt"
+      FROM jsonb_to_recordset(${JSON.stringify(changes)}::jsonb) AS o(step text, state text, detail text, "startedAt" timestamptz, "finishedAt" timestamptz),
+        locked
+      ON CONFLICT (deployment_id, step) DO UPDATE SET state = excluded.state,
+        detail = CASE WHEN excluded.detail <> '' THEN excluded.detail ELSE deployment_operations.detail END,
+        finished_at = excluded.finished_at
+      RETURNING 1)`);
   // The first time a moment happened is the one kept (a rerun after a crash claims the job again).
-  const marks = (into: Pick<Db, 'insertInto'>) =>
-    into
-      .insertInto('deployment_timeline')
-      .values(timeline.map((t) => ({ deployment_id: deploymentId, mark: t.mark, at: t.at })))
-      .onConflict((oc) => oc.columns(['deployment_id', 'mark']).doNothing());
-  if (changes.length === 0) {
-    if (timeline.length > 0) await marks(trx).execute();
-    return;
-  }
-  const steps = trx
-    .insertInto('deployment_operations')
-    .values(
-      changes.map((op) => ({
-        deployment_id: deploymentId,
-        step: op.step,
-        state: op.state,
-        detail: op.detail ?? '',
-        started_at: op.startedAt,
-        finished_at: op.finishedAt,
-      })),
-    )
-    .onConflict((oc) =>
-      oc.columns(['deployment_id', 'step']).doUpdateSet((eb) => ({
-        state: eb.ref('excluded.state'),
-        detail: sql<string>`CASE WHEN excluded.detail <> '' THEN excluded.detail ELSE deployment_operations.detail END`,
-        finished_at: eb.ref('excluded.finished_at'),
-      })),
-    );
-  // Step changes and timeline moments usually come together: one statement writes both.
-  if (timeline.length === 0) await steps.execute();
-  else await marks(trx.with('steps', () => steps)).execute();
+  if (timeline.length > 0)
+    writes.push(sql`marks AS (
+      INSERT INTO deployment_timeline (deployment_id, mark, at)
+      SELECT ${deploymentId}::uuid, m.mark, m.at
+      FROM jsonb_to_recordset(${JSON.stringify(timeline)}::jsonb) AS m(mark text, at timestamptz), locked
+      ON CONFLICT (deployment_id, mark) DO NOTHING
+      RETURNING 1)`);
+  // The lines kept before this write (as the statement's snapshot sees them) and those it adds: the
+  // bound is checked without a statement of its own; only a write past it trims.
+  const counted = entries.length > 0 ? sql`(SELECT count(*) FROM lines)` : sql`0`;
+  const { rows } = await sql<{ kept: string; added: string }>`
+    WITH ${sql.join(writes)}
+    SELECT (SELECT count(*) FROM deployment_logs WHERE deployment_id = ${deploymentId} AND dropped IS NULL) AS kept,
+      ${counted} AS added
+    FROM locked`.execute(trx);
+  const row = rows[0];
+  if (row && Number(row.kept) + Number(row.added) > MAX_LOG_LINES) await trimLog(trx, deploymentId);
 }
 
 /**
