@@ -149,23 +149,27 @@ export async function evaluateAlerts(
 
 /**
  * After a deployment of `serviceId` ended: its deploy_failed alert opens (a failure) or resolves (a
- * success) now, not at the next round. A success without one open costs one read (the deployment's own path).
+ * success) now, not at the next round. A success without one open costs one read (the deployment's own path),
+ * none when the caller looked already (`open`, as the outcome's commit saw it).
  */
 export async function evaluateDeployOutcome(
   deps: AlertDeps,
   serviceId: string,
   succeeded: boolean,
+  open?: boolean,
 ): Promise<void> {
   const { db } = deps.store;
   const evaluation = succeeded
     ? // A look first, outside a transaction: most successes have nothing to resolve.
-      hasOpenAlert(db, serviceId, 'deploy_failed').then(async (open) => {
-        if (!open) return;
-        await db.transaction().execute(async (trx) => {
-          const resolved = await resolveOpenAlert(trx, serviceId, 'deploy_failed', new Date());
-          if (resolved) await recordAlertEvents(trx, [{ ...resolved, type: 'alert.resolved' }]);
-        });
-      })
+      (open === undefined ? hasOpenAlert(db, serviceId, 'deploy_failed') : Promise.resolve(open)).then(
+        async (open) => {
+          if (!open) return;
+          await db.transaction().execute(async (trx) => {
+            const resolved = await resolveOpenAlert(trx, serviceId, 'deploy_failed', new Date());
+            if (resolved) await recordAlertEvents(trx, [{ ...resolved, type: 'alert.resolved' }]);
+          });
+        },
+      )
     : evaluateAlerts(deps, new Date(), serviceId);
   await evaluation.catch((err: unknown) =>
     // The deployment's outcome stands; the next collection round evaluates the rule again.

@@ -16,12 +16,12 @@ import type { Db, Store } from '../store/database.ts';
 import { appendDeploymentLog } from '../store/repositories/deployment-logs.ts';
 import {
   cancelRequested,
+  endDeployment,
   findDeploymentById,
   noteUnfinishedDeployment,
   startDeployment,
   transitionDeployment,
 } from '../store/repositories/deployments.ts';
-import { recordObservation } from '../store/repositories/observations.ts';
 import { followDeployment } from '../store/repositories/services.ts';
 import type { DeploymentRow, JobRow } from '../store/schema.ts';
 import { evaluateDeployOutcome } from './alerts.ts';
@@ -47,14 +47,16 @@ export async function startRun(
     return true;
   }
   return db.transaction().execute(async (trx) => {
-    const moved = await startDeployment(trx, deployment.id);
+    // An attempt that lost the job before this commits starts nothing: the one holding the job finds
+    // the deployment queued and starts it, instead of finding it started and ending the job. The start
+    // locks the job it holds in the same statement.
+    const { held, moved } = await startDeployment(trx, deployment.id, claim.fence);
+    if (claim.fence) claim.settled(held, false);
+    else await claim.hold(trx);
     if (moved) {
       log.end('queue', 'success', `Started (${attempt})`);
       await log.writeIn(trx);
     }
-    // An attempt that lost the job before this commits starts nothing: the one holding the job finds
-    // the deployment queued and starts it, instead of finding it started and ending the job.
-    await claim.hold(trx);
     return moved;
   });
 }
@@ -164,30 +166,39 @@ export async function recordOutcome(
   const observedAt = new Date();
   const observed = await deps.provider.observe(service);
   const ended = await deps.store.db.transaction().execute(async (trx) => {
-    let moved: boolean;
-    if ('applied' in outcome) {
-      const { applied } = outcome;
-      moved = await transitionDeployment(trx, deployment.id, ['in_progress'], 'success', {
-        prov_deployment_id: applied.provDeploymentId,
-        failure_reason: '',
-        ...keepHostDetails(deployment, applied.source),
-      });
-      if (moved) {
-        await followDeployment(trx, service.id, deployment.id, 'running', {
-          namespace_name: applied.namespaceName,
-          kube_svc_alias: applied.svcAlias,
-        });
+    // One statement ends the job (fenced by the claim), the deployment, its service and the observation.
+    const end =
+      'applied' in outcome
+        ? {
+            to: 'success' as const,
+            set: {
+              prov_deployment_id: outcome.applied.provDeploymentId,
+              failure_reason: '',
+              ...keepHostDetails(deployment, outcome.applied.source),
+            },
+            serviceState: 'running' as const,
+            provisioned: {
+              namespace_name: outcome.applied.namespaceName,
+              kube_svc_alias: outcome.applied.svcAlias,
+            },
+          }
+        : {
+            to: 'failed' as const,
+            set: { failure_reason: outcome.failure.slice(0, 2000), ...outcome.source },
+            serviceState: 'deploy_failed' as const,
+          };
+    const { held, moved, alerted } = await endDeployment(trx, deployment, claim.fence, {
+      ...end,
+      observed,
+      observedAt,
+    });
+    if (claim.fence) claim.settled(held, true);
+    if (moved) {
+      if ('applied' in outcome) {
         log.end('outcome', 'success', 'Deployment succeeded');
         log.mark('success');
-      }
-    } else {
-      const { failure } = outcome;
-      moved = await transitionDeployment(trx, deployment.id, ['in_progress'], 'failed', {
-        failure_reason: failure.slice(0, 2000),
-        ...outcome.source,
-      });
-      if (moved) {
-        await followDeployment(trx, service.id, deployment.id, 'deploy_failed');
+      } else {
+        const { failure } = outcome;
         log.end(
           'outcome',
           'failed',
@@ -197,14 +208,13 @@ export async function recordOutcome(
       }
     }
     await log.writeIn(trx);
-    await recordObservation(trx, service.id, observed, observedAt);
-    await claim.finish(trx);
-    return moved;
+    if (!claim.fence) await claim.finish(trx);
+    return moved ? { alerted } : undefined;
   });
   if (ended) {
     const state = 'applied' in outcome ? 'success' : outcome.failure === 'cancelled' ? 'cancelled' : 'failed';
     deps.metrics.deploymentEnded(state, deployment.created_at);
-    await evaluateDeployOutcome(deps, service.id, state === 'success');
+    await evaluateDeployOutcome(deps, service.id, state === 'success', ended.alerted);
   }
 }
 

@@ -29,6 +29,14 @@ export interface JobClaim {
   hold(trx: Db): Promise<void>;
   /** `hold`, and removes the job in the same transaction: the outcome and the job's end commit together. */
   finish(trx: Db): Promise<void>;
+  /**
+   * For a statement of the handler's own that holds or removes the job as it writes (one statement
+   * instead of two): the claim's fence, absent for a claim nothing can take (a test's, which runs a
+   * handler by hand); `settled` is then told what the statement found.
+   */
+  readonly fence?: Fence;
+  /** Throws LostClaimError when the statement fenced by `fence` found the job another worker's; `removed`: it removed it. */
+  settled(held: boolean, removed: boolean): void;
 }
 
 /**
@@ -94,17 +102,22 @@ export class LostClaimError extends Error {}
 /** The JobClaim of one claim (`fence`); `finished` once `finish` removed the job. */
 export function fencedClaim(fence: Fence): JobClaim & { readonly finished: boolean } {
   let finished = false;
+  const settled = (held: boolean, removed: boolean) => {
+    if (!held) throw new LostClaimError('another worker holds this job now');
+    if (removed) finished = true;
+  };
   return {
+    fence,
     get finished() {
       return finished;
     },
     async hold(trx) {
-      if (!(await holdClaim(trx, fence))) throw new LostClaimError('another worker holds this job now');
+      settled(await holdClaim(trx, fence), false);
     },
     async finish(trx) {
-      if (!(await complete(trx, fence))) throw new LostClaimError('another worker holds this job now');
-      finished = true;
+      settled(await complete(trx, fence), true);
     },
+    settled,
   };
 }
 

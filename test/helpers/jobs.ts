@@ -7,4 +7,5 @@ import type { JobClaim } from '../../src/jobs/worker.ts';
 export const claimHeldByTest: JobClaim = {
   async hold() {},
   async finish() {},
+  settled() {},
 };

@@ -15,7 +15,7 @@ before(async () => {
 });
 after(() => h.close());
 
-test('one deployment costs at most 24 statements besides its log, its outcome and the job removal one commit', async () => {
+test('one deployment costs at most 18 statements besides its log, its outcome and the job removal one statement', async () => {
   const created = await h.request('POST', `/v1/environments/${t.envId}/services`, {
     token: t.token,
     body: VALID_SERVICE.docker,
@@ -64,36 +64,37 @@ test('one deployment costs at most 24 statements besides its log, its outcome an
       !q.startsWith('select "state" from "deployments"'),
   );
   const statements = own.filter((q) => !/^(begin|commit|rollback)$/i.test(q.trim()));
-  // Accept: scope, lock, insert, service, job, notify, a read of the deployment, audit. Run: read (one
-  // join), start (one statement), secrets (2), domains, the service's ops.json resources (one read, to
-  // delete those no longer declared), the snapshot a rollback restores, the cancel flag's first look,
-  // then outcome, service, observation, the job's removal, and the look for a deploy_failed alert to resolve.
-  // Each of the three transactions writes its events in one statement before its commit
-  // (store/events.ts; triggers did it, uncounted, before).
-  assert.ok(statements.length <= 24, `${statements.length} statements:\n${statements.join('\n')}`);
+  // Accept: scope, lock, secrets (to mask), insert (with the previous deployment's state), service,
+  // job with its notification, audit. Start: read (one join), start (with the job's fence, one
+  // statement). Run: the cancel flag's first look, secrets, domains, the snapshot a rollback restores,
+  // the service's ops.json resources (one read, to delete those no longer declared). Outcome: one
+  // statement (the job's removal under the fence, the deployment, its service, the observation and the
+  // look for a deploy_failed alert to resolve). Each of the three transactions writes its events in one
+  // statement before its commit (store/events.ts).
+  assert.ok(statements.length <= 18, `${statements.length} statements:\n${statements.join('\n')}`);
   // The log: one statement per write (the lock with its notification, the lines, the steps' changes,
   // the timeline and the count the bound is checked against, as CTEs), three writes a deployment:
-  // accepted, started, the outcome. It was four statements per write, and one per step change before.
+  // accepted, started, the outcome; one more when the rollout's lines wait past the writer's flush
+  // interval (a loaded machine). It was four statements per write, and one per step change before.
   const log = h.queries.filter(
     (q) =>
       /deployment_logs|deployment_operations|^SELECT pg_advisory_xact_lock\(hashtext|pg_notify\(\$1, \$2\)/.test(
         q,
       ) && !q.startsWith('select "state" from "deployments"'),
   );
-  assert.ok(log.length <= 3, `${log.length} log statements:\n${log.join('\n')}`);
+  assert.ok(log.length <= 4, `${log.length} log statements:\n${log.join('\n')}`);
   if (h.deps.store.kind === 'postgres') {
-    // The outcome and the job's removal commit together.
+    // The outcome and the job's removal commit together, in one statement: the job removed under the
+    // claim's fence gates the deployment's move.
     const last = own.lastIndexOf('begin');
     const outcome = own.slice(last, own.indexOf('commit', last) + 1);
     assert.ok(
-      outcome.some((q) => q.startsWith('update "deployments" set "state"')),
+      outcome.some((q) => /DELETE FROM jobs[\s\S]*UPDATE deployments SET "state"/.test(q)),
       outcome.join('\n'),
     );
-    assert.ok(
-      outcome.some((q) => q.startsWith('delete from "jobs"')),
-      outcome.join('\n'),
-    );
-    // Three commits: accepting, the start (with its log line), the outcome with the job's removal.
-    assert.equal(own.filter((q) => q.trim() === 'commit').length, 3, own.join('\n'));
+    // Three commits: accepting, the start (with its log line), the outcome with the job's removal
+    // (besides a write of the log alone, which a loaded machine may make).
+    const commits = own.filter((q, i) => q.trim() === 'commit' && own[i - 1]?.trim() !== 'begin');
+    assert.equal(commits.length, 3, own.join('\n'));
   }
 });

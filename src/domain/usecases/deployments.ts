@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Db } from '../../store/database.ts';
 import { appendDeploymentLog } from '../../store/repositories/deployment-logs.ts';
-import { findDeploymentById, insertDeployment } from '../../store/repositories/deployments.ts';
+import { insertDeployment } from '../../store/repositories/deployments.ts';
 import { enqueue } from '../../store/repositories/jobs.ts';
 import type { DeploymentRow, ServiceRow } from '../../store/schema.ts';
 import type { SecretBox } from '../../store/secret-box.ts';
@@ -100,7 +100,7 @@ export async function acceptDeployment(
       variables_sealed: copy?.of.variables_sealed ?? null,
     }),
   );
-  const deployment = await insertDeployment(trx, {
+  const { deployment, previousState } = await insertDeployment(trx, {
     id: randomUUID(),
     account_id: service.account_id,
     environment_id: service.environment_id,
@@ -122,7 +122,13 @@ export async function acceptDeployment(
       accountId: service.account_id,
       queueKey: service.id,
     });
-  await logAccepted(trx, deployment, refusal === null ? null : deployment.failure_reason, mask);
+  await logAccepted(
+    trx,
+    deployment,
+    previousState,
+    refusal === null ? null : deployment.failure_reason,
+    mask,
+  );
   return deployment;
 }
 
@@ -130,6 +136,7 @@ export async function acceptDeployment(
 async function logAccepted(
   trx: Db,
   deployment: DeploymentRow,
+  previousState: DeploymentRow['state'] | null,
   refusal: string | null,
   mask: (text: string) => string,
 ): Promise<void> {
@@ -144,12 +151,9 @@ async function logAccepted(
     deployment.type === 'service_update'
       ? 'Deployment'
       : `A ${deployment.type} deployment (bringing back ${deployment.restored_from})`;
-  const previous = deployment.prev_deployment_id
-    ? await findDeploymentById(trx, deployment.prev_deployment_id)
-    : undefined;
   const waiting =
-    previous && (previous.state === 'queued' || previous.state === 'in_progress')
-      ? `Queued behind deployment ${previous.id} (${previous.state})`
+    previousState === 'queued' || previousState === 'in_progress'
+      ? `Queued behind deployment ${deployment.prev_deployment_id} (${previousState})`
       : 'Queued';
   const done = (step: 'accept' | 'queue' | 'outcome', state: 'success' | 'failed' | 'running') => ({
     step,

@@ -6,24 +6,38 @@ import {
   sql,
   type Updateable,
 } from 'kysely';
+import type { ServiceState } from '../../domain/service-states.ts';
 import { DELETE_STATES } from '../../domain/service-states.ts';
 import type { DeployedSource } from '../../providers/provider.ts';
 import type { Db } from '../database.ts';
 import { changedSince, eventState, inTransaction, recordEvents, setsEventColumns } from '../events.ts';
 import { notify } from '../notifications.ts';
 import type { Database, DeploymentRow, DeploymentsTable, EnvironmentRow, ServiceRow } from '../schema.ts';
+import { type Fence, held } from './jobs.ts';
+import type { Observation } from './observations.ts';
 import { type Page, pageAfter } from './paging.ts';
 import { type AsJson, withDates } from './scope.ts';
 
-export async function insertDeployment(db: Db, row: Insertable<DeploymentsTable>): Promise<DeploymentRow> {
+/** Inserts a deployment; with it, the state of the one it follows (`prev_deployment_id`), read in the same statement. */
+export async function insertDeployment(
+  db: Db,
+  row: Insertable<DeploymentsTable>,
+): Promise<{ deployment: DeploymentRow; previousState: DeploymentRow['state'] | null }> {
   return inTransaction(db, async (trx) => {
-    const deployment = await trx
+    const { previous_state, ...deployment } = await trx
       .insertInto('deployments')
       .values(row)
       .returningAll()
+      .returning((eb) =>
+        eb
+          .selectFrom('deployments as p')
+          .select('p.state')
+          .whereRef('p.id', '=', 'deployments.prev_deployment_id')
+          .as('previous_state'),
+      )
       .executeTakeFirstOrThrow();
     await recordEvents(trx, 'deployment', 'created', [deployment]);
-    return deployment;
+    return { deployment, previousState: previous_state };
   });
 }
 
@@ -109,19 +123,37 @@ export async function findDeploymentToRun(db: Db, id: string) {
 }
 
 /**
- * Starts a queued deployment and moves its service to `deploying` (when it is still the service's
- * latest and no delete reached it), in one statement; false when the deployment was not queued.
+ * The job row `fence` holds, locked until the transaction ends (a `held` CTE); without a fence (a
+ * claim nothing can take) none, and nothing is gated on it.
  */
-export async function startDeployment(db: Db, id: string): Promise<boolean> {
+function heldJob(db: Db, fence: Fence | undefined) {
+  const jobs = db.selectFrom('jobs').select('seq');
+  return fence ? jobs.where(held(fence)).forUpdate() : jobs.where(sql<boolean>`false`);
+}
+const heldGate = (fence: Fence | undefined) =>
+  fence ? sql<boolean>`EXISTS (SELECT 1 FROM held)` : sql<boolean>`true`;
+
+/**
+ * Starts a queued deployment and moves its service to `deploying` (when it is still the service's
+ * latest and no delete reached it), in one statement that also locks the job `fence` holds: nothing
+ * moves when another worker holds it now. `held`: the fence held; `moved`: the deployment was queued.
+ */
+export async function startDeployment(
+  db: Db,
+  id: string,
+  fence?: Fence,
+): Promise<{ held: boolean; moved: boolean }> {
   const now = new Date();
   return inTransaction(db, async (trx) => {
     const result = await trx
+      .with('held', () => heldJob(trx, fence))
       .with('moved', (q) =>
         q
           .updateTable('deployments')
           .set({ state: 'in_progress', updated_at: now })
           .where('id', '=', id)
           .where('state', '=', 'queued')
+          .where(heldGate(fence))
           .returningAll(),
       )
       .with('followed', (q) =>
@@ -143,21 +175,111 @@ export async function startDeployment(db: Db, id: string): Promise<boolean> {
           .returningAll('services')
           .returning(changedSince('service', 'services').as('changed')),
       )
-      .selectFrom('moved')
-      .select((eb) => [
-        sql<AsJson<DeploymentRow>>`to_jsonb(moved)`.as('deployment'),
+      .selectNoFrom((eb) => [
+        eb
+          .selectFrom('held')
+          .select((e) => e.fn.countAll<string>().as('n'))
+          .as('held'),
+        eb.selectFrom('moved').select(sql<AsJson<DeploymentRow>>`to_jsonb(moved)`.as('d')).as('deployment'),
         eb
           .selectFrom('followed')
-          .select(sql<AsJson<ServiceRow> & { changed: boolean }>`to_jsonb(followed)`.as('service'))
+          .select(sql<AsJson<ServiceRow> & { changed: boolean }>`to_jsonb(followed)`.as('s'))
           .as('service'),
       ])
-      .executeTakeFirst();
-    if (!result) return false;
+      .executeTakeFirstOrThrow();
+    const heldIt = !fence || Number(result.held) > 0;
+    if (!result.deployment) return { held: heldIt, moved: false };
     // Dates come as jsonb's strings: events keep them as such.
     await recordEvents(trx, 'deployment', 'updated', [result.deployment]);
     if (result.service?.changed) await recordEvents(trx, 'service', 'updated', [result.service]);
-    return true;
+    return { held: heldIt, moved: true };
   });
+}
+
+/** How a deployment in progress ends (endDeployment). */
+export interface DeploymentEnd {
+  to: 'success' | 'failed';
+  set: { prov_deployment_id?: string; failure_reason: string } & DeployedSource;
+  /**
+   * The service's state, when it still follows this deployment and no delete reached it; for a
+   * success also what was provisioned, written in any case.
+   */
+  serviceState: ServiceState;
+  provisioned?: { namespace_name: string; kube_svc_alias: string };
+  /** What runs now, observed at `observedAt` (kept unless a newer observation is recorded). */
+  observed: Observation;
+  observedAt: Date;
+}
+
+/**
+ * Ends a deployment in progress under its job's claim, in one statement: removes the job `fence`
+ * holds (nothing else is written when another worker holds it now), moves the deployment, its service
+ * following it, and records what runs. `held`: the fence held (the job is gone with the commit);
+ * `moved`: the deployment was in progress; `alerted`: the service has an open deploy_failed alert (a
+ * success resolves it: the look rides in this statement).
+ */
+export async function endDeployment(
+  trx: Db,
+  deployment: Pick<DeploymentRow, 'id' | 'service_id'>,
+  fence: Fence | undefined,
+  end: DeploymentEnd,
+): Promise<{ held: boolean; moved: boolean; alerted: boolean }> {
+  const now = new Date();
+  const assign = (values: Record<string, unknown>) =>
+    sql.join(
+      Object.entries(values)
+        .filter(([, value]) => value !== undefined)
+        .map(([column, value]) => sql`${sql.ref(column)} = ${value}`),
+    );
+  const done = fence
+    ? sql`DELETE FROM jobs WHERE seq = ${fence.seq} AND locked_by = ${fence.workerId} AND attempts = ${fence.attempts} RETURNING seq`
+    : sql`SELECT 0 AS seq`;
+  const state = sql`CASE WHEN services.latest_deployment_id = ${deployment.id}
+    AND services.state NOT IN (${sql.join(DELETE_STATES)}) THEN ${end.serviceState} ELSE services.state END`;
+  // Without what was provisioned only the state changes: a service no longer on this deployment is left as it is.
+  const following = end.provisioned
+    ? sql``
+    : sql`AND latest_deployment_id = ${deployment.id} AND state NOT IN (${sql.join(DELETE_STATES)})`;
+  const { observed, observedAt } = end;
+  const { rows } = await sql<{
+    held: string;
+    deployment: (AsJson<DeploymentRow> & { changed: boolean }) | null;
+    service: (AsJson<ServiceRow> & { changed: boolean }) | null;
+    alerted: boolean;
+  }>`
+    WITH done AS (${done}),
+    moved AS (
+      UPDATE deployments SET ${assign({ state: end.to, ...end.set, updated_at: now })}
+      FROM (SELECT id AS before_id, ${eventState('deployment', 'deployments')} AS before_state FROM deployments
+        WHERE id = ${deployment.id} AND state = 'in_progress' AND EXISTS (SELECT 1 FROM done)
+        FOR NO KEY UPDATE) AS before
+      WHERE deployments.id = before.before_id
+      RETURNING deployments.*, ${changedSince('deployment', 'deployments')} AS changed),
+    followed AS (
+      UPDATE services SET ${assign({ ...end.provisioned, updated_at: now })}, state = ${state}
+      FROM (SELECT id AS before_id, ${eventState('service', 'services')} AS before_state FROM services
+        WHERE id = ${deployment.service_id} ${following} AND EXISTS (SELECT 1 FROM moved)
+        FOR NO KEY UPDATE) AS before
+      WHERE services.id = before.before_id
+      RETURNING services.*, ${changedSince('service', 'services')} AS changed),
+    observed AS (
+      INSERT INTO service_observations (service_id, run_status, ready_count, observed_at)
+      SELECT ${deployment.service_id}::uuid, ${observed.run_status}, ${observed.ready_count}::int, ${observedAt}::timestamptz
+      FROM done
+      ON CONFLICT (service_id) DO UPDATE SET run_status = excluded.run_status,
+        ready_count = excluded.ready_count, observed_at = excluded.observed_at
+      WHERE service_observations.observed_at <= excluded.observed_at
+      RETURNING 1)
+    SELECT (SELECT count(*) FROM done) AS held, (SELECT to_jsonb(moved) FROM moved) AS deployment,
+      (SELECT to_jsonb(followed) FROM followed) AS service,
+      EXISTS (SELECT 1 FROM alerts WHERE service_id = ${deployment.service_id}
+        AND rule = 'deploy_failed' AND state = 'open') AS alerted`.execute(trx);
+  const row = rows[0];
+  if (!row || Number(row.held) === 0) return { held: false, moved: false, alerted: false };
+  // Dates come as jsonb's strings: events keep them as such.
+  if (row.deployment?.changed) await recordEvents(trx, 'deployment', 'updated', [row.deployment]);
+  if (row.service?.changed) await recordEvents(trx, 'service', 'updated', [row.service]);
+  return { held: true, moved: row.deployment !== null, alerted: row.alerted };
 }
 
 export async function findDeploymentsByIds(db: Db, ids: string[]): Promise<DeploymentRow[]> {

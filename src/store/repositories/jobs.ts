@@ -102,7 +102,8 @@ export interface Fence {
   attempts: number;
 }
 
-const held = (fence: Fence) => (eb: ExpressionBuilder<Database, 'jobs'>) =>
+/** The job row while `fence` holds it: what every write about the job is fenced by. */
+export const held = (fence: Fence) => (eb: ExpressionBuilder<Database, 'jobs'>) =>
   eb.and([
     eb('seq', '=', fence.seq),
     eb('locked_by', '=', fence.workerId),
