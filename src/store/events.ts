@@ -2,8 +2,9 @@
  * Events (GET /v1/events, webhooks) are recorded by the code that makes the change, in its transaction:
  * the repository that writes an evented row hands it to `recordEvents`, which keeps it with the
  * transaction's connection, and the transaction's commit writes them all just before COMMIT, in one
- * statement: the events rows, the webhook deliveries (with their jobs) and the `events` and `jobs`
- * notifications. An event exists exactly when its change does: a rollback drops them with it.
+ * statement: the events rows, the webhook deliveries (with their jobs), the transaction's audit entry
+ * and the `events` and `jobs` notifications. An event exists exactly when its change does: a rollback
+ * drops them with it.
  *
  * Order: that statement first takes the advisory lock of each account it writes for (in id order, so
  * two such statements never wait on each other in a cycle), then draws the events' `seq`; the lock
@@ -186,9 +187,14 @@ export function setsEventColumns(kind: EventKind, set: object): boolean {
   );
 }
 
-const pendingOf = new WeakMap<DatabaseConnection, Pending[]>();
-/** Per savepoint, how many events were pending when it was made. */
-const savepointsOf = new WeakMap<DatabaseConnection, Map<string, number>>();
+/** A transaction's writes kept for its commit: its events, and its audit entries (one per mutation). */
+interface Pendings {
+  events: Pending[];
+  audits: Record<string, unknown>[];
+}
+const pendingOf = new WeakMap<DatabaseConnection, Pendings>();
+/** Per savepoint, how many events and audit entries were pending when it was made. */
+const savepointsOf = new WeakMap<DatabaseConnection, Map<string, { events: number; audits: number }>>();
 
 /**
  * Records events of `kind` for these rows (each has at least the declared columns), written when `db`'s
@@ -236,15 +242,41 @@ export async function recordEvent(
   await pend(db, [{ account_id: accountId, service_id: null, environment_id: null, type, data }]);
 }
 
-async function pend(db: QueryExecutorProvider, events: Pending[]): Promise<void> {
+async function pend(db: QueryExecutorProvider, events: Pending[], audits: Record<string, unknown>[] = []) {
   await db.getExecutor().provideConnection(async (connection) => {
     let pending = pendingOf.get(connection);
     if (!pending) {
-      pending = [];
+      pending = { events: [], audits: [] };
       pendingOf.set(connection, pending);
     }
-    pending.push(...events);
+    pending.events.push(...events);
+    pending.audits.push(...audits);
   });
+}
+
+/**
+ * Keeps an audit entry (an `audit_logs` row) for `db`'s transaction's commit, where the statement that
+ * writes its events writes it too: a mutation's audit costs no statement of its own.
+ */
+export async function recordAuditRow(
+  db: QueryExecutorProvider & { isTransaction: boolean },
+  row: Record<string, unknown>,
+): Promise<void> {
+  if (!db.isTransaction) throw new Error("an audit entry must be recorded in the change's transaction");
+  await pend(db, [], [row]);
+}
+
+/** The audit entries, as a CTE of the commit's statement: their columns are the rows' own. */
+function auditWrite(audits: Record<string, unknown>[], param: string): string {
+  const columns = [...new Set(audits.flatMap((row) => Object.keys(row)))].sort();
+  for (const column of columns)
+    if (!/^[a-z_]+$/.test(column)) throw new Error(`not an audit column: ${column}`);
+  const list = columns.join(', ');
+  return `, audit AS (
+      INSERT INTO audit_logs (${list})
+      SELECT ${list} FROM jsonb_populate_recordset(NULL::audit_logs, ${param}::jsonb)
+      RETURNING 1
+    )`;
 }
 
 /**
@@ -253,7 +285,7 @@ async function pend(db: QueryExecutorProvider, events: Pending[]): Promise<void>
  * events in the order they were recorded, a delivery and its job for each webhook that wants one, and
  * notifies. An event whose account is gone (a cascade) is dropped: nobody is left to tell.
  */
-function writeEvents(pending: Pending[]): CompiledQuery {
+function writeEvents({ events: pending, audits }: Pendings): CompiledQuery {
   return CompiledQuery.raw(
     `WITH input AS (
       SELECT e.n, coalesce((e.item ->> 'account_id')::uuid,
@@ -279,10 +311,10 @@ function writeEvents(pending: Pending[]): CompiledQuery {
       INSERT INTO jobs (kind, subject_id, max_attempts, account_id)
       SELECT 'deliver_webhook', d.id, 8, w.account_id FROM delivery d JOIN webhooks w ON w.id = d.webhook_id
       RETURNING subject_id
-    )
+    )${audits.length > 0 ? auditWrite(audits, '$2') : ''}
     SELECT count(pg_notify('${TOPICS.events}', a.account_id::text)) FROM (SELECT DISTINCT account_id FROM event) a
     UNION ALL SELECT count(pg_notify('${TOPICS.jobs}', '')) FROM (SELECT 1 FROM job LIMIT 1) j`,
-    [JSON.stringify(pending)],
+    audits.length > 0 ? [JSON.stringify(pending), JSON.stringify(audits)] : [JSON.stringify(pending)],
   );
 }
 
@@ -314,7 +346,8 @@ function eventWritingDriver(inner: Driver): Driver {
     commitTransaction: async (connection) => {
       const pending = pendingOf.get(connection);
       drop(connection);
-      if (pending && pending.length > 0) await connection.executeQuery(writeEvents(pending));
+      if (pending && (pending.events.length > 0 || pending.audits.length > 0))
+        await connection.executeQuery(writeEvents(pending));
       await inner.commitTransaction(connection);
     },
     rollbackTransaction: (connection) => {
@@ -328,14 +361,19 @@ function eventWritingDriver(inner: Driver): Driver {
           marks = new Map();
           savepointsOf.set(connection, marks);
         }
-        marks.set(name, pendingOf.get(connection)?.length ?? 0);
+        const pending = pendingOf.get(connection);
+        marks.set(name, { events: pending?.events.length ?? 0, audits: pending?.audits.length ?? 0 });
         return inner.savepoint?.(connection, name, compile) ?? Promise.resolve();
       },
     }),
     ...(inner.rollbackToSavepoint && {
       rollbackToSavepoint: (connection, name, compile) => {
         const mark = savepointsOf.get(connection)?.get(name);
-        if (mark !== undefined) pendingOf.get(connection)?.splice(mark);
+        const pending = pendingOf.get(connection);
+        if (mark !== undefined && pending) {
+          pending.events.splice(mark.events);
+          pending.audits.splice(mark.audits);
+        }
         return inner.rollbackToSavepoint?.(connection, name, compile) ?? Promise.resolve();
       },
     }),

@@ -1,10 +1,13 @@
 import { sql } from 'kysely';
 import type { Db } from '../database.ts';
+import { recordAuditRow } from '../events.ts';
 import type { NewAuditLog } from '../schema.ts';
 import { type Page, pageAfter } from './paging.ts';
 
+/** In a transaction the entry is written with its commit (store/events.ts), else at once. */
 export async function insertAuditLog(db: Db, row: NewAuditLog): Promise<void> {
-  await db.insertInto('audit_logs').values(row).execute();
+  if (db.isTransaction) await recordAuditRow(db, row);
+  else await db.insertInto('audit_logs').values(row).execute();
 }
 
 /** What GET /v1/audit-logs narrows to; each absent part narrows nothing. */
