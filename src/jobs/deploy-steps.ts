@@ -47,16 +47,15 @@ export async function startRun(
     return true;
   }
   return db.transaction().execute(async (trx) => {
-    // An attempt that lost the job before this commits starts nothing: the one holding the job finds
-    // the deployment queued and starts it, instead of finding it started and ending the job. The start
-    // locks the job it holds in the same statement.
-    const { held, moved } = await startDeployment(trx, deployment.id, claim.fence);
-    if (claim.fence) claim.settled(held, false);
-    else await claim.hold(trx);
+    const moved = await startDeployment(trx, deployment.id);
     if (moved) {
       log.end('queue', 'success', `Started (${attempt})`);
       await log.writeIn(trx);
     }
+    // An attempt that lost the job before this commits starts nothing: the one holding the job finds
+    // the deployment queued and starts it, instead of finding it started and ending the job. Held last:
+    // a worker paused before this leaves the job free for another to take over.
+    await claim.hold(trx);
     return moved;
   });
 }

@@ -65,8 +65,8 @@ test('one deployment costs at most 18 statements besides its log, its outcome an
   );
   const statements = own.filter((q) => !/^(begin|commit|rollback)$/i.test(q.trim()));
   // Accept: scope, lock, secrets (to mask), insert (with the previous deployment's state), service,
-  // job with its notification, audit. Start: read (one join), start (with the job's fence, one
-  // statement). Run: the cancel flag's first look, secrets, domains, the snapshot a rollback restores,
+  // job with its notification (the audit entry rides in the commit's statement). Start: read (one
+  // join), start (one statement), the job's fence. Run: the cancel flag's first look, secrets, domains, the snapshot a rollback restores,
   // the service's ops.json resources (one read, to delete those no longer declared). Outcome: one
   // statement (the job's removal under the fence, the deployment, its service, the observation and the
   // look for a deploy_failed alert to resolve). Each of the three transactions writes its events in one

@@ -13,7 +13,7 @@ import type { Db } from '../database.ts';
 import { changedSince, eventState, inTransaction, recordEvents, setsEventColumns } from '../events.ts';
 import { notify } from '../notifications.ts';
 import type { Database, DeploymentRow, DeploymentsTable, EnvironmentRow, ServiceRow } from '../schema.ts';
-import { type Fence, held } from './jobs.ts';
+import type { Fence } from './jobs.ts';
 import type { Observation } from './observations.ts';
 import { type Page, pageAfter } from './paging.ts';
 import { type AsJson, withDates } from './scope.ts';
@@ -123,37 +123,19 @@ export async function findDeploymentToRun(db: Db, id: string) {
 }
 
 /**
- * The job row `fence` holds, locked until the transaction ends (a `held` CTE); without a fence (a
- * claim nothing can take) none, and nothing is gated on it.
- */
-function heldJob(db: Db, fence: Fence | undefined) {
-  const jobs = db.selectFrom('jobs').select('seq');
-  return fence ? jobs.where(held(fence)).forUpdate() : jobs.where(sql<boolean>`false`);
-}
-const heldGate = (fence: Fence | undefined) =>
-  fence ? sql<boolean>`EXISTS (SELECT 1 FROM held)` : sql<boolean>`true`;
-
-/**
  * Starts a queued deployment and moves its service to `deploying` (when it is still the service's
- * latest and no delete reached it), in one statement that also locks the job `fence` holds: nothing
- * moves when another worker holds it now. `held`: the fence held; `moved`: the deployment was queued.
+ * latest and no delete reached it), in one statement; false when the deployment was not queued.
  */
-export async function startDeployment(
-  db: Db,
-  id: string,
-  fence?: Fence,
-): Promise<{ held: boolean; moved: boolean }> {
+export async function startDeployment(db: Db, id: string): Promise<boolean> {
   const now = new Date();
   return inTransaction(db, async (trx) => {
     const result = await trx
-      .with('held', () => heldJob(trx, fence))
       .with('moved', (q) =>
         q
           .updateTable('deployments')
           .set({ state: 'in_progress', updated_at: now })
           .where('id', '=', id)
           .where('state', '=', 'queued')
-          .where(heldGate(fence))
           .returningAll(),
       )
       .with('followed', (q) =>
@@ -175,24 +157,20 @@ export async function startDeployment(
           .returningAll('services')
           .returning(changedSince('service', 'services').as('changed')),
       )
-      .selectNoFrom((eb) => [
-        eb
-          .selectFrom('held')
-          .select((e) => e.fn.countAll<string>().as('n'))
-          .as('held'),
-        eb.selectFrom('moved').select(sql<AsJson<DeploymentRow>>`to_jsonb(moved)`.as('d')).as('deployment'),
+      .selectFrom('moved')
+      .select((eb) => [
+        sql<AsJson<DeploymentRow>>`to_jsonb(moved)`.as('deployment'),
         eb
           .selectFrom('followed')
-          .select(sql<AsJson<ServiceRow> & { changed: boolean }>`to_jsonb(followed)`.as('s'))
+          .select(sql<AsJson<ServiceRow> & { changed: boolean }>`to_jsonb(followed)`.as('service'))
           .as('service'),
       ])
-      .executeTakeFirstOrThrow();
-    const heldIt = !fence || Number(result.held) > 0;
-    if (!result.deployment) return { held: heldIt, moved: false };
+      .executeTakeFirst();
+    if (!result) return false;
     // Dates come as jsonb's strings: events keep them as such.
     await recordEvents(trx, 'deployment', 'updated', [result.deployment]);
     if (result.service?.changed) await recordEvents(trx, 'service', 'updated', [result.service]);
-    return { held: heldIt, moved: true };
+    return true;
   });
 }
 

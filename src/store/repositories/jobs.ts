@@ -102,8 +102,7 @@ export interface Fence {
   attempts: number;
 }
 
-/** The job row while `fence` holds it: what every write about the job is fenced by. */
-export const held = (fence: Fence) => (eb: ExpressionBuilder<Database, 'jobs'>) =>
+const held = (fence: Fence) => (eb: ExpressionBuilder<Database, 'jobs'>) =>
   eb.and([
     eb('seq', '=', fence.seq),
     eb('locked_by', '=', fence.workerId),
