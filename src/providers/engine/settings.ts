@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { ConfigError, gitBaseUrlSetting, intSetting } from '../../config.ts';
 
-/** The docker driver's settings, parsed by the driver from the environment. */
+/** The settings of the drivers on the Engine API (docker, swarm), parsed by each from the environment. */
 export interface DockerSettings {
   /** BERTH_INGRESS_HOST: host name services live under: `{subdomain}.{ingressHost}`. */
   ingressHost: string;
