@@ -4,7 +4,7 @@ import { ConfigError, gitBaseUrlSetting, intSetting } from '../../config.ts';
 /** What serves the ingress's HTTPS: this Node process, or HAProxy configured by it. */
 export type IngressProxy = 'node' | 'haproxy';
 
-/** The docker driver's settings, parsed by the driver from the environment. */
+/** The settings of the drivers on the Engine API (docker, swarm), parsed by each from the environment. */
 export interface DockerSettings {
   /** BERTH_INGRESS_HOST: host name services live under: `{subdomain}.{ingressHost}`. */
   ingressHost: string;
