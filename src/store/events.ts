@@ -187,14 +187,21 @@ export function setsEventColumns(kind: EventKind, set: object): boolean {
   );
 }
 
-/** A transaction's writes kept for its commit: its events, and its audit entries (one per mutation). */
+/**
+ * A transaction's writes kept for its commit: its events, its audit entries (one per mutation) and the
+ * jobs it queues that way (enqueueAtCommit).
+ */
 interface Pendings {
   events: Pending[];
   audits: Record<string, unknown>[];
+  jobs: Record<string, unknown>[];
 }
 const pendingOf = new WeakMap<DatabaseConnection, Pendings>();
-/** Per savepoint, how many events and audit entries were pending when it was made. */
-const savepointsOf = new WeakMap<DatabaseConnection, Map<string, { events: number; audits: number }>>();
+/** Per savepoint, how many writes of each kind were pending when it was made. */
+const savepointsOf = new WeakMap<
+  DatabaseConnection,
+  Map<string, { events: number; audits: number; jobs: number }>
+>();
 
 /**
  * Records events of `kind` for these rows (each has at least the declared columns), written when `db`'s
@@ -216,9 +223,8 @@ export async function recordEvents(
   } = EVENT_SOURCES[kind];
   const numeric = (column: string, value: unknown) =>
     source.bigints?.includes(column) && typeof value === 'string' ? Number(value) : value;
-  await pend(
-    db,
-    rows.map((row) => {
+  await pend(db, {
+    events: rows.map((row) => {
       const account = source.account(row);
       return {
         account_id: 'account' in account ? account.account : null,
@@ -228,7 +234,7 @@ export async function recordEvents(
         data: Object.fromEntries(source.columns.map((c) => [c, numeric(c, row[c] ?? null)])),
       };
     }),
-  );
+  });
 }
 
 /** An event that is no row's state (an alert opening): its account, type and data as they are. */
@@ -239,18 +245,19 @@ export async function recordEvent(
   data: Record<string, unknown>,
 ): Promise<void> {
   if (!db.isTransaction) throw new Error(`a ${type} event must be recorded in the change's transaction`);
-  await pend(db, [{ account_id: accountId, service_id: null, environment_id: null, type, data }]);
+  await pend(db, { events: [{ account_id: accountId, service_id: null, environment_id: null, type, data }] });
 }
 
-async function pend(db: QueryExecutorProvider, events: Pending[], audits: Record<string, unknown>[] = []) {
+async function pend(db: QueryExecutorProvider, writes: Partial<Pendings>) {
   await db.getExecutor().provideConnection(async (connection) => {
     let pending = pendingOf.get(connection);
     if (!pending) {
-      pending = { events: [], audits: [] };
+      pending = { events: [], audits: [], jobs: [] };
       pendingOf.set(connection, pending);
     }
-    pending.events.push(...events);
-    pending.audits.push(...audits);
+    pending.events.push(...(writes.events ?? []));
+    pending.audits.push(...(writes.audits ?? []));
+    pending.jobs.push(...(writes.jobs ?? []));
   });
 }
 
@@ -263,18 +270,35 @@ export async function recordAuditRow(
   row: Record<string, unknown>,
 ): Promise<void> {
   if (!db.isTransaction) throw new Error("an audit entry must be recorded in the change's transaction");
-  await pend(db, [], [row]);
+  await pend(db, { audits: [row] });
 }
 
-/** The audit entries, as a CTE of the commit's statement: their columns are the rows' own. */
-function auditWrite(audits: Record<string, unknown>[], param: string): string {
-  const columns = [...new Set(audits.flatMap((row) => Object.keys(row)))].sort();
+/**
+ * Keeps a `jobs` row for `db`'s transaction's commit, where the statement that writes its events
+ * inserts it (in the order kept) and wakes the workers. The transaction's locks are still held then:
+ * jobs queued under a lock keep the order the lock gave them.
+ */
+export async function recordJobRow(
+  db: QueryExecutorProvider & { isTransaction: boolean },
+  row: Record<string, unknown>,
+): Promise<void> {
+  if (!db.isTransaction) throw new Error('a job must be queued at commit in a transaction');
+  await pend(db, { jobs: [row] });
+}
+
+/**
+ * Rows kept for the commit, as a CTE of its statement inserting them into `table` in the order kept;
+ * their columns are the rows' own, the others take their defaults.
+ */
+function rowsWrite(name: string, table: string, rows: Record<string, unknown>[], param: string): string {
+  const columns = [...new Set(rows.flatMap((row) => Object.keys(row)))].sort();
   for (const column of columns)
-    if (!/^[a-z_]+$/.test(column)) throw new Error(`not an audit column: ${column}`);
+    if (!/^[a-z_]+$/.test(column)) throw new Error(`not a column of ${table}: ${column}`);
   const list = columns.join(', ');
-  return `, audit AS (
-      INSERT INTO audit_logs (${list})
-      SELECT ${list} FROM jsonb_populate_recordset(NULL::audit_logs, ${param}::jsonb)
+  return `, ${name} AS (
+      INSERT INTO ${table} (${list})
+      SELECT ${list} FROM jsonb_populate_recordset(NULL::${table}, ${param}::jsonb) WITH ORDINALITY AS r
+      ORDER BY r.ordinality
       RETURNING 1
     )`;
 }
@@ -285,7 +309,14 @@ function auditWrite(audits: Record<string, unknown>[], param: string): string {
  * events in the order they were recorded, a delivery and its job for each webhook that wants one, and
  * notifies. An event whose account is gone (a cascade) is dropped: nobody is left to tell.
  */
-function writeEvents({ events: pending, audits }: Pendings): CompiledQuery {
+function writeEvents({ events: pending, audits, jobs }: Pendings): CompiledQuery {
+  const parameters = [JSON.stringify(pending)];
+  const more = (name: string, table: string, rows: Record<string, unknown>[]) => {
+    if (rows.length === 0) return '';
+    parameters.push(JSON.stringify(rows));
+    return rowsWrite(name, table, rows, `$${parameters.length}`);
+  };
+  const writes = more('audit', 'audit_logs', audits) + more('queued', 'jobs', jobs);
   return CompiledQuery.raw(
     `WITH input AS (
       SELECT e.n, coalesce((e.item ->> 'account_id')::uuid,
@@ -311,10 +342,11 @@ function writeEvents({ events: pending, audits }: Pendings): CompiledQuery {
       INSERT INTO jobs (kind, subject_id, max_attempts, account_id)
       SELECT 'deliver_webhook', d.id, 8, w.account_id FROM delivery d JOIN webhooks w ON w.id = d.webhook_id
       RETURNING subject_id
-    )${audits.length > 0 ? auditWrite(audits, '$2') : ''}
+    )${writes}
     SELECT count(pg_notify('${TOPICS.events}', a.account_id::text)) FROM (SELECT DISTINCT account_id FROM event) a
-    UNION ALL SELECT count(pg_notify('${TOPICS.jobs}', '')) FROM (SELECT 1 FROM job LIMIT 1) j`,
-    audits.length > 0 ? [JSON.stringify(pending), JSON.stringify(audits)] : [JSON.stringify(pending)],
+    UNION ALL SELECT count(pg_notify('${TOPICS.jobs}', '')) FROM (
+      SELECT 1 FROM job${jobs.length > 0 ? ' UNION ALL SELECT 1 FROM queued' : ''} LIMIT 1) j`,
+    parameters,
   );
 }
 
@@ -346,7 +378,7 @@ function eventWritingDriver(inner: Driver): Driver {
     commitTransaction: async (connection) => {
       const pending = pendingOf.get(connection);
       drop(connection);
-      if (pending && (pending.events.length > 0 || pending.audits.length > 0))
+      if (pending && (pending.events.length > 0 || pending.audits.length > 0 || pending.jobs.length > 0))
         await connection.executeQuery(writeEvents(pending));
       await inner.commitTransaction(connection);
     },
@@ -362,7 +394,11 @@ function eventWritingDriver(inner: Driver): Driver {
           savepointsOf.set(connection, marks);
         }
         const pending = pendingOf.get(connection);
-        marks.set(name, { events: pending?.events.length ?? 0, audits: pending?.audits.length ?? 0 });
+        marks.set(name, {
+          events: pending?.events.length ?? 0,
+          audits: pending?.audits.length ?? 0,
+          jobs: pending?.jobs.length ?? 0,
+        });
         return inner.savepoint?.(connection, name, compile) ?? Promise.resolve();
       },
     }),
@@ -373,6 +409,7 @@ function eventWritingDriver(inner: Driver): Driver {
         if (mark !== undefined && pending) {
           pending.events.splice(mark.events);
           pending.audits.splice(mark.audits);
+          pending.jobs.splice(mark.jobs);
         }
         return inner.rollbackToSavepoint?.(connection, name, compile) ?? Promise.resolve();
       },

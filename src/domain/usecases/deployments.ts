@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Db } from '../../store/database.ts';
 import { appendDeploymentLog } from '../../store/repositories/deployment-logs.ts';
 import { insertDeployment } from '../../store/repositories/deployments.ts';
-import { enqueue } from '../../store/repositories/jobs.ts';
+import { enqueueAtCommit } from '../../store/repositories/jobs.ts';
 import type { DeploymentRow, ServiceRow } from '../../store/schema.ts';
 import type { SecretBox } from '../../store/secret-box.ts';
 import { type FieldError, ValidationError } from '../errors.ts';
@@ -115,8 +115,9 @@ export async function acceptDeployment(
   await moveLiveService(trx, service.id, refusal === null ? 'deploy_queued' : 'deploy_failed', {
     latest_deployment_id: deployment.id,
   });
+  // Queued by the commit's statement, still under the service's lock: jobs keep the accepted order.
   if (refusal === null)
-    await enqueue(trx, {
+    await enqueueAtCommit(trx, {
       kind: 'deploy',
       subjectId: deployment.id,
       accountId: service.account_id,

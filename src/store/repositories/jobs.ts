@@ -1,5 +1,6 @@
 import { type ExpressionBuilder, sql } from 'kysely';
 import type { Db } from '../database.ts';
+import { recordJobRow } from '../events.ts';
 import { TOPICS } from '../notifications.ts';
 import type { Database, JobRow } from '../schema.ts';
 
@@ -57,6 +58,20 @@ export async function enqueue(db: Db, job: NewJob): Promise<void> {
     .selectFrom('queued')
     .select(sql`pg_notify(${TOPICS.jobs}, '')`.as('woken'))
     .execute();
+}
+
+/**
+ * `enqueue`, written by the commit's statement (store/events.ts) instead of one of its own: for a
+ * transaction that reads no jobs after queueing this one (accepting a deployment).
+ */
+export async function enqueueAtCommit(trx: Db, job: NewJob): Promise<void> {
+  await recordJobRow(trx, {
+    kind: job.kind,
+    subject_id: job.subjectId,
+    account_id: job.accountId,
+    queue_key: job.queueKey ?? null,
+    max_attempts: job.maxAttempts ?? 8,
+  });
 }
 
 /** Which jobs a claim may take: of these kinds, and of no account in `fullAccounts`. */
