@@ -25,6 +25,7 @@ import { DEFAULT_OPS_CONFIG, type OpsConfig } from '../../domain/ops-json.ts';
 import type { CertificateSource } from '../provider.ts';
 import { LABEL, labelFilter, networkName } from './labels.ts';
 import { BodyOverLimit, proxy } from './proxy.ts';
+import { addressOf } from './sandboxes.ts';
 import type { DockerDb } from './tables.ts';
 import type { Traffic } from './traffic.ts';
 
@@ -73,10 +74,8 @@ export function containerTargets(docker: Docker): (route: RouteTarget) => Promis
       }),
     });
     const network = networkName(route.environmentId);
-    return containers.flatMap((c) => {
-      const ip = c.NetworkSettings.Networks[network]?.IPAddress;
-      return ip ? [`${ip}:${route.port}`] : [];
-    });
+    const ips = await Promise.all(containers.map((c) => addressOf(docker, c, network)));
+    return ips.flatMap((ip) => (ip ? [`${ip}:${route.port}`] : []));
   };
 }
 
