@@ -530,7 +530,9 @@ export class DockerProvider extends EngineDriver<Prepared> implements Provider {
 
   protected async removeWorkloads(service: ServiceRef): Promise<void> {
     // The cron templates first: a tick that starts a run after this finds its template gone and
-    // removes the run itself, and every run created before it is in the listing below.
+    // removes the run itself, and every run created before it is in the listing below. A spare network
+    // sandbox being made is made before the listing.
+    await this.sandboxes.settle(service.id);
     await this.removeContainers({ [LABEL.service]: service.id, [LABEL.role]: 'cron-template' });
     await this.removeContainers({ [LABEL.service]: service.id });
     await this.cron.rescan();

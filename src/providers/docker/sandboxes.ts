@@ -11,12 +11,12 @@ import { LABEL, labelFilter } from './labels.ts';
  * container on a user-defined bridge spends most of its time making the namespace and the network in
  * it (docs/performance.md, "Push to live (docker)"); joining one takes a third of that.
  *
- * A spare waits per replica slot, made after each rollout and disconnected from the environment's
- * network, so nothing resolves to it. A rollout claims one by renaming it (atomic: two workers never
- * get the same), starts the replica in it and connects it to the network with the replica's aliases
- * meanwhile (one `network connect`, tens of milliseconds). A claimed sandbox lives and goes with its
- * replica: whatever removes the replica removes it (`removeReplica`), so the aliases stop resolving
- * when the version they named stops, as a replica's own endpoint would.
+ * A spare waits per replica slot, made after each rollout and taken off the environment's network, so
+ * nothing resolves to it. A rollout claims one by renaming it from its spare name (another rollout no
+ * longer finds it under that name), starts the replica in it and meanwhile connects it to the network
+ * with the replica's aliases (one `network connect`, tens of milliseconds). A claimed sandbox lives
+ * and goes with its replica: whatever removes the replica removes it (`removeReplica`), so the aliases
+ * stop resolving when the version they named stops, as a replica's own endpoint would.
  */
 
 /** Where spares are in their names: `berth-spare-<service id>-<random>`. */
@@ -35,9 +35,21 @@ export class Sandboxes {
     this.logger = logger;
   }
 
+  /**
+   * This process's claims go one at a time: two that listed the same spare could both rename it before
+   * the Engine releases its spare name; one after the other, the second no longer lists it.
+   */
+  private claiming: Promise<unknown> = Promise.resolve();
+
   /** A spare of the service, renamed to `name` for one replica; null when none is ready. */
-  async claim(serviceId: string, name: string): Promise<string | null> {
-    if (!this.image) return null;
+  claim(serviceId: string, name: string): Promise<string | null> {
+    if (!this.image) return Promise.resolve(null);
+    const claimed = this.claiming.then(() => this.claimNow(serviceId, name));
+    this.claiming = claimed.catch(() => undefined);
+    return claimed;
+  }
+
+  private async claimNow(serviceId: string, name: string): Promise<string | null> {
     const spares = await this.docker.listContainers({
       filters: {
         ...labelFilter({ [LABEL.service]: serviceId, [LABEL.role]: 'sandbox' }),
@@ -45,9 +57,13 @@ export class Sandboxes {
       },
     });
     for (const spare of spares) {
-      if (!spare.Names.some((n) => n.startsWith(`/${SPARE_PREFIX}`))) continue;
+      // A spare still on the network is still being made.
+      const ready = Object.keys(spare.NetworkSettings?.Networks ?? {}).length === 0;
+      const spareName = spare.Names.find((n) => n.startsWith(`/${SPARE_PREFIX}`))?.slice(1);
+      if (!ready || !spareName) continue;
       try {
-        await this.docker.getContainer(spare.Id).rename({ name });
+        // By its spare name: one another process renamed first is not found under it.
+        await this.docker.getContainer(spareName).rename({ name });
         return spare.Id;
       } catch {
         // Another rollout claimed it first (or it went): the next one.
@@ -77,9 +93,9 @@ export class Sandboxes {
     this.replenishing.set(serviceId, next);
   }
 
-  /** Waits for the replenishments in progress. */
-  async settle(): Promise<void> {
-    await Promise.all(this.replenishing.values());
+  /** Waits for the replenishments in progress: the service's, or all. */
+  async settle(serviceId?: string): Promise<void> {
+    await Promise.all(serviceId ? [this.replenishing.get(serviceId)] : this.replenishing.values());
   }
 
   private async replenishNow(desired: DesiredService, network: string): Promise<void> {
@@ -92,6 +108,15 @@ export class Sandboxes {
         name: [SPARE_PREFIX],
       },
     });
+    // One a process stopped while making it is still on the network: finished now.
+    for (const spare of spares) {
+      for (const name of Object.keys(spare.NetworkSettings?.Networks ?? {})) {
+        await this.docker
+          .getNetwork(name)
+          .disconnect({ Container: spare.Id })
+          .catch(() => undefined);
+      }
+    }
     const wanted = (service.replica_count ?? 1) - spares.length;
     for (let i = 0; i < wanted; i++) {
       const container = await this.docker.createContainer({
