@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type Docker from 'dockerode';
 import type { Logger } from 'pino';
+import { LABEL, labelFilter } from '../engine/labels.ts';
+import { sandboxOf } from '../engine/replica-address.ts';
 import type { DesiredService } from '../provider.ts';
-import { LABEL, labelFilter } from './labels.ts';
 
 /**
  * Network sandboxes made ahead (the Kubernetes "pause container" model): a replica's network namespace,
@@ -137,27 +138,6 @@ export class Sandboxes {
       await this.docker.getNetwork(network).disconnect({ Container: container.id });
     }
   }
-}
-
-/** The sandbox a replica runs in, if it joined one. */
-export function sandboxOf(c: Docker.ContainerInfo): string | undefined {
-  const mode = c.HostConfig?.NetworkMode ?? '';
-  return mode.startsWith('container:') ? mode.slice('container:'.length) : undefined;
-}
-
-/** A replica's address on the environment's network: its own, or its sandbox's. */
-export async function addressOf(
-  docker: Docker,
-  c: Docker.ContainerInfo,
-  network: string,
-): Promise<string | undefined> {
-  const sandbox = sandboxOf(c);
-  if (!sandbox) return c.NetworkSettings.Networks[network]?.IPAddress || undefined;
-  const info = await docker
-    .getContainer(sandbox)
-    .inspect()
-    .catch(() => null);
-  return info?.NetworkSettings.Networks[network]?.IPAddress || undefined;
 }
 
 /** Removes a container and, when it ran in a sandbox, the sandbox with it; what is gone already is done. */

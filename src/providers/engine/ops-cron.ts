@@ -11,7 +11,7 @@ import type Docker from 'dockerode';
 import type { Logger } from 'pino';
 import { REMOVED_GENERATION } from '../provider.ts';
 import { LABEL, labelFilter, networkName } from './labels.ts';
-import { addressOf } from './sandboxes.ts';
+import { addressOf } from './replica-address.ts';
 import { Schedules } from './schedules.ts';
 import type { DockerDb } from './tables.ts';
 

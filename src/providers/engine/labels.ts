@@ -31,7 +31,7 @@ export const LABEL = {
 /**
  * replica: serves traffic or works; job: one run per deployment; cron-template / cron-run: schedules;
  * cron-request: an ops.json cron job's request (swarm); backup: a dependency backup's or restore's helper;
- * sandbox: a replica's network namespace, made ahead (sandboxes.ts).
+ * sandbox: a replica's network namespace, made ahead (docker/sandboxes.ts).
  */
 export type Role = 'replica' | 'job' | 'cron-template' | 'cron-run' | 'cron-request' | 'backup' | 'sandbox';
 

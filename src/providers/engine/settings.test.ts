@@ -44,3 +44,12 @@ test('BERTH_DOCKER_SANDBOX_IMAGE turns network sandboxes made ahead on; unset (o
     'registry.k8s.io/pause:3.9',
   );
 });
+
+test('BERTH_INGRESS_PROXY chooses what serves HTTPS: the Node ingress by default, or HAProxy', () => {
+  assert.equal(loadConfig({}).ingressProxy, 'node');
+  assert.equal(loadConfig({ BERTH_INGRESS_PROXY: 'haproxy' }).ingressProxy, 'haproxy');
+  assert.throws(
+    () => loadConfig({ BERTH_INGRESS_PROXY: 'nginx' }),
+    /BERTH_INGRESS_PROXY must be node or haproxy/,
+  );
+});
