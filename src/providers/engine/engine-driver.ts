@@ -79,7 +79,9 @@ export abstract class EngineDriver<P extends Prepared, S extends DockerSettings,
         port: this.settings.ingressPort,
         ingressHost: this.settings.ingressHost,
         traffic: this.traffic,
-        ...(certificates && { tls: { certificates, port: this.settings.ingressHttpsPort } }),
+        ...(certificates && {
+          tls: { certificates, port: this.settings.ingressHttpsPort, proxy: this.settings.ingressProxy },
+        }),
       });
       this.traffic.start();
       await this.cron.start();
