@@ -11,7 +11,7 @@ import type { RouteTarget } from '../engine/ingress.ts';
 import { LABEL, labelFilter, labelsOf, networkName, type Role } from '../engine/labels.ts';
 import type { LogSource } from '../engine/logs.ts';
 import { demultiplex } from '../engine/output.ts';
-import type { Prepared, Resolved, Run, Strategy } from '../engine/rollout.ts';
+import type { Prepared, Resolved, Run, Strategies } from '../engine/rollout.ts';
 import { NOT_DEPLOYED, rolloutFailed } from '../engine/rollout.ts';
 import type { Schedules } from '../engine/schedules.ts';
 import type { DockerSettings } from '../engine/settings.ts';
@@ -122,7 +122,7 @@ export class DockerProvider extends EngineDriver<Prepared, DockerSettings, Docke
   }
 
   /** What the docker driver gives the shared rollout (engine/rollout.ts): a strategy per service type. */
-  protected readonly strategies: Record<'job' | 'cron' | 'serving', Strategy<Prepared>> = {
+  protected readonly strategies: Strategies<Prepared> = {
     job: {
       start: (desired, run, signal, log) => this.runJob(desired, run, signal, log),
       retire: async (desired, after, signal) => {

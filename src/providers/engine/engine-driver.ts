@@ -20,7 +20,7 @@ import { readFromGit } from './git-build.ts';
 import { type Ingress, type RouteTarget, startIngress } from './ingress.ts';
 import { EngineLogs, type LogSource } from './logs.ts';
 import { OpsCronJobs, type OpsCronRequest } from './ops-cron.ts';
-import { type Prepared, type RolloutEngine, rollout, type Strategy, strategyOf } from './rollout.ts';
+import { type Prepared, type RolloutEngine, rollout, type Strategies, strategyOf } from './rollout.ts';
 import { bury, DELETED, observedRoute } from './routes.ts';
 import type { Schedules } from './schedules.ts';
 import type { DockerSettings } from './settings.ts';
@@ -39,9 +39,10 @@ export interface EngineParts<S extends DockerSettings, D extends DockerDb> {
 
 /**
  * What the drivers on the Docker Engine API (docker, swarm) share: the rollout (rollout.ts) behind
- * `apply`, the tombstone behind `remove`, what `berth serve` runs beside the API (the ingress, the cron
- * schedules), environments as networks reached through the ingress, and git sources read from the same
- * host. A driver gives its engine calls.
+ * `apply`, the service type's strategy behind `observe`, the tombstone behind `remove`, what `berth
+ * serve` runs beside the API (the ingress, the cron schedules), environments as networks reached through
+ * the ingress, git sources read from the same host, logs and ops.json cron jobs. A driver gives its
+ * engine calls: a strategy per service type and what they are built on.
  */
 export abstract class EngineDriver<P extends Prepared, S extends DockerSettings, D extends DockerDb>
   implements Provider
@@ -60,7 +61,7 @@ export abstract class EngineDriver<P extends Prepared, S extends DockerSettings,
   protected abstract readonly cron: Schedules;
   protected abstract readonly driver: 'docker' | 'swarm';
   /** How each service type rolls out and is observed on this driver's engine. */
-  protected abstract readonly strategies: Record<'job' | 'cron' | 'serving', Strategy<P>>;
+  protected abstract readonly strategies: Strategies<P>;
   private engine: RolloutEngine<P> | undefined;
   /** An ops.json cron job's request, on each tick of its schedule. */
   protected abstract readonly opsCronRequest: OpsCronRequest;

@@ -66,6 +66,9 @@ export interface Strategy<P extends Prepared> {
   observe(service: ServiceRef, route: RouteInPlace): Promise<RunState>;
 }
 
+/** A strategy per service type: jobs, crons, and the serving types (web, internal, worker). */
+export type Strategies<P extends Prepared> = Record<'job' | 'cron' | 'serving', Strategy<P>>;
+
 export interface RolloutEngine<P extends Prepared> {
   driver: 'docker' | 'swarm';
   db: DockerDb;
@@ -73,7 +76,7 @@ export interface RolloutEngine<P extends Prepared> {
   ingress(): Ingress | undefined;
   /** What a rollout runs (the image, the ops.json it follows) and where; what an earlier attempt left goes. */
   prepare(desired: DesiredService, signal: AbortSignal, log: DeployLog): Promise<P>;
-  strategies: Record<'job' | 'cron' | 'serving', Strategy<P>>;
+  strategies: Strategies<P>;
   /** A newer generation took over first: what this deployment made goes. */
   standDown(desired: DesiredService): Promise<void>;
 }

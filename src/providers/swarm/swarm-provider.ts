@@ -10,7 +10,7 @@ import { digestOf, engineError, imageOf, pushImage } from '../engine/images.ts';
 import type { RouteTarget } from '../engine/ingress.ts';
 import { LABEL, labelFilter, labelsOf, type Role } from '../engine/labels.ts';
 import type { LogOptions, LogSource } from '../engine/logs.ts';
-import type { Prepared, Resolved, Run, Strategy } from '../engine/rollout.ts';
+import type { Prepared, Resolved, Run, Strategies } from '../engine/rollout.ts';
 import { NOT_DEPLOYED, rolloutFailed } from '../engine/rollout.ts';
 import type { Schedules } from '../engine/schedules.ts';
 import type { DeployedSource, DeployLog, DesiredService, EnvironmentRef, ServiceRef } from '../provider.ts';
@@ -157,7 +157,7 @@ export class SwarmProvider extends EngineDriver<Launched, SwarmSettings, SwarmDb
   }
 
   /** What the swarm driver gives the shared rollout (engine/rollout.ts): a strategy per service type. */
-  protected readonly strategies: Record<'job' | 'cron' | 'serving', Strategy<Launched>> = {
+  protected readonly strategies: Strategies<Launched> = {
     job: {
       start: async (desired, run, signal, log) => {
         const name = jobName(desired.deploymentId);
