@@ -281,6 +281,7 @@ export async function startIngress(options: {
         load: nativeTable,
         logger: options.logger,
         intervalMs: INGRESS_CACHE_MS,
+        counted: (serviceId, status, ms) => options.traffic.record(serviceId, status, ms),
       });
     } catch (err) {
       await app.close();

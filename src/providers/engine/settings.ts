@@ -72,6 +72,12 @@ function ingressProxySetting(env: NodeJS.ProcessEnv): IngressProxy {
   if (value !== 'node' && value !== 'haproxy') {
     throw new ConfigError(`BERTH_INGRESS_PROXY must be node or haproxy, not ${JSON.stringify(value)}`);
   }
+  // HAProxy answers every handshake with the name's own certificate: it cannot present a challenge's.
+  if (value === 'haproxy' && env.BERTH_ACME_CHALLENGE === 'tls-alpn-01') {
+    throw new ConfigError(
+      'BERTH_INGRESS_PROXY=haproxy cannot answer TLS-ALPN-01: set BERTH_ACME_CHALLENGE=http-01 (the default)',
+    );
+  }
   return value;
 }
 
