@@ -9,6 +9,7 @@ import type { RouteTarget } from '../engine/ingress.ts';
 import { LABEL, labelFilter, networkName } from '../engine/labels.ts';
 import type { LogOptions, LogSource } from '../engine/logs.ts';
 import { type OpsCronRequest, REQUEST_TIMEOUT_MS } from '../engine/ops-cron.ts';
+import { addressOf } from './replica-address.ts';
 
 /** What prints: replicas, job runs and cron runs (a cron template never runs). */
 const PRINTING_ROLES = new Set(['replica', 'job', 'cron-run']);
@@ -27,10 +28,8 @@ export function containerTargets(docker: Docker): (route: RouteTarget) => Promis
       }),
     });
     const network = networkName(route.environmentId);
-    return containers.flatMap((c) => {
-      const ip = c.NetworkSettings.Networks[network]?.IPAddress;
-      return ip ? [`${ip}:${route.port}`] : [];
-    });
+    const ips = await Promise.all(containers.map((c) => addressOf(docker, c, network)));
+    return ips.flatMap((ip) => (ip ? [`${ip}:${route.port}`] : []));
   };
 }
 
@@ -67,7 +66,7 @@ export function requestReplica(docker: Docker, logger: Logger): OpsCronRequest {
       })
       .catch(() => []);
     const replica = replicas[Math.floor(Math.random() * replicas.length)];
-    const ip = replica?.NetworkSettings.Networks[networkName(job.environmentId)]?.IPAddress;
+    const ip = replica && (await addressOf(docker, replica, networkName(job.environmentId)));
     const at = { service: job.serviceId, path: job.path };
     if (!ip) {
       logger.warn(at, 'ops.json cron job skipped: no replica is running');

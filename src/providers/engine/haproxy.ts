@@ -310,7 +310,22 @@ export async function startHaproxy(options: {
   let closing = false;
   const launch = () => {
     output = '';
-    const started = spawn(binary, ['-W', '-db', '-f', configFile], { stdio: ['ignore', 'pipe', 'pipe'] });
+    // A HAProxy would outlive this process killed with SIGKILL, holding the port. So a shell that
+    // becomes HAProxy (exec keeps its pid) leaves a reader on a pipe from this process behind it, which
+    // stops HAProxy and removes its directory (the keys) when the pipe closes, as it does when this
+    // process ends, however it ends. The
+    // reader is no child of HAProxy's (forked twice): HAProxy's master waits for its children to stop.
+    const started = spawn(
+      '/bin/sh',
+      [
+        '-c',
+        'exec 3<&0; ( (read _ <&3; kill -TERM $$; rm -rf "$2") & ); exec 3<&-; exec "$0" -W -db -f "$1"',
+        binary,
+        configFile,
+        dir,
+      ],
+      { stdio: ['pipe', 'pipe', 'pipe'] },
+    );
     const keep = (chunk: Buffer) => {
       // The last few lines are what explains an exit; warnings on each reload are not worth more.
       output = `${output}${chunk}`.slice(-4000);
@@ -321,6 +336,7 @@ export async function startHaproxy(options: {
       output += String(err);
     });
     started.on('exit', (code, signal) => {
+      started.stdin?.end();
       if (closing || child !== started) return;
       options.logger.error({ code, signal, output }, 'haproxy exited: starting it again');
       setTimeout(() => {

@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
@@ -330,5 +332,44 @@ test("each service's answers over HAProxy are counted for its metrics, by status
   await get(ingress.httpsUrl as string, host('walled'));
   await until('the answers counted', async () =>
     (counted.get(moving)?.get(200) ?? 0) >= before + 5 && counted.get(walled)?.get(400) ? true : undefined,
+  );
+});
+
+test('HAProxy stops, and its keys leave the disk, with the Berth process that runs it, even one killed with SIGKILL', async () => {
+  const planes = () =>
+    new Set(fs.readdirSync(os.tmpdir()).filter((name) => name.startsWith('berth-haproxy-')));
+  const running = planes();
+  const haproxyModule = new URL('./haproxy.ts', import.meta.url).pathname;
+  const child = spawn(
+    process.execPath,
+    [
+      '--input-type=module',
+      '-e',
+      `import { startHaproxy } from ${JSON.stringify(haproxyModule)};
+       import pino from 'pino';
+       const plane = await startHaproxy({ bind: '127.0.0.1', port: 0, intervalMs: 1000, counted: () => {},
+         load: async () => ({ routes: [], certificates: new Map() }), logger: pino({ level: 'silent' }) });
+       console.log(plane.url);`,
+    ],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  let out = '';
+  child.stdout.on('data', (chunk) => {
+    out += chunk;
+  });
+  const port = await until('HAProxy to listen', async () => /:(\d+)\n/.exec(out)?.[1]);
+  const accepts = () =>
+    new Promise<boolean>((resolve) => {
+      const socket = net.connect({ host: '127.0.0.1', port: Number(port) }, () => {
+        socket.destroy();
+        resolve(true);
+      });
+      socket.on('error', () => resolve(false));
+    });
+  assert.equal(await accepts(), true);
+  child.kill('SIGKILL');
+  await until('the port to be free again', async () => ((await accepts()) ? undefined : true));
+  await until('its directory to be gone', async () =>
+    [...planes()].every((name) => running.has(name)) ? true : undefined,
   );
 });

@@ -1,3 +1,12 @@
+/**
+ * ops.json `cron.cron_jobs` of web and internal services on the Engine-API drivers: on each tick of a
+ * job's schedule, an HTTP GET of its path on the service's internal address, made by the driver's
+ * `request` (docker: from this process to a running replica; swarm: from a task on the environment's
+ * overlay). The schedules are rebuilt from docker_routes every few seconds, as cron.ts rebuilds cron
+ * services' from their templates, so a deployment made by another process is picked up. `berth serve`
+ * only.
+ * @module
+ */
 import type { Logger } from 'pino';
 import { REMOVED_GENERATION } from '../provider.ts';
 import { Schedules } from './schedules.ts';
