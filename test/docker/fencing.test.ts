@@ -1,5 +1,5 @@
 import { after, before, test } from 'node:test';
-import { dockerTables } from '../../src/providers/docker/tables.ts';
+import { dockerTables } from '../../src/providers/engine/tables.ts';
 import { createTestDatabase, TEST_DATABASE, type TestDatabase } from '../helpers/database.ts';
 import {
   BASE_IMAGE,

@@ -5,7 +5,7 @@ import path from 'node:path';
 import pino from 'pino';
 import { loadConfig } from '../../src/config.ts';
 import { resourceName } from '../../src/domain/resource-names.ts';
-import { dependencyNameOf } from '../../src/providers/docker/dependency-engines.ts';
+import { dependencyNameOf } from '../../src/providers/engine/dependency-engines.ts';
 import { openProvider } from '../../src/providers/registry.ts';
 import { openStore } from '../../src/store/database.ts';
 import { createTestDatabase } from '../helpers/database.ts';

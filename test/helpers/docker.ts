@@ -6,7 +6,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import Docker from 'dockerode';
-import { demultiplex } from '../../src/providers/docker/output.ts';
+import { demultiplex } from '../../src/providers/engine/output.ts';
 import { pollUntil } from './poll.ts';
 import { api, deploymentEnd } from './process.ts';
 

@@ -4,6 +4,21 @@ import type { Logger } from 'pino';
 import type { OpsConfig } from '../../domain/ops-json.ts';
 import { isUuid } from '../../domain/uuid.ts';
 import type { Db } from '../../store/database.ts';
+import { ContainerMetrics } from '../engine/container-metrics.ts';
+import { EngineDriver } from '../engine/engine-driver.ts';
+import { ensureNetwork } from '../engine/environment.ts';
+import { buildFromGit } from '../engine/git-build.ts';
+import { digestOf, engineError, imageOf, pullImage } from '../engine/images.ts';
+import { containerTargets, type RouteTarget } from '../engine/ingress.ts';
+import { LABEL, labelFilter, labelsOf, networkName, type Role } from '../engine/labels.ts';
+import { containerSources, EngineLogs } from '../engine/logs.ts';
+import { OpsCronJobs, requestReplica } from '../engine/ops-cron.ts';
+import { demultiplex } from '../engine/output.ts';
+import type { Prepared, RolloutEngine, Run } from '../engine/rollout.ts';
+import { DELETED, observedRoute } from '../engine/routes.ts';
+import type { Schedules } from '../engine/schedules.ts';
+import type { DockerSettings } from '../engine/settings.ts';
+import { type DockerDb, dockerTables } from '../engine/tables.ts';
 import {
   type DeployedSource,
   DeployFailed,
@@ -17,26 +32,11 @@ import {
   type ServiceMetrics,
   type ServiceRef,
 } from '../provider.ts';
-import { ContainerMetrics } from './container-metrics.ts';
 import { dockerCron } from './cron.ts';
 import { DockerDependencyBackups } from './dependency-backups.ts';
 import { Drainer } from './drain.ts';
-import { EngineDriver } from './engine-driver.ts';
-import { ensureNetwork } from './environment.ts';
-import { buildFromGit } from './git-build.ts';
 import { type Target, waitReady } from './health.ts';
-import { digestOf, engineError, imageOf, pullImage } from './images.ts';
-import { containerTargets, type RouteTarget } from './ingress.ts';
-import { LABEL, labelFilter, labelsOf, networkName, type Role } from './labels.ts';
-import { containerSources, EngineLogs } from './logs.ts';
-import { OpsCronJobs, requestReplica } from './ops-cron.ts';
-import { demultiplex } from './output.ts';
 import { DockerResources } from './resources.ts';
-import type { Prepared, RolloutEngine, Run } from './rollout.ts';
-import { DELETED, observedRoute } from './routes.ts';
-import type { Schedules } from './schedules.ts';
-import type { DockerSettings } from './settings.ts';
-import { type DockerDb, dockerTables } from './tables.ts';
 
 /** Serving replicas come back after a crash or an Engine restart, until Berth stops them. */
 const KEEP_RUNNING = { Name: 'unless-stopped' };

@@ -1,10 +1,10 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type Docker from 'dockerode';
 import type { Logger } from 'pino';
+import { INGRESS_CACHE_MS } from '../engine/ingress.ts';
+import { LABEL, labelFilter } from '../engine/labels.ts';
+import type { DockerDb } from '../engine/tables.ts';
 import type { DeployLog } from '../provider.ts';
-import { INGRESS_CACHE_MS } from './ingress.ts';
-import { LABEL, labelFilter } from './labels.ts';
-import type { DockerDb } from './tables.ts';
 
 /**
  * Retires what a promotion replaced, after the deployment has succeeded: the old version's containers

@@ -35,3 +35,12 @@ test('a BERTH_PUBLIC_URL that cannot be an origin, or names another host than BE
     /must be BERTH_INGRESS_HOST/,
   );
 });
+
+test('BERTH_INGRESS_PROXY chooses what serves HTTPS: the Node ingress by default, or HAProxy', () => {
+  assert.equal(loadConfig({}).ingressProxy, 'node');
+  assert.equal(loadConfig({ BERTH_INGRESS_PROXY: 'haproxy' }).ingressProxy, 'haproxy');
+  assert.throws(
+    () => loadConfig({ BERTH_INGRESS_PROXY: 'nginx' }),
+    /BERTH_INGRESS_PROXY must be node or haproxy/,
+  );
+});
