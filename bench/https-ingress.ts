@@ -206,7 +206,9 @@ export async function httpsIngressRows(addRow: AddRow): Promise<void> {
       `https: requests/s through the HTTPS ingress (BERTH_INGRESS_PROXY=haproxy; node_* the Node ingress), keep-alive, ${CONNECTIONS} connections (vs node:https, same certificate and bytes)`,
       `>= ${TARGET}x`,
       rps,
-      (m) => (m.ratio as number) >= TARGET,
+      // Both: on a loaded machine the scheduler favours the three processes of the proxied exchange
+      // over the baseline's two, which lifts the wall-clock ratio above what the code earns.
+      (m) => (m.ratio as number) >= TARGET && (m.cpu_ratio as number) >= TARGET,
     );
     addRow(
       `https handshakes/s, full TLS handshakes, ${HANDSHAKE_CLIENTS} clients, HAProxy ingress (node_* the Node ingress; vs node:https, same certificate)`,

@@ -4,8 +4,8 @@
  * request through the Node ingress costs about five times the CPU of one through HAProxy
  * (docs/performance.md, "HTTPS ingress"). Berth stays the control plane: it renders the routing table,
  * the certificates (by SNI, written 0600 into a private directory) and each service's ops.json settings
- * into HAProxy's configuration, and reloads HAProxy (master-worker, listening sockets kept) whenever
- * what it renders changes.
+ * into HAProxy's configuration. A new deployment's replicas and a renewed certificate reach HAProxy
+ * through its runtime API; any other change reloads it (master-worker, listening sockets kept).
  * @module
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
@@ -57,11 +57,18 @@ export function renderHaproxy(options: { bind: string; port: number; dir: string
   certFiles: Map<string, string>;
 } {
   const { dir, table } = options;
-  const certFiles = new Map<string, string>();
-  for (const served of table.certificates.values()) {
+  const namesByPem = new Map<string, string[]>();
+  for (const [name, served] of table.certificates) {
     const pem = `${served.cert.trim()}\n${served.key.trim()}\n`;
+    namesByPem.set(pem, [...(namesByPem.get(pem) ?? []), name]);
+  }
+  // A file per certificate, named for the first name it serves: a renewal keeps the file's name, so its
+  // new content is handed to HAProxy at run time, with no reload.
+  const certFiles = new Map<string, string>();
+  for (const [pem, names] of namesByPem) {
+    const first = names.sort()[0] as string;
     certFiles.set(
-      path.join(dir, 'certs', `${createHash('sha256').update(pem).digest('hex').slice(0, 32)}.pem`),
+      path.join(dir, 'certs', `${createHash('sha256').update(first).digest('hex').slice(0, 32)}.pem`),
       pem,
     );
   }
@@ -180,6 +187,30 @@ export function serving(state: string, serviceId: string, targets: string[]): bo
   });
 }
 
+/**
+ * Each service backend's answers so far by status class (1xx to 5xx) and HAProxy's average total time
+ * of its last 1024 requests, from `show stat` (CSV, its header first). HAProxy keeps no distribution of
+ * times, so each answer is counted at that average.
+ */
+export function backendAnswers(stat: string): { serviceId: string; classes: number[]; ms: number }[] {
+  const [header = '', ...rows] = stat.split('\n');
+  const columns = header.replace(/^# /, '').split(',');
+  const at = (name: string) => columns.indexOf(name);
+  const classes = ['hrsp_1xx', 'hrsp_2xx', 'hrsp_3xx', 'hrsp_4xx', 'hrsp_5xx'].map(at);
+  return rows.flatMap((row) => {
+    const fields = row.split(',');
+    const name = fields[at('pxname')] ?? '';
+    if (!name.startsWith('svc_') || fields[at('svname')] !== 'BACKEND') return [];
+    return [
+      {
+        serviceId: name.slice('svc_'.length),
+        classes: classes.map((i) => Number(fields[i]) || 0),
+        ms: Number(fields[at('ttime')]) || 0,
+      },
+    ];
+  });
+}
+
 /** Sends commands to HAProxy's runtime API on `socketPath`; its answer (empty lines when all went well). */
 async function runtime(socketPath: string, commands: string[]): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -227,6 +258,8 @@ export async function startHaproxy(options: {
   load: () => Promise<NativeTable>;
   logger: Logger;
   intervalMs: number;
+  /** Where each answer HAProxy gave a service is counted (its metrics): its status and time. */
+  counted: (serviceId: string, status: number, ms: number) => void;
   binary?: string;
 }): Promise<NativePlane> {
   const binary = options.binary ?? 'haproxy';
@@ -239,17 +272,25 @@ export async function startHaproxy(options: {
   let rendered = '';
   let shape = '';
   let servers = new Map<string, string>();
+  let certs = new Map<string, string>();
 
-  /** Writes what `table` renders to; what changed: nothing, the replicas' addresses alone, or more. */
-  const write = (table: NativeTable): 'none' | 'servers' | 'reload' => {
+  /**
+   * Writes what `table` renders to. What changed: nothing; what the runtime API can change (replicas'
+   * addresses within their slots, a certificate's content: `renewed`); or more, which takes a reload.
+   */
+  const write = (table: NativeTable): { change: 'none' | 'runtime' | 'reload'; renewed: string[] } => {
     const files = renderHaproxy({ bind: options.bind, port, dir, table });
-    const all = `${files.config}${files.hostsMap}${files.certList}`;
-    if (all === rendered) return 'none';
+    const all = `${files.config}${files.hostsMap}${files.certList}${[...files.certFiles.values()].join('')}`;
+    if (all === rendered) return { change: 'none', renewed: [] };
     const shaped = renderHaproxy({ bind: options.bind, port, dir, table: shapeOf(table) });
     const nextShape = `${shaped.config}${shaped.hostsMap}${shaped.certList}`;
+    const renewed: string[] = [];
     for (const [file, pem] of files.certFiles) {
-      if (!fs.existsSync(file)) fs.writeFileSync(file, pem, { mode: 0o600 });
+      if (certs.get(file) === pem) continue;
+      if (certs.has(file)) renewed.push(file);
+      fs.writeFileSync(file, pem, { mode: 0o600 });
     }
+    certs = files.certFiles;
     fs.writeFileSync(path.join(dir, 'hosts.map'), files.hostsMap);
     fs.writeFileSync(path.join(dir, 'certs.list'), files.certList);
     fs.writeFileSync(configFile, files.config);
@@ -259,9 +300,9 @@ export async function startHaproxy(options: {
       if (!files.certFiles.has(full)) fs.rmSync(full, { force: true });
     }
     rendered = all;
-    const change = nextShape === shape ? 'servers' : 'reload';
+    const change = nextShape === shape ? 'runtime' : 'reload';
     shape = nextShape;
-    return change;
+    return { change, renewed };
   };
 
   let child: ChildProcess | undefined;
@@ -269,7 +310,22 @@ export async function startHaproxy(options: {
   let closing = false;
   const launch = () => {
     output = '';
-    const started = spawn(binary, ['-W', '-db', '-f', configFile], { stdio: ['ignore', 'pipe', 'pipe'] });
+    // A HAProxy would outlive this process killed with SIGKILL, holding the port. So a shell that
+    // becomes HAProxy (exec keeps its pid) leaves a reader on a pipe from this process behind it, which
+    // stops HAProxy and removes its directory (the keys) when the pipe closes, as it does when this
+    // process ends, however it ends. The
+    // reader is no child of HAProxy's (forked twice): HAProxy's master waits for its children to stop.
+    const started = spawn(
+      '/bin/sh',
+      [
+        '-c',
+        'exec 3<&0; ( (read _ <&3; kill -TERM $$; rm -rf "$2") & ); exec 3<&-; exec "$0" -W -db -f "$1"',
+        binary,
+        configFile,
+        dir,
+      ],
+      { stdio: ['pipe', 'pipe', 'pipe'] },
+    );
     const keep = (chunk: Buffer) => {
       // The last few lines are what explains an exit; warnings on each reload are not worth more.
       output = `${output}${chunk}`.slice(-4000);
@@ -280,6 +336,7 @@ export async function startHaproxy(options: {
       output += String(err);
     });
     started.on('exit', (code, signal) => {
+      started.stdin?.end();
       if (closing || child !== started) return;
       options.logger.error({ code, signal, output }, 'haproxy exited: starting it again');
       setTimeout(() => {
@@ -309,19 +366,26 @@ export async function startHaproxy(options: {
   let again = false;
   const syncOnce = async () => {
     const table = await options.load();
-    const change = write(table);
+    const { change, renewed } = write(table);
     const previous = servers;
     servers = new Map(table.routes.map((r) => [r.serviceId, r.targets.join(' ')]));
     if (change === 'none') return;
-    if (change === 'servers') {
+    if (change === 'runtime') {
       const commands = table.routes.flatMap((r) =>
         previous.get(r.serviceId) === r.targets.join(' ') ? [] : serverCommands(r.serviceId, r.targets),
       );
-      const answer = await runtime(socketPath, commands);
+      const answer = commands.length > 0 ? await runtime(socketPath, commands) : '';
       const state = await runtime(socketPath, ['show servers state']);
-      if (table.routes.every((r) => serving(state, r.serviceId, r.targets))) return;
-      // Refused (never expected): the reload below serves the new addresses from the files instead.
-      options.logger.warn({ answer }, 'haproxy refused a replica change at run time: reloading');
+      let applied = table.routes.every((r) => serving(state, r.serviceId, r.targets));
+      for (const file of renewed) {
+        // New connections get the renewed certificate; open ones finish on the old.
+        await runtime(socketPath, [`set ssl cert ${file} <<\n${certs.get(file)}`]);
+        const committed = await runtime(socketPath, [`commit ssl cert ${file}`]);
+        applied &&= /Success!/.test(committed);
+      }
+      if (applied) return;
+      // Refused (never expected): the reload below serves the new table from the files instead.
+      options.logger.warn({ answer }, 'haproxy refused a change at run time: reloading');
     }
     try {
       await run(binary, ['-c', '-q', '-f', configFile]);
@@ -364,7 +428,28 @@ export async function startHaproxy(options: {
     });
     return syncing;
   };
-  const timer = setInterval(() => void sync(), options.intervalMs);
+  // Counters of the worker serving now: a reload starts a worker from zero.
+  let seen = new Map<string, { worker: string; classes: number[] }>();
+  const count = async () => {
+    const [info, stat] = await Promise.all([
+      runtime(socketPath, ['show info']),
+      runtime(socketPath, ['show stat -1 2 -1']),
+    ]);
+    const worker = /^Pid: (\d+)$/m.exec(info)?.[1] ?? '';
+    const next = new Map<string, { worker: string; classes: number[] }>();
+    for (const { serviceId, classes, ms } of backendAnswers(stat)) {
+      const before = seen.get(serviceId);
+      const from = before?.worker === worker ? before.classes : [0, 0, 0, 0, 0];
+      classes.forEach((n, i) => {
+        for (let k = from[i] ?? 0; k < n; k++) options.counted(serviceId, (i + 1) * 100, ms);
+      });
+      next.set(serviceId, { worker, classes });
+    }
+    seen = next;
+  };
+  const timer = setInterval(() => {
+    void sync().then(() => (closing ? undefined : count().catch(() => undefined)));
+  }, options.intervalMs);
   timer.unref();
 
   const host = options.bind.includes(':') ? `[${options.bind}]` : options.bind;

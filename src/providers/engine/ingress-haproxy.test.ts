@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
@@ -77,7 +79,19 @@ async function route(subdomain: string, ops: Partial<OpsConfig>, targets: string
   return serviceId;
 }
 
+/** The answers the ingress counted for each service's metrics, by status. */
+const counted = new Map<string, Map<number, number>>();
+class CountingTraffic extends Traffic {
+  override record(serviceId: string, status: number, ms: number): void {
+    const byStatus = counted.get(serviceId) ?? new Map<number, number>();
+    byStatus.set(status, (byStatus.get(status) ?? 0) + 1);
+    counted.set(serviceId, byStatus);
+    super.record(serviceId, status, ms);
+  }
+}
+
 let moving: string;
+let walled: string;
 let first: string;
 let second: string;
 
@@ -91,7 +105,7 @@ before(async () => {
   const ingressDefaults = DEFAULT_OPS_CONFIG.ingress;
   moving = await route('web', {}, [first]);
   await route('strict', { ingress: { ...ingressDefaults, hsts_max_age: 600 } }, [first]);
-  await route('walled', { ip_whitelist: ['10.9.9.9'] }, [first]);
+  walled = await route('walled', { ip_whitelist: ['10.9.9.9'] }, [first]);
   await route('small', { ingress: { ...ingressDefaults, request_body_size: 1 } }, [first]);
   await route('idle', {}, []);
   ingress = await startIngress({
@@ -101,7 +115,7 @@ before(async () => {
     host: '127.0.0.1',
     port: 0,
     ingressHost: INGRESS_HOST,
-    traffic: new Traffic(db),
+    traffic: new CountingTraffic(db),
     tls: {
       certificates: {
         httpChallenge: async () => null,
@@ -250,6 +264,8 @@ test('a new deployment moves traffic at run time, with no failed request in a ke
       requests++;
     }
   })();
+  const idle = new https.Agent({ keepAlive: true, maxSockets: 1 });
+  assert.equal((await getKept(idle, served.cert)).status, 200);
   replicas.set(moving, [second]);
   await db
     .updateTable('docker_routes')
@@ -266,10 +282,38 @@ test('a new deployment moves traffic at run time, with no failed request in a ke
   looping = false;
   await loop;
   agent.destroy();
-  assert.equal(failures, 0, `${failures} of ${requests} requests failed across the reload`);
+  assert.equal(failures, 0, `${failures} of ${requests} requests failed across the switch`);
+  // Switched at run time: a reload would have closed the idle kept connection.
+  assert.deepEqual(await getKept(idle, served.cert), { status: 200, reused: true });
+  idle.destroy();
 });
 
-test('a renewed certificate is served without a restart', async () => {
+/** A GET on `agent`'s kept connection: its status, and whether that connection was one kept from before. */
+function getKept(agent: https.Agent, ca: string): Promise<{ status: number; reused: boolean }> {
+  return new Promise((resolve, reject) => {
+    const req = https.get(
+      {
+        host: '127.0.0.1',
+        port: new URL(ingress.httpsUrl as string).port,
+        path: '/',
+        headers: { host: host('web') },
+        servername: host('web'),
+        ca,
+        agent,
+      },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, reused: req.reusedSocket }));
+      },
+    );
+    req.on('error', reject);
+  });
+}
+
+test('a renewed certificate is served at run time: no reload, kept connections stay open', async () => {
+  const agent = new https.Agent({ keepAlive: true, maxSockets: 1 });
+  const kept = served.cert;
+  assert.equal((await getKept(agent, kept)).status, 200);
   const before = await get(ingress.httpsUrl as string, host('web'));
   served = certificate();
   const renewed = await until('the renewed certificate', async () => {
@@ -277,4 +321,55 @@ test('a renewed certificate is served without a restart', async () => {
     return answer.peer?.fingerprint256 !== before.peer?.fingerprint256 ? answer : undefined;
   });
   assert.equal(renewed.status, 200);
+  // A reload would have closed the idle kept connection; it still answers, on the old certificate.
+  assert.deepEqual(await getKept(agent, kept), { status: 200, reused: true });
+  agent.destroy();
+});
+
+test("each service's answers over HAProxy are counted for its metrics, by status class", async () => {
+  const before = counted.get(moving)?.get(200) ?? 0;
+  for (let i = 0; i < 5; i++) await get(ingress.httpsUrl as string, host('web'));
+  await get(ingress.httpsUrl as string, host('walled'));
+  await until('the answers counted', async () =>
+    (counted.get(moving)?.get(200) ?? 0) >= before + 5 && counted.get(walled)?.get(400) ? true : undefined,
+  );
+});
+
+test('HAProxy stops, and its keys leave the disk, with the Berth process that runs it, even one killed with SIGKILL', async () => {
+  const planes = () =>
+    new Set(fs.readdirSync(os.tmpdir()).filter((name) => name.startsWith('berth-haproxy-')));
+  const running = planes();
+  const haproxyModule = new URL('./haproxy.ts', import.meta.url).pathname;
+  const child = spawn(
+    process.execPath,
+    [
+      '--input-type=module',
+      '-e',
+      `import { startHaproxy } from ${JSON.stringify(haproxyModule)};
+       import pino from 'pino';
+       const plane = await startHaproxy({ bind: '127.0.0.1', port: 0, intervalMs: 1000, counted: () => {},
+         load: async () => ({ routes: [], certificates: new Map() }), logger: pino({ level: 'silent' }) });
+       console.log(plane.url);`,
+    ],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  let out = '';
+  child.stdout.on('data', (chunk) => {
+    out += chunk;
+  });
+  const port = await until('HAProxy to listen', async () => /:(\d+)\n/.exec(out)?.[1]);
+  const accepts = () =>
+    new Promise<boolean>((resolve) => {
+      const socket = net.connect({ host: '127.0.0.1', port: Number(port) }, () => {
+        socket.destroy();
+        resolve(true);
+      });
+      socket.on('error', () => resolve(false));
+    });
+  assert.equal(await accepts(), true);
+  child.kill('SIGKILL');
+  await until('the port to be free again', async () => ((await accepts()) ? undefined : true));
+  await until('its directory to be gone', async () =>
+    [...planes()].every((name) => running.has(name)) ? true : undefined,
+  );
 });

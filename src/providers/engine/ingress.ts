@@ -26,6 +26,7 @@ import type { CertificateSource } from '../provider.ts';
 import { type NativePlane, type NativeRoute, startHaproxy } from './haproxy.ts';
 import { LABEL, labelFilter, networkName } from './labels.ts';
 import { BodyOverLimit, proxy } from './proxy.ts';
+import { addressOf } from './replica-address.ts';
 import type { IngressProxy } from './settings.ts';
 import type { DockerDb } from './tables.ts';
 import type { Traffic } from './traffic.ts';
@@ -75,10 +76,8 @@ export function containerTargets(docker: Docker): (route: RouteTarget) => Promis
       }),
     });
     const network = networkName(route.environmentId);
-    return containers.flatMap((c) => {
-      const ip = c.NetworkSettings.Networks[network]?.IPAddress;
-      return ip ? [`${ip}:${route.port}`] : [];
-    });
+    const ips = await Promise.all(containers.map((c) => addressOf(docker, c, network)));
+    return ips.flatMap((ip) => (ip ? [`${ip}:${route.port}`] : []));
   };
 }
 
@@ -304,6 +303,7 @@ export async function startIngress(options: {
         load: nativeTable,
         logger: options.logger,
         intervalMs: INGRESS_CACHE_MS,
+        counted: (serviceId, status, ms) => options.traffic.record(serviceId, status, ms),
       });
     } catch (err) {
       await app.close();

@@ -37,6 +37,12 @@ export interface DockerSettings {
    * `backups/dependencies` in the data directory.
    */
   backupDir: string;
+  /**
+   * BERTH_DOCKER_SANDBOX_IMAGE: an image whose command keeps running (a "pause" image); with it, each
+   * replica slot gets its network sandbox made ahead and a new version starts in it (docker/sandboxes.ts).
+   * Unset: every replica gets its network made as it starts.
+   */
+  sandboxImage: string | undefined;
 }
 
 /**
@@ -72,6 +78,12 @@ function ingressProxySetting(env: NodeJS.ProcessEnv): IngressProxy {
   if (value !== 'node' && value !== 'haproxy') {
     throw new ConfigError(`BERTH_INGRESS_PROXY must be node or haproxy, not ${JSON.stringify(value)}`);
   }
+  // HAProxy answers every handshake with the name's own certificate: it cannot present a challenge's.
+  if (value === 'haproxy' && env.BERTH_ACME_CHALLENGE === 'tls-alpn-01') {
+    throw new ConfigError(
+      'BERTH_INGRESS_PROXY=haproxy cannot answer TLS-ALPN-01: set BERTH_ACME_CHALLENGE=http-01 (the default)',
+    );
+  }
   return value;
 }
 
@@ -89,6 +101,7 @@ export function dockerSettings(env: NodeJS.ProcessEnv): DockerSettings {
           ? path.join(env.BERTH_BACKUP_DIR, 'dependencies')
           : path.join(env.BERTH_DATA_DIR || '.berth', 'backups', 'dependencies')),
     ),
+    sandboxImage: env.BERTH_DOCKER_SANDBOX_IMAGE || undefined,
     dependencyImages: {
       postgres: env.BERTH_DOCKER_POSTGRES_IMAGE || 'berth-deps/postgres:latest',
       mariadb: env.BERTH_DOCKER_MARIADB_IMAGE || 'berth-deps/mariadb:latest',
