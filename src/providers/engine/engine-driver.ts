@@ -184,6 +184,8 @@ export abstract class EngineDriver<P extends Prepared, S extends DockerSettings,
   async remove(service: ServiceRef): Promise<void> {
     // The tombstone first: from here no apply of any generation routes or promotes the service again.
     await bury(this.db, service.id);
+    // Nor does the ingress serve it from its cache: a swarm's tasks answer while they stop.
+    this.ingress?.forget();
     await this.removeWorkloads(service);
   }
 
