@@ -365,15 +365,13 @@ export class SimProvider implements Provider {
       svcAlias: `${service.subdomain}.${namespaceName}.svc.cluster.local`,
       source,
     };
-    // Idempotent: a deployment this cloud already finished is reported, not run again. A call cut
-    // short (its worker lost the job) finished nothing: the worker holding the job now runs it.
+    // Idempotent: a deployment this cloud already finished is reported, not run again.
     const done = await this.db
       .selectFrom('sim_calls')
       .select('outcome')
       .where('subject_id', '=', deploymentId)
       .where('operation', '=', 'deploy')
       .where('outcome', 'is not', null)
-      .where('outcome', 'not like', 'aborted: %')
       .executeTakeFirst();
     if (done) {
       if (done.outcome === 'success') return applied;
