@@ -1,39 +1,31 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { after, before, test } from 'node:test';
+import { before, test } from 'node:test';
 import { promisify } from 'node:util';
-import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
 import {
   BASE_IMAGE,
-  buildBaseImage,
   buildImage,
   containersOfService,
   createWebService,
   deploySuccessfully,
   docker,
-  freePort,
-  removeEnvironment,
-  requireDocker,
   viaIngress,
 } from '../helpers/docker.ts';
 import { pollUntil } from '../helpers/poll.ts';
-import { api, firstStartOf, startBerth } from '../helpers/process.ts';
+import { api } from '../helpers/process.ts';
+import { serverFixture } from '../helpers/server.ts';
 
 /**
  * With BERTH_DOCKER_SANDBOX_IMAGE, a new version starts in a network sandbox made ahead: it is served,
  * the service's aliases resolve to it alone once the old version stopped, and the sandboxes go with the
  * replicas and the service.
  */
-let db: TestDatabase;
-let envId: string | undefined;
 const IMAGE = 'berth-test/sandboxed';
 const SANDBOX_IMAGE = 'berth-test/sandbox';
+const server = serverFixture('docker', { BERTH_DOCKER_SANDBOX_IMAGE: SANDBOX_IMAGE });
 const exec = promisify(execFile);
 
 before(async () => {
-  await requireDocker();
-  db = await createTestDatabase();
-  await buildBaseImage();
   await buildImage(SANDBOX_IMAGE, `FROM ${BASE_IMAGE}\nCMD ["sleep", "2147483647"]\n`);
   for (const version of ['v1', 'v2', 'v3']) {
     await buildImage(
@@ -42,27 +34,17 @@ before(async () => {
     );
   }
 });
-after(async () => {
-  if (envId) await removeEnvironment(envId);
-  await db?.drop();
-});
 
 const roleOf = (c: { Labels: Record<string, string> }) => c.Labels['berth.role'];
 const spares = (all: Awaited<ReturnType<typeof containersOfService>>) =>
   all.filter((c) => roleOf(c) === 'sandbox' && c.Names.some((n) => n.startsWith('/berth-spare-')));
 
 test('a new version starts in a network sandbox made ahead; its aliases resolve to it alone; sandboxes go with their replicas and the service', async () => {
-  const ingressPort = await freePort();
-  const berth = await startBerth({
-    BERTH_DATA_DIR: db.dataDir,
-    BERTH_DATABASE_URL: db.databaseUrl ?? '',
-    BERTH_PROVIDER: 'docker',
-    BERTH_INGRESS_PORT: String(ingressPort),
-    BERTH_DOCKER_SANDBOX_IMAGE: SANDBOX_IMAGE,
-  });
+  const { ingressPort } = server;
+  const berth = await server.serve();
   try {
-    const started = { ...(await firstStartOf(berth)), url: berth.url };
-    envId = started.envId;
+    const started = { ...(await server.firstStart(berth)), url: berth.url };
+    const { envId } = started;
     const network = `berth-env-${envId}`;
     const service = await createWebService(started, { name: 'Sandboxed', docker_image: IMAGE });
     const host = `${service.subdomain}.localhost`;
