@@ -37,7 +37,7 @@ import { DockerDependencyBackups } from './dependency-backups.ts';
 import { Drainer } from './drain.ts';
 import { type Target, waitReady } from './health.ts';
 import { DockerResources } from './resources.ts';
-import { removeReplica, Sandboxes } from './sandboxes.ts';
+import { removeReplica, repairSandboxed, Sandboxes } from './sandboxes.ts';
 
 /** Serving replicas come back after a crash or an Engine restart, until Berth stops them. */
 const KEEP_RUNNING = { Name: 'unless-stopped' };
@@ -75,7 +75,7 @@ export class DockerProvider extends EngineDriver<Prepared> implements Provider {
     this.logs = new EngineLogs(this.docker, containerSources(this.docker));
     this.db = dockerTables(options.db);
     this.metrics = new ContainerMetrics(this.docker, this.traffic);
-    this.sandboxes = new Sandboxes(this.docker, options.settings.sandboxImage, options.logger);
+    this.sandboxes = new Sandboxes(this.docker, options.settings, options.logger);
     this.engine = this.rolloutEngine();
     this.resources = new DockerResources(this.docker, options.settings, (env) => this.ensureNetwork(env));
     this.backups = new DockerDependencyBackups(this.docker, options.settings.backupDir, this.resources);
@@ -520,6 +520,8 @@ export class DockerProvider extends EngineDriver<Prepared> implements Provider {
     const serving = all.filter(
       (c) => c.Labels[LABEL.role] === 'replica' && c.Labels[LABEL.deployment] === route?.deployment_id,
     );
+    // What lost its network sandbox comes back now; the next observation sees it running.
+    await repairSandboxed(this.docker, serving, this.options.logger);
     const ready = serving.filter((c) => c.State === 'running').length;
     return {
       run_status: ready > 0 ? 'running' : serving.length > 0 ? 'stopped' : 'not_deployed',
