@@ -1,9 +1,11 @@
 /**
- * The docker provider's ingress (src/providers/docker/ingress.ts) in a process of its own, serving one
+ * The docker provider's ingress (src/providers/engine/ingress.ts) in a process of its own, serving one
  * routed web service over HTTPS with the certificate and key in BENCH_TLS_CERT_FILE / BENCH_TLS_KEY_FILE
  * for BENCH_TLS_NAME, proxying to BENCH_UPSTREAM (`host:port`). Its routing table is a real docker_routes
  * row in an embedded database, read and cached as under `berth serve`; only the containers' addresses
- * (the engine's answer) are given. Prints `https on <url>` once listening. Run by bench/https-ingress.ts.
+ * (the engine's answer) are given. BENCH_INGRESS_PROXY=haproxy serves HTTPS from HAProxy (a child of this
+ * process) as BERTH_INGRESS_PROXY=haproxy does. Prints `https on <url>` once listening. Run by
+ * bench/https-ingress.ts.
  * @module
  */
 import { randomUUID } from 'node:crypto';
@@ -12,9 +14,9 @@ import os from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
 import { DEFAULT_OPS_CONFIG } from '../src/domain/ops-json.ts';
-import { startIngress } from '../src/providers/docker/ingress.ts';
-import { dockerMigrations, dockerTables } from '../src/providers/docker/tables.ts';
-import { Traffic } from '../src/providers/docker/traffic.ts';
+import { startIngress } from '../src/providers/engine/ingress.ts';
+import { dockerMigrations, dockerTables } from '../src/providers/engine/tables.ts';
+import { Traffic } from '../src/providers/engine/traffic.ts';
 import { migrateDriver } from '../src/providers/migrations.ts';
 import { openStore } from '../src/store/database.ts';
 
@@ -57,6 +59,7 @@ const ingress = await startIngress({
       certificate: async (n) => (n === name ? served : null),
     },
     port: 0,
+    proxy: process.env.BENCH_INGRESS_PROXY === 'haproxy' ? 'haproxy' : 'node',
   },
 });
 console.log(`https on ${ingress.httpsUrl}`);

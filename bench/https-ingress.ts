@@ -7,6 +7,30 @@ import { selfSignedCertificate } from '../test/helpers/self-signed.ts';
 import { median } from './median.ts';
 import { type AddRow, cpuSeconds, log, type Proc, spawnNode, waitFor } from './process.ts';
 
+/** CPU seconds of a process and its descendants alive now (the HTTPS ingress's HAProxy master and worker). */
+function treeCpuSeconds(pid: number | undefined): number {
+  const children = (id: number): number[] => {
+    try {
+      return fs
+        .readFileSync(`/proc/${id}/task/${id}/children`, 'utf8')
+        .split(' ')
+        .filter(Boolean)
+        .map(Number);
+    } catch {
+      return [];
+    }
+  };
+  const all = [pid as number];
+  for (let i = 0; i < all.length; i++) all.push(...children(all[i] as number));
+  return all.reduce((sum, id) => {
+    try {
+      return sum + cpuSeconds(id);
+    } catch {
+      return sum;
+    }
+  }, 0);
+}
+
 const HERE = path.dirname(new URL(import.meta.url).pathname);
 const NAME = 'www.bench.test';
 const BODY = 'hello from the service\n';
@@ -49,7 +73,10 @@ async function portOf(proc: Proc, pattern: RegExp): Promise<number> {
 }
 
 /** Requests a second, and the CPU each of `servers` used per request (microseconds). */
-async function requestsPerSecond(port: number, servers: Proc[]): Promise<{ rps: number; cpuUs: number[] }> {
+async function requestsPerSecond(
+  port: number,
+  servers: Proc[],
+): Promise<{ rps: number; cpuUs: number[]; clientCpuUs: number }> {
   const options = {
     url: `https://127.0.0.1:${port}/`,
     servername: NAME,
@@ -57,7 +84,8 @@ async function requestsPerSecond(port: number, servers: Proc[]): Promise<{ rps: 
     connections: CONNECTIONS,
   };
   if (WARMUP_S > 0) await autocannon({ ...options, duration: WARMUP_S });
-  const cpuFrom = servers.map((p) => cpuSeconds(p.child.pid));
+  const cpuFrom = servers.map((p) => treeCpuSeconds(p.child.pid));
+  const clientFrom = process.cpuUsage();
   const result = await autocannon({ ...options, duration: DURATION_S });
   if (result.errors > 0 || result.timeouts > 0 || result.non2xx > 0) {
     throw new Error(
@@ -65,9 +93,16 @@ async function requestsPerSecond(port: number, servers: Proc[]): Promise<{ rps: 
     );
   }
   const answered = Math.max(1, result['2xx']);
-  const cpuUs = servers.map((p, i) => ((cpuSeconds(p.child.pid) - (cpuFrom[i] as number)) * 1e6) / answered);
-  return { rps: result.requests.average, cpuUs };
+  const cpuUs = servers.map(
+    (p, i) => ((treeCpuSeconds(p.child.pid) - (cpuFrom[i] as number)) * 1e6) / answered,
+  );
+  const client = process.cpuUsage(clientFrom);
+  return { rps: result.requests.average, cpuUs, clientCpuUs: (client.user + client.system) / answered };
 }
+
+/** CPU microseconds a request cost every process in the exchange: the servers' and the client's. */
+const costOf = (m: { cpuUs: number[]; clientCpuUs: number }) =>
+  m.cpuUs.reduce((sum, us) => sum + us, 0) + m.clientCpuUs;
 
 /** Full handshakes a second, HANDSHAKE_CLIENTS at once for DURATION_S, each verifying chain and name. */
 async function handshakesPerSecond(port: number, ca: string): Promise<number> {
@@ -111,14 +146,20 @@ export async function httpsIngressRows(addRow: AddRow): Promise<void> {
     const service = answering('http');
     procs.push(service);
     const servicePort = await portOf(service, /listening on (\d+)/);
-    const ingress = spawnNode([path.join(HERE, 'https-ingress-server.ts')], {
-      BENCH_TLS_NAME: NAME,
-      BENCH_TLS_CERT_FILE: certFile,
-      BENCH_TLS_KEY_FILE: keyFile,
-      BENCH_UPSTREAM: `127.0.0.1:${servicePort}`,
-    });
+    const ingressServer = (proxy: 'node' | 'haproxy') =>
+      spawnNode([path.join(HERE, 'https-ingress-server.ts')], {
+        BENCH_TLS_NAME: NAME,
+        BENCH_TLS_CERT_FILE: certFile,
+        BENCH_TLS_KEY_FILE: keyFile,
+        BENCH_UPSTREAM: `127.0.0.1:${servicePort}`,
+        BENCH_INGRESS_PROXY: proxy,
+      });
+    const ingress = ingressServer('haproxy');
     procs.push(ingress);
     const ingressPort = await portOf(ingress, /https on https:\/\/127\.0\.0\.1:(\d+)/);
+    const nodeIngress = ingressServer('node');
+    procs.push(nodeIngress);
+    const nodePort = await portOf(nodeIngress, /https on https:\/\/127\.0\.0\.1:(\d+)/);
     const baseline = answering('https', { certFile, keyFile });
     procs.push(baseline);
     const baselinePort = await portOf(baseline, /listening on (\d+)/);
@@ -126,40 +167,58 @@ export async function httpsIngressRows(addRow: AddRow): Promise<void> {
     const rps: Record<string, number>[] = [];
     const handshakes: Record<string, number>[] = [];
     for (let r = 0; r < ROUNDS; r++) {
-      const b = await requestsPerSecond(baselinePort, [baseline]);
+      // The baseline between the two ingresses, so a drifting load weighs on both comparisons alike.
       const i = await requestsPerSecond(ingressPort, [ingress, service]);
+      const b = await requestsPerSecond(baselinePort, [baseline]);
+      const n = await requestsPerSecond(nodePort, [nodeIngress, service]);
       rps.push({
         ingress_rps: i.rps,
         baseline_rps: b.rps,
         ratio: i.rps / b.rps,
-        // What a loaded machine hardly moves: CPU per request in the ingress, and in the service behind it.
+        node_ingress_rps: n.rps,
+        node_ratio: n.rps / b.rps,
+        // What a loaded machine hardly moves: CPU per request in the ingress (HAProxy's processes and
+        // the Node process configuring it; the Node ingress), and in the service behind it.
         ingress_cpu_us: i.cpuUs[0] as number,
         service_cpu_us: i.cpuUs[1] as number,
+        node_ingress_cpu_us: n.cpuUs[0] as number,
         baseline_cpu_us: b.cpuUs[0] as number,
+        // Requests a second on a machine whose cores all these processes (autocannon's too) keep busy
+        // follow the CPU a request costs them all: the ratio a loaded machine's scheduler cannot move.
+        cpu_ratio: costOf(b) / costOf(i),
+        node_cpu_ratio: costOf(b) / costOf(n),
+        client_cpu_us: i.clientCpuUs,
         load_average_1m: os.loadavg()[0] as number,
       });
-      const bh = await handshakesPerSecond(baselinePort, ca);
       const ih = await handshakesPerSecond(ingressPort, ca);
+      const bh = await handshakesPerSecond(baselinePort, ca);
+      const nh = await handshakesPerSecond(nodePort, ca);
       handshakes.push({
         ingress_per_s: ih,
         baseline_per_s: bh,
         ratio: ih / bh,
+        node_ingress_per_s: nh,
+        node_ratio: nh / bh,
         load_average_1m: os.loadavg()[0] as number,
       });
     }
     addRow(
-      `https: requests/s through the HTTPS ingress, keep-alive, ${CONNECTIONS} connections (vs node:https, same certificate and bytes)`,
+      `https: requests/s through the HTTPS ingress (BERTH_INGRESS_PROXY=haproxy; node_* the Node ingress), keep-alive, ${CONNECTIONS} connections (vs node:https, same certificate and bytes)`,
       `>= ${TARGET}x`,
       rps,
-      (m) => (m.ratio as number) >= TARGET,
+      // Both: on a loaded machine the scheduler favours the three processes of the proxied exchange
+      // over the baseline's two, which lifts the wall-clock ratio above what the code earns.
+      (m) => (m.ratio as number) >= TARGET && (m.cpu_ratio as number) >= TARGET,
     );
     addRow(
-      `https handshakes/s, full TLS handshakes, ${HANDSHAKE_CLIENTS} clients (vs node:https, same certificate)`,
+      `https handshakes/s, full TLS handshakes, ${HANDSHAKE_CLIENTS} clients, HAProxy ingress (node_* the Node ingress; vs node:https, same certificate)`,
       'reported (no target in issue 27)',
       handshakes,
       () => true,
     );
-    log(`https: ratio ${median(rps.map((x) => x.ratio as number)).toFixed(2)}x`);
+    log(
+      `https: ratio ${median(rps.map((x) => x.ratio as number)).toFixed(2)}x (Node ingress ${median(rps.map((x) => x.node_ratio as number)).toFixed(2)}x)`,
+    );
   } finally {
     for (const p of procs.reverse()) await p.stop();
     fs.rmSync(dir, { recursive: true, force: true });

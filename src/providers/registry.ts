@@ -30,8 +30,8 @@ const DRIVERS: Record<string, (context: DriverContext) => Promise<Provider>> = {
     // modules a start would otherwise load.
     const [{ DockerProvider }, { dockerSettings }, { dockerMigrations }] = await Promise.all([
       import('./docker/docker-provider.ts'),
-      import('./docker/settings.ts'),
-      import('./docker/tables.ts'),
+      import('./engine/settings.ts'),
+      import('./engine/tables.ts'),
     ]);
     const settings = dockerSettings(config.providerEnv);
     await migrateDriver(db, 'docker', dockerMigrations);
@@ -49,7 +49,7 @@ const DRIVERS: Record<string, (context: DriverContext) => Promise<Provider>> = {
         import('./swarm/swarm-provider.ts'),
         import('./swarm/settings.ts'),
         import('./swarm/tables.ts'),
-        import('./docker/tables.ts'),
+        import('./engine/tables.ts'),
       ]);
     const settings = swarmSettings(config.providerEnv);
     await migrateDriver(db, 'docker', dockerMigrations);
@@ -83,7 +83,7 @@ export async function openProvider(config: Config, db: Db, logger: Logger): Prom
 /** Every driver's own migrations, by the driver's name (a restore rebuilds their tables too). */
 export async function driverMigrations(): Promise<Record<string, Record<string, Migration>>> {
   const [{ dockerMigrations }, { swarmMigrations }] = await Promise.all([
-    import('./docker/tables.ts'),
+    import('./engine/tables.ts'),
     import('./swarm/tables.ts'),
   ]);
   return { sim: simMigrations, docker: dockerMigrations, swarm: swarmMigrations };

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { demultiplex } from '../../src/providers/docker/output.ts';
+import { demultiplex } from '../../src/providers/engine/output.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
 import { buildDependencyImages } from '../helpers/dependency-images.ts';
 import { docker, freePort, removeEnvironment, requireDocker } from '../helpers/docker.ts';

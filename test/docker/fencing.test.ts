@@ -1,5 +1,5 @@
 import { after, before, test } from 'node:test';
-import { dockerTables } from '../../src/providers/docker/tables.ts';
+import { dockerTables } from '../../src/providers/engine/tables.ts';
 import { createTestDatabase, TEST_DATABASE, type TestDatabase } from '../helpers/database.ts';
 import {
   BASE_IMAGE,
@@ -55,7 +55,9 @@ test('a worker stopped mid-rollout and resumed after a newer deployment finished
           .executeTakeFirst();
         const running = await containersOf([`berth.service=${serviceId}`], false);
         for (const c of running) environments.add(c.Labels['berth.environment'] ?? '');
-        const versions = new Set(running.map((c) => c.Labels['berth.deployment']));
+        // Spare network sandboxes (BERTH_DOCKER_SANDBOX_IMAGE) belong to no deployment.
+        const replicas = running.filter((c) => c.Labels['berth.role'] !== 'sandbox');
+        const versions = new Set(replicas.map((c) => c.Labels['berth.deployment']));
         // What serves is one deployment: the routed one, and only its replicas run.
         return versions.size === 1 && versions.has(route?.deployment_id) ? route?.deployment_id : undefined;
       },

@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { TerminalError } from '../../src/jobs/errors.ts';
-import { checkout } from '../../src/providers/docker/git-source.ts';
+import { checkout } from '../../src/providers/engine/git-source.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
 import {
   BASE_IMAGE,

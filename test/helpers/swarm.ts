@@ -9,7 +9,7 @@ import Docker from 'dockerode';
 import pino, { type Logger } from 'pino';
 import { loadConfig } from '../../src/config.ts';
 import { DEFAULT_OPS_CONFIG, type OpsConfig } from '../../src/domain/ops-json.ts';
-import { demultiplex } from '../../src/providers/docker/output.ts';
+import { demultiplex } from '../../src/providers/engine/output.ts';
 import type { DesiredService, EnvironmentRef, Provider, RuntimeSpec } from '../../src/providers/provider.ts';
 import { openProvider } from '../../src/providers/registry.ts';
 import { openStore, type Store } from '../../src/store/database.ts';

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'kysely';
-import { dockerMigrations } from '../../src/providers/docker/tables.ts';
+import { dockerMigrations } from '../../src/providers/engine/tables.ts';
 import { migrateDriver } from '../../src/providers/migrations.ts';
 import { simMigrations } from '../../src/providers/sim/tables.ts';
 import { type Db, openStore, type Store } from '../../src/store/database.ts';
@@ -34,6 +34,7 @@ const SIM_WORKLOADS = [
   'service_id',
   'target',
   'updated_at',
+  'variables',
 ];
 const DOCKER_ROUTES = [
   'deployment_id',

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import { after, before, test } from 'node:test';
 import type Docker from 'dockerode';
-import { demultiplex } from '../../src/providers/docker/output.ts';
+import { demultiplex } from '../../src/providers/engine/output.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
 import {
   buildDependencyImages,

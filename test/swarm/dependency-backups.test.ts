@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { demultiplex } from '../../src/providers/docker/output.ts';
+import { demultiplex } from '../../src/providers/engine/output.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
 import { buildDependencyImages } from '../helpers/dependency-images.ts';
 import { freePort, requireDocker } from '../helpers/docker.ts';

@@ -8,8 +8,8 @@
  */
 import type Docker from 'dockerode';
 import type { Logger } from 'pino';
-import { LABEL, labelFilter } from './labels.ts';
-import { Schedules } from './schedules.ts';
+import { LABEL, labelFilter } from '../engine/labels.ts';
+import { Schedules } from '../engine/schedules.ts';
 
 const RUNS_KEPT = 3;
 

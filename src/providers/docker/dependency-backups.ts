@@ -8,10 +8,16 @@
  */
 import type Docker from 'dockerode';
 import { TerminalError } from '../../jobs/errors.ts';
+import {
+  clientEnv,
+  type DumpTarget,
+  EngineDependencyBackups,
+  isGone,
+  TOOLS,
+} from '../engine/dependency-dumps.ts';
+import { attributesOf, dependencyNameOf, dependencyOf } from '../engine/dependency-engines.ts';
+import { LABEL, labelFilter } from '../engine/labels.ts';
 import type { BackupRequest, ServiceRef } from '../provider.ts';
-import { clientEnv, type DumpTarget, EngineDependencyBackups, isGone, TOOLS } from './dependency-dumps.ts';
-import { attributesOf, dependencyNameOf, dependencyOf } from './dependency-engines.ts';
-import { LABEL, labelFilter } from './labels.ts';
 import type { DockerResources } from './resources.ts';
 
 /**

@@ -4,6 +4,21 @@ import type { Logger } from 'pino';
 import type { OpsConfig } from '../../domain/ops-json.ts';
 import { isUuid } from '../../domain/uuid.ts';
 import type { Db } from '../../store/database.ts';
+import { ContainerMetrics } from '../engine/container-metrics.ts';
+import { EngineDriver } from '../engine/engine-driver.ts';
+import { ensureNetwork } from '../engine/environment.ts';
+import { buildFromGit } from '../engine/git-build.ts';
+import { digestOf, engineError, imageOf, pullImage } from '../engine/images.ts';
+import { containerTargets, type RouteTarget } from '../engine/ingress.ts';
+import { LABEL, labelFilter, labelsOf, networkName, type Role } from '../engine/labels.ts';
+import { containerSources, EngineLogs } from '../engine/logs.ts';
+import { OpsCronJobs, requestReplica } from '../engine/ops-cron.ts';
+import { demultiplex } from '../engine/output.ts';
+import type { Prepared, RolloutEngine, Run } from '../engine/rollout.ts';
+import { DELETED, observedRoute } from '../engine/routes.ts';
+import type { Schedules } from '../engine/schedules.ts';
+import type { DockerSettings } from '../engine/settings.ts';
+import { type DockerDb, dockerTables } from '../engine/tables.ts';
 import {
   type DeployedSource,
   DeployFailed,
@@ -17,26 +32,12 @@ import {
   type ServiceMetrics,
   type ServiceRef,
 } from '../provider.ts';
-import { ContainerMetrics } from './container-metrics.ts';
 import { dockerCron } from './cron.ts';
 import { DockerDependencyBackups } from './dependency-backups.ts';
 import { Drainer } from './drain.ts';
-import { EngineDriver } from './engine-driver.ts';
-import { ensureNetwork } from './environment.ts';
-import { buildFromGit } from './git-build.ts';
 import { type Target, waitReady } from './health.ts';
-import { digestOf, engineError, imageOf, pullImage } from './images.ts';
-import { containerTargets, type RouteTarget } from './ingress.ts';
-import { LABEL, labelFilter, labelsOf, networkName, type Role } from './labels.ts';
-import { containerSources, EngineLogs } from './logs.ts';
-import { OpsCronJobs, requestReplica } from './ops-cron.ts';
-import { demultiplex } from './output.ts';
 import { DockerResources } from './resources.ts';
-import type { Prepared, RolloutEngine, Run } from './rollout.ts';
-import { DELETED, observedRoute } from './routes.ts';
-import type { Schedules } from './schedules.ts';
-import type { DockerSettings } from './settings.ts';
-import { type DockerDb, dockerTables } from './tables.ts';
+import { removeReplica, Sandboxes } from './sandboxes.ts';
 
 /** Serving replicas come back after a crash or an Engine restart, until Berth stops them. */
 const KEEP_RUNNING = { Name: 'unless-stopped' };
@@ -61,6 +62,7 @@ export class DockerProvider extends EngineDriver<Prepared> implements Provider {
   protected readonly cron: Schedules;
   protected readonly opsCron: OpsCronJobs;
   private readonly drainer: Drainer;
+  private readonly sandboxes: Sandboxes;
   protected readonly engine: RolloutEngine<Prepared>;
   readonly logs: ServiceLogs;
   readonly metrics: ServiceMetrics;
@@ -73,6 +75,7 @@ export class DockerProvider extends EngineDriver<Prepared> implements Provider {
     this.logs = new EngineLogs(this.docker, containerSources(this.docker));
     this.db = dockerTables(options.db);
     this.metrics = new ContainerMetrics(this.docker, this.traffic);
+    this.sandboxes = new Sandboxes(this.docker, options.settings.sandboxImage, options.logger);
     this.engine = this.rolloutEngine();
     this.resources = new DockerResources(this.docker, options.settings, (env) => this.ensureNetwork(env));
     this.backups = new DockerDependencyBackups(this.docker, options.settings.backupDir, this.resources);
@@ -103,8 +106,8 @@ export class DockerProvider extends EngineDriver<Prepared> implements Provider {
 
   // A graceful shutdown lets drains finish (a stop takes ten seconds at most); a crash leaves them to
   // the next start or deployment.
-  protected override stopped(): Promise<void> {
-    return this.drainer.settle(15_000);
+  protected override async stopped(): Promise<void> {
+    await Promise.all([this.drainer.settle(15_000), this.sandboxes.settle()]);
   }
 
   protected ingressTargets(route: RouteTarget): Promise<string[]> {
@@ -123,9 +126,7 @@ export class DockerProvider extends EngineDriver<Prepared> implements Provider {
   }
 
   private async removeContainers(labels: Record<string, string>) {
-    for (const c of await this.containersOf(labels)) {
-      await this.docker.getContainer(c.Id).remove({ force: true }).catch(ignoreGone);
-    }
+    for (const c of await this.containersOf(labels)) await removeReplica(this.docker, c);
   }
 
   protected async cancelled(desired: DesiredService, log: DeployLog): Promise<void> {
@@ -173,8 +174,10 @@ export class DockerProvider extends EngineDriver<Prepared> implements Provider {
         serving: {
           start: (desired, run, signal, log) => this.startReplicas(desired, run, signal, log),
           retire: async (desired, after, _signal, log) => {
-            // The new version serves: the deployment has succeeded. The old one drains meanwhile.
+            // The new version serves: the deployment has succeeded. The old one drains meanwhile, and
+            // the next rollout's network sandboxes are made.
             this.drainer.drain(desired.service.id, { deploymentId: desired.deploymentId, log });
+            this.sandboxes.replenish(desired, networkName(desired.environment.id));
             if (after.replaced)
               log.end(
                 'drain',
@@ -278,9 +281,12 @@ export class DockerProvider extends EngineDriver<Prepared> implements Provider {
     const started = await Promise.allSettled(
       Array.from({ length: service.replica_count ?? 1 }, async (_, i): Promise<Target> => {
         const name = `berth-${shortName(desired)}-${i}`;
-        const container = await this.run(this.containerSpec(desired, run, 'replica', name), log);
+        const spec = this.containerSpec(desired, run, 'replica', name);
+        const sandbox = await this.sandboxes.claim(service.id, `${name}-net`);
+        if (sandbox) return this.runInSandbox(spec, sandbox, run, log);
+        const container = await this.run(spec, log);
         const info = await container.inspect();
-        log.line('rollout', `Replica ${info.Name.replace(/^\//, '')} created`);
+        log.line('rollout', `Replica ${name} created`);
         return { container, ip: info.NetworkSettings.Networks[network]?.IPAddress ?? '' };
       }),
     );
@@ -328,6 +334,41 @@ export class DockerProvider extends EngineDriver<Prepared> implements Provider {
     for (const { container } of targets) await container.update({ RestartPolicy: KEEP_RUNNING });
   }
 
+  /**
+   * A replica started in a network sandbox made ahead, while the sandbox joins the environment's network
+   * with the replica's aliases; a failure takes the sandbox with it.
+   */
+  private async runInSandbox(
+    spec: Docker.ContainerCreateOptions,
+    sandbox: string,
+    run: Run<Prepared>,
+    log: DeployLog,
+  ): Promise<Target> {
+    const aliases = spec.NetworkingConfig?.EndpointsConfig?.[run.network]?.Aliases ?? [];
+    const joined: Docker.ContainerCreateOptions = {
+      ...spec,
+      HostConfig: { ...spec.HostConfig, NetworkMode: `container:${sandbox}` },
+      NetworkingConfig: undefined,
+    };
+    const [container, ip] = await Promise.allSettled([
+      this.run(joined, log),
+      this.sandboxes.connect(sandbox, run.network, aliases),
+    ]);
+    if (container.status === 'fulfilled' && ip.status === 'fulfilled') {
+      log.line('rollout', `Replica ${spec.name} created in its network sandbox`);
+      return { container: container.value, ip: ip.value };
+    }
+    if (container.status === 'fulfilled')
+      await container.value.remove({ force: true }).catch(() => undefined);
+    await this.docker
+      .getContainer(sandbox)
+      .remove({ force: true })
+      .catch(() => undefined);
+    throw container.status === 'rejected'
+      ? container.reason
+      : engineError((ip as PromiseRejectedResult).reason, 'the Docker Engine could not connect the replica');
+  }
+
   /** Creates and starts a container; one the Engine refuses (4xx: a memory limit below its minimum) is permanent. */
   private async run(spec: Docker.ContainerCreateOptions, log: DeployLog): Promise<Docker.Container> {
     const container = await this.docker.createContainer(spec).catch((error: unknown) => {
@@ -364,10 +405,12 @@ export class DockerProvider extends EngineDriver<Prepared> implements Provider {
     signal.throwIfAborted();
     for (const c of await this.containersOf({ [LABEL.service]: serviceId })) {
       if (Number(c.Labels[LABEL.generation] ?? 0) >= generation) continue;
-      const container = this.docker.getContainer(c.Id);
       // Ten seconds to finish what they are doing, as `docker stop` gives.
-      await container.stop({ t: 10 }).catch(() => undefined);
-      await container.remove({ force: true }).catch(ignoreGone);
+      await this.docker
+        .getContainer(c.Id)
+        .stop({ t: 10 })
+        .catch(() => undefined);
+      await removeReplica(this.docker, c);
     }
     await this.cron.rescan();
   }
@@ -487,7 +530,9 @@ export class DockerProvider extends EngineDriver<Prepared> implements Provider {
 
   protected async removeWorkloads(service: ServiceRef): Promise<void> {
     // The cron templates first: a tick that starts a run after this finds its template gone and
-    // removes the run itself, and every run created before it is in the listing below.
+    // removes the run itself, and every run created before it is in the listing below. A spare network
+    // sandbox being made is made before the listing.
+    await this.sandboxes.settle(service.id);
     await this.removeContainers({ [LABEL.service]: service.id, [LABEL.role]: 'cron-template' });
     await this.removeContainers({ [LABEL.service]: service.id });
     await this.cron.rescan();

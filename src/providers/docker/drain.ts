@@ -1,10 +1,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type Docker from 'dockerode';
 import type { Logger } from 'pino';
+import { INGRESS_CACHE_MS } from '../engine/ingress.ts';
+import { LABEL, labelFilter } from '../engine/labels.ts';
+import type { DockerDb } from '../engine/tables.ts';
 import type { DeployLog } from '../provider.ts';
-import { INGRESS_CACHE_MS } from './ingress.ts';
-import { LABEL, labelFilter } from './labels.ts';
-import type { DockerDb } from './tables.ts';
+import { removeReplica } from './sandboxes.ts';
 
 /**
  * Retires what a promotion replaced, after the deployment has succeeded: the old version's containers
@@ -83,26 +84,29 @@ export class Drainer {
       all: true,
       filters: labelFilter({ [LABEL.managed]: 'true', [LABEL.service]: serviceId }),
     });
-    const others = listed.filter((c) => c.Labels[LABEL.deployment] !== route.deployment_id);
+    // A sandbox goes with the replica that runs in it (a spare waits for the next rollout).
+    const others = listed.filter(
+      (c) => c.Labels[LABEL.deployment] !== route.deployment_id && c.Labels[LABEL.role] !== 'sandbox',
+    );
     const retired = await Promise.all(
       others.map(async (c) => {
         const info = await this.docker
           .getContainer(c.Id)
           .inspect()
           .catch(() => null);
-        return info && new Date(info.Created).getTime() < route.updated_at.getTime() ? c.Id : null;
+        return info && new Date(info.Created).getTime() < route.updated_at.getTime() ? c : null;
       }),
     );
-    const ids = retired.filter((id) => id !== null);
-    if (ids.length === 0) return;
+    const gone = retired.filter((c) => c !== null);
+    if (gone.length === 0) return;
     await Promise.all(
-      ids.map(async (id) => {
-        const container = this.docker.getContainer(id);
+      gone.map(async (c) => {
         // Ten seconds to finish what they are doing, as `docker stop` gives.
-        await container.stop({ t: 10 }).catch(() => undefined);
-        await container.remove({ force: true }).catch((error: { statusCode?: number }) => {
-          if (error.statusCode !== 404) throw error;
-        });
+        await this.docker
+          .getContainer(c.Id)
+          .stop({ t: 10 })
+          .catch(() => undefined);
+        await removeReplica(this.docker, c);
       }),
     );
     this.stopped(serviceId, route.deployment_id);

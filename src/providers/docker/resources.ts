@@ -10,14 +10,6 @@ import { instanceMemoryBytes } from '../../domain/instance-memory.ts';
 import type { OpsResource } from '../../domain/ops-json.ts';
 import { resourceName } from '../../domain/resource-names.ts';
 import { TerminalError } from '../../jobs/errors.ts';
-import type {
-  EnvironmentRef,
-  ProvisionedResource,
-  ResourceKey,
-  ResourceRequest,
-  Resources,
-  ServiceRef,
-} from '../provider.ts';
 import {
   attributesOf,
   copyNameOf,
@@ -28,12 +20,20 @@ import {
   engineOf,
   imageSettingOf,
   READY_TIMEOUT_MS,
-} from './dependency-engines.ts';
+} from '../engine/dependency-engines.ts';
+import { engineError, pullImage } from '../engine/images.ts';
+import { LABEL, networkName } from '../engine/labels.ts';
+import { lastOutput } from '../engine/output.ts';
+import type { DockerSettings } from '../engine/settings.ts';
+import type {
+  EnvironmentRef,
+  ProvisionedResource,
+  ResourceKey,
+  ResourceRequest,
+  Resources,
+  ServiceRef,
+} from '../provider.ts';
 import { waitReady } from './health.ts';
-import { engineError, pullImage } from './images.ts';
-import { LABEL, networkName } from './labels.ts';
-import { lastOutput } from './output.ts';
-import type { DockerSettings } from './settings.ts';
 
 const isGone = (error: unknown) => (error as { statusCode?: number }).statusCode === 404;
 

@@ -8,8 +8,8 @@
  */
 import type Docker from 'dockerode';
 import type { Logger } from 'pino';
-import { LABEL, labelFilter } from '../docker/labels.ts';
-import { Schedules } from '../docker/schedules.ts';
+import { LABEL, labelFilter } from '../engine/labels.ts';
+import { Schedules } from '../engine/schedules.ts';
 import { REMOVED_GENERATION } from '../provider.ts';
 import { sweepSecrets } from './secrets.ts';
 import { tasksOf } from './services.ts';

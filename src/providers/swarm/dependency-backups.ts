@@ -1,5 +1,5 @@
 /**
- * Logical backups of ops.json databases and caches on the swarm (docker/dependency-dumps.ts: the
+ * Logical backups of ops.json databases and caches on the swarm (engine/dependency-dumps.ts: the
  * helpers, the files). The helper containers run on the Engine Berth talks to (a manager), attached to
  * the environment's overlay (it is attachable), and reach the dependency by its alias wherever its task
  * runs: a logical dump needs neither the dependency's node nor its volume. The password is the one Berth
@@ -20,10 +20,10 @@ import {
   EngineDependencyBackups,
   isGone,
   TOOLS,
-} from '../docker/dependency-dumps.ts';
-import { attributesOf, dependencyNameOf, dependencyOf } from '../docker/dependency-engines.ts';
-import { pullImage } from '../docker/images.ts';
-import { LABEL, labelFilter } from '../docker/labels.ts';
+} from '../engine/dependency-dumps.ts';
+import { attributesOf, dependencyNameOf, dependencyOf } from '../engine/dependency-engines.ts';
+import { pullImage } from '../engine/images.ts';
+import { LABEL, labelFilter } from '../engine/labels.ts';
 import type { BackupRequest, ServiceRef } from '../provider.ts';
 import type { SwarmResources } from './resources.ts';
 import { tasksOf } from './services.ts';

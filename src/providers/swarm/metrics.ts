@@ -1,6 +1,6 @@
 import Docker from 'dockerode';
-import { ContainerUsage, memoryLimitOf, type Replica } from '../docker/container-metrics.ts';
-import { NO_TRAFFIC, type Traffic } from '../docker/traffic.ts';
+import { ContainerUsage, memoryLimitOf, type Replica } from '../engine/container-metrics.ts';
+import { NO_TRAFFIC, type Traffic } from '../engine/traffic.ts';
 import type { MetricsSubject, ServiceMetrics, ServiceSample } from '../provider.ts';
 import { running, servingName, type Task, tasksOf } from './services.ts';
 

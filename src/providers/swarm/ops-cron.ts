@@ -1,5 +1,5 @@
 /**
- * ops.json cron jobs on the swarm (the schedules are docker/ops-cron.ts's). Berth's process is on no
+ * ops.json cron jobs on the swarm (the schedules are engine/ops-cron.ts's). Berth's process is on no
  * environment's overlay, so each tick's GET is made by a task that is: a replicated job
  * (`berth-req-...`, role cron-request) on the environment's overlay, from BERTH_SWARM_REQUEST_IMAGE, that
  * runs `wget` on `http://<kube_svc_alias>:<port><path>`, the service's internal address (the overlay's
@@ -13,9 +13,9 @@ import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type Docker from 'dockerode';
 import type { Logger } from 'pino';
-import { LABEL, labelFilter } from '../docker/labels.ts';
-import { type OpsCronJob, type OpsCronRequest, REQUEST_TIMEOUT_MS } from '../docker/ops-cron.ts';
-import { serviceAlias } from '../docker/routes.ts';
+import { LABEL, labelFilter } from '../engine/labels.ts';
+import { type OpsCronJob, type OpsCronRequest, REQUEST_TIMEOUT_MS } from '../engine/ops-cron.ts';
+import { serviceAlias } from '../engine/routes.ts';
 import { failedTasks, overlayName, type Task, tasksOf } from './services.ts';
 import type { SwarmDb } from './tables.ts';
 

@@ -1,6 +1,6 @@
 /**
  * ops.json dependencies on the swarm. Each is a swarm service of one replica, `berth-dep-<name>`, from
- * its engine's image (docker/dependency-engines.ts: the docker driver's engines, variables and
+ * its engine's image (engine/dependency-engines.ts: the Engine drivers' engines, variables and
  * attributes) resolved to a digest, on the environment's overlay with the alias `<name>`, and its data
  * in the named volume `berth-dep-<name>`. A named volume lives on one node, so the service is pinned to
  * the node chosen at its first provision (the one with the fewest dependencies; swarm_dependencies
@@ -27,10 +27,10 @@ import {
   environmentWithPasswordFile,
   imageSettingOf,
   READY_TIMEOUT_MS,
-} from '../docker/dependency-engines.ts';
-import { engineError } from '../docker/images.ts';
-import { LABEL } from '../docker/labels.ts';
-import { lastOutput } from '../docker/output.ts';
+} from '../engine/dependency-engines.ts';
+import { engineError } from '../engine/images.ts';
+import { LABEL } from '../engine/labels.ts';
+import { lastOutput } from '../engine/output.ts';
 import type {
   EnvironmentRef,
   ProvisionedResource,

@@ -14,8 +14,8 @@
 import type Docker from 'dockerode';
 import { isVariableName } from '../../domain/variable-names.ts';
 import { TerminalError } from '../../jobs/errors.ts';
-import { engineError, pullImage } from '../docker/images.ts';
-import { LABEL, labelFilter } from '../docker/labels.ts';
+import { engineError, pullImage } from '../engine/images.ts';
+import { LABEL, labelFilter } from '../engine/labels.ts';
 import type { DeployLog, DesiredService } from '../provider.ts';
 
 const FILE = 'berth-env';

@@ -6,7 +6,7 @@
  */
 import type Docker from 'dockerode';
 import type { HealthCheck, OpsConfig } from '../../domain/ops-json.ts';
-import { LABEL, labelsOf, type Role } from '../docker/labels.ts';
+import { LABEL, labelsOf, type Role } from '../engine/labels.ts';
 import type { DesiredService } from '../provider.ts';
 import type { Launch } from './secrets.ts';
 

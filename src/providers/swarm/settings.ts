@@ -1,8 +1,8 @@
 import type Docker from 'dockerode';
 import { ConfigError, intSetting } from '../../config.ts';
-import { type DockerSettings, dockerSettings } from '../docker/settings.ts';
+import { type DockerSettings, dockerSettings } from '../engine/settings.ts';
 
-/** The swarm driver's settings: the docker driver's (ingress, pulls, git) and its own. */
+/** The swarm driver's settings: the Engine drivers' shared ones (ingress, pulls, git) and its own. */
 export interface SwarmSettings extends DockerSettings {
   /** DOCKER_HOST: a manager's Engine API; unset, the local engine (which must be a manager). */
   engine: Docker.DockerOptions | undefined;

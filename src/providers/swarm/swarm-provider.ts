@@ -4,17 +4,17 @@ import type { Logger } from 'pino';
 import type { OpsConfig } from '../../domain/ops-json.ts';
 import { SupersededError, TerminalError } from '../../jobs/errors.ts';
 import type { Db } from '../../store/database.ts';
-import { EngineDriver } from '../docker/engine-driver.ts';
-import { ensureNetwork } from '../docker/environment.ts';
-import { buildFromGit } from '../docker/git-build.ts';
-import { digestOf, engineError, imageOf, pushImage } from '../docker/images.ts';
-import type { RouteTarget } from '../docker/ingress.ts';
-import { LABEL, labelFilter, labelsOf, type Role } from '../docker/labels.ts';
-import { EngineLogs, type LogOptions, type LogSource } from '../docker/logs.ts';
-import { OpsCronJobs } from '../docker/ops-cron.ts';
-import type { Prepared, RolloutEngine, Run } from '../docker/rollout.ts';
-import { DELETED, observedRoute } from '../docker/routes.ts';
-import type { Schedules } from '../docker/schedules.ts';
+import { EngineDriver } from '../engine/engine-driver.ts';
+import { ensureNetwork } from '../engine/environment.ts';
+import { buildFromGit } from '../engine/git-build.ts';
+import { digestOf, engineError, imageOf, pushImage } from '../engine/images.ts';
+import type { RouteTarget } from '../engine/ingress.ts';
+import { LABEL, labelFilter, labelsOf, type Role } from '../engine/labels.ts';
+import { EngineLogs, type LogOptions, type LogSource } from '../engine/logs.ts';
+import { OpsCronJobs } from '../engine/ops-cron.ts';
+import type { Prepared, RolloutEngine, Run } from '../engine/rollout.ts';
+import { DELETED, observedRoute } from '../engine/routes.ts';
+import type { Schedules } from '../engine/schedules.ts';
 import {
   type DeployedSource,
   DeployFailed,
@@ -73,7 +73,7 @@ export interface SwarmProviderOptions {
  * it what to run and follows the task list. One overlay network per environment; one swarm service per
  * web, internal or worker service (updated in place by each rollout); a replicated-job service per job
  * deployment; a template per cron deployment, run by Berth's scheduler (cron.ts). Routing, generations
- * and the ingress are the docker driver's (docker/routes.ts, docker/ingress.ts).
+ * and the ingress are shared with the docker driver (engine/routes.ts, engine/ingress.ts).
  */
 export class SwarmProvider extends EngineDriver<Launched> implements Provider {
   private readonly docker: Docker;
@@ -178,7 +178,7 @@ export class SwarmProvider extends EngineDriver<Launched> implements Provider {
       .update({ ...service.Spec, version: service.Version?.Index, rollback: 'previous' });
   }
 
-  /** What the swarm driver gives the shared rollout (docker/rollout.ts): its engine calls, a strategy per type. */
+  /** What the swarm driver gives the shared rollout (engine/rollout.ts): its engine calls, a strategy per type. */
   private rolloutEngine(): RolloutEngine<Launched> {
     return {
       driver: 'swarm',

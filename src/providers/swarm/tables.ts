@@ -2,7 +2,7 @@ import type { ColumnType } from 'kysely';
 import type { Migration } from 'kysely/migration';
 import type { Db } from '../../store/database.ts';
 import { runStatements } from '../../store/migrations/run-statements.ts';
-import type { DockerTables } from '../docker/tables.ts';
+import type { DockerTables } from '../engine/tables.ts';
 
 /**
  * The swarm driver's own table: one row per cron tick claimed. Every `berth serve` schedules every cron
@@ -36,7 +36,7 @@ export interface SwarmOpsCronTicksTable {
   tick_at: ColumnType<Date, Date, Date>;
 }
 
-/** The routing table is the Engine-API drivers' shared one (docker/routes.ts); the rest are ours. */
+/** The routing table is the Engine-API drivers' shared one (engine/routes.ts); the rest are ours. */
 export type SwarmTables = DockerTables & {
   swarm_cron_ticks: SwarmCronTicksTable;
   swarm_dependencies: SwarmDependenciesTable;

@@ -11,6 +11,7 @@ import type Docker from 'dockerode';
 import type { Logger } from 'pino';
 import { REMOVED_GENERATION } from '../provider.ts';
 import { LABEL, labelFilter, networkName } from './labels.ts';
+import { addressOf } from './replica-address.ts';
 import { Schedules } from './schedules.ts';
 import type { DockerDb } from './tables.ts';
 
@@ -93,7 +94,7 @@ export function requestReplica(docker: Docker, logger: Logger): OpsCronRequest {
       })
       .catch(() => []);
     const replica = replicas[Math.floor(Math.random() * replicas.length)];
-    const ip = replica?.NetworkSettings.Networks[networkName(job.environmentId)]?.IPAddress;
+    const ip = replica && (await addressOf(docker, replica, networkName(job.environmentId)));
     const at = { service: job.serviceId, path: job.path };
     if (!ip) {
       logger.warn(at, 'ops.json cron job skipped: no replica is running');

@@ -23,8 +23,11 @@ import type { Logger } from 'pino';
 import { Agent, buildConnector } from 'undici';
 import { DEFAULT_OPS_CONFIG, type OpsConfig } from '../../domain/ops-json.ts';
 import type { CertificateSource } from '../provider.ts';
+import { type NativePlane, type NativeRoute, startHaproxy } from './haproxy.ts';
 import { LABEL, labelFilter, networkName } from './labels.ts';
 import { BodyOverLimit, proxy } from './proxy.ts';
+import { addressOf } from './replica-address.ts';
+import type { IngressProxy } from './settings.ts';
 import type { DockerDb } from './tables.ts';
 import type { Traffic } from './traffic.ts';
 
@@ -50,6 +53,8 @@ interface Upstream {
 /** How long a host's upstreams are remembered; a rollout waits longer than this before stopping old containers. */
 export const INGRESS_CACHE_MS = 1000;
 const CACHE_ENTRIES = 10_000;
+/** How long HAProxy's copy of a route's replicas stands while its deployment stays the same. */
+const NATIVE_TARGETS_MS = 5000;
 
 /** A routed web service, as the ingress looks up where it runs. */
 export interface RouteTarget {
@@ -73,10 +78,8 @@ export function containerTargets(docker: Docker): (route: RouteTarget) => Promis
       }),
     });
     const network = networkName(route.environmentId);
-    return containers.flatMap((c) => {
-      const ip = c.NetworkSettings.Networks[network]?.IPAddress;
-      return ip ? [`${ip}:${route.port}`] : [];
-    });
+    const ips = await Promise.all(containers.map((c) => addressOf(docker, c, network)));
+    return ips.flatMap((ip) => (ip ? [`${ip}:${route.port}`] : []));
   };
 }
 
@@ -90,8 +93,11 @@ export async function startIngress(options: {
   ingressHost: string;
   /** Where each answer for a routed service is counted (its metrics). */
   traffic: Traffic;
-  /** With ACME on: where certificates and challenge answers come from, and the HTTPS port. */
-  tls?: { certificates: CertificateSource; port: number };
+  /**
+   * With ACME on: where certificates and challenge answers come from, and the HTTPS port. `proxy`
+   * (BERTH_INGRESS_PROXY) `haproxy` serves HTTPS from HAProxy (haproxy.ts) rather than from this process.
+   */
+  tls?: { certificates: CertificateSource; port: number; proxy?: IngressProxy };
 }): Promise<Ingress> {
   const { db, ingressHost } = options;
   const suffix = `.${ingressHost.toLowerCase()}`;
@@ -254,10 +260,70 @@ export async function startIngress(options: {
     });
   });
 
+  /**
+   * Every routed web service with its host names and replicas, and each name's certificate: what
+   * HAProxy serves, which (unlike the lookups above, made per request) it must be given in full.
+   */
+  // Each route's replicas as last asked of the engine: asked again when its deployment changes, else
+  // every NATIVE_TARGETS_MS (a replica restarted in place), not every second for every service.
+  const nativeTargets = new Map<string, { deploymentId: string; at: number; targets: string[] }>();
+  async function nativeTable() {
+    const source = options.tls?.certificates;
+    const rows = await db
+      .selectFrom('docker_routes')
+      .select(['service_id', 'deployment_id', 'environment_id', 'port', 'ops', 'subdomain', 'domains'])
+      .where('type', '=', 'web')
+      .execute();
+    const routes: NativeRoute[] = [];
+    const served = new Map<string, { cert: string; key: string }>();
+    for (const row of rows) {
+      if (!row.environment_id) continue;
+      const hosts = [...(row.subdomain ? [`${row.subdomain}${suffix}`] : []), ...row.domains];
+      const known = nativeTargets.get(row.service_id);
+      let targets = known?.targets ?? [];
+      if (known?.deploymentId !== row.deployment_id || Date.now() - known.at >= NATIVE_TARGETS_MS) {
+        targets = row.port
+          ? await options.targets({
+              serviceId: row.service_id,
+              deploymentId: row.deployment_id,
+              environmentId: row.environment_id,
+              port: row.port,
+            })
+          : [];
+        nativeTargets.set(row.service_id, { deploymentId: row.deployment_id, at: Date.now(), targets });
+      }
+      routes.push({ serviceId: row.service_id, hosts, targets, ops: row.ops });
+      for (const host of hosts) {
+        const pair = await source?.certificate(host);
+        if (pair) served.set(host, pair);
+      }
+    }
+    const routed = new Set(rows.map((row) => row.service_id));
+    for (const serviceId of nativeTargets.keys()) if (!routed.has(serviceId)) nativeTargets.delete(serviceId);
+    return { routes, certificates: served };
+  }
+
   const url = await app.listen({ host: options.host, port: options.port });
   let https: HttpsServer | null = null;
+  let native: NativePlane | null = null;
   let httpsUrl: string | null = null;
-  if (options.tls && certificates) {
+  if (options.tls?.proxy === 'haproxy') {
+    try {
+      native = await startHaproxy({
+        bind: options.host,
+        port: options.tls.port,
+        load: nativeTable,
+        logger: options.logger,
+        intervalMs: INGRESS_CACHE_MS,
+        counted: (serviceId, status, ms) => options.traffic.record(serviceId, status, ms),
+      });
+    } catch (err) {
+      await app.close();
+      await agent.close();
+      throw err;
+    }
+    httpsUrl = native.url;
+  } else if (options.tls && certificates) {
     // The CA's TLS-ALPN-01 handshakes (RFC 8737) offer `acme-tls/1` alone; they get the challenge's
     // certificate, everyone else the name's own. Node calls ALPNCallback before SNICallback, both on
     // the handshake's socket (`this`): that is how the second knows what the first saw.
@@ -307,8 +373,12 @@ export async function startIngress(options: {
   return {
     url,
     httpsUrl,
-    forget: () => cache.clear(),
+    forget: () => {
+      cache.clear();
+      void native?.sync();
+    },
     close: async () => {
+      await native?.close();
       if (https) {
         const server = https;
         const closed = new Promise((resolve) => server.close(resolve));

@@ -30,9 +30,10 @@ export const LABEL = {
 
 /**
  * replica: serves traffic or works; job: one run per deployment; cron-template / cron-run: schedules;
- * cron-request: an ops.json cron job's request (swarm); backup: a dependency backup's or restore's helper.
+ * cron-request: an ops.json cron job's request (swarm); backup: a dependency backup's or restore's helper;
+ * sandbox: a replica's network namespace, made ahead (docker/sandboxes.ts).
  */
-export type Role = 'replica' | 'job' | 'cron-template' | 'cron-run' | 'cron-request' | 'backup';
+export type Role = 'replica' | 'job' | 'cron-template' | 'cron-run' | 'cron-request' | 'backup' | 'sandbox';
 
 /** What everything a deployment makes carries. */
 export function labelsOf(desired: DesiredService, role: Role): Record<string, string> {

@@ -1,7 +1,10 @@
 import path from 'node:path';
 import { ConfigError, gitBaseUrlSetting, intSetting } from '../../config.ts';
 
-/** The docker driver's settings, parsed by the driver from the environment. */
+/** What serves the ingress's HTTPS: this Node process, or HAProxy configured by it. */
+export type IngressProxy = 'node' | 'haproxy';
+
+/** The settings of the drivers on the Engine API (docker, swarm), parsed by each from the environment. */
 export interface DockerSettings {
   /** BERTH_INGRESS_HOST: host name services live under: `{subdomain}.{ingressHost}`. */
   ingressHost: string;
@@ -9,6 +12,11 @@ export interface DockerSettings {
   ingressPort: number;
   /** BERTH_INGRESS_HTTPS_PORT: the ingress's HTTPS port, served when ACME is on (docs/https.md). */
   ingressHttpsPort: number;
+  /**
+   * BERTH_INGRESS_PROXY: what serves the ingress's HTTPS, `node` (this process, the default) or
+   * `haproxy` (a HAProxy process Berth runs and configures: docs/https.md).
+   */
+  ingressProxy: IngressProxy;
   /** BERTH_PUBLIC_URL: where the public reaches the ingress (scheme, host, port): origins use it. */
   publicUrl: string;
   /** BERTH_INGRESS_BIND: the address the ingress listens on, apart from BERTH_HOST, so exposing apps never exposes the API. */
@@ -29,6 +37,12 @@ export interface DockerSettings {
    * `backups/dependencies` in the data directory.
    */
   backupDir: string;
+  /**
+   * BERTH_DOCKER_SANDBOX_IMAGE: an image whose command keeps running (a "pause" image); with it, each
+   * replica slot gets its network sandbox made ahead and a new version starts in it (docker/sandboxes.ts).
+   * Unset: every replica gets its network made as it starts.
+   */
+  sandboxImage: string | undefined;
 }
 
 /**
@@ -59,11 +73,26 @@ function ingressAddresses(
   return { ingressHost, ingressPort, publicUrl: url.origin };
 }
 
+function ingressProxySetting(env: NodeJS.ProcessEnv): IngressProxy {
+  const value = env.BERTH_INGRESS_PROXY || 'node';
+  if (value !== 'node' && value !== 'haproxy') {
+    throw new ConfigError(`BERTH_INGRESS_PROXY must be node or haproxy, not ${JSON.stringify(value)}`);
+  }
+  // HAProxy answers every handshake with the name's own certificate: it cannot present a challenge's.
+  if (value === 'haproxy' && env.BERTH_ACME_CHALLENGE === 'tls-alpn-01') {
+    throw new ConfigError(
+      'BERTH_INGRESS_PROXY=haproxy cannot answer TLS-ALPN-01: set BERTH_ACME_CHALLENGE=http-01 (the default)',
+    );
+  }
+  return value;
+}
+
 export function dockerSettings(env: NodeJS.ProcessEnv): DockerSettings {
   return {
     ...ingressAddresses(env),
     ingressBind: env.BERTH_INGRESS_BIND || '127.0.0.1',
     ingressHttpsPort: intSetting(env, 'BERTH_INGRESS_HTTPS_PORT', 443, 0, 65535),
+    ingressProxy: ingressProxySetting(env),
     gitBaseUrl: gitBaseUrlSetting(env),
     pullTimeoutMs: intSetting(env, 'BERTH_PULL_TIMEOUT_MS', 600_000, 1_000, 3_600_000),
     backupDir: path.resolve(
@@ -72,6 +101,7 @@ export function dockerSettings(env: NodeJS.ProcessEnv): DockerSettings {
           ? path.join(env.BERTH_BACKUP_DIR, 'dependencies')
           : path.join(env.BERTH_DATA_DIR || '.berth', 'backups', 'dependencies')),
     ),
+    sandboxImage: env.BERTH_DOCKER_SANDBOX_IMAGE || undefined,
     dependencyImages: {
       postgres: env.BERTH_DOCKER_POSTGRES_IMAGE || 'berth-deps/postgres:latest',
       mariadb: env.BERTH_DOCKER_MARIADB_IMAGE || 'berth-deps/mariadb:latest',

@@ -5,9 +5,9 @@ import type { Db } from '../../store/database.ts';
 import { runStatements } from '../../store/migrations/run-statements.ts';
 
 /**
- * The docker driver's routing table, written at apply time from the desired state: which deployment's
- * containers serve a service, at which generation, under which host names, with which ops.json. The
- * ingress and the cron scheduler read only this (never Berth's services or custom_domains).
+ * The Engine drivers' routing table (docker, swarm), written at apply time from the desired state:
+ * which deployment's replicas serve a service, at which generation, under which host names, with which
+ * ops.json. The ingress and the cron scheduler read only this (never Berth's services or custom_domains).
  */
 export interface DockerRoutesTable {
   service_id: string;

@@ -53,7 +53,9 @@ export abstract class EngineDriver<P extends Prepared> {
         port: this.settings.ingressPort,
         ingressHost: this.settings.ingressHost,
         traffic: this.traffic,
-        ...(certificates && { tls: { certificates, port: this.settings.ingressHttpsPort } }),
+        ...(certificates && {
+          tls: { certificates, port: this.settings.ingressHttpsPort, proxy: this.settings.ingressProxy },
+        }),
       });
       this.traffic.start();
       await this.cron.start();
@@ -130,6 +132,8 @@ export abstract class EngineDriver<P extends Prepared> {
   async remove(service: ServiceRef): Promise<void> {
     // The tombstone first: from here no apply of any generation routes or promotes the service again.
     await bury(this.db, service.id);
+    // Nor does the ingress serve it from its cache: a swarm's tasks answer while they stop.
+    this.ingress?.forget();
     await this.removeWorkloads(service);
   }
 

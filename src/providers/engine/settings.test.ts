@@ -35,3 +35,21 @@ test('a BERTH_PUBLIC_URL that cannot be an origin, or names another host than BE
     /must be BERTH_INGRESS_HOST/,
   );
 });
+
+test('BERTH_DOCKER_SANDBOX_IMAGE turns network sandboxes made ahead on; unset (or empty), they are off', () => {
+  assert.equal(loadConfig({}).sandboxImage, undefined);
+  assert.equal(loadConfig({ BERTH_DOCKER_SANDBOX_IMAGE: '' }).sandboxImage, undefined);
+  assert.equal(
+    loadConfig({ BERTH_DOCKER_SANDBOX_IMAGE: 'registry.k8s.io/pause:3.9' }).sandboxImage,
+    'registry.k8s.io/pause:3.9',
+  );
+});
+
+test('BERTH_INGRESS_PROXY chooses what serves HTTPS: the Node ingress by default, or HAProxy', () => {
+  assert.equal(loadConfig({}).ingressProxy, 'node');
+  assert.equal(loadConfig({ BERTH_INGRESS_PROXY: 'haproxy' }).ingressProxy, 'haproxy');
+  assert.throws(
+    () => loadConfig({ BERTH_INGRESS_PROXY: 'nginx' }),
+    /BERTH_INGRESS_PROXY must be node or haproxy/,
+  );
+});
