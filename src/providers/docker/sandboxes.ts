@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type Docker from 'dockerode';
 import type { Logger } from 'pino';
 import { LABEL, labelFilter } from '../engine/labels.ts';
-import { sandboxOf } from '../engine/replica-address.ts';
 import type { DesiredService } from '../provider.ts';
+import { sandboxOf } from './replica-address.ts';
 
 /**
  * Network sandboxes made ahead (the Kubernetes "pause container" model): a replica's network namespace,
