@@ -16,8 +16,10 @@ import {
   containersOfService,
   docker,
   freePort,
+  processEnvironment,
   removeEnvironment,
   requireDocker,
+  viaIngress,
 } from '../helpers/docker.ts';
 import { createRepo } from '../helpers/git.ts';
 import { providerContract } from '../helpers/provider-contract.ts';
@@ -27,6 +29,7 @@ providerContract('docker', async () => {
   await buildBaseImage();
   await buildDependencyImages();
   // The sources test's repositories, cloned from here as from a git host, and the dependency backups.
+  const ingressPort = await freePort();
   const gitRoot = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-contract-git-'));
   const database = await createTestDatabase();
   const store = await openStore({ databaseUrl: database.databaseUrl, dataDir: database.dataDir });
@@ -34,7 +37,7 @@ providerContract('docker', async () => {
     ...loadConfig({}),
     provider: 'docker',
     providerEnv: {
-      BERTH_INGRESS_PORT: String(await freePort()),
+      BERTH_INGRESS_PORT: String(ingressPort),
       BERTH_GIT_BASE_URL: `file://${gitRoot}`,
       BERTH_DEPENDENCY_BACKUP_DIR: path.join(gitRoot, 'dependency-backups'),
     },
@@ -49,6 +52,26 @@ providerContract('docker', async () => {
     spec: () => ({ docker_image: BASE_IMAGE.replace(/:latest$/, ''), run_command: 'sleep 3600' }),
     printOnce: (text) => ({ run_command: `echo ${text}` }),
     printEvery: (text) => ({ run_command: `while true; do echo ${text}; sleep 0.3; done` }),
+    printAndExit: (text, code) => ({ run_command: `echo ${text}; exit ${code}` }),
+    serve: (text) => ({
+      type: 'web',
+      port: 8080,
+      run_command: `mkdir -p /www && echo ${text} > /www/index.html && exec httpd -f -p 8080 -h /www`,
+    }),
+    // Through the ingress, as the service's public host name.
+    answer: async (service) => {
+      const res = await viaIngress(ingressPort, `${service.subdomain}.localhost`);
+      return res.status === 200 ? res.body.trim() : null;
+    },
+    // Each running replica's, read from its process.
+    environments: async (serviceId, deploymentId) =>
+      Promise.all(
+        (await containersOfService(serviceId, false))
+          .filter(
+            (c) => c.Labels['berth.role'] === 'replica' && c.Labels['berth.deployment'] === deploymentId,
+          )
+          .map((c) => processEnvironment(docker, c.Id)),
+      ),
     realLogs: true,
     resources: {
       makes: {

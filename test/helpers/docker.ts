@@ -1,10 +1,12 @@
 import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import Docker from 'dockerode';
+import { demultiplex } from '../../src/providers/engine/output.ts';
 import { pollUntil } from './poll.ts';
 import { api, deploymentEnd } from './process.ts';
 
@@ -140,6 +142,36 @@ export function viaIngress(
     req.on('timeout', () => req.destroy(new Error('timed out')));
     req.on('error', reject);
   });
+}
+
+/**
+ * The environment of a running container's main process (PID 1, as it runs after any exec), each value
+ * as its SHA-256 (hex), read from /proc inside the container.
+ */
+export async function processEnvironment(
+  engine: Docker,
+  containerId: string,
+): Promise<Record<string, string>> {
+  const exec = await engine.getContainer(containerId).exec({
+    Cmd: ['cat', '/proc/1/environ'],
+    AttachStdout: true,
+    AttachStderr: true,
+  });
+  const chunks: Buffer[] = [];
+  for await (const chunk of await exec.start({})) chunks.push(chunk as Buffer);
+  const entries = demultiplex(Buffer.concat(chunks))
+    .split('\0')
+    .filter((entry) => entry.includes('='))
+    .map((entry) => {
+      const at = entry.indexOf('=');
+      return [
+        entry.slice(0, at),
+        createHash('sha256')
+          .update(entry.slice(at + 1))
+          .digest('hex'),
+      ];
+    });
+  return Object.fromEntries(entries);
 }
 
 export async function containersOfService(serviceId: string, all = true) {

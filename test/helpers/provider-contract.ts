@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { DEFAULT_OPS_CONFIG, type OpsResource } from '../../src/domain/ops-json.ts';
 import { SupersededError, TerminalError } from '../../src/jobs/errors.ts';
 import {
+  DeployFailed,
   type DeployLog,
   DeploymentCancelled,
   type DesiredService,
@@ -58,6 +59,23 @@ export interface ContractDriver {
   repository?(files: Record<string, string>): Promise<Partial<RuntimeSpec>>;
   /** With the admission capability: a change to the contract's service that the driver refuses. */
   refused?: Partial<RuntimeSpec>;
+  /** A web service whose route answers `text` (a deployment's id) at `/`. */
+  serve(text: string): Partial<RuntimeSpec>;
+  /**
+   * What the service's route answers at `/` through the driver's ingress (trimmed), or null when nothing
+   * answers for it; for a runtime without an ingress, the deployment its route leads to.
+   */
+  answer(service: { id: string; subdomain: string }): Promise<string | null>;
+  /**
+   * The variables each running replica of a deployment of the service has in its environment, each
+   * value as its SHA-256 (hex): read from the process for a real runtime; what its replicas were given
+   * for a simulated one.
+   */
+  environments(serviceId: string, deploymentId: string): Promise<Record<string, string>[]>;
+  /** With the secrets capability: a scope's secrets as the driver's store holds them, values as SHA-256. */
+  storedSecrets?(scope: 'service' | 'environment', scopeId: string): Promise<Record<string, string>>;
+  /** A command that prints `text` and exits with `code` (a job that fails). */
+  printAndExit(text: string, code: number): Partial<RuntimeSpec>;
   /** The same desired state, changed so that applying it fails with a TerminalError. */
   failing(desired: DesiredService): DesiredService;
   /** What runs for the service, as a value that changes on every rollout and only then. */
@@ -66,6 +84,8 @@ export interface ContractDriver {
 }
 
 const never = new AbortController().signal;
+
+export const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 
 /** A worker service of the environment with the given id, named after it, changed by `extra`. */
 export function serviceSpecIn(
@@ -239,6 +259,77 @@ export function providerContract(name: string, setup: () => Promise<ContractDriv
       assert.equal(await d.provider.metrics.sample(subject), null, 'removed');
     });
 
+    test('a failing job: a run that exits non-zero fails its apply with the exit code, observes as failed, and what it printed is in its logs', async () => {
+      const id = randomUUID();
+      const text = `contract-fail-${id.slice(0, 8)}`;
+      const service = specOf(id, { ...d.printAndExit(text, 3), type: 'job' });
+      await assert.rejects(
+        d.provider.apply(desired(id, 75, { service }), never),
+        (error: Error) => error instanceof DeployFailed && /the job exited with code 3\b/.test(error.message),
+      );
+      const ref = { ...desired(id, 0).service, type: 'job' as const };
+      assert.equal((await d.provider.observe(ref)).run_status, 'failed');
+      await linesOf(id, 10, (lines) => printed(lines, text));
+      await d.provider.remove(ref);
+    });
+
+    test("variables: a deployment's are in its running replicas' environment; the next deployment's set replaces them whole", async () => {
+      const id = randomUUID();
+      const contractVariables = (environment: Record<string, string>) =>
+        Object.fromEntries(Object.entries(environment).filter(([name]) => name.startsWith('CONTRACT_')));
+      const expect = async (deploymentId: string, variables: Record<string, string>) => {
+        const environments = await d.environments(id, deploymentId);
+        assert.ok(environments.length > 0, 'a replica runs');
+        for (const environment of environments)
+          assert.deepEqual(
+            contractVariables(environment),
+            Object.fromEntries(Object.entries(variables).map(([name, value]) => [name, sha256(value)])),
+          );
+      };
+      const first = { CONTRACT_KEPT: 'first value', CONTRACT_DROPPED: "it's gone next" };
+      const one = desired(id, 1, { variables: first });
+      await d.provider.apply(one, never);
+      await expect(one.deploymentId, first);
+      const second = { CONTRACT_KEPT: 'second value' };
+      const two = desired(id, 2, { variables: second });
+      await d.provider.apply(two, never);
+      await expect(two.deploymentId, second);
+      await d.provider.remove(desired(id, 0).service);
+    });
+
+    test('serving: a web service answers through its route with the version deployed, the next version once it is rolled out, and nothing once removed', async () => {
+      const id = randomUUID();
+      const service = specOf(id, {});
+      const deploy = async (generation: number) => {
+        const want = desired(id, generation);
+        await d.provider.apply({ ...want, service: { ...service, ...d.serve(want.deploymentId) } }, never);
+        return want.deploymentId;
+      };
+      const first = await deploy(1);
+      assert.equal(await d.answer(service), first);
+      const second = await deploy(2);
+      assert.equal(await d.answer(service), second, 'the route leads to the new version once apply resolves');
+      await d.provider.remove({ ...service, type: 'web' });
+      assert.equal(await d.answer(service), null, 'nothing answers for a removed service');
+    });
+
+    test("secrets: a write is the scope's whole set: it replaces what the store held, and an empty one clears it", async () => {
+      const { secrets } = d.provider;
+      if (!secrets || !d.storedSecrets) {
+        assert.equal(d.capabilities.includes('secrets'), false, 'a driver without a store declares none');
+        return;
+      }
+      const scopeId = randomUUID();
+      const stored = () => d.storedSecrets?.('service', scopeId);
+      await secrets.write('service', scopeId, { KEPT: 'one', DROPPED: 'two' });
+      assert.deepEqual(await stored(), { KEPT: sha256('one'), DROPPED: sha256('two') });
+      await secrets.write('service', scopeId, { KEPT: 'three' });
+      assert.deepEqual(await stored(), { KEPT: sha256('three') });
+      assert.deepEqual(await d.storedSecrets?.('environment', scopeId), {}, 'scopes are apart');
+      await secrets.write('service', scopeId, {});
+      assert.deepEqual(await stored(), {});
+    });
+
     test('the optional members are exactly the capabilities the driver declares', () => {
       const has = CAPABILITIES.filter((member) => d.provider[member] !== undefined);
       assert.deepEqual(
@@ -250,6 +341,7 @@ export function providerContract(name: string, setup: () => Promise<ContractDriv
       if (d.capabilities.includes('backups'))
         assert.ok(d.capabilities.includes('resources'), 'backups are of the dependencies it makes');
       assert.equal(d.capabilities.includes('sources'), d.repository !== undefined, 'a repository to read');
+      assert.equal(d.capabilities.includes('secrets'), d.storedSecrets !== undefined, 'a store to read');
     });
 
     /** The lines `read` yields now (no follow), waiting until `enough` says they are. */

@@ -232,3 +232,31 @@ test('a line reaches a follower when it commits, not with the next fallback read
     await quiet.close();
   }
 });
+
+test('a job whose run_command exits non-zero fails its deployment with the exit code, as docker and swarm report it', async () => {
+  const created = await h.request('POST', `/v1/environments/${t.envId}/services`, {
+    token: t.token,
+    body: {
+      ...VALID_SERVICE.docker,
+      name: 'Failing Job',
+      type: 'job',
+      run_command: 'echo migrating; exit 3',
+    },
+  });
+  assert.equal(created.status, 200, created.raw);
+  const jobUrl = `/v1/environments/${t.envId}/services/${created.body.data.service.id}`;
+  const res = await h.request('POST', `${jobUrl}/deploy`, { token: t.token, body: {} });
+  assert.equal(res.status, 200, res.raw);
+  const deployment = await pollUntil('the job deployment to end', async () => {
+    const got = await h.request('GET', `/v1/deployments/${res.body.data.deployment_id}`, { token: t.token });
+    const { state } = got.body.data.deployment;
+    return state === 'success' || state === 'failed' ? got.body.data.deployment : undefined;
+  });
+  assert.equal(deployment.state, 'failed');
+  assert.equal(deployment.failure_reason, 'the job exited with code 3');
+  const observed = await pollUntil('the job to be observed as failed', async () => {
+    const got = await h.request('GET', jobUrl, { token: t.token });
+    return got.body.data.run_status === 'failed' ? got.body.data : undefined;
+  });
+  assert.equal(observed.run_status, 'failed');
+});

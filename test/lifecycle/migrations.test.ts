@@ -34,6 +34,7 @@ const SIM_WORKLOADS = [
   'service_id',
   'target',
   'updated_at',
+  'variables',
 ];
 const DOCKER_ROUTES = [
   'deployment_id',

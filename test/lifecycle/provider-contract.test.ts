@@ -65,6 +65,38 @@ providerContract('sim', async () => {
         return row ? row.created_at.toISOString() : '';
       },
     },
+    // The simulated cloud runs nothing: its jobs exit as their command's last `exit N` says (sim-provider.ts).
+    printAndExit: (text, code) => ({ run_command: `echo ${text}; exit ${code}` }),
+    serve: () => ({ type: 'web', port: 8080 }),
+    // No ingress: a route leads to the deployment in place while its service runs.
+    answer: async (service) => {
+      const row = await simTables(store.db)
+        .selectFrom('sim_workloads')
+        .select(['deployment_id', 'run_status'])
+        .where('service_id', '=', service.id)
+        .executeTakeFirst();
+      return row?.run_status === 'running' ? row.deployment_id : null;
+    },
+    // What each simulated replica was given.
+    environments: async (serviceId, deploymentId) => {
+      const row = await simTables(store.db)
+        .selectFrom('sim_workloads')
+        .select(['deployment_id', 'variables', 'replicas', 'run_status'])
+        .where('service_id', '=', serviceId)
+        .executeTakeFirst();
+      return row?.run_status === 'running' && row.deployment_id === deploymentId
+        ? Array.from({ length: row.replicas }, () => row.variables)
+        : [];
+    },
+    storedSecrets: async (scope, scopeId) => {
+      const rows = await simTables(store.db)
+        .selectFrom('sim_secrets')
+        .select(['name', 'digest'])
+        .where('scope', '=', scope)
+        .where('scope_id', '=', scopeId)
+        .execute();
+      return Object.fromEntries(rows.map((row) => [row.name, row.digest]));
+    },
     failing: (desired) => ({
       ...desired,
       target: { ...desired.target, docker_image_tag: 'fail-on-purpose' },

@@ -10,7 +10,7 @@ import { openProvider } from '../../src/providers/registry.ts';
 import { openStore } from '../../src/store/database.ts';
 import { createTestDatabase } from '../helpers/database.ts';
 import { buildDependencyImages } from '../helpers/dependency-images.ts';
-import { freePort } from '../helpers/docker.ts';
+import { freePort, processEnvironment, viaIngress } from '../helpers/docker.ts';
 import { createRepo } from '../helpers/git.ts';
 import { providerContract } from '../helpers/provider-contract.ts';
 import { SWARM_IMAGE, startSwarm } from '../helpers/swarm.ts';
@@ -21,6 +21,7 @@ providerContract('swarm', async () => {
   // The nodes pull from the swarm's registry: the redis the resources test makes is pushed there.
   const redis = await swarm.pushLocalImage('berth-deps/redis:latest', 'berth-deps/redis');
   // The sources test's repositories, cloned from here as from a git host, and the dependency backups.
+  const ingressPort = await freePort();
   const gitRoot = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-contract-git-'));
   const database = await createTestDatabase();
   const store = await openStore({ databaseUrl: database.databaseUrl, dataDir: database.dataDir });
@@ -31,7 +32,7 @@ providerContract('swarm', async () => {
       DOCKER_HOST: swarm.dockerHost,
       BERTH_SWARM_MONITOR_S: '1',
       BERTH_DOCKER_REDIS_IMAGE: redis,
-      BERTH_INGRESS_PORT: String(await freePort()),
+      BERTH_INGRESS_PORT: String(ingressPort),
       BERTH_GIT_BASE_URL: `file://${gitRoot}`,
       BERTH_DEPENDENCY_BACKUP_DIR: path.join(gitRoot, 'dependency-backups'),
     },
@@ -44,6 +45,31 @@ providerContract('swarm', async () => {
     spec: () => ({ docker_image: SWARM_IMAGE, docker_registry: swarm.registry, run_command: 'sleep 3600' }),
     printOnce: (text) => ({ run_command: `echo ${text}` }),
     printEvery: (text) => ({ run_command: `while true; do echo ${text}; sleep 0.3; done` }),
+    printAndExit: (text, code) => ({ run_command: `echo ${text}; exit ${code}` }),
+    serve: (text) => ({
+      type: 'web',
+      port: 8080,
+      run_command: `mkdir -p /www && echo ${text} > /www/index.html && exec httpd -f -p 8080 -h /www`,
+    }),
+    // Through the ingress, as the service's public host name.
+    answer: async (service) => {
+      const res = await viaIngress(ingressPort, `${service.subdomain}.localhost`);
+      return res.status === 200 ? res.body.trim() : null;
+    },
+    // Each running task's, read from its process on the node that runs it.
+    environments: async (serviceId, deploymentId) => {
+      const found: Record<string, string>[] = [];
+      for (const n of [1, 2]) {
+        const node = swarm.node(n);
+        const containers = await node.listContainers({
+          filters: {
+            label: [`com.docker.swarm.service.name=berth-${serviceId}`, `berth.deployment=${deploymentId}`],
+          },
+        });
+        for (const c of containers) found.push(await processEnvironment(node, c.Id));
+      }
+      return found;
+    },
     realLogs: true,
     resources: {
       makes: {

@@ -2,10 +2,10 @@ import { randomUUID } from 'node:crypto';
 import type Docker from 'dockerode';
 import type { Logger } from 'pino';
 import { LABEL, labelFilter } from '../engine/labels.ts';
-import { sandboxOf } from '../engine/replica-address.ts';
 import type { DockerSettings } from '../engine/settings.ts';
 import type { DesiredService } from '../provider.ts';
 import { ensurePauseImage, PAUSE_COMMAND } from './pause-image.ts';
+import { sandboxOf } from './replica-address.ts';
 
 /**
  * Network sandboxes made ahead (the Kubernetes "pause container" model): a replica's network namespace,

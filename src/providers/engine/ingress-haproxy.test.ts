@@ -288,6 +288,13 @@ test('a new deployment moves traffic at run time, with no failed request in a ke
   idle.destroy();
 });
 
+test('a replica that moves within the same deployment (restarted in place) is followed', async () => {
+  replicas.set(moving, [first]);
+  await until('the moved replica to answer', async () =>
+    (await get(ingress.httpsUrl as string, host('web'))).body === 'first\n' ? true : undefined,
+  );
+});
+
 /** A GET on `agent`'s kept connection: its status, and whether that connection was one kept from before. */
 function getKept(agent: https.Agent, ca: string): Promise<{ status: number; reused: boolean }> {
   return new Promise((resolve, reject) => {

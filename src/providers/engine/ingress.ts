@@ -15,7 +15,6 @@
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import { Transform } from 'node:stream';
 import tls from 'node:tls';
-import type Docker from 'dockerode';
 import Fastify, { type FastifyRequest } from 'fastify';
 import ipaddr from 'ipaddr.js';
 import { sql } from 'kysely';
@@ -24,9 +23,7 @@ import { Agent, buildConnector } from 'undici';
 import { DEFAULT_OPS_CONFIG, type OpsConfig } from '../../domain/ops-json.ts';
 import type { CertificateSource } from '../provider.ts';
 import { type NativePlane, type NativeRoute, startHaproxy } from './haproxy.ts';
-import { LABEL, labelFilter, networkName } from './labels.ts';
 import { BodyOverLimit, proxy } from './proxy.ts';
-import { addressOf } from './replica-address.ts';
 import type { IngressProxy } from './settings.ts';
 import type { DockerDb } from './tables.ts';
 import type { Traffic } from './traffic.ts';
@@ -53,6 +50,8 @@ interface Upstream {
 /** How long a host's upstreams are remembered; a rollout waits longer than this before stopping old containers. */
 export const INGRESS_CACHE_MS = 1000;
 const CACHE_ENTRIES = 10_000;
+/** How long HAProxy's copy of a route's replicas stands while its deployment stays the same. */
+const NATIVE_TARGETS_MS = 5000;
 
 /** A routed web service, as the ingress looks up where it runs. */
 export interface RouteTarget {
@@ -60,25 +59,6 @@ export interface RouteTarget {
   deploymentId: string;
   environmentId: string;
   port: number;
-}
-
-/**
- * The docker driver's targets: the running replicas of the serving deployment, by their address on the
- * environment network (the ingress runs on the engine's host, which reaches bridge networks).
- */
-export function containerTargets(docker: Docker): (route: RouteTarget) => Promise<string[]> {
-  return async (route) => {
-    const containers = await docker.listContainers({
-      filters: labelFilter({
-        [LABEL.service]: route.serviceId,
-        [LABEL.deployment]: route.deploymentId,
-        [LABEL.role]: 'replica',
-      }),
-    });
-    const network = networkName(route.environmentId);
-    const ips = await Promise.all(containers.map((c) => addressOf(docker, c, network)));
-    return ips.flatMap((ip) => (ip ? [`${ip}:${route.port}`] : []));
-  };
 }
 
 export async function startIngress(options: {
@@ -262,6 +242,9 @@ export async function startIngress(options: {
    * Every routed web service with its host names and replicas, and each name's certificate: what
    * HAProxy serves, which (unlike the lookups above, made per request) it must be given in full.
    */
+  // Each route's replicas as last asked of the engine: asked again when its deployment changes, else
+  // every NATIVE_TARGETS_MS (a replica restarted in place), not every second for every service.
+  const nativeTargets = new Map<string, { deploymentId: string; at: number; targets: string[] }>();
   async function nativeTable() {
     const source = options.tls?.certificates;
     const rows = await db
@@ -274,20 +257,27 @@ export async function startIngress(options: {
     for (const row of rows) {
       if (!row.environment_id) continue;
       const hosts = [...(row.subdomain ? [`${row.subdomain}${suffix}`] : []), ...row.domains];
-      const targets = row.port
-        ? await options.targets({
-            serviceId: row.service_id,
-            deploymentId: row.deployment_id,
-            environmentId: row.environment_id,
-            port: row.port,
-          })
-        : [];
+      const known = nativeTargets.get(row.service_id);
+      let targets = known?.targets ?? [];
+      if (known?.deploymentId !== row.deployment_id || Date.now() - known.at >= NATIVE_TARGETS_MS) {
+        targets = row.port
+          ? await options.targets({
+              serviceId: row.service_id,
+              deploymentId: row.deployment_id,
+              environmentId: row.environment_id,
+              port: row.port,
+            })
+          : [];
+        nativeTargets.set(row.service_id, { deploymentId: row.deployment_id, at: Date.now(), targets });
+      }
       routes.push({ serviceId: row.service_id, hosts, targets, ops: row.ops });
       for (const host of hosts) {
         const pair = await source?.certificate(host);
         if (pair) served.set(host, pair);
       }
     }
+    const routed = new Set(rows.map((row) => row.service_id));
+    for (const serviceId of nativeTargets.keys()) if (!routed.has(serviceId)) nativeTargets.delete(serviceId);
     return { routes, certificates: served };
   }
 

@@ -85,7 +85,9 @@ function simRefusal(service: RuntimeSpec): string | null {
  *
  * Deterministic failures, for building against failure paths:
  * - a deploy target (commit_id, docker_image_tag, helm_chart_version) that starts with `fail` fails;
- * - a service whose docker_image, repository name or chart name starts with `refuse` is refused at once.
+ * - a service whose docker_image, repository name or chart name starts with `refuse` is refused at once;
+ * - a job whose run_command ends in `exit N` exits with code N, as its shell would: a non-zero code
+ *   fails the deployment with `the job exited with code N`, and the job observes as `failed`.
  */
 export class SimProvider implements Provider {
   private readonly db: SimDb;
@@ -107,11 +109,25 @@ export class SimProvider implements Provider {
     this.logs = new SimLogs(this.db);
     this.metrics = new SimMetrics(this.db);
     this.secrets = {
-      // Only the key count is recorded: values never leave the secrets table.
+      // A write replaces the scope's whole set. Only digests are kept: values never leave the secrets table.
       write: (scope, scopeId, values) =>
-        this.record('write_secrets', scopeId, scope === 'service' ? scopeId : null, async () => ({
-          outcome: `${Object.keys(values).length} keys`,
-        })),
+        this.record('write_secrets', scopeId, scope === 'service' ? scopeId : null, async () => {
+          await this.db.transaction().execute(async (trx) => {
+            await trx
+              .deleteFrom('sim_secrets')
+              .where('scope', '=', scope)
+              .where('scope_id', '=', scopeId)
+              .execute();
+            const rows = Object.entries(values).map(([name, value]) => ({
+              scope,
+              scope_id: scopeId,
+              name,
+              digest: hex(value),
+            }));
+            if (rows.length > 0) await trx.insertInto('sim_secrets').values(rows).execute();
+          });
+          return { outcome: `${Object.keys(values).length} keys` };
+        }),
     };
   }
 
@@ -388,9 +404,21 @@ export class SimProvider implements Provider {
       await sleep(this.stepMs); // roll out
       // A worker that lost the job stops here: the one that took it over decides.
       signal.throwIfAborted();
-      log.end('rollout', 'success', `${replicas} of ${replicas} replicas healthy`);
+      const exitCode = service.type === 'job' ? simExitCode(service.run_command) : 0;
+      const failure = exitCode === 0 ? null : `the job exited with code ${exitCode}`;
+      if (failure) log.end('rollout', 'failed', failure);
+      else log.end('rollout', 'success', `${replicas} of ${replicas} replicas healthy`);
       const runStatus =
-        service.type === 'job' ? 'completed' : service.type === 'cron' ? 'scheduled' : 'running';
+        service.type === 'job'
+          ? failure
+            ? 'failed'
+            : 'completed'
+          : service.type === 'cron'
+            ? 'scheduled'
+            : 'running';
+      const variables = Object.fromEntries(
+        Object.entries(desired.variables).map(([name, value]) => [name, hex(value)]),
+      );
       // Fenced: the row changes only if what is in place is not newer (the check above may be stale).
       const moved = await this.db
         .insertInto('sim_workloads')
@@ -407,6 +435,7 @@ export class SimProvider implements Provider {
               url: `http://${applied.svcAlias}:${service.port ?? 80}${job.path}`,
             })),
           ),
+          variables: JSON.stringify(variables),
         })
         .onConflict((oc) =>
           oc
@@ -418,6 +447,7 @@ export class SimProvider implements Provider {
               run_status: eb.ref('excluded.run_status'),
               generation: eb.ref('excluded.generation'),
               cron_jobs: eb.ref('excluded.cron_jobs'),
+              variables: eb.ref('excluded.variables'),
               updated_at: sql`clock_timestamp()`,
             }))
             .whereRef('sim_workloads.generation', '<=', 'excluded.generation'),
@@ -435,6 +465,8 @@ export class SimProvider implements Provider {
           error: new SupersededError(`a newer generation than ${generation} is in place`),
         };
       }
+      // A job that ran and failed is in place (it observes as failed) and fails its deployment.
+      if (failure) return { outcome: failure, error: new DeployFailed(failure, source) };
       log.mark('routed');
       log.end('traffic', 'success', `Traffic moved to this deployment (generation ${generation})`);
       log.end('drain', 'success', 'The previous version was drained');
@@ -469,6 +501,7 @@ export class SimProvider implements Provider {
         run_status: 'deleted',
         generation: REMOVED_GENERATION,
         cron_jobs: '[]',
+        variables: '{}',
       };
       await this.db
         .insertInto('sim_workloads')
@@ -515,6 +548,12 @@ function logSource(log: DeployLog, { service, target }: DesiredService, source: 
 }
 
 const hex = (text: string) => createHash('sha256').update(text).digest('hex');
+
+/** The code a job's run_command exits with: N when its last command is `exit N`, else 0. */
+function simExitCode(runCommand: string | null): number {
+  const code = /(?:^|[;&|\n])\s*exit\s+(\d+)\s*;?\s*$/.exec(runCommand ?? '')?.[1];
+  return code === undefined ? 0 : Number(code) % 256;
+}
 
 /** The commit a git target names: the branch head is a commit id of its own, stable per deployment. */
 function simCommit(service: RuntimeSpec, target: DeployTarget, deploymentId: string): string {

@@ -19,6 +19,11 @@ export interface SimWorkloadsTable {
   generation: string | number;
   /** ops.json `cron.cron_jobs` of the version in place, with the URL each tick requests. */
   cron_jobs: ColumnType<unknown, string | undefined, string>;
+  /**
+   * The variables its replicas were given: each name with the SHA-256 of its value (hex), never the
+   * value, as the secrets table keeps values sealed.
+   */
+  variables: ColumnType<Record<string, string>, string | undefined, string>;
   updated_at: Generated<Date>;
 }
 
@@ -58,11 +63,20 @@ export interface SimRepositoryFilesTable {
   content: string;
 }
 
+/** The simulated secret store: a scope's secrets as last written, each value as its SHA-256 (hex). */
+export interface SimSecretsTable {
+  scope: string;
+  scope_id: string;
+  name: string;
+  digest: string;
+}
+
 export type SimTables = {
   sim_workloads: SimWorkloadsTable;
   sim_calls: SimCallsTable;
   sim_resources: SimResourcesTable;
   sim_repository_files: SimRepositoryFilesTable;
+  sim_secrets: SimSecretsTable;
 };
 
 export function simTables(db: Db) {
@@ -132,6 +146,19 @@ export const simMigrations: Record<string, Migration> = {
           path text NOT NULL,
           content text NOT NULL,
           PRIMARY KEY (repo, path, commit_id)
+        )`,
+      ]),
+  },
+  '0005-variables': {
+    up: (db) =>
+      runStatements(db, [
+        "ALTER TABLE sim_workloads ADD COLUMN variables jsonb NOT NULL DEFAULT '{}'",
+        `CREATE TABLE sim_secrets (
+          scope text NOT NULL,
+          scope_id uuid NOT NULL,
+          name text NOT NULL,
+          digest text NOT NULL,
+          PRIMARY KEY (scope, scope_id, name)
         )`,
       ]),
   },
