@@ -69,7 +69,7 @@ test('the deployment succeeds when the new version serves; old replicas drain af
 
     // A crash while the v2 replicas drain: the next start finishes the drain.
     const third = await deploy('v1');
-    // Spare network sandboxes (BERTH_DOCKER_SANDBOX_IMAGE) belong to no deployment.
+    // Spare network sandboxes (on by default) belong to no deployment.
     const replicas = async () =>
       (await containersOfService(service.id)).filter((c) => c.Labels['berth.role'] === 'replica');
     const draining = (await replicas()).filter((c) => c.Labels['berth.deployment'] !== third);

@@ -1,6 +1,6 @@
 /**
- * Logical backups of ops.json databases and caches on the docker provider (dependency-dumps.ts: the
- * helpers, the files): the dependency is its container, its password read from it; a copy for
+ * Logical backups of ops.json databases and caches on the docker provider (engine/dependency-dumps.ts:
+ * the helpers, the files): the dependency is its container, its password read from it; a copy for
  * inspection is a container of its own (resources.ts); the services using a restored dependency have
  * their replicas stopped. Redis, which loads a dump only at start, is stopped and its volume loaded by a
  * helper container instead.
@@ -9,13 +9,12 @@
 import type Docker from 'dockerode';
 import { TerminalError } from '../../jobs/errors.ts';
 import {
-  clientEnv,
+  type CopyRequest,
   type DumpTarget,
   EngineDependencyBackups,
   isGone,
-  TOOLS,
 } from '../engine/dependency-dumps.ts';
-import { attributesOf, dependencyNameOf, dependencyOf } from '../engine/dependency-engines.ts';
+import { dependencyNameOf, type Engine } from '../engine/dependency-engines.ts';
 import { LABEL, labelFilter } from '../engine/labels.ts';
 import type { BackupRequest, ServiceRef } from '../provider.ts';
 import type { DockerResources } from './resources.ts';
@@ -52,10 +51,10 @@ export class DockerDependencyBackups extends EngineDependencyBackups {
     this.resources = resources;
   }
 
-  protected async target(request: BackupRequest): Promise<DumpTarget> {
-    const { engine, name, runName } = dependencyOf(request.service, request.resource, 'docker');
-    const tool = TOOLS[engine.name];
-    if (!tool) throw new TerminalError(`${engine.name} dependencies have no backups on the docker provider`);
+  protected readonly driver = 'docker';
+
+  /** The dependency's container: its image, and its password from its variables. */
+  protected async runOf(_request: BackupRequest, runName: string, engine: Engine) {
     const info = await this.docker
       .getContainer(runName)
       .inspect()
@@ -63,38 +62,17 @@ export class DockerDependencyBackups extends EngineDependencyBackups {
         if (isGone(error)) throw new TerminalError(`the dependency's container ${runName} is gone`);
         throw error;
       });
-    const address = attributesOf(request.environment, request.resource, name, engine);
     const password = engine.passwordVariable
       ? info.Config.Env?.find((e) => e.startsWith(`${engine.passwordVariable}=`))?.slice(
           engine.passwordVariable.length + 1,
         )
       : undefined;
-    return {
-      tool,
-      engine,
-      name,
-      runName,
-      image: info.Config.Image,
-      address,
-      env: clientEnv(tool, password),
-      password: password ?? '',
-    };
+    return { image: info.Config.Image, password };
   }
 
-  protected async copyOf(
-    request: BackupRequest,
-    original: DumpTarget,
-    name: string,
-    signal: AbortSignal,
-  ): Promise<DumpTarget> {
-    const info = await this.resources.makeCopy(request, name, original.password, signal);
-    return {
-      ...original,
-      name,
-      runName: info.Name.replace(/^\//, ''),
-      image: info.Config.Image,
-      address: attributesOf(request.environment, request.resource, name, original.engine),
-    };
+  protected async makeCopy({ request, name, password }: CopyRequest, signal: AbortSignal) {
+    const info = await this.resources.makeCopy(request, name, password, signal);
+    return { runName: info.Name.replace(/^\//, ''), image: info.Config.Image };
   }
 
   /** The dependency's image is on the Engine: its container runs from it. */

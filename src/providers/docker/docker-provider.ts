@@ -1,43 +1,31 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import Docker from 'dockerode';
 import type { Logger } from 'pino';
-import type { OpsConfig } from '../../domain/ops-json.ts';
 import { isUuid } from '../../domain/uuid.ts';
 import type { Db } from '../../store/database.ts';
-import { ContainerMetrics } from '../engine/container-metrics.ts';
 import { EngineDriver } from '../engine/engine-driver.ts';
 import { ensureNetwork } from '../engine/environment.ts';
 import { buildFromGit } from '../engine/git-build.ts';
 import { digestOf, engineError, imageOf, pullImage } from '../engine/images.ts';
-import { containerTargets, type RouteTarget } from '../engine/ingress.ts';
+import type { RouteTarget } from '../engine/ingress.ts';
 import { LABEL, labelFilter, labelsOf, networkName, type Role } from '../engine/labels.ts';
-import { containerSources, EngineLogs } from '../engine/logs.ts';
-import { OpsCronJobs, requestReplica } from '../engine/ops-cron.ts';
+import type { LogSource } from '../engine/logs.ts';
 import { demultiplex } from '../engine/output.ts';
-import type { Prepared, RolloutEngine, Run } from '../engine/rollout.ts';
-import { DELETED, observedRoute } from '../engine/routes.ts';
+import type { Prepared, Resolved, Run, Strategies } from '../engine/rollout.ts';
+import { NOT_DEPLOYED, rolloutFailed } from '../engine/rollout.ts';
 import type { Schedules } from '../engine/schedules.ts';
 import type { DockerSettings } from '../engine/settings.ts';
 import { type DockerDb, dockerTables } from '../engine/tables.ts';
-import {
-  type DeployedSource,
-  DeployFailed,
-  type DeployLog,
-  type DesiredService,
-  type EnvironmentRef,
-  type Observed,
-  type Provider,
-  REMOVED_GENERATION,
-  type ServiceLogs,
-  type ServiceMetrics,
-  type ServiceRef,
-} from '../provider.ts';
+import type { DeployedSource, DeployLog, DesiredService, EnvironmentRef, ServiceRef } from '../provider.ts';
+import { DeployFailed, REMOVED_GENERATION } from '../provider.ts';
 import { dockerCron } from './cron.ts';
 import { DockerDependencyBackups } from './dependency-backups.ts';
 import { Drainer } from './drain.ts';
 import { type Target, waitReady } from './health.ts';
+import { ContainerMetrics } from './metrics.ts';
+import { containerSources, containerTargets, requestReplica } from './replicas.ts';
 import { DockerResources } from './resources.ts';
-import { removeReplica, Sandboxes } from './sandboxes.ts';
+import { removeReplica, repairSandboxed, Sandboxes } from './sandboxes.ts';
 
 /** Serving replicas come back after a crash or an Engine restart, until Berth stops them. */
 const KEEP_RUNNING = { Name: 'unless-stopped' };
@@ -51,32 +39,29 @@ export interface DockerProviderOptions {
 /**
  * Real containers on the Docker Engine, through its API (dockerode). One network per environment;
  * every container and built image labelled with its account, environment, service and deployment.
- * Web services are reached through the ingress (ingress.ts); the rollout starts the new version, waits
- * for it to be healthy, moves traffic (docker_routes, fenced by generation) and succeeds; the old one
- * drains afterwards (drain.ts).
+ * Web services are reached through the ingress (engine/ingress.ts); the rollout (engine/rollout.ts)
+ * starts the new version, waits for it to be healthy, moves traffic (docker_routes, fenced by
+ * generation) and succeeds; the old one drains afterwards (drain.ts).
  */
-export class DockerProvider extends EngineDriver<Prepared> implements Provider {
-  private readonly docker = new Docker();
-  private readonly options: DockerProviderOptions;
-  protected readonly db: DockerDb;
+export class DockerProvider extends EngineDriver<Prepared, DockerSettings, DockerDb> {
+  protected readonly driver = 'docker';
   protected readonly cron: Schedules;
-  protected readonly opsCron: OpsCronJobs;
   private readonly drainer: Drainer;
   private readonly sandboxes: Sandboxes;
-  protected readonly engine: RolloutEngine<Prepared>;
-  readonly logs: ServiceLogs;
-  readonly metrics: ServiceMetrics;
+  protected readonly opsCronRequest = requestReplica(this.docker, this.logger);
+  readonly metrics: ContainerMetrics;
   readonly resources: DockerResources;
   readonly backups: DockerDependencyBackups;
 
   constructor(options: DockerProviderOptions) {
-    super(options.settings, options.logger);
-    this.options = options;
-    this.logs = new EngineLogs(this.docker, containerSources(this.docker));
-    this.db = dockerTables(options.db);
+    super({
+      settings: options.settings,
+      logger: options.logger,
+      docker: new Docker(),
+      db: dockerTables(options.db),
+    });
     this.metrics = new ContainerMetrics(this.docker, this.traffic);
-    this.sandboxes = new Sandboxes(this.docker, options.settings.sandboxImage, options.logger);
-    this.engine = this.rolloutEngine();
+    this.sandboxes = new Sandboxes(this.docker, options.settings, options.logger);
     this.resources = new DockerResources(this.docker, options.settings, (env) => this.ensureNetwork(env));
     this.backups = new DockerDependencyBackups(this.docker, options.settings.backupDir, this.resources);
     this.drainer = new Drainer({
@@ -97,7 +82,6 @@ export class DockerProvider extends EngineDriver<Prepared> implements Provider {
         .execute();
       return new Set(rows.map((r) => r.service_id));
     });
-    this.opsCron = new OpsCronJobs(this.db, options.logger, requestReplica(this.docker, options.logger));
   }
 
   protected override started(): Promise<void> {
@@ -112,6 +96,10 @@ export class DockerProvider extends EngineDriver<Prepared> implements Provider {
 
   protected ingressTargets(route: RouteTarget): Promise<string[]> {
     return containerTargets(this.docker)(route);
+  }
+
+  protected logSources(serviceId: string): Promise<LogSource[]> {
+    return containerSources(this.docker)(serviceId);
   }
 
   protected async ensureNetwork(env: EnvironmentRef): Promise<string> {
@@ -134,64 +122,80 @@ export class DockerProvider extends EngineDriver<Prepared> implements Provider {
     log.line('outcome', 'Cancelled: the containers this rollout started were removed');
   }
 
-  /** What the docker driver gives the shared rollout (rollout.ts): its engine calls, a strategy per type. */
-  private rolloutEngine(): RolloutEngine<Prepared> {
-    return {
-      driver: 'docker',
-      db: this.db,
-      ingress: () => this.ingress,
-      prepare: (desired, _signal, log) => this.prepare(desired, log),
-      standDown: async (desired) => {
-        await this.removeContainers({ [LABEL.deployment]: desired.deploymentId });
-        await this.cron.rescan();
+  /** What the docker driver gives the shared rollout (engine/rollout.ts): a strategy per service type. */
+  protected readonly strategies: Strategies<Prepared> = {
+    job: {
+      start: (desired, run, signal, log) => this.runJob(desired, run, signal, log),
+      retire: async (desired, after, signal) => {
+        await this.retireOlder(desired.service.id, desired.generation, signal);
+        await this.jobOutcome(desired.deploymentId, after.source);
       },
-      strategies: {
-        job: {
-          start: (desired, run, signal, log) => this.runJob(desired, run, signal, log),
-          retire: async (desired, after, signal) => {
-            await this.retireOlder(desired.service.id, desired.generation, signal);
-            await this.jobOutcome(desired.deploymentId, after.source);
-          },
-        },
-        cron: {
-          start: async (desired, run, _signal, log) => {
-            const { service } = desired;
-            const template = this.containerSpec(
-              desired,
-              run,
-              'cron-template',
-              `berth-${shortName(desired)}-cron`,
-            );
-            template.Labels = { ...template.Labels, [LABEL.cronSchedule]: service.cron_schedule ?? '' };
-            await this.docker.createContainer(template).catch((error: unknown) => {
-              throw engineError(error, 'the Docker Engine refused the container');
-            });
-            log.end('rollout', 'success', `Cron template created: runs on "${service.cron_schedule ?? ''}"`);
-          },
-          retire: (desired, _after, signal) =>
-            this.retireOlder(desired.service.id, desired.generation, signal),
-        },
-        serving: {
-          start: (desired, run, signal, log) => this.startReplicas(desired, run, signal, log),
-          retire: async (desired, after, _signal, log) => {
-            // The new version serves: the deployment has succeeded. The old one drains meanwhile, and
-            // the next rollout's network sandboxes are made.
-            this.drainer.drain(desired.service.id, { deploymentId: desired.deploymentId, log });
-            this.sandboxes.replenish(desired, networkName(desired.environment.id));
-            if (after.replaced)
-              log.end(
-                'drain',
-                'success',
-                'The previous version drains: each old container gets 10 s to stop',
-              );
-          },
-        },
+      observe: async (service) => {
+        const [job] = await this.containersOf({ [LABEL.service]: service.id, [LABEL.role]: 'job' });
+        if (!job) return NOT_DEPLOYED;
+        const code = /Exited \((\d+)\)/.exec(job.Status)?.[1];
+        const ended = code === '0' ? 'completed' : 'failed';
+        return { run_status: job.State === 'exited' ? ended : 'running', ready_count: 0 };
       },
-    };
+    },
+    cron: {
+      start: async (desired, run, _signal, log) => {
+        const { service } = desired;
+        const template = this.containerSpec(
+          desired,
+          run,
+          'cron-template',
+          `berth-${shortName(desired)}-cron`,
+        );
+        template.Labels = { ...template.Labels, [LABEL.cronSchedule]: service.cron_schedule ?? '' };
+        await this.docker.createContainer(template).catch((error: unknown) => {
+          throw engineError(error, 'the Docker Engine refused the container');
+        });
+        log.end('rollout', 'success', `Cron template created: runs on "${service.cron_schedule ?? ''}"`);
+      },
+      retire: (desired, _after, signal) => this.retireOlder(desired.service.id, desired.generation, signal),
+      observe: async (service) => {
+        const templates = await this.containersOf({
+          [LABEL.service]: service.id,
+          [LABEL.role]: 'cron-template',
+        });
+        return templates.length > 0 ? { run_status: 'scheduled', ready_count: 0 } : NOT_DEPLOYED;
+      },
+    },
+    serving: {
+      start: (desired, run, signal, log) => this.startReplicas(desired, run, signal, log),
+      retire: async (desired, after, _signal, log) => {
+        // The new version serves: the deployment has succeeded. The old one drains meanwhile, and
+        // the next rollout's network sandboxes are made.
+        this.drainer.drain(desired.service.id, { deploymentId: desired.deploymentId, log });
+        this.sandboxes.replenish(desired, networkName(desired.environment.id));
+        if (after.replaced)
+          log.end('drain', 'success', 'The previous version drains: each old container gets 10 s to stop');
+      },
+      observe: async (service, route) => {
+        const replicas = await this.containersOf({
+          [LABEL.service]: service.id,
+          [LABEL.role]: 'replica',
+        });
+        const serving = replicas.filter((c) => c.Labels[LABEL.deployment] === route?.deployment_id);
+        // What lost its network sandbox comes back now; the next observation sees it running.
+        await repairSandboxed(this.docker, serving, this.logger);
+        const ready = serving.filter((c) => c.State === 'running').length;
+        return {
+          run_status: ready > 0 ? 'running' : serving.length > 0 ? 'stopped' : 'not_deployed',
+          ready_count: ready,
+        };
+      },
+    },
+  };
+
+  protected async standDown(desired: DesiredService): Promise<void> {
+    await this.removeContainers({ [LABEL.deployment]: desired.deploymentId });
+    await this.cron.rescan();
   }
 
   /** A rollout's image and network; a rerun of one never promoted starts afresh. */
-  private async prepare(desired: DesiredService, log: DeployLog): Promise<Prepared> {
+  protected async prepare(desired: DesiredService, log: DeployLog): Promise<Prepared> {
     // What an earlier drain left when its process stopped.
     this.drainer.drain(desired.service.id);
     // Independent of each other: the image is resolved while the network and the leftovers are seen to.
@@ -250,12 +254,8 @@ export class DockerProvider extends EngineDriver<Prepared> implements Provider {
     });
     if (exit === null) {
       await container.remove({ force: true });
-      log.end(
-        'rollout',
-        'failed',
-        `The job did not finish within deploy_timeout (${ops.deploy_timeout} min)`,
-      );
-      throw new DeployFailed(
+      throw rolloutFailed(
+        log,
         `the job did not finish within deploy_timeout (${ops.deploy_timeout} min)`,
         source,
       );
@@ -321,10 +321,11 @@ export class DockerProvider extends EngineDriver<Prepared> implements Provider {
         );
       await this.removeContainers({ [LABEL.deployment]: deploymentId });
       const kept = route ? ' The previous version keeps serving.' : '';
-      log.end('rollout', 'failed', `The new version did not become healthy: ${ready.reason}.${kept}`);
-      throw new DeployFailed(
-        `the new version did not become healthy: ${ready.reason}.${kept}${tail}`,
+      throw rolloutFailed(
+        log,
+        `the new version did not become healthy: ${ready.reason}.${kept}`,
         source,
+        tail,
       );
     }
     log.end('rollout', 'success', `${targets.length} of ${targets.length} replicas healthy`);
@@ -416,10 +417,7 @@ export class DockerProvider extends EngineDriver<Prepared> implements Provider {
   }
 
   /** The image a deployment runs, and the ops.json it follows (a repository's file wins over none). */
-  private async prepareImage(
-    desired: DesiredService,
-    log: DeployLog,
-  ): Promise<{ image: string; ops: OpsConfig; source: DeployedSource }> {
+  private async prepareImage(desired: DesiredService, log: DeployLog): Promise<Resolved> {
     const step = desired.service.source === 'docker_image' ? 'pull' : 'source';
     try {
       return await this.resolveImage(desired, log);
@@ -429,10 +427,7 @@ export class DockerProvider extends EngineDriver<Prepared> implements Provider {
     }
   }
 
-  private async resolveImage(
-    desired: DesiredService,
-    log: DeployLog,
-  ): Promise<{ image: string; ops: OpsConfig; source: DeployedSource }> {
+  private async resolveImage(desired: DesiredService, log: DeployLog): Promise<Resolved> {
     const { service, deploymentId } = desired;
     if (service.source === 'docker_image') {
       const image = imageOf(desired);
@@ -445,9 +440,7 @@ export class DockerProvider extends EngineDriver<Prepared> implements Provider {
       else if (current) log.line('pull', `${image} is up to date (${current}): no pull`);
       else {
         log.line('pull', `Pulling ${image}`);
-        await pullImage(this.docker, image, this.options.settings.pullTimeoutMs, (text) =>
-          log.line('pull', text),
-        );
+        await pullImage(this.docker, image, this.settings.pullTimeoutMs, (text) => log.line('pull', text));
       }
       const digest = await digestOf(this.docker, image);
       log.end('pull', 'success');
@@ -456,7 +449,7 @@ export class DockerProvider extends EngineDriver<Prepared> implements Provider {
     }
     return buildFromGit(
       this.docker,
-      this.options.settings.gitBaseUrl,
+      this.settings.gitBaseUrl,
       desired,
       `berth-${service.id}:${deploymentId}`,
       log,
@@ -496,36 +489,6 @@ export class DockerProvider extends EngineDriver<Prepared> implements Provider {
     } catch {
       return '';
     }
-  }
-
-  async observe(service: ServiceRef): Promise<Observed> {
-    const { route, deleted, generation } = await observedRoute(this.db, service.id);
-    if (deleted) return DELETED;
-    const all = await this.containersOf({ [LABEL.service]: service.id });
-    if (all.length === 0) return { run_status: 'not_deployed', ready_count: 0, generation };
-    if (service.type === 'cron') {
-      const scheduled = all.some((c) => c.Labels[LABEL.role] === 'cron-template');
-      return { run_status: scheduled ? 'scheduled' : 'not_deployed', ready_count: 0, generation };
-    }
-    if (service.type === 'job') {
-      const job = all.find((c) => c.Labels[LABEL.role] === 'job');
-      const exited = job?.State === 'exited';
-      const code = job ? /Exited \((\d+)\)/.exec(job.Status)?.[1] : undefined;
-      return {
-        run_status: !job ? 'not_deployed' : exited ? (code === '0' ? 'completed' : 'failed') : 'running',
-        ready_count: 0,
-        generation,
-      };
-    }
-    const serving = all.filter(
-      (c) => c.Labels[LABEL.role] === 'replica' && c.Labels[LABEL.deployment] === route?.deployment_id,
-    );
-    const ready = serving.filter((c) => c.State === 'running').length;
-    return {
-      run_status: ready > 0 ? 'running' : serving.length > 0 ? 'stopped' : 'not_deployed',
-      ready_count: ready,
-      generation,
-    };
   }
 
   protected async removeWorkloads(service: ServiceRef): Promise<void> {

@@ -1,6 +1,6 @@
 /**
  * ops.json dependencies as containers of their own on the environment's network: each from its
- * engine's configured image (dependency-engines.ts) with a named volume for its data. The container's
+ * engine's configured image (engine/dependency-engines.ts) with a named volume for its data. The container's
  * name and its volume's derive from the resource (domain/resource-names.ts), so `ensure` finds what an
  * earlier run made instead of making it twice, and reads the password back from it.
  * @module
@@ -8,55 +8,35 @@
 import type Docker from 'dockerode';
 import { instanceMemoryBytes } from '../../domain/instance-memory.ts';
 import type { OpsResource } from '../../domain/ops-json.ts';
-import { resourceName } from '../../domain/resource-names.ts';
 import { TerminalError } from '../../jobs/errors.ts';
 import {
-  attributesOf,
-  copyNameOf,
-  dependencyLabels,
   dependencyNameOf,
-  dependencyOf,
   type Engine,
-  engineOf,
   imageSettingOf,
   READY_TIMEOUT_MS,
 } from '../engine/dependency-engines.ts';
 import { engineError, pullImage } from '../engine/images.ts';
 import { LABEL, networkName } from '../engine/labels.ts';
 import { lastOutput } from '../engine/output.ts';
+import { type Dependency, EngineResources } from '../engine/resources.ts';
 import type { DockerSettings } from '../engine/settings.ts';
-import type {
-  EnvironmentRef,
-  ProvisionedResource,
-  ResourceKey,
-  ResourceRequest,
-  Resources,
-  ServiceRef,
-} from '../provider.ts';
+import type { EnvironmentRef, ResourceRequest } from '../provider.ts';
 import { waitReady } from './health.ts';
 
 const isGone = (error: unknown) => (error as { statusCode?: number }).statusCode === 404;
 
-export class DockerResources implements Resources {
-  private readonly docker: Docker;
-  private readonly settings: DockerSettings;
-  private readonly ensureNetwork: (env: EnvironmentRef) => Promise<string>;
+export class DockerResources extends EngineResources<DockerSettings> {
   /** The Engine's memory, read once. */
   private machineMemory: number | undefined;
 
-  constructor(
-    docker: Docker,
-    settings: DockerSettings,
-    ensureNetwork: (env: EnvironmentRef) => Promise<string>,
-  ) {
-    this.docker = docker;
-    this.settings = settings;
-    this.ensureNetwork = ensureNetwork;
-  }
+  protected readonly driver = 'docker';
 
-  async ensure(request: ResourceRequest, signal: AbortSignal): Promise<ProvisionedResource> {
-    const { service, environment, resource } = request;
-    const { engine, name, runName: containerName } = dependencyOf(service, resource, 'docker');
+  protected async provision(
+    request: ResourceRequest,
+    dependency: Dependency,
+    signal: AbortSignal,
+  ): Promise<string | undefined> {
+    const { engine, name, runName: containerName } = dependency;
     let info = await this.inspect(containerName);
     // Another engine under the same name (the declared engine changed) is a different database.
     if (info && info.Config.Labels[LABEL.engine] !== engine.name) {
@@ -68,7 +48,7 @@ export class DockerResources implements Resources {
     if (!info) {
       signal.throwIfAborted();
       password = engine.passwordVariable ? request.password : undefined;
-      info = await this.create(environment, service, resource, name, engine, password ?? '');
+      info = await this.create(request, dependency, password ?? '');
     } else if (!info.State.Running) {
       await this.docker
         .getContainer(info.Id)
@@ -78,35 +58,14 @@ export class DockerResources implements Resources {
         });
     }
     const container = this.docker.getContainer(info.Id);
-    const network = networkName(environment.id);
-    const ip = (await container.inspect()).NetworkSettings.Networks[network]?.IPAddress ?? '';
-    const ready = await waitReady(
-      this.docker,
-      [{ container, ip }],
-      null,
-      engine.port,
-      Date.now() + READY_TIMEOUT_MS,
-      signal,
-    );
-    if (!ready.ok) {
-      throw new TerminalError(
-        `${containerName} (${engine.name}) did not accept connections: ${ready.reason}.${await tail(container)}`,
-      );
-    }
+    await this.waitAccepting(container, request.environment, dependency, signal);
     // Restarted with the engine only once up: a first start that fails must fail, not loop. The memory
     // cap follows the declared instance_type on every ensure: a changed one updates it in place.
-    await container.update({ RestartPolicy: { Name: 'unless-stopped' }, ...(await this.memoryOf(resource)) });
-    return {
-      attributes: attributesOf(environment, resource, name, engine),
-      ...(password === undefined ? {} : { password }),
-    };
-  }
-
-  async delete(service: ServiceRef, resource: ResourceKey): Promise<void> {
-    const name = resourceName(service.id, resource);
-    await this.removeAll(name);
-    // And the copy a restore made of it for inspection, if any.
-    await this.removeAll(copyNameOf(name));
+    await container.update({
+      RestartPolicy: { Name: 'unless-stopped' },
+      ...(await this.memoryOf(request.resource)),
+    });
+    return password;
   }
 
   /**
@@ -119,13 +78,24 @@ export class DockerResources implements Resources {
     password: string,
     signal: AbortSignal,
   ): Promise<Docker.ContainerInspectInfo> {
-    const { environment, service, resource } = request;
-    const engine = engineOf(resource, 'docker');
+    const dependency = this.dependencyOf(request, name);
     signal.throwIfAborted();
     await this.removeAll(name);
-    const info = await this.create(environment, service, resource, name, engine, password);
+    const info = await this.create(request, dependency, password);
     const container = this.docker.getContainer(info.Id);
-    const ip = info.NetworkSettings.Networks[networkName(environment.id)]?.IPAddress ?? '';
+    await this.waitAccepting(container, request.environment, dependency, signal);
+    return container.inspect();
+  }
+
+  /** Until the dependency's container accepts connections on its engine's port. */
+  private async waitAccepting(
+    container: Docker.Container,
+    environment: EnvironmentRef,
+    { engine, runName }: Dependency,
+    signal: AbortSignal,
+  ): Promise<void> {
+    const network = networkName(environment.id);
+    const ip = (await container.inspect()).NetworkSettings.Networks[network]?.IPAddress ?? '';
     const ready = await waitReady(
       this.docker,
       [{ container, ip }],
@@ -136,10 +106,9 @@ export class DockerResources implements Resources {
     );
     if (!ready.ok) {
       throw new TerminalError(
-        `${dependencyNameOf(name)} (${engine.name}) did not accept connections: ${ready.reason}.${await tail(container)}`,
+        `${runName} (${engine.name}) did not accept connections: ${ready.reason}.${await tail(container)}`,
       );
     }
-    return container.inspect();
   }
 
   /**
@@ -166,7 +135,7 @@ export class DockerResources implements Resources {
   }
 
   /** The container and its volume, with the data: what an earlier run left of them too. */
-  private async removeAll(name: string): Promise<void> {
+  protected async removeAll(name: string): Promise<void> {
     const containerName = dependencyNameOf(name);
     await this.docker
       .getContainer(containerName)
@@ -183,18 +152,13 @@ export class DockerResources implements Resources {
   }
 
   private async create(
-    environment: EnvironmentRef,
-    service: ServiceRef,
-    resource: OpsResource,
-    name: string,
-    engine: Engine,
+    { environment, resource }: Pick<ResourceRequest, 'environment' | 'resource'>,
+    { engine, name, runName: containerName, labels }: Dependency,
     password: string,
   ): Promise<Docker.ContainerInspectInfo> {
     const network = await this.ensureNetwork(environment);
     const image = this.settings.dependencyImages[engine.name];
     await this.ensureImage(image, engine, resource);
-    const containerName = dependencyNameOf(name);
-    const labels = dependencyLabels(environment, service, resource, engine);
     await this.docker.createVolume({ Name: containerName, Labels: labels });
     let container: Docker.Container;
     try {

@@ -1,7 +1,5 @@
 import type Docker from 'dockerode';
-import type { MetricsSubject, ServiceMetrics, ServiceSample } from '../provider.ts';
-import { LABEL, labelFilter } from './labels.ts';
-import { NO_TRAFFIC, type Traffic } from './traffic.ts';
+import type { MetricsSubject, ServiceSample } from '../provider.ts';
 
 /** A container's cumulative counters when it was last sampled: the next sample reports their increase. */
 interface Counters {
@@ -116,35 +114,3 @@ export class ContainerUsage {
 /** The memory limit a service runs under, in bytes. */
 export const memoryLimitOf = (service: MetricsSubject) =>
   service.memory_mb_max ? service.memory_mb_max * 1024 * 1024 : null;
-
-/**
- * The docker driver's service metrics: its running replicas' use (ContainerUsage, on this host's Engine)
- * and the ingress's requests (traffic.ts).
- */
-export class ContainerMetrics implements ServiceMetrics {
-  private readonly docker: Docker;
-  private readonly traffic: Traffic;
-  private readonly usage = new ContainerUsage();
-
-  constructor(docker: Docker, traffic: Traffic) {
-    this.docker = docker;
-    this.traffic = traffic;
-  }
-
-  async sample(service: MetricsSubject): Promise<ServiceSample | null> {
-    const replicas = await this.docker.listContainers({
-      filters: labelFilter({ [LABEL.service]: service.id, [LABEL.role]: 'replica' }),
-    });
-    const traffic = await this.traffic.take(service.id);
-    const usage = await this.usage.read(
-      service.id,
-      replicas.map((c) => ({ id: c.Id, engine: this.docker })),
-    );
-    if (replicas.length === 0 && !traffic) return null;
-    return {
-      ...usage,
-      memory_limit_bytes: memoryLimitOf(service),
-      ...(traffic ?? NO_TRAFFIC),
-    };
-  }
-}

@@ -19,7 +19,7 @@ import { pipeline } from 'node:stream/promises';
 import type Docker from 'dockerode';
 import { TerminalError } from '../../jobs/errors.ts';
 import type { BackupRequest, DependencyBackups, EnvironmentRef, ServiceRef } from '../provider.ts';
-import { copyNameOf, type Engine } from './dependency-engines.ts';
+import { attributesOf, copyNameOf, dependencyOf, type Engine } from './dependency-engines.ts';
 import { engineError } from './images.ts';
 import { LABEL, labelFilter, networkName } from './labels.ts';
 
@@ -113,6 +113,13 @@ const lastLines = (text: string) => text.trim().split('\n').slice(-5).join(' ').
 export const clientEnv = (tool: DumpTool, password: string | undefined) =>
   tool.passwordVariable && password ? [`${tool.passwordVariable}=${password}`] : [];
 
+/** A copy of a dependency to make: under `name`, with the original's password. */
+export interface CopyRequest {
+  request: BackupRequest;
+  name: string;
+  password: string;
+}
+
 export abstract class EngineDependencyBackups implements DependencyBackups {
   protected readonly docker: Docker;
   private readonly backupDir: string;
@@ -122,21 +129,63 @@ export abstract class EngineDependencyBackups implements DependencyBackups {
     this.backupDir = backupDir;
   }
 
-  /** The dependency's running container or service, its tool, address and the client's variables. */
-  protected abstract target(request: BackupRequest): Promise<DumpTarget>;
-  /** A copy of the dependency made anew and empty under `name`, running, to restore into for inspection. */
-  protected abstract copyOf(
+  /** The driver whose dependencies these are (their names and the messages say it). */
+  protected abstract readonly driver: 'docker' | 'swarm';
+  /** What the dependency runs as `runName`: its image, and its password when it has one. */
+  protected abstract runOf(
     request: BackupRequest,
-    original: DumpTarget,
-    name: string,
+    runName: string,
+    engine: Engine,
+  ): Promise<{ image: string; password: string | undefined }>;
+  /**
+   * A copy of the dependency made anew and empty under `name` with the original's password, running, to
+   * restore into for inspection: its container's or service's name and its image.
+   */
+  protected abstract makeCopy(
+    copy: CopyRequest,
     signal: AbortSignal,
-  ): Promise<DumpTarget>;
+  ): Promise<{ runName: string; image: string }>;
   /** Loads the redis dump `file` into the dependency. */
   protected abstract loadRedis(request: BackupRequest, target: DumpTarget, file: string): Promise<void>;
   /** Stops the workloads of `services`; resolves with what starts them again. */
   protected abstract stopServices(services: ServiceRef[]): Promise<() => Promise<void>>;
   /** Makes `image` present on the Engine that runs the helpers. */
   protected abstract ensureImage(image: string): Promise<void>;
+
+  /** The dependency's running container or service, its tool, address and the client's variables. */
+  private async target(request: BackupRequest): Promise<DumpTarget> {
+    const { engine, name, runName } = dependencyOf(request.service, request.resource, this.driver);
+    const tool = TOOLS[engine.name];
+    if (!tool) {
+      throw new TerminalError(`${engine.name} dependencies have no backups on the ${this.driver} provider`);
+    }
+    const { image, password } = await this.runOf(request, runName, engine);
+    return {
+      tool,
+      engine,
+      name,
+      runName,
+      image,
+      address: attributesOf(request.environment, request.resource, name, engine),
+      env: clientEnv(tool, password),
+      password: password ?? '',
+    };
+  }
+
+  private async copyOf(
+    request: BackupRequest,
+    original: DumpTarget,
+    name: string,
+    signal: AbortSignal,
+  ): Promise<DumpTarget> {
+    const made = await this.makeCopy({ request, name, password: original.password }, signal);
+    return {
+      ...original,
+      name,
+      ...made,
+      address: attributesOf(request.environment, request.resource, name, original.engine),
+    };
+  }
 
   async backup(
     request: BackupRequest,

@@ -1,43 +1,70 @@
+import type Docker from 'dockerode';
 import type { Logger } from 'pino';
-import {
-  type Applied,
-  type DeployLog,
-  DeploymentCancelled,
-  type DesiredService,
-  type EnvironmentIdentity,
-  type EnvironmentRef,
-  type ServiceRef,
-  type Serving,
-  SILENT_LOG,
-  type Sources,
+import type {
+  Applied,
+  DeployLog,
+  DesiredService,
+  EnvironmentIdentity,
+  EnvironmentRef,
+  Observed,
+  Provider,
+  ServiceLogs,
+  ServiceMetrics,
+  ServiceRef,
+  Serving,
+  Sources,
 } from '../provider.ts';
+import { DeploymentCancelled, SILENT_LOG } from '../provider.ts';
 import { ingressIdentity } from './environment.ts';
 import { readFromGit } from './git-build.ts';
 import { type Ingress, type RouteTarget, startIngress } from './ingress.ts';
-import type { OpsCronJobs } from './ops-cron.ts';
-import { type Prepared, type RolloutEngine, rollout } from './rollout.ts';
-import { bury } from './routes.ts';
+import { EngineLogs, type LogSource } from './logs.ts';
+import { OpsCronJobs, type OpsCronRequest } from './ops-cron.ts';
+import { type Prepared, type RolloutEngine, rollout, type Strategies, strategyOf } from './rollout.ts';
+import { bury, DELETED, observedRoute } from './routes.ts';
 import type { Schedules } from './schedules.ts';
 import type { DockerSettings } from './settings.ts';
 import type { DockerDb } from './tables.ts';
 import { Traffic } from './traffic.ts';
 
+/** What a driver on the Engine API is made of before its own parts. */
+export interface EngineParts<S extends DockerSettings, D extends DockerDb> {
+  settings: S;
+  logger: Logger;
+  /** The Engine API the driver talks to (the swarm's: a manager's). */
+  docker: Docker;
+  /** The driver's tables, the shared routing tables among them. */
+  db: D;
+}
+
 /**
  * What the drivers on the Docker Engine API (docker, swarm) share: the rollout (rollout.ts) behind
- * `apply`, the tombstone behind `remove`, what `berth serve` runs beside the API (the ingress, the cron
- * schedules), environments as networks reached through the ingress, and git sources read from the same
- * host. A driver gives its engine calls.
+ * `apply`, the service type's strategy behind `observe`, the tombstone behind `remove`, what `berth
+ * serve` runs beside the API (the ingress, the cron schedules), environments as networks reached through
+ * the ingress, git sources read from the same host, logs and ops.json cron jobs. A driver gives its
+ * engine calls: a strategy per service type and what they are built on.
  */
-export abstract class EngineDriver<P extends Prepared> {
-  protected readonly settings: DockerSettings;
+export abstract class EngineDriver<P extends Prepared, S extends DockerSettings, D extends DockerDb>
+  implements Provider
+{
+  protected readonly settings: S;
   protected readonly logger: Logger;
+  protected readonly docker: Docker;
+  protected readonly db: D;
+  /** What the ingress answered per service since each one's last metrics sample. */
+  protected readonly traffic: Traffic;
+  protected readonly opsCron: OpsCronJobs;
+  readonly logs: ServiceLogs;
+  abstract readonly metrics: ServiceMetrics;
   /** The ingress, when this process serves (`berth serve`). */
   protected ingress: Ingress | undefined;
-  private counted: Traffic | undefined;
-  protected abstract readonly db: DockerDb;
   protected abstract readonly cron: Schedules;
-  protected abstract readonly opsCron: OpsCronJobs;
-  protected abstract readonly engine: RolloutEngine<P>;
+  protected abstract readonly driver: 'docker' | 'swarm';
+  /** How each service type rolls out and is observed on this driver's engine. */
+  protected abstract readonly strategies: Strategies<P>;
+  private engine: RolloutEngine<P> | undefined;
+  /** An ops.json cron job's request, on each tick of its schedule. */
+  protected abstract readonly opsCronRequest: OpsCronRequest;
   readonly sources: Sources = {
     readFile: (request) => readFromGit(this.settings.gitBaseUrl, request),
   };
@@ -82,17 +109,22 @@ export abstract class EngineDriver<P extends Prepared> {
     return this.settings.ingressHost;
   }
 
-  constructor(settings: DockerSettings, logger: Logger) {
+  constructor({ settings, logger, docker, db }: EngineParts<S, D>) {
     this.settings = settings;
     this.logger = logger;
+    this.docker = docker;
+    this.db = db;
+    this.traffic = new Traffic(db);
+    this.opsCron = new OpsCronJobs(db, logger, (job, at) => this.opsCronRequest(job, at));
+    this.logs = new EngineLogs(docker, (serviceId) => this.logSources(serviceId));
   }
 
-  /** What the ingress answered per service since each one's last metrics sample (made once the driver's tables are). */
-  protected get traffic(): Traffic {
-    this.counted ??= new Traffic(this.db);
-    return this.counted;
-  }
-
+  /** What a rollout runs (the image, the ops.json it follows) and where; what an earlier attempt left goes. */
+  protected abstract prepare(desired: DesiredService, log: DeployLog): Promise<P>;
+  /** A newer generation took over first: what this deployment made goes. */
+  protected abstract standDown(desired: DesiredService): Promise<void>;
+  /** The service's runs that print (containers, swarm services), for its logs. */
+  protected abstract logSources(serviceId: string): Promise<LogSource[]>;
   /** The environment's network, made once; its name. */
   protected abstract ensureNetwork(env: EnvironmentRef): Promise<string>;
   /** Where a routed web service's replicas answer now, as `host:port`. */
@@ -119,7 +151,7 @@ export abstract class EngineDriver<P extends Prepared> {
 
   async apply(desired: DesiredService, signal: AbortSignal, log: DeployLog = SILENT_LOG): Promise<Applied> {
     try {
-      return await rollout(this.engine, desired, signal, log);
+      return await rollout(this.rolloutEngine(), desired, signal, log);
     } catch (error) {
       // A lost lease leaves what runs to the worker that took over; a cancel has no such worker.
       if (signal.reason instanceof DeploymentCancelled) await this.cancelled(desired, log);
@@ -127,6 +159,26 @@ export abstract class EngineDriver<P extends Prepared> {
     } finally {
       await this.settled(desired);
     }
+  }
+
+  async observe(service: ServiceRef): Promise<Observed> {
+    const { route, deleted, generation } = await observedRoute(this.db, service.id);
+    if (deleted) return DELETED;
+    const state = await this.strategies[strategyOf(service.type)].observe(service, route);
+    return { ...state, generation };
+  }
+
+  /** What this driver gives the shared rollout: its engine calls, a strategy per type. */
+  private rolloutEngine(): RolloutEngine<P> {
+    this.engine ??= {
+      driver: this.driver,
+      db: this.db,
+      ingress: () => this.ingress,
+      prepare: (desired, _signal, log) => this.prepare(desired, log),
+      standDown: (desired) => this.standDown(desired),
+      strategies: this.strategies,
+    };
+    return this.engine;
   }
 
   async remove(service: ServiceRef): Promise<void> {

@@ -1,7 +1,7 @@
 /**
  * HAProxy as the ingress's HTTPS data plane (BERTH_INGRESS_PROXY=haproxy, docs/https.md): a process
  * this module runs and configures, terminating TLS and proxying straight to the replicas, because a
- * request through the Node ingress costs about five times the CPU of one through HAProxy
+ * request through the Node ingress costs four to five times the CPU of one through HAProxy
  * (docs/performance.md, "HTTPS ingress"). Berth stays the control plane: it renders the routing table,
  * the certificates (by SNI, written 0600 into a private directory) and each service's ops.json settings
  * into HAProxy's configuration. A new deployment's replicas and a renewed certificate reach HAProxy

@@ -15,7 +15,6 @@
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import { Transform } from 'node:stream';
 import tls from 'node:tls';
-import type Docker from 'dockerode';
 import Fastify, { type FastifyRequest } from 'fastify';
 import ipaddr from 'ipaddr.js';
 import { sql } from 'kysely';
@@ -24,9 +23,7 @@ import { Agent, buildConnector } from 'undici';
 import { DEFAULT_OPS_CONFIG, type OpsConfig } from '../../domain/ops-json.ts';
 import type { CertificateSource } from '../provider.ts';
 import { type NativePlane, type NativeRoute, startHaproxy } from './haproxy.ts';
-import { LABEL, labelFilter, networkName } from './labels.ts';
 import { BodyOverLimit, proxy } from './proxy.ts';
-import { addressOf } from './replica-address.ts';
 import type { IngressProxy } from './settings.ts';
 import type { DockerDb } from './tables.ts';
 import type { Traffic } from './traffic.ts';
@@ -62,25 +59,6 @@ export interface RouteTarget {
   deploymentId: string;
   environmentId: string;
   port: number;
-}
-
-/**
- * The docker driver's targets: the running replicas of the serving deployment, by their address on the
- * environment network (the ingress runs on the engine's host, which reaches bridge networks).
- */
-export function containerTargets(docker: Docker): (route: RouteTarget) => Promise<string[]> {
-  return async (route) => {
-    const containers = await docker.listContainers({
-      filters: labelFilter({
-        [LABEL.service]: route.serviceId,
-        [LABEL.deployment]: route.deploymentId,
-        [LABEL.role]: 'replica',
-      }),
-    });
-    const network = networkName(route.environmentId);
-    const ips = await Promise.all(containers.map((c) => addressOf(docker, c, network)));
-    return ips.flatMap((ip) => (ip ? [`${ip}:${route.port}`] : []));
-  };
 }
 
 export async function startIngress(options: {

@@ -2,13 +2,9 @@ import readline from 'node:readline';
 import { PassThrough, Readable } from 'node:stream';
 import type Docker from 'dockerode';
 import type { LogLine, LogQuery, ServiceLogs, ServiceRef } from '../provider.ts';
-import { LABEL, labelFilter } from './labels.ts';
 
 /** While following, containers started later (a new rollout, a cron run) are picked up this often. */
 const RESCAN_MS = 2000;
-
-/** What prints: replicas, job runs and cron runs (a cron template never runs). */
-const PRINTING_ROLES = new Set(['replica', 'job', 'cron-run']);
 
 /**
  * `2026-11-23T11:00:00.123456789Z` (Docker's RFC 3339 with nanoseconds, trailing zeros trimmed) as a key
@@ -68,26 +64,6 @@ export interface LogSource {
   replica: string;
   /** `docker logs --timestamps`: a Buffer without `follow`, a stream with it. */
   logs(options: LogOptions): Promise<unknown>;
-}
-
-/** The docker driver's sources: the service's containers that print. */
-export function containerSources(docker: Docker): (serviceId: string) => Promise<LogSource[]> {
-  return async (serviceId) => {
-    const all = await docker.listContainers({
-      all: true,
-      filters: labelFilter({ [LABEL.managed]: 'true', [LABEL.service]: serviceId }),
-    });
-    return all
-      .filter((c) => PRINTING_ROLES.has(c.Labels[LABEL.role] ?? ''))
-      .map((c) => ({
-        id: c.Id,
-        replica: (c.Names[0] ?? c.Id).replace(/^\//, ''),
-        logs: ({ follow, ...options }: LogOptions) =>
-          follow
-            ? docker.getContainer(c.Id).logs({ ...options, follow: true })
-            : docker.getContainer(c.Id).logs({ ...options, follow: false }),
-      }));
-  };
 }
 
 /**

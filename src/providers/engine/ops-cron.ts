@@ -7,11 +7,8 @@
  * only.
  * @module
  */
-import type Docker from 'dockerode';
 import type { Logger } from 'pino';
 import { REMOVED_GENERATION } from '../provider.ts';
-import { LABEL, labelFilter, networkName } from './labels.ts';
-import { addressOf } from './replica-address.ts';
 import { Schedules } from './schedules.ts';
 import type { DockerDb } from './tables.ts';
 
@@ -79,36 +76,4 @@ export class OpsCronJobs {
     }
     return wanted;
   }
-}
-
-/**
- * The docker driver's request: a GET of the path on a running replica, at its address on the
- * environment's network (this process runs on the same machine). Failures are logged; the schedule
- * goes on.
- */
-export function requestReplica(docker: Docker, logger: Logger): OpsCronRequest {
-  return async (job) => {
-    const replicas = await docker
-      .listContainers({
-        filters: labelFilter({ [LABEL.deployment]: job.deploymentId, [LABEL.role]: 'replica' }),
-      })
-      .catch(() => []);
-    const replica = replicas[Math.floor(Math.random() * replicas.length)];
-    const ip = replica && (await addressOf(docker, replica, networkName(job.environmentId)));
-    const at = { service: job.serviceId, path: job.path };
-    if (!ip) {
-      logger.warn(at, 'ops.json cron job skipped: no replica is running');
-      return;
-    }
-    try {
-      const res = await fetch(`http://${ip}:${job.port}${job.path}`, {
-        signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
-        redirect: 'manual',
-      });
-      await res.body?.cancel();
-      logger.info({ ...at, status: res.status }, 'ops.json cron job requested');
-    } catch (err) {
-      logger.warn({ ...at, err }, 'ops.json cron job request failed');
-    }
-  };
 }

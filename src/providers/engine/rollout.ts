@@ -1,6 +1,14 @@
 import type { OpsConfig } from '../../domain/ops-json.ts';
 import { SupersededError } from '../../jobs/errors.ts';
-import type { Applied, DeployedSource, DeployLog, DesiredService } from '../provider.ts';
+import {
+  type Applied,
+  type DeployedSource,
+  DeployFailed,
+  type DeployLog,
+  type DesiredService,
+  type Observed,
+  type ServiceRef,
+} from '../provider.ts';
 import type { Ingress } from './ingress.ts';
 import { admit, promote, type routeOf } from './routes.ts';
 import type { DockerDb } from './tables.ts';
@@ -11,19 +19,31 @@ import type { DockerDb } from './tables.ts';
  * drivers differ only in their engine calls: each gives a `RolloutEngine` with a strategy per type.
  */
 
-/** What a rollout resolved before anything of the new version runs. */
-export interface Prepared {
+/** The version a rollout runs: its image, the ops.json it follows, and where it came from. */
+export interface Resolved {
   image: string;
   ops: OpsConfig;
   source: DeployedSource;
+}
+
+/** What a rollout resolved before anything of the new version runs. */
+export interface Prepared extends Resolved {
   network: string;
 }
+
+/** The route in place: none before a service's first deployment took traffic. */
+export type RouteInPlace = Awaited<ReturnType<typeof routeOf>>;
+
+/** What runs of a service, less the generation (the route's). */
+export type RunState = Omit<Observed, 'generation'>;
+
+export const NOT_DEPLOYED: RunState = { run_status: 'not_deployed', ready_count: 0 };
 
 /** What a strategy starts from: the prepared version, and where and until when it runs. */
 export type Run<P extends Prepared> = P & {
   svcAlias: string;
   /** The route in place before this rollout (none on a first deployment). */
-  route: Awaited<ReturnType<typeof routeOf>>;
+  route: RouteInPlace;
   /** When `deploy_timeout` runs out. */
   deadline: number;
 };
@@ -42,7 +62,12 @@ export interface Strategy<P extends Prepared> {
     signal: AbortSignal,
     log: DeployLog,
   ): Promise<void>;
+  /** What runs of a service of this type now, by the route in place. */
+  observe(service: ServiceRef, route: RouteInPlace): Promise<RunState>;
 }
+
+/** A strategy per service type: jobs, crons, and the serving types (web, internal, worker). */
+export type Strategies<P extends Prepared> = Record<'job' | 'cron' | 'serving', Strategy<P>>;
 
 export interface RolloutEngine<P extends Prepared> {
   driver: 'docker' | 'swarm';
@@ -51,12 +76,27 @@ export interface RolloutEngine<P extends Prepared> {
   ingress(): Ingress | undefined;
   /** What a rollout runs (the image, the ops.json it follows) and where; what an earlier attempt left goes. */
   prepare(desired: DesiredService, signal: AbortSignal, log: DeployLog): Promise<P>;
-  strategies: Record<'job' | 'cron' | 'serving', Strategy<P>>;
+  strategies: Strategies<P>;
   /** A newer generation took over first: what this deployment made goes. */
   standDown(desired: DesiredService): Promise<void>;
 }
 
-const strategyOf = (type: string | null) => (type === 'job' || type === 'cron' ? type : 'serving');
+/**
+ * A strategy's start failed: the log says so (capitalised), and the deployment fails with the reason
+ * and `detail` (such as the version's last output, which the log shows on lines of its own).
+ */
+export function rolloutFailed(
+  log: DeployLog,
+  reason: string,
+  source: DeployedSource,
+  detail = '',
+): DeployFailed {
+  log.end('rollout', 'failed', `${reason.charAt(0).toUpperCase()}${reason.slice(1)}`);
+  return new DeployFailed(`${reason}${detail}`, source);
+}
+
+/** The strategy a service type rolls out and is observed by. */
+export const strategyOf = (type: string | null) => (type === 'job' || type === 'cron' ? type : 'serving');
 
 export async function rollout<P extends Prepared>(
   engine: RolloutEngine<P>,

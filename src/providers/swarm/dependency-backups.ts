@@ -15,13 +15,12 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type Docker from 'dockerode';
 import { TerminalError } from '../../jobs/errors.ts';
 import {
-  clientEnv,
+  type CopyRequest,
   type DumpTarget,
   EngineDependencyBackups,
   isGone,
-  TOOLS,
 } from '../engine/dependency-dumps.ts';
-import { attributesOf, dependencyNameOf, dependencyOf } from '../engine/dependency-engines.ts';
+import { dependencyNameOf, type Engine } from '../engine/dependency-engines.ts';
 import { pullImage } from '../engine/images.ts';
 import { LABEL, labelFilter } from '../engine/labels.ts';
 import type { BackupRequest, ServiceRef } from '../provider.ts';
@@ -73,23 +72,14 @@ export class SwarmDependencyBackups extends EngineDependencyBackups {
     this.pullTimeoutMs = pullTimeoutMs;
   }
 
-  protected async target(request: BackupRequest): Promise<DumpTarget> {
-    const { engine, name, runName } = dependencyOf(request.service, request.resource, 'swarm');
-    const tool = TOOLS[engine.name];
-    if (!tool) throw new TerminalError(`${engine.name} dependencies have no backups on the swarm provider`);
+  protected readonly driver = 'swarm';
+
+  /** The password is the one Berth sealed (its swarm secret cannot be read back); the image, its own. */
+  protected async runOf(request: BackupRequest, runName: string, engine: Engine) {
     if (engine.passwordVariable && !request.password) {
       throw new TerminalError(`Berth keeps no password for ${runName}: deploy the service to make it again`);
     }
-    return {
-      tool,
-      engine,
-      name,
-      runName,
-      image: await this.imageOf(runName),
-      address: attributesOf(request.environment, request.resource, name, engine),
-      env: clientEnv(tool, request.password),
-      password: request.password ?? '',
-    };
+    return { image: await this.imageOf(runName), password: request.password };
   }
 
   /** The image the dependency's service runs (by digest): the helpers run from the same. */
@@ -106,15 +96,10 @@ export class SwarmDependencyBackups extends EngineDependencyBackups {
     return image;
   }
 
-  protected async copyOf(
-    request: BackupRequest,
-    original: DumpTarget,
-    name: string,
-    signal: AbortSignal,
-  ): Promise<DumpTarget> {
-    const made = await this.resources.makeCopy({ ...request, password: original.password }, name, signal);
+  protected async makeCopy({ request, name, password }: CopyRequest, signal: AbortSignal) {
+    await this.resources.makeCopy({ ...request, password }, name, signal);
     const runName = dependencyNameOf(name);
-    return { ...original, name, runName, image: await this.imageOf(runName), address: made.attributes };
+    return { runName, image: await this.imageOf(runName) };
   }
 
   /** The helpers run on the manager's own Engine, which pulls the image from where every node does. */

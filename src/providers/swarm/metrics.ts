@@ -12,7 +12,7 @@ const ENDED = new Set(['failed', 'complete']);
  * replaces a replica that ended with a new task, so each task that ended by itself since the previous
  * sample is a restart. CPU, memory and network from the Engine of each node a running task is on
  * (BERTH_SWARM_NODE_ENGINES; the manager's API has no stats), as the docker driver reads them
- * (ContainerUsage). Requests from the ingress (traffic.ts).
+ * (ContainerUsage). Requests from the ingress (engine/traffic.ts).
  */
 export class SwarmMetrics implements ServiceMetrics {
   private readonly manager: Docker;

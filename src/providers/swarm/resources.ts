@@ -14,16 +14,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type Docker from 'dockerode';
 import { instanceMemoryBytes } from '../../domain/instance-memory.ts';
 import type { OpsResource } from '../../domain/ops-json.ts';
-import { resourceName } from '../../domain/resource-names.ts';
 import { TerminalError } from '../../jobs/errors.ts';
 import {
-  attributesOf,
-  copyNameOf,
-  dependencyLabels,
   dependencyNameOf,
-  dependencyOf,
   type Engine,
-  engineOf,
   environmentWithPasswordFile,
   imageSettingOf,
   READY_TIMEOUT_MS,
@@ -31,14 +25,8 @@ import {
 import { engineError } from '../engine/images.ts';
 import { LABEL } from '../engine/labels.ts';
 import { lastOutput } from '../engine/output.ts';
-import type {
-  EnvironmentRef,
-  ProvisionedResource,
-  ResourceKey,
-  ResourceRequest,
-  Resources,
-  ServiceRef,
-} from '../provider.ts';
+import { type Dependency, EngineResources } from '../engine/resources.ts';
+import type { EnvironmentRef, ProvisionedResource, ResourceRequest } from '../provider.ts';
 import { failedTasks, running, type Task, taskErrors, tasksOf } from './services.ts';
 import type { SwarmSettings } from './settings.ts';
 import type { SwarmDb } from './tables.ts';
@@ -108,11 +96,8 @@ const isWipe = (template: { ContainerSpec?: { Command?: string[] } } | undefined
 const wipeTasks = (tasks: Task[]) =>
   tasks.filter((t) => isWipe(t.Spec as { ContainerSpec?: { Command?: string[] } }));
 
-export class SwarmResources implements Resources {
-  private readonly docker: Docker;
+export class SwarmResources extends EngineResources<SwarmSettings> {
   private readonly db: SwarmDb;
-  private readonly settings: SwarmSettings;
-  private readonly ensureNetwork: (env: EnvironmentRef) => Promise<string>;
 
   constructor(
     docker: Docker,
@@ -120,16 +105,11 @@ export class SwarmResources implements Resources {
     settings: SwarmSettings,
     ensureNetwork: (env: EnvironmentRef) => Promise<string>,
   ) {
-    this.docker = docker;
+    super(docker, settings, ensureNetwork);
     this.db = db;
-    this.settings = settings;
-    this.ensureNetwork = ensureNetwork;
   }
 
-  async ensure(request: ResourceRequest, signal: AbortSignal): Promise<ProvisionedResource> {
-    const { name } = dependencyOf(request.service, request.resource, 'swarm');
-    return this.ensureNamed(request, name, signal);
-  }
+  protected readonly driver = 'swarm';
 
   /**
    * A copy of a dependency under `name`, to restore a backup into for inspection: made anew and empty
@@ -138,24 +118,22 @@ export class SwarmResources implements Resources {
    */
   async makeCopy(request: ResourceRequest, name: string, signal: AbortSignal): Promise<ProvisionedResource> {
     signal.throwIfAborted();
-    await this.removeAll(dependencyNameOf(name));
+    await this.removeAll(name);
     return this.ensureNamed(request, name, signal);
   }
 
-  /** The dependency `name` made (or found) as `request` declares it. */
-  private async ensureNamed(
+  protected async provision(
     request: ResourceRequest,
-    name: string,
+    dependency: Dependency,
     signal: AbortSignal,
-  ): Promise<ProvisionedResource> {
-    const { service, environment, resource, password } = request;
-    const engine = engineOf(resource, 'swarm');
-    const serviceName = dependencyNameOf(name);
+  ): Promise<string | undefined> {
+    const { environment, resource, password } = request;
+    const { engine, name, runName: serviceName, labels } = dependency;
     const made = await this.inspect(serviceName);
     // Another engine under the same name (the declared engine changed) is a different database.
     if (made && made.Spec?.Labels?.[LABEL.engine] !== engine.name) {
       signal.throwIfAborted();
-      await this.removeAll(serviceName);
+      await this.removeAll(name);
     }
     const { pin, node } = await this.pinOf(serviceName, engine, resource);
     if (node.Status?.State !== 'ready') {
@@ -165,7 +143,6 @@ export class SwarmResources implements Resources {
           'make the dependency anew, empty, on another node',
       );
     }
-    const labels = dependencyLabels(environment, service, resource, engine);
     const limits = limitsOf(resource);
     const current = await this.inspect(serviceName);
     signal.throwIfAborted();
@@ -195,17 +172,7 @@ export class SwarmResources implements Resources {
         });
     }
     await this.waitRunning(serviceName, engine, pin, limits, signal);
-    return {
-      attributes: attributesOf(environment, resource, name, engine),
-      ...(engine.passwordVariable ? { password } : {}),
-    };
-  }
-
-  async delete(service: ServiceRef, resource: ResourceKey): Promise<void> {
-    const name = resourceName(service.id, resource);
-    await this.removeAll(dependencyNameOf(name));
-    // And the copy a restore made of it for inspection, if any.
-    await this.removeAll(dependencyNameOf(copyNameOf(name)));
+    return engine.passwordVariable ? password : undefined;
   }
 
   private async inspect(name: string): Promise<Docker.Service | null> {
@@ -418,7 +385,8 @@ export class SwarmResources implements Resources {
   }
 
   /** The service, its data (wiped on its node), its secret and its pin: what an earlier run left too. */
-  private async removeAll(serviceName: string): Promise<void> {
+  protected async removeAll(name: string): Promise<void> {
+    const serviceName = dependencyNameOf(name);
     const pin = await this.recorded(serviceName);
     if (pin) await this.wipe(pin);
     await this.docker.getService(serviceName).remove().catch(ignoreGone);

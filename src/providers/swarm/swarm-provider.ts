@@ -1,7 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import Docker from 'dockerode';
 import type { Logger } from 'pino';
-import type { OpsConfig } from '../../domain/ops-json.ts';
 import { SupersededError, TerminalError } from '../../jobs/errors.ts';
 import type { Db } from '../../store/database.ts';
 import { EngineDriver } from '../engine/engine-driver.ts';
@@ -10,23 +9,12 @@ import { buildFromGit } from '../engine/git-build.ts';
 import { digestOf, engineError, imageOf, pushImage } from '../engine/images.ts';
 import type { RouteTarget } from '../engine/ingress.ts';
 import { LABEL, labelFilter, labelsOf, type Role } from '../engine/labels.ts';
-import { EngineLogs, type LogOptions, type LogSource } from '../engine/logs.ts';
-import { OpsCronJobs } from '../engine/ops-cron.ts';
-import type { Prepared, RolloutEngine, Run } from '../engine/rollout.ts';
-import { DELETED, observedRoute } from '../engine/routes.ts';
+import type { LogOptions, LogSource } from '../engine/logs.ts';
+import type { Prepared, Resolved, Run, Strategies } from '../engine/rollout.ts';
+import { NOT_DEPLOYED, rolloutFailed } from '../engine/rollout.ts';
 import type { Schedules } from '../engine/schedules.ts';
-import {
-  type DeployedSource,
-  DeployFailed,
-  type DeployLog,
-  type DesiredService,
-  type EnvironmentRef,
-  type Observed,
-  type Provider,
-  type ServiceLogs,
-  type ServiceMetrics,
-  type ServiceRef,
-} from '../provider.ts';
+import type { DeployedSource, DeployLog, DesiredService, EnvironmentRef, ServiceRef } from '../provider.ts';
+import { DeployFailed } from '../provider.ts';
 import { swarmCron } from './cron.ts';
 import { SwarmDependencyBackups } from './dependency-backups.ts';
 import { SwarmMetrics } from './metrics.ts';
@@ -75,40 +63,30 @@ export interface SwarmProviderOptions {
  * deployment; a template per cron deployment, run by Berth's scheduler (cron.ts). Routing, generations
  * and the ingress are shared with the docker driver (engine/routes.ts, engine/ingress.ts).
  */
-export class SwarmProvider extends EngineDriver<Launched> implements Provider {
-  private readonly docker: Docker;
-  private readonly options: SwarmProviderOptions;
-  protected readonly db: SwarmDb;
+export class SwarmProvider extends EngineDriver<Launched, SwarmSettings, SwarmDb> {
+  protected readonly driver = 'swarm';
   protected readonly cron: Schedules;
-  protected readonly opsCron: OpsCronJobs;
-  protected readonly engine: RolloutEngine<Launched>;
-  readonly logs: ServiceLogs;
+  protected readonly opsCronRequest = requestTask(
+    this.docker,
+    this.db,
+    this.settings.requestImage,
+    this.logger,
+  );
   readonly resources: SwarmResources;
   readonly backups: SwarmDependencyBackups;
-  readonly metrics: ServiceMetrics;
+  readonly metrics: SwarmMetrics;
 
   constructor(options: SwarmProviderOptions) {
-    super(options.settings, options.logger);
-    this.options = options;
-    this.docker = new Docker(options.settings.engine);
-    this.db = swarmTables(options.db);
-    this.metrics = new SwarmMetrics(this.docker, this.traffic, options.settings.nodeEngines);
-    this.engine = this.rolloutEngine();
-    this.logs = new EngineLogs(this.docker, (serviceId) => this.logSources(serviceId));
-    this.cron = swarmCron(this.docker, this.db, options.logger);
-    this.opsCron = new OpsCronJobs(
-      this.db,
-      options.logger,
-      requestTask(this.docker, this.db, options.settings.requestImage, options.logger),
-    );
-    this.resources = new SwarmResources(this.docker, this.db, options.settings, (env) =>
-      this.ensureNetwork(env),
-    );
+    const { settings, logger } = options;
+    super({ settings, logger, docker: new Docker(settings.engine), db: swarmTables(options.db) });
+    this.metrics = new SwarmMetrics(this.docker, this.traffic, settings.nodeEngines);
+    this.cron = swarmCron(this.docker, this.db, logger);
+    this.resources = new SwarmResources(this.docker, this.db, settings, (env) => this.ensureNetwork(env));
     this.backups = new SwarmDependencyBackups(
       this.docker,
-      options.settings.backupDir,
+      settings.backupDir,
       this.resources,
-      options.settings.pullTimeoutMs,
+      settings.pullTimeoutMs,
     );
   }
 
@@ -117,7 +95,7 @@ export class SwarmProvider extends EngineDriver<Launched> implements Provider {
     return ensureNetwork(this.docker, env, overlayName(env.id), {
       Driver: 'overlay',
       Attachable: true,
-      Options: this.options.settings.encryptNetworks ? { encrypted: 'true' } : {},
+      Options: this.settings.encryptNetworks ? { encrypted: 'true' } : {},
     }).catch((error: unknown) => {
       throw engineError(error, 'the swarm refused the network');
     });
@@ -178,81 +156,102 @@ export class SwarmProvider extends EngineDriver<Launched> implements Provider {
       .update({ ...service.Spec, version: service.Version?.Index, rollback: 'previous' });
   }
 
-  /** What the swarm driver gives the shared rollout (engine/rollout.ts): its engine calls, a strategy per type. */
-  private rolloutEngine(): RolloutEngine<Launched> {
-    return {
-      driver: 'swarm',
-      db: this.db,
-      ingress: () => this.ingress,
-      prepare: (desired, _signal, log) => this.prepare(desired, log),
-      standDown: async (desired) => {
-        await this.removeService(jobName(desired.deploymentId));
-        await this.removeService(cronTemplateName(desired.deploymentId));
+  /** What the swarm driver gives the shared rollout (engine/rollout.ts): a strategy per service type. */
+  protected readonly strategies: Strategies<Launched> = {
+    job: {
+      start: async (desired, run, signal, log) => {
+        const name = jobName(desired.deploymentId);
+        if (!(await this.inspect(name))) {
+          await this.create({
+            Name: name,
+            Labels: labelsOf(desired, 'job'),
+            TaskTemplate: this.template(desired, run, 'job'),
+            Mode: { ReplicatedJob: { MaxConcurrent: 1, TotalCompletions: 1 } },
+          });
+        }
+        log.line('rollout', `Job service ${name} created`);
+        await this.waitJob(name, run.deadline, signal, run.source, log);
       },
-      strategies: {
-        job: {
-          start: async (desired, run, signal, log) => {
-            const name = jobName(desired.deploymentId);
-            if (!(await this.inspect(name))) {
-              await this.create({
-                Name: name,
-                Labels: labelsOf(desired, 'job'),
-                TaskTemplate: this.template(desired, run, 'job'),
-                Mode: { ReplicatedJob: { MaxConcurrent: 1, TotalCompletions: 1 } },
-              });
-            }
-            log.line('rollout', `Job service ${name} created`);
-            await this.waitJob(name, run.deadline, signal, run.source, log);
-          },
-          retire: async (desired, after, _signal, log) => {
-            await this.retireOlder(desired.service.id, desired.generation);
-            await this.jobOutcome(desired.deploymentId, after.source, log);
-          },
-        },
-        cron: {
-          start: async (desired, run, _signal, log) => {
-            const { service } = desired;
-            const name = cronTemplateName(desired.deploymentId);
-            if (!(await this.inspect(name))) {
-              await this.create({
-                Name: name,
-                Labels: {
-                  ...labelsOf(desired, 'cron-template'),
-                  [LABEL.cronSchedule]: service.cron_schedule ?? '',
-                },
-                TaskTemplate: this.template(desired, run, 'cron-run'),
-                Mode: { Replicated: { Replicas: 0 } },
-              });
-            }
-            log.end(
-              'rollout',
-              'success',
-              `Cron template ${name} created: runs on "${service.cron_schedule ?? ''}"`,
-            );
-          },
-          retire: async (desired) => {
-            await this.retireOlder(desired.service.id, desired.generation);
-            await this.cron.rescan();
-          },
-        },
-        serving: {
-          start: (desired, run, signal, log) => this.updateServing(desired, run, signal, log),
-          retire: (desired) =>
-            this.retireOlder(desired.service.id, desired.generation, servingName(desired.service.id)),
-        },
+      retire: async (desired, after, _signal, log) => {
+        await this.retireOlder(desired.service.id, desired.generation);
+        await this.jobOutcome(desired.deploymentId, after.source, log);
       },
-    };
+      observe: async (service, route) => {
+        if (!route || (await this.servicesOf(service.id)).length === 0) return NOT_DEPLOYED;
+        const tasks = await tasksOf(this.docker, jobName(route.deployment_id));
+        const status =
+          tasks.length === 0
+            ? 'not_deployed'
+            : tasks.some((t) => t.Status.State === 'complete')
+              ? 'completed'
+              : failedTasks(tasks).length > 0
+                ? 'failed'
+                : 'running';
+        return { run_status: status, ready_count: 0 };
+      },
+    },
+    cron: {
+      start: async (desired, run, _signal, log) => {
+        const { service } = desired;
+        const name = cronTemplateName(desired.deploymentId);
+        if (!(await this.inspect(name))) {
+          await this.create({
+            Name: name,
+            Labels: {
+              ...labelsOf(desired, 'cron-template'),
+              [LABEL.cronSchedule]: service.cron_schedule ?? '',
+            },
+            TaskTemplate: this.template(desired, run, 'cron-run'),
+            Mode: { Replicated: { Replicas: 0 } },
+          });
+        }
+        log.end(
+          'rollout',
+          'success',
+          `Cron template ${name} created: runs on "${service.cron_schedule ?? ''}"`,
+        );
+      },
+      retire: async (desired) => {
+        await this.retireOlder(desired.service.id, desired.generation);
+        await this.cron.rescan();
+      },
+      observe: async (service, route) => {
+        const templates = route ? await this.servicesOf(service.id, 'cron-template') : [];
+        return templates.length > 0 ? { run_status: 'scheduled', ready_count: 0 } : NOT_DEPLOYED;
+      },
+    },
+    serving: {
+      start: (desired, run, signal, log) => this.updateServing(desired, run, signal, log),
+      retire: (desired) =>
+        this.retireOlder(desired.service.id, desired.generation, servingName(desired.service.id)),
+      // A serving service that is gone has no tasks to list.
+      observe: async (service, route) => {
+        if (!route) return NOT_DEPLOYED;
+        const tasks = await tasksOf(this.docker, servingName(service.id)).catch(() => [] as Task[]);
+        const ready = running(tasks).length;
+        const wanted = tasks.some((t) => t.DesiredState === 'running');
+        return {
+          run_status: ready > 0 ? 'running' : wanted ? 'stopped' : 'not_deployed',
+          ready_count: ready,
+        };
+      },
+    },
+  };
+
+  protected async standDown(desired: DesiredService): Promise<void> {
+    await this.removeService(jobName(desired.deploymentId));
+    await this.removeService(cronTemplateName(desired.deploymentId));
   }
 
   /** A rollout's image (by digest), network and launch (its variables as swarm secrets). */
-  private async prepare(desired: DesiredService, log: DeployLog): Promise<Launched> {
+  protected async prepare(desired: DesiredService, log: DeployLog): Promise<Launched> {
     const network = await this.ensureNetwork(desired.environment);
     const resolved = await this.resolveImage(desired, log);
     const launch = await launchOf(
       this.docker,
       desired,
       resolved.image,
-      this.options.settings.pullTimeoutMs,
+      this.settings.pullTimeoutMs,
       log,
     ).catch((error: Error) => {
       log.end('rollout', 'failed', error.message);
@@ -276,11 +275,7 @@ export class SwarmProvider extends EngineDriver<Launched> implements Provider {
     log: DeployLog,
   ): Promise<void> {
     const { service, deploymentId, generation } = desired;
-    const spec = servingSpec(
-      desired,
-      this.template(desired, run, 'replica'),
-      this.options.settings.monitorSeconds,
-    );
+    const spec = servingSpec(desired, this.template(desired, run, 'replica'), this.settings.monitorSeconds);
     const current = await this.inspect(spec.Name as string);
     if (current) {
       const inPlace = Number(current.Spec?.Labels?.[LABEL.generation] ?? 0);
@@ -312,8 +307,11 @@ export class SwarmProvider extends EngineDriver<Launched> implements Provider {
       const kept = isUpdate ? ' The swarm rolled back: the previous version keeps serving.' : '';
       if (!isUpdate) await this.removeService(spec.Name as string);
       else await this.rollBackIfUpdating(spec.Name as string);
-      log.end('rollout', 'failed', `The new version did not become healthy: ${outcome.reason}.${kept}`);
-      throw new DeployFailed(`the new version did not become healthy: ${outcome.reason}.${kept}`, run.source);
+      throw rolloutFailed(
+        log,
+        `the new version did not become healthy: ${outcome.reason}.${kept}`,
+        run.source,
+      );
     }
     log.end('rollout', 'success', `${outcome.ready} of ${outcome.ready} replicas running and healthy`);
   }
@@ -411,8 +409,7 @@ export class SwarmProvider extends EngineDriver<Launched> implements Provider {
       if (tasks.some((t) => t.Status.State === 'complete' || failedTasks([t]).length > 0)) return;
       if (Date.now() > deadline) {
         await this.removeService(name);
-        log.end('rollout', 'failed', 'The job did not finish within deploy_timeout');
-        throw new DeployFailed('the job did not finish within deploy_timeout', source);
+        throw rolloutFailed(log, 'the job did not finish within deploy_timeout', source);
       }
       await sleep(pause, undefined, { signal }).catch(() => signal.throwIfAborted());
       pause = nextPause(pause);
@@ -441,10 +438,7 @@ export class SwarmProvider extends EngineDriver<Launched> implements Provider {
    * git build is made on the manager (the docker driver's code) and pushed to BERTH_SWARM_REGISTRY. The
    * service runs the digest (a tag can move).
    */
-  private async resolveImage(
-    desired: DesiredService,
-    log: DeployLog,
-  ): Promise<{ image: string; ops: OpsConfig; source: DeployedSource }> {
+  private async resolveImage(desired: DesiredService, log: DeployLog): Promise<Resolved> {
     if (desired.service.source !== 'docker_image') return this.buildAndPush(desired, log);
     const image = imageOf(desired);
     log.line('pull', `Resolving ${image} in its registry`);
@@ -466,11 +460,8 @@ export class SwarmProvider extends EngineDriver<Launched> implements Provider {
     };
   }
 
-  private async buildAndPush(
-    desired: DesiredService,
-    log: DeployLog,
-  ): Promise<{ image: string; ops: OpsConfig; source: DeployedSource }> {
-    const { registry, gitBaseUrl } = this.options.settings;
+  private async buildAndPush(desired: DesiredService, log: DeployLog): Promise<Resolved> {
+    const { registry, gitBaseUrl } = this.settings;
     if (!registry) {
       const message =
         'the swarm provider builds git services only with BERTH_SWARM_REGISTRY set: a registry every node can pull the built image from';
@@ -503,37 +494,6 @@ export class SwarmProvider extends EngineDriver<Launched> implements Provider {
     }
   }
 
-  async observe(service: ServiceRef): Promise<Observed> {
-    const { route, deleted, generation } = await observedRoute(this.db, service.id);
-    if (deleted) return DELETED;
-    const all = await this.servicesOf(service.id);
-    if (all.length === 0 || !route) return { run_status: 'not_deployed', ready_count: 0, generation };
-    if (service.type === 'cron') {
-      const scheduled = all.some((s) => s.Spec?.Labels?.[LABEL.role] === 'cron-template');
-      return { run_status: scheduled ? 'scheduled' : 'not_deployed', ready_count: 0, generation };
-    }
-    if (service.type === 'job') {
-      const tasks = await tasksOf(this.docker, jobName(route.deployment_id));
-      const status =
-        tasks.length === 0
-          ? 'not_deployed'
-          : tasks.some((t) => t.Status.State === 'complete')
-            ? 'completed'
-            : failedTasks(tasks).length > 0
-              ? 'failed'
-              : 'running';
-      return { run_status: status, ready_count: 0, generation };
-    }
-    const tasks = await tasksOf(this.docker, servingName(service.id)).catch(() => [] as Task[]);
-    const ready = running(tasks).length;
-    const wanted = tasks.some((t) => t.DesiredState === 'running');
-    return {
-      run_status: ready > 0 ? 'running' : wanted ? 'stopped' : 'not_deployed',
-      ready_count: ready,
-      generation,
-    };
-  }
-
   protected async removeWorkloads(service: ServiceRef): Promise<void> {
     // Cron templates before their runs: a tick after this finds no template and starts nothing.
     for (const s of await this.servicesOf(service.id, 'cron-template')) await this.removeService(s.ID);
@@ -559,7 +519,7 @@ export class SwarmProvider extends EngineDriver<Launched> implements Provider {
     });
   }
 
-  private async logSources(serviceId: string): Promise<LogSource[]> {
+  protected async logSources(serviceId: string): Promise<LogSource[]> {
     const services = await this.servicesOf(serviceId);
     return services
       .filter((s) => s.Spec?.Labels?.[LABEL.role] !== 'cron-template')
