@@ -30,8 +30,10 @@ const ROUNDS = Number(process.env.BENCH_PUSH_ROUNDS || 5);
 /** Berth may take this much of the engine's own time. */
 const TARGET_RATIO = 1.2;
 const IMAGE = 'berth-bench/web';
-const SANDBOX_IMAGE = 'berth-bench/sandbox';
-/** BENCH_PUSH_SANDBOX=0: the docker rows without network sandboxes made ahead (each replica's network made as it starts). */
+/**
+ * BENCH_PUSH_SANDBOX=0: the docker rows with network sandboxes off (BERTH_DOCKER_SANDBOXES=off: each
+ * replica's network made as it starts); by default they are on, with Berth's own pause image.
+ */
 const SANDBOXES = process.env.BENCH_PUSH_SANDBOX !== '0';
 
 const cleanups: Array<() => Promise<void>> = [];
@@ -105,15 +107,6 @@ async function buildVersions(registry: string, count: number, engine = docker): 
         'RUN mkdir /www && echo $VERSION > /www/index.html\n' +
         `CMD ["/bin/sh", "-c", "trap 'exit 0' TERM; httpd -f -p 8080 -h /www & wait"]\n`,
     );
-    // The network sandboxes' image (BERTH_DOCKER_SANDBOX_IMAGE): a command that keeps running.
-    fs.writeFileSync(
-      path.join(dir, 'Dockerfile.sandbox'),
-      'FROM scratch\nCOPY busybox /bin/busybox\nCMD ["/bin/busybox", "sleep", "2147483647"]\n',
-    );
-    await engine('build', '-q', '-f', path.join(dir, 'Dockerfile.sandbox'), '-t', SANDBOX_IMAGE, dir);
-    cleanups.push(async () => {
-      await engine('rmi', '-f', SANDBOX_IMAGE).catch(() => undefined);
-    });
     for (let v = 0; v < count; v++) {
       const tag = `${registry}/${IMAGE}:v${v}`;
       await engine('build', '-q', '--build-arg', `VERSION=v${v}`, '-t', tag, dir);
@@ -261,7 +254,7 @@ export async function pushToLiveRows(addRow: AddRow): Promise<void> {
     cleanups.push(async () => {
       await docker('network', 'rm', network).catch(() => undefined);
     });
-    const berth = await startBerth(registry, SANDBOXES ? { BERTH_DOCKER_SANDBOX_IMAGE: SANDBOX_IMAGE } : {});
+    const berth = await startBerth(registry, SANDBOXES ? {} : { BERTH_DOCKER_SANDBOXES: 'off' });
     const { data } = await call(berth, 'POST', `/v1/environments/${berth.envId}/services`, {
       name: 'Push',
       source: 'docker_image',

@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { after, before, test } from 'node:test';
+import { before, test } from 'node:test';
 import { GetObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
-import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
 import {
   buildDependencyImages,
   VISITOR_DEPENDENCIES as DEPENDENCIES,
@@ -10,7 +9,7 @@ import {
   S3_VISIT,
   visitScript,
 } from '../helpers/dependency-images.ts';
-import { buildImage, docker, freePort, removeEnvironment, requireDocker } from '../helpers/docker.ts';
+import { buildImage, docker } from '../helpers/docker.ts';
 import { pollUntil } from '../helpers/poll.ts';
 import {
   api,
@@ -18,9 +17,8 @@ import {
   type Dependency,
   dependenciesOf,
   deploymentEnd,
-  firstStartOf,
-  startBerth,
 } from '../helpers/process.ts';
+import { serverFixture } from '../helpers/server.ts';
 
 /**
  * Issue 11 on the docker provider: ops.json dependencies are containers of their own on the environment's
@@ -28,41 +26,25 @@ import {
  * variables, their data outlives redeploys, and removing a dependency or the service removes its
  * container and volume. The service's image is made from the postgres dependency image.
  */
-let db: TestDatabase;
+const ADMIN_TOKEN = randomUUID();
+const server = serverFixture('docker', { BERTH_ADMIN_TOKEN: ADMIN_TOKEN });
 let berth: BerthProcess & { url: string };
 let token: string;
 let envUrl: string;
 let envId: string;
-let otherEnvId: string | undefined;
-const ADMIN_TOKEN = randomUUID();
 
 before(
   async () => {
-    await requireDocker();
-    db = await createTestDatabase();
     await buildDependencyImages();
     await buildImage(
       SERVICE_IMAGE,
       'FROM berth-deps/postgres:latest\nCOPY visit.sh s3-visit.cjs outsider.sh /\n',
       { 'visit.sh': visitScript({ mariadb: true }), 's3-visit.cjs': S3_VISIT, 'outsider.sh': OUTSIDER },
     );
-    berth = await startBerth({
-      BERTH_DATA_DIR: db.dataDir,
-      BERTH_DATABASE_URL: db.databaseUrl ?? '',
-      BERTH_PROVIDER: 'docker',
-      BERTH_ADMIN_TOKEN: ADMIN_TOKEN,
-      BERTH_INGRESS_PORT: String(await freePort()),
-    });
-    ({ token, envId, envUrl } = await firstStartOf(berth));
+    ({ berth, token, envId, envUrl } = await server.start());
   },
   { timeout: 1_800_000 },
 );
-after(async () => {
-  await berth?.kill('SIGTERM');
-  if (envId) await removeEnvironment(envId);
-  if (otherEnvId) await removeEnvironment(otherEnvId);
-  await db?.drop();
-});
 
 const SERVICE_IMAGE = 'berth-test/deps-visitor:latest';
 
@@ -174,7 +156,8 @@ test('a service reaches its postgres, mariadb, redis and bucket by its exports; 
     { name: 'Elsewhere' },
   );
   assert.equal(other.status, 200, JSON.stringify(other.body));
-  otherEnvId = other.body.data.environment.id as string;
+  const otherEnvId = other.body.data.environment.id as string;
+  server.own(otherEnvId);
   const otherUrl = `${berth.url}/v1/environments/${otherEnvId}`;
   await pollUntil('the other environment to be available', async () =>
     (await api(otherUrl, token)).body.data.environment.state === 'available' ? true : undefined,

@@ -1,49 +1,30 @@
 import assert from 'node:assert/strict';
 import { readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { after, before, test } from 'node:test';
+import { before, test } from 'node:test';
 import { demultiplex } from '../../src/providers/engine/output.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
 import { buildDependencyImages } from '../helpers/dependency-images.ts';
-import { docker, freePort, removeEnvironment, requireDocker } from '../helpers/docker.ts';
+import { docker } from '../helpers/docker.ts';
 import { pollUntil } from '../helpers/poll.ts';
-import { api, dependenciesOf, deploymentEnd, firstStartOf, startBerth } from '../helpers/process.ts';
+import { api, dependenciesOf, deploymentEnd } from '../helpers/process.ts';
+import { serverFixture } from '../helpers/server.ts';
 
 /**
  * Issue 30: Berth SIGKILLed in the middle of a dependency backup leaves no file under the backup's
  * complete name (only its `.partial`); started again, the backup's job runs again and completes, and
  * the helper the killed process left is gone.
  */
-let db: TestDatabase;
-let envId: string | undefined;
-
-before(
-  async () => {
-    await requireDocker();
-    db = await createTestDatabase();
-    await buildDependencyImages();
-  },
-  { timeout: 1_800_000 },
-);
-after(async () => {
-  if (envId) await removeEnvironment(envId);
-  await db?.drop();
+const server = serverFixture('docker', {
+  BERTH_JOB_LEASE_MS: '1500',
+  BERTH_DEPENDENCY_BACKUP_INTERVAL_HOURS: '0',
 });
+before(() => buildDependencyImages(), { timeout: 1_800_000 });
 
 test('SIGKILL during a postgres backup: no complete-named partial file; after a restart the backup completes', async () => {
-  const backupDir = path.join(db.dataDir, 'dependency-backups');
-  const env = {
-    BERTH_DATA_DIR: db.dataDir,
-    BERTH_DATABASE_URL: db.databaseUrl ?? '',
-    BERTH_PROVIDER: 'docker',
-    BERTH_INGRESS_PORT: String(await freePort()),
-    BERTH_JOB_LEASE_MS: '1500',
-    BERTH_DEPENDENCY_BACKUP_DIR: backupDir,
-    BERTH_DEPENDENCY_BACKUP_INTERVAL_HOURS: '0',
-  };
-  const first = await startBerth(env);
-  const started = await firstStartOf(first);
-  envId = started.envId;
+  const backupDir = path.join(server.database.dataDir, 'dependency-backups');
+  const env = { BERTH_DEPENDENCY_BACKUP_DIR: backupDir };
+  const first = await server.serve(env);
+  const started = await server.firstStart(first);
   const { token, envUrl } = started;
   const network = {
     Labels: { 'berth.environment': started.envId },
@@ -138,7 +119,7 @@ test('SIGKILL during a postgres backup: no complete-named partial file; after a 
     'only the partial file: nothing under the complete name',
   );
 
-  const second = await startBerth(env);
+  const second = await server.serve(env);
   try {
     const done = await pollUntil(
       'the backup to end after the restart',

@@ -2,59 +2,40 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { after, before, test } from 'node:test';
+import { before, test } from 'node:test';
 import { demultiplex } from '../../src/providers/engine/output.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
 import { buildDependencyImages } from '../helpers/dependency-images.ts';
-import { docker, freePort, removeEnvironment, requireDocker } from '../helpers/docker.ts';
+import { docker } from '../helpers/docker.ts';
 import { pollUntil } from '../helpers/poll.ts';
-import {
-  api,
-  type BerthProcess,
-  dependenciesOf,
-  deploymentEnd,
-  firstStartOf,
-  startBerth,
-} from '../helpers/process.ts';
+import { api, type BerthProcess, dependenciesOf, deploymentEnd } from '../helpers/process.ts';
+import { serverFixture } from '../helpers/server.ts';
 
 /**
  * Issue 30's done-means 3 on the docker provider: rows in a Postgres and a MariaDB dependency and keys in
  * a Redis one are backed up, changed, restored, and read back as they were; the service using them is
  * stopped for the restore and runs again after; retention keeps N.
  */
-let db: TestDatabase;
+const ADMIN_TOKEN = randomUUID();
+const server = serverFixture('docker', {
+  BERTH_ADMIN_TOKEN: ADMIN_TOKEN,
+  // Backups here are asked for: the schedule would add its own.
+  BERTH_DEPENDENCY_BACKUP_INTERVAL_HOURS: '0',
+});
 let berth: BerthProcess & { url: string };
 let token: string;
 let envUrl: string;
 let envId: string;
 let backupDir: string;
-const ADMIN_TOKEN = randomUUID();
 
 before(
   async () => {
-    await requireDocker();
-    db = await createTestDatabase();
     await buildDependencyImages();
-    backupDir = path.join(db.dataDir, 'dependency-backups');
-    berth = await startBerth({
-      BERTH_DATA_DIR: db.dataDir,
-      BERTH_DATABASE_URL: db.databaseUrl ?? '',
-      BERTH_PROVIDER: 'docker',
-      BERTH_ADMIN_TOKEN: ADMIN_TOKEN,
-      BERTH_INGRESS_PORT: String(await freePort()),
-      BERTH_DEPENDENCY_BACKUP_DIR: backupDir,
-      // Backups here are asked for: the schedule would add its own.
-      BERTH_DEPENDENCY_BACKUP_INTERVAL_HOURS: '0',
-    });
-    ({ token, envId, envUrl } = await firstStartOf(berth));
+    await server.ready();
+    backupDir = path.join(server.database.dataDir, 'dependency-backups');
+    ({ berth, token, envId, envUrl } = await server.start({ BERTH_DEPENDENCY_BACKUP_DIR: backupDir }));
   },
   { timeout: 1_800_000 },
 );
-after(async () => {
-  await berth?.kill('SIGTERM');
-  if (envId) await removeEnvironment(envId);
-  await db?.drop();
-});
 
 // biome-ignore lint/suspicious/noExplicitAny: JSON bodies
 type Json = Record<string, any>;

@@ -1,45 +1,24 @@
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
-import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
+import { before, test } from 'node:test';
 import { buildDependencyImages } from '../helpers/dependency-images.ts';
-import { docker, freePort, removeEnvironment, requireDocker } from '../helpers/docker.ts';
+import { docker } from '../helpers/docker.ts';
 import { assertNoDeploymentWithoutJobIn } from '../helpers/fencing.ts';
 import { pollUntil } from '../helpers/poll.ts';
-import { api, deploymentEnd, firstStartOf, startBerth } from '../helpers/process.ts';
+import { api, deploymentEnd } from '../helpers/process.ts';
+import { serverFixture } from '../helpers/server.ts';
 
 /**
  * Issue 11 on the docker provider: Berth SIGKILLed after the database's container was created and
  * before it was recorded as made. Started again, the deployment succeeds with one container and one
  * volume, and the password the service gets is the one that container was made with (it connects).
  */
-let db: TestDatabase;
-let envId: string | undefined;
-
-before(
-  async () => {
-    await requireDocker();
-    db = await createTestDatabase();
-    await buildDependencyImages();
-  },
-  { timeout: 1_800_000 },
-);
-after(async () => {
-  if (envId) await removeEnvironment(envId);
-  await db?.drop();
-});
+const server = serverFixture('docker', { BERTH_JOB_LEASE_MS: '1500' });
+before(() => buildDependencyImages(), { timeout: 1_800_000 });
 
 test('SIGKILL while a postgres dependency starts: after a restart the deployment succeeds with it made once', async () => {
-  const env = {
-    BERTH_DATA_DIR: db.dataDir,
-    BERTH_DATABASE_URL: db.databaseUrl ?? '',
-    BERTH_PROVIDER: 'docker',
-    BERTH_INGRESS_PORT: String(await freePort()),
-    BERTH_JOB_LEASE_MS: '1500',
-  };
-  const first = await startBerth(env);
-  const started = await firstStartOf(first);
-  envId = started.envId;
-  const { token } = started;
+  const first = await server.serve();
+  const started = await server.firstStart(first);
+  const { token, envId } = started;
   const envPath = `/v1/environments/${envId}`;
   const created = await api(`${first.url}${envPath}/services`, token, 'POST', {
     name: 'Crash Postgres',
@@ -82,9 +61,9 @@ test('SIGKILL while a postgres dependency starts: after a restart the deployment
     { timeoutMs: 120_000, intervalMs: 50 },
   );
   assert.equal(await first.kill('SIGKILL'), 'SIGKILL');
-  await assertNoDeploymentWithoutJobIn(db);
+  await assertNoDeploymentWithoutJobIn(server.database);
 
-  const second = await startBerth(env);
+  const second = await server.serve();
   try {
     const deployment = await deploymentEnd(second.url, token, deploymentId, 300_000);
     assert.equal(deployment.state, 'success', deployment.failure_reason);

@@ -3,21 +3,18 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
 import {
   BASE_IMAGE,
-  buildBaseImage,
   buildImage,
   freePort,
   pushImage,
   type Registry,
-  removeEnvironment,
-  requireDocker,
   startRegistry,
 } from '../helpers/docker.ts';
 import { createRepo } from '../helpers/git.ts';
 import { pollUntil } from '../helpers/poll.ts';
-import { api, type BerthProcess, deploymentEnd, firstStartOf, startBerth } from '../helpers/process.ts';
+import { api, type BerthProcess, deploymentEnd } from '../helpers/process.ts';
+import { serverFixture } from '../helpers/server.ts';
 
 /**
  * Deployments that cannot succeed end at once and say why: a replica that crashes during the rollout
@@ -25,12 +22,11 @@ import { api, type BerthProcess, deploymentEnd, firstStartOf, startBerth } from 
  * Dockerfile, a failing build). A transient one (the registry is down) is retried, and the deployment
  * shows the latest attempt's error while it is.
  */
-let db: TestDatabase;
+const server = serverFixture('docker');
 let registry: Registry;
 let gitRoot: string;
 let berth: BerthProcess & { url: string };
 let token: string;
-let envId: string | undefined;
 let envUrl: string;
 
 // Below the retry schedule (1 s doubling over 8 attempts: two minutes) and the 5 min deploy_timeout,
@@ -38,10 +34,7 @@ let envUrl: string;
 const AT_ONCE_MS = 90_000;
 
 before(async () => {
-  await requireDocker();
-  db = await createTestDatabase();
   registry = await startRegistry();
-  await buildBaseImage();
   const crashing = `${registry.address}/berth-test/crash:v1`;
   await buildImage(
     crashing,
@@ -58,21 +51,11 @@ before(async () => {
       files: { Dockerfile: `FROM ${BASE_IMAGE}\nRUN echo compiling && exit 7\n` },
     },
   ]);
-  berth = await startBerth({
-    BERTH_DATA_DIR: db.dataDir,
-    BERTH_DATABASE_URL: db.databaseUrl ?? '',
-    BERTH_PROVIDER: 'docker',
-    BERTH_INGRESS_PORT: String(await freePort()),
-    BERTH_GIT_BASE_URL: `file://${gitRoot}/`,
-  });
-  ({ token, envId, envUrl } = await firstStartOf(berth));
+  ({ berth, token, envUrl } = await server.start({ BERTH_GIT_BASE_URL: `file://${gitRoot}/` }));
 });
 after(async () => {
-  await berth?.kill('SIGTERM');
-  if (envId) await removeEnvironment(envId);
   await registry?.stop();
   if (gitRoot) fs.rmSync(gitRoot, { recursive: true, force: true });
-  await db?.drop();
 });
 
 const web = { type: 'web', port: 8080, replica_count: 1, cpu_count_min: 0.25, memory_mb_min: 32 };

@@ -55,7 +55,7 @@ test('a worker stopped mid-rollout and resumed after a newer deployment finished
           .executeTakeFirst();
         const running = await containersOf([`berth.service=${serviceId}`], false);
         for (const c of running) environments.add(c.Labels['berth.environment'] ?? '');
-        // Spare network sandboxes (BERTH_DOCKER_SANDBOX_IMAGE) belong to no deployment.
+        // Spare network sandboxes (on by default) belong to no deployment.
         const replicas = running.filter((c) => c.Labels['berth.role'] !== 'sandbox');
         const versions = new Set(replicas.map((c) => c.Labels['berth.deployment']));
         // What serves is one deployment: the routed one, and only its replicas run.

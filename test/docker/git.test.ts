@@ -3,36 +3,25 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
-import {
-  BASE_IMAGE,
-  buildBaseImage,
-  docker,
-  freePort,
-  removeEnvironment,
-  requireDocker,
-  viaIngress,
-} from '../helpers/docker.ts';
+import { BASE_IMAGE, docker, viaIngress } from '../helpers/docker.ts';
 import { createRepo, GIT_AUTHOR } from '../helpers/git.ts';
 import { pollUntil } from '../helpers/poll.ts';
-import { api, deploymentEnd, firstStartOf, startBerth } from '../helpers/process.ts';
+import { api, deploymentEnd } from '../helpers/process.ts';
+import { serverFixture } from '../helpers/server.ts';
 
 /**
  * A github service built from a local bare repository (BERTH_GIT_BASE_URL=file://...), its Dockerfile
  * in a sub-directory given as build_context and its ops.json read from the repository; two commits
  * deployed in turn change what the service answers.
  */
-let db: TestDatabase;
-let envId: string | undefined;
+const server = serverFixture('docker', () => ({
+  BERTH_INGRESS_HOST: 'localhost',
+  BERTH_GIT_BASE_URL: `file://${gitRoot}/`,
+}));
 let gitRoot: string;
-let ingressPort: number;
 let commits: string[] = [];
 
 before(async () => {
-  await requireDocker();
-  db = await createTestDatabase();
-  ingressPort = await freePort();
-  await buildBaseImage();
   gitRoot = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-git-'));
   const base = {
     'app/Dockerfile': `FROM ${BASE_IMAGE}\nCOPY index.html /www/index.html\nCMD ["httpd", "-f", "-p", "8080", "-h", "/www"]\n`,
@@ -43,25 +32,12 @@ before(async () => {
     { message: 'release two', files: { 'app/index.html': 'release two\n' } },
   ]);
 });
-after(async () => {
-  if (envId) await removeEnvironment(envId);
-  fs.rmSync(gitRoot, { recursive: true, force: true });
-  await db?.drop();
-});
+after(() => fs.rmSync(gitRoot, { recursive: true, force: true }));
 
 test('deploys a given commit built from build_context; a second commit changes the answer; delete removes the images', async () => {
-  const berth = await startBerth({
-    BERTH_DATA_DIR: db.dataDir,
-    BERTH_DATABASE_URL: db.databaseUrl ?? '',
-    BERTH_PROVIDER: 'docker',
-    BERTH_INGRESS_HOST: 'localhost',
-    BERTH_INGRESS_PORT: String(ingressPort),
-    BERTH_GIT_BASE_URL: `file://${gitRoot}/`,
-  });
+  const { berth, token, envId } = await server.start();
+  const { ingressPort } = server;
   try {
-    const started = await firstStartOf(berth);
-    const token = started.token;
-    envId = started.envId;
     const created = await api(`${berth.url}/v1/environments/${envId}/services`, token, 'POST', {
       name: 'Site',
       source: 'github',

@@ -1,26 +1,17 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { after, before, test } from 'node:test';
-import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
 import { startDnsServer, type TestDnsServer } from '../helpers/dns-server.ts';
-import {
-  BASE_IMAGE,
-  buildBaseImage,
-  buildImage,
-  freePort,
-  removeEnvironment,
-  requireDocker,
-  viaIngress,
-} from '../helpers/docker.ts';
+import { BASE_IMAGE, buildImage, viaIngress } from '../helpers/docker.ts';
 import { pollUntil } from '../helpers/poll.ts';
-import { api, type BerthProcess, deploymentEnd, firstStartOf, startBerth } from '../helpers/process.ts';
+import { api, type BerthProcess, deploymentEnd } from '../helpers/process.ts';
+import { serverFixture } from '../helpers/server.ts';
 
 /** The ingress honours ops.json (ip_whitelist, request_body_size, read_timeout) and routes active custom domains. */
-let db: TestDatabase;
+const server = serverFixture('docker');
 let dns: TestDnsServer;
 let berth: BerthProcess & { url: string };
 let token: string;
-let envId: string | undefined;
 let envUrl: string;
 let ingressPort: number;
 
@@ -28,35 +19,22 @@ const IMAGE = 'berth-test/slow:latest';
 const PUBLIC_HOST = 'apps.localhost';
 
 before(async () => {
-  await requireDocker();
-  db = await createTestDatabase();
   dns = await startDnsServer();
-  ingressPort = await freePort();
-  await buildBaseImage();
   // httpd with a CGI script that answers after three seconds.
   await buildImage(
     IMAGE,
     `FROM ${BASE_IMAGE}\nCMD ["/bin/sh", "-c", "mkdir -p /www/cgi-bin && echo fast > /www/index.html && printf '#!/bin/sh\\\\nsleep 3\\\\nprintf \\"Content-Type: text/plain\\\\\\\\r\\\\\\\\n\\\\\\\\r\\\\\\\\nslow\\"\\\\n' > /www/cgi-bin/slow && chmod +x /www/cgi-bin/slow && exec httpd -f -p 8080 -h /www"]\n`,
   );
-  berth = await startBerth({
-    BERTH_DATA_DIR: db.dataDir,
-    BERTH_DATABASE_URL: db.databaseUrl ?? '',
-    BERTH_PROVIDER: 'docker',
+  ({ berth, token, envUrl } = await server.start({
     // As behind a TLS proxy on 443 that passes Host on: origins and DNS records name the public address.
     BERTH_PUBLIC_URL: `https://${PUBLIC_HOST}`,
-    BERTH_INGRESS_PORT: String(ingressPort),
     BERTH_DNS_SERVERS: dns.address,
     // The API on an address of its own: the ingress must not follow it there.
     BERTH_HOST: '127.0.0.2',
-  });
-  ({ token, envId, envUrl } = await firstStartOf(berth));
+  }));
+  ingressPort = server.ingressPort;
 });
-after(async () => {
-  await berth?.kill('SIGTERM');
-  if (envId) await removeEnvironment(envId);
-  await dns?.close();
-  await db?.drop();
-});
+after(() => dns?.close());
 
 async function webService(name: string, ingress: Record<string, unknown>) {
   const created = await api(`${envUrl}/services`, token, 'POST', {

@@ -4,35 +4,22 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
-import {
-  BASE_IMAGE,
-  buildBaseImage,
-  buildImage,
-  containersOfService,
-  docker,
-  freePort,
-  removeEnvironment,
-  requireDocker,
-} from '../helpers/docker.ts';
+import { BASE_IMAGE, buildImage, containersOfService, docker } from '../helpers/docker.ts';
 import { createRepo } from '../helpers/git.ts';
 import { pollUntil } from '../helpers/poll.ts';
-import { api, type BerthProcess, deploymentEnd, firstStartOf, startBerth } from '../helpers/process.ts';
+import { api, type BerthProcess, deploymentEnd } from '../helpers/process.ts';
+import { serverFixture } from '../helpers/server.ts';
 import { openSse } from '../helpers/sse.ts';
 
 /** What a user sees of real containers: their output (service logs) and each deployment's log. */
-let db: TestDatabase;
+const server = serverFixture('docker');
 let gitRoot: string;
 let commits: string[] = [];
 let berth: BerthProcess & { url: string };
 let token: string;
 let envUrl: string;
-let envId: string;
 
 before(async () => {
-  await requireDocker();
-  db = await createTestDatabase();
-  await buildBaseImage();
   for (const tag of ['v1', 'v2'])
     await buildImage(
       `berth-test/echo:${tag}`,
@@ -61,20 +48,10 @@ before(async () => {
       },
     },
   ]);
-  berth = await startBerth({
-    BERTH_GIT_BASE_URL: `file://${gitRoot}/`,
-    BERTH_DATA_DIR: db.dataDir,
-    BERTH_DATABASE_URL: db.databaseUrl ?? '',
-    BERTH_PROVIDER: 'docker',
-    BERTH_INGRESS_PORT: String(await freePort()),
-  });
-  ({ token, envId, envUrl } = await firstStartOf(berth));
+  ({ berth, token, envUrl } = await server.start({ BERTH_GIT_BASE_URL: `file://${gitRoot}/` }));
 });
-after(async () => {
-  await berth?.kill('SIGTERM');
-  if (envId) await removeEnvironment(envId);
+after(() => {
   if (gitRoot) fs.rmSync(gitRoot, { recursive: true, force: true });
-  await db?.drop();
 });
 
 const BUSYBOX = {

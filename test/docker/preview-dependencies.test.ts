@@ -3,26 +3,12 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
 import { buildDependencyImages } from '../helpers/dependency-images.ts';
-import {
-  BASE_IMAGE,
-  buildBaseImage,
-  docker,
-  freePort,
-  removeEnvironment,
-  requireDocker,
-} from '../helpers/docker.ts';
+import { BASE_IMAGE, docker } from '../helpers/docker.ts';
 import { createRepo, git, pushCommit } from '../helpers/git.ts';
 import { pollUntil } from '../helpers/poll.ts';
-import {
-  api,
-  type BerthProcess,
-  dependenciesOf,
-  deploymentEnd,
-  firstStartOf,
-  startBerth,
-} from '../helpers/process.ts';
+import { api, type BerthProcess, dependenciesOf, deploymentEnd } from '../helpers/process.ts';
+import { serverFixture } from '../helpers/server.ts';
 
 /**
  * Issue 11 on the docker provider, for git services and their previews: the ops.json in the repository
@@ -31,7 +17,7 @@ import {
  * preview two of its own (never the parent's: each count is 1), and deleting the preview deletes its
  * containers and volumes while the parent's stay.
  */
-let db: TestDatabase;
+const server = serverFixture('docker');
 let berth: BerthProcess & { url: string };
 let token: string;
 let envUrl: string;
@@ -60,10 +46,7 @@ exec httpd -f -p 8080 -h /www
 
 before(
   async () => {
-    await requireDocker();
-    db = await createTestDatabase();
     await buildDependencyImages();
-    await buildBaseImage();
     gitRoot = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-git-'));
     [commit = ''] = await createRepo(gitRoot, 'acme/shop', [
       {
@@ -76,22 +59,12 @@ before(
       },
     ]);
     await git(path.join(gitRoot, 'acme/shop'), 'branch', 'feature/cart', 'main');
-    berth = await startBerth({
-      BERTH_DATA_DIR: db.dataDir,
-      BERTH_DATABASE_URL: db.databaseUrl ?? '',
-      BERTH_PROVIDER: 'docker',
-      BERTH_INGRESS_PORT: String(await freePort()),
-      BERTH_GIT_BASE_URL: `file://${gitRoot}/`,
-    });
-    ({ token, envId, envUrl } = await firstStartOf(berth));
+    ({ berth, token, envId, envUrl } = await server.start({ BERTH_GIT_BASE_URL: `file://${gitRoot}/` }));
   },
   { timeout: 1_800_000 },
 );
-after(async () => {
-  await berth?.kill('SIGTERM');
-  if (envId) await removeEnvironment(envId);
+after(() => {
   if (gitRoot) fs.rmSync(gitRoot, { recursive: true, force: true });
-  await db?.drop();
 });
 
 /** What a redis on the environment's network holds under `starts` (redis-cli of the postgres image). */

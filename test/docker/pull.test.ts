@@ -1,59 +1,40 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
 import {
   BASE_IMAGE,
-  buildBaseImage,
   buildImage,
   createWebService,
   deploySuccessfully,
-  freePort,
   pushImage,
   type Registry,
-  removeEnvironment,
-  requireDocker,
   startRegistry,
   viaIngress,
 } from '../helpers/docker.ts';
-import { api, firstStartOf, startBerth } from '../helpers/process.ts';
+import { api } from '../helpers/process.ts';
+import { serverFixture } from '../helpers/server.ts';
 
 /**
  * A registry image is pulled only when its tag's digest changed: a tag already here under the digest
  * its registry still gives costs one manifest request, and a tag pushed again is pulled and runs.
  */
-let db: TestDatabase;
-let envId: string | undefined;
+const server = serverFixture('docker');
 let registry: Registry;
 const reference = () => `${registry.address}/berth-test/pulled:v1`;
 const serving = (text: string) =>
   `FROM ${BASE_IMAGE}\nCMD ["/bin/sh", "-c", "mkdir -p /www && echo ${text} > /www/index.html && exec httpd -f -p 8080 -h /www"]\n`;
 
 before(async () => {
-  await requireDocker();
-  db = await createTestDatabase();
   registry = await startRegistry();
-  await buildBaseImage();
   await buildImage(reference(), serving('first'));
   await pushImage(reference());
 });
-after(async () => {
-  if (envId) await removeEnvironment(envId);
-  await registry?.stop();
-  await db?.drop();
-});
+after(() => registry?.stop());
 
 test('a registry tag is pulled only when its digest changed', async () => {
-  const ingressPort = await freePort();
-  const berth = await startBerth({
-    BERTH_DATA_DIR: db.dataDir,
-    BERTH_DATABASE_URL: db.databaseUrl ?? '',
-    BERTH_PROVIDER: 'docker',
-    BERTH_INGRESS_PORT: String(ingressPort),
-    BERTH_ALLOWED_REGISTRIES: registry.address,
-  });
+  const { ingressPort } = server;
+  const berth = await server.serve({ BERTH_ALLOWED_REGISTRIES: registry.address });
   try {
-    const started = { ...(await firstStartOf(berth)), url: berth.url };
-    envId = started.envId;
+    const started = { ...(await server.firstStart(berth)), url: berth.url };
     const service = await createWebService(started, {
       name: 'Pulled',
       docker_registry: registry.address,

@@ -1,14 +1,12 @@
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { after, before, test } from 'node:test';
-import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
-import { freePort, removeEnvironment, requireDocker } from '../helpers/docker.ts';
-import { api, type BerthProcess, deploymentEnd, firstStartOf, startBerth } from '../helpers/process.ts';
+import { api, type BerthProcess, deploymentEnd } from '../helpers/process.ts';
+import { serverFixture } from '../helpers/server.ts';
 
 /** Issue 17 item 8 against the engine: the allow-list, and a pull from a silent port that fails in time. */
-let db: TestDatabase;
+const server = serverFixture('docker');
 let berth: BerthProcess & { url: string };
-let envId: string;
 // Accepts connections and never answers, as the machine's PostgreSQL port did to the engine.
 const sockets: net.Socket[] = [];
 const silent = net.createServer((socket) => {
@@ -17,31 +15,20 @@ const silent = net.createServer((socket) => {
 });
 
 before(async () => {
-  await requireDocker();
-  db = await createTestDatabase();
   await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
   const port = (silent.address() as net.AddressInfo).port;
-  berth = await startBerth({
-    BERTH_DATA_DIR: db.dataDir,
-    BERTH_DATABASE_URL: db.databaseUrl ?? '',
-    BERTH_PROVIDER: 'docker',
-    BERTH_INGRESS_PORT: String(await freePort()),
+  berth = await server.serve({
     BERTH_ALLOWED_REGISTRIES: `127.0.0.1:${port}`,
     BERTH_PULL_TIMEOUT_MS: '3000',
   });
 });
 after(async () => {
-  await berth?.kill('SIGTERM');
-  if (envId) await removeEnvironment(envId);
   for (const s of sockets) s.destroy();
   silent.close();
-  await db?.drop();
 });
 
 test('a registry outside the list is refused; a pull from a silent registry fails with a reason within its deadline', async () => {
-  const started = await firstStartOf(berth);
-  envId = started.envId;
-  const { token, envUrl } = started;
+  const { token, envUrl } = await server.firstStart(berth);
   const port = (silent.address() as net.AddressInfo).port;
   const body = {
     name: 'Pulled',

@@ -1,34 +1,19 @@
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
-import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
-import {
-  BASE_IMAGE,
-  buildBaseImage,
-  buildImage,
-  containersOfService,
-  freePort,
-  removeEnvironment,
-  requireDocker,
-  viaIngress,
-} from '../helpers/docker.ts';
+import { before, test } from 'node:test';
+import { BASE_IMAGE, buildImage, containersOfService, viaIngress } from '../helpers/docker.ts';
 import { pollUntil } from '../helpers/poll.ts';
-import { api, deploymentEnd, firstStartOf, startBerth } from '../helpers/process.ts';
+import { api, deploymentEnd } from '../helpers/process.ts';
+import { serverFixture } from '../helpers/server.ts';
 
 /**
  * A rollout succeeds once the new version serves; the old replicas drain afterwards, all at once, and a
  * drain cut short by a crash is finished when Berth starts again. The replicas here ignore SIGTERM, so
  * each takes the full ten seconds of a graceful stop.
  */
-let db: TestDatabase;
-let envId: string | undefined;
-let ingressPort: number;
+const server = serverFixture('docker');
 const IMAGE = 'berth-test/stubborn';
 
 before(async () => {
-  await requireDocker();
-  db = await createTestDatabase();
-  ingressPort = await freePort();
-  await buildBaseImage();
   for (const version of ['v1', 'v2']) {
     await buildImage(
       `${IMAGE}:${version}`,
@@ -36,22 +21,12 @@ before(async () => {
     );
   }
 });
-after(async () => {
-  if (envId) await removeEnvironment(envId);
-  await db?.drop();
-});
 
 test('the deployment succeeds when the new version serves; old replicas drain afterwards, in parallel, even across a crash', async () => {
-  const env = {
-    BERTH_DATA_DIR: db.dataDir,
-    BERTH_DATABASE_URL: db.databaseUrl ?? '',
-    BERTH_PROVIDER: 'docker',
-    BERTH_INGRESS_PORT: String(ingressPort),
-  };
-  let berth = await startBerth(env);
+  const { ingressPort } = server;
+  let berth = await server.serve();
   try {
-    const started = await firstStartOf(berth);
-    envId = started.envId;
+    const started = await server.firstStart(berth);
     const created = await api(`${started.envUrl}/services`, started.token, 'POST', {
       name: 'Stubborn',
       source: 'docker_image',
@@ -66,7 +41,7 @@ test('the deployment succeeds when the new version serves; old replicas drain af
     const service = created.body.data.service as { id: string; subdomain: string };
     const host = `${service.subdomain}.localhost`;
     const deploy = async (tag: string) => {
-      const url = `${berth.url}/v1/environments/${envId}/services/${service.id}/deploy`;
+      const url = `${started.envUrl}/services/${service.id}/deploy`;
       const res = await api(url, started.token, 'POST', { docker_image_tag: tag });
       const end = await deploymentEnd(berth.url, started.token, res.body.data.deployment_id, 120_000);
       assert.equal(end.state, 'success', end.failure_reason);
@@ -94,13 +69,13 @@ test('the deployment succeeds when the new version serves; old replicas drain af
 
     // A crash while the v2 replicas drain: the next start finishes the drain.
     const third = await deploy('v1');
-    // Spare network sandboxes (BERTH_DOCKER_SANDBOX_IMAGE) belong to no deployment.
+    // Spare network sandboxes (on by default) belong to no deployment.
     const replicas = async () =>
       (await containersOfService(service.id)).filter((c) => c.Labels['berth.role'] === 'replica');
     const draining = (await replicas()).filter((c) => c.Labels['berth.deployment'] !== third);
     assert.equal(draining.length, 2);
     await berth.kill('SIGKILL');
-    berth = await startBerth(env);
+    berth = await server.serve();
     await pollUntil(
       'the drain cut short to be finished',
       async () => {

@@ -1,40 +1,30 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { after, before, test } from 'node:test';
+import { before, test } from 'node:test';
 import { promisify } from 'node:util';
-import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
 import {
   BASE_IMAGE,
-  buildBaseImage,
   buildImage,
   containersOfService,
   createWebService,
   deploySuccessfully,
   docker,
-  freePort,
-  removeEnvironment,
-  requireDocker,
   viaIngress,
 } from '../helpers/docker.ts';
 import { pollUntil } from '../helpers/poll.ts';
-import { api, firstStartOf, startBerth } from '../helpers/process.ts';
+import { api } from '../helpers/process.ts';
+import { serverFixture } from '../helpers/server.ts';
 
 /**
- * With BERTH_DOCKER_SANDBOX_IMAGE, a new version starts in a network sandbox made ahead: it is served,
- * the service's aliases resolve to it alone once the old version stopped, and the sandboxes go with the
- * replicas and the service.
+ * By default (Berth's own pause image), a new version starts in a network sandbox made ahead: it is
+ * served, the service's aliases resolve to it alone once the old version stopped, a replica whose
+ * sandbox stopped or started anew comes back, and the sandboxes go with the replicas and the service.
  */
-let db: TestDatabase;
-let envId: string | undefined;
+const server = serverFixture('docker');
 const IMAGE = 'berth-test/sandboxed';
-const SANDBOX_IMAGE = 'berth-test/sandbox';
 const exec = promisify(execFile);
 
 before(async () => {
-  await requireDocker();
-  db = await createTestDatabase();
-  await buildBaseImage();
-  await buildImage(SANDBOX_IMAGE, `FROM ${BASE_IMAGE}\nCMD ["sleep", "2147483647"]\n`);
   for (const version of ['v1', 'v2', 'v3']) {
     await buildImage(
       `${IMAGE}:${version}`,
@@ -42,27 +32,17 @@ before(async () => {
     );
   }
 });
-after(async () => {
-  if (envId) await removeEnvironment(envId);
-  await db?.drop();
-});
 
 const roleOf = (c: { Labels: Record<string, string> }) => c.Labels['berth.role'];
 const spares = (all: Awaited<ReturnType<typeof containersOfService>>) =>
   all.filter((c) => roleOf(c) === 'sandbox' && c.Names.some((n) => n.startsWith('/berth-spare-')));
 
-test('a new version starts in a network sandbox made ahead; its aliases resolve to it alone; sandboxes go with their replicas and the service', async () => {
-  const ingressPort = await freePort();
-  const berth = await startBerth({
-    BERTH_DATA_DIR: db.dataDir,
-    BERTH_DATABASE_URL: db.databaseUrl ?? '',
-    BERTH_PROVIDER: 'docker',
-    BERTH_INGRESS_PORT: String(ingressPort),
-    BERTH_DOCKER_SANDBOX_IMAGE: SANDBOX_IMAGE,
-  });
+test('a new version starts in a network sandbox made ahead; its aliases resolve to it alone; a replica that lost its sandbox comes back; sandboxes go with their replicas and the service', async () => {
+  const { ingressPort } = server;
+  const berth = await server.serve();
   try {
-    const started = { ...(await firstStartOf(berth)), url: berth.url };
-    envId = started.envId;
+    const started = { ...(await server.firstStart(berth)), url: berth.url };
+    const { envId } = started;
     const network = `berth-env-${envId}`;
     const service = await createWebService(started, { name: 'Sandboxed', docker_image: IMAGE });
     const host = `${service.subdomain}.localhost`;
@@ -124,6 +104,35 @@ test('a new version starts in a network sandbox made ahead; its aliases resolve 
         return found.length === 1 && ready ? true : undefined;
       });
     }
+
+    // A replica without its sandbox comes back through the observer (every 10 s), served again.
+    const replicaAndSandbox = async () => {
+      const replica = (await containersOfService(service.id)).find((c) => roleOf(c) === 'replica');
+      assert.ok(replica);
+      return { replica: replica.Id, sandbox: replica.HostConfig.NetworkMode.replace(/^container:/, '') };
+    };
+    const servedAgain = (what: string) =>
+      pollUntil(
+        `the service to answer again after ${what}`,
+        async () => ((await viaIngress(ingressPort, host)).body === 'v3\n' ? true : undefined),
+        { timeoutMs: 30_000, intervalMs: 200 },
+      );
+    const { replica, sandbox } = await replicaAndSandbox();
+    // The sandbox killed: the replica has no network until both are started again.
+    await exec('docker', ['kill', sandbox]);
+    await pollUntil('the service to stop answering', async () =>
+      (await viaIngress(ingressPort, host).catch(() => null))?.body !== 'v3\n' ? true : undefined,
+    );
+    await servedAgain('its sandbox was killed');
+    // As after an Engine restart that starts the replica before its sandbox: the Engine refuses it.
+    await exec('docker', ['kill', replica]);
+    await exec('docker', ['kill', sandbox]);
+    await assert.rejects(exec('docker', ['start', replica]), /non running container|not running/);
+    await servedAgain('the Engine refused to start the replica without its sandbox');
+    // The sandbox restarted on its own: the replica still holds the namespace it had, and moves to the new one.
+    await exec('docker', ['restart', '-t', '0', sandbox]);
+    await servedAgain('its sandbox started anew');
+    assert.deepEqual(await replicaAndSandbox(), { replica, sandbox }, 'the same containers, started again');
 
     assert.equal(
       (await api(`${started.envUrl}/services/${service.id}`, started.token, 'DELETE')).status,

@@ -3,18 +3,10 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
-import {
-  BASE_IMAGE,
-  buildBaseImage,
-  docker,
-  freePort,
-  removeEnvironment,
-  requireDocker,
-  viaIngress,
-} from '../helpers/docker.ts';
+import { BASE_IMAGE, docker, viaIngress } from '../helpers/docker.ts';
 import { git } from '../helpers/git.ts';
-import { api, deploymentEnd, firstStartOf, startBerth } from '../helpers/process.ts';
+import { api, deploymentEnd } from '../helpers/process.ts';
+import { serverFixture } from '../helpers/server.ts';
 
 /**
  * A repository whose symbolic links point at a directory and files of the host: build_context,
@@ -22,18 +14,15 @@ import { api, deploymentEnd, firstStartOf, startBerth } from '../helpers/process
  * host path nor its content, and reads the same whether the host file exists or not. A link that
  * stays inside the repository still builds.
  */
-let db: TestDatabase;
-let envId: string | undefined;
+const server = serverFixture('docker', () => ({
+  BERTH_INGRESS_HOST: 'localhost',
+  BERTH_GIT_BASE_URL: `file://${gitRoot}/`,
+}));
 let gitRoot: string;
 let hostDir: string;
-let ingressPort: number;
 const HOST_SECRET = 'host-secret-7f3a';
 
 before(async () => {
-  await requireDocker();
-  db = await createTestDatabase();
-  ingressPort = await freePort();
-  await buildBaseImage();
   hostDir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-host-'));
   fs.writeFileSync(path.join(hostDir, 'secret.txt'), `${HOST_SECRET}\n`);
   fs.writeFileSync(path.join(hostDir, 'ops.json'), JSON.stringify({ deploy_timeout: 2 }));
@@ -65,26 +54,15 @@ before(async () => {
   await git(work, 'commit', '--quiet', '-m', 'links');
   await git(work, 'push', '--quiet', 'origin', 'main');
 });
-after(async () => {
-  if (envId) await removeEnvironment(envId);
+after(() => {
   fs.rmSync(gitRoot, { recursive: true, force: true });
   fs.rmSync(hostDir, { recursive: true, force: true });
-  await db?.drop();
 });
 
 test('symbolic links out of the repository are refused for build_context, dockerfile_path and ops_json_path', async () => {
-  const berth = await startBerth({
-    BERTH_DATA_DIR: db.dataDir,
-    BERTH_DATABASE_URL: db.databaseUrl ?? '',
-    BERTH_PROVIDER: 'docker',
-    BERTH_INGRESS_HOST: 'localhost',
-    BERTH_INGRESS_PORT: String(ingressPort),
-    BERTH_GIT_BASE_URL: `file://${gitRoot}/`,
-  });
+  const { berth, token, envId } = await server.start();
+  const { ingressPort } = server;
   try {
-    const started = await firstStartOf(berth);
-    const token = started.token;
-    envId = started.envId;
     let n = 0;
     const deploy = async (fields: Record<string, string>) => {
       n += 1;

@@ -1,42 +1,30 @@
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
-import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
+import { before, test } from 'node:test';
 import {
   BASE_IMAGE,
-  buildBaseImage,
   buildImage,
   createWebService,
   deploySuccessfully,
-  freePort,
-  removeEnvironment,
-  requireDocker,
   viaIngress,
 } from '../helpers/docker.ts';
 import { pollUntil } from '../helpers/poll.ts';
-import { api, firstStartOf, startBerth } from '../helpers/process.ts';
+import { api } from '../helpers/process.ts';
+import { serverFixture } from '../helpers/server.ts';
 
 /**
  * Every deployment keeps its timeline in its operations: each moment of its way to live, with a
  * millisecond timestamp, in the order it happened. The old version stops after the deployment succeeded.
  */
-let db: TestDatabase;
-let envId: string | undefined;
+const server = serverFixture('docker');
 const IMAGE = 'berth-test/timeline';
 
 before(async () => {
-  await requireDocker();
-  db = await createTestDatabase();
-  await buildBaseImage();
   for (const version of ['v1', 'v2']) {
     await buildImage(
       `${IMAGE}:${version}`,
       `FROM ${BASE_IMAGE}\nCMD ["/bin/sh", "-c", "mkdir -p /www && echo ${version} > /www/index.html && exec httpd -f -p 8080 -h /www"]\n`,
     );
   }
-});
-after(async () => {
-  if (envId) await removeEnvironment(envId);
-  await db?.drop();
 });
 
 interface Moment {
@@ -76,16 +64,10 @@ function assertTimeline(timeline: Moment[], expected: string[]): void {
 }
 
 test("a deployment's operations show its timeline, in order, each moment with a millisecond timestamp; the ingress serves it from the moment it is routed", async () => {
-  const ingressPort = await freePort();
-  const berth = await startBerth({
-    BERTH_DATA_DIR: db.dataDir,
-    BERTH_DATABASE_URL: db.databaseUrl ?? '',
-    BERTH_PROVIDER: 'docker',
-    BERTH_INGRESS_PORT: String(ingressPort),
-  });
+  const { ingressPort } = server;
+  const berth = await server.serve();
   try {
-    const started = { ...(await firstStartOf(berth)), url: berth.url };
-    envId = started.envId;
+    const started = { ...(await server.firstStart(berth)), url: berth.url };
     const service = await createWebService(started, { name: 'Timeline', docker_image: IMAGE });
     const deploy = (tag: string) => deploySuccessfully(started, service.id, tag);
     const timelineOf = async (deploymentId: string): Promise<Moment[]> => {

@@ -1,33 +1,20 @@
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import { simTables } from '../../src/providers/sim/tables.ts';
 import { openStore } from '../../src/store/database.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
 import { assertNoDeploymentWithoutJobIn } from '../helpers/fencing.ts';
 import { pollUntil } from '../helpers/poll.ts';
-import { api, firstStartOf, startBerth } from '../helpers/process.ts';
+import { api } from '../helpers/process.ts';
+import { KILLED_SERVER, serverFixture } from '../helpers/server.ts';
 
 /**
  * A server SIGKILLed while deployments are in progress: started again on the same database, every
  * deployment still ends, each exactly once (one finished provider call per deployment).
  */
-let db: TestDatabase;
-before(async () => {
-  db = await createTestDatabase();
-});
-after(() => db.drop());
-
-const env = () => ({
-  BERTH_DATA_DIR: db.dataDir,
-  BERTH_DATABASE_URL: db.databaseUrl ?? '',
-  BERTH_SIM_STEP_MS: '300',
-  BERTH_JOB_LEASE_MS: '1500',
-  BERTH_RATE_LIMIT_PER_MIN: '100000',
-});
+const server = serverFixture('sim', { ...KILLED_SERVER, BERTH_SIM_STEP_MS: '300' });
 
 test('SIGKILL during deployments: after a restart every deployment reaches a terminal state exactly once', async () => {
-  const first = await startBerth(env());
-  const { token, envId } = await firstStartOf(first);
+  const { berth: first, token, envId } = await server.start();
 
   const deploymentIds: string[] = [];
   for (let s = 0; s < 3; s++) {
@@ -61,9 +48,9 @@ test('SIGKILL during deployments: after a restart every deployment reaches a ter
     return undefined;
   });
   assert.equal(await first.kill('SIGKILL'), 'SIGKILL');
-  await assertNoDeploymentWithoutJobIn(db);
+  await assertNoDeploymentWithoutJobIn(server.database);
 
-  const second = await startBerth(env());
+  const second = await server.serve();
   for (const id of deploymentIds) {
     const state = await pollUntil(
       `deployment ${id} to end`,
@@ -77,7 +64,10 @@ test('SIGKILL during deployments: after a restart every deployment reaches a ter
   }
   assert.equal(await second.kill('SIGTERM'), 0);
 
-  const store = await openStore({ databaseUrl: db.databaseUrl, dataDir: db.dataDir });
+  const store = await openStore({
+    databaseUrl: server.database.databaseUrl,
+    dataDir: server.database.dataDir,
+  });
   try {
     const calls = await simTables(store.db)
       .selectFrom('sim_calls')

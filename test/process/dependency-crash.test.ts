@@ -1,33 +1,20 @@
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import { simTables } from '../../src/providers/sim/tables.ts';
 import { openStore } from '../../src/store/database.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
 import { assertNoDeploymentWithoutJobIn } from '../helpers/fencing.ts';
 import { pollUntil } from '../helpers/poll.ts';
-import { api, deploymentEnd, firstStartOf, startBerth } from '../helpers/process.ts';
+import { api, deploymentEnd } from '../helpers/process.ts';
+import { KILLED_SERVER, serverFixture } from '../helpers/server.ts';
 
 /**
  * A server SIGKILLed while a deployment's dependency is being made: started again on the same database,
  * the deployment still succeeds and every resource was made exactly once.
  */
-let db: TestDatabase;
-before(async () => {
-  db = await createTestDatabase();
-});
-after(() => db.drop());
-
-const env = () => ({
-  BERTH_DATA_DIR: db.dataDir,
-  BERTH_DATABASE_URL: db.databaseUrl ?? '',
-  BERTH_SIM_STEP_MS: '400',
-  BERTH_JOB_LEASE_MS: '1500',
-  BERTH_RATE_LIMIT_PER_MIN: '100000',
-});
+const server = serverFixture('sim', { ...KILLED_SERVER, BERTH_SIM_STEP_MS: '400' });
 
 test('SIGKILL while a dependency is provisioned: after a restart the deployment succeeds, each resource made once', async () => {
-  const first = await startBerth(env());
-  const { token, envId } = await firstStartOf(first);
+  const { berth: first, token, envId } = await server.start();
   const ops = {
     dependencies: {
       rds: { instances: [{ id: 'main-db', prefix: 'userdata', exports: { DB_HOST: '$address' } }] },
@@ -57,9 +44,9 @@ test('SIGKILL while a dependency is provisioned: after a restart the deployment 
     return rds?.state === 'provisioning' ? true : undefined;
   });
   assert.equal(await first.kill('SIGKILL'), 'SIGKILL');
-  await assertNoDeploymentWithoutJobIn(db);
+  await assertNoDeploymentWithoutJobIn(server.database);
 
-  const second = await startBerth(env());
+  const second = await server.serve();
   const deployment = await deploymentEnd(second.url, token, deploymentId);
   assert.equal(deployment.state, 'success', deployment.failure_reason);
   const listed = await api(`${serviceUrl(second.url)}/dependencies`, token);
@@ -69,7 +56,10 @@ test('SIGKILL while a dependency is provisioned: after a restart the deployment 
   );
   assert.equal(await second.kill('SIGTERM'), 0);
 
-  const store = await openStore({ databaseUrl: db.databaseUrl, dataDir: db.dataDir });
+  const store = await openStore({
+    databaseUrl: server.database.databaseUrl,
+    dataDir: server.database.dataDir,
+  });
   try {
     const sim = simTables(store.db);
     const made = await sim

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
-import { createTestDatabase, TEST_DATABASE, type TestDatabase } from '../helpers/database.ts';
+import { test } from 'node:test';
+import { TEST_DATABASE } from '../helpers/database.ts';
 import { api, type BerthProcess, firstStartOf, runBerth } from '../helpers/process.ts';
+import { serverFixture } from '../helpers/server.ts';
 import { openSse, type SseEvent } from '../helpers/sse.ts';
 
 /**
@@ -10,15 +11,7 @@ import { openSse, type SseEvent } from '../helpers/sse.ts';
  * streams through LISTEN/NOTIFY. On the embedded database `berth serve` does both. A client that drops
  * in the middle and reconnects with Last-Event-ID gets exactly what an unbroken client got.
  */
-let db: TestDatabase;
-before(async () => {
-  db = await createTestDatabase();
-});
-after(() => db.drop());
-
-const env = () => ({
-  BERTH_DATA_DIR: db.dataDir,
-  BERTH_DATABASE_URL: db.databaseUrl ?? '',
+const servers = serverFixture('sim', {
   // Slow enough steps that the client can drop between two transitions.
   BERTH_SIM_STEP_MS: '400',
 });
@@ -28,12 +21,18 @@ const ofDeployment = (events: SseEvent[], id: string) =>
 
 test(`a deployment run by ${TEST_DATABASE === 'postgres' ? 'a separate worker process' : 'the server'} streams every transition in order; a reconnect loses and repeats nothing`, async () => {
   const postgres = TEST_DATABASE === 'postgres';
-  const server = runBerth(postgres ? ['serve', '--no-workers'] : ['serve'], { ...env(), BERTH_PORT: '0' });
+  const server = runBerth(postgres ? ['serve', '--no-workers'] : ['serve'], {
+    ...servers.env(),
+    BERTH_PORT: '0',
+  });
   const processes: BerthProcess[] = [server];
   try {
     const url = (await server.waitForOutput(/Berth is listening on (http:\/\/\S+)/))[1] as string;
     if (postgres) {
-      const worker = runBerth(['worker', '--concurrency', '2'], { ...env(), BERTH_LOG_LEVEL: 'info' });
+      const worker = runBerth(['worker', '--concurrency', '2'], {
+        ...servers.env(),
+        BERTH_LOG_LEVEL: 'info',
+      });
       processes.push(worker);
       await worker.waitForOutput(/worker started/);
     }

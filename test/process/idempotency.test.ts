@@ -1,16 +1,9 @@
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
-import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
-import { firstStartOf, startBerth } from '../helpers/process.ts';
+import { test } from 'node:test';
+import { serverFixture } from '../helpers/server.ts';
 
 /** Idempotency keys live in the database: a retry after the server was killed gets the first answer. */
-let db: TestDatabase;
-before(async () => {
-  db = await createTestDatabase();
-});
-after(() => db.drop());
-
-const env = () => ({ BERTH_DATA_DIR: db.dataDir, BERTH_DATABASE_URL: db.databaseUrl ?? '' });
+const server = serverFixture('sim');
 
 async function post(url: string, token: string, key: string, body: unknown) {
   const res = await fetch(url, {
@@ -22,8 +15,8 @@ async function post(url: string, token: string, key: string, body: unknown) {
 }
 
 test('a create and a deploy replayed with their keys after a SIGKILL: one resource, the same answer', async () => {
-  const first = await startBerth(env());
-  const { token, envUrl } = await firstStartOf(first);
+  const first = await server.serve();
+  const { token, envUrl } = await server.firstStart(first);
   const body = {
     name: 'Retried After Kill',
     source: 'docker_image',
@@ -40,7 +33,7 @@ test('a create and a deploy replayed with their keys after a SIGKILL: one resour
   assert.equal(deployed.status, 200, deployed.text);
   assert.equal(await first.kill('SIGKILL'), 'SIGKILL');
 
-  const second = await startBerth(env());
+  const second = await server.serve();
   try {
     const url = `${second.url}${new URL(envUrl).pathname}`;
     const again = await post(`${url}/services`, token, 'create-across-restart', body);

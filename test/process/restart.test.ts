@@ -1,19 +1,13 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import { promisify } from 'node:util';
-import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
 import { pollUntil } from '../helpers/poll.ts';
-import { api, startBerth } from '../helpers/process.ts';
+import { api } from '../helpers/process.ts';
+import { serverFixture } from '../helpers/server.ts';
 
 /** The server as a process: first start, restart, SIGKILL, on the database this run is testing. */
-let db: TestDatabase;
-before(async () => {
-  db = await createTestDatabase();
-});
-after(() => db.drop());
-
-const env = () => ({ BERTH_DATA_DIR: db.dataDir, BERTH_DATABASE_URL: db.databaseUrl ?? '' });
+const server = serverFixture('sim');
 
 const SERVICE = {
   name: 'Survivor',
@@ -26,7 +20,7 @@ const SERVICE = {
 };
 
 test('first start prints a token and a curl line that works; a restart finds everything; so does a SIGKILL', async () => {
-  const first = await startBerth(env());
+  const first = await server.serve();
   const token = (await first.waitForOutput(/API token:\s+([0-9a-f-]{36})/))[1] as string;
   const envId = (await first.waitForOutput(/environment:\s+([0-9a-f-]{36})/))[1] as string;
 
@@ -49,7 +43,7 @@ test('first start prints a token and a curl line that works; a restart finds eve
   assert.equal(await first.kill('SIGTERM'), 0);
 
   // Restart: the data is there, and no second "first start".
-  const second = await startBerth(env());
+  const second = await server.serve();
   const again = await api(`${second.url}/v1/environments/${envId}/services/${serviceId}`, token);
   assert.equal(again.status, 200);
   assert.equal(again.body.data.service.name, 'Survivor');
@@ -62,7 +56,7 @@ test('first start prints a token and a curl line that works; a restart finds eve
 
   // SIGKILL right after a write: nothing that was acknowledged is lost, and the next start is clean.
   assert.equal(await second.kill('SIGKILL'), 'SIGKILL');
-  const third = await startBerth(env());
+  const third = await server.serve();
   const list = await api(`${third.url}/v1/environments/${envId}/services`, token);
   assert.deepEqual(list.body.data.services.map((s: { name: string }) => s.name).sort(), [
     'Killed Mid Flight',

@@ -1,25 +1,16 @@
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
-import { createTestDatabase, TEST_DATABASE, type TestDatabase } from '../helpers/database.ts';
-import { api, type BerthProcess, firstStartOf, startBerth } from '../helpers/process.ts';
+import { test } from 'node:test';
+import { TEST_DATABASE } from '../helpers/database.ts';
+import { api, type BerthProcess } from '../helpers/process.ts';
+import { serverFixture } from '../helpers/server.ts';
 import { openSse } from '../helpers/sse.ts';
 
 /**
  * A token revoked through one API process ends the streams it holds open on another, within a second:
  * the revocation's `access` notification reaches every process (Postgres LISTEN/NOTIFY).
  */
-let db: TestDatabase;
-before(async () => {
-  db = await createTestDatabase();
-});
-after(() => db.drop());
-
 const ADMIN_TOKEN = '6f1c2d3e-4b5a-4c6d-8e7f-9a0b1c2d3e4f';
-const env = () => ({
-  BERTH_DATA_DIR: db.dataDir,
-  BERTH_DATABASE_URL: db.databaseUrl ?? '',
-  BERTH_ADMIN_TOKEN: ADMIN_TOKEN,
-});
+const servers = serverFixture('sim', { BERTH_ADMIN_TOKEN: ADMIN_TOKEN });
 
 async function admin(url: string, method: string, path: string) {
   const res = await fetch(`${url}/admin/v1${path}`, {
@@ -33,11 +24,11 @@ async function admin(url: string, method: string, path: string) {
 test('revoking a token through one process ends its streams on another within a second', {
   skip: TEST_DATABASE === 'embedded' && 'the embedded database serves from one process only',
 }, async () => {
-  const holder = await startBerth(env());
+  const holder = await servers.serve();
   const processes: BerthProcess[] = [holder];
   try {
-    const { token } = await firstStartOf(holder);
-    const revoker = await startBerth(env());
+    const { token } = await servers.firstStart(holder);
+    const revoker = await servers.serve();
     processes.push(revoker);
     const accounts = await admin(revoker.url, 'GET', '/accounts');
     const accountId = accounts.body.data.accounts[0].id as string;
@@ -90,10 +81,10 @@ test('revoking a token through one process ends its streams on another within a 
 test('a token a person made, revoked through one process, is refused by another within a second', {
   skip: TEST_DATABASE === 'embedded' && 'the embedded database serves from one process only',
 }, async () => {
-  const server = await startBerth(env());
+  const server = await servers.serve();
   const processes: BerthProcess[] = [server];
   try {
-    const other = await startBerth(env());
+    const other = await servers.serve();
     processes.push(other);
     // An operator token of the account the first start made (here, or in the test above).
     const accounts = await admin(server.url, 'GET', '/accounts');

@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import { simTables } from '../../src/providers/sim/tables.ts';
 import { openStore } from '../../src/store/database.ts';
-import { createTestDatabase, TEST_DATABASE, type TestDatabase } from '../helpers/database.ts';
+import { createTestDatabase, TEST_DATABASE } from '../helpers/database.ts';
 import { assertNoDeploymentWithoutJob } from '../helpers/fencing.ts';
 import { pollUntil } from '../helpers/poll.ts';
-import { api, type BerthProcess, runBerth, startBerth } from '../helpers/process.ts';
+import { api, type BerthProcess, runBerth } from '../helpers/process.ts';
+import { serverFixture } from '../helpers/server.ts';
 
 /**
  * 200 deployments over 20 services. On Postgres one server and two `berth worker` processes share the
@@ -16,21 +17,13 @@ import { api, type BerthProcess, runBerth, startBerth } from '../helpers/process
 const SERVICES = 20;
 const PER_SERVICE = 10;
 
-let db: TestDatabase;
-before(async () => {
-  db = await createTestDatabase();
-});
-after(() => db.drop());
-
-const env = () => ({
-  BERTH_DATA_DIR: db.dataDir,
-  BERTH_DATABASE_URL: db.databaseUrl ?? '',
+const servers = serverFixture('sim', {
   BERTH_SIM_STEP_MS: '10',
   BERTH_RATE_LIMIT_PER_MIN: '1000000',
 });
 
 test(`${SERVICES * PER_SERVICE} deployments shared by the workers: once each, one at a time per service, in order`, async () => {
-  const server = await startBerth(env());
+  const server = await servers.serve();
   const processes: BerthProcess[] = [server];
   try {
     const token = (await server.waitForOutput(/API token:\s+([0-9a-f-]{36})/))[1] as string;
@@ -38,12 +31,15 @@ test(`${SERVICES * PER_SERVICE} deployments shared by the workers: once each, on
 
     if (TEST_DATABASE === 'postgres') {
       for (let i = 0; i < 2; i++) {
-        const worker = runBerth(['worker', '--concurrency', '4'], { ...env(), BERTH_LOG_LEVEL: 'info' });
+        const worker = runBerth(['worker', '--concurrency', '4'], {
+          ...servers.env(),
+          BERTH_LOG_LEVEL: 'info',
+        });
         processes.push(worker);
         await worker.waitForOutput(/worker started/);
       }
     } else {
-      const refused = runBerth(['worker'], env());
+      const refused = runBerth(['worker'], servers.env());
       assert.equal(await refused.exited, 2);
       assert.match(refused.stderr(), /berth worker needs BERTH_DATABASE_URL/);
     }
@@ -102,7 +98,10 @@ test(`${SERVICES * PER_SERVICE} deployments shared by the workers: once each, on
     for (const p of processes) await p.kill('SIGTERM');
   }
 
-  const store = await openStore({ databaseUrl: db.databaseUrl, dataDir: db.dataDir });
+  const store = await openStore({
+    databaseUrl: servers.database.databaseUrl,
+    dataDir: servers.database.dataDir,
+  });
   try {
     const calls = await simTables(store.db)
       .selectFrom('sim_calls')

@@ -4,7 +4,6 @@ import fs from 'node:fs';
 import { after, before, test } from 'node:test';
 import type Docker from 'dockerode';
 import { demultiplex } from '../../src/providers/engine/output.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
 import {
   buildDependencyImages,
   OUTSIDER,
@@ -12,9 +11,10 @@ import {
   VISITOR_DEPENDENCIES,
   visitScript,
 } from '../helpers/dependency-images.ts';
-import { buildImage, freePort, requireDocker } from '../helpers/docker.ts';
+import { buildImage } from '../helpers/docker.ts';
 import { pollUntil } from '../helpers/poll.ts';
-import { api, type BerthProcess, deploymentEnd, firstStartOf, startBerth } from '../helpers/process.ts';
+import { api, type BerthProcess, deploymentEnd } from '../helpers/process.ts';
+import { serverFixture } from '../helpers/server.ts';
 import { SWARM_IMAGE, startSwarm, type TestSwarm } from '../helpers/swarm.ts';
 
 /**
@@ -25,8 +25,8 @@ import { SWARM_IMAGE, startSwarm, type TestSwarm } from '../helpers/swarm.ts';
  * them; removing a dependency or the service removes services, secrets and data. The dependency images
  * (tools/dependency-images) are pushed to the swarm's registry once for the file.
  */
+const server = serverFixture('swarm');
 let swarm: TestSwarm;
-let db: TestDatabase;
 let berth: BerthProcess & { url: string };
 let token: string;
 let envUrl: string;
@@ -56,9 +56,7 @@ exec node -e "fetch(process.argv[1], { signal: AbortSignal.timeout(process.argv[
 
 before(
   async () => {
-    await requireDocker();
     swarm = await startSwarm(2);
-    db = await createTestDatabase();
     await buildDependencyImages();
     await buildImage(
       `${VISITOR}:latest`,
@@ -75,28 +73,19 @@ before(
     for (const kind of ['postgres', 'redis', 's3'])
       images[kind] = await swarm.pushLocalImage(`berth-deps/${kind}:latest`, `berth-deps/${kind}`);
     const visitor = await swarm.pushLocalImage(`${VISITOR}:latest`, VISITOR);
-    berth = await startBerth({
-      BERTH_DATA_DIR: db.dataDir,
-      BERTH_DATABASE_URL: db.databaseUrl ?? '',
-      BERTH_PROVIDER: 'swarm',
+    ({ berth, token, envUrl } = await server.start({
       DOCKER_HOST: swarm.dockerHost,
       BERTH_ADMIN_TOKEN: ADMIN_TOKEN,
-      BERTH_INGRESS_PORT: String(await freePort()),
       BERTH_SWARM_MONITOR_S: '1',
       BERTH_DOCKER_POSTGRES_IMAGE: images.postgres,
       BERTH_DOCKER_REDIS_IMAGE: images.redis,
       BERTH_DOCKER_S3_IMAGE: images.s3,
       BERTH_SWARM_REQUEST_IMAGE: visitor,
-    });
-    ({ token, envUrl } = await firstStartOf(berth));
+    }));
   },
   { timeout: 1_800_000 },
 );
-after(async () => {
-  await berth?.kill('SIGTERM');
-  await db?.drop();
-  await swarm?.down();
-});
+after(() => swarm?.down());
 
 /** Deploys and waits for the outcome; a failure's reason carries what the service printed. */
 async function deployAndWait(url: string, serviceId: string) {

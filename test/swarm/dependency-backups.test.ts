@@ -4,18 +4,10 @@ import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { demultiplex } from '../../src/providers/engine/output.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
 import { buildDependencyImages } from '../helpers/dependency-images.ts';
-import { freePort, requireDocker } from '../helpers/docker.ts';
 import { pollUntil } from '../helpers/poll.ts';
-import {
-  api,
-  type BerthProcess,
-  dependenciesOf,
-  deploymentEnd,
-  firstStartOf,
-  startBerth,
-} from '../helpers/process.ts';
+import { api, type BerthProcess, dependenciesOf, deploymentEnd } from '../helpers/process.ts';
+import { serverFixture } from '../helpers/server.ts';
 import { startSwarm, type TestSwarm } from '../helpers/swarm.ts';
 
 /**
@@ -25,8 +17,8 @@ import { startSwarm, type TestSwarm } from '../helpers/swarm.ts';
  * as they were; the service using them is scaled down for the restore and back after; Redis keeps the
  * restored data over a restart of its task; a restore into a new one makes a copy holding the backup.
  */
+const server = serverFixture('swarm');
 let swarm: TestSwarm;
-let db: TestDatabase;
 let berth: BerthProcess & { url: string };
 let token: string;
 let envUrl: string;
@@ -37,22 +29,17 @@ const ADMIN_TOKEN = randomUUID();
 
 before(
   async () => {
-    await requireDocker();
     swarm = await startSwarm(2);
-    db = await createTestDatabase();
     await buildDependencyImages();
     const images: Record<string, string> = {};
     for (const kind of ['postgres', 'mariadb', 'redis'])
       images[kind] = await swarm.pushLocalImage(`berth-deps/${kind}:latest`, `berth-deps/${kind}`);
     clientImage = images.postgres as string;
-    backupDir = path.join(db.dataDir, 'dependency-backups');
-    berth = await startBerth({
-      BERTH_DATA_DIR: db.dataDir,
-      BERTH_DATABASE_URL: db.databaseUrl ?? '',
-      BERTH_PROVIDER: 'swarm',
+    await server.ready();
+    backupDir = path.join(server.database.dataDir, 'dependency-backups');
+    ({ berth, token, envId, envUrl } = await server.start({
       DOCKER_HOST: swarm.dockerHost,
       BERTH_ADMIN_TOKEN: ADMIN_TOKEN,
-      BERTH_INGRESS_PORT: String(await freePort()),
       BERTH_SWARM_MONITOR_S: '1',
       BERTH_DOCKER_POSTGRES_IMAGE: images.postgres as string,
       BERTH_DOCKER_MARIADB_IMAGE: images.mariadb as string,
@@ -60,16 +47,11 @@ before(
       BERTH_DEPENDENCY_BACKUP_DIR: backupDir,
       // Backups here are asked for: the schedule would add its own.
       BERTH_DEPENDENCY_BACKUP_INTERVAL_HOURS: '0',
-    });
-    ({ token, envId, envUrl } = await firstStartOf(berth));
+    }));
   },
   { timeout: 1_800_000 },
 );
-after(async () => {
-  await berth?.kill('SIGTERM');
-  await db?.drop();
-  await swarm?.down();
-});
+after(() => swarm?.down());
 
 // biome-ignore lint/suspicious/noExplicitAny: JSON bodies
 type Json = Record<string, any>;

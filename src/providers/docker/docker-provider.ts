@@ -25,7 +25,7 @@ import { type Target, waitReady } from './health.ts';
 import { ContainerMetrics } from './metrics.ts';
 import { containerSources, containerTargets, requestReplica } from './replicas.ts';
 import { DockerResources } from './resources.ts';
-import { removeReplica, Sandboxes } from './sandboxes.ts';
+import { removeReplica, repairSandboxed, Sandboxes } from './sandboxes.ts';
 
 /** Serving replicas come back after a crash or an Engine restart, until Berth stops them. */
 const KEEP_RUNNING = { Name: 'unless-stopped' };
@@ -61,7 +61,7 @@ export class DockerProvider extends EngineDriver<Prepared, DockerSettings, Docke
       db: dockerTables(options.db),
     });
     this.metrics = new ContainerMetrics(this.docker, this.traffic);
-    this.sandboxes = new Sandboxes(this.docker, options.settings.sandboxImage, options.logger);
+    this.sandboxes = new Sandboxes(this.docker, options.settings, options.logger);
     this.resources = new DockerResources(this.docker, options.settings, (env) => this.ensureNetwork(env));
     this.backups = new DockerDependencyBackups(this.docker, options.settings.backupDir, this.resources);
     this.drainer = new Drainer({
@@ -178,6 +178,8 @@ export class DockerProvider extends EngineDriver<Prepared, DockerSettings, Docke
           [LABEL.role]: 'replica',
         });
         const serving = replicas.filter((c) => c.Labels[LABEL.deployment] === route?.deployment_id);
+        // What lost its network sandbox comes back now; the next observation sees it running.
+        await repairSandboxed(this.docker, serving, this.logger);
         const ready = serving.filter((c) => c.State === 'running').length;
         return {
           run_status: ready > 0 ? 'running' : serving.length > 0 ? 'stopped' : 'not_deployed',

@@ -2,12 +2,14 @@ import { randomUUID } from 'node:crypto';
 import type Docker from 'dockerode';
 import type { Logger } from 'pino';
 import { LABEL, labelFilter } from '../engine/labels.ts';
+import type { DockerSettings } from '../engine/settings.ts';
 import type { DesiredService } from '../provider.ts';
+import { ensurePauseImage, PAUSE_COMMAND } from './pause-image.ts';
 import { sandboxOf } from './replica-address.ts';
 
 /**
  * Network sandboxes made ahead (the Kubernetes "pause container" model): a replica's network namespace,
- * held by a small container of BERTH_DOCKER_SANDBOX_IMAGE, so a new version's container joins it
+ * held by a small container of Berth's pause image (docker/pause-image.ts) or BERTH_DOCKER_SANDBOX_IMAGE, so a new version's container joins it
  * (`NetworkMode: container:<sandbox>`) instead of having one made. The Engine's `docker start` of a
  * container on a user-defined bridge spends most of its time making the namespace and the network in
  * it (docs/performance.md, "Push to live (docker)"); joining one takes a third of that.
@@ -23,17 +25,52 @@ import { sandboxOf } from './replica-address.ts';
 /** Where spares are in their names: `berth-spare-<service id>-<random>`. */
 const SPARE_PREFIX = 'berth-spare-';
 
+/** What a sandbox runs: the operator's image with its own command, or Berth's pause image. */
+interface SandboxImage {
+  image: string;
+  cmd?: string[];
+}
+
 export class Sandboxes {
   private readonly docker: Docker;
-  private readonly image: string | undefined;
+  private readonly settings: Pick<DockerSettings, 'sandboxes' | 'sandboxImage'>;
   private readonly logger: Logger;
   /** The replenishment running per service: one at a time, so it never makes more than wanted. */
   private readonly replenishing = new Map<string, Promise<void>>();
+  /** The image, found (or imported) once; null while sandboxes are off. */
+  private resolved: Promise<SandboxImage | null> | undefined;
 
-  constructor(docker: Docker, image: string | undefined, logger: Logger) {
+  constructor(docker: Docker, settings: Pick<DockerSettings, 'sandboxes' | 'sandboxImage'>, logger: Logger) {
     this.docker = docker;
-    this.image = image;
+    this.settings = settings;
     this.logger = logger;
+  }
+
+  /** The sandboxes' image; null when they are off, or Berth has no pause program for the Engine. */
+  private image(): Promise<SandboxImage | null> {
+    this.resolved ??= this.resolveImage().catch((err) => {
+      // Tried again at the next rollout; meanwhile replicas get their network made as they start.
+      this.resolved = undefined;
+      this.logger.warn({ err }, 'making the network sandbox image failed: replicas start without sandboxes');
+      return null;
+    });
+    return this.resolved;
+  }
+
+  private async resolveImage(): Promise<SandboxImage | null> {
+    const { sandboxes, sandboxImage } = this.settings;
+    if (!sandboxes) return null;
+    if (sandboxImage) return { image: sandboxImage };
+    const { Architecture } = await this.docker.info();
+    const image = await ensurePauseImage(this.docker, Architecture);
+    if (!image) {
+      this.logger.warn(
+        { architecture: Architecture },
+        'no network sandbox image for this Engine architecture: replicas start without sandboxes (set BERTH_DOCKER_SANDBOX_IMAGE to a pause image to have them)',
+      );
+      return null;
+    }
+    return { image, cmd: PAUSE_COMMAND };
   }
 
   /**
@@ -44,8 +81,9 @@ export class Sandboxes {
 
   /** A spare of the service, renamed to `name` for one replica; null when none is ready. */
   claim(serviceId: string, name: string): Promise<string | null> {
-    if (!this.image) return Promise.resolve(null);
-    const claimed = this.claiming.then(() => this.claimNow(serviceId, name));
+    const claimed = this.claiming.then(async () =>
+      (await this.image()) ? this.claimNow(serviceId, name) : null,
+    );
     this.claiming = claimed.catch(() => undefined);
     return claimed;
   }
@@ -82,7 +120,7 @@ export class Sandboxes {
 
   /** Makes spares in the background until the service has one per replica. */
   replenish(desired: DesiredService, network: string): void {
-    if (!this.image) return;
+    if (!this.settings.sandboxes) return;
     const serviceId = desired.service.id;
     const previous = this.replenishing.get(serviceId) ?? Promise.resolve();
     const next = previous
@@ -101,7 +139,8 @@ export class Sandboxes {
 
   private async replenishNow(desired: DesiredService, network: string): Promise<void> {
     const { service, environment } = desired;
-    const image = this.image as string;
+    const image = await this.image();
+    if (!image) return;
     const spares = await this.docker.listContainers({
       all: true,
       filters: {
@@ -122,7 +161,8 @@ export class Sandboxes {
     for (let i = 0; i < wanted; i++) {
       const container = await this.docker.createContainer({
         name: `${SPARE_PREFIX}${service.id}-${randomUUID().slice(0, 8)}`,
-        Image: image,
+        Image: image.image,
+        Cmd: image.cmd,
         Labels: {
           [LABEL.managed]: 'true',
           [LABEL.account]: service.account_id,
@@ -136,6 +176,45 @@ export class Sandboxes {
       });
       await container.start();
       await this.docker.getNetwork(network).disconnect({ Container: container.id });
+    }
+  }
+}
+
+/**
+ * Brings back serving replicas whose network sandbox stopped or started anew. A replica lives in its
+ * sandbox's namespace: the sandbox stopped (`docker kill`, or an Engine restart that started it after
+ * the replica, which the Engine then refused to start), the replica has no network; the sandbox
+ * restarted (its restart policy), the replica holds the old namespace. So: the sandbox is started (it
+ * rejoins the environment's network with its aliases), then the replica started, or restarted into the
+ * sandbox's new namespace. The observer calls this with each service's serving replicas.
+ */
+export async function repairSandboxed(docker: Docker, replicas: Docker.ContainerInfo[], logger: Logger) {
+  for (const replica of replicas) {
+    const sandboxId = sandboxOf(replica);
+    if (!sandboxId) continue;
+    try {
+      const sandbox = docker.getContainer(sandboxId);
+      let sandboxState = (await sandbox.inspect()).State;
+      const sandboxWasDown = !sandboxState.Running;
+      if (sandboxWasDown) {
+        await sandbox.start();
+        sandboxState = (await sandbox.inspect()).State;
+      }
+      const container = docker.getContainer(replica.Id);
+      const state = (await container.inspect()).State;
+      if (state.Running) {
+        if (new Date(state.StartedAt) >= new Date(sandboxState.StartedAt)) continue;
+        await container.restart({ t: 1 });
+      } else if (!state.Restarting && (sandboxWasDown || state.Error)) {
+        // Down for its sandbox (a replica stopped otherwise stays as it is: observe reports it stopped).
+        await container.start();
+      } else continue;
+      logger.warn(
+        { replica: replica.Id, sandbox: sandboxId },
+        'a replica lost its network sandbox: both started again',
+      );
+    } catch (err) {
+      logger.warn({ err, replica: replica.Id }, 'bringing back a replica and its network sandbox failed');
     }
   }
 }

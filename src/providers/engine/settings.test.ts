@@ -36,7 +36,11 @@ test('a BERTH_PUBLIC_URL that cannot be an origin, or names another host than BE
   );
 });
 
-test('BERTH_DOCKER_SANDBOX_IMAGE turns network sandboxes made ahead on; unset (or empty), they are off', () => {
+test("network sandboxes made ahead are on unless BERTH_DOCKER_SANDBOXES=off; BERTH_DOCKER_SANDBOX_IMAGE replaces Berth's own image", () => {
+  assert.equal(loadConfig({}).sandboxes, true);
+  assert.equal(loadConfig({ BERTH_DOCKER_SANDBOXES: 'on' }).sandboxes, true);
+  assert.equal(loadConfig({ BERTH_DOCKER_SANDBOXES: 'off' }).sandboxes, false);
+  assert.throws(() => loadConfig({ BERTH_DOCKER_SANDBOXES: 'no' }), /must be "on" or "off"/);
   assert.equal(loadConfig({}).sandboxImage, undefined);
   assert.equal(loadConfig({ BERTH_DOCKER_SANDBOX_IMAGE: '' }).sandboxImage, undefined);
   assert.equal(

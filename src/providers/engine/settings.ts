@@ -38,9 +38,13 @@ export interface DockerSettings {
    */
   backupDir: string;
   /**
-   * BERTH_DOCKER_SANDBOX_IMAGE: an image whose command keeps running (a "pause" image); with it, each
-   * replica slot gets its network sandbox made ahead and a new version starts in it (docker/sandboxes.ts).
-   * Unset: every replica gets its network made as it starts.
+   * BERTH_DOCKER_SANDBOXES (on unless `off`): each replica slot gets its network sandbox made ahead and a
+   * new version starts in it (docker/sandboxes.ts). Off: every replica gets its network made as it starts.
+   */
+  sandboxes: boolean;
+  /**
+   * BERTH_DOCKER_SANDBOX_IMAGE: the sandboxes' image, one whose command keeps running (a "pause" image);
+   * unset, Berth makes its own (docker/pause-image.ts).
    */
   sandboxImage: string | undefined;
 }
@@ -73,6 +77,14 @@ function ingressAddresses(
   return { ingressHost, ingressPort, publicUrl: url.origin };
 }
 
+function onOffSetting(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (raw === 'on') return true;
+  if (raw === 'off') return false;
+  throw new ConfigError(`${name} must be "on" or "off", got "${raw}"`);
+}
+
 function ingressProxySetting(env: NodeJS.ProcessEnv): IngressProxy {
   const value = env.BERTH_INGRESS_PROXY || 'node';
   if (value !== 'node' && value !== 'haproxy') {
@@ -101,6 +113,7 @@ export function dockerSettings(env: NodeJS.ProcessEnv): DockerSettings {
           ? path.join(env.BERTH_BACKUP_DIR, 'dependencies')
           : path.join(env.BERTH_DATA_DIR || '.berth', 'backups', 'dependencies')),
     ),
+    sandboxes: onOffSetting(env, 'BERTH_DOCKER_SANDBOXES', true),
     sandboxImage: env.BERTH_DOCKER_SANDBOX_IMAGE || undefined,
     dependencyImages: {
       postgres: env.BERTH_DOCKER_POSTGRES_IMAGE || 'berth-deps/postgres:latest',
