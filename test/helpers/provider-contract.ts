@@ -224,6 +224,24 @@ export function providerContract(name: string, setup: () => Promise<ContractDriv
       assert.equal((await d.provider.observe(desired(id, 0).service)).generation, 40);
     });
 
+    test('a rollout cut short because its worker lost the job runs in full for the worker that takes it over', async () => {
+      const id = randomUUID();
+      await d.provider.apply(desired(id, 45), never);
+      const lost = new AbortController();
+      const log: DeployLog = {
+        ...SILENT_LOG,
+        mark: (mark) => {
+          if (mark === 'image_resolved') lost.abort(new Error('the lease of this job was lost'));
+        },
+      };
+      const deployment = desired(id, 46);
+      await assert.rejects(d.provider.apply(deployment, lost.signal, log), /lease of this job was lost/);
+      assert.ok(lost.signal.aborted, 'the lease was lost during the rollout');
+      // The same deployment again, as the job's next holder runs it: not a failure the first one left.
+      await d.provider.apply(deployment, never);
+      assert.equal((await d.provider.observe(desired(id, 0).service)).generation, 46);
+    });
+
     test('remove tears the service down, twice is harmless, and no later apply brings it back', async () => {
       const id = randomUUID();
       await d.provider.apply(desired(id, 50), never);

@@ -365,13 +365,15 @@ export class SimProvider implements Provider {
       svcAlias: `${service.subdomain}.${namespaceName}.svc.cluster.local`,
       source,
     };
-    // Idempotent: a deployment this cloud already finished is reported, not run again.
+    // Idempotent: a deployment this cloud already finished is reported, not run again. A call cut short
+    // because its worker lost the job changed nothing and decides nothing: the next holder runs it.
     const done = await this.db
       .selectFrom('sim_calls')
       .select('outcome')
       .where('subject_id', '=', deploymentId)
       .where('operation', '=', 'deploy')
       .where('outcome', 'is not', null)
+      .where('outcome', 'not like', 'aborted: %')
       .executeTakeFirst();
     if (done) {
       if (done.outcome === 'success') return applied;
