@@ -92,3 +92,46 @@ test('a replica that exits while its checks fail ends the wait at once, from the
     closed.close();
   }
 });
+
+test('a slow starter still gets its deploy_timeout: ready when it opens seconds later, and failed only once the deadline has passed', async () => {
+  const { docker, container } = fakeEngine();
+  const target: Target = { container, ip: '127.0.0.1' };
+  // Opens after 2.5 s, well past the finest pauses: the checks keep going at their 250 ms ceiling.
+  const slow = await portOpeningAfter(2_500);
+  try {
+    const started = Date.now();
+    const ready = await waitReady(
+      docker,
+      [target],
+      null,
+      slow.port,
+      started + 10_000,
+      AbortSignal.timeout(20_000),
+    );
+    assert.deepEqual(ready, { ok: true });
+    assert.ok(Date.now() - started >= 2_400, 'ready once it opened, not before');
+  } finally {
+    slow.close();
+  }
+  // Never opens: the wait runs to its deadline, not a fixed number of probes, and says why.
+  const never = await portOpeningAfter(60_000);
+  try {
+    const started = Date.now();
+    const ready = await waitReady(
+      docker,
+      [target],
+      null,
+      never.port,
+      started + 1_500,
+      AbortSignal.timeout(20_000),
+    );
+    assert.equal(ready.ok, false);
+    assert.match(
+      ready.ok ? '' : ready.reason,
+      /1 of 1 replicas not ready in time: port \d+ did not accept connections/,
+    );
+    assert.ok(Date.now() - started >= 1_500, `failed after ${Date.now() - started} ms, before its deadline`);
+  } finally {
+    never.close();
+  }
+});
