@@ -10,6 +10,7 @@ import { type Pebble, pebbleAvailable, startPebble } from '../helpers/pebble.ts'
 import { pollUntil } from '../helpers/poll.ts';
 import { api } from '../helpers/process.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
+import { type TlsAnswer, tlsGet } from '../helpers/tls-get.ts';
 
 /**
  * DNS-01 and TLS-ALPN-01 against a real ACME server (Debian's pebble) validating over real sockets, with
@@ -94,35 +95,8 @@ async function deployedService(name: string) {
 }
 
 /** GET over HTTPS to the ingress with SNI and Host `name`, trusting only `ca`: the chain and host name are checked. */
-function viaHttps(
-  name: string,
-  ca: string,
-): Promise<{ status: number; body: string; headers: http.IncomingHttpHeaders; cert: tls.PeerCertificate }> {
-  return new Promise((resolve, reject) => {
-    const req = https.get(
-      {
-        host: ADDRESS,
-        port: 443,
-        servername: name,
-        headers: { host: name },
-        ca,
-        path: '/',
-        timeout: 10_000,
-        agent: false,
-      },
-      (res) => {
-        const cert = (res.socket as tls.TLSSocket).getPeerCertificate();
-        let body = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk) => {
-          body += chunk;
-        });
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body, headers: res.headers, cert }));
-      },
-    );
-    req.on('timeout', () => req.destroy(new Error('timed out')));
-    req.on('error', reject);
-  });
+function viaHttps(name: string, ca: string): Promise<TlsAnswer> {
+  return tlsGet({ host: ADDRESS, port: 443, name, ca, timeoutMs: 10_000 });
 }
 
 function rawHttp(name: string, urlPath: string): Promise<{ status: number; location: string | undefined }> {

@@ -1,16 +1,15 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import http from 'node:http';
-import https from 'node:https';
 import { after, before, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { TLSSocket } from 'node:tls';
 import { startDnsServer, type TestDnsServer } from '../helpers/dns-server.ts';
 import { BASE_IMAGE, buildImage, createWebService, deploySuccessfully, freePort } from '../helpers/docker.ts';
 import { type Pebble, pebbleAvailable, startPebble } from '../helpers/pebble.ts';
 import { pollUntil } from '../helpers/poll.ts';
 import { api } from '../helpers/process.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
+import { tlsGet } from '../helpers/tls-get.ts';
 
 /**
  * BERTH_INGRESS_PROXY=haproxy on the docker provider, against a real CA (pebble) and a real HAProxy:
@@ -68,32 +67,9 @@ after(async () => {
 });
 
 /** One GET over a new TLS connection, trusting only pebble's root: the status, body and certificate serial. */
-function fetchOnce(): Promise<{ status: number; body: string; serial: string }> {
-  return new Promise((resolve, reject) => {
-    const req = https.get(
-      {
-        host: '127.0.0.1',
-        port: httpsPort,
-        servername: DOMAIN,
-        headers: { host: DOMAIN },
-        ca: pebble.rootPem,
-        agent: false,
-        path: '/',
-        timeout: 30_000,
-      },
-      (res) => {
-        const serial = (res.socket as TLSSocket).getPeerCertificate().serialNumber;
-        let body = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk) => {
-          body += chunk;
-        });
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body, serial }));
-      },
-    );
-    req.on('timeout', () => req.destroy(new Error('timed out')));
-    req.on('error', reject);
-  });
+async function fetchOnce(): Promise<{ status: number; body: string; serial: string }> {
+  const { status, body, cert } = await tlsGet({ port: httpsPort, name: DOMAIN, ca: pebble.rootPem });
+  return { status, body, serial: cert.serialNumber };
 }
 
 let serviceId: string;

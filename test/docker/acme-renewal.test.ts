@@ -1,8 +1,6 @@
 import assert from 'node:assert/strict';
-import https from 'node:https';
 import { after, before, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { TLSSocket } from 'node:tls';
 import { startDnsServer, type TestDnsServer } from '../helpers/dns-server.ts';
 import { BASE_IMAGE, buildImage, createWebService, deploySuccessfully, freePort } from '../helpers/docker.ts';
 import { type Pebble, pebbleAvailable, startPebble } from '../helpers/pebble.ts';
@@ -10,6 +8,7 @@ import { pollUntil } from '../helpers/poll.ts';
 import { api } from '../helpers/process.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { openSse, type SseReader } from '../helpers/sse.ts';
+import { tlsGet } from '../helpers/tls-get.ts';
 
 /**
  * Issue 27, done means 2: renewal against a real CA. Pebble issues certificates of two minutes; Berth
@@ -90,33 +89,9 @@ async function certificateOf(domainsUrl: string) {
 }
 
 /** One GET over a new TLS connection, trusting only pebble's root: the status, body and certificate serial. */
-function fetchOnce(): Promise<{ status: number; body: string; serial: string }> {
-  return new Promise((resolve, reject) => {
-    const req = https.get(
-      {
-        host: '127.0.0.1',
-        port: httpsPort,
-        servername: GOOD,
-        headers: { host: GOOD },
-        ca: pebble.rootPem,
-        agent: false,
-        path: '/',
-        // Generous: a loaded CI machine may stall a request for seconds; what fails is an error or a non-200.
-        timeout: 30_000,
-      },
-      (res) => {
-        const serial = (res.socket as TLSSocket).getPeerCertificate().serialNumber;
-        let body = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk) => {
-          body += chunk;
-        });
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body, serial }));
-      },
-    );
-    req.on('timeout', () => req.destroy(new Error('timed out')));
-    req.on('error', reject);
-  });
+async function fetchOnce(): Promise<{ status: number; body: string; serial: string }> {
+  const { status, body, cert } = await tlsGet({ port: httpsPort, name: GOOD, ca: pebble.rootPem });
+  return { status, body, serial: cert.serialNumber };
 }
 
 test('a custom domain keeps answering over HTTPS across two renewals, with no failed request', {
