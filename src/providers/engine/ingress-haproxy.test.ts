@@ -8,9 +8,10 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type tls from 'node:tls';
 import pino from 'pino';
+import { insertRoute } from '../../../test/helpers/ingress-routes.ts';
+import { pollUntil } from '../../../test/helpers/poll.ts';
 import { selfSignedCertificate } from '../../../test/helpers/self-signed.ts';
 import { DEFAULT_OPS_CONFIG, type OpsConfig } from '../../domain/ops-json.ts';
 import { openStore, type Store } from '../../store/database.ts';
@@ -60,22 +61,8 @@ async function backend(name: string): Promise<string> {
 }
 
 async function route(subdomain: string, ops: Partial<OpsConfig>, targets: string[]): Promise<string> {
-  const serviceId = randomUUID();
+  const serviceId = await insertRoute(db, subdomain, ops);
   replicas.set(serviceId, targets);
-  await db
-    .insertInto('docker_routes')
-    .values({
-      service_id: serviceId,
-      deployment_id: randomUUID(),
-      port: 80,
-      ops: JSON.stringify({ ...DEFAULT_OPS_CONFIG, ...ops }),
-      generation: 1,
-      subdomain,
-      environment_id: randomUUID(),
-      type: 'web',
-      domains: '[]',
-    })
-    .execute();
   return serviceId;
 }
 
@@ -178,15 +165,9 @@ function get(
   });
 }
 
-async function until<T>(what: string, check: () => Promise<T | undefined>): Promise<T> {
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    const value = await check().catch(() => undefined);
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
-}
+/** As long as HAProxy may take to pick up a change under a loaded CI machine. */
+const until = <T>(what: string, check: () => Promise<T | undefined>) =>
+  pollUntil(what, check, { timeoutMs: 20_000, intervalMs: 50 });
 
 const host = (subdomain: string) => `${subdomain}.${INGRESS_HOST}`;
 

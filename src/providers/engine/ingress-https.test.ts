@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
@@ -7,13 +6,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import pino from 'pino';
+import { insertRoute } from '../../../test/helpers/ingress-routes.ts';
 import { selfSignedCertificate } from '../../../test/helpers/self-signed.ts';
 import { DEFAULT_OPS_CONFIG, type IngressSettings } from '../../domain/ops-json.ts';
 import { openStore, type Store } from '../../store/database.ts';
 import { migrateDriver } from '../migrations.ts';
 import type { ServedCertificate } from '../provider.ts';
 import { type Ingress, startIngress } from './ingress.ts';
-import { dockerMigrations, dockerTables } from './tables.ts';
+import { type DockerDb, dockerMigrations, dockerTables } from './tables.ts';
 import { Traffic } from './traffic.ts';
 
 /**
@@ -38,21 +38,8 @@ function selfSigned(): ServedCertificate {
 }
 
 /** A routed web service at `{subdomain}.apps.test` whose stored ops.json has these ingress settings. */
-async function route(db: ReturnType<typeof dockerTables>, subdomain: string, ingress: object) {
-  await db
-    .insertInto('docker_routes')
-    .values({
-      service_id: randomUUID(),
-      deployment_id: randomUUID(),
-      port: 80,
-      ops: JSON.stringify({ ...DEFAULT_OPS_CONFIG, ingress }),
-      generation: 1,
-      subdomain,
-      environment_id: randomUUID(),
-      type: 'web',
-      domains: '[]',
-    })
-    .execute();
+async function route(db: DockerDb, subdomain: string, ingress: Partial<IngressSettings>) {
+  await insertRoute(db, subdomain, { ingress });
 }
 
 before(async () => {

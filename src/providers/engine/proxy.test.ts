@@ -7,6 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import pino from 'pino';
+import { insertRoute } from '../../../test/helpers/ingress-routes.ts';
 import { DEFAULT_OPS_CONFIG } from '../../domain/ops-json.ts';
 import { openStore, type Store } from '../../store/database.ts';
 import { migrateDriver } from '../migrations.ts';
@@ -57,23 +58,12 @@ before(async () => {
     ['echo', echoService],
     ['gone', randomUUID()],
   ]) {
-    await db
-      .insertInto('docker_routes')
-      .values({
-        service_id: serviceId as string,
-        deployment_id: randomUUID(),
-        port: 80,
-        ops: JSON.stringify({
-          ...DEFAULT_OPS_CONFIG,
-          ingress: { ...DEFAULT_OPS_CONFIG.ingress, request_body_size: 1 },
-        }),
-        generation: 1,
-        subdomain,
-        environment_id: randomUUID(),
-        type: 'web',
-        domains: '[]',
-      })
-      .execute();
+    await insertRoute(
+      db,
+      subdomain as string,
+      { ingress: { ...DEFAULT_OPS_CONFIG.ingress, request_body_size: 1 } },
+      serviceId as string,
+    );
   }
   ingress = await startIngress({
     db,
