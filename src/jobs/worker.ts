@@ -186,8 +186,13 @@ export class Worker {
   async start(): Promise<void> {
     this.running = true;
     this.unlisten = this.options.store.notifications.subscribe('jobs', {
-      notified: () => {
-        for (const slots of this.budgets) slots.idle.notified();
+      notified: (keys) => {
+        // The kinds queued: an empty notification (a trigger's) may be any kind.
+        const kinds = keys.filter((key) => key !== '');
+        for (const slots of this.budgets) {
+          if (kinds.length === 0 || kinds.some((kind) => slots.budget.kinds.includes(kind as JobKind)))
+            slots.idle.notified();
+        }
       },
     });
     await this.options.store.notifications.start();

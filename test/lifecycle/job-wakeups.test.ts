@@ -4,7 +4,7 @@ import { after, afterEach, before, test } from 'node:test';
 import pino from 'pino';
 import { type JobHandler, jobBudgets, Worker } from '../../src/jobs/worker.ts';
 import { openStore, type Store } from '../../src/store/database.ts';
-import { enqueue, JOB_KINDS, type JobKind } from '../../src/store/repositories/jobs.ts';
+import { enqueue, enqueueAtCommit, JOB_KINDS, type JobKind } from '../../src/store/repositories/jobs.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
 import { pollUntil } from '../helpers/poll.ts';
 
@@ -111,6 +111,28 @@ test('one notification fills every slot of a burst, and finished jobs make room 
     { timeoutMs: 30_000 },
   );
   assert.equal(peak(), SLOTS);
+});
+
+test('a queued job wakes only the budget that runs it', async () => {
+  const { worker, running } = startWorker(600_000);
+  await worker.start();
+  await pollUntil('every loop to be idle', async () => (claims() >= SLOTS ? true : undefined));
+  const ways = {
+    enqueue: (db: Store['db'], job: Parameters<typeof enqueue>[1]) => enqueue(db, job),
+    'enqueueAtCommit (the events statement notifies)': enqueueAtCommit,
+  };
+  for (const [way, queue] of Object.entries(ways)) {
+    statements.length = 0;
+    await store.db
+      .transaction()
+      .execute((trx) => queue(trx, { kind: 'deploy', subjectId: randomUUID(), accountId: randomUUID() }));
+    await pollUntil('the job to run', async () => (running.size === 1 ? true : undefined));
+    for (const release of running.values()) release();
+    // The deploy loop's claim, the next loop's that it woke, and its own once the job is done; a
+    // delivery loop woken too would make a fourth.
+    await pollUntil('the loop to look again', async () => (claims() >= 3 ? true : undefined));
+    assert.equal(claims(), 3, way);
+  }
 });
 
 test('a job queued without a notification is found by the poll, and the rest of its burst after it', async () => {
