@@ -10,6 +10,10 @@ declare module 'autocannon' {
     workers?: number;
     method?: string;
     headers?: Record<string, string>;
+    /** The TLS server name sent (SNI); by default the URL's host. */
+    servername?: string;
+    /** Given to tls.connect for each connection. */
+    tlsOptions?: import('node:tls').ConnectionOptions;
     title?: string;
     /** Requests sent in turn on each connection; `setupRequest` may rewrite one before it goes. */
     requests?: AutocannonRequest[];

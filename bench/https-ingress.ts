@@ -39,6 +39,12 @@ const DURATION_S = Number(process.env.BENCH_DURATION_S || 5);
 const WARMUP_S = Number(process.env.BENCH_WARMUP_S ?? 1);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS || 50);
 const HANDSHAKE_CLIENTS = Number(process.env.BENCH_HANDSHAKE_CLIENTS || 16);
+/**
+ * The key exchange every client here offers, alone: the one group HAProxy (the system's OpenSSL 3.0) and
+ * node:https (Node's own OpenSSL) both choose. Offered Node's default list, node:https picks the hybrid
+ * post-quantum X25519MLKEM768, which HAProxy's OpenSSL lacks, and each of its handshakes then costs more.
+ */
+const TLS_CLIENT = { ecdhCurve: 'X25519' } as const;
 /** The ingress should keep this much of a bare node:https server's throughput. */
 const TARGET = 0.7;
 
@@ -76,15 +82,17 @@ async function portOf(proc: Proc, pattern: RegExp): Promise<number> {
 async function requestsPerSecond(
   port: number,
   servers: Proc[],
-): Promise<{ rps: number; cpuUs: number[]; clientCpuUs: number }> {
+): Promise<{ rps: number; cpuUs: number[]; clientCpuUs: number; firstOwnCpuUs: number }> {
   const options = {
     url: `https://127.0.0.1:${port}/`,
     servername: NAME,
     headers: { host: NAME },
     connections: CONNECTIONS,
+    tlsOptions: TLS_CLIENT,
   };
   if (WARMUP_S > 0) await autocannon({ ...options, duration: WARMUP_S });
   const cpuFrom = servers.map((p) => treeCpuSeconds(p.child.pid));
+  const firstOwnFrom = cpuSeconds(servers[0]?.child.pid);
   const clientFrom = process.cpuUsage();
   const result = await autocannon({ ...options, duration: DURATION_S });
   if (result.errors > 0 || result.timeouts > 0 || result.non2xx > 0) {
@@ -97,18 +105,25 @@ async function requestsPerSecond(
     (p, i) => ((treeCpuSeconds(p.child.pid) - (cpuFrom[i] as number)) * 1e6) / answered,
   );
   const client = process.cpuUsage(clientFrom);
-  return { rps: result.requests.average, cpuUs, clientCpuUs: (client.user + client.system) / answered };
+  return {
+    rps: result.requests.average,
+    cpuUs,
+    clientCpuUs: (client.user + client.system) / answered,
+    // The first server's own process, its children left out: the Berth process beside HAProxy.
+    firstOwnCpuUs: ((cpuSeconds(servers[0]?.child.pid) - firstOwnFrom) * 1e6) / answered,
+  };
 }
 
+/** CPU microseconds a request cost the servers of the exchange (the ingress and the service behind it). */
+const serverCostOf = (m: { cpuUs: number[] }) => m.cpuUs.reduce((sum, us) => sum + us, 0);
 /** CPU microseconds a request cost every process in the exchange: the servers' and the client's. */
-const costOf = (m: { cpuUs: number[]; clientCpuUs: number }) =>
-  m.cpuUs.reduce((sum, us) => sum + us, 0) + m.clientCpuUs;
+const costOf = (m: { cpuUs: number[]; clientCpuUs: number }) => serverCostOf(m) + m.clientCpuUs;
 
 /** Full handshakes a second, HANDSHAKE_CLIENTS at once for DURATION_S, each verifying chain and name. */
 async function handshakesPerSecond(port: number, ca: string): Promise<number> {
   const handshake = () =>
     new Promise<void>((resolve, reject) => {
-      const socket = tls.connect({ host: '127.0.0.1', port, servername: NAME, ca }, () => {
+      const socket = tls.connect({ ...TLS_CLIENT, host: '127.0.0.1', port, servername: NAME, ca }, () => {
         socket.destroy();
         resolve();
       });
@@ -126,6 +141,19 @@ async function handshakesPerSecond(port: number, ca: string): Promise<number> {
     }),
   );
   return done / ((performance.now() - started) / 1000);
+}
+
+/** The protocol, cipher and key exchange `port` negotiates with the benchmark's clients. */
+async function negotiated(port: number, ca: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = tls.connect({ ...TLS_CLIENT, host: '127.0.0.1', port, servername: NAME, ca }, () => {
+      resolve(
+        `${socket.getProtocol()} ${socket.getCipher().standardName} ${(socket.getEphemeralKeyInfo() as { name?: string } | null)?.name}`,
+      );
+      socket.destroy();
+    });
+    socket.on('error', reject);
+  });
 }
 
 export async function httpsIngressRows(addRow: AddRow): Promise<void> {
@@ -164,6 +192,13 @@ export async function httpsIngressRows(addRow: AddRow): Promise<void> {
     procs.push(baseline);
     const baselinePort = await portOf(baseline, /listening on (\d+)/);
 
+    // A comparison is fair only with the same TLS on both sides: a cheaper cipher or key exchange on
+    // one side would decide the ratio.
+    const tlsOf = await Promise.all([ingressPort, baselinePort, nodePort].map((p) => negotiated(p, ca)));
+    if (new Set(tlsOf).size !== 1)
+      throw new Error(`https: the servers negotiate different TLS: ${tlsOf.join('; ')}`);
+    log(`https: every server negotiates ${tlsOf[0]}`);
+
     const rps: Record<string, number>[] = [];
     const handshakes: Record<string, number>[] = [];
     for (let r = 0; r < ROUNDS; r++) {
@@ -177,16 +212,21 @@ export async function httpsIngressRows(addRow: AddRow): Promise<void> {
         ratio: i.rps / b.rps,
         node_ingress_rps: n.rps,
         node_ratio: n.rps / b.rps,
-        // What a loaded machine hardly moves: CPU per request in the ingress (HAProxy's processes and
-        // the Node process configuring it; the Node ingress), and in the service behind it.
+        // CPU per request in the ingress (HAProxy's processes and the Berth process configuring it, that
+        // one also alone; the Node ingress), and in the service behind it. Load moves it less than wall
+        // clock, not nothing: a process the scheduler wakes more often handles fewer requests a wake-up.
         ingress_cpu_us: i.cpuUs[0] as number,
+        ingress_berth_cpu_us: i.firstOwnCpuUs,
         service_cpu_us: i.cpuUs[1] as number,
         node_ingress_cpu_us: n.cpuUs[0] as number,
         baseline_cpu_us: b.cpuUs[0] as number,
         // Requests a second on a machine whose cores all these processes (autocannon's too) keep busy
-        // follow the CPU a request costs them all: the ratio a loaded machine's scheduler cannot move.
+        // follow the CPU a request costs them all.
         cpu_ratio: costOf(b) / costOf(i),
         node_cpu_ratio: costOf(b) / costOf(n),
+        // The client left out: what a host serving clients elsewhere keeps of node:https's capacity
+        // (the ingress and the service share its cores, as Berth runs them).
+        server_cpu_ratio: serverCostOf(b) / serverCostOf(i),
         client_cpu_us: i.clientCpuUs,
         load_average_1m: os.loadavg()[0] as number,
       });
@@ -211,7 +251,7 @@ export async function httpsIngressRows(addRow: AddRow): Promise<void> {
       (m) => (m.ratio as number) >= TARGET && (m.cpu_ratio as number) >= TARGET,
     );
     addRow(
-      `https handshakes/s, full TLS handshakes, ${HANDSHAKE_CLIENTS} clients, HAProxy ingress (node_* the Node ingress; vs node:https, same certificate)`,
+      `https handshakes/s, full TLS handshakes, ${HANDSHAKE_CLIENTS} clients, HAProxy ingress (node_* the Node ingress; vs node:https, same certificate and key exchange)`,
       'reported (no target in issue 27)',
       handshakes,
       () => true,

@@ -67,25 +67,28 @@ export async function startRun(
 const CANCEL_RECHECK_MS = 30_000;
 
 /**
- * A cancel is a flag on the row, announced on `cancels` when it commits: read now, and again each time
- * one for this deployment is heard, it aborts `signal` (the driver checks it before each side effect, so
- * traffic does not move). No timer polls the row meanwhile.
+ * A cancel is a flag on the row, announced on `cancels` when it commits: read now (by `firstLook`,
+ * when the caller's own read carries the flag), and again each time one for this deployment is heard,
+ * it aborts `signal` (the driver checks it before each side effect, so traffic does not move). No timer
+ * polls the row meanwhile.
  */
 export async function watchForCancel(
   store: Pick<Store, 'db' | 'notifications'>,
   deploymentId: string,
-): Promise<{ signal: AbortSignal; stop(): void }> {
+  firstLook: () => Promise<boolean> = () => cancelRequested(store.db, deploymentId),
+): Promise<CancelWatch> {
   const cancel = new AbortController();
   const stopped = new AbortController();
   const until = AbortSignal.any([cancel.signal, stopped.signal]);
-  const look = async () => {
-    if (await cancelRequested(store.db, deploymentId)) cancel.abort(new DeploymentCancelled());
+  const seen = (requested: boolean) => {
+    if (requested) cancel.abort(new DeploymentCancelled());
   };
+  const look = async () => seen(await cancelRequested(store.db, deploymentId));
   // Armed before each read: a cancel committed between the read and the wait still wakes it.
   const arm = () => store.notifications.arm([['cancels', deploymentId]], CANCEL_RECHECK_MS, until);
   let armed = await arm();
   try {
-    await look();
+    seen(await firstLook());
   } catch (error) {
     stopped.abort();
     throw error;
@@ -101,21 +104,29 @@ export async function watchForCancel(
   return { signal: cancel.signal, stop: () => stopped.abort() };
 }
 
+/** A watch for a deployment's cancel (watchForCancel): `signal` aborts on it; `stop` ends the watch. */
+export interface CancelWatch {
+  signal: AbortSignal;
+  stop(): void;
+}
+
 /** How a rollout ended: applied, or failed (cancelled included) with the reason to record. */
 export type RolloutOutcome = { applied: Applied } | { failure: string; source?: DeployedSource };
 
 /**
  * Resolves the deployment's desired state and applies it. A TerminalError (or a cancel) is a failed
  * outcome; any other error is thrown (the job retries), unless the job was lost meanwhile (`lost`
- * aborted): then undefined, and the outcome is the new holder's to record.
+ * aborted): then undefined, and the outcome is the new holder's to record. `watch`: the caller's
+ * cancel watch (the deploy job's, armed before its read); without one the rollout watches alone.
  */
 export async function rollOut(
   deps: Deps,
   subject: DeploymentSubject,
   lost: AbortSignal,
   log: DeploymentLogWriter,
+  watch?: CancelWatch,
 ): Promise<RolloutOutcome | undefined> {
-  const cancel = await watchForCancel(deps.store, subject.deployment.id);
+  const cancel = watch ?? (await watchForCancel(deps.store, subject.deployment.id));
   try {
     const signal = AbortSignal.any([lost, cancel.signal]);
     const mask = (values: Iterable<string>) => log.maskValues(values);
@@ -131,7 +142,7 @@ export async function rollOut(
       ...(error instanceof DeployFailed ? { source: error.source } : {}),
     };
   } finally {
-    cancel.stop();
+    if (!watch) cancel.stop();
   }
 }
 

@@ -1,12 +1,18 @@
 import { type OpsConfig, opsConfigOf } from '../domain/ops-json.ts';
 import { isGitSource } from '../domain/service-fields.ts';
 import type { Deps } from '../domain/usecases/context.ts';
-import { effectiveSecrets, maskedValuesOf } from '../domain/usecases/secrets.ts';
+import { effectiveSecrets, maskedValuesOf, variablesOf } from '../domain/usecases/secrets.ts';
 import type { DeployLog, DesiredService } from '../providers/provider.ts';
-import { servedDomains } from '../store/repositories/custom-domains.ts';
+import { servedDomains, servingNames } from '../store/repositories/custom-domains.ts';
 import { recordSnapshot } from '../store/repositories/deployments.ts';
 import { recordRepoOps } from '../store/repositories/services.ts';
-import type { DeploymentRow, EnvironmentRow, ServiceRow } from '../store/schema.ts';
+import type {
+  DeploymentRow,
+  EnvironmentRow,
+  SecretRow,
+  ServiceResourceRow,
+  ServiceRow,
+} from '../store/schema.ts';
 import { gitAccessOf } from './git-access.ts';
 import { readRepoOps } from './repo-ops.ts';
 import { dependencyExports, provisionDependencies } from './resources.ts';
@@ -17,6 +23,11 @@ export interface DeploymentSubject {
   environment: EnvironmentRow;
   /** Names the service is served under besides those recorded as deployed (a domain being cut over). */
   domains?: string[];
+  /**
+   * What the run's one read found besides (findDeploymentToRun): today's secrets, the deployed
+   * domains, the dependencies. Absent (a restart, a rollback, a domain change), each is read here.
+   */
+  read?: { secrets: SecretRow[]; domains: string[]; resources: ServiceResourceRow[] };
 }
 
 export interface Resolving {
@@ -54,7 +65,7 @@ export async function resolveDesiredState(
   if (how.mask)
     mask(
       deployment.variables_sealed
-        ? await maskedValuesOf(db, deps.secretBox, deployment)
+        ? await maskedValuesOf(db, deps.secretBox, deployment, subject.read?.secrets)
         : Object.values(desired.variables),
     );
   desired.git = await gitAccessOf(deps, service);
@@ -79,7 +90,12 @@ export async function resolveDesiredState(
   const exported = how.run
     ? await provisionDependencies(
         deps,
-        { service, environment: subject.environment, ops: desired.ops },
+        {
+          service,
+          environment: subject.environment,
+          ops: desired.ops,
+          ...(subject.read ? { existing: subject.read.resources } : {}),
+        },
         signal,
         log,
       )
@@ -94,7 +110,7 @@ async function recordedStateOf(
   deps: Pick<Deps, 'store' | 'secretBox'>,
   subject: DeploymentSubject,
 ): Promise<DesiredService> {
-  const { deployment, service, environment } = subject;
+  const { deployment, service, environment, read } = subject;
   const db = deps.store.db;
   return {
     service,
@@ -112,7 +128,11 @@ async function recordedStateOf(
     ops: deployment.ops_snapshot ? (JSON.parse(deployment.ops_snapshot) as OpsConfig) : opsConfigOf(service),
     variables: deployment.variables_sealed
       ? (JSON.parse(deps.secretBox.open(deployment.variables_sealed)) as Record<string, string>)
-      : await effectiveSecrets(db, deps.secretBox, environment.id, service.id),
-    domains: await servedDomains(db, service.id, subject.domains),
+      : read
+        ? variablesOf(read.secrets, deps.secretBox, environment.id, service.id)
+        : await effectiveSecrets(db, deps.secretBox, environment.id, service.id),
+    domains: read
+      ? servingNames(read.domains, subject.domains)
+      : await servedDomains(db, service.id, subject.domains),
   };
 }

@@ -56,14 +56,20 @@ async function deleteResource(
  */
 export async function provisionDependencies(
   deps: Pick<Deps, 'store' | 'provider' | 'secretBox'>,
-  input: { service: ServiceRow; environment: EnvironmentRef; ops: OpsConfig },
+  input: {
+    service: ServiceRow;
+    environment: EnvironmentRef;
+    ops: OpsConfig;
+    /** The service's dependencies as listResources gives them, when already read. */
+    existing?: ServiceResourceRow[];
+  },
   signal: AbortSignal,
   log: DeployLog,
 ): Promise<{ variables: Record<string, string>; passwords: string[] }> {
   const db = deps.store.db;
   const { service, environment } = input;
   const declared = declaredFor(service, input.ops);
-  const existing = await listResources(db, service.id);
+  const existing = input.existing ?? (await listResources(db, service.id));
   const same = (r: OpsResource, row: ServiceResourceRow) =>
     r.kind === row.kind && r.type === row.type && r.id === row.resource_id;
 

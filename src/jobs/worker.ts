@@ -15,6 +15,7 @@ import {
 } from '../store/repositories/jobs.ts';
 import type { JobRow } from '../store/schema.ts';
 import { TerminalError } from './errors.ts';
+import { IdleLoops } from './idle-loops.ts';
 
 /**
  * What a handler is given to tie its writes to the claim it runs under. Every transaction that records
@@ -137,6 +138,7 @@ class BudgetSlots {
   private readonly running = new Map<string, number>();
   private claiming: Promise<unknown> = Promise.resolve();
   readonly budget: JobBudget;
+  readonly idle = new IdleLoops();
 
   constructor(budget: JobBudget) {
     this.budget = budget;
@@ -169,7 +171,6 @@ export class Worker {
   private loops: Promise<void>[] = [];
   /** Loops still going: one that ended (stopped, or died of an error) no longer claims jobs. */
   private live = 0;
-  private waiters = new Set<() => void>();
   private unlisten: (() => void) | undefined;
   private readonly budgets: BudgetSlots[];
   private readonly pollMs: number;
@@ -184,7 +185,16 @@ export class Worker {
 
   async start(): Promise<void> {
     this.running = true;
-    this.unlisten = this.options.store.notifications.subscribe('jobs', { notified: () => this.wakeAll() });
+    this.unlisten = this.options.store.notifications.subscribe('jobs', {
+      notified: (keys) => {
+        // The kinds queued: an empty notification (a trigger's) may be any kind.
+        const kinds = keys.filter((key) => key !== '');
+        for (const slots of this.budgets) {
+          if (kinds.length === 0 || kinds.some((kind) => slots.budget.kinds.includes(kind as JobKind)))
+            slots.idle.notified();
+        }
+      },
+    });
     await this.options.store.notifications.start();
     for (const slots of this.budgets) {
       for (let i = 0; i < slots.budget.slots; i++) {
@@ -214,20 +224,7 @@ export class Worker {
   }
 
   private wakeAll(): void {
-    for (const wake of this.waiters) wake();
-    this.waiters.clear();
-  }
-
-  private sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        this.waiters.delete(done);
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      this.waiters.add(done);
-    });
+    for (const slots of this.budgets) slots.idle.wakeAll();
   }
 
   private async loop(slots: BudgetSlots): Promise<void> {
@@ -244,18 +241,18 @@ export class Worker {
       }
       if (!job) {
         // A stop that came while this claim was out found no sleeper to wake: one must not start now.
-        if (this.running) await this.sleep(this.pollMs);
+        if (this.running) await slots.idle.wait(this.pollMs);
         continue;
       }
-      // Another loop may find work too: a claimed job often makes the next one in its queue due later.
-      this.wakeAll();
+      // More jobs may be due: the next idle loop of this budget looks while this one works.
+      slots.idle.wakeOne();
       try {
         await this.execute(job, claimedAt);
       } finally {
         slots.release(job);
       }
-      // A slot of this job's account is free again: a loop that found only that account's jobs may go on.
-      this.wakeAll();
+      // A slot of this job's account is free, and the next job of its queue due: this loop's own next
+      // claim looks for them (a queue's jobs are all of one budget: deliveries have no queue key).
     }
   }
 

@@ -303,6 +303,13 @@ function rowsWrite(name: string, table: string, rows: Record<string, unknown>[],
     )`;
 }
 
+/** The kinds of `jobs`, as the jobs notification names them: a worker wakes only the budgets that run them. */
+function queuedKinds(jobs: Record<string, unknown>[]): string {
+  const kinds = [...new Set(jobs.map((job) => String(job.kind)))];
+  for (const kind of kinds) if (!/^[a-z_]+$/.test(kind)) throw new Error(`not a job kind: ${kind}`);
+  return kinds.join(' ');
+}
+
 /**
  * The one statement that writes a transaction's events: locks the accounts (in id order) before a
  * `seq` is drawn (the WHERE's uncorrelated subquery runs once, before the first row), inserts the
@@ -344,8 +351,12 @@ function writeEvents({ events: pending, audits, jobs }: Pendings): CompiledQuery
       RETURNING subject_id
     )${writes}
     SELECT count(pg_notify('${TOPICS.events}', a.account_id::text)) FROM (SELECT DISTINCT account_id FROM event) a
-    UNION ALL SELECT count(pg_notify('${TOPICS.jobs}', '')) FROM (
-      SELECT 1 FROM job${jobs.length > 0 ? ' UNION ALL SELECT 1 FROM queued' : ''} LIMIT 1) j`,
+    UNION ALL SELECT count(pg_notify('${TOPICS.jobs}', 'deliver_webhook')) FROM (SELECT 1 FROM job LIMIT 1) j${
+      jobs.length > 0
+        ? `
+    UNION ALL SELECT count(pg_notify('${TOPICS.jobs}', '${queuedKinds(jobs)}'))`
+        : ''
+    }`,
     parameters,
   );
 }

@@ -19,7 +19,7 @@ import pg from 'pg';
 export const TOPICS = {
   /** A change to what clients poll: `changeTag`s (the triggers of migration 0013 send them). */
   changes: 'berth_changes',
-  /** A job can be claimed (payload empty). */
+  /** A job can be claimed: the kinds queued (empty: any kind, as the triggers of migrations 0019 and 0029 send). */
   jobs: 'berth_jobs',
   /** An account has new events: its id. */
   events: 'berth_events',

@@ -1,16 +1,12 @@
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
 import https from 'node:https';
-import os from 'node:os';
-import path from 'node:path';
 import { after, before, test } from 'node:test';
 import type { TLSSocket } from 'node:tls';
-import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
 import { startDnsServer, type TestDnsServer } from '../helpers/dns-server.ts';
-import { buildBaseImage, freePort, requireDocker } from '../helpers/docker.ts';
+import { freePort } from '../helpers/docker.ts';
 import { type Pebble, pebbleAvailable, startPebble } from '../helpers/pebble.ts';
 import { pollUntil } from '../helpers/poll.ts';
-import { type BerthProcess, runBerth } from '../helpers/process.ts';
+import { serverFixture } from '../helpers/server.ts';
 
 /**
  * The API itself over HTTPS with an ACME certificate (BERTH_TLS_ACME_NAME), from a real CA (pebble, with
@@ -22,23 +18,17 @@ const NAME = 'api.berth.test';
 
 const skip = pebbleAvailable() || process.env.CI ? false : 'needs /usr/bin/pebble and openssl';
 
-let database: TestDatabase;
+const server = serverFixture('docker');
 let dns: TestDnsServer;
 let pebble: Pebble;
-let berth: BerthProcess | undefined;
 
 before(async () => {
   if (skip) return;
-  await requireDocker();
-  await buildBaseImage();
-  database = await createTestDatabase();
   dns = await startDnsServer();
 });
 after(async () => {
-  await berth?.kill('SIGTERM');
   await pebble?.close();
   await dns?.close();
-  await database?.drop();
 });
 
 function health(port: number, ca: string): Promise<{ status: number; fingerprint: string }> {
@@ -60,16 +50,11 @@ test('the API is served over HTTPS with an ACME certificate for BERTH_TLS_ACME_N
   skip,
   timeout: 300_000,
 }, async () => {
-  const httpPort = await freePort();
-  pebble = await startPebble({ httpPort, dnsServer: dns.address, validitySeconds: 60 });
+  pebble = await startPebble({ httpPort: server.ingressPort, dnsServer: dns.address, validitySeconds: 60 });
   dns.set(NAME, 'A', ['127.0.0.1']);
-  berth = runBerth(['serve'], {
-    BERTH_DATA_DIR: database.dataDir,
-    BERTH_DATABASE_URL: database.databaseUrl ?? '',
+  const berth = server.run(['serve'], {
     BERTH_PORT: '0',
-    BERTH_PROVIDER: 'docker',
     BERTH_INGRESS_BIND: '127.0.0.1',
-    BERTH_INGRESS_PORT: String(httpPort),
     BERTH_INGRESS_HTTPS_PORT: String(await freePort()),
     BERTH_DNS_SERVERS: dns.address,
     BERTH_ACME_DIRECTORY_URL: pebble.directoryUrl,
@@ -137,16 +122,15 @@ test('BERTH_TLS_ACME_NAME beside certificate files, or without ACME, stops the s
       /BERTH_TLS_ACME_NAME needs the docker or swarm provider/,
     ],
   ] as const) {
-    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-acme-api-'));
-    const proc = runBerth(['serve'], {
-      BERTH_DATA_DIR: dataDir,
-      BERTH_DATABASE_URL: '',
+    // Not the file's docker settings: no provider (sim) and no ingress port unless the case names them.
+    const proc = server.run(['serve'], {
       BERTH_PORT: '0',
+      BERTH_PROVIDER: '',
+      BERTH_INGRESS_PORT: '',
       ...env,
     });
     assert.equal(await proc.exited, 2, proc.stderr());
     assert.match(proc.stderr(), message);
     assert.equal(proc.stderr().trim().split('\n').length, 1, `one line: ${proc.stderr()}`);
-    fs.rmSync(dataDir, { recursive: true, force: true });
   }
 });

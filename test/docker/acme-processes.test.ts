@@ -2,21 +2,13 @@ import assert from 'node:assert/strict';
 import https from 'node:https';
 import { after, before, test } from 'node:test';
 import { openStore, type Store } from '../../src/store/database.ts';
-import { createTestDatabase, TEST_DATABASE, type TestDatabase } from '../helpers/database.ts';
+import { TEST_DATABASE } from '../helpers/database.ts';
 import { startDnsServer, type TestDnsServer } from '../helpers/dns-server.ts';
-import {
-  BASE_IMAGE,
-  buildBaseImage,
-  buildImage,
-  createWebService,
-  deploySuccessfully,
-  freePort,
-  removeEnvironment,
-  requireDocker,
-} from '../helpers/docker.ts';
+import { BASE_IMAGE, buildImage, createWebService, deploySuccessfully, freePort } from '../helpers/docker.ts';
 import { type Pebble, pebbleAvailable, startPebble } from '../helpers/pebble.ts';
 import { pollUntil } from '../helpers/poll.ts';
-import { api, type BerthProcess, firstStartOf, runBerth } from '../helpers/process.ts';
+import { api, listening } from '../helpers/process.ts';
+import { serverFixture } from '../helpers/server.ts';
 
 /**
  * Issue 27, done means 3: two worker processes on one Postgres database order certificates from a real
@@ -38,18 +30,15 @@ const skip =
       ? false
       : 'needs /usr/bin/pebble and openssl';
 
-let database: TestDatabase;
+const server = serverFixture('docker');
 let dns: TestDnsServer;
 let pebble: Pebble;
 let store: Store;
-let envId: string | undefined;
-const processes: BerthProcess[] = [];
 
 before(async () => {
   if (skip) return;
-  await requireDocker();
-  await buildBaseImage();
-  database = await createTestDatabase();
+  // The base image built, which this file's image starts from.
+  await server.ready();
   dns = await startDnsServer();
   await buildImage(
     IMAGE,
@@ -57,12 +46,9 @@ before(async () => {
   );
 });
 after(async () => {
-  for (const p of processes) await p.kill('SIGTERM');
-  if (envId) await removeEnvironment(envId);
   await store?.close();
   await pebble?.close();
   await dns?.close();
-  await database?.drop();
 });
 
 function fetchOverHttps(port: number, name: string, ca: string): Promise<{ status: number; body: string }> {
@@ -95,16 +81,11 @@ test('two processes and a SIGKILL between the CA making an order and Berth stori
   skip,
   timeout: 600_000,
 }, async () => {
-  const httpPort = await freePort();
   const httpsPort = await freePort();
-  pebble = await startPebble({ httpPort, dnsServer: dns.address, validitySeconds: 3600 });
+  pebble = await startPebble({ httpPort: server.ingressPort, dnsServer: dns.address, validitySeconds: 3600 });
   const env = {
-    BERTH_DATA_DIR: database.dataDir,
-    BERTH_DATABASE_URL: database.databaseUrl ?? '',
     BERTH_PORT: '0',
-    BERTH_PROVIDER: 'docker',
     BERTH_INGRESS_BIND: '127.0.0.1',
-    BERTH_INGRESS_PORT: String(httpPort),
     BERTH_INGRESS_HTTPS_PORT: String(httpsPort),
     BERTH_INGRESS_HOST: 'apps.processes.test',
     BERTH_DNS_SERVERS: dns.address,
@@ -115,19 +96,17 @@ test('two processes and a SIGKILL between the CA making an order and Berth stori
     BERTH_JOB_LEASE_MS: '1000',
   };
   // The API and the ingress; the orders are the two workers'.
-  const serve = runBerth(['serve', '--no-workers'], env);
-  processes.push(serve);
-  const url = (await serve.waitForOutput(/Berth is listening on (http:\/\/\S+)/))[1] as string;
+  const serve = await listening(server.run(['serve', '--no-workers'], env));
+  const { url } = serve;
   const startWorker = async () => {
-    const worker = runBerth(['worker', '--concurrency', '1'], { ...env, BERTH_LOG_LEVEL: 'info' });
-    processes.push(worker);
+    const worker = server.run(['worker', '--concurrency', '1'], { ...env, BERTH_LOG_LEVEL: 'info' });
     await worker.waitForOutput(/worker started/);
     return worker;
   };
   const workers = [await startWorker(), await startWorker()];
-  const first = await firstStartOf(Object.assign(serve, { url }));
-  envId = first.envId;
-  store = await openStore({ databaseUrl: database.databaseUrl, dataDir: database.dataDir, migrate: false });
+  const first = await server.firstStart(serve);
+  const { databaseUrl, dataDir } = server.database;
+  store = await openStore({ databaseUrl, dataDir, migrate: false });
   const berth = { url, token: first.token, envUrl: first.envUrl };
 
   const domains = new Map<string, { id: string; domainsUrl: string }>();

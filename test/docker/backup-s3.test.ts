@@ -50,6 +50,7 @@ before(async () => {
     await s3.send(new ListObjectsV2Command({ Bucket: BUCKET }));
     return true;
   });
+  // No Berth process, only its store: a database of its own from the shared set-up's lowest piece.
   db = await createTestDatabase();
   store = await openStore({ databaseUrl: db.databaseUrl, dataDir: db.dataDir });
 });

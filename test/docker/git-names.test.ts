@@ -6,10 +6,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { openStore } from '../../src/store/database.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
-import { BASE_IMAGE, buildBaseImage, freePort, removeEnvironment, requireDocker } from '../helpers/docker.ts';
+import { BASE_IMAGE } from '../helpers/docker.ts';
 import { createRepo, git } from '../helpers/git.ts';
-import { api, deploymentEnd, firstStartOf, startBerth } from '../helpers/process.ts';
+import { api, deploymentEnd } from '../helpers/process.ts';
+import { serverFixture } from '../helpers/server.ts';
 
 /**
  * Issue 17 item 7 through the API and the real engine: a git host (git's "dumb" HTTP protocol: plain
@@ -18,17 +18,13 @@ import { api, deploymentEnd, firstStartOf, startBerth } from '../helpers/process
  * traversal name that reached the database around the API fails its deployment with the reason; in
  * neither case does a single request reach the git host, nor is a directory made to clone into.
  */
-let db: TestDatabase;
-let envId: string | undefined;
+const server = serverFixture('docker');
 let gitRoot: string;
 let tmp: string;
 let host: http.Server;
 const requests: string[] = [];
 
 before(async () => {
-  await requireDocker();
-  db = await createTestDatabase();
-  await buildBaseImage();
   gitRoot = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-git-host-'));
   tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-tmp-'));
   await createRepo(gitRoot, 'secret-repo', [{ message: 'secret', files: { 'secret.txt': 'leak' } }]);
@@ -50,10 +46,8 @@ before(async () => {
   await new Promise<void>((resolve) => host.listen(0, '127.0.0.1', resolve));
 });
 after(async () => {
-  if (envId) await removeEnvironment(envId);
   host?.close();
   for (const dir of [gitRoot, tmp]) if (dir) fs.rmSync(dir, { recursive: true, force: true });
-  await db?.drop();
 });
 
 const TRAVERSALS = ['../secret-repo', 'acme/../../secret-repo', 'acme/../../secret-repo/.', '-acme/app'];
@@ -61,18 +55,13 @@ const cloneDirs = () => fs.readdirSync(tmp).filter((f) => f.startsWith('berth-sr
 
 test('a traversal name is a 422 at the API and never reaches the git host, even when stored around the API', async () => {
   const env = {
-    BERTH_DATA_DIR: db.dataDir,
-    BERTH_DATABASE_URL: db.databaseUrl ?? '',
-    BERTH_PROVIDER: 'docker',
-    BERTH_INGRESS_PORT: String(await freePort()),
     BERTH_GIT_BASE_URL: `http://127.0.0.1:${(host.address() as AddressInfo).port}/base/`,
     // Where the server makes its clone directories: this test's own, so it can look into it.
     TMPDIR: tmp,
   };
-  let berth = await startBerth(env);
+  let berth = await server.serve(env);
   try {
-    const started = await firstStartOf(berth);
-    envId = started.envId;
+    const started = await server.firstStart(berth);
     // The restart below brings a new port: URLs are built on the server of the moment.
     const envUrl = () => `${berth.url}/v1/environments/${started.envId}`;
     const service = {
@@ -121,14 +110,17 @@ test('a traversal name is a 422 at the API and never reaches the git host, even 
     // A name written straight into the database (by an older version, say) is checked again where the
     // clone URL is built.
     await berth.kill('SIGTERM');
-    const store = await openStore({ databaseUrl: db.databaseUrl, dataDir: db.dataDir });
+    const store = await openStore({
+      databaseUrl: server.database.databaseUrl,
+      dataDir: server.database.dataDir,
+    });
     await store.db
       .updateTable('services')
       .set({ git_repo_full_name: 'acme/../../secret-repo' })
       .where('id', '=', created.body.data.service.id)
       .execute();
     await store.close();
-    berth = await startBerth(env);
+    berth = await server.serve(env);
     const made: string[] = [];
     const watcher = fs.watch(tmp, (_event, name) => {
       if (name?.startsWith('berth-src-')) made.push(name);

@@ -6,18 +6,11 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { TerminalError } from '../../src/jobs/errors.ts';
 import { checkout } from '../../src/providers/engine/git-source.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
-import {
-  BASE_IMAGE,
-  buildBaseImage,
-  freePort,
-  removeEnvironment,
-  requireDocker,
-  viaIngress,
-} from '../helpers/docker.ts';
+import { BASE_IMAGE, viaIngress } from '../helpers/docker.ts';
 import { createRepo, GIT_AUTHOR } from '../helpers/git.ts';
 import { type GitServer, startGitServer } from '../helpers/git-server.ts';
-import { api, deploymentEnd, firstStartOf, startBerth } from '../helpers/process.ts';
+import { api, deploymentEnd } from '../helpers/process.ts';
+import { serverFixture } from '../helpers/server.ts';
 
 /**
  * Private repositories on a real git server (git http-backend behind basic auth, on loopback): cloned
@@ -125,33 +118,18 @@ describe('checkout against the git server', () => {
 });
 
 describe('through Berth with the docker provider', () => {
-  let db: TestDatabase;
-  let envId: string | undefined;
-  before(async () => {
-    await requireDocker();
-    await buildBaseImage();
-    db = await createTestDatabase();
-  });
-  after(async () => {
-    if (envId) await removeEnvironment(envId);
-    await db?.drop();
-  });
+  const servers = serverFixture('docker');
 
   test('a GitHub App connection mints an installation token and deploys the private repository; without a connection the deployment fails saying why', async () => {
     const adminToken = 'a0a0a0a0-1111-4222-8333-944444444444';
-    const ingressPort = await freePort();
-    const berth = await startBerth({
-      BERTH_DATA_DIR: db.dataDir,
-      BERTH_DATABASE_URL: db.databaseUrl ?? '',
-      BERTH_PROVIDER: 'docker',
+    const berth = await servers.serve({
       BERTH_ADMIN_TOKEN: adminToken,
       BERTH_INGRESS_HOST: 'localhost',
-      BERTH_INGRESS_PORT: String(ingressPort),
       BERTH_GIT_BASE_URL: `${server.url}/`,
     });
     try {
-      const started = await firstStartOf(berth);
-      envId = started.envId;
+      const started = await servers.firstStart(berth);
+      const { envId } = started;
       const accounts = await api(`${berth.url}/admin/v1/accounts`, adminToken);
       const accountId = accounts.body.data.accounts[0].id;
       const connection = await api(
@@ -197,7 +175,7 @@ describe('through Berth with the docker provider', () => {
       assert.equal(ok.end.git_commit_ref, commits[0]);
       assert.equal(server.minted.length, 1, 'one installation token minted');
       assert.equal(
-        (await viaIngress(ingressPort, `${ok.service.subdomain}.localhost`)).body,
+        (await viaIngress(servers.ingressPort, `${ok.service.subdomain}.localhost`)).body,
         'private one\n',
       );
       assert.equal(ok.log.includes(server.minted[0] as string), false, 'the token is not in the log');

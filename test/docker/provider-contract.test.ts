@@ -8,30 +8,26 @@ import { resourceName } from '../../src/domain/resource-names.ts';
 import { dependencyNameOf } from '../../src/providers/engine/dependency-engines.ts';
 import { openProvider } from '../../src/providers/registry.ts';
 import { openStore } from '../../src/store/database.ts';
-import { createTestDatabase } from '../helpers/database.ts';
 import { buildDependencyImages } from '../helpers/dependency-images.ts';
 import {
   BASE_IMAGE,
-  buildBaseImage,
   containersOfService,
   docker,
-  freePort,
   processEnvironment,
-  removeEnvironment,
-  requireDocker,
   viaIngress,
 } from '../helpers/docker.ts';
 import { createRepo } from '../helpers/git.ts';
 import { providerContract } from '../helpers/provider-contract.ts';
+import { Servers } from '../helpers/server.ts';
 
+// The driver in this process, no `berth serve`: the shared set-up's database, ingress port and clean-up.
 providerContract('docker', async () => {
-  await requireDocker();
-  await buildBaseImage();
+  const servers = await Servers.open('docker', {});
   await buildDependencyImages();
   // The sources test's repositories, cloned from here as from a git host, and the dependency backups.
-  const ingressPort = await freePort();
+  const ingressPort = servers.ingressPort;
   const gitRoot = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-contract-git-'));
-  const database = await createTestDatabase();
+  const { database } = servers;
   const store = await openStore({ databaseUrl: database.databaseUrl, dataDir: database.dataDir });
   const config = {
     ...loadConfig({}),
@@ -44,6 +40,7 @@ providerContract('docker', async () => {
   };
   const provider = await openProvider(config, store.db, pino({ level: 'silent' }));
   const environment = { id: randomUUID(), account_id: randomUUID(), cloud: 'aws' as const, region: 'local' };
+  servers.own(environment.id);
   const services = new Set<string>();
   return {
     provider,
@@ -132,10 +129,9 @@ providerContract('docker', async () => {
           type: 'worker',
         });
       }
-      await removeEnvironment(environment.id);
       await provider.close();
       await store.close();
-      await database.drop();
+      await servers.close();
       fs.rmSync(gitRoot, { recursive: true, force: true });
     },
   };

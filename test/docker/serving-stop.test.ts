@@ -4,16 +4,16 @@ import pino from 'pino';
 import { loadConfig } from '../../src/config.ts';
 import { openProvider } from '../../src/providers/registry.ts';
 import { openStore } from '../../src/store/database.ts';
-import { createTestDatabase } from '../helpers/database.ts';
-import { freePort, requireDocker } from '../helpers/docker.ts';
+import { Servers } from '../helpers/server.ts';
 
 /** A shutdown may stop serving more than once (a signal handler and close): each call ends, once. */
 test('the docker provider stops serving however often it is asked, then closes', async () => {
-  await requireDocker();
-  const database = await createTestDatabase();
-  const store = await openStore({ databaseUrl: database.databaseUrl, dataDir: database.dataDir });
+  // The driver in this process, no `berth serve`: the shared set-up's database and ingress port.
+  const servers = await Servers.open('docker', {});
+  const { databaseUrl, dataDir } = servers.database;
+  const store = await openStore({ databaseUrl, dataDir });
   try {
-    const port = await freePort();
+    const port = servers.ingressPort;
     const provider = await openProvider(
       { ...loadConfig({}), provider: 'docker', providerEnv: { BERTH_INGRESS_PORT: String(port) } },
       store.db,
@@ -37,6 +37,6 @@ test('the docker provider stops serving however often it is asked, then closes',
     await again.close();
   } finally {
     await store.close();
-    await database.drop();
+    await servers.close();
   }
 });

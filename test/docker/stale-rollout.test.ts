@@ -7,18 +7,10 @@ import { DEFAULT_OPS_CONFIG } from '../../src/domain/ops-json.ts';
 import type { DesiredService, Provider } from '../../src/providers/provider.ts';
 import { openProvider } from '../../src/providers/registry.ts';
 import { openStore, type Store } from '../../src/store/database.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
-import {
-  BASE_IMAGE,
-  buildBaseImage,
-  containersOfService,
-  docker,
-  freePort,
-  removeEnvironment,
-  requireDocker,
-} from '../helpers/docker.ts';
+import { BASE_IMAGE, containersOfService, docker } from '../helpers/docker.ts';
 import { pollUntil } from '../helpers/poll.ts';
 import { serviceSpecIn } from '../helpers/provider-contract.ts';
+import { Servers } from '../helpers/server.ts';
 
 /**
  * Issue 17: a worker that loses its job's lease while its rollout waits (for health checks, for a job
@@ -26,17 +18,18 @@ import { serviceSpecIn } from '../helpers/provider-contract.ts';
  * removes the replicas (the worker that took the job over may be using them), moves traffic or retires
  * the version in place.
  */
-let database: TestDatabase;
+// The driver in this process, no `berth serve`: the shared set-up's database, ingress port and clean-up.
+let servers: Servers | undefined;
 let store: Store;
 let provider: Provider;
 const environment = { id: randomUUID(), account_id: randomUUID(), cloud: 'aws' as const, region: 'local' };
 
 before(async () => {
-  await requireDocker();
-  await buildBaseImage();
-  database = await createTestDatabase();
-  store = await openStore({ databaseUrl: database.databaseUrl, dataDir: database.dataDir });
-  const providerEnv = { BERTH_INGRESS_PORT: String(await freePort()) };
+  servers = await Servers.open('docker', {});
+  servers.own(environment.id);
+  const { databaseUrl, dataDir } = servers.database;
+  store = await openStore({ databaseUrl, dataDir });
+  const providerEnv = { BERTH_INGRESS_PORT: String(servers.ingressPort) };
   provider = await openProvider(
     { ...loadConfig({}), provider: 'docker', providerEnv },
     store.db,
@@ -45,10 +38,9 @@ before(async () => {
   await provider.ensureEnvironment(environment);
 });
 after(async () => {
-  await removeEnvironment(environment.id);
   await provider?.close();
   await store?.close();
-  await database?.drop();
+  await servers?.close();
 });
 
 const SERVING = 'mkdir -p /www && echo v1 > /www/index.html && exec httpd -f -p 8080 -h /www';

@@ -17,9 +17,12 @@ export interface TestDatabase {
   drop(): Promise<void>;
 }
 
-export async function createTestDatabase(): Promise<TestDatabase> {
+/** A database of the run's kind, or of `kind` for a test of one kind's own behaviour. */
+export async function createTestDatabase(
+  kind: 'embedded' | 'postgres' = TEST_DATABASE,
+): Promise<TestDatabase> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-test-'));
-  if (TEST_DATABASE === 'embedded') {
+  if (kind === 'embedded') {
     return {
       databaseUrl: undefined,
       dataDir,

@@ -3,7 +3,8 @@ import type { Db } from '../../src/store/database.ts';
 import { openStore } from '../../src/store/database.ts';
 import type { TestDatabase } from './database.ts';
 import { pollUntil } from './poll.ts';
-import { api, type BerthProcess, runBerth } from './process.ts';
+import { api, type BerthProcess } from './process.ts';
+import type { ServerFixture } from './server.ts';
 
 /**
  * Issue 17's fault: a worker stopped (SIGSTOP) inside the provider call of deployment D1 loses its
@@ -55,24 +56,19 @@ export async function assertNoDeploymentWithoutJobIn(database: TestDatabase): Pr
   }
 }
 
-export async function staleWorkerScenario(database: TestDatabase, driver: FencingDriver): Promise<void> {
-  const env = {
-    BERTH_DATA_DIR: database.dataDir,
-    BERTH_DATABASE_URL: database.databaseUrl ?? '',
-    BERTH_JOB_LEASE_MS: '1000',
-    BERTH_PORT: '0',
-    ...driver.env,
-  };
+export async function staleWorkerScenario(servers: ServerFixture, driver: FencingDriver): Promise<void> {
+  const env = { BERTH_JOB_LEASE_MS: '1000', BERTH_PORT: '0', ...driver.env };
   const processes: BerthProcess[] = [];
+  const { database } = servers;
   const store = await openStore({ databaseUrl: database.databaseUrl, dataDir: database.dataDir });
   try {
-    const server = runBerth(['serve', '--no-workers'], env);
+    const server = servers.run(['serve', '--no-workers'], env);
     processes.push(server);
     const url = (await server.waitForOutput(/Berth is listening on (http:\/\/\S+)/))[1] as string;
     const token = (await server.waitForOutput(/API token:\s+([0-9a-f-]{36})/))[1] as string;
     const envId = (await server.waitForOutput(/environment:\s+([0-9a-f-]{36})/))[1] as string;
     const startWorker = async () => {
-      const worker = runBerth(['worker', '--concurrency', '1'], { ...env, BERTH_LOG_LEVEL: 'info' });
+      const worker = servers.run(['worker', '--concurrency', '1'], { ...env, BERTH_LOG_LEVEL: 'info' });
       processes.push(worker);
       await worker.waitForOutput(/worker started/);
       return worker;

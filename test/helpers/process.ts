@@ -77,7 +77,16 @@ export function runBerth(
 export async function startBerth(
   env: Record<string, string | undefined>,
 ): Promise<BerthProcess & { url: string }> {
-  const proc = runBerth(['serve'], { BERTH_PORT: '0', BERTH_SIM_STEP_MS: '20', ...env });
+  return listening(runBerth(['serve'], serveEnv(env)));
+}
+
+/** What `berth serve` runs with in tests, unless `env` says otherwise: a free port, short sim steps. */
+export function serveEnv(env: Record<string, string | undefined>): Record<string, string | undefined> {
+  return { BERTH_PORT: '0', BERTH_SIM_STEP_MS: '20', ...env };
+}
+
+/** A `berth serve` once it listens, with its base URL. */
+export async function listening(proc: BerthProcess): Promise<BerthProcess & { url: string }> {
   const match = await proc.waitForOutput(/Berth is listening on (http:\/\/\S+)/);
   return Object.assign(proc, { url: match[1] as string });
 }

@@ -1,10 +1,16 @@
 import { after, before } from 'node:test';
 import { createTestDatabase, type TestDatabase } from './database.ts';
 import { buildBaseImage, freePort, removeEnvironment, requireDocker } from './docker.ts';
-import { type BerthProcess, firstStartOf, startBerth } from './process.ts';
+import { type BerthProcess, firstStartOf, listening, runBerth, serveEnv } from './process.ts';
 
 type Provider = 'sim' | 'docker' | 'swarm';
 type Settings = Record<string, string | undefined>;
+type RunOptions = Parameters<typeof runBerth>[2];
+
+/** How a fixture's database is made: `database` forces one kind (a test of the embedded data dir's own lock). */
+export interface FixtureOptions {
+  database?: 'embedded' | 'postgres';
+}
 
 /** What a server that a test kills runs with: a killed process's leases lapse fast; no rate limit. */
 export const KILLED_SERVER = { BERTH_JOB_LEASE_MS: '1500', BERTH_RATE_LIMIT_PER_MIN: '100000' };
@@ -29,17 +35,17 @@ export interface TestServer extends FirstStart {
  * `settings` are what every start gets (the database, the provider, a docker ingress port), `close`
  * stops what still runs, removes what the runtime made for the environments it saw and drops the database.
  */
-class Servers {
+export class Servers {
   readonly provider: Provider;
   readonly database: TestDatabase;
   readonly settings: Settings;
   private readonly processes: BerthProcess[] = [];
   private readonly envIds = new Set<string>();
 
-  static async open(provider: Provider, settings: Settings): Promise<Servers> {
+  static async open(provider: Provider, settings: Settings, options: FixtureOptions = {}): Promise<Servers> {
     if (provider !== 'sim') await requireDocker();
     if (provider === 'docker') await buildBaseImage();
-    const database = await createTestDatabase();
+    const database = await createTestDatabase(options.database);
     return new Servers(provider, database, {
       BERTH_DATA_DIR: database.dataDir,
       BERTH_DATABASE_URL: database.databaseUrl ?? '',
@@ -59,14 +65,28 @@ class Servers {
     return { ...this.settings, ...extra };
   }
 
+  /** The docker ingress's port. */
+  get ingressPort(): number {
+    return Number(this.settings.BERTH_INGRESS_PORT);
+  }
+
   /** A process of this database's (from runBerth or startBerth), stopped by close if it still runs. */
   track<P extends BerthProcess>(process: P): P {
     this.processes.push(process);
     return process;
   }
 
+  /** `berth serve` with env(extra), once it listens. */
   async serve(extra: Settings = {}): Promise<BerthProcess & { url: string }> {
-    return this.track(await startBerth(this.env(extra)));
+    return listening(this.track(runBerth(['serve'], serveEnv(this.env(extra)))));
+  }
+
+  /**
+   * `berth <args>` with env(extra), not waited for: a command, a worker, or a serve that must refuse to
+   * start or be watched from its first line.
+   */
+  run(args: string[], extra: Settings = {}, options?: RunOptions): BerthProcess {
+    return this.track(runBerth(args, this.env(extra), options));
   }
 
   /** The first start's token and environment, whose containers close removes. */
@@ -87,7 +107,11 @@ class Servers {
   }
 
   async close(): Promise<void> {
-    for (const process of this.processes) await process.kill('SIGTERM');
+    for (const process of this.processes) {
+      // A process a test stopped (SIGSTOP) and left so would never take the SIGTERM.
+      if (process.child.exitCode === null && process.child.signalCode === null) process.child.kill('SIGCONT');
+      await process.kill('SIGTERM');
+    }
     // A swarm's services go with the swarm, which its test takes down.
     if (this.provider === 'docker') for (const envId of this.envIds) await removeEnvironment(envId);
     await this.database.drop();
@@ -133,6 +157,13 @@ export interface ServerFixture {
   track<P extends BerthProcess>(process: P): P;
   /** An environment the test made through the API: its containers are removed after the file's tests. */
   own(envId: string): void;
+  /** `berth <args>` with env(extra), not waited for (a command, a worker, a serve that must refuse), tracked. */
+  run(args: string[], extra?: Settings, options?: RunOptions): BerthProcess;
+  /**
+   * Another database of the file's with the same settings, then `extra` (a restore's target, a test that
+   * needs a database to itself): its processes stopped and it dropped after the file's tests.
+   */
+  another(extra?: Settings): Promise<Servers>;
 }
 
 /**
@@ -142,11 +173,16 @@ export interface ServerFixture {
  * process started through it stopped, what the runtime made for the environments it saw removed, and the
  * database dropped. `settings` (a function: read when a server starts) are every start's.
  */
-export function serverFixture(provider: Provider, settings: Settings | (() => Settings) = {}): ServerFixture {
+export function serverFixture(
+  provider: Provider,
+  settings: Settings | (() => Settings) = {},
+  options: FixtureOptions = {},
+): ServerFixture {
   let servers: Servers | undefined;
   let opening: Promise<Servers> | undefined;
+  const others: Servers[] = [];
   const open = async () => {
-    opening ??= Servers.open(provider, {});
+    opening ??= Servers.open(provider, {}, options);
     servers = await opening;
     return servers;
   };
@@ -159,6 +195,7 @@ export function serverFixture(provider: Provider, settings: Settings | (() => Se
     await open();
   });
   after(async () => {
+    for (const other of others) await other.close();
     if (opening) await (await opening).close();
   });
   return {
@@ -169,7 +206,7 @@ export function serverFixture(provider: Provider, settings: Settings | (() => Se
       return opened().database;
     },
     get ingressPort() {
-      return Number(opened().settings.BERTH_INGRESS_PORT);
+      return opened().ingressPort;
     },
     env: (extra = {}) => opened().env({ ...shared(), ...extra }),
     serve: async (extra = {}) => (await open()).serve({ ...shared(), ...extra }),
@@ -177,5 +214,11 @@ export function serverFixture(provider: Provider, settings: Settings | (() => Se
     firstStart: async (berth) => (await open()).firstStart(berth),
     track: (process) => opened().track(process),
     own: (envId) => opened().own(envId),
+    run: (args, extra = {}, runOptions) => opened().run(args, { ...shared(), ...extra }, runOptions),
+    another: async (extra = {}) => {
+      const other = await Servers.open(provider, { ...shared(), ...extra }, options);
+      others.push(other);
+      return other;
+    },
   };
 }

@@ -13,10 +13,11 @@ import { demultiplex } from '../../src/providers/engine/output.ts';
 import type { DesiredService, EnvironmentRef, Provider, RuntimeSpec } from '../../src/providers/provider.ts';
 import { openProvider } from '../../src/providers/registry.ts';
 import { openStore, type Store } from '../../src/store/database.ts';
-import { createTestDatabase, type TestDatabase } from './database.ts';
+import type { TestDatabase } from './database.ts';
 import { freePort, docker as hostDocker, type Registry, startRegistry } from './docker.ts';
 import { pollUntil } from './poll.ts';
 import { serviceSpecIn } from './provider-contract.ts';
+import { Servers } from './server.ts';
 
 /**
  * A real swarm on this machine for the swarm-provider suites: Docker Engines in their own network
@@ -160,27 +161,35 @@ export interface SwarmBerth {
   provider: Provider;
   store: Store;
   database: TestDatabase;
+  /** The ingress's port: the shared set-up's, unless `providerEnv` gave one. */
+  ingressPort: number;
   /** Closes the provider and the store, and drops the database. */
   close(): Promise<void>;
 }
 
-/** Berth's swarm driver with a database of its own, as the suites open it (`providerEnv`: its settings). */
+/**
+ * Berth's swarm driver in this process, as the suites open it (`providerEnv`: its settings), on the
+ * shared set-up's pieces (test/helpers/server.ts): a database of its own and an ingress port.
+ */
 export async function openSwarmProvider(
   providerEnv: Record<string, string>,
   logger: Logger = pino({ level: 'silent' }),
 ): Promise<SwarmBerth> {
-  const database = await createTestDatabase();
+  const servers = await Servers.open('swarm', {});
+  const { database } = servers;
+  const env = { BERTH_INGRESS_PORT: String(servers.ingressPort), ...providerEnv };
   const store = await openStore({ databaseUrl: database.databaseUrl, dataDir: database.dataDir });
-  const config = { ...loadConfig({}), provider: 'swarm', providerEnv };
+  const config = { ...loadConfig({}), provider: 'swarm', providerEnv: env };
   const provider = await openProvider(config, store.db, logger);
   return {
     provider,
     store,
     database,
+    ingressPort: Number(env.BERTH_INGRESS_PORT),
     close: async () => {
       await provider.close();
       await store.close();
-      await database.drop();
+      await servers.close();
     },
   };
 }

@@ -15,7 +15,7 @@ before(async () => {
 });
 after(() => h.close());
 
-test('one deployment costs at most 17 statements besides its log, its outcome and the job removal one statement', async () => {
+test('one deployment costs at most 15 statements with its 3 log writes (12 besides), the run reading in one statement, its outcome and the job removal one statement', async () => {
   const created = await h.request('POST', `/v1/environments/${t.envId}/services`, {
     token: t.token,
     body: VALID_SERVICE.docker,
@@ -64,18 +64,21 @@ test('one deployment costs at most 17 statements besides its log, its outcome an
       !q.startsWith('select "state" from "deployments"'),
   );
   const statements = own.filter((q) => !/^(begin|commit|rollback)$/i.test(q.trim()));
-  // Accept: scope, lock, secrets (to mask), insert (with the previous deployment's state), service
-  // (the job with its notification and the audit entry ride in the commit's statement). Start: read (one
-  // join), start (one statement), the job's fence. Run: the cancel flag's first look, secrets, domains, the snapshot a rollback restores,
-  // the service's ops.json resources (one read, to delete those no longer declared). Outcome: one
-  // statement (the job's removal under the fence, the deployment, its service, the observation and the
-  // look for a deploy_failed alert to resolve). Each of the three transactions writes its events in one
-  // statement before its commit (store/events.ts).
-  assert.ok(statements.length <= 17, `${statements.length} statements:\n${statements.join('\n')}`);
+  // Accept (5): scope, lock, insert (with the previous deployment's state), service, the commit's
+  // statement (the events, the job with its notification and the audit entry). Start (4):
+  // the run's one read (the deployment with its service and environment, and what the run needs
+  // besides: the secrets, the deployed domains, the dependencies; its cancel flag is the cancel watch's
+  // first look), the start (one statement), the job's fence (held last: a worker paused before it
+  // leaves the job free for another, test/process/fencing.test.ts), the events. Run (1): the snapshot a
+  // rollback restores (ops config and variables). Outcome (2): one statement (the job's removal under
+  // the fence, the deployment, its service, the observation and the look for a deploy_failed alert to
+  // resolve), the events.
+  assert.ok(statements.length <= 12, `${statements.length} statements:\n${statements.join('\n')}`);
   // The log: one statement per write (the lock with its notification, the lines, the steps' changes,
   // the timeline and the count the bound is checked against, as CTEs), three writes a deployment:
-  // accepted, started, the outcome; one more when the rollout's lines wait past the writer's flush
-  // interval (a loaded machine). It was four statements per write, and one per step change before.
+  // accepted, started, the outcome (15 statements in all); one more when the rollout's lines wait past
+  // the writer's flush interval (a loaded machine). It was four statements per write, and one per step
+  // change before.
   const log = h.queries.filter(
     (q) =>
       /deployment_logs|deployment_operations|^SELECT pg_advisory_xact_lock\(hashtext|pg_notify\(\$1, \$2\)/.test(

@@ -141,6 +141,32 @@ test('startRun: a queued deployment starts (in the claim-held commit); a rerun n
   assert.equal((await deploymentRow(other.id)).state, 'failed', 'the cancel stands');
 });
 
+test('startRun: an attempt that lost the job starts nothing (the start statement takes the fence)', async () => {
+  const made = await queued();
+  const { job, claim } = await claimed(made.id);
+  const db = h.deps.store.db;
+  await db.updateTable('jobs').set({ locked_by: 'another' }).where('subject_id', '=', made.id).execute();
+  await assert.rejects(
+    startRun(db, (await subjectOf(made.id)).deployment, job, claim, logOf(made.id)),
+    LostClaimError,
+  );
+  assert.equal((await deploymentRow(made.id)).state, 'queued', 'the holder starts it');
+  assert.doesNotMatch(await logText(made.id), /Started \(/);
+});
+
+test("watchForCancel: a first look of the caller (the run's one read) replaces the read of the flag", async () => {
+  const { id } = await started();
+  const reads = () => h.queries.filter((q) => q.startsWith('select "cancel_requested"')).length;
+  const before = reads();
+  const asked = await watchForCancel(h.deps.store, id, async () => true);
+  asked.stop();
+  assert.equal(asked.signal.aborted, true, 'a flag the caller found set aborts at once');
+  const quiet = await watchForCancel(h.deps.store, id, async () => false);
+  quiet.stop();
+  assert.equal(quiet.signal.aborted, false);
+  assert.equal(reads(), before, 'the flag is not read again');
+});
+
 test('watchForCancel: a cancel asked during the watch is heard (no timer polls the row); one asked before aborts at once', async () => {
   const { id } = await started();
   const reads = () => h.queries.filter((q) => q.startsWith('select "cancel_requested"')).length;

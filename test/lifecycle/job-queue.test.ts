@@ -134,6 +134,8 @@ test('enqueue: the job exists exactly when its transaction commits, due now, unc
         timeoutMs: 10_000,
       },
     );
+    // Naming the kind: a worker wakes only the budget that runs it.
+    assert.ok(woken.includes('delete_service'), woken.join(' '));
   } finally {
     unsubscribe();
   }

@@ -1,20 +1,13 @@
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
-import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
+import { test } from 'node:test';
 import { freePort } from '../helpers/docker.ts';
-import { runBerth } from '../helpers/process.ts';
+import { serverFixture } from '../helpers/server.ts';
 
 /**
  * BERTH_ACME_DNS_*: a bad value stops `berth serve` with one line naming the setting, the TSIG secret
  * never in it; so does a zone the ingress domain is not in (the docker provider's BERTH_INGRESS_HOST).
  */
-let db: TestDatabase;
-before(async () => {
-  db = await createTestDatabase();
-});
-after(async () => {
-  await db.drop();
-});
+const server = serverFixture('sim');
 
 const SECRET = Buffer.alloc(32, 7).toString('base64');
 const DNS = {
@@ -43,12 +36,7 @@ test('bad RFC 2136 settings stop the start with one line naming the setting', as
     ],
   ];
   for (const [env, message] of cases) {
-    const proc = runBerth(['serve'], {
-      BERTH_DATA_DIR: db.dataDir,
-      BERTH_DATABASE_URL: db.databaseUrl ?? '',
-      BERTH_PORT: '0',
-      ...env,
-    });
+    const proc = server.run(['serve'], { BERTH_PORT: '0', ...env });
     const code = await proc.exited;
     assert.equal(code, 2, `${JSON.stringify(env)}: ${proc.stderr()}`);
     assert.match(proc.stderr(), message);

@@ -1,40 +1,32 @@
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
-import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
+import { test } from 'node:test';
 import { pollUntil } from '../helpers/poll.ts';
-import { api, runBerth, startBerth } from '../helpers/process.ts';
+import { api, runBerth } from '../helpers/process.ts';
+import { serverFixture } from '../helpers/server.ts';
 
 /** `berth admin ...` drives the running server's admin API, as an operator would. */
-let db: TestDatabase;
-before(async () => {
-  db = await createTestDatabase();
-});
-after(() => db.drop());
+const servers = serverFixture('sim');
 
-async function admin(url: string, dataDir: string, ...args: string[]) {
-  const proc = runBerth(['admin', '--url', url, '-o', 'json', ...args], {
-    BERTH_DATA_DIR: dataDir,
-    BERTH_ADMIN_TOKEN: '',
-  });
+async function admin(url: string, ...args: string[]) {
+  const proc = servers.run(['admin', '--url', url, '-o', 'json', ...args], { BERTH_ADMIN_TOKEN: '' });
   const code = await proc.exited;
   return { code, out: proc.stdout(), err: proc.stderr() };
 }
 
 test('accounts, tokens, environments and dependency passwords through berth admin; errors are one clear line', async () => {
-  const server = await startBerth({ BERTH_DATA_DIR: db.dataDir, BERTH_DATABASE_URL: db.databaseUrl ?? '' });
+  const server = await servers.serve();
   try {
-    const account = await admin(server.url, db.dataDir, 'accounts', 'create', 'acme', '--plan', 'starter');
+    const account = await admin(server.url, 'accounts', 'create', 'acme', '--plan', 'starter');
     assert.equal(account.code, 0, account.err);
     const accountId = JSON.parse(account.out).account.id as string;
     assert.equal(JSON.parse(account.out).account.plan, 'starter');
 
-    const issued = await admin(server.url, db.dataDir, 'tokens', 'issue', accountId);
+    const issued = await admin(server.url, 'tokens', 'issue', accountId);
     assert.equal(issued.code, 0, issued.err);
     const { api_token: token, token_id: tokenId } = JSON.parse(issued.out);
 
     const created = await admin(
       server.url,
-      db.dataDir,
       'environments',
       'create',
       accountId,
@@ -76,7 +68,7 @@ test('accounts, tokens, environments and dependency passwords through berth admi
         ? (res.body.data.dependencies[0].attributes.passwordArn as string)
         : undefined;
     });
-    const password = await admin(server.url, db.dataDir, 'dependency-password', arn);
+    const password = await admin(server.url, 'dependency-password', arn);
     assert.equal(password.code, 0, password.err);
     const read = JSON.parse(password.out);
     assert.equal(read.arn, arn);
@@ -92,17 +84,16 @@ test('accounts, tokens, environments and dependency passwords through berth admi
       return res.body.data.deployment.state === 'success' ? true : undefined;
     });
 
-    const updated = await admin(server.url, db.dataDir, 'accounts', 'update', accountId, '--plan', 'none');
+    const updated = await admin(server.url, 'accounts', 'update', accountId, '--plan', 'none');
     assert.equal(updated.code, 0, updated.err);
     assert.equal((await api(`${server.url}/v1/environments`, token)).status, 403);
 
-    const revoked = await admin(server.url, db.dataDir, 'tokens', 'revoke', tokenId);
+    const revoked = await admin(server.url, 'tokens', 'revoke', tokenId);
     assert.equal(revoked.code, 0, revoked.err);
     assert.equal((await api(`${server.url}/v1/environments`, token)).status, 401);
 
     const bad = await admin(
       server.url,
-      db.dataDir,
       'accounts',
       'update',
       '00000000-0000-4000-8000-000000000000',
@@ -121,10 +112,10 @@ test('accounts, tokens, environments and dependency passwords through berth admi
 });
 
 test('users and memberships through berth admin: a member token does what the role allows', async () => {
-  const server = await startBerth({ BERTH_DATA_DIR: db.dataDir, BERTH_DATABASE_URL: db.databaseUrl ?? '' });
+  const server = await servers.serve();
   try {
     const run = async (...args: string[]) => {
-      const res = await admin(server.url, db.dataDir, ...args);
+      const res = await admin(server.url, ...args);
       assert.equal(res.code, 0, res.err);
       return JSON.parse(res.out);
     };
@@ -150,7 +141,7 @@ test('users and memberships through berth admin: a member token does what the ro
     await run('users', 'remove', accountId, user.id);
     assert.equal((await api(`${server.url}/v1/environments`, token)).status, 401);
 
-    const missingRole = await admin(server.url, db.dataDir, 'users', 'add', accountId, user.id);
+    const missingRole = await admin(server.url, 'users', 'add', accountId, user.id);
     assert.equal(missingRole.code, 2);
     assert.match(missingRole.err, /--role/);
   } finally {
@@ -159,7 +150,7 @@ test('users and memberships through berth admin: a member token does what the ro
 });
 
 test('berth admin says clearly when no server answers', async () => {
-  const res = await admin('http://127.0.0.1:9', db.dataDir, 'accounts', 'list');
+  const res = await admin('http://127.0.0.1:9', 'accounts', 'list');
   assert.equal(res.code, 2);
   assert.match(res.err, /Cannot reach Berth at http:\/\/127\.0\.0\.1:9/);
 });

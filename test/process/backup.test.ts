@@ -5,9 +5,10 @@ import path from 'node:path';
 import { after, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { readBackupFile } from '../../src/store/backup-file.ts';
-import { createTestDatabase, TEST_DATABASE, type TestDatabase } from '../helpers/database.ts';
+import { TEST_DATABASE } from '../helpers/database.ts';
 import { pollUntil } from '../helpers/poll.ts';
-import { api, firstStartOf, runBerth, startBerth } from '../helpers/process.ts';
+import { api, firstStartOf, runBerth } from '../helpers/process.ts';
+import { serverFixture } from '../helpers/server.ts';
 import { openSse, type SseEvent } from '../helpers/sse.ts';
 
 /**
@@ -17,29 +18,17 @@ import { openSse, type SseEvent } from '../helpers/sse.ts';
  * restored server answers as the old one; scheduled backups keep BERTH_BACKUP_KEEP and log why one failed.
  */
 const ADMIN_TOKEN = 'c3d2e1f0-8a43-4b5e-9d7e-2f3c1f2a9c10';
-const databases: TestDatabase[] = [];
+const servers = serverFixture('sim', { BERTH_ADMIN_TOKEN: ADMIN_TOKEN });
 const dirs: string[] = [];
-after(async () => {
-  await Promise.all(databases.map((d) => d.drop()));
+after(() => {
   for (const dir of dirs) fs.rmSync(dir, { recursive: true, force: true });
 });
 
-async function database() {
-  const db = await createTestDatabase();
-  databases.push(db);
-  return db;
-}
 function tempDir() {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-backups-'));
   dirs.push(dir);
   return dir;
 }
-const envOf = (db: TestDatabase, extra: Record<string, string> = {}) => ({
-  BERTH_DATA_DIR: db.dataDir,
-  BERTH_DATABASE_URL: db.databaseUrl ?? '',
-  BERTH_ADMIN_TOKEN: ADMIN_TOKEN,
-  ...extra,
-});
 
 /** Every file under a final name in `dir` is a whole backup that checks out. */
 async function assertOnlyCompleteBackups(dir: string): Promise<string[]> {
@@ -49,8 +38,8 @@ async function assertOnlyCompleteBackups(dir: string): Promise<string[]> {
 }
 
 test('a backup through the running server, killed at any moment, never leaves a partial file named as complete; the restore needs the master key', async () => {
-  const source = await database();
-  const server = await startBerth(envOf(source));
+  const source = await servers.another();
+  const server = await source.serve();
   const dir = tempDir();
   let token: string;
   let environments: unknown;
@@ -94,25 +83,21 @@ test('a backup through the running server, killed at any moment, never leaves a 
     assert.equal(await again.exited, 2);
     assert.match(again.stderr(), /exists: name another file/);
 
-    const target = await database();
+    const target = await servers.another();
     const restore = (extra: Record<string, string>) =>
-      runBerth(['admin', '-o', 'json', 'restore', written.file], {
-        BERTH_DATA_DIR: target.dataDir,
-        BERTH_DATABASE_URL: target.databaseUrl ?? '',
-        ...extra,
-      });
+      target.run(['admin', '-o', 'json', 'restore', written.file], extra);
     const keyless = restore({ BERTH_MASTER_KEY: '' });
     assert.equal(await keyless.exited, 2);
     assert.match(keyless.stderr(), /^berth: no master key: .*Set BERTH_MASTER_KEY/);
     assert.doesNotMatch(keyless.stderr(), /\n\s+at /, 'one line, no stack');
 
-    const key = fs.readFileSync(path.join(source.dataDir, 'master.key'), 'utf8').trim();
+    const key = fs.readFileSync(path.join(source.database.dataDir, 'master.key'), 'utf8').trim();
     const restored = restore({ BERTH_MASTER_KEY: key });
     assert.equal(await restored.exited, 0, restored.stderr());
     assert.equal(JSON.parse(restored.stdout()).restored.migration, written.migration);
     await server.kill('SIGTERM');
 
-    const revived = await startBerth(envOf(target, { BERTH_MASTER_KEY: key }));
+    const revived = await target.serve({ BERTH_MASTER_KEY: key });
     try {
       assert.deepEqual((await api(`${revived.url}/v1/environments`, token)).body, environments);
       const values = (await api(`${revived.url}/v1/environments/${envId}/secrets`, token)).body.data.secrets;
@@ -129,19 +114,17 @@ test('a backup through the running server, killed at any moment, never leaves a 
 });
 
 test('scheduled backups: a failure is logged with its reason and opens the backup_failed alert; every tick then writes one, the alert resolves, retention keeps BERTH_BACKUP_KEEP', async () => {
-  const db = await database();
+  const db = await servers.another();
   const parent = tempDir();
   const target = path.join(parent, 'backups');
   // Not a directory yet: the backups fail, and say why.
   fs.writeFileSync(target, '');
-  const server = await startBerth(
-    envOf(db, {
-      BERTH_BACKUP_SCHEDULE: '* * * * * *',
-      BERTH_BACKUP_DIR: target,
-      BERTH_BACKUP_KEEP: '2',
-      BERTH_METRICS_BIND: '127.0.0.1:0',
-    }),
-  );
+  const server = await db.serve({
+    BERTH_BACKUP_SCHEDULE: '* * * * * *',
+    BERTH_BACKUP_DIR: target,
+    BERTH_BACKUP_KEEP: '2',
+    BERTH_METRICS_BIND: '127.0.0.1:0',
+  });
   try {
     const metricsUrl = (await server.waitForOutput(/Metrics: (http:\/\/\S+)/))[1] as string;
     const { token } = await firstStartOf(server);
@@ -197,12 +180,12 @@ test('scheduled backups: a failure is logged with its reason and opens the backu
 test('several processes on one database: each scheduled tick is taken by one of them', {
   skip: TEST_DATABASE !== 'postgres' && 'the embedded database has one process',
 }, async () => {
-  const db = await database();
+  const db = await servers.another();
   const dirs = [tempDir(), tempDir()];
   const schedule = { BERTH_BACKUP_SCHEDULE: '* * * * * *', BERTH_BACKUP_KEEP: '1000' };
-  const first = await startBerth(envOf(db, { ...schedule, BERTH_BACKUP_DIR: dirs[0] as string }));
+  const first = await db.serve({ ...schedule, BERTH_BACKUP_DIR: dirs[0] as string });
   try {
-    const second = await startBerth(envOf(db, { ...schedule, BERTH_BACKUP_DIR: dirs[1] as string }));
+    const second = await db.serve({ ...schedule, BERTH_BACKUP_DIR: dirs[1] as string });
     try {
       const ticks = await pollUntil(
         'eight ticks taken',

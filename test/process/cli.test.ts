@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { after, before, test } from 'node:test';
-import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
-import { REPO, runBerth, startBerth } from '../helpers/process.ts';
+import { test } from 'node:test';
+import { REPO } from '../helpers/process.ts';
+import { serverFixture } from '../helpers/server.ts';
 
 /**
  * The `berth` bin as installed: on the machine's own, older Node (it runs itself again on the package's
@@ -13,18 +13,10 @@ import { REPO, runBerth, startBerth } from '../helpers/process.ts';
 const OLD_NODE = process.env.BERTH_TEST_OLD_NODE ?? '/usr/bin/node';
 const VERSION = JSON.parse(fs.readFileSync(path.join(REPO, 'package.json'), 'utf8')).version as string;
 
-let db: TestDatabase;
-before(async () => {
-  db = await createTestDatabase();
-});
-after(() => db.drop());
+const servers = serverFixture('sim');
 
 async function berth(args: string[], env: Record<string, string> = {}) {
-  const proc = runBerth(
-    args,
-    { BERTH_DATA_DIR: db.dataDir, BERTH_ADMIN_TOKEN: '', ...env },
-    { node: OLD_NODE },
-  );
+  const proc = servers.run(args, { BERTH_ADMIN_TOKEN: '', ...env }, { node: OLD_NODE });
   const code = await proc.exited;
   return { code, out: proc.stdout(), err: proc.stderr() };
 }
@@ -43,7 +35,7 @@ test('berth --version on the older Node prints the package version and nothing e
 });
 
 test('berth serve on the older Node; admin prints tables, and with -o json the bare JSON of the admin API', async () => {
-  const server = await startBerth({ BERTH_DATA_DIR: db.dataDir, BERTH_DATABASE_URL: db.databaseUrl ?? '' });
+  const server = await servers.serve();
   try {
     await server.waitForOutput(/API token:\s+[0-9a-f-]{36}/);
     const table = await berth(['admin', '--url', server.url, 'accounts', 'list']);

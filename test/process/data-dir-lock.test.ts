@@ -1,17 +1,14 @@
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { after, test } from 'node:test';
+import { test } from 'node:test';
 import { pollUntil } from '../helpers/poll.ts';
-import { api, runBerth, startBerth } from '../helpers/process.ts';
+import { api } from '../helpers/process.ts';
+import { serverFixture } from '../helpers/server.ts';
 
 /** The embedded database's directory lock, whatever database the rest of this run tests. */
-const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-lock-'));
-after(() => fs.rmSync(dataDir, { recursive: true, force: true }));
+const server = serverFixture('sim', {}, { database: 'embedded' });
 
 test('a second process on a data directory in use refuses at once and touches nothing', async () => {
-  const first = await startBerth({ BERTH_DATA_DIR: dataDir, BERTH_DATABASE_URL: '' });
+  const first = await server.serve();
   try {
     const token = (await first.waitForOutput(/API token:\s+([0-9a-f-]{36})/))[1] as string;
     // The first environment is provisioned by the worker after the start: compare once it settled.
@@ -21,7 +18,7 @@ test('a second process on a data directory in use refuses at once and touches no
     });
 
     for (const args of [['serve'], ['migrate']]) {
-      const second = runBerth(args, { BERTH_DATA_DIR: dataDir, BERTH_DATABASE_URL: '', BERTH_PORT: '0' });
+      const second = server.run(args, { BERTH_PORT: '0' });
       assert.equal(await second.exited, 2, `berth ${args[0]} should exit with 2`);
       assert.match(second.stderr(), /data directory .* is in use by another Berth process \(pid \d+\)/);
       assert.doesNotMatch(second.stderr(), /\n\s+at /, 'no stack trace');
@@ -46,9 +43,9 @@ test('a second process on a data directory in use refuses at once and touches no
 });
 
 test('the lock does not outlive a killed process', async () => {
-  const first = await startBerth({ BERTH_DATA_DIR: dataDir, BERTH_DATABASE_URL: '' });
+  const first = await server.serve();
   assert.equal(await first.kill('SIGKILL'), 'SIGKILL');
-  const second = await startBerth({ BERTH_DATA_DIR: dataDir, BERTH_DATABASE_URL: '' });
+  const second = await server.serve();
   assert.match(second.url, /^http:/);
   assert.equal(await second.kill('SIGTERM'), 0);
 });

@@ -7,25 +7,22 @@ import { after, before, test } from 'node:test';
 import YAML from 'yaml';
 import { pollUntil } from '../helpers/poll.ts';
 import { api, BERTH_BIN, type BerthProcess, runBerth } from '../helpers/process.ts';
-import { startTestServer, type TestServer } from '../helpers/server.ts';
+import { serverFixture } from '../helpers/server.ts';
 
 /**
  * The developer commands as a user runs them: the real `berth` bin against a real `berth serve`, with a
  * temporary HOME (so the login context lands in a config directory of its own), output piped (not a
  * terminal), and nothing from the caller's BERTH_* settings.
  */
-let started: TestServer;
+const servers = serverFixture('sim');
 let server: BerthProcess & { url: string };
 let token: string;
 let home: string;
 before(async () => {
-  started = await startTestServer('sim');
-  server = started.berth;
-  token = started.token;
+  ({ berth: server, token } = await servers.start());
   home = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-home-'));
 });
-after(async () => {
-  await started?.close();
+after(() => {
   fs.rmSync(home, { recursive: true, force: true });
 });
 

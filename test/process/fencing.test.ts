@@ -1,27 +1,24 @@
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import { sql } from 'kysely';
 import pg from 'pg';
 import { simTables } from '../../src/providers/sim/tables.ts';
 import { openStore } from '../../src/store/database.ts';
-import { createTestDatabase, TEST_DATABASE, type TestDatabase } from '../helpers/database.ts';
+import { TEST_DATABASE } from '../helpers/database.ts';
 import { assertNoDeploymentWithoutJob, staleWorkerScenario } from '../helpers/fencing.ts';
 import { pollUntil } from '../helpers/poll.ts';
-import { api, type BerthProcess, firstStartOf, runBerth } from '../helpers/process.ts';
+import { api, type BerthProcess, firstStartOf, listening } from '../helpers/process.ts';
+import { serverFixture } from '../helpers/server.ts';
 
 /** Issue 17 item 1 on the sim driver: see test/helpers/fencing.ts. Two worker processes need Postgres. */
-let db: TestDatabase;
-before(async () => {
-  db = await createTestDatabase();
-});
-after(() => db.drop());
+const servers = serverFixture('sim');
 
 const callBy = (pid: number) => `%:${pid}`;
 
 test('a worker stopped mid-rollout and resumed after a newer deployment finished cannot bring the older version back (sim)', {
   skip: TEST_DATABASE !== 'postgres' && 'two worker processes share a database only on Postgres',
 }, async () => {
-  await staleWorkerScenario(db, {
+  await staleWorkerScenario(servers, {
     // Long enough steps that the stop lands inside the call; leases of one second lapse quickly.
     env: { BERTH_SIM_STEP_MS: '1500' },
     service: {
@@ -70,30 +67,24 @@ test('a worker stopped mid-rollout and resumed after a newer deployment finished
 test('a worker stopped between its start statement and its commit cannot leave a deployment without a job', {
   skip: TEST_DATABASE !== 'postgres' && 'two worker processes share a database only on Postgres',
 }, async () => {
-  const race = await createTestDatabase();
-  const env = {
-    BERTH_DATA_DIR: race.dataDir,
-    BERTH_DATABASE_URL: race.databaseUrl ?? '',
-    BERTH_JOB_LEASE_MS: '1000',
-    BERTH_SIM_STEP_MS: '50',
-    BERTH_PORT: '0',
-  };
+  const race = await servers.another();
+  const env = { BERTH_JOB_LEASE_MS: '1000', BERTH_SIM_STEP_MS: '50', BERTH_PORT: '0' };
   const processes: BerthProcess[] = [];
-  const store = await openStore({ databaseUrl: race.databaseUrl, dataDir: race.dataDir });
-  const holder = new pg.Client({ connectionString: race.databaseUrl });
+  const { databaseUrl, dataDir } = race.database;
+  const store = await openStore({ databaseUrl, dataDir });
+  const holder = new pg.Client({ connectionString: databaseUrl });
   await holder.connect();
   try {
-    const server = runBerth(['serve', '--no-workers'], env);
+    const server = await listening(race.run(['serve', '--no-workers'], env));
     processes.push(server);
-    const url = (await server.waitForOutput(/Berth is listening on (http:\/\/\S+)/))[1] as string;
     const startWorker = async () => {
-      const worker = runBerth(['worker', '--concurrency', '1'], { ...env, BERTH_LOG_LEVEL: 'info' });
+      const worker = race.run(['worker', '--concurrency', '1'], { ...env, BERTH_LOG_LEVEL: 'info' });
       processes.push(worker);
       await worker.waitForOutput(/worker started/);
       return worker;
     };
     const first = await startWorker();
-    const { token, envUrl } = await firstStartOf(Object.assign(server, { url }));
+    const { token, envUrl } = await firstStartOf(server);
     const created = await api(`${envUrl}/services`, token, 'POST', {
       name: 'Started Once',
       source: 'docker_image',
@@ -177,6 +168,5 @@ test('a worker stopped between its start statement and its commit cannot leave a
       await p.kill('SIGTERM');
     }
     await store.close();
-    await race.drop();
   }
 });

@@ -2,16 +2,13 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { after, before, test } from 'node:test';
-import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
-import { api, runBerth, startBerth } from '../helpers/process.ts';
+import { test } from 'node:test';
+import { api } from '../helpers/process.ts';
+import { serverFixture } from '../helpers/server.ts';
 
 /** A first start that cannot listen creates nothing, says why in one line, and leaves the next start whole. */
-let db: TestDatabase;
-before(async () => {
-  db = await createTestDatabase();
-});
-after(() => db.drop());
+const servers = serverFixture('sim');
+const NO_ADMIN_TOKEN = { BERTH_ADMIN_TOKEN: '' };
 
 async function holdPort(): Promise<{ port: number; release(): Promise<void> }> {
   const server = net.createServer();
@@ -21,20 +18,23 @@ async function holdPort(): Promise<{ port: number; release(): Promise<void> }> {
 }
 
 test('a port in use: one line naming BERTH_PORT, exit 2, and no account, token or admin token created', async () => {
-  const env = { BERTH_DATA_DIR: db.dataDir, BERTH_DATABASE_URL: db.databaseUrl ?? '', BERTH_ADMIN_TOKEN: '' };
   const held = await holdPort();
   try {
-    const refused = runBerth(['serve'], { ...env, BERTH_PORT: String(held.port) });
+    const refused = servers.run(['serve'], { ...NO_ADMIN_TOKEN, BERTH_PORT: String(held.port) });
     assert.equal(await refused.exited, 2, refused.stderr());
     assert.equal(refused.stderr(), `berth: port ${held.port} is in use: set BERTH_PORT\n`);
     assert.equal(refused.stdout(), '');
-    assert.equal(fs.existsSync(path.join(db.dataDir, 'admin-token')), false, 'no admin token saved');
+    assert.equal(
+      fs.existsSync(path.join(servers.database.dataDir, 'admin-token')),
+      false,
+      'no admin token saved',
+    );
   } finally {
     await held.release();
   }
 
   // Nothing was created: the next start is the first start, and its token works.
-  const server = await startBerth(env);
+  const server = await servers.serve(NO_ADMIN_TOKEN);
   try {
     const token = (await server.waitForOutput(/API token:\s+([0-9a-f-]{36})/))[1] as string;
     const adminToken = (
@@ -77,12 +77,7 @@ test('a port in use: one line naming BERTH_PORT, exit 2, and no account, token o
 });
 
 test('a host that is not this machine: one line naming BERTH_HOST', async () => {
-  const refused = runBerth(['serve'], {
-    BERTH_DATA_DIR: db.dataDir,
-    BERTH_DATABASE_URL: db.databaseUrl ?? '',
-    BERTH_HOST: '192.0.2.1',
-    BERTH_PORT: '0',
-  });
+  const refused = servers.run(['serve'], { BERTH_HOST: '192.0.2.1', BERTH_PORT: '0' });
   assert.equal(await refused.exited, 2, refused.stderr());
   assert.equal(refused.stderr(), 'berth: 192.0.2.1 is not an address of this machine: set BERTH_HOST\n');
 });

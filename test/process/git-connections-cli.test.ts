@@ -3,29 +3,25 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
-import { runBerth, startBerth } from '../helpers/process.ts';
+import { serverFixture } from '../helpers/server.ts';
 
 /** `berth admin connections ...`: secrets come from files or the environment, and never come back. */
-let db: TestDatabase;
+const servers = serverFixture('sim');
 let dir: string;
 before(async () => {
-  db = await createTestDatabase();
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-conn-cli-'));
 });
 after(async () => {
   fs.rmSync(dir, { recursive: true, force: true });
-  await db.drop();
 });
 
 const TOKEN = 'ghp_cli-token-never-printed';
 const HOOK_SECRET = 'cli-webhook-secret-never-printed';
 
 test('create from a token file and an environment secret, list, refuse a gitlab connection without a token, delete', async () => {
-  const server = await startBerth({ BERTH_DATA_DIR: db.dataDir, BERTH_DATABASE_URL: db.databaseUrl ?? '' });
+  const server = await servers.serve();
   const admin = async (env: Record<string, string>, ...args: string[]) => {
-    const proc = runBerth(['admin', '--url', server.url, '-o', 'json', ...args], {
-      BERTH_DATA_DIR: db.dataDir,
+    const proc = servers.run(['admin', '--url', server.url, '-o', 'json', ...args], {
       BERTH_ADMIN_TOKEN: '',
       ...env,
     });

@@ -7,16 +7,16 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import type { TLSSocket } from 'node:tls';
-import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
 import { pollUntil } from '../helpers/poll.ts';
-import { type BerthProcess, runBerth } from '../helpers/process.ts';
+import { type BerthProcess, serveEnv } from '../helpers/process.ts';
+import { serverFixture } from '../helpers/server.ts';
 
 /**
  * BERTH_TLS_CERT_FILE / BERTH_TLS_KEY_FILE: the API over HTTPS, checked by clients that trust only a CA
  * made here (openssl), verifying the chain and the host name; a replaced certificate serves new
  * connections without a restart; bad settings stop the start with one line naming the setting.
  */
-let db: TestDatabase;
+const servers = serverFixture('sim');
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-https-'));
 const file = (name: string) => path.join(dir, name);
 /** Runs openssl in the test's directory; arguments are split at spaces (none has one). */
@@ -24,7 +24,6 @@ const openssl = (command: string) => execFileSync('openssl', command.split(' '),
 const EC_KEY = '-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes';
 
 before(async () => {
-  db = await createTestDatabase();
   openssl(
     `req -x509 ${EC_KEY} -days 1 -subj /CN=berth-test-ca -keyout ca.key -out ca.pem ` +
       '-addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign',
@@ -35,7 +34,6 @@ before(async () => {
   );
 });
 after(async () => {
-  await db.drop();
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
@@ -87,13 +85,7 @@ function get(
 const fingerprintOf = (pem: string) => new X509Certificate(fs.readFileSync(pem)).fingerprint256;
 
 function serve(env: Record<string, string>): BerthProcess {
-  return runBerth(['serve'], {
-    BERTH_DATA_DIR: db.dataDir,
-    BERTH_DATABASE_URL: db.databaseUrl ?? '',
-    BERTH_PORT: '0',
-    BERTH_SIM_STEP_MS: '20',
-    ...env,
-  });
+  return servers.run(['serve'], serveEnv(env));
 }
 
 test('the API over HTTPS: chain and host name verified; a replaced certificate serves new connections', async () => {

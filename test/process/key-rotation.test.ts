@@ -2,15 +2,15 @@ import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { after, test } from 'node:test';
+import { test } from 'node:test';
 import { isDeepStrictEqual } from 'node:util';
 import { sql } from 'kysely';
 import { openStore } from '../../src/store/database.ts';
 import { SecretBox } from '../../src/store/secret-box.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
 import { HOSTED_EXAMPLE } from '../helpers/ops-json-examples.ts';
 import { pollUntil } from '../helpers/poll.ts';
-import { api, deploymentEnd, firstStartOf, runBerth, startBerth } from '../helpers/process.ts';
+import { api, deploymentEnd, firstStartOf, runBerth } from '../helpers/process.ts';
+import { type Servers, serverFixture } from '../helpers/server.ts';
 
 /**
  * `berth admin rotate-master-key` (docs/operations.md): every sealed value is re-sealed under the new
@@ -18,22 +18,15 @@ import { api, deploymentEnd, firstStartOf, runBerth, startBerth } from '../helpe
  * halfway resumes when run again.
  */
 const ADMIN_TOKEN = 'a6f1c0de-8a43-4b5e-9d7e-2f3c1f2a9c10';
-const databases: TestDatabase[] = [];
-after(() => Promise.all(databases.map((d) => d.drop())));
+// Each test has a database of its own (servers.another()).
+const servers = serverFixture('sim', {
+  BERTH_ADMIN_TOKEN: ADMIN_TOKEN,
+  BERTH_RATE_LIMIT_PER_MIN: '1000000',
+  BERTH_WEBHOOK_ALLOW_PRIVATE: '1',
+});
 
 const newKey = () => randomBytes(32).toString('hex');
 const idOf = (hex: string) => createHash('sha256').update(Buffer.from(hex, 'hex')).digest('hex').slice(0, 12);
-
-function envOf(db: TestDatabase, extra: Record<string, string> = {}) {
-  return {
-    BERTH_DATA_DIR: db.dataDir,
-    BERTH_DATABASE_URL: db.databaseUrl ?? '',
-    BERTH_ADMIN_TOKEN: ADMIN_TOKEN,
-    BERTH_RATE_LIMIT_PER_MIN: '1000000',
-    BERTH_WEBHOOK_ALLOW_PRIVATE: '1',
-    ...extra,
-  };
-}
 
 type Values = Record<string, string>;
 interface Installation {
@@ -132,8 +125,8 @@ async function dependencyPassword(url: string, arn: string): Promise<string> {
 }
 
 /** Every value is still what was written, read through a server holding only `key`. */
-async function assertEverythingOpens(db: TestDatabase, key: string, it: Installation) {
-  const server = await startBerth(envOf(db, { BERTH_MASTER_KEY: key }));
+async function assertEverythingOpens(db: Servers, key: string, it: Installation) {
+  const server = await db.serve({ BERTH_MASTER_KEY: key });
   try {
     assert.deepEqual(
       valuesOf((await api(`${server.url}${it.servicePath}/secrets`, it.token)).body),
@@ -162,7 +155,7 @@ async function assertEverythingOpens(db: TestDatabase, key: string, it: Installa
     assert.equal(await server.kill('SIGTERM'), 0);
   }
   // What the runtime was handed: the variables the new deployment recorded, opened with only the new key.
-  const store = await openStore({ databaseUrl: db.databaseUrl, dataDir: db.dataDir });
+  const store = await openStore({ databaseUrl: db.database.databaseUrl, dataDir: db.database.dataDir });
   try {
     const deployment = await store.db
       .selectFrom('deployments')
@@ -181,8 +174,8 @@ async function assertEverythingOpens(db: TestDatabase, key: string, it: Installa
 }
 
 /** How many values each key id seals, over every text in every table. */
-async function sealedByKey(db: TestDatabase, ids: string[]): Promise<Record<string, number>> {
-  const store = await openStore({ databaseUrl: db.databaseUrl, dataDir: db.dataDir });
+async function sealedByKey(db: Servers, ids: string[]): Promise<Record<string, number>> {
+  const store = await openStore({ databaseUrl: db.database.databaseUrl, dataDir: db.database.dataDir });
   try {
     const tables = await sql<{
       tablename: string;
@@ -201,8 +194,8 @@ async function sealedByKey(db: TestDatabase, ids: string[]): Promise<Record<stri
   }
 }
 
-async function install(db: TestDatabase, key: string | undefined): Promise<Installation> {
-  const server = await startBerth(envOf(db, key ? { BERTH_MASTER_KEY: key } : {}));
+async function install(db: Servers, key: string | undefined): Promise<Installation> {
+  const server = await db.serve(key ? { BERTH_MASTER_KEY: key } : {});
   try {
     const { token, envUrl } = await firstStartOf(server);
     return await populate(server.url, token, envUrl.slice(server.url.length));
@@ -219,20 +212,17 @@ function rotateWithCli(url: string) {
 }
 
 test('rotation under load: no request fails; then the server starts with only the new key and every value opens', async () => {
-  const db = await createTestDatabase();
-  databases.push(db);
+  const db = await servers.another();
   const [oldKey, key] = [newKey(), newKey()];
   const it = await install(db, oldKey);
   const before = await sealedByKey(db, [idOf(oldKey)]);
   assert.ok((before[idOf(oldKey)] ?? 0) >= 37, JSON.stringify(before));
 
-  const server = await startBerth(
-    envOf(db, {
-      BERTH_MASTER_KEY: `${key},${oldKey}`,
-      BERTH_KEY_ROTATION_BATCH: '2',
-      BERTH_KEY_ROTATION_PAUSE_MS: '20',
-    }),
-  );
+  const server = await db.serve({
+    BERTH_MASTER_KEY: `${key},${oldKey}`,
+    BERTH_KEY_ROTATION_BATCH: '2',
+    BERTH_KEY_ROTATION_PAUSE_MS: '20',
+  });
   const failures: string[] = [];
   let requests = 0;
   let rotating = true;
@@ -281,7 +271,7 @@ test('rotation under load: no request fails; then the server starts with only th
   assert.ok((after[idOf(key)] ?? 0) >= 37);
 
   // The old key alone no longer opens anything: refused at start, naming the setting.
-  const stale = runBerth(['serve'], { ...envOf(db, { BERTH_MASTER_KEY: oldKey }), BERTH_PORT: '0' });
+  const stale = db.run(['serve'], { BERTH_MASTER_KEY: oldKey, BERTH_PORT: '0' });
   assert.equal(await stale.exited, 2);
   assert.match(
     stale.stderr(),
@@ -293,16 +283,15 @@ test('rotation under load: no request fails; then the server starts with only th
 });
 
 test('SIGKILL halfway through rotating the generated key: a start with only the new key refuses, the rotation run again resumes, no value is lost', async () => {
-  const db = await createTestDatabase();
-  databases.push(db);
-  const keyFile = path.join(db.dataDir, 'master.key');
+  const db = await servers.another();
+  const keyFile = path.join(db.database.dataDir, 'master.key');
   const it = await install(db, undefined);
   const oldKey = fs.readFileSync(keyFile, 'utf8').trim();
   const eventsBefore = await secretEvents(db);
 
   // One value a batch, and a pause after each: the kill lands between batches.
   const slow = { BERTH_KEY_ROTATION_BATCH: '1', BERTH_KEY_ROTATION_PAUSE_MS: '50', BERTH_LOG_LEVEL: 'info' };
-  const server = await startBerth(envOf(db, slow));
+  const server = await db.serve(slow);
   const killed = fetch(`${server.url}/admin/v1/master-key/rotate`, {
     method: 'POST',
     headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
@@ -323,7 +312,7 @@ test('SIGKILL halfway through rotating the generated key: a start with only the 
   const halfway = await sealedByKey(db, [idOf(oldKey), idOf(key)]);
   assert.ok((halfway[idOf(oldKey)] ?? 0) > 0 && (halfway[idOf(key)] ?? 0) > 0, JSON.stringify(halfway));
 
-  const early = runBerth(['serve'], { ...envOf(db, { BERTH_MASTER_KEY: key }), BERTH_PORT: '0' });
+  const early = db.run(['serve'], { BERTH_MASTER_KEY: key, BERTH_PORT: '0' });
   assert.equal(await early.exited, 2);
   assert.match(
     early.stderr(),
@@ -331,7 +320,7 @@ test('SIGKILL halfway through rotating the generated key: a start with only the 
   );
   assert.match(early.stderr(), /BERTH_MASTER_KEY/);
 
-  const resumed = await startBerth(envOf(db));
+  const resumed = await db.serve();
   try {
     const cli = rotateWithCli(resumed.url);
     assert.equal(await cli.exited, 0, cli.stderr());
@@ -354,8 +343,8 @@ test('SIGKILL halfway through rotating the generated key: a start with only the 
 });
 
 /** Secret events recorded so far. */
-async function secretEvents(db: TestDatabase): Promise<number> {
-  const store = await openStore({ databaseUrl: db.databaseUrl, dataDir: db.dataDir });
+async function secretEvents(db: Servers): Promise<number> {
+  const store = await openStore({ databaseUrl: db.database.databaseUrl, dataDir: db.database.dataDir });
   try {
     const { rows } = await sql<{ n: string | number }>`
       SELECT count(*) AS n FROM events WHERE type LIKE 'secret.%'`.execute(store.db);

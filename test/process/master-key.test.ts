@@ -1,29 +1,20 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { after, before, test } from 'node:test';
-import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
-import { runBerth, startBerth } from '../helpers/process.ts';
+import { test } from 'node:test';
+import { serverFixture } from '../helpers/server.ts';
 
 /** Every process of an installation must hold the key its secrets are sealed with, or refuse to start. */
-let db: TestDatabase;
-before(async () => {
-  db = await createTestDatabase();
-});
-after(() => db.drop());
+const server = serverFixture('sim');
 
 const keyA = randomBytes(32).toString('hex');
 const keyB = randomBytes(32).toString('hex');
-const env = (key: string) => ({
-  BERTH_DATA_DIR: db.dataDir,
-  BERTH_DATABASE_URL: db.databaseUrl ?? '',
-  BERTH_MASTER_KEY: key,
-});
+const env = (key: string) => ({ BERTH_MASTER_KEY: key });
 
 test('a process with another master key refuses at once; with the old key among its keys it starts, and from then on every process needs the new key', async () => {
-  const first = await startBerth(env(keyA));
+  const first = await server.serve(env(keyA));
   assert.equal(await first.kill('SIGTERM'), 0);
 
-  const stranger = runBerth(['serve'], { ...env(keyB), BERTH_PORT: '0' });
+  const stranger = server.run(['serve'], { ...env(keyB), BERTH_PORT: '0' });
   assert.equal(await stranger.exited, 2);
   assert.match(
     stranger.stderr(),
@@ -32,12 +23,12 @@ test('a process with another master key refuses at once; with the old key among 
   assert.match(stranger.stderr(), /Give every Berth process the same BERTH_MASTER_KEY/);
 
   // Rotation: the new key first seals, the old one still opens.
-  const rotated = await startBerth(env(`${keyB},${keyA}`));
+  const rotated = await server.serve(env(`${keyB},${keyA}`));
   assert.match(rotated.url, /^http:/);
   assert.equal(await rotated.kill('SIGTERM'), 0);
 
   // That process recorded the new key before sealing with it: a process with only the old key now refuses.
-  const behind = runBerth(['serve'], { ...env(keyA), BERTH_PORT: '0' });
+  const behind = server.run(['serve'], { ...env(keyA), BERTH_PORT: '0' });
   assert.equal(await behind.exited, 2);
   assert.match(behind.stderr(), /sealed with the master key [0-9a-f]{12}, which this process does not have/);
 });

@@ -7,16 +7,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { isDeepStrictEqual } from 'node:util';
-import { createTestDatabase, TEST_DATABASE, type TestDatabase } from '../helpers/database.ts';
+import { TEST_DATABASE } from '../helpers/database.ts';
 import { pollUntil } from '../helpers/poll.ts';
-import {
-  api,
-  type BerthProcess,
-  deploymentEnd,
-  firstStartOf,
-  runBerth,
-  startBerth,
-} from '../helpers/process.ts';
+import { api, type BerthProcess, deploymentEnd, firstStartOf } from '../helpers/process.ts';
+import { serverFixture } from '../helpers/server.ts';
 
 /**
  * Issue 29, done-means 1: a real Prometheus (Debian's package) scrapes Berth processes, and PromQL over
@@ -30,18 +24,14 @@ const installed = spawnSync(PROMETHEUS, ['--version']).status === 0;
 const skip =
   !installed && !process.env.CI ? `${PROMETHEUS} is not installed (apt-get install prometheus)` : false;
 
-let db: TestDatabase;
+const berth = serverFixture('sim', { BERTH_SIM_STEP_MS: '10', BERTH_METRICS_BIND: '127.0.0.1:0' });
 let scratch: string;
-const processes: BerthProcess[] = [];
 let prometheus: ChildProcess | undefined;
 before(async () => {
-  db = await createTestDatabase();
   scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-prometheus-'));
 });
 after(async () => {
   prometheus?.kill('SIGTERM');
-  await Promise.all(processes.map((p) => p.kill()));
-  await db.drop();
   fs.rmSync(scratch, { recursive: true, force: true });
 });
 
@@ -78,27 +68,15 @@ test('Prometheus scrapes the Berth processes; PromQL counts the deployments, job
   skip,
   timeout: 240_000,
 }, async () => {
-  const env = {
-    BERTH_DATA_DIR: db.dataDir,
-    BERTH_DATABASE_URL: db.databaseUrl ?? '',
-    BERTH_SIM_STEP_MS: '10',
-    BERTH_METRICS_BIND: '127.0.0.1:0',
-  };
-  const first = await startBerth(env);
-  processes.push(first);
+  const first = await berth.serve();
   const servers = [first];
-  if (TEST_DATABASE === 'postgres') {
-    const second = await startBerth(env);
-    processes.push(second);
-    servers.push(second);
-  }
+  if (TEST_DATABASE === 'postgres') servers.push(await berth.serve());
   const targets = await Promise.all(
     servers.map(async (s) => new URL((await s.waitForOutput(/Metrics: (http:\/\/\S+)/))[1] as string).host),
   );
   // On Postgres a `berth worker` too, which has no API: it serves its own metrics.
   if (TEST_DATABASE === 'postgres') {
-    const worker = runBerth(['worker', '--concurrency', '2'], { ...env, BERTH_LOG_LEVEL: 'info' });
-    processes.push(worker);
+    const worker = berth.run(['worker', '--concurrency', '2'], { BERTH_LOG_LEVEL: 'info' });
     const url = (await worker.waitForOutput(/"metrics":"(http:\/\/[^"]+)"/))[1] as string;
     targets.push(new URL(url).host);
   }

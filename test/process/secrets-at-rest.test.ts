@@ -1,19 +1,16 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import { sql } from 'kysely';
 import { openStore } from '../../src/store/database.ts';
-import { createTestDatabase, TEST_DATABASE, type TestDatabase } from '../helpers/database.ts';
+import { TEST_DATABASE } from '../helpers/database.ts';
 import { pollUntil } from '../helpers/poll.ts';
-import { api, firstStartOf, startBerth } from '../helpers/process.ts';
+import { api, firstStartOf } from '../helpers/process.ts';
+import { serverFixture } from '../helpers/server.ts';
 
 /** Secret values are sealed before they reach storage, and never written to a response or a log line. */
-let db: TestDatabase;
-before(async () => {
-  db = await createTestDatabase();
-});
-after(() => db.drop());
+const servers = serverFixture('sim');
 
 const PLAIN = 'plain-needle-5f3b9c2e';
 const SENSITIVE = 'sensitive-needle-8a1d7e44';
@@ -26,11 +23,8 @@ function filesUnder(dir: string): string[] {
 }
 
 test('values cannot be read from the raw storage; sensitive values appear in no response and no log line', async () => {
-  const server = await startBerth({
-    BERTH_DATA_DIR: db.dataDir,
-    BERTH_DATABASE_URL: db.databaseUrl ?? '',
-    BERTH_LOG_LEVEL: 'trace',
-  });
+  const server = await servers.serve({ BERTH_LOG_LEVEL: 'trace' });
+  const db = servers.database;
   const { token, envId } = await firstStartOf(server);
   const responses: string[] = [];
   const record = (r: { body: unknown }) => {

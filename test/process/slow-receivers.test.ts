@@ -1,21 +1,17 @@
 import assert from 'node:assert/strict';
 import net from 'node:net';
-import { after, before, test } from 'node:test';
-import { createTestDatabase, TEST_DATABASE, type TestDatabase } from '../helpers/database.ts';
+import { test } from 'node:test';
+import { TEST_DATABASE } from '../helpers/database.ts';
 import { pollUntil } from '../helpers/poll.ts';
-import { api, type BerthProcess, firstStartOf, runBerth } from '../helpers/process.ts';
+import { api, type BerthProcess, firstStartOf, listening } from '../helpers/process.ts';
+import { serverFixture } from '../helpers/server.ts';
 
 /**
  * Issue 24 item 1: webhook receivers that answer one byte a second (after their headers, or inside them)
  * must not hold the slots another account's deployment needs, nor hold their own for ever.
  */
-let db: TestDatabase;
-before(async () => {
-  db = await createTestDatabase();
-});
-after(() => db.drop());
-
 const ADMIN_TOKEN = '6c1f3e2a-5b7d-4c8e-9f0a-1b2c3d4e5f60';
+const servers = serverFixture('sim', { BERTH_ADMIN_TOKEN: ADMIN_TOKEN });
 
 /**
  * `/body` answers 200 and its headers at once, then one byte of body a second; `/headers` sends its
@@ -67,9 +63,6 @@ test('ten slow receivers of one account: another account deploys at once, and ev
   const receiver = slowReceiver();
   const port = await receiver.listen();
   const env = {
-    BERTH_DATA_DIR: db.dataDir,
-    BERTH_DATABASE_URL: db.databaseUrl ?? '',
-    BERTH_ADMIN_TOKEN: ADMIN_TOKEN,
     BERTH_PORT: '0',
     BERTH_SIM_STEP_MS: '50',
     BERTH_WEBHOOK_ALLOW_PRIVATE: 'true',
@@ -78,16 +71,16 @@ test('ten slow receivers of one account: another account deploys at once, and ev
   };
   const processes: BerthProcess[] = [];
   try {
-    const server = runBerth(['serve', '--no-workers'], env);
+    const server = await listening(servers.run(['serve', '--no-workers'], env));
     processes.push(server);
-    const url = (await server.waitForOutput(/Berth is listening on (http:\/\/\S+)/))[1] as string;
+    const { url } = server;
     // Eight slots in all for jobs other than deliveries, as many as one event's deliveries could take.
     for (let i = 0; i < 2; i++) {
-      const worker = runBerth(['worker', '--concurrency', '4'], { ...env, BERTH_LOG_LEVEL: 'info' });
+      const worker = servers.run(['worker', '--concurrency', '4'], { ...env, BERTH_LOG_LEVEL: 'info' });
       processes.push(worker);
       await worker.waitForOutput(/worker started/);
     }
-    const slow = await firstStartOf(Object.assign(server, { url }));
+    const slow = await firstStartOf(server);
 
     // The other account: its own environment and a service ready to deploy.
     const admin = (path: string, body: unknown) => api(`${url}/admin/v1${path}`, ADMIN_TOKEN, 'POST', body);

@@ -13,9 +13,9 @@ import {
 import { openProvider } from '../../src/providers/registry.ts';
 import { swarmTables } from '../../src/providers/swarm/tables.ts';
 import { openStore, type Store } from '../../src/store/database.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
 import { freePort } from '../helpers/docker.ts';
 import { pollUntil } from '../helpers/poll.ts';
+import { Servers } from '../helpers/server.ts';
 import { deploymentOf, SWARM_IMAGE, startSwarm, type TestSwarm } from '../helpers/swarm.ts';
 
 /**
@@ -23,7 +23,8 @@ import { deploymentOf, SWARM_IMAGE, startSwarm, type TestSwarm } from '../helper
  * deployment's outcome; a cron service's ticks run once each even with two Berth processes scheduling it.
  */
 let swarm: TestSwarm;
-let database: TestDatabase;
+// The driver in this process, twice on one database (two schedulers): the shared set-up's database.
+let servers: Servers | undefined;
 let store: Store;
 const providers: Provider[] = [];
 /** What the schedulers logged at warn and above: a tick started twice would show here. */
@@ -57,13 +58,14 @@ async function open(): Promise<Provider> {
 
 before(async () => {
   swarm = await startSwarm(2);
-  database = await createTestDatabase();
-  store = await openStore({ databaseUrl: database.databaseUrl, dataDir: database.dataDir });
+  servers = await Servers.open('swarm', {});
+  const { databaseUrl, dataDir } = servers.database;
+  store = await openStore({ databaseUrl, dataDir });
 });
 after(async () => {
   for (const provider of providers) await provider.close();
   await store?.close();
-  await database?.drop();
+  await servers?.close();
   await swarm?.down();
 });
 

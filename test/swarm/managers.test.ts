@@ -2,7 +2,6 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import type { DesiredService, Provider } from '../../src/providers/provider.ts';
-import { freePort } from '../helpers/docker.ts';
 import { pollUntil } from '../helpers/poll.ts';
 import {
   deploymentOf,
@@ -48,7 +47,6 @@ before(async () => {
     // Not the first node: that is the leader this test stops.
     DOCKER_HOST: swarm.dockerHostOf(2),
     BERTH_SWARM_MONITOR_S: '1',
-    BERTH_INGRESS_PORT: String(await freePort()),
   });
   provider = berth.provider;
   await provider.ensureEnvironment(environment);

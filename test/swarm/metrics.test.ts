@@ -9,7 +9,6 @@ import type {
   Provider,
   ServiceSample,
 } from '../../src/providers/provider.ts';
-import { freePort } from '../helpers/docker.ts';
 import { pollUntil } from '../helpers/poll.ts';
 import {
   deploymentOf,
@@ -49,7 +48,6 @@ before(async () => {
   const settings = {
     DOCKER_HOST: swarm.dockerHost,
     BERTH_SWARM_MONITOR_S: '1',
-    BERTH_INGRESS_PORT: String(await freePort()),
   };
   berth = await openSwarmProvider({ ...settings, BERTH_SWARM_NODE_ENGINES: nodeEngines.join(',') });
   bare = await openSwarmProvider(settings);

@@ -4,10 +4,11 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { createTestDatabase, TEST_DATABASE, type TestDatabase } from '../helpers/database.ts';
+import { TEST_DATABASE } from '../helpers/database.ts';
 import { freePort, viaIngress } from '../helpers/docker.ts';
 import { pollUntil } from '../helpers/poll.ts';
-import { api, type BerthProcess, deploymentEnd, firstStartOf, startBerth } from '../helpers/process.ts';
+import { api, type BerthProcess, deploymentEnd, firstStartOf } from '../helpers/process.ts';
+import { serverFixture } from '../helpers/server.ts';
 import { startSwarm, type TestSwarm } from '../helpers/swarm.ts';
 
 /**
@@ -17,32 +18,29 @@ import { startSwarm, type TestSwarm } from '../helpers/swarm.ts';
  * Postgres database both schedule runs each tick once.
  */
 let swarm: TestSwarm;
-let db: TestDatabase;
 type Served = BerthProcess & { url: string; ingressPort: number };
 let first: Served;
 let web: string;
-const processes: BerthProcess[] = [];
 const dataDirs: string[] = [];
 const INGRESS_HOST = 'swarm.test';
 /** One installation: every process holds the key its secrets are sealed with. */
 const MASTER_KEY = randomBytes(32).toString('hex');
+const servers = serverFixture('swarm', () => ({
+  BERTH_MASTER_KEY: MASTER_KEY,
+  DOCKER_HOST: swarm.dockerHost,
+  BERTH_SWARM_MONITOR_S: '1',
+  BERTH_INGRESS_HOST: INGRESS_HOST,
+  BERTH_ALLOWED_REGISTRIES: swarm.registry,
+  // The cron scheduler says which process ran a tick and which found it taken (debug).
+  BERTH_LOG_LEVEL: 'debug',
+}));
 
-async function serve(dataDir: string): Promise<Served> {
-  const ingressPort = await freePort();
-  const proc = await startBerth({
-    BERTH_DATA_DIR: dataDir,
-    BERTH_DATABASE_URL: db.databaseUrl ?? '',
-    BERTH_MASTER_KEY: MASTER_KEY,
-    BERTH_PROVIDER: 'swarm',
-    DOCKER_HOST: swarm.dockerHost,
-    BERTH_SWARM_MONITOR_S: '1',
-    BERTH_INGRESS_HOST: INGRESS_HOST,
-    BERTH_INGRESS_PORT: String(ingressPort),
-    BERTH_ALLOWED_REGISTRIES: swarm.registry,
-    // The cron scheduler says which process ran a tick and which found it taken (debug).
-    BERTH_LOG_LEVEL: 'debug',
-  });
-  processes.push(proc);
+/** `berth serve` on the file's database: the first with the fixture's data dir and ingress, another with its own. */
+async function serve(other?: { dataDir: string; ingressPort: number }): Promise<Served> {
+  const ingressPort = other?.ingressPort ?? servers.ingressPort;
+  const proc = await servers.serve(
+    other ? { BERTH_DATA_DIR: other.dataDir, BERTH_INGRESS_PORT: String(ingressPort) } : {},
+  );
   return Object.assign(proc, { ingressPort });
 }
 
@@ -53,12 +51,9 @@ before(async () => {
     'FROM scratch\nCOPY busybox /bin/busybox\nRUN ["/bin/busybox", "--install", "-s", "/bin"]\n' +
       'CMD ["/bin/sh", "-c", "mkdir -p /www && echo \\"$GREETING from $(hostname)\\" > /www/index.html && exec httpd -f -p 8080 -h /www"]\n',
   );
-  db = await createTestDatabase();
-  first = await serve(db.dataDir);
+  first = await serve();
 });
 after(async () => {
-  for (const proc of processes) await proc.kill('SIGTERM');
-  await db?.drop();
   for (const dir of dataDirs) fs.rmSync(dir, { recursive: true, force: true });
   await swarm?.down();
 });
@@ -109,7 +104,7 @@ test('a cron tick runs once with two berth serve processes scheduling it', {
 }, async () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-swarm-second-'));
   dataDirs.push(dir);
-  const second = await serve(dir);
+  const second = await serve({ dataDir: dir, ingressPort: await freePort() });
   const { token, envUrl } = await firstStartOf(first);
   const created = await api(`${envUrl}/services`, token, 'POST', {
     name: 'Ticker',

@@ -2,18 +2,13 @@ import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import pino from 'pino';
-import { loadConfig } from '../../src/config.ts';
 import { resourceName } from '../../src/domain/resource-names.ts';
 import { dependencyNameOf } from '../../src/providers/engine/dependency-engines.ts';
-import { openProvider } from '../../src/providers/registry.ts';
-import { openStore } from '../../src/store/database.ts';
-import { createTestDatabase } from '../helpers/database.ts';
 import { buildDependencyImages } from '../helpers/dependency-images.ts';
-import { freePort, processEnvironment, viaIngress } from '../helpers/docker.ts';
+import { processEnvironment, viaIngress } from '../helpers/docker.ts';
 import { createRepo } from '../helpers/git.ts';
 import { providerContract } from '../helpers/provider-contract.ts';
-import { SWARM_IMAGE, startSwarm } from '../helpers/swarm.ts';
+import { openSwarmProvider, SWARM_IMAGE, startSwarm } from '../helpers/swarm.ts';
 
 providerContract('swarm', async () => {
   const swarm = await startSwarm(2);
@@ -21,23 +16,15 @@ providerContract('swarm', async () => {
   // The nodes pull from the swarm's registry: the redis the resources test makes is pushed there.
   const redis = await swarm.pushLocalImage('berth-deps/redis:latest', 'berth-deps/redis');
   // The sources test's repositories, cloned from here as from a git host, and the dependency backups.
-  const ingressPort = await freePort();
   const gitRoot = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-contract-git-'));
-  const database = await createTestDatabase();
-  const store = await openStore({ databaseUrl: database.databaseUrl, dataDir: database.dataDir });
-  const config = {
-    ...loadConfig({}),
-    provider: 'swarm',
-    providerEnv: {
-      DOCKER_HOST: swarm.dockerHost,
-      BERTH_SWARM_MONITOR_S: '1',
-      BERTH_DOCKER_REDIS_IMAGE: redis,
-      BERTH_INGRESS_PORT: String(ingressPort),
-      BERTH_GIT_BASE_URL: `file://${gitRoot}`,
-      BERTH_DEPENDENCY_BACKUP_DIR: path.join(gitRoot, 'dependency-backups'),
-    },
-  };
-  const provider = await openProvider(config, store.db, pino({ level: 'silent' }));
+  const berth = await openSwarmProvider({
+    DOCKER_HOST: swarm.dockerHost,
+    BERTH_SWARM_MONITOR_S: '1',
+    BERTH_DOCKER_REDIS_IMAGE: redis,
+    BERTH_GIT_BASE_URL: `file://${gitRoot}`,
+    BERTH_DEPENDENCY_BACKUP_DIR: path.join(gitRoot, 'dependency-backups'),
+  });
+  const { provider, ingressPort } = berth;
   return {
     provider,
     environment: { id: randomUUID(), account_id: randomUUID(), cloud: 'aws', region: 'local' },
@@ -124,9 +111,7 @@ providerContract('swarm', async () => {
         .join(',');
     },
     close: async () => {
-      await provider.close();
-      await store.close();
-      await database.drop();
+      await berth.close();
       fs.rmSync(gitRoot, { recursive: true, force: true });
       await swarm.down();
     },

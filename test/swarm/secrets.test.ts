@@ -5,7 +5,6 @@ import { after, before, test } from 'node:test';
 import { promisify } from 'node:util';
 import { TerminalError } from '../../src/jobs/errors.ts';
 import type { DesiredService, Provider, RuntimeSpec } from '../../src/providers/provider.ts';
-import { freePort } from '../helpers/docker.ts';
 import { pollUntil } from '../helpers/poll.ts';
 import {
   deploymentOf,
@@ -51,7 +50,6 @@ before(async () => {
   berth = await openSwarmProvider({
     DOCKER_HOST: swarm.dockerHost,
     BERTH_SWARM_MONITOR_S: '1',
-    BERTH_INGRESS_PORT: String(await freePort()),
   });
   provider = berth.provider;
   await provider.serving?.start();

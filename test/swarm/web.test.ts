@@ -9,7 +9,7 @@ import {
   type DesiredService,
   type Provider,
 } from '../../src/providers/provider.ts';
-import { freePort, viaIngress } from '../helpers/docker.ts';
+import { viaIngress } from '../helpers/docker.ts';
 import { pollUntil } from '../helpers/poll.ts';
 import {
   deploymentOf,
@@ -46,13 +46,12 @@ before(async () => {
   v1 = await swarm.pushImage('berth-swarm/web-v1', page('v1', true));
   v2 = await swarm.pushImage('berth-swarm/web-v2', page('v2', true));
   broken = await swarm.pushImage('berth-swarm/web-broken', page('broken', false));
-  ingressPort = await freePort();
   berth = await openSwarmProvider({
     DOCKER_HOST: swarm.dockerHost,
     BERTH_SWARM_MONITOR_S: '2',
     BERTH_INGRESS_HOST: 'swarm.test',
-    BERTH_INGRESS_PORT: String(ingressPort),
   });
+  ingressPort = berth.ingressPort;
   provider = berth.provider;
   await provider.serving?.start();
   await provider.ensureEnvironment(environment);

@@ -93,13 +93,17 @@ export async function acceptDeployment(
         helm_chart_version: body.helm_chart_version ?? '',
         helm_values_yml: service.source === 'helm_chart' ? (service.helm_values_yml ?? '') : '',
       };
-  const mask = redactor(
-    await maskedValuesOf(trx, box, {
-      environment_id: service.environment_id,
-      service_id: service.id,
-      variables_sealed: copy?.of.variables_sealed ?? null,
-    }),
-  );
+  // The secrets are read only when there is a text to mask: a deploy with no note, not refused, reads none.
+  const mask =
+    refusal || body.note
+      ? redactor(
+          await maskedValuesOf(trx, box, {
+            environment_id: service.environment_id,
+            service_id: service.id,
+            variables_sealed: copy?.of.variables_sealed ?? null,
+          }),
+        )
+      : (text: string) => text;
   const { deployment, previousState } = await insertDeployment(trx, {
     id: randomUUID(),
     account_id: service.account_id,

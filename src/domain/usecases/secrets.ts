@@ -2,7 +2,7 @@ import type { Db } from '../../store/database.ts';
 import { lockEnvironment } from '../../store/repositories/environments.ts';
 import { enqueue, type JobKind } from '../../store/repositories/jobs.ts';
 import { changeSecrets, listSecrets, listSecretsOf } from '../../store/repositories/secrets.ts';
-import type { DeploymentRow } from '../../store/schema.ts';
+import type { DeploymentRow, SecretRow } from '../../store/schema.ts';
 import type { SecretBox } from '../../store/secret-box.ts';
 import { ValidationError } from '../errors.ts';
 import {
@@ -117,7 +117,16 @@ export async function putSecrets(
 
 /** The variables a service runs with: the environment's secrets overlaid by the service's own. */
 export async function effectiveSecrets(db: Db, box: SecretBox, environmentId: string, serviceId: string) {
-  const rows = await listSecretsOf(db, [environmentId, serviceId]);
+  return variablesOf(await listSecretsOf(db, [environmentId, serviceId]), box, environmentId, serviceId);
+}
+
+/** effectiveSecrets from the two scopes' rows already read (a deploy run's one read). */
+export function variablesOf(
+  rows: ReadonlyArray<Pick<SecretRow, 'scope_id' | 'key' | 'value_sealed'>>,
+  box: SecretBox,
+  environmentId: string,
+  serviceId: string,
+): Record<string, string> {
   const of = (scopeId: string) =>
     rows
       .filter((row) => row.scope_id === scopeId)
@@ -129,15 +138,20 @@ export async function effectiveSecrets(db: Db, box: SecretBox, environmentId: st
 
 /**
  * Every secret value a deployment's texts must not show (redact.ts masks them): the service's secrets
- * now and, for a deployment that recorded what it runs with (a rollback or restart copies that), those.
+ * now (`rows`, when already read) and, for a deployment that recorded what it runs with (a rollback or
+ * restart copies that), those.
  */
 export async function maskedValuesOf(
   db: Db,
   box: SecretBox,
   deployment: Pick<DeploymentRow, 'environment_id' | 'service_id' | 'variables_sealed'>,
+  rows?: SecretRow[],
 ): Promise<string[]> {
+  const { environment_id, service_id } = deployment;
   const current = Object.values(
-    await effectiveSecrets(db, box, deployment.environment_id, deployment.service_id),
+    rows
+      ? variablesOf(rows, box, environment_id, service_id)
+      : await effectiveSecrets(db, box, environment_id, service_id),
   );
   if (!deployment.variables_sealed) return current;
   const recorded = JSON.parse(box.open(deployment.variables_sealed)) as Record<string, string>;

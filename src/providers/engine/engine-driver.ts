@@ -81,7 +81,12 @@ export abstract class EngineDriver<P extends Prepared, S extends DockerSettings,
         ingressHost: this.settings.ingressHost,
         traffic: this.traffic,
         ...(certificates && {
-          tls: { certificates, port: this.settings.ingressHttpsPort, proxy: this.settings.ingressProxy },
+          tls: {
+            certificates,
+            port: this.settings.ingressHttpsPort,
+            proxy: this.settings.ingressProxy,
+            alpnChallenges: this.settings.ingressAlpnChallenges,
+          },
         }),
       });
       this.traffic.start();

@@ -19,6 +19,7 @@ import { promisify } from 'node:util';
 import type { Logger } from 'pino';
 import type { OpsConfig } from '../../domain/ops-json.ts';
 import type { ServedCertificate } from '../provider.ts';
+import { ACME_TLS } from './alpn-responder.ts';
 
 /** A routed web service as HAProxy serves it: its host names and where its replicas answer now. */
 export interface NativeRoute {
@@ -50,7 +51,14 @@ const backendOf = (serviceId: string) => `svc_${serviceId}`;
 const quoted = (text: string) => `"${text.replace(/["\\]/g, '\\$&').replace(/\n/g, '\\n')}"`;
 
 /** The files HAProxy reads: its configuration, the host -> backend map and the certificate list. */
-export function renderHaproxy(options: { bind: string; port: number; dir: string; table: NativeTable }): {
+export function renderHaproxy(options: {
+  bind: string;
+  port: number;
+  dir: string;
+  table: NativeTable;
+  /** `host:port` of Berth's TLS-ALPN-01 responder, when HAProxy must pass `acme-tls/1` to it. */
+  alpnResponder?: string | undefined;
+}): {
   config: string;
   hostsMap: string;
   certList: string;
@@ -82,7 +90,6 @@ export function renderHaproxy(options: { bind: string; port: number; dir: string
   const hostsMap = routes
     .flatMap((r) => r.hosts.map((host) => `${host} ${backendOf(r.serviceId)}\n`))
     .join('');
-  const host = options.bind.includes(':') ? `[${options.bind}]` : options.bind;
   const lines = [
     'global',
     `  stats socket ${path.join(dir, 'admin.sock')} mode 600 level admin`,
@@ -95,9 +102,7 @@ export function renderHaproxy(options: { bind: string; port: number; dir: string
     '  timeout server 120s',
     '  timeout http-request 30s',
     '  timeout http-keep-alive 60s',
-    'frontend https',
-    // strict-sni: a name without a certificate fails its handshake, as it does at the Node ingress.
-    `  bind ${host}:${options.port} ssl crt-list ${path.join(dir, 'certs.list')} strict-sni alpn http/1.1`,
+    ...tlsFront(options),
     // What the Node ingress sends a replica: the client's address (not appended to) and the scheme.
     '  http-request set-header X-Forwarded-For %[src]',
     '  http-request set-header X-Forwarded-Proto https',
@@ -135,6 +140,40 @@ export function renderHaproxy(options: { bind: string; port: number; dir: string
     }
   }
   return { config: `${lines.join('\n')}\n`, hostsMap, certList, certFiles };
+}
+
+/**
+ * Where TLS ends: the `https` frontend binds the HTTPS port itself, or, with a TLS-ALPN-01 responder,
+ * a TCP frontend binds it, reads each ClientHello's ALPN and passes `acme-tls/1` connections (the CA's
+ * validations) to the responder undecrypted, every other to the `https` frontend over a private unix
+ * socket with the PROXY protocol, which keeps the client's address for X-Forwarded-For and allow-lists.
+ * Only then: the extra hop costs CPU on every connection.
+ */
+function tlsFront(options: { bind: string; port: number; dir: string; alpnResponder?: string | undefined }) {
+  const host = options.bind.includes(':') ? `[${options.bind}]` : options.bind;
+  // strict-sni: a name without a certificate fails its handshake, as it does at the Node ingress.
+  // h2 beside HTTP/1.1: browsers multiplex over one connection (the Node ingress speaks HTTP/1.1 only).
+  const tls = `ssl crt-list ${path.join(options.dir, 'certs.list')} strict-sni alpn h2,http/1.1`;
+  if (!options.alpnResponder) return ['frontend https', `  bind ${host}:${options.port} ${tls}`];
+  const inner = path.join(options.dir, 'https.sock');
+  return [
+    'frontend tls_in',
+    '  mode tcp',
+    `  bind ${host}:${options.port}`,
+    // A ClientHello fits in the first segment; a client silent for 5 s gets the https frontend's error.
+    '  tcp-request inspect-delay 5s',
+    '  tcp-request content accept if { req.ssl_hello_type 1 }',
+    `  use_backend acme_tls if { req.ssl_alpn ${ACME_TLS} }`,
+    '  default_backend tls_terminate',
+    'backend acme_tls',
+    '  mode tcp',
+    `  server berth ${options.alpnResponder}`,
+    'backend tls_terminate',
+    '  mode tcp',
+    `  server https unix@${inner} send-proxy-v2`,
+    'frontend https',
+    `  bind unix@${inner} mode 600 accept-proxy ${tls}`,
+  ];
 }
 
 /** Server slots for a backend of `count` replicas: a power of two, at least 4. */
@@ -261,6 +300,8 @@ export async function startHaproxy(options: {
   /** Where each answer HAProxy gave a service is counted (its metrics): its status and time. */
   counted: (serviceId: string, status: number, ms: number) => void;
   binary?: string;
+  /** `host:port` of Berth's TLS-ALPN-01 responder (alpn-responder.ts), with BERTH_ACME_CHALLENGE=tls-alpn-01. */
+  alpnResponder?: string | undefined;
 }): Promise<NativePlane> {
   const binary = options.binary ?? 'haproxy';
   const port = options.port === 0 ? await freePort(options.bind) : options.port;
@@ -279,10 +320,22 @@ export async function startHaproxy(options: {
    * addresses within their slots, a certificate's content: `renewed`); or more, which takes a reload.
    */
   const write = (table: NativeTable): { change: 'none' | 'runtime' | 'reload'; renewed: string[] } => {
-    const files = renderHaproxy({ bind: options.bind, port, dir, table });
+    const files = renderHaproxy({
+      bind: options.bind,
+      port,
+      dir,
+      table,
+      alpnResponder: options.alpnResponder,
+    });
     const all = `${files.config}${files.hostsMap}${files.certList}${[...files.certFiles.values()].join('')}`;
     if (all === rendered) return { change: 'none', renewed: [] };
-    const shaped = renderHaproxy({ bind: options.bind, port, dir, table: shapeOf(table) });
+    const shaped = renderHaproxy({
+      bind: options.bind,
+      port,
+      dir,
+      table: shapeOf(table),
+      alpnResponder: options.alpnResponder,
+    });
     const nextShape = `${shaped.config}${shaped.hostsMap}${shaped.certList}`;
     const renewed: string[] = [];
     for (const [file, pem] of files.certFiles) {

@@ -1,14 +1,16 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
+import { randomUUID, X509Certificate } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
+import http2 from 'node:http2';
 import https from 'node:https';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import type tls from 'node:tls';
+import { connect as tlsConnect } from 'node:tls';
 import pino from 'pino';
 import { insertRoute } from '../../../test/helpers/ingress-routes.ts';
 import { pollUntil } from '../../../test/helpers/poll.ts';
@@ -205,6 +207,107 @@ test("HAProxy applies each service's ops.json: HSTS, allow-list, body limit, no 
   assert.equal(large.body, 'request bodies are limited to 1 MB\n');
   const idle = await get(ingress.httpsUrl as string, host('idle'));
   assert.equal(idle.status, 503);
+});
+
+/** One GET over HTTP/2 (ALPN h2), trusting only the served certificate: the status, headers and body. */
+async function getH2(
+  url: string,
+  name: string,
+): Promise<{ status: number; headers: http2.IncomingHttpHeaders; body: string }> {
+  const session = http2.connect(url, { servername: name, ca: served.cert });
+  try {
+    return await new Promise((resolve, reject) => {
+      session.on('error', reject);
+      const req = session.request({ ':path': '/', ':authority': name });
+      let headers: http2.IncomingHttpHeaders = {};
+      let body = '';
+      req.setEncoding('utf8');
+      req.on('response', (h) => {
+        headers = h;
+      });
+      req.on('data', (chunk: string) => {
+        body += chunk;
+      });
+      req.on('end', () => resolve({ status: Number(headers[':status']), headers, body }));
+      req.on('error', reject);
+    });
+  } finally {
+    session.close();
+  }
+}
+
+test('HAProxy speaks HTTP/2 to clients that offer it, with the same answers', async () => {
+  const answer = await getH2(ingress.httpsUrl as string, host('strict'));
+  assert.equal(answer.status, 200);
+  assert.equal(answer.body, 'first\n');
+  assert.equal(answer.headers['x-forwarded-seen'], '127.0.0.1 https');
+  assert.equal(answer.headers['strict-transport-security'], 'max-age=600');
+  assert.equal((await getH2(ingress.httpsUrl as string, host('walled'))).status, 403);
+});
+
+/** A handshake offering only `acme-tls/1`, as a CA's TLS-ALPN-01 validation does: the certificate it gets. */
+function alpnHandshake(url: string, name: string, ca: string): Promise<tls.PeerCertificate> {
+  const target = new URL(url);
+  return new Promise((resolve, reject) => {
+    const socket = tlsConnect(
+      {
+        host: target.hostname,
+        port: Number(target.port),
+        servername: name,
+        ALPNProtocols: ['acme-tls/1'],
+        ca,
+      },
+      () => {
+        resolve(socket.getPeerCertificate());
+        socket.destroy();
+      },
+    );
+    socket.on('error', reject);
+  });
+}
+
+test('with TLS-ALPN-01 on, HAProxy passes acme-tls/1 handshakes to Berth and serves the rest as before', async () => {
+  const challenge = selfSignedCertificate(dir, {
+    label: 'alpn-challenge',
+    commonName: host('web'),
+    subjectAltName: `DNS:${host('web')}`,
+  });
+  const alpn = await startIngress({
+    db,
+    targets: async (r) => replicas.get(r.serviceId) ?? [],
+    logger: pino({ level: process.env.TEST_LOG ?? 'silent' }),
+    host: '127.0.0.1',
+    port: 0,
+    ingressHost: INGRESS_HOST,
+    traffic: new Traffic(db),
+    tls: {
+      certificates: {
+        httpChallenge: async () => null,
+        alpnChallenge: async (name) => (name === host('web') ? challenge : null),
+        certificate: async (name) => (name.endsWith(`.${INGRESS_HOST}`) ? served : null),
+      },
+      port: 0,
+      proxy: 'haproxy',
+      alpnChallenges: true,
+    },
+  });
+  try {
+    const url = alpn.httpsUrl as string;
+    const presented = await alpnHandshake(url, host('web'), challenge.cert);
+    assert.equal(presented.fingerprint256, new X509Certificate(challenge.cert).fingerprint256);
+    // A name with no pending challenge fails its validation handshake.
+    await assert.rejects(alpnHandshake(url, host('strict'), challenge.cert));
+    // Everyone else: the name's own certificate, the client's address kept through the inner hop.
+    const answer = await get(url, host('strict'));
+    assert.equal(answer.status, 200);
+    assert.equal(answer.peer?.fingerprint256, new X509Certificate(served.cert).fingerprint256);
+    assert.equal(answer.headers['x-forwarded-seen'], '127.0.0.1 https');
+    assert.equal(answer.headers['strict-transport-security'], 'max-age=600');
+    assert.equal((await get(url, host('walled'))).status, 403);
+    assert.equal((await getH2(url, host('strict'))).body, 'first\n');
+  } finally {
+    await alpn.close();
+  }
 });
 
 test('plain HTTP still redirects to HTTPS (the Node ingress keeps port 80 and the ACME challenges)', async () => {

@@ -22,6 +22,7 @@ import type { Logger } from 'pino';
 import { Agent, buildConnector } from 'undici';
 import { DEFAULT_OPS_CONFIG, type OpsConfig } from '../../domain/ops-json.ts';
 import type { CertificateSource } from '../provider.ts';
+import { ACME_TLS, type AlpnResponder, startAlpnResponder } from './alpn-responder.ts';
 import { type NativePlane, type NativeRoute, startHaproxy } from './haproxy.ts';
 import { BodyOverLimit, proxy } from './proxy.ts';
 import type { IngressProxy } from './settings.ts';
@@ -75,7 +76,13 @@ export async function startIngress(options: {
    * With ACME on: where certificates and challenge answers come from, and the HTTPS port. `proxy`
    * (BERTH_INGRESS_PROXY) `haproxy` serves HTTPS from HAProxy (haproxy.ts) rather than from this process.
    */
-  tls?: { certificates: CertificateSource; port: number; proxy?: IngressProxy };
+  tls?: {
+    certificates: CertificateSource;
+    port: number;
+    proxy?: IngressProxy;
+    /** TLS-ALPN-01 validations come to the HTTPS port (BERTH_ACME_CHALLENGE=tls-alpn-01). */
+    alpnChallenges?: boolean;
+  };
 }): Promise<Ingress> {
   const { db, ingressHost } = options;
   const suffix = `.${ingressHost.toLowerCase()}`;
@@ -285,9 +292,13 @@ export async function startIngress(options: {
   let https: HttpsServer | null = null;
   let native: NativePlane | null = null;
   let httpsUrl: string | null = null;
+  let responder: AlpnResponder | null = null;
   if (options.tls?.proxy === 'haproxy') {
     try {
+      // HAProxy presents each name's own certificate: the CA's handshakes are passed to Berth instead.
+      if (options.tls.alpnChallenges) responder = await startAlpnResponder(options.tls.certificates);
       native = await startHaproxy({
+        alpnResponder: responder?.address,
         bind: options.host,
         port: options.tls.port,
         load: nativeTable,
@@ -296,6 +307,7 @@ export async function startIngress(options: {
         counted: (serviceId, status, ms) => options.traffic.record(serviceId, status, ms),
       });
     } catch (err) {
+      await responder?.close();
       await app.close();
       await agent.close();
       throw err;
@@ -357,6 +369,7 @@ export async function startIngress(options: {
     },
     close: async () => {
       await native?.close();
+      await responder?.close();
       if (https) {
         const server = https;
         const closed = new Promise((resolve) => server.close(resolve));
@@ -370,7 +383,6 @@ export async function startIngress(options: {
 }
 
 const CHALLENGE_PATH = '/.well-known/acme-challenge/';
-const ACME_TLS = 'acme-tls/1';
 
 const isEncrypted = (request: { raw: { socket: unknown } }) =>
   (request.raw.socket as tls.TLSSocket).encrypted === true;

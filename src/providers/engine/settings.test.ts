@@ -56,4 +56,8 @@ test('BERTH_INGRESS_PROXY chooses what serves HTTPS: the Node ingress by default
     () => loadConfig({ BERTH_INGRESS_PROXY: 'nginx' }),
     /BERTH_INGRESS_PROXY must be node or haproxy/,
   );
+  // With HAProxy too (it passes the CA's handshakes to Berth): only told whether they come.
+  const alpn = loadConfig({ BERTH_INGRESS_PROXY: 'haproxy', BERTH_ACME_CHALLENGE: 'tls-alpn-01' });
+  assert.equal(alpn.ingressAlpnChallenges, true);
+  assert.equal(loadConfig({ BERTH_INGRESS_PROXY: 'haproxy' }).ingressAlpnChallenges, false);
 });

@@ -17,6 +17,11 @@ export interface DockerSettings {
    * `haproxy` (a HAProxy process Berth runs and configures: docs/https.md).
    */
   ingressProxy: IngressProxy;
+  /**
+   * BERTH_ACME_CHALLENGE is tls-alpn-01: the CA's `acme-tls/1` handshakes come to the HTTPS port, which
+   * HAProxy then inspects before terminating TLS, to pass those to Berth (docs/https.md).
+   */
+  ingressAlpnChallenges: boolean;
   /** BERTH_PUBLIC_URL: where the public reaches the ingress (scheme, host, port): origins use it. */
   publicUrl: string;
   /** BERTH_INGRESS_BIND: the address the ingress listens on, apart from BERTH_HOST, so exposing apps never exposes the API. */
@@ -90,12 +95,6 @@ function ingressProxySetting(env: NodeJS.ProcessEnv): IngressProxy {
   if (value !== 'node' && value !== 'haproxy') {
     throw new ConfigError(`BERTH_INGRESS_PROXY must be node or haproxy, not ${JSON.stringify(value)}`);
   }
-  // HAProxy answers every handshake with the name's own certificate: it cannot present a challenge's.
-  if (value === 'haproxy' && env.BERTH_ACME_CHALLENGE === 'tls-alpn-01') {
-    throw new ConfigError(
-      'BERTH_INGRESS_PROXY=haproxy cannot answer TLS-ALPN-01: set BERTH_ACME_CHALLENGE=http-01 (the default)',
-    );
-  }
   return value;
 }
 
@@ -105,6 +104,7 @@ export function dockerSettings(env: NodeJS.ProcessEnv): DockerSettings {
     ingressBind: env.BERTH_INGRESS_BIND || '127.0.0.1',
     ingressHttpsPort: intSetting(env, 'BERTH_INGRESS_HTTPS_PORT', 443, 0, 65535),
     ingressProxy: ingressProxySetting(env),
+    ingressAlpnChallenges: env.BERTH_ACME_CHALLENGE === 'tls-alpn-01',
     gitBaseUrl: gitBaseUrlSetting(env),
     pullTimeoutMs: intSetting(env, 'BERTH_PULL_TIMEOUT_MS', 600_000, 1_000, 3_600_000),
     backupDir: path.resolve(

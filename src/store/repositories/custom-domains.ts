@@ -139,5 +139,13 @@ export async function servedDomains(db: Db, serviceId: string, also: string[] = 
     .where('service_id', '=', serviceId)
     .where('state', '=', 'deployed')
     .execute();
-  return [...new Set([...rows.map((r) => r.domain), ...also])].sort();
+  return servingNames(
+    rows.map((r) => r.domain),
+    also,
+  );
+}
+
+/** `deployed` and `also` as one sorted list of names (servedDomains, from domains already read). */
+export function servingNames(deployed: string[], also: string[] = []): string[] {
+  return [...new Set([...deployed, ...also])].sort();
 }

@@ -12,7 +12,15 @@ import type { DeployedSource } from '../../providers/provider.ts';
 import type { Db } from '../database.ts';
 import { changedSince, eventState, inTransaction, recordEvents, setsEventColumns } from '../events.ts';
 import { notify } from '../notifications.ts';
-import type { Database, DeploymentRow, DeploymentsTable, EnvironmentRow, ServiceRow } from '../schema.ts';
+import type {
+  Database,
+  DeploymentRow,
+  DeploymentsTable,
+  EnvironmentRow,
+  SecretRow,
+  ServiceResourceRow,
+  ServiceRow,
+} from '../schema.ts';
 import type { Fence } from './jobs.ts';
 import type { Observation } from './observations.ts';
 import { type Page, pageAfter } from './paging.ts';
@@ -97,7 +105,12 @@ export async function findDeploymentById(db: Db, id: string): Promise<Deployment
   return db.selectFrom('deployments').selectAll().where('id', '=', id).executeTakeFirst();
 }
 
-/** A deployment with its service and environment, in one query (what a deploy job starts from). */
+/**
+ * A deployment to run, with its service and environment, and what its run reads besides (`read`):
+ * the secrets of its environment and service (in key order), the service's deployed custom domains
+ * and its dependencies (in the order they were first made). One statement: the run reads nothing else
+ * before it applies.
+ */
 export async function findDeploymentToRun(db: Db, id: string) {
   const row = await db
     .selectFrom('deployments as d')
@@ -110,15 +123,41 @@ export async function findDeploymentToRun(db: Db, id: string) {
         '_deployment',
       ),
       sql<AsJson<EnvironmentRow>>`to_jsonb(e.*)`.as('_environment'),
+      sql<Array<Omit<SecretRow, 'updated_at'> & { updated_at: string }>>`(
+        SELECT coalesce(jsonb_agg(to_jsonb(x.*) ORDER BY x.key COLLATE "C"), '[]'::jsonb)
+        FROM secrets x WHERE x.scope_id IN (d.environment_id, d.service_id))`.as('_secrets'),
+      sql<string[]>`(
+        SELECT coalesce(jsonb_agg(c.domain ORDER BY c.domain), '[]'::jsonb)
+        FROM custom_domains c WHERE c.service_id = d.service_id AND c.state = 'deployed')`.as('_domains'),
+      sql<
+        Array<
+          Omit<ServiceResourceRow, 'provisioned_at' | 'updated_at'> &
+            Record<'provisioned_at' | 'updated_at', string | null>
+        >
+      >`(
+        SELECT coalesce(jsonb_agg(to_jsonb(r.*)
+          ORDER BY r.provisioned_at ASC NULLS LAST, r.kind, r.type, r.resource_id), '[]'::jsonb)
+        FROM service_resources r WHERE r.service_id = d.service_id)`.as('_resources'),
     ])
     .where('d.id', '=', id)
     .executeTakeFirst();
   if (!row) return undefined;
-  const { _deployment, _environment, ...service } = row;
+  const { _deployment, _environment, _secrets, _domains, _resources, ...service } = row;
   return {
     deployment: withDates<DeploymentRow>(_deployment),
     service,
     environment: withDates<EnvironmentRow>(_environment),
+    read: {
+      secrets: _secrets.map((secret): SecretRow => ({ ...secret, updated_at: new Date(secret.updated_at) })),
+      domains: _domains,
+      resources: _resources.map(
+        (r): ServiceResourceRow => ({
+          ...r,
+          provisioned_at: r.provisioned_at === null ? null : new Date(r.provisioned_at),
+          updated_at: new Date(r.updated_at ?? 0),
+        }),
+      ),
+    },
   };
 }
 

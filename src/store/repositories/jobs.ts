@@ -41,7 +41,8 @@ export interface NewJob {
 
 /** Enqueue inside the caller's transaction, so the job exists exactly when the change does. */
 export async function enqueue(db: Db, job: NewJob): Promise<void> {
-  // The job and the workers' wake-up in one statement (NOTIFY is delivered at commit either way).
+  // The job and the workers' wake-up in one statement (NOTIFY is delivered at commit either way); the
+  // kind wakes only the budgets that run it.
   await db
     .with('queued', (qc) =>
       qc
@@ -56,7 +57,7 @@ export async function enqueue(db: Db, job: NewJob): Promise<void> {
         .returning('seq'),
     )
     .selectFrom('queued')
-    .select(sql`pg_notify(${TOPICS.jobs}, '')`.as('woken'))
+    .select(sql`pg_notify(${TOPICS.jobs}, ${job.kind})`.as('woken'))
     .execute();
 }
 

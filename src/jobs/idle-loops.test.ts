@@ -1,0 +1,74 @@
+import assert from 'node:assert/strict';
+import { afterEach, beforeEach, mock, test } from 'node:test';
+import { IdleLoops } from './idle-loops.ts';
+
+/** The idle loops of one budget, on mocked timers: which waits a poll, a notification or a stop ends. */
+const POLL_MS = 1000;
+beforeEach(() => mock.timers.enable({ apis: ['setTimeout'] }));
+afterEach(() => mock.timers.reset());
+
+/** Waits of `idle`, each with a flag set once it ended. */
+function waits(idle: IdleLoops, count: number) {
+  return Array.from({ length: count }, () => {
+    const wait = { ended: false };
+    idle.wait(POLL_MS).then(() => {
+      wait.ended = true;
+    });
+    return wait;
+  });
+}
+const settle = () => new Promise<void>((resolve) => setImmediate(resolve));
+const ended = (list: { ended: boolean }[]) => list.map((w) => w.ended);
+
+test('only the first idle loop polls; the others wait to be woken', async () => {
+  const idle = new IdleLoops();
+  const list = waits(idle, 3);
+  mock.timers.tick(POLL_MS * 10);
+  await settle();
+  assert.deepEqual(ended(list), [true, false, false]);
+  // The poller, back from a claim that found nothing, polls again.
+  const again = waits(idle, 1);
+  mock.timers.tick(POLL_MS);
+  await settle();
+  assert.deepEqual(ended([...list, ...again]), [true, false, false, true]);
+});
+
+test('a notification wakes one loop; the next to wait then takes over the poll', async () => {
+  const idle = new IdleLoops();
+  const list = waits(idle, 3);
+  idle.notified();
+  await settle();
+  assert.deepEqual(ended(list), [true, false, false]);
+  // The woken poller found nothing and waits again: it polls, so the poll is never left to nobody.
+  const again = waits(idle, 1);
+  mock.timers.tick(POLL_MS);
+  await settle();
+  assert.deepEqual(ended([...list, ...again]), [true, false, false, true]);
+  // A loop that claimed a job hands on: one more wakes.
+  assert.equal(idle.wakeOne(), true);
+  await settle();
+  assert.deepEqual(ended(list), [true, true, false]);
+});
+
+test('a notification while no loop waits makes the next wait return at once', async () => {
+  const idle = new IdleLoops();
+  // A loop whose claim started before the job committed finds nothing: it must look again.
+  idle.notified();
+  const first = waits(idle, 2);
+  await settle();
+  assert.deepEqual(ended(first), [true, false]);
+  idle.wakeAll();
+  // A hand-on with nobody waiting leaves nothing behind: every loop is busy and claims when done.
+  assert.equal(idle.wakeOne(), false);
+  const later = waits(idle, 1);
+  await settle();
+  assert.deepEqual(ended(later), [false]);
+});
+
+test('wakeAll ends every wait, the poller and the others', async () => {
+  const idle = new IdleLoops();
+  const list = waits(idle, 4);
+  idle.wakeAll();
+  await settle();
+  assert.deepEqual(ended(list), [true, true, true, true]);
+});

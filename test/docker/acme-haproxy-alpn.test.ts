@@ -1,0 +1,132 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import http2 from 'node:http2';
+import { after, before, test } from 'node:test';
+import { startDnsServer, type TestDnsServer } from '../helpers/dns-server.ts';
+import { BASE_IMAGE, buildImage, createWebService, deploySuccessfully, freePort } from '../helpers/docker.ts';
+import { type Pebble, pebbleAvailable, startPebble } from '../helpers/pebble.ts';
+import { pollUntil } from '../helpers/poll.ts';
+import { api } from '../helpers/process.ts';
+import { startTestServer, type TestServer } from '../helpers/server.ts';
+import { tlsGet } from '../helpers/tls-get.ts';
+
+/**
+ * BERTH_INGRESS_PROXY=haproxy with BERTH_ACME_CHALLENGE=tls-alpn-01 on the docker provider, against a
+ * real CA (pebble): its validations reach HAProxy's HTTPS port (HTTP-01 ones a port nothing listens on,
+ * so the certificate can only come by TLS-ALPN-01), which passes them to Berth's own responder. The
+ * issued certificate is then served by HAProxy over HTTP/1.1 and HTTP/2 to clients that trust only
+ * pebble's root and check the name.
+ */
+const DOMAIN = 'www.alpn-haproxy.test';
+const IMAGE = 'berth-test/acme-haproxy-alpn';
+
+const skip =
+  (pebbleAvailable() && fs.existsSync('/usr/sbin/haproxy')) || process.env.CI
+    ? false
+    : 'needs /usr/bin/pebble, openssl and /usr/sbin/haproxy';
+
+let dns: TestDnsServer;
+let pebble: Pebble;
+let server: TestServer;
+let httpsPort: number;
+
+before(async () => {
+  if (skip) return;
+  dns = await startDnsServer();
+  httpsPort = await freePort();
+  pebble = await startPebble({
+    httpPort: await freePort(),
+    tlsPort: httpsPort,
+    dnsServer: dns.address,
+    validitySeconds: 3600,
+  });
+  server = await startTestServer('docker', {
+    BERTH_INGRESS_PROXY: 'haproxy',
+    BERTH_INGRESS_BIND: '127.0.0.1',
+    BERTH_INGRESS_PORT: String(await freePort()),
+    BERTH_INGRESS_HTTPS_PORT: String(httpsPort),
+    BERTH_INGRESS_HOST: 'apps.alpn-haproxy.test',
+    BERTH_DNS_SERVERS: dns.address,
+    BERTH_ACME_DIRECTORY_URL: pebble.directoryUrl,
+    BERTH_ACME_EMAIL: 'ops@alpn-haproxy.test',
+    BERTH_ACME_CA_FILE: pebble.listenerCertFile,
+    BERTH_ACME_CHALLENGE: 'tls-alpn-01',
+    BERTH_ACME_SCAN_MS: '1000',
+    BERTH_ACME_RETRY_BASE_MS: '3600000',
+    BERTH_RATE_LIMIT_PER_MIN: '1000000',
+  });
+  await buildImage(
+    `${IMAGE}:latest`,
+    `FROM ${BASE_IMAGE}\nCMD ["/bin/sh", "-c", "mkdir -p /www && echo alpn > /www/index.html && exec httpd -f -p 8080 -h /www"]\n`,
+  );
+});
+after(async () => {
+  await server?.close();
+  await pebble?.close();
+  await dns?.close();
+});
+
+/** One GET over HTTP/2 trusting only pebble's root, the name checked: the status, protocol and body. */
+async function h2Get(): Promise<{ status: number; alpn: string | false; body: string }> {
+  const session = http2.connect(`https://127.0.0.1:${httpsPort}`, { servername: DOMAIN, ca: pebble.rootPem });
+  try {
+    return await new Promise((resolve, reject) => {
+      session.on('error', reject);
+      const req = session.request({ ':path': '/', ':authority': DOMAIN });
+      let status = 0;
+      let body = '';
+      req.setEncoding('utf8');
+      req.on('response', (headers) => {
+        status = Number(headers[':status']);
+      });
+      req.on('data', (chunk: string) => {
+        body += chunk;
+      });
+      req.on('end', () => resolve({ status, alpn: session.alpnProtocol ?? false, body }));
+      req.on('error', reject);
+    });
+  } finally {
+    session.close();
+  }
+}
+
+test('a custom domain gets its certificate by TLS-ALPN-01 through HAProxy, served over HTTP/1.1 and HTTP/2', {
+  skip,
+  timeout: 300_000,
+}, async () => {
+  const berth = { url: server.berth.url, token: server.token, envUrl: server.envUrl };
+  const service = await createWebService(berth, { name: 'Alpn', docker_image: IMAGE });
+  await deploySuccessfully(berth, service.id, 'latest');
+  const domainsUrl = `${server.envUrl}/services/${service.id}/custom-domains`;
+  const added = await api(domainsUrl, server.token, 'POST', { domain: DOMAIN });
+  assert.equal(added.status, 200, JSON.stringify(added.body));
+  const created = added.body.data.custom_domain;
+  for (const r of created.dns_records) dns.set(r.record_name, r.record_type, [r.record_value]);
+  dns.set(DOMAIN, 'A', ['127.0.0.1']);
+  const verified = await api(`${domainsUrl}/${created.id}/verify`, server.token, 'POST');
+  assert.equal(verified.status, 200, JSON.stringify(verified.body));
+  const certificate = await pollUntil(
+    'the certificate to be issued',
+    async () => {
+      const read = await api(domainsUrl, server.token);
+      const { active_domain: active, pending_domain: pending } = read.body.data.custom_domain;
+      const cert = (active ?? pending)?.certificate;
+      assert.notEqual(cert?.status, 'failed', cert?.last_error);
+      return cert?.status === 'issued' ? cert : undefined;
+    },
+    { timeoutMs: 120_000, intervalMs: 500 },
+  );
+  assert.match(certificate.issuer, /Pebble/);
+  assert.deepEqual(pebble.orders, [DOMAIN]);
+  const answer = await pollUntil(
+    'HAProxy to serve the issued certificate',
+    async () => {
+      const res = await tlsGet({ port: httpsPort, name: DOMAIN, ca: pebble.rootPem }).catch(() => null);
+      return res?.status === 200 ? res : undefined;
+    },
+    { timeoutMs: 60_000, intervalMs: 250 },
+  );
+  assert.equal(answer.body, 'alpn\n');
+  assert.equal(answer.cert.subjectaltname, `DNS:${DOMAIN}`);
+  assert.deepEqual(await h2Get(), { status: 200, alpn: 'h2', body: 'alpn\n' });
+});

@@ -1,0 +1,168 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, afterEach, before, test } from 'node:test';
+import pino from 'pino';
+import { type JobHandler, jobBudgets, Worker } from '../../src/jobs/worker.ts';
+import { openStore, type Store } from '../../src/store/database.ts';
+import { enqueue, enqueueAtCommit, JOB_KINDS, type JobKind } from '../../src/store/repositories/jobs.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
+import { pollUntil } from '../helpers/poll.ts';
+
+/**
+ * How a worker's idle loops wake (jobs/idle-loops.ts), counted in claim statements: an idle worker
+ * claims once per budget and poll, not once per slot; one notification still fills every slot of a
+ * burst; a job queued without a notification is found by the poll; stop() ends every idle loop.
+ */
+let database: TestDatabase;
+let store: Store;
+const statements: string[] = [];
+const claims = () => statements.filter((q) => /^\s*UPDATE jobs SET locked_by/.test(q)).length;
+before(async () => {
+  database = await createTestDatabase();
+  store = await openStore({
+    databaseUrl: database.databaseUrl,
+    dataDir: database.dataDir,
+    onQuery: (q) => statements.push(q),
+  });
+});
+after(async () => {
+  await store.close();
+  await database.drop();
+});
+
+const workers: Worker[] = [];
+afterEach(async () => {
+  await Promise.all(workers.splice(0).map((w) => w.stop()));
+  await store.db.deleteFrom('jobs').execute();
+});
+
+/** Two budgets of four slots, every job held until released. */
+function startWorker(pollMs: number) {
+  statements.length = 0;
+  const running = new Map<string, () => void>();
+  let peak = 0;
+  const handler: JobHandler = {
+    run(job) {
+      return new Promise<void>((resolve) => {
+        running.set(job.seq, resolve);
+        peak = Math.max(peak, running.size);
+      }).finally(() => running.delete(job.seq));
+    },
+    async fail() {},
+  };
+  const worker = new Worker({
+    store,
+    handlers: Object.fromEntries(JOB_KINDS.map((kind) => [kind, handler])) as Record<JobKind, JobHandler>,
+    logger: pino({ level: 'silent' }),
+    leaseMs: 30_000,
+    budgets: jobBudgets({ concurrency: 4, perAccount: 4, webhookConcurrency: 4, webhookPerAccount: 4 }),
+    pollMs,
+  });
+  workers.push(worker);
+  return { worker, running, peak: () => peak };
+}
+const SLOTS = 8;
+const BUDGETS = 2;
+
+const queued = async () =>
+  Number(
+    (
+      await store.db
+        .selectFrom('jobs')
+        .select((eb) => eb.fn.countAll<string>().as('n'))
+        .executeTakeFirstOrThrow()
+    ).n,
+  );
+
+test('an idle worker claims once per budget and poll, not once per slot', async () => {
+  const pollMs = 25;
+  const { worker } = startWorker(pollMs);
+  const started = performance.now();
+  await worker.start();
+  // Each loop claims once as it starts; from then on only the pollers do.
+  await pollUntil('the idle worker to claim 30 times', async () => (claims() >= 30 ? true : undefined));
+  const elapsed = performance.now() - started;
+  const count = claims();
+  // A timer fires no sooner than asked (a loaded machine only makes it later), so in `elapsed` each
+  // budget's poller claimed at most elapsed / pollMs + 1 times; every slot polling would claim 4x that.
+  const bound = SLOTS + BUDGETS * (elapsed / pollMs + 2);
+  assert.ok(count <= bound, `${count} claims in ${Math.round(elapsed)} ms, at most ${Math.round(bound)}`);
+});
+
+test('one notification fills every slot of a burst, and finished jobs make room for the rest', async () => {
+  // A poll too slow to help: the notification and the loops' hand-on do it all.
+  const { worker, running, peak } = startWorker(600_000);
+  await worker.start();
+  await pollUntil('every loop to be idle', async () => (claims() >= SLOTS ? true : undefined));
+  const accountId = randomUUID();
+  // One transaction: its notifications are delivered as one.
+  await store.db.transaction().execute(async (trx) => {
+    for (let i = 0; i < 10; i++) await enqueue(trx, { kind: 'deploy', subjectId: randomUUID(), accountId });
+    for (let i = 0; i < 10; i++)
+      await enqueue(trx, { kind: 'deliver_webhook', subjectId: randomUUID(), accountId });
+  });
+  await pollUntil('every slot to run a job', async () => (running.size === SLOTS ? true : undefined));
+  await pollUntil(
+    'every job to run',
+    async () => {
+      for (const release of running.values()) release();
+      return (await queued()) === 0 ? true : undefined;
+    },
+    { timeoutMs: 30_000 },
+  );
+  assert.equal(peak(), SLOTS);
+});
+
+test('a queued job wakes only the budget that runs it', async () => {
+  const { worker, running } = startWorker(600_000);
+  await worker.start();
+  await pollUntil('every loop to be idle', async () => (claims() >= SLOTS ? true : undefined));
+  const ways = {
+    enqueue: (db: Store['db'], job: Parameters<typeof enqueue>[1]) => enqueue(db, job),
+    'enqueueAtCommit (the events statement notifies)': enqueueAtCommit,
+  };
+  for (const [way, queue] of Object.entries(ways)) {
+    statements.length = 0;
+    await store.db
+      .transaction()
+      .execute((trx) => queue(trx, { kind: 'deploy', subjectId: randomUUID(), accountId: randomUUID() }));
+    await pollUntil('the job to run', async () => (running.size === 1 ? true : undefined));
+    for (const release of running.values()) release();
+    // The deploy loop's claim, the next loop's that it woke, and its own once the job is done; a
+    // delivery loop woken too would make a fourth.
+    await pollUntil('the loop to look again', async () => (claims() >= 3 ? true : undefined));
+    assert.equal(claims(), 3, way);
+  }
+});
+
+test('a job queued without a notification is found by the poll, and the rest of its burst after it', async () => {
+  const { worker, running } = startWorker(50);
+  await worker.start();
+  await pollUntil('every loop to be idle', async () => (claims() >= SLOTS ? true : undefined));
+  const accountId = randomUUID();
+  // Inserted as a lost notification leaves them: nothing wakes the worker.
+  await store.db
+    .insertInto('jobs')
+    .values(
+      Array.from({ length: 4 }, () => ({
+        kind: 'deploy',
+        subject_id: randomUUID(),
+        account_id: accountId,
+        max_attempts: 8,
+      })),
+    )
+    .execute();
+  await pollUntil('the poll to find every job', async () => (running.size === 4 ? true : undefined));
+  for (const release of running.values()) release();
+  await pollUntil('every job to run', async () => ((await queued()) === 0 ? true : undefined));
+});
+
+test('stop() ends every idle loop at once, the poller and the others', { timeout: 60_000 }, async () => {
+  // Loops woken only by their ten-minute poll would outlast the test's deadline.
+  const { worker } = startWorker(600_000);
+  await worker.start();
+  await pollUntil('every loop to be idle', async () => (claims() >= SLOTS ? true : undefined));
+  assert.equal(worker.alive(), true);
+  await worker.stop(600_000);
+  assert.equal(worker.alive(), false);
+});
