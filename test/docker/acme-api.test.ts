@@ -1,5 +1,8 @@
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import https from 'node:https';
+import os from 'node:os';
+import path from 'node:path';
 import { after, before, test } from 'node:test';
 import type { TLSSocket } from 'node:tls';
 import { startDnsServer, type TestDnsServer } from '../helpers/dns-server.ts';
@@ -101,7 +104,9 @@ test('the API is served over HTTPS with an ACME certificate for BERTH_TLS_ACME_N
 
 test('BERTH_TLS_ACME_NAME beside certificate files, or without ACME, stops the start naming the setting', {
   skip,
-}, async () => {
+}, async (t) => {
+  const refusingDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-refusing-'));
+  t.after(() => fs.rmSync(refusingDataDir, { recursive: true, force: true }));
   for (const [env, message] of [
     [
       {
@@ -122,11 +127,13 @@ test('BERTH_TLS_ACME_NAME beside certificate files, or without ACME, stops the s
       /BERTH_TLS_ACME_NAME needs the docker or swarm provider/,
     ],
   ] as const) {
-    // Not the file's docker settings: no provider (sim) and no ingress port unless the case names them.
+    // Not the file's docker settings: no provider (sim) and no ingress port unless the case names them;
+    // a data directory of its own, since the file's server holds the embedded database's lock on its own.
     const proc = server.run(['serve'], {
       BERTH_PORT: '0',
       BERTH_PROVIDER: '',
       BERTH_INGRESS_PORT: '',
+      BERTH_DATA_DIR: refusingDataDir,
       ...env,
     });
     assert.equal(await proc.exited, 2, proc.stderr());
