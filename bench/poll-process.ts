@@ -11,21 +11,18 @@
  * node:http against Berth in the same process is what Berth's request costs (docs/performance.md, "Polls
  * ahead of the router"). Prints one JSON line: the median and minimum of BENCH_POLL_ROUNDS rounds.
  */
-import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import pg from 'pg';
 import { TEST_DATABASE } from '../test/helpers/database.ts';
 import { median } from './median.ts';
-import { BERTH_BIN, log, type Proc, spawnNode, waitFor } from './process.ts';
+import { BERTH_BIN, log, type Proc, postgresDatabase, spawnNode, waitFor } from './process.ts';
 import { BENCH_SERVICE } from './service.ts';
 
 const ROUNDS = Number(process.env.BENCH_POLL_ROUNDS ?? 5);
 const REQUESTS = Number(process.env.BENCH_POLL_REQUESTS ?? 40_000);
 const CONNECTIONS = 50;
 const HERE = path.dirname(new URL(import.meta.url).pathname);
-const POSTGRES_ADMIN_URL = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
 /** A thread's CPU time so far, in nanoseconds. */
 const threadNs = (pid: number) =>
@@ -57,23 +54,6 @@ async function cannon(url: string, headers: Record<string, string>): Promise<num
 
 const stops: Array<() => Promise<void>> = [];
 
-async function postgresDatabase(): Promise<string> {
-  const name = `berth_poll_process_${randomBytes(6).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: POSTGRES_ADMIN_URL });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
-  stops.push(async () => {
-    const client = new pg.Client({ connectionString: POSTGRES_ADMIN_URL });
-    await client.connect();
-    await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-    await client.end();
-  });
-  const url = new URL(POSTGRES_ADMIN_URL);
-  url.pathname = `/${name}`;
-  return url.toString();
-}
-
 function started(proc: Proc): Proc {
   stops.unshift(proc.stop);
   return proc;
@@ -83,7 +63,9 @@ const work = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-poll-process-'));
 const bodyFile = path.join(work, 'body.json');
 const portFile = path.join(work, 'port');
 try {
-  const databaseUrl = TEST_DATABASE === 'postgres' ? await postgresDatabase() : undefined;
+  const database = TEST_DATABASE === 'postgres' ? await postgresDatabase('berth_poll_process') : undefined;
+  if (database) stops.push(database.drop);
+  const databaseUrl = database?.url;
   log(`poll-process, ${TEST_DATABASE}: starting berth serve`);
   const berth = started(
     spawnNode(['--import', path.join(HERE, 'in-serve-handler.ts'), BERTH_BIN, 'serve'], {

@@ -43,7 +43,6 @@
  * BENCH_POSTGRES_URL (an admin connection; the run creates and drops databases of its own).
  */
 import { execFileSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
@@ -54,7 +53,16 @@ import pg from 'pg';
 import { httpsIngressRows } from './https-ingress.ts';
 import { median } from './median.ts';
 import { metricsRows } from './metrics.ts';
-import { BERTH_BIN, cpuSeconds, log, type Proc, spawnNode, waitFor } from './process.ts';
+import {
+  BERTH_BIN,
+  cpuSeconds,
+  log,
+  POSTGRES_ADMIN_URL,
+  type Proc,
+  postgresDatabase,
+  spawnNode,
+  waitFor,
+} from './process.ts';
 import { pushToLiveRows, swarmPushRows } from './push-to-live.ts';
 import { BENCH_SERVICE } from './service.ts';
 import { serviceMetricsRows } from './service-metrics.ts';
@@ -85,7 +93,6 @@ const SETTINGS = {
   log_followers: setting('BENCH_LOG_FOLLOWERS', 100, 1, 1000),
   cpu_deploys: setting('BENCH_CPU_DEPLOYS', 200, 20, 10_000),
 };
-const POSTGRES_ADMIN_URL = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
 const round2 = (n: number) => Math.round(n * 100) / 100;
 
@@ -111,27 +118,6 @@ interface Berth extends Proc {
   databaseUrl?: string;
 }
 
-async function postgresDatabase(): Promise<string> {
-  const name = `berth_bench_${randomBytes(6).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: POSTGRES_ADMIN_URL });
-  await admin.connect().catch((error: Error) => {
-    throw new Error(
-      `cannot reach Postgres at ${POSTGRES_ADMIN_URL} (set BENCH_POSTGRES_URL): ${error.message}`,
-    );
-  });
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
-  cleanups.push(async () => {
-    const client = new pg.Client({ connectionString: POSTGRES_ADMIN_URL });
-    await client.connect();
-    await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-    await client.end();
-  });
-  const url = new URL(POSTGRES_ADMIN_URL);
-  url.pathname = `/${name}`;
-  return url.toString();
-}
-
 /** `berth serve` on a fresh data directory (and database), once its environment is available. */
 async function startBerth(
   kind: 'embedded' | 'postgres',
@@ -139,7 +125,9 @@ async function startBerth(
 ): Promise<Berth & { startMs: number; startCpuS: number }> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-bench-'));
   cleanups.push(async () => fs.rmSync(dataDir, { recursive: true, force: true }));
-  const databaseUrl = kind === 'postgres' ? await postgresDatabase() : undefined;
+  const database = kind === 'postgres' ? await postgresDatabase('berth_bench') : undefined;
+  if (database) cleanups.push(database.drop);
+  const databaseUrl = database?.url;
   const started = performance.now();
   const proc = run([BERTH_BIN, 'serve'], {
     BERTH_DATA_DIR: dataDir,
