@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import http2 from 'node:http2';
 import { after, before, test } from 'node:test';
 import { startDnsServer, type TestDnsServer } from '../helpers/dns-server.ts';
 import { BASE_IMAGE, buildImage, createWebService, deploySuccessfully, freePort } from '../helpers/docker.ts';
@@ -8,7 +7,7 @@ import { type Pebble, pebbleAvailable, startPebble } from '../helpers/pebble.ts'
 import { pollUntil } from '../helpers/poll.ts';
 import { api } from '../helpers/process.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
-import { tlsGet } from '../helpers/tls-get.ts';
+import { h2Get, tlsGet } from '../helpers/tls-get.ts';
 
 /**
  * BERTH_INGRESS_PROXY=haproxy with BERTH_ACME_CHALLENGE=tls-alpn-01 on the docker provider, against a
@@ -66,30 +65,6 @@ after(async () => {
   await dns?.close();
 });
 
-/** One GET over HTTP/2 trusting only pebble's root, the name checked: the status, protocol and body. */
-async function h2Get(): Promise<{ status: number; alpn: string | false; body: string }> {
-  const session = http2.connect(`https://127.0.0.1:${httpsPort}`, { servername: DOMAIN, ca: pebble.rootPem });
-  try {
-    return await new Promise((resolve, reject) => {
-      session.on('error', reject);
-      const req = session.request({ ':path': '/', ':authority': DOMAIN });
-      let status = 0;
-      let body = '';
-      req.setEncoding('utf8');
-      req.on('response', (headers) => {
-        status = Number(headers[':status']);
-      });
-      req.on('data', (chunk: string) => {
-        body += chunk;
-      });
-      req.on('end', () => resolve({ status, alpn: session.alpnProtocol ?? false, body }));
-      req.on('error', reject);
-    });
-  } finally {
-    session.close();
-  }
-}
-
 test('a custom domain gets its certificate by TLS-ALPN-01 through HAProxy, served over HTTP/1.1 and HTTP/2', {
   skip,
   timeout: 300_000,
@@ -128,5 +103,9 @@ test('a custom domain gets its certificate by TLS-ALPN-01 through HAProxy, serve
   );
   assert.equal(answer.body, 'alpn\n');
   assert.equal(answer.cert.subjectaltname, `DNS:${DOMAIN}`);
-  assert.deepEqual(await h2Get(), { status: 200, alpn: 'h2', body: 'alpn\n' });
+  const h2 = await h2Get({ url: `https://127.0.0.1:${httpsPort}`, name: DOMAIN, ca: pebble.rootPem });
+  assert.deepEqual(
+    { status: h2.status, alpn: h2.alpn, body: h2.body },
+    { status: 200, alpn: 'h2', body: 'alpn\n' },
+  );
 });

@@ -1,4 +1,5 @@
 import type http from 'node:http';
+import http2 from 'node:http2';
 import https from 'node:https';
 import type { PeerCertificate, TLSSocket } from 'node:tls';
 
@@ -49,4 +50,38 @@ export function tlsGet(options: {
     req.on('timeout', () => req.destroy(new Error('timed out')));
     req.on('error', reject);
   });
+}
+
+/** What one GET over HTTP/2 got: the status, headers and body, and the protocol ALPN settled on. */
+export interface H2Answer {
+  status: number;
+  headers: http2.IncomingHttpHeaders;
+  body: string;
+  alpn: string | false;
+}
+
+/** One GET over a new HTTP/2 session to `url` with SNI and :authority `name`, trusting only `ca`. */
+export async function h2Get(options: { url: string; name: string; ca: string }): Promise<H2Answer> {
+  const session = http2.connect(options.url, { servername: options.name, ca: options.ca });
+  try {
+    return await new Promise((resolve, reject) => {
+      session.on('error', reject);
+      const req = session.request({ ':path': '/', ':authority': options.name });
+      let headers: http2.IncomingHttpHeaders = {};
+      let body = '';
+      req.setEncoding('utf8');
+      req.on('response', (h) => {
+        headers = h;
+      });
+      req.on('data', (chunk: string) => {
+        body += chunk;
+      });
+      req.on('end', () =>
+        resolve({ status: Number(headers[':status']), headers, body, alpn: session.alpnProtocol ?? false }),
+      );
+      req.on('error', reject);
+    });
+  } finally {
+    session.close();
+  }
 }

@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import http from 'node:http';
-import http2 from 'node:http2';
 import { after, before, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startDnsServer, type TestDnsServer } from '../helpers/dns-server.ts';
@@ -11,7 +10,7 @@ import { pollUntil } from '../helpers/poll.ts';
 import { api, type BerthProcess, deploymentEnd } from '../helpers/process.ts';
 import { serverFixture } from '../helpers/server.ts';
 import { startSwarm, type TestSwarm } from '../helpers/swarm.ts';
-import { tlsGet } from '../helpers/tls-get.ts';
+import { h2Get, tlsGet } from '../helpers/tls-get.ts';
 
 /**
  * BERTH_INGRESS_PROXY=haproxy on the swarm provider, against a real CA (pebble) and a real HAProxy: a
@@ -82,30 +81,6 @@ after(async () => {
 
 const fetchOnce = () => tlsGet({ port: httpsPort, name: DOMAIN, ca: pebble.rootPem });
 
-/** One GET over HTTP/2 trusting only pebble's root, the name checked: the status and body. */
-async function h2Get(): Promise<{ status: number; body: string }> {
-  const session = http2.connect(`https://127.0.0.1:${httpsPort}`, { servername: DOMAIN, ca: pebble.rootPem });
-  try {
-    return await new Promise((resolve, reject) => {
-      session.on('error', reject);
-      const req = session.request({ ':path': '/', ':authority': DOMAIN });
-      let status = 0;
-      let body = '';
-      req.setEncoding('utf8');
-      req.on('response', (headers) => {
-        status = Number(headers[':status']);
-      });
-      req.on('data', (chunk: string) => {
-        body += chunk;
-      });
-      req.on('end', () => resolve({ status, body }));
-      req.on('error', reject);
-    });
-  } finally {
-    session.close();
-  }
-}
-
 async function deploy(serviceId: string) {
   const res = await api(`${envUrl}/services/${serviceId}/deploy`, token, 'POST', {});
   assert.equal(res.status, 200, JSON.stringify(res.body));
@@ -158,7 +133,7 @@ test("HAProxy serves a swarm service's custom domain with its ACME certificate f
     { timeoutMs: 180_000, intervalMs: 250 },
   );
   assert.equal(hosts.size, 2);
-  const h2 = await h2Get();
+  const h2 = await h2Get({ url: `https://127.0.0.1:${httpsPort}`, name: DOMAIN, ca: pebble.rootPem });
   assert.equal(h2.status, 200);
   assert.match(h2.body, /^one from /);
 

@@ -3,7 +3,6 @@ import { spawn } from 'node:child_process';
 import { randomUUID, X509Certificate } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
-import http2 from 'node:http2';
 import https from 'node:https';
 import net from 'node:net';
 import os from 'node:os';
@@ -15,6 +14,7 @@ import pino from 'pino';
 import { insertRoute } from '../../../test/helpers/ingress-routes.ts';
 import { pollUntil } from '../../../test/helpers/poll.ts';
 import { selfSignedCertificate } from '../../../test/helpers/self-signed.ts';
+import { h2Get } from '../../../test/helpers/tls-get.ts';
 import { DEFAULT_OPS_CONFIG, type OpsConfig } from '../../domain/ops-json.ts';
 import { openStore, type Store } from '../../store/database.ts';
 import { migrateDriver } from '../migrations.ts';
@@ -209,32 +209,8 @@ test("HAProxy applies each service's ops.json: HSTS, allow-list, body limit, no 
   assert.equal(idle.status, 503);
 });
 
-/** One GET over HTTP/2 (ALPN h2), trusting only the served certificate: the status, headers and body. */
-async function getH2(
-  url: string,
-  name: string,
-): Promise<{ status: number; headers: http2.IncomingHttpHeaders; body: string }> {
-  const session = http2.connect(url, { servername: name, ca: served.cert });
-  try {
-    return await new Promise((resolve, reject) => {
-      session.on('error', reject);
-      const req = session.request({ ':path': '/', ':authority': name });
-      let headers: http2.IncomingHttpHeaders = {};
-      let body = '';
-      req.setEncoding('utf8');
-      req.on('response', (h) => {
-        headers = h;
-      });
-      req.on('data', (chunk: string) => {
-        body += chunk;
-      });
-      req.on('end', () => resolve({ status: Number(headers[':status']), headers, body }));
-      req.on('error', reject);
-    });
-  } finally {
-    session.close();
-  }
-}
+/** One GET over HTTP/2 (ALPN h2), trusting only the served certificate. */
+const getH2 = (url: string, name: string) => h2Get({ url, name, ca: served.cert });
 
 test('HAProxy speaks HTTP/2 to clients that offer it, with the same answers', async () => {
   const answer = await getH2(ingress.httpsUrl as string, host('strict'));
