@@ -248,6 +248,62 @@ export async function openSwarmProvider(
   };
 }
 
+export interface SwarmSuite {
+  swarm: TestSwarm;
+  berth: SwarmBerth;
+  provider: Provider;
+  /** The environment the suite's services are deployed in, made by the driver. */
+  environment: EnvironmentRef;
+  /** Closes the driver, then takes the swarm down. */
+  close(): Promise<void>;
+}
+
+/**
+ * The set-up of an in-process swarm suite: a swarm of `nodes`, Berth's driver on it and an environment.
+ * `providerEnv` readies the swarm for the suite (images to push, nodes to promote) and returns the
+ * driver's settings, over the manager's engine and a monitor of 1 s; `serving` starts the driver's
+ * serving side (its ingress) before the environment is made. What it started is stopped if a step fails.
+ */
+export async function openSwarmSuite(
+  nodes: number,
+  providerEnv: (swarm: TestSwarm) => Promise<Record<string, string>> | Record<string, string>,
+  { serving = false }: { serving?: boolean } = {},
+): Promise<SwarmSuite> {
+  const swarm = await startSwarm(nodes);
+  let berth: SwarmBerth | undefined;
+  try {
+    berth = await openSwarmProvider({
+      DOCKER_HOST: swarm.dockerHost,
+      BERTH_SWARM_MONITOR_S: '1',
+      ...(await providerEnv(swarm)),
+    });
+    const { provider } = berth;
+    if (serving) await provider.serving?.start();
+    const environment = {
+      id: randomUUID(),
+      account_id: randomUUID(),
+      cloud: 'aws' as const,
+      region: 'local',
+    };
+    await provider.ensureEnvironment(environment);
+    const opened = berth;
+    return {
+      swarm,
+      berth,
+      provider,
+      environment,
+      close: async () => {
+        await opened.close();
+        await swarm.down();
+      },
+    };
+  } catch (error) {
+    await berth?.close();
+    await swarm.down();
+    throw error;
+  }
+}
+
 /**
  * A new deployment (a fresh id) of `image`, a reference as pushImage returns it
  * (`registry/name:latest`), with a deploy_timeout of 2 minutes unless `ops` says otherwise.
