@@ -95,6 +95,10 @@ test('after DDL a kept statement is prepared again: it sees the new columns', as
   assert.deepEqual((await all()).rows, [{ id: 1 }]);
   await sql`ALTER TABLE prepared_ddl ADD COLUMN name text DEFAULT 'x'`.execute(store.db);
   assert.deepEqual((await all()).rows, [{ id: 1, name: 'x' }]);
+  // A migration's statement may start with a comment.
+  await sql`-- the second column
+    ALTER TABLE prepared_ddl ADD COLUMN n int DEFAULT 2`.execute(store.db);
+  assert.deepEqual((await all()).rows, [{ id: 1, name: 'x', n: 2 }]);
   assert.equal(await prepared('SELECT * FROM prepared_ddl'), 1);
 });
 

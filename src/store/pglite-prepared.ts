@@ -30,10 +30,12 @@ type Message = Awaited<ReturnType<PGlite['execProtocol']>>['messages'][number];
 /** Prepared statements kept; past it the oldest is closed (a statement text made per call, say). */
 const KEPT = 500;
 
+/** Blanks and comments before a statement's first word. */
+const LEAD = String.raw`^(?:\s|--[^\n]*(?:\n|$)|/\*[\s\S]*?\*/)*`;
 /** Statements worth keeping; anything else (DDL, transaction control, LISTEN) runs as `query()` runs it. */
-const PREPARABLE = /^\s*(?:select|insert|update|delete|with)\b/i;
-/** After DDL a kept statement's row description may be stale: they are all prepared again. */
-const DDL = /^\s*(?:create|alter|drop)\b/i;
+const PREPARABLE = new RegExp(`${LEAD}(?:select|insert|update|delete|with)\\b`, 'i');
+/** After DDL (a DO block may hold some) a kept statement's row description may be stale: all are prepared again. */
+const DDL = new RegExp(`${LEAD}(?:create|alter|drop|do)\\b`, 'i');
 
 interface Prepared {
   name: string;
