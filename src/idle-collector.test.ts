@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import v8 from 'node:v8';
 import { pollUntil } from '../test/helpers/poll.ts';
-import { collectWhenIdle } from './idle-collector.ts';
+import { collectWhenIdle, oldGenerationUsed } from './idle-collector.ts';
 
 test('collects once after activity goes quiet, never while idle with nothing new', async (ctx) => {
   let collections = 0;
@@ -88,4 +89,18 @@ test('collectNow collects at once and clears what was pending', async (ctx) => {
     intervalMs: 10,
   });
   assert.equal(collections, 1);
+});
+
+test('regrowth is measured in the old generation: young objects do not count', () => {
+  const count = (junk: object[]) => junk.length;
+  // Compiled once before measuring: bytecode is allocated in the old generation.
+  count(Array.from({ length: 10 }, (_, i) => ({ i })));
+  const oldBefore = oldGenerationUsed();
+  const allBefore = v8.getHeapStatistics().used_heap_size;
+  const junk = Array.from({ length: 4000 }, (_, i) => ({ i }));
+  const allGrowth = v8.getHeapStatistics().used_heap_size - allBefore;
+  const oldGrowth = oldGenerationUsed() - oldBefore;
+  assert.equal(count(junk), 4000);
+  assert.ok(allGrowth >= 64 * 1024, `the heap as a whole sees the young objects (${allGrowth} bytes)`);
+  assert.ok(oldGrowth < 32 * 1024, `the old generation does not (${oldGrowth} bytes)`);
 });

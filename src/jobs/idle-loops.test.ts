@@ -33,19 +33,45 @@ test('only the first idle loop polls; the others wait to be woken', async () => 
   assert.deepEqual(ended([...list, ...again]), [true, false, false, true]);
 });
 
-test('a notification wakes one loop; the next to wait then takes over the poll', async () => {
+test('a notification wakes one loop; the poll passes to one still waiting, else to the next to wait', async () => {
   const idle = new IdleLoops();
   const list = waits(idle, 3);
   idle.notified();
   await settle();
   assert.deepEqual(ended(list), [true, false, false]);
-  // The woken poller found nothing and waits again: it polls, so the poll is never left to nobody.
+  // The woken poller found nothing and waits again: the poll went on as it woke, so it is never left to
+  // nobody, and it keeps its pace.
   const again = waits(idle, 1);
   mock.timers.tick(POLL_MS);
   await settle();
-  assert.deepEqual(ended([...list, ...again]), [true, false, false, true]);
+  assert.deepEqual(ended([...list, ...again]), [true, true, false, false]);
   // A loop that claimed a job hands on: one more wakes.
   assert.equal(idle.wakeOne(), true);
+  await settle();
+  assert.deepEqual(ended([...list, ...again]), [true, true, true, false]);
+  // With no other loop waiting, the woken poller's poll goes to the next to wait.
+  const alone = new IdleLoops();
+  const only = waits(alone, 1);
+  alone.notified();
+  await settle();
+  const next = waits(alone, 1);
+  mock.timers.tick(POLL_MS);
+  await settle();
+  assert.deepEqual(ended([...only, ...next]), [true, true]);
+});
+
+test('a retry coming due is claimed while the poller a notification woke runs a long job', async () => {
+  const idle = new IdleLoops();
+  const list = waits(idle, 3);
+  mock.timers.tick(POLL_MS / 2);
+  // The poller takes the job queued and holds it: its poll must not wait for it.
+  idle.notified();
+  await settle();
+  mock.timers.tick(POLL_MS / 2);
+  await settle();
+  assert.deepEqual(ended(list), [true, true, false]);
+  // One poll at a time still: the loop the poll woke is away, and no other timer runs.
+  mock.timers.tick(POLL_MS * 10);
   await settle();
   assert.deepEqual(ended(list), [true, true, false]);
 });

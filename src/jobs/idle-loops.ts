@@ -7,7 +7,9 @@
  */
 export class IdleLoops {
   private readonly sleepers: (() => void)[] = [];
-  private polling = false;
+  /** The sleeper the poll timer wakes, while one sleeps. */
+  private poller: (() => void) | undefined;
+  private timer: NodeJS.Timeout | undefined;
   /** A notification came while no loop slept: a loop whose claim started before it must look again. */
   private missed = false;
 
@@ -18,26 +20,46 @@ export class IdleLoops {
       return Promise.resolve();
     }
     return new Promise((resolve) => {
-      const poller = !this.polling;
-      let timer: NodeJS.Timeout | undefined;
       const done = () => {
-        clearTimeout(timer);
-        if (poller) this.polling = false;
         const at = this.sleepers.indexOf(done);
         if (at >= 0) this.sleepers.splice(at, 1);
+        if (this.poller === done) this.handOnPoll();
         resolve();
       };
-      if (poller) {
-        this.polling = true;
-        timer = setTimeout(done, pollMs);
-      }
       this.sleepers.push(done);
+      if (!this.poller) {
+        this.poller = done;
+        this.timer = setTimeout(() => this.polled(), pollMs);
+      }
     });
+  }
+
+  /**
+   * The poll's own claim: the loop it wakes keeps no timer, as it polls again if it finds nothing, and
+   * wakes the next (which then polls) if it takes a job.
+   */
+  private polled(): void {
+    const poller = this.poller;
+    this.poller = undefined;
+    this.timer = undefined;
+    poller?.();
+  }
+
+  /**
+   * The poller woke for something else (a notification, a hand-on) and may take a long job: the next
+   * sleeper takes over the poll and its timer (the poll keeps its pace), so a retry coming due is not
+   * left until that job ends.
+   */
+  private handOnPoll(): void {
+    this.poller = this.sleepers[0];
+    if (this.poller) return;
+    clearTimeout(this.timer);
+    this.timer = undefined;
   }
 
   /** Wakes one waiting loop, if any: one that claimed a job hands the search on. */
   wakeOne(): boolean {
-    const wake = this.sleepers.shift();
+    const wake = this.sleepers[0];
     wake?.();
     return wake !== undefined;
   }
@@ -48,6 +70,6 @@ export class IdleLoops {
   }
 
   wakeAll(): void {
-    for (const wake of this.sleepers.splice(0)) wake();
+    for (const wake of [...this.sleepers]) wake();
   }
 }

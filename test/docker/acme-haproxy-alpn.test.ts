@@ -1,9 +1,8 @@
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
 import { after, before, test } from 'node:test';
 import { startDnsServer, type TestDnsServer } from '../helpers/dns-server.ts';
 import { BASE_IMAGE, buildImage, createWebService, deploySuccessfully, freePort } from '../helpers/docker.ts';
-import { type Pebble, pebbleAvailable, startPebble } from '../helpers/pebble.ts';
+import { haproxyAcmeSettings, haproxyAcmeSkip, type Pebble, startPebble } from '../helpers/pebble.ts';
 import { pollUntil } from '../helpers/poll.ts';
 import { api } from '../helpers/process.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
@@ -19,10 +18,7 @@ import { h2Get, tlsGet } from '../helpers/tls-get.ts';
 const DOMAIN = 'www.alpn-haproxy.test';
 const IMAGE = 'berth-test/acme-haproxy-alpn';
 
-const skip =
-  (pebbleAvailable() && fs.existsSync('/usr/sbin/haproxy')) || process.env.CI
-    ? false
-    : 'needs /usr/bin/pebble, openssl and /usr/sbin/haproxy';
+const skip = haproxyAcmeSkip();
 
 let dns: TestDnsServer;
 let pebble: Pebble;
@@ -40,19 +36,9 @@ before(async () => {
     validitySeconds: 3600,
   });
   server = await startTestServer('docker', {
-    BERTH_INGRESS_PROXY: 'haproxy',
-    BERTH_INGRESS_BIND: '127.0.0.1',
+    ...haproxyAcmeSettings('alpn-haproxy.test', { pebble, dnsServer: dns.address, httpsPort }),
     BERTH_INGRESS_PORT: String(await freePort()),
-    BERTH_INGRESS_HTTPS_PORT: String(httpsPort),
-    BERTH_INGRESS_HOST: 'apps.alpn-haproxy.test',
-    BERTH_DNS_SERVERS: dns.address,
-    BERTH_ACME_DIRECTORY_URL: pebble.directoryUrl,
-    BERTH_ACME_EMAIL: 'ops@alpn-haproxy.test',
-    BERTH_ACME_CA_FILE: pebble.listenerCertFile,
     BERTH_ACME_CHALLENGE: 'tls-alpn-01',
-    BERTH_ACME_SCAN_MS: '1000',
-    BERTH_ACME_RETRY_BASE_MS: '3600000',
-    BERTH_RATE_LIMIT_PER_MIN: '1000000',
   });
   await buildImage(
     `${IMAGE}:latest`,

@@ -1,11 +1,10 @@
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
 import http from 'node:http';
 import { after, before, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startDnsServer, type TestDnsServer } from '../helpers/dns-server.ts';
 import { BASE_IMAGE, buildImage, createWebService, deploySuccessfully, freePort } from '../helpers/docker.ts';
-import { type Pebble, pebbleAvailable, startPebble } from '../helpers/pebble.ts';
+import { haproxyAcmeSettings, haproxyAcmeSkip, type Pebble, startPebble } from '../helpers/pebble.ts';
 import { pollUntil } from '../helpers/poll.ts';
 import { api } from '../helpers/process.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
@@ -21,11 +20,7 @@ const DOMAIN = 'www.haproxy.test';
 const IMAGE = 'berth-test/acme-haproxy';
 const LIFETIME_S = 90;
 
-// CI installs pebble and haproxy (.ci/run): there the test runs, or fails saying what is missing.
-const skip =
-  (pebbleAvailable() && fs.existsSync('/usr/sbin/haproxy')) || process.env.CI
-    ? false
-    : 'needs /usr/bin/pebble, openssl and /usr/sbin/haproxy';
+const skip = haproxyAcmeSkip();
 
 let dns: TestDnsServer;
 let pebble: Pebble;
@@ -40,18 +35,8 @@ before(async () => {
   httpsPort = await freePort();
   pebble = await startPebble({ httpPort, dnsServer: dns.address, validitySeconds: LIFETIME_S });
   server = await startTestServer('docker', {
-    BERTH_INGRESS_PROXY: 'haproxy',
-    BERTH_INGRESS_BIND: '127.0.0.1',
+    ...haproxyAcmeSettings('haproxy.test', { pebble, dnsServer: dns.address, httpsPort }),
     BERTH_INGRESS_PORT: String(httpPort),
-    BERTH_INGRESS_HTTPS_PORT: String(httpsPort),
-    BERTH_INGRESS_HOST: 'apps.haproxy.test',
-    BERTH_DNS_SERVERS: dns.address,
-    BERTH_ACME_DIRECTORY_URL: pebble.directoryUrl,
-    BERTH_ACME_EMAIL: 'ops@haproxy.test',
-    BERTH_ACME_CA_FILE: pebble.listenerCertFile,
-    BERTH_ACME_SCAN_MS: '1000',
-    BERTH_ACME_RETRY_BASE_MS: '3600000',
-    BERTH_RATE_LIMIT_PER_MIN: '1000000',
   });
   for (const version of ['one', 'two']) {
     await buildImage(

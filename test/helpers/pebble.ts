@@ -35,6 +35,37 @@ export function pebbleAvailable(): boolean {
   return fs.existsSync('/usr/bin/pebble') && fs.existsSync('/usr/bin/openssl');
 }
 
+/** A test of pebble and HAProxy: CI installs both (.ci/run), so there it runs, or fails saying what is missing. */
+export function haproxyAcmeSkip(): false | string {
+  return (pebbleAvailable() && fs.existsSync('/usr/sbin/haproxy')) || process.env.CI
+    ? false
+    : 'needs /usr/bin/pebble, openssl and /usr/sbin/haproxy';
+}
+
+/**
+ * Berth's settings for a test of HAProxy serving ACME certificates: apps.`zone` behind HAProxy on
+ * 127.0.0.1 with HTTPS on `httpsPort`, certificates from `pebble` for names `dns` resolves, scanned each
+ * second, a failure not retried within the test, and no rate limit (the tests' polls are not a client's).
+ */
+export function haproxyAcmeSettings(
+  zone: string,
+  { pebble, dnsServer, httpsPort }: { pebble: Pebble; dnsServer: string; httpsPort: number },
+): Record<string, string> {
+  return {
+    BERTH_INGRESS_PROXY: 'haproxy',
+    BERTH_INGRESS_BIND: '127.0.0.1',
+    BERTH_INGRESS_HTTPS_PORT: String(httpsPort),
+    BERTH_INGRESS_HOST: `apps.${zone}`,
+    BERTH_DNS_SERVERS: dnsServer,
+    BERTH_ACME_DIRECTORY_URL: pebble.directoryUrl,
+    BERTH_ACME_EMAIL: `ops@${zone}`,
+    BERTH_ACME_CA_FILE: pebble.listenerCertFile,
+    BERTH_ACME_SCAN_MS: '1000',
+    BERTH_ACME_RETRY_BASE_MS: '3600000',
+    BERTH_RATE_LIMIT_PER_MIN: '1000000',
+  };
+}
+
 function get(url: string, ca: string): Promise<{ status: number; body: string }> {
   return new Promise((resolve) => {
     https

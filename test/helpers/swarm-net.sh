@@ -2,9 +2,9 @@
 # A test swarm on this machine: Docker Engines in their own network namespaces on a bridge, a local
 # registry every node reaches, node 1 the manager. `up N REGISTRY` / `down N` /
 # `stop-node N` / `start-node N REGISTRY`. Names are ours only (br-berthswS, bswS-N, 10.78.S.0/24,
-# /var/lib/berth-swarm-test/sS, S = BERTH_SWARM_SLOT, default 0, so that test swarms of separate checkouts
-# can run side by side): nothing of the main engine is touched but one DOCKER-USER rule for the bridge
-# (its FORWARD policy is DROP and bridge-nf is on).
+# /var/lib/berth-swarm-test/sS, S = BERTH_SWARM_SLOT, default 0; test/helpers/swarm.ts passes a slot whose
+# lock it holds, so that test swarms of separate runs go side by side): nothing of the main engine is
+# touched but one DOCKER-USER rule for the bridge (its FORWARD policy is DROP and bridge-nf is on).
 set -euo pipefail
 SLOT=${BERTH_SWARM_SLOT:-0}
 [[ $SLOT =~ ^[0-9]{1,2}$ ]] || { echo "BERTH_SWARM_SLOT must be a number from 0 to 99, not '$SLOT'" >&2; exit 2; }

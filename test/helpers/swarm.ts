@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -22,15 +22,64 @@ import { Servers } from './server.ts';
 /**
  * A real swarm on this machine for the swarm-provider suites: Docker Engines in their own network
  * namespaces on a bridge (swarm-net.sh), node 1 the manager, and a registry on the bridge that every
- * node pulls from. One per test file; the files of one BERTH_SWARM_SLOT run one at a time (they share its names).
+ * node pulls from. One per test file, on a slot of its own (its bridge, namespaces, paths: swarm-net.sh).
  */
-const run = promisify(execFile);
+const execFileAsync = promisify(execFile);
 const SCRIPT = path.join(path.dirname(fileURLToPath(import.meta.url)), 'swarm-net.sh');
-// BERTH_SWARM_SLOT (0-99, default 0) picks the bridge, namespaces and paths, as in swarm-net.sh.
-const SLOT = process.env.BERTH_SWARM_SLOT ?? '0';
-const BRIDGE_ADDRESS = `10.78.${SLOT}.1`;
-const RUN = `/run/berth-swarm-test/s${SLOT}`;
-const ROOT = `/var/lib/berth-swarm-test/s${SLOT}`;
+const LOCKS = '/run/berth-swarm-test';
+const SLOTS = 100;
+
+/**
+ * Holds the flock of `file` for the rest of this process's life, through a child `flock` that keeps it
+ * until its stdin closes, as it does when this process exits, however it exits. False at once when
+ * another holds it and `wait` is off.
+ */
+function holdLock(file: string, wait: boolean): Promise<boolean> {
+  const child = spawn('flock', [...(wait ? [] : ['-n']), file, '-c', 'echo held; exec cat >/dev/null'], {
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
+  return new Promise((resolve, reject) => {
+    child.on('error', reject);
+    child.on('exit', () => resolve(false));
+    child.stdout.once('data', () => {
+      child.removeAllListeners('exit');
+      child.stdout.destroy();
+      // Neither the child nor its stdin keeps this process alive: its exit is what frees the lock.
+      (child.stdin as unknown as { unref(): void }).unref();
+      child.unref();
+      resolve(true);
+    });
+  });
+}
+
+/**
+ * This process's swarm slot (0-99: swarm-net.sh's names), locked so that runs side by side (two
+ * checkouts, or test files run concurrently) never take down each other's swarm: a run takes the first
+ * free slot rather than wait for a busy one, so CI (one file at a time) always gets slot 0. A slot set by
+ * BERTH_SWARM_SLOT (a bench pins one) is waited for.
+ */
+let held: Promise<string> | undefined;
+export function swarmSlot(): Promise<string> {
+  held ??= (async () => {
+    fs.mkdirSync(LOCKS, { recursive: true });
+    const pinned = process.env.BERTH_SWARM_SLOT;
+    if (pinned !== undefined) {
+      if (!/^[0-9]{1,2}$/.test(pinned))
+        throw new Error(`BERTH_SWARM_SLOT must be a number from 0 to 99, not '${pinned}'`);
+      const lock = `${LOCKS}/s${pinned}.lock`;
+      if (!(await holdLock(lock, false))) {
+        console.error(
+          `swarm slot ${pinned} (BERTH_SWARM_SLOT) is in use by another run: waiting for ${lock}`,
+        );
+        await holdLock(lock, true);
+      }
+      return pinned;
+    }
+    for (let n = 0; n < SLOTS; n++) if (await holdLock(`${LOCKS}/s${n}.lock`, false)) return String(n);
+    throw new Error(`every test swarm slot (0-${SLOTS - 1}) is in use: see ${LOCKS}/*.lock`);
+  })();
+  return held;
+}
 
 export const SWARM_IMAGE = 'berth-swarm/busybox';
 
@@ -55,8 +104,8 @@ export interface TestSwarm {
   down(): Promise<void>;
 }
 
-function engine(n: number): Docker {
-  return new Docker({ socketPath: `${RUN}/${n}.sock` });
+function engine(runDir: string, n: number): Docker {
+  return new Docker({ socketPath: `${runDir}/${n}.sock` });
 }
 
 async function follow(docker: Docker, stream: NodeJS.ReadableStream): Promise<void> {
@@ -68,17 +117,22 @@ async function follow(docker: Docker, stream: NodeJS.ReadableStream): Promise<vo
 }
 
 export async function startSwarm(nodes: number): Promise<TestSwarm> {
+  const slot = await swarmSlot();
+  const bridgeAddress = `10.78.${slot}.1`;
+  const runDir = `/run/berth-swarm-test/s${slot}`;
+  const run = (...args: string[]) =>
+    execFileAsync('bash', [SCRIPT, ...args], { env: { ...process.env, BERTH_SWARM_SLOT: slot } });
   const port = await freePort();
-  const registryAddress = `${BRIDGE_ADDRESS}:${port}`;
-  await run('bash', [SCRIPT, 'up', String(nodes), registryAddress]);
+  const registryAddress = `${bridgeAddress}:${port}`;
+  await run('up', String(nodes), registryAddress);
   let registry: Registry | undefined;
-  const manager = engine(1);
+  const manager = engine(runDir, 1);
   const down = async () => {
     await registry?.stop();
-    await run('bash', [SCRIPT, 'down', String(nodes)]);
+    await run('down', String(nodes));
   };
   try {
-    registry = await startRegistry(BRIDGE_ADDRESS, port);
+    registry = await startRegistry(bridgeAddress, port);
     await pollUntil('every node to be ready', async () => {
       const listed = await manager.listNodes();
       return listed.length === nodes &&
@@ -131,17 +185,17 @@ export async function startSwarm(nodes: number): Promise<TestSwarm> {
     'FROM scratch\nCOPY busybox /bin/busybox\nRUN ["/bin/busybox", "--install", "-s", "/bin"]\nCMD ["/bin/sh"]\n',
   );
   return {
-    dockerHost: `unix://${RUN}/1.sock`,
-    dockerHostOf: (n) => `unix://${RUN}/${n}.sock`,
+    dockerHost: `unix://${runDir}/1.sock`,
+    dockerHostOf: (n) => `unix://${runDir}/${n}.sock`,
     manager,
-    dataRoot: ROOT,
+    dataRoot: `/var/lib/berth-swarm-test/s${slot}`,
     registry: registryAddress,
-    node: engine,
+    node: (n) => engine(runDir, n),
     stopNode: async (n) => {
-      await run('bash', [SCRIPT, 'stop-node', String(n)]);
+      await run('stop-node', String(n));
     },
     startNode: async (n) => {
-      await run('bash', [SCRIPT, 'start-node', String(n), registryAddress]);
+      await run('start-node', String(n), registryAddress);
     },
     pushImage,
     pushLocalImage,
@@ -192,6 +246,62 @@ export async function openSwarmProvider(
       await servers.close();
     },
   };
+}
+
+export interface SwarmSuite {
+  swarm: TestSwarm;
+  berth: SwarmBerth;
+  provider: Provider;
+  /** The environment the suite's services are deployed in, made by the driver. */
+  environment: EnvironmentRef;
+  /** Closes the driver, then takes the swarm down. */
+  close(): Promise<void>;
+}
+
+/**
+ * The set-up of an in-process swarm suite: a swarm of `nodes`, Berth's driver on it and an environment.
+ * `providerEnv` readies the swarm for the suite (images to push, nodes to promote) and returns the
+ * driver's settings, over the manager's engine and a monitor of 1 s; `serving` starts the driver's
+ * serving side (its ingress) before the environment is made. What it started is stopped if a step fails.
+ */
+export async function openSwarmSuite(
+  nodes: number,
+  providerEnv: (swarm: TestSwarm) => Promise<Record<string, string>> | Record<string, string>,
+  { serving = false }: { serving?: boolean } = {},
+): Promise<SwarmSuite> {
+  const swarm = await startSwarm(nodes);
+  let berth: SwarmBerth | undefined;
+  try {
+    berth = await openSwarmProvider({
+      DOCKER_HOST: swarm.dockerHost,
+      BERTH_SWARM_MONITOR_S: '1',
+      ...(await providerEnv(swarm)),
+    });
+    const { provider } = berth;
+    if (serving) await provider.serving?.start();
+    const environment = {
+      id: randomUUID(),
+      account_id: randomUUID(),
+      cloud: 'aws' as const,
+      region: 'local',
+    };
+    await provider.ensureEnvironment(environment);
+    const opened = berth;
+    return {
+      swarm,
+      berth,
+      provider,
+      environment,
+      close: async () => {
+        await opened.close();
+        await swarm.down();
+      },
+    };
+  } catch (error) {
+    await berth?.close();
+    await swarm.down();
+    throw error;
+  }
 }
 
 /**

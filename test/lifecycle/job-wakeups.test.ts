@@ -157,6 +157,29 @@ test('a job queued without a notification is found by the poll, and the rest of 
   await pollUntil('every job to run', async () => ((await queued()) === 0 ? true : undefined));
 });
 
+test('a retry coming due is claimed while the loop a notification woke runs a long job', async () => {
+  const { worker, running } = startWorker(200);
+  await worker.start();
+  await pollUntil('every loop to be idle', async () => (claims() >= SLOTS ? true : undefined));
+  // The long job, queued with a notification, and a retry due shortly, which nothing announces.
+  await enqueue(store.db, { kind: 'deploy', subjectId: randomUUID(), accountId: randomUUID() });
+  await store.db
+    .insertInto('jobs')
+    .values({
+      kind: 'deploy',
+      subject_id: randomUUID(),
+      account_id: randomUUID(),
+      max_attempts: 8,
+      attempts: 1,
+      run_after: new Date(Date.now() + 300),
+    })
+    .execute();
+  await pollUntil('the retry to run beside the long job', async () =>
+    running.size === 2 ? true : undefined,
+  );
+  for (const release of running.values()) release();
+});
+
 test('stop() ends every idle loop at once, the poller and the others', { timeout: 60_000 }, async () => {
   // Loops woken only by their ten-minute poll would outlast the test's deadline.
   const { worker } = startWorker(600_000);

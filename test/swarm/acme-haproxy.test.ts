@@ -1,11 +1,10 @@
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
 import http from 'node:http';
 import { after, before, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startDnsServer, type TestDnsServer } from '../helpers/dns-server.ts';
 import { freePort } from '../helpers/docker.ts';
-import { type Pebble, pebbleAvailable, startPebble } from '../helpers/pebble.ts';
+import { haproxyAcmeSettings, haproxyAcmeSkip, type Pebble, startPebble } from '../helpers/pebble.ts';
 import { pollUntil } from '../helpers/poll.ts';
 import { api, type BerthProcess, deploymentEnd } from '../helpers/process.ts';
 import { serverFixture } from '../helpers/server.ts';
@@ -20,12 +19,8 @@ import { h2Get, tlsGet } from '../helpers/tls-get.ts';
  * deployment (the swarm's rolling update) takes the traffic with no failed request.
  */
 const DOMAIN = 'www.swarm-haproxy.test';
-const INGRESS_HOST = 'apps.swarm-haproxy.test';
 
-const skip =
-  (pebbleAvailable() && fs.existsSync('/usr/sbin/haproxy')) || process.env.CI
-    ? false
-    : 'needs /usr/bin/pebble, openssl and /usr/sbin/haproxy';
+const skip = haproxyAcmeSkip();
 
 const server = serverFixture('swarm');
 let swarm: TestSwarm;
@@ -58,17 +53,7 @@ before(
       DOCKER_HOST: swarm.dockerHost,
       BERTH_SWARM_MONITOR_S: '1',
       BERTH_ALLOWED_REGISTRIES: swarm.registry,
-      BERTH_INGRESS_PROXY: 'haproxy',
-      BERTH_INGRESS_BIND: '127.0.0.1',
-      BERTH_INGRESS_HTTPS_PORT: String(httpsPort),
-      BERTH_INGRESS_HOST: INGRESS_HOST,
-      BERTH_DNS_SERVERS: dns.address,
-      BERTH_ACME_DIRECTORY_URL: pebble.directoryUrl,
-      BERTH_ACME_EMAIL: 'ops@swarm-haproxy.test',
-      BERTH_ACME_CA_FILE: pebble.listenerCertFile,
-      BERTH_ACME_SCAN_MS: '1000',
-      BERTH_ACME_RETRY_BASE_MS: '3600000',
-      BERTH_RATE_LIMIT_PER_MIN: '1000000',
+      ...haproxyAcmeSettings('swarm-haproxy.test', { pebble, dnsServer: dns.address, httpsPort }),
     }));
   },
   { timeout: 900_000 },

@@ -5,16 +5,15 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { DEFAULT_OPS_CONFIG } from '../../src/domain/ops-json.ts';
-import type { Provider } from '../../src/providers/provider.ts';
+import type { EnvironmentRef, Provider } from '../../src/providers/provider.ts';
 import { createRepo } from '../helpers/git.ts';
 import { pollUntil } from '../helpers/poll.ts';
 import { serviceSpecIn } from '../helpers/provider-contract.ts';
 import {
-  openSwarmProvider,
+  openSwarmSuite,
   SWARM_IMAGE,
-  type SwarmBerth,
+  type SwarmSuite,
   serviceOutput,
-  startSwarm,
   type TestSwarm,
 } from '../helpers/swarm.ts';
 
@@ -22,37 +21,31 @@ import {
  * A git service on the swarm: built on the manager with the docker driver's code, pushed to
  * BERTH_SWARM_REGISTRY, and pulled from there by every node that runs a replica.
  */
+let suite: SwarmSuite | undefined;
 let swarm: TestSwarm;
-let berth: SwarmBerth;
 let provider: Provider;
 let gitRoot: string;
 let commit: string;
-const environment = { id: randomUUID(), account_id: randomUUID(), cloud: 'aws' as const, region: 'local' };
+let environment: EnvironmentRef;
 
 before(async () => {
-  swarm = await startSwarm(2);
-  gitRoot = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-swarm-git-'));
-  [commit = ''] = await createRepo(gitRoot, 'acme/worker', [
-    {
-      message: 'release one',
-      files: {
-        Dockerfile: `FROM ${swarm.registry}/${SWARM_IMAGE}:latest\nCMD ["/bin/sh", "-c", "echo built from git for $AUDIENCE; sleep 3600"]\n`,
-        'ops.json': JSON.stringify({ deploy_timeout: 3 }),
+  suite = await openSwarmSuite(2, async (swarm) => {
+    gitRoot = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-swarm-git-'));
+    [commit = ''] = await createRepo(gitRoot, 'acme/worker', [
+      {
+        message: 'release one',
+        files: {
+          Dockerfile: `FROM ${swarm.registry}/${SWARM_IMAGE}:latest\nCMD ["/bin/sh", "-c", "echo built from git for $AUDIENCE; sleep 3600"]\n`,
+          'ops.json': JSON.stringify({ deploy_timeout: 3 }),
+        },
       },
-    },
-  ]);
-  berth = await openSwarmProvider({
-    DOCKER_HOST: swarm.dockerHost,
-    BERTH_SWARM_MONITOR_S: '1',
-    BERTH_SWARM_REGISTRY: swarm.registry,
-    BERTH_GIT_BASE_URL: `file://${gitRoot}/`,
+    ]);
+    return { BERTH_SWARM_REGISTRY: swarm.registry, BERTH_GIT_BASE_URL: `file://${gitRoot}/` };
   });
-  provider = berth.provider;
-  await provider.ensureEnvironment(environment);
+  ({ swarm, provider, environment } = suite);
 });
 after(async () => {
-  await berth?.close();
-  await swarm?.down();
+  await suite?.close();
   if (gitRoot) fs.rmSync(gitRoot, { recursive: true, force: true });
 });
 

@@ -1,14 +1,13 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
-import type { DesiredService, Provider } from '../../src/providers/provider.ts';
+import type { DesiredService, EnvironmentRef, Provider } from '../../src/providers/provider.ts';
 import { pollUntil } from '../helpers/poll.ts';
 import {
   deploymentOf,
-  openSwarmProvider,
+  openSwarmSuite,
   SWARM_IMAGE,
-  type SwarmBerth,
-  startSwarm,
+  type SwarmSuite,
   type TestSwarm,
 } from '../helpers/swarm.ts';
 
@@ -17,10 +16,10 @@ import {
  * stops; Berth, pointed at a manager left, sees the lost node's replica started elsewhere and deploys a
  * new version as before.
  */
+let suite: SwarmSuite | undefined;
 let swarm: TestSwarm;
-let berth: SwarmBerth;
 let provider: Provider;
-const environment = { id: randomUUID(), account_id: randomUUID(), cloud: 'aws' as const, region: 'local' };
+let environment: EnvironmentRef;
 const never = new AbortController().signal;
 const serviceId = randomUUID();
 
@@ -32,29 +31,25 @@ interface NodeInfo {
 }
 
 before(async () => {
-  swarm = await startSwarm(3);
-  for (const node of (await swarm.manager.listNodes()) as NodeInfo[]) {
-    if (node.ManagerStatus) continue;
-    await swarm.manager
-      .getNode(node.ID)
-      .update({ version: node.Version.Index, ...node.Spec, Role: 'manager' });
-  }
-  await pollUntil('three reachable managers', async () => {
-    const nodes = (await swarm.manager.listNodes()) as NodeInfo[];
-    return nodes.filter((n) => n.ManagerStatus?.Reachability === 'reachable').length === 3 ? true : undefined;
-  });
-  berth = await openSwarmProvider({
+  suite = await openSwarmSuite(3, async (swarm) => {
+    for (const node of (await swarm.manager.listNodes()) as NodeInfo[]) {
+      if (node.ManagerStatus) continue;
+      await swarm.manager
+        .getNode(node.ID)
+        .update({ version: node.Version.Index, ...node.Spec, Role: 'manager' });
+    }
+    await pollUntil('three reachable managers', async () => {
+      const nodes = (await swarm.manager.listNodes()) as NodeInfo[];
+      return nodes.filter((n) => n.ManagerStatus?.Reachability === 'reachable').length === 3
+        ? true
+        : undefined;
+    });
     // Not the first node: that is the leader this test stops.
-    DOCKER_HOST: swarm.dockerHostOf(2),
-    BERTH_SWARM_MONITOR_S: '1',
+    return { DOCKER_HOST: swarm.dockerHostOf(2) };
   });
-  provider = berth.provider;
-  await provider.ensureEnvironment(environment);
+  ({ swarm, provider, environment } = suite);
 });
-after(async () => {
-  await berth?.close();
-  await swarm?.down();
-});
+after(() => suite?.close());
 
 function desired(generation: number): DesiredService {
   return deploymentOf(environment, serviceId, `${swarm.registry}/${SWARM_IMAGE}:latest`, {

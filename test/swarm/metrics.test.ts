@@ -5,6 +5,7 @@ import type Docker from 'dockerode';
 import { DEFAULT_OPS_CONFIG } from '../../src/domain/ops-json.ts';
 import type {
   DesiredService,
+  EnvironmentRef,
   MetricsSubject,
   Provider,
   ServiceSample,
@@ -13,8 +14,9 @@ import { pollUntil } from '../helpers/poll.ts';
 import {
   deploymentOf,
   openSwarmProvider,
+  openSwarmSuite,
   type SwarmBerth,
-  startSwarm,
+  type SwarmSuite,
   type TestSwarm,
 } from '../helpers/swarm.ts';
 
@@ -24,40 +26,35 @@ import {
  * nodes share this machine's hostname), and a replica that dies is a restart, from the manager's task
  * history. A driver without the setting still counts restarts.
  */
+let suite: SwarmSuite | undefined;
 let swarm: TestSwarm;
-let berth: SwarmBerth;
 let bare: SwarmBerth;
 let provider: Provider;
 let image: string;
-const environment = { id: randomUUID(), account_id: randomUUID(), cloud: 'aws' as const, region: 'local' };
+let environment: EnvironmentRef;
 const never = new AbortController().signal;
 const serviceId = randomUUID();
 const LIMIT = 64 * 1024 * 1024;
 
 before(async () => {
-  swarm = await startSwarm(2);
-  // About 24 MB held for the life of the replica (a shell variable), behind httpd.
-  image = await swarm.pushImage(
-    'berth-swarm/metrics-web',
-    'FROM scratch\nCOPY busybox /bin/busybox\nRUN ["/bin/busybox", "--install", "-s", "/bin"]\n' +
-      'CMD ["/bin/sh", "-c", "hold=$(head -c 24000000 /dev/zero | tr \'\\\\0\' a); mkdir -p /www && echo ok > /www/index.html && httpd -p 8080 -h /www && while true; do sleep 3600; done"]\n',
-  );
-  const nodeEngines = await Promise.all(
-    [1, 2].map(async (n) => `${(await swarm.node(n).info()).Swarm.NodeID}=${swarm.dockerHostOf(n)}`),
-  );
-  const settings = {
-    DOCKER_HOST: swarm.dockerHost,
-    BERTH_SWARM_MONITOR_S: '1',
-  };
-  berth = await openSwarmProvider({ ...settings, BERTH_SWARM_NODE_ENGINES: nodeEngines.join(',') });
-  bare = await openSwarmProvider(settings);
-  provider = berth.provider;
-  await provider.ensureEnvironment(environment);
+  suite = await openSwarmSuite(2, async (swarm) => {
+    // About 24 MB held for the life of the replica (a shell variable), behind httpd.
+    image = await swarm.pushImage(
+      'berth-swarm/metrics-web',
+      'FROM scratch\nCOPY busybox /bin/busybox\nRUN ["/bin/busybox", "--install", "-s", "/bin"]\n' +
+        'CMD ["/bin/sh", "-c", "hold=$(head -c 24000000 /dev/zero | tr \'\\\\0\' a); mkdir -p /www && echo ok > /www/index.html && httpd -p 8080 -h /www && while true; do sleep 3600; done"]\n',
+    );
+    const nodeEngines = await Promise.all(
+      [1, 2].map(async (n) => `${(await swarm.node(n).info()).Swarm.NodeID}=${swarm.dockerHostOf(n)}`),
+    );
+    bare = await openSwarmProvider({ DOCKER_HOST: swarm.dockerHost, BERTH_SWARM_MONITOR_S: '1' });
+    return { BERTH_SWARM_NODE_ENGINES: nodeEngines.join(',') };
+  });
+  ({ swarm, provider, environment } = suite);
 });
 after(async () => {
   await bare?.close();
-  await berth?.close();
-  await swarm?.down();
+  await suite?.close();
 });
 
 function web(): DesiredService {

@@ -4,14 +4,13 @@ import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { promisify } from 'node:util';
 import { TerminalError } from '../../src/jobs/errors.ts';
-import type { DesiredService, Provider, RuntimeSpec } from '../../src/providers/provider.ts';
+import type { DesiredService, EnvironmentRef, Provider, RuntimeSpec } from '../../src/providers/provider.ts';
 import { pollUntil } from '../helpers/poll.ts';
 import {
   deploymentOf,
-  openSwarmProvider,
-  type SwarmBerth,
+  openSwarmSuite,
+  type SwarmSuite,
   serviceOutput,
-  startSwarm,
   type TestSwarm,
 } from '../helpers/swarm.ts';
 
@@ -22,12 +21,12 @@ import {
  * variables and is refused with that reason.
  */
 const run = promisify(execFile);
+let suite: SwarmSuite | undefined;
 let swarm: TestSwarm;
-let berth: SwarmBerth;
 let provider: Provider;
 let echo: string;
 let shellless: string;
-const environment = { id: randomUUID(), account_id: randomUUID(), cloud: 'aws' as const, region: 'local' };
+let environment: EnvironmentRef;
 const never = new AbortController().signal;
 
 /** A value no file could hold by chance, with what a shell would otherwise take apart. */
@@ -35,30 +34,27 @@ const secretValue = () => `s3cr3t-${randomBytes(12).toString('hex')}-'quoted' $H
 const sha256 = (value: string) => createHash('sha256').update(value).digest('hex');
 
 before(async () => {
-  swarm = await startSwarm(2);
-  // Prints the hash of $TOKEN (never the value: logs are files on the node) and its own arguments.
-  echo = await swarm.pushImage(
-    'berth-swarm/env-echo',
-    'FROM scratch\nCOPY busybox /bin/busybox\nRUN ["/bin/busybox", "--install", "-s", "/bin"]\n' +
-      'ENTRYPOINT ["/bin/sh", "-c", "echo \\"token $(printf %s \\"$TOKEN\\" | sha256sum | cut -d\\" \\" -f1) args $0 $1\\"; exec sleep 3600"]\n' +
-      'CMD ["first", "second"]\n',
+  suite = await openSwarmSuite(
+    2,
+    async (swarm) => {
+      // Prints the hash of $TOKEN (never the value: logs are files on the node) and its own arguments.
+      echo = await swarm.pushImage(
+        'berth-swarm/env-echo',
+        'FROM scratch\nCOPY busybox /bin/busybox\nRUN ["/bin/busybox", "--install", "-s", "/bin"]\n' +
+          'ENTRYPOINT ["/bin/sh", "-c", "echo \\"token $(printf %s \\"$TOKEN\\" | sha256sum | cut -d\\" \\" -f1) args $0 $1\\"; exec sleep 3600"]\n' +
+          'CMD ["first", "second"]\n',
+      );
+      shellless = await swarm.pushImage(
+        'berth-swarm/no-shell',
+        'FROM scratch\nCOPY busybox /bin/busybox\nENTRYPOINT ["/bin/busybox"]\nCMD ["sleep", "3600"]\n',
+      );
+      return {};
+    },
+    { serving: true },
   );
-  shellless = await swarm.pushImage(
-    'berth-swarm/no-shell',
-    'FROM scratch\nCOPY busybox /bin/busybox\nENTRYPOINT ["/bin/busybox"]\nCMD ["sleep", "3600"]\n',
-  );
-  berth = await openSwarmProvider({
-    DOCKER_HOST: swarm.dockerHost,
-    BERTH_SWARM_MONITOR_S: '1',
-  });
-  provider = berth.provider;
-  await provider.serving?.start();
-  await provider.ensureEnvironment(environment);
+  ({ swarm, provider, environment } = suite);
 });
-after(async () => {
-  await berth?.close();
-  await swarm?.down();
-});
+after(() => suite?.close());
 
 function desired(
   image: string,

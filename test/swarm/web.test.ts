@@ -7,17 +7,18 @@ import {
   DeployFailed,
   type DeployLog,
   type DesiredService,
+  type EnvironmentRef,
   type Provider,
 } from '../../src/providers/provider.ts';
 import { viaIngress } from '../helpers/docker.ts';
 import { pollUntil } from '../helpers/poll.ts';
 import {
   deploymentOf,
-  openSwarmProvider,
+  openSwarmSuite,
   SWARM_IMAGE,
   type SwarmBerth,
+  type SwarmSuite,
   serviceOutput,
-  startSwarm,
   type TestSwarm,
 } from '../helpers/swarm.ts';
 
@@ -27,6 +28,7 @@ import {
  * new version whose health check fails, rolled back by the swarm while the old one serves; the loss of
  * a node, with the service answering throughout and its replicas rescheduled.
  */
+let suite: SwarmSuite | undefined;
 let swarm: TestSwarm;
 let berth: SwarmBerth;
 let provider: Provider;
@@ -34,7 +36,7 @@ let ingressPort: number;
 let v1: string;
 let v2: string;
 let broken: string;
-const environment = { id: randomUUID(), account_id: randomUUID(), cloud: 'aws' as const, region: 'local' };
+let environment: EnvironmentRef;
 const never = new AbortController().signal;
 
 const page = (version: string, healthy: boolean) =>
@@ -42,24 +44,20 @@ const page = (version: string, healthy: boolean) =>
   `CMD ["/bin/sh", "-c", "mkdir -p /www && echo \\"${version} says $GREETING from $(hostname)\\" > /www/index.html${healthy ? ' && echo ok > /www/ok' : ''} && exec httpd -f -p 8080 -h /www"]\n`;
 
 before(async () => {
-  swarm = await startSwarm(2);
-  v1 = await swarm.pushImage('berth-swarm/web-v1', page('v1', true));
-  v2 = await swarm.pushImage('berth-swarm/web-v2', page('v2', true));
-  broken = await swarm.pushImage('berth-swarm/web-broken', page('broken', false));
-  berth = await openSwarmProvider({
-    DOCKER_HOST: swarm.dockerHost,
-    BERTH_SWARM_MONITOR_S: '2',
-    BERTH_INGRESS_HOST: 'swarm.test',
-  });
+  suite = await openSwarmSuite(
+    2,
+    async (swarm) => {
+      v1 = await swarm.pushImage('berth-swarm/web-v1', page('v1', true));
+      v2 = await swarm.pushImage('berth-swarm/web-v2', page('v2', true));
+      broken = await swarm.pushImage('berth-swarm/web-broken', page('broken', false));
+      return { BERTH_SWARM_MONITOR_S: '2', BERTH_INGRESS_HOST: 'swarm.test' };
+    },
+    { serving: true },
+  );
+  ({ swarm, berth, provider, environment } = suite);
   ingressPort = berth.ingressPort;
-  provider = berth.provider;
-  await provider.serving?.start();
-  await provider.ensureEnvironment(environment);
 });
-after(async () => {
-  await berth?.close();
-  await swarm?.down();
-});
+after(() => suite?.close());
 
 const ops: OpsConfig = {
   ...DEFAULT_OPS_CONFIG,
