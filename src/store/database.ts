@@ -8,6 +8,7 @@ import { embeddedStartParams, snapshotFor } from './embedded-snapshot.ts';
 import { recordingEvents } from './events.ts';
 import { migrateToLatest } from './migrate.ts';
 import { embeddedSource, Notifications, postgresSource } from './notifications.ts';
+import { PreparingClient } from './prepared.ts';
 import type { Database } from './schema.ts';
 
 export type Db = Kysely<Database>;
@@ -100,7 +101,7 @@ function openPostgres(
   poolSize: number,
   shared: Notifications | undefined,
 ): Store {
-  const pool = new pg.Pool({ connectionString: databaseUrl, max: poolSize });
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: poolSize, Client: PreparingClient });
   // Without a listener an idle connection's error would end the process.
   pool.on('error', onConnectionError);
   const notifications = shared ?? new Notifications(postgresSource(databaseUrl, onConnectionError));
