@@ -9,6 +9,7 @@ import { recordingEvents } from './events.ts';
 import { migrateToLatest } from './migrate.ts';
 import { embeddedSource, Notifications, postgresSource } from './notifications.ts';
 import { preparedPGliteDialect } from './pglite-prepared.ts';
+import { PreparingClient } from './prepared.ts';
 import type { Database } from './schema.ts';
 
 export type Db = Kysely<Database>;
@@ -102,7 +103,7 @@ function openPostgres(
   poolSize: number,
   shared: Notifications | undefined,
 ): Store {
-  const pool = new pg.Pool({ connectionString: databaseUrl, max: poolSize });
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: poolSize, Client: PreparingClient });
   // Without a listener an idle connection's error would end the process.
   pool.on('error', onConnectionError);
   const notifications = shared ?? new Notifications(postgresSource(databaseUrl, onConnectionError));

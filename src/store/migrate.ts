@@ -41,6 +41,7 @@ import * as acmeChallenges from './migrations/0044-acme-challenges.ts';
 import * as apiCertificate from './migrations/0045-api-certificate.ts';
 import * as deviceLogins from './migrations/0046-device-logins.ts';
 import * as passkeys from './migrations/0047-passkeys.ts';
+import * as changeNotificationsByColumn from './migrations/0048-change-notifications-by-column.ts';
 import type { Database } from './schema.ts';
 
 /** Every migration, in order. Listed here rather than read from disk so the build carries them. */
@@ -87,6 +88,7 @@ const migrations: Record<string, Migration> = {
   '0045-api-certificate': apiCertificate,
   '0046-device-logins': deviceLogins,
   '0047-passkeys': passkeys,
+  '0048-change-notifications-by-column': changeNotificationsByColumn,
 };
 
 export class MigrationError extends Error {}

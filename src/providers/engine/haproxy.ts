@@ -58,6 +58,8 @@ export function renderHaproxy(options: {
   table: NativeTable;
   /** `host:port` of Berth's TLS-ALPN-01 responder, when HAProxy must pass `acme-tls/1` to it. */
   alpnResponder?: string | undefined;
+  /** HAProxy's threads (`nbthread`): haproxyThreads() of the host's cores. */
+  threads: number;
 }): {
   config: string;
   hostsMap: string;
@@ -92,6 +94,7 @@ export function renderHaproxy(options: {
     .join('');
   const lines = [
     'global',
+    `  nbthread ${options.threads}`,
     `  stats socket ${path.join(dir, 'admin.sock')} mode 600 level admin`,
     '  log stderr format short local0 warning',
     'defaults',
@@ -143,6 +146,21 @@ export function renderHaproxy(options: {
 }
 
 /**
+ * A frontend that logs is sent a line for each request it takes (without a log format, "Connect from
+ * <client> to <address>", formatted with sprintf), at level info, which the `warning` level then drops:
+ * about 5% of HAProxy's CPU a keep-alive request spent on nothing (docs/performance.md). The backends
+ * keep `log global` for what HAProxy says of their servers.
+ */
+const NO_TRAFFIC_LOG = '  no log';
+
+/**
+ * HAProxy's threads on a host of `cores`: one per two cores, at least one. The ingress shares the host
+ * with the replicas it proxies to and with Berth; on 2 cores a second thread (HAProxy's default there)
+ * cost about a quarter more CPU a request, HAProxy's and the replica's, than one (docs/performance.md).
+ */
+export const haproxyThreads = (cores: number) => Math.max(1, Math.floor(cores / 2));
+
+/**
  * Where TLS ends: the `https` frontend binds the HTTPS port itself, or, with a TLS-ALPN-01 responder,
  * a TCP frontend binds it, reads each ClientHello's ALPN and passes `acme-tls/1` connections (the CA's
  * validations) to the responder undecrypted, every other to the `https` frontend over a private unix
@@ -154,11 +172,13 @@ function tlsFront(options: { bind: string; port: number; dir: string; alpnRespon
   // strict-sni: a name without a certificate fails its handshake, as it does at the Node ingress.
   // h2 beside HTTP/1.1: browsers multiplex over one connection (the Node ingress speaks HTTP/1.1 only).
   const tls = `ssl crt-list ${path.join(options.dir, 'certs.list')} strict-sni alpn h2,http/1.1`;
-  if (!options.alpnResponder) return ['frontend https', `  bind ${host}:${options.port} ${tls}`];
+  if (!options.alpnResponder)
+    return ['frontend https', NO_TRAFFIC_LOG, `  bind ${host}:${options.port} ${tls}`];
   const inner = path.join(options.dir, 'https.sock');
   return [
     'frontend tls_in',
     '  mode tcp',
+    NO_TRAFFIC_LOG,
     `  bind ${host}:${options.port}`,
     // A ClientHello fits in the first segment; a client silent for 5 s gets the https frontend's error.
     '  tcp-request inspect-delay 5s',
@@ -172,6 +192,7 @@ function tlsFront(options: { bind: string; port: number; dir: string; alpnRespon
     '  mode tcp',
     `  server https unix@${inner} send-proxy-v2`,
     'frontend https',
+    NO_TRAFFIC_LOG,
     `  bind unix@${inner} mode 600 accept-proxy ${tls}`,
   ];
 }
@@ -309,6 +330,7 @@ export async function startHaproxy(options: {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-haproxy-'));
   fs.mkdirSync(path.join(dir, 'certs'), { mode: 0o700 });
   const configFile = path.join(dir, 'haproxy.cfg');
+  const threads = haproxyThreads(os.availableParallelism());
   const socketPath = path.join(dir, 'admin.sock');
   let rendered = '';
   let shape = '';
@@ -326,6 +348,7 @@ export async function startHaproxy(options: {
       dir,
       table,
       alpnResponder: options.alpnResponder,
+      threads,
     });
     const all = `${files.config}${files.hostsMap}${files.certList}${[...files.certFiles.values()].join('')}`;
     if (all === rendered) return { change: 'none', renewed: [] };
@@ -335,6 +358,7 @@ export async function startHaproxy(options: {
       dir,
       table: shapeOf(table),
       alpnResponder: options.alpnResponder,
+      threads,
     });
     const nextShape = `${shaped.config}${shaped.hostsMap}${shaped.certList}`;
     const renewed: string[] = [];

@@ -1,0 +1,112 @@
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { after, before, test } from 'node:test';
+import pg from 'pg';
+import { createTestDatabase, TEST_DATABASE, type TestDatabase } from '../../test/helpers/database.ts';
+import { PreparingClient } from './prepared.ts';
+
+const skip = TEST_DATABASE !== 'postgres' && 'prepared statements are node-postgres (Postgres) only';
+let database: TestDatabase;
+let pool: pg.Pool;
+before(async () => {
+  if (skip) return;
+  database = await createTestDatabase('postgres');
+  // One connection, so every statement meets the same connection's prepared statements.
+  pool = new pg.Pool({ connectionString: database.databaseUrl, max: 1, Client: PreparingClient });
+});
+after(async () => {
+  if (skip) return;
+  await pool.end();
+  await database.drop();
+});
+
+const table = () => `t_${randomBytes(4).toString('hex')}`;
+const prepared = async (text: string) => {
+  const { rows } = await pool.query<{ n: string }>(
+    'SELECT count(*) AS n FROM pg_prepared_statements WHERE statement = $1',
+    [text],
+  );
+  return Number(rows[0]?.n);
+};
+
+test('a statement sent a second time runs prepared; a one-off is not kept', { skip }, async () => {
+  const name = table();
+  await pool.query(`CREATE TABLE ${name} (id int)`);
+  const insert = `INSERT INTO ${name} (id) VALUES ($1)`;
+  await pool.query(insert, [1]);
+  assert.equal(await prepared(insert), 0, 'a text seen once runs unnamed');
+  await pool.query(insert, [2]);
+  await pool.query(insert, [3]);
+  assert.equal(await prepared(insert), 1, 'seen again, it is prepared once on the connection');
+  const { rows } = await pool.query(`SELECT id FROM ${name} ORDER BY id`, []);
+  assert.deepEqual(
+    rows.map((r) => r.id),
+    [1, 2, 3],
+  );
+});
+
+// What a newer process's migration does under an older process's connections.
+async function alterElsewhere(sql: string) {
+  const other = new pg.Client({ connectionString: database.databaseUrl });
+  await other.connect();
+  await other.query(sql);
+  await other.end();
+}
+
+test("a statement refused for its table's new shape is answered unnamed outside a transaction, and prepared anew", {
+  skip,
+}, async () => {
+  const name = table();
+  await pool.query(`CREATE TABLE ${name} (id int)`);
+  await pool.query(`INSERT INTO ${name} VALUES (1)`);
+  const read = `SELECT * FROM ${name} WHERE id = $1`;
+  await pool.query(read, [1]);
+  await pool.query(read, [1]);
+  assert.equal(await prepared(read), 1);
+  await alterElsewhere(`ALTER TABLE ${name} ADD COLUMN extra int DEFAULT 7`);
+  assert.deepEqual((await pool.query(read, [1])).rows, [{ id: 1, extra: 7 }]);
+  assert.deepEqual((await pool.query(read, [1])).rows, [{ id: 1, extra: 7 }]);
+  assert.equal(await prepared(read), 1, 'the refused one was dropped, the statement prepared again');
+});
+
+test("inside a transaction the refusal is the transaction's error, and the next run is answered", {
+  skip,
+}, async () => {
+  const name = table();
+  await pool.query(`CREATE TABLE ${name} (id int)`);
+  const read = `SELECT * FROM ${name} WHERE id = $1`;
+  await pool.query(read, [1]);
+  await pool.query(read, [1]);
+  await alterElsewhere(`ALTER TABLE ${name} ADD COLUMN extra int`);
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN', []);
+    await assert.rejects(client.query(read, [1]), /cached plan must not change result type/);
+    await client.query('ROLLBACK', []);
+    await client.query('BEGIN', []);
+    assert.deepEqual((await client.query(read, [1])).fields.length, 2);
+    await client.query('COMMIT', []);
+  } finally {
+    client.release();
+  }
+});
+
+test('a schema change sent through the process drops the prepared statements first: no refusal', {
+  skip,
+}, async () => {
+  const name = table();
+  await pool.query(`CREATE TABLE ${name} (id int)`);
+  const read = `SELECT * FROM ${name} WHERE id = $1`;
+  await pool.query(read, [1]);
+  await pool.query(read, [1]);
+  assert.equal(await prepared(read), 1);
+  await pool.query(`ALTER TABLE ${name} ADD COLUMN extra int`, []);
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN', []);
+    assert.equal((await client.query(read, [1])).fields.length, 2);
+    await client.query('COMMIT', []);
+  } finally {
+    client.release();
+  }
+});

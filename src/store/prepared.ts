@@ -1,0 +1,83 @@
+import { createHash } from 'node:crypto';
+import pg from 'pg';
+
+/**
+ * A node-postgres client that runs a statement the process has sent before as a named prepared
+ * statement: the server parses it once per connection and, once a generic plan is as good as a
+ * custom one, plans it once too. Unnamed, each statement was parsed and planned anew, which was most
+ * of the database's CPU a deployment costs (docs/performance.md, "Deployments").
+ *
+ * A text is named on its second sight (a one-off never takes a connection's memory), and at most
+ * MAX_NAMED texts are; beyond that, texts run unnamed as before.
+ *
+ * A table that changes shape under a prepared `SELECT *` or `RETURNING *` makes the server refuse it
+ * ("cached plan must not change result type"). Schema changes sent through this process (migrations,
+ * restores) and a refusal (another process migrated) therefore start a new round: each connection drops
+ * its prepared statements before its next one, and a refused statement outside a transaction is run
+ * again unnamed. Inside a transaction the refusal is the transaction's error, once per connection.
+ */
+export const MAX_NAMED = 400;
+
+const seen = new Map<string, string | null>();
+let named = 0;
+/** Bumped by a schema change or a refusal: connections of an older round drop their statements. */
+let round = 0;
+
+function hashFor(text: string): string | undefined {
+  const hash = seen.get(text);
+  if (hash) return hash;
+  if (hash === undefined) {
+    if (seen.size < MAX_NAMED * 4) seen.set(text, null);
+    return undefined;
+  }
+  if (named >= MAX_NAMED) return undefined;
+  named++;
+  const hashed = `b${createHash('sha1').update(text).digest('base64url')}`;
+  seen.set(text, hashed);
+  return hashed;
+}
+
+const SCHEMA_CHANGE = /^\s*(alter|create|drop|comment|truncate)\s/i;
+
+function replanRefused(error: unknown): boolean {
+  const e = error as { code?: string; message?: string } | null;
+  return e?.code === '0A000' && /cached plan must not change result type/.test(e.message ?? '');
+}
+
+export class PreparingClient extends pg.Client {
+  #round = round;
+
+  // biome-ignore lint/suspicious/noExplicitAny: node-postgres's query is overloaded many ways.
+  override query(config: any, values?: any, callback?: any): any {
+    if (typeof config !== 'string' || !Array.isArray(values)) return super.query(config, values, callback);
+    if (SCHEMA_CHANGE.test(config)) round++;
+    const hash = hashFor(config);
+    if (!hash) return super.query(config, values, callback);
+    const result = this.#prepared(hash, config, values);
+    if (!callback) return result;
+    // pg.Pool's query passes a callback.
+    result.then(
+      (value) => callback(undefined, value),
+      (error: unknown) => callback(error),
+    );
+    return undefined;
+  }
+
+  async #prepared(hash: string, text: string, values: unknown[]): Promise<pg.QueryResult> {
+    const status = this.getTransactionStatus();
+    // An aborted transaction refuses every statement but its end: nothing to prepare.
+    if (status === 'E') return super.query(text, values);
+    if (this.#round !== round) {
+      this.#round = round;
+      await super.query('DEALLOCATE ALL');
+    }
+    try {
+      return await super.query({ name: `${hash}.${this.#round}`, text, values });
+    } catch (error) {
+      if (!replanRefused(error)) throw error;
+      round++;
+      if (status !== 'I') throw error;
+      return super.query(text, values);
+    }
+  }
+}
