@@ -38,7 +38,7 @@ function rerunOn(node) {
  * A server's young generation never below 2 x 16 MB. The idle collector's memory-reducing collection
  * shrinks it to 1-2 MB, and V8 grows it back only as objects survive, which a poll hardly leaves: every
  * request after a quiet spell paid 2-8 times the scavenges (docs/performance.md, "The idle collector's
- * price"). Idle RSS is unchanged (untouched pages); V8 takes the flag from the command line only (not
+ * price"). Idle RSS did not move (measured there); V8 takes the flag from the command line only (not
  * NODE_OPTIONS, not at run time).
  */
 const NEW_SPACE = '--min-semi-space-size=16';
