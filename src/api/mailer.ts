@@ -3,7 +3,7 @@
  * sent is logged and reported to the inviter (`mailed: false`): the link they were shown still works.
  * @module
  */
-import nodemailer from 'nodemailer';
+import type { Transporter } from 'nodemailer';
 import type { Logger } from 'pino';
 
 export interface Mailer {
@@ -13,12 +13,21 @@ export interface Mailer {
 }
 
 export function smtpMailer(url: string, from: string, logger: Logger): Mailer {
-  const transport = nodemailer.createTransport(url);
+  // nodemailer (~23 MB) is loaded by the first invitation, not at start: most servers seldom mail.
+  let transport: Promise<Transporter> | undefined;
+  let made: Transporter | undefined;
+  const transporter = () => {
+    transport ??= import('nodemailer').then(({ default: nodemailer }) => {
+      made = nodemailer.createTransport(url);
+      return made;
+    });
+    return transport;
+  };
   return {
     async invite(to, link, invitedBy) {
       const by = invitedBy ? `${invitedBy} invited you` : 'You are invited';
       try {
-        await transport.sendMail({
+        await (await transporter()).sendMail({
           from,
           to,
           subject: 'You are invited to Berth',
@@ -31,7 +40,7 @@ export function smtpMailer(url: string, from: string, logger: Logger): Mailer {
       }
     },
     close() {
-      transport.close();
+      made?.close();
     },
   };
 }

@@ -1,7 +1,6 @@
 import path from 'node:path';
 import v8 from 'node:v8';
 import { Kysely, type KyselyConfig, PostgresDialect } from 'kysely';
-import pg from 'pg';
 import { watchingCommits } from './committed-writes.ts';
 import { lockDataDir } from './data-dir-lock.ts';
 import { embeddedStartParams, snapshotFor } from './embedded-snapshot.ts';
@@ -9,7 +8,6 @@ import { recordingEvents } from './events.ts';
 import { migrateToLatest } from './migrate.ts';
 import { embeddedSource, Notifications, postgresSource } from './notifications.ts';
 import { preparedPGliteDialect } from './pglite-prepared.ts';
-import { PreparingClient } from './prepared.ts';
 import type { Database } from './schema.ts';
 
 export type Db = Kysely<Database>;
@@ -96,13 +94,15 @@ async function openEmbedded(
   }
 }
 
-function openPostgres(
+async function openPostgres(
   databaseUrl: string,
   log: KyselyConfig['log'],
   onConnectionError: (error: Error) => void,
   poolSize: number,
   shared: Notifications | undefined,
-): Store {
+): Promise<Store> {
+  // Loaded only here: node-postgres (~10 MB) is nothing an embedded server needs.
+  const [{ default: pg }, { PreparingClient }] = await Promise.all([import('pg'), import('./prepared.ts')]);
   const pool = new pg.Pool({ connectionString: databaseUrl, max: poolSize, Client: PreparingClient });
   // Without a listener an idle connection's error would end the process.
   pool.on('error', onConnectionError);
@@ -134,7 +134,7 @@ export async function openStore(options: OpenStoreOptions): Promise<Store> {
         }
       : undefined;
   const store = options.databaseUrl
-    ? openPostgres(
+    ? await openPostgres(
         options.databaseUrl,
         log,
         options.onConnectionError ?? (() => undefined),

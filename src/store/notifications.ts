@@ -13,7 +13,6 @@
  * @module
  */
 import { type QueryExecutorProvider, sql } from 'kysely';
-import pg from 'pg';
 
 /** What each topic announces, and the NOTIFY channel it travels on. */
 export const TOPICS = {
@@ -258,6 +257,8 @@ export function postgresSource(
         };
       });
     const run = async () => {
+      // Loaded here, not at start: an embedded server never needs node-postgres.
+      const { default: pg } = await import('pg');
       let backoffMs = 100;
       while (!stopped) {
         const current = new pg.Client({ connectionString: databaseUrl });

@@ -7,15 +7,7 @@
  * @module
  */
 import { randomUUID } from 'node:crypto';
-import {
-  type AuthenticationResponseJSON,
-  generateAuthenticationOptions,
-  generateRegistrationOptions,
-  type RegistrationResponseJSON,
-  verifyAuthenticationResponse,
-  verifyRegistrationResponse,
-} from '@simplewebauthn/server';
-import { decodeClientDataJSON, isoBase64URL } from '@simplewebauthn/server/helpers';
+import type { AuthenticationResponseJSON, RegistrationResponseJSON } from '@simplewebauthn/server';
 import type { Db } from '../../store/database.ts';
 import {
   deletePasskey,
@@ -59,8 +51,22 @@ async function sessionUser(db: Db, actor: Actor & { sessionId: string | null | u
   return user;
 }
 
+/**
+ * @simplewebauthn/server, loaded on first use: with its ASN.1 and CBOR dependencies it is ~270 modules
+ * and ~25 MB that a server nobody signs in to with a passkey never needs (docs/performance.md, "Memory").
+ */
+let loading: Promise<WebAuthn> | undefined;
+type WebAuthn = typeof import('@simplewebauthn/server') & typeof import('@simplewebauthn/server/helpers');
+function webauthn(): Promise<WebAuthn> {
+  loading ??= Promise.all([import('@simplewebauthn/server'), import('@simplewebauthn/server/helpers')]).then(
+    ([server, helpers]) => ({ ...server, ...helpers }),
+  );
+  return loading;
+}
+
 /** The challenge a response signed, read from its client data (undefined when that is not readable). */
-function challengeOf(clientDataJSON: string): string | undefined {
+async function challengeOf(clientDataJSON: string): Promise<string | undefined> {
+  const { decodeClientDataJSON } = await webauthn();
   try {
     return decodeClientDataJSON(clientDataJSON).challenge;
   } catch {
@@ -70,6 +76,7 @@ function challengeOf(clientDataJSON: string): string | undefined {
 
 /** A new challenge, stored for the ceremony: its bytes, which the options carry as base64url. */
 async function newChallenge(db: Db, purpose: WebauthnChallengesTable['purpose'], userId: string | null) {
+  const { isoBase64URL } = await webauthn();
   const bytes = crypto.getRandomValues(new Uint8Array(32));
   await insertChallenge(db, {
     challenge: isoBase64URL.fromBuffer(bytes),
@@ -89,6 +96,7 @@ export async function registrationOptions(
   const db = deps.store.db;
   const user = await sessionUser(db, actor);
   const existing = await listPasskeys(db, user.id);
+  const { generateRegistrationOptions } = await webauthn();
   return generateRegistrationOptions({
     rpName: RP_NAME,
     rpID: rp.id,
@@ -117,7 +125,8 @@ export async function registerPasskey(
   const db = deps.store.db;
   const user = await sessionUser(db, actor);
   const refuse = (why: string) => ValidationError.fields([{ field: 'credential', error: why }]);
-  const challenge = challengeOf(input.credential.response.clientDataJSON);
+  const { verifyRegistrationResponse, isoBase64URL } = await webauthn();
+  const challenge = await challengeOf(input.credential.response.clientDataJSON);
   if (!challenge || !(await takeChallenge(db, challenge, 'registration', user.id))) {
     throw refuse(
       'credential answers no registration begun by you, or one used already or expired: begin again',
@@ -168,6 +177,7 @@ export async function removePasskey(
 
 /** What the browser needs to sign in with any passkey of this site: the passkey names its user. */
 export async function authenticationOptions(deps: Pick<Deps, 'store'>, rp: RelyingParty) {
+  const { generateAuthenticationOptions } = await webauthn();
   return generateAuthenticationOptions({
     rpID: rp.id,
     challenge: await newChallenge(deps.store.db, 'authentication', null),
@@ -189,7 +199,8 @@ export async function signInWithPasskey(
   input: { credential: AuthenticationResponseJSON; account_id?: string | undefined },
 ) {
   const db = deps.store.db;
-  const challenge = challengeOf(input.credential.response.clientDataJSON);
+  const { verifyAuthenticationResponse, isoBase64URL } = await webauthn();
+  const challenge = await challengeOf(input.credential.response.clientDataJSON);
   if (!challenge || !(await takeChallenge(db, challenge, 'authentication', null))) {
     throw new UnauthorizedError(REFUSED);
   }
