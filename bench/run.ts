@@ -227,8 +227,18 @@ async function finished(berth: Berth, deploymentId: string): Promise<void> {
   }
 }
 
-/** Deployments per second: `each` deployments of every service accepted, then awaited, timed from the first POST. */
-async function deployThroughput(berth: Berth, services: string[], each: number): Promise<number> {
+/**
+ * Deployments per second: `each` deployments of every service accepted, then awaited, timed from the
+ * first POST; and the CPU milliseconds a deployment of each process in `pids` (the server first, then
+ * any workers), which the machine's load hardly moves.
+ */
+async function deployThroughput(
+  berth: Berth,
+  services: string[],
+  each: number,
+  pids: (number | undefined)[] = [berth.child.pid],
+): Promise<{ perS: number; cpuMs: number[] }> {
+  const cpuFrom = pids.map(cpuSeconds);
   const started = performance.now();
   const waits: Promise<void>[] = [];
   const accept = async (serviceId: string) => {
@@ -244,7 +254,11 @@ async function deployThroughput(berth: Berth, services: string[], each: number):
   };
   await Promise.all(services.map(accept));
   await Promise.all(waits);
-  return (services.length * each * 1000) / (performance.now() - started);
+  const count = services.length * each;
+  return {
+    perS: (count * 1000) / (performance.now() - started),
+    cpuMs: pids.map((pid, i) => Math.round(((cpuSeconds(pid) - (cpuFrom[i] ?? 0)) * 100_000) / count) / 100),
+  };
 }
 
 interface Load {
@@ -387,7 +401,8 @@ async function deployRows(): Promise<void> {
     const rounds: Record<string, number>[] = [];
     for (let r = 0; r < SETTINGS.rounds; r++) {
       const ids = await createServices(berth, services);
-      rounds.push({ deployments_per_s: await deployThroughput(berth, ids, each) });
+      const { perS, cpuMs } = await deployThroughput(berth, ids, each);
+      rounds.push({ deployments_per_s: perS, server_cpu_ms_per_deployment: cpuMs[0] ?? 0 });
     }
     await berth.stop();
     addRow(
@@ -405,6 +420,7 @@ async function scaleOutRow(): Promise<void> {
   log('scale-out: one server, then a server with two berth worker processes');
   const single = await startBerth('postgres');
   const scaled = await startBerth('postgres');
+  const workers: (number | undefined)[] = [];
   for (let i = 0; i < 2; i++) {
     const worker = run([BERTH_BIN, 'worker'], {
       BERTH_DATABASE_URL: scaled.databaseUrl as string,
@@ -414,12 +430,24 @@ async function scaleOutRow(): Promise<void> {
       BERTH_LOG_LEVEL: 'info',
     });
     await waitFor('berth worker to start', () => (/worker started/.test(worker.out()) ? true : undefined));
+    workers.push(worker.child.pid);
   }
   const rounds: Record<string, number>[] = [];
   for (let r = 0; r < SETTINGS.rounds; r++) {
     const one = await deployThroughput(single, await createServices(single, services), each);
-    const three = await deployThroughput(scaled, await createServices(scaled, services), each);
-    rounds.push({ one_server_per_s: one, server_and_2_workers_per_s: three, ratio: three / one });
+    const three = await deployThroughput(scaled, await createServices(scaled, services), each, [
+      scaled.child.pid,
+      ...workers,
+    ]);
+    rounds.push({
+      one_server_per_s: one.perS,
+      server_and_2_workers_per_s: three.perS,
+      ratio: three.perS / one.perS,
+      // CPU ms a deployment: the lone server's, then the server's and each worker's beside it.
+      one_server_cpu_ms: one.cpuMs[0] ?? 0,
+      scaled_server_cpu_ms: three.cpuMs[0] ?? 0,
+      worker_cpu_ms: three.cpuMs.slice(1).reduce((a, b) => a + b, 0),
+    });
   }
   addRow(
     'server + 2 berth worker vs one server, Postgres',

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import v8 from 'node:v8';
-import { Kysely, type KyselyConfig, PGliteDialect, PostgresDialect } from 'kysely';
+import { Kysely, type KyselyConfig, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { watchingCommits } from './committed-writes.ts';
 import { lockDataDir } from './data-dir-lock.ts';
@@ -8,6 +8,7 @@ import { embeddedStartParams, snapshotFor } from './embedded-snapshot.ts';
 import { recordingEvents } from './events.ts';
 import { migrateToLatest } from './migrate.ts';
 import { embeddedSource, Notifications, postgresSource } from './notifications.ts';
+import { preparedPGliteDialect } from './pglite-prepared.ts';
 import { PreparingClient } from './prepared.ts';
 import type { Database } from './schema.ts';
 
@@ -61,7 +62,8 @@ async function openEmbedded(
     v8.setFlagsFromString('--no-wasm-tier-up');
     v8.setFlagsFromString('--no-wasm-dynamic-tiering');
     // Loaded only here: a server on Postgres never needs PGlite's half a megabyte of JavaScript.
-    const { PGlite } = await import('@electric-sql/pglite');
+    const pgliteModule = await import('@electric-sql/pglite');
+    const { PGlite } = pgliteModule;
     const pglite = await PGlite.create(pgdata, {
       loadDataDir: initdb ? undefined : snapshotFor(pgdata),
       startParams: embeddedStartParams(PGlite),
@@ -75,7 +77,7 @@ async function openEmbedded(
     };
     const notifications = new Notifications(embeddedSource(listen));
     const dialect = recordingEvents(
-      watchingCommits(new PGliteDialect({ pglite }), () => notifications.committedHere()),
+      watchingCommits(preparedPGliteDialect(pglite, pgliteModule), () => notifications.committedHere()),
     );
     const db = new Kysely<Database>({ dialect, log });
     return {

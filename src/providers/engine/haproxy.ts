@@ -156,7 +156,8 @@ const NO_TRAFFIC_LOG = '  no log';
 /**
  * HAProxy's threads on a host of `cores`: one per two cores, at least one. The ingress shares the host
  * with the replicas it proxies to and with Berth; on 2 cores a second thread (HAProxy's default there)
- * cost about a quarter more CPU a request, HAProxy's and the replica's, than one (docs/performance.md).
+ * cost about 30% more CPU a request in HAProxy and 20% more in the replica, which it preempted and woke
+ * three to four times as often (docs/performance.md, "Why HAProxy read 0.52x").
  */
 export const haproxyThreads = (cores: number) => Math.max(1, Math.floor(cores / 2));
 
