@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import pg from 'pg';
 import { createTestDatabase, TEST_DATABASE, type TestDatabase } from '../../test/helpers/database.ts';
-import { PreparingClient } from './prepared.ts';
+import { MAX_NAMED, PreparingClient } from './prepared.ts';
 
 const skip = TEST_DATABASE !== 'postgres' && 'prepared statements are node-postgres (Postgres) only';
 let database: TestDatabase;
@@ -109,4 +109,16 @@ test('a schema change sent through the process drops the prepared statements fir
   } finally {
     client.release();
   }
+});
+
+test('at most MAX_NAMED texts are prepared; later ones run unnamed', { skip }, async () => {
+  const text = (i: number) => `SELECT $1::int + ${i} AS n`;
+  for (let i = 0; i <= MAX_NAMED; i++) {
+    await pool.query(text(i), [1]);
+    assert.deepEqual((await pool.query(text(i), [1])).rows, [{ n: 1 + i }]);
+  }
+  assert.equal(await prepared(text(0)), 1);
+  assert.equal(await prepared(text(MAX_NAMED)), 0, 'past the bound');
+  const { rows } = await pool.query('SELECT count(*)::int AS n FROM pg_prepared_statements', []);
+  assert.ok(rows[0].n <= MAX_NAMED, `${rows[0].n} prepared`);
 });
