@@ -45,6 +45,16 @@ test('a statement sent a second time runs prepared; a one-off is not kept', { sk
   );
 });
 
+/** A new table, and a read of it sent twice: the connection holds it prepared. */
+async function preparedRead(): Promise<{ name: string; read: string }> {
+  const name = table();
+  await pool.query(`CREATE TABLE ${name} (id int)`);
+  const read = `SELECT * FROM ${name} WHERE id = $1`;
+  await pool.query(read, [1]);
+  await pool.query(read, [1]);
+  return { name, read };
+}
+
 // What a newer process's migration does under an older process's connections.
 async function alterElsewhere(sql: string) {
   const other = new pg.Client({ connectionString: database.databaseUrl });
@@ -56,12 +66,8 @@ async function alterElsewhere(sql: string) {
 test("a statement refused for its table's new shape is answered unnamed outside a transaction, and prepared anew", {
   skip,
 }, async () => {
-  const name = table();
-  await pool.query(`CREATE TABLE ${name} (id int)`);
+  const { name, read } = await preparedRead();
   await pool.query(`INSERT INTO ${name} VALUES (1)`);
-  const read = `SELECT * FROM ${name} WHERE id = $1`;
-  await pool.query(read, [1]);
-  await pool.query(read, [1]);
   assert.equal(await prepared(read), 1);
   await alterElsewhere(`ALTER TABLE ${name} ADD COLUMN extra int DEFAULT 7`);
   assert.deepEqual((await pool.query(read, [1])).rows, [{ id: 1, extra: 7 }]);
@@ -72,11 +78,7 @@ test("a statement refused for its table's new shape is answered unnamed outside 
 test("inside a transaction the refusal is the transaction's error, and the next run is answered", {
   skip,
 }, async () => {
-  const name = table();
-  await pool.query(`CREATE TABLE ${name} (id int)`);
-  const read = `SELECT * FROM ${name} WHERE id = $1`;
-  await pool.query(read, [1]);
-  await pool.query(read, [1]);
+  const { name, read } = await preparedRead();
   await alterElsewhere(`ALTER TABLE ${name} ADD COLUMN extra int`);
   const client = await pool.connect();
   try {
@@ -94,11 +96,7 @@ test("inside a transaction the refusal is the transaction's error, and the next 
 test('a schema change sent through the process drops the prepared statements first: no refusal', {
   skip,
 }, async () => {
-  const name = table();
-  await pool.query(`CREATE TABLE ${name} (id int)`);
-  const read = `SELECT * FROM ${name} WHERE id = $1`;
-  await pool.query(read, [1]);
-  await pool.query(read, [1]);
+  const { name, read } = await preparedRead();
   assert.equal(await prepared(read), 1);
   await pool.query(`ALTER TABLE ${name} ADD COLUMN extra int`, []);
   const client = await pool.connect();
