@@ -23,6 +23,7 @@ import {
   type QueryResult,
   type TransactionSettings,
 } from 'kysely';
+import { isSchemaChange, LEAD } from './statement-text.ts';
 
 type PGliteModule = typeof import('@electric-sql/pglite');
 type Message = Awaited<ReturnType<PGlite['execProtocol']>>['messages'][number];
@@ -30,12 +31,8 @@ type Message = Awaited<ReturnType<PGlite['execProtocol']>>['messages'][number];
 /** Prepared statements kept; past it the oldest is closed (a statement text made per call, say). */
 const KEPT = 500;
 
-/** Blanks and comments before a statement's first word. */
-const LEAD = String.raw`^(?:\s|--[^\n]*(?:\n|$)|/\*[\s\S]*?\*/)*`;
 /** Statements worth keeping; anything else (DDL, transaction control, LISTEN) runs as `query()` runs it. */
 const PREPARABLE = new RegExp(`${LEAD}(?:select|insert|update|delete|with)\\b`, 'i');
-/** After DDL (a DO block may hold some) a kept statement's row description may be stale: all are prepared again. */
-const DDL = new RegExp(`${LEAD}(?:create|alter|drop|do)\\b`, 'i');
 
 interface Prepared {
   name: string;
@@ -141,7 +138,8 @@ class PreparedConnection implements DatabaseConnection {
     const { sql } = compiled;
     const parameters = compiled.parameters as unknown[];
     if (!PREPARABLE.test(sql)) {
-      if (DDL.test(sql)) this.#forgetAll();
+      // After a schema change a kept statement's row description may be stale: all are prepared again.
+      if (isSchemaChange(sql)) this.#forgetAll();
       return toQueryResult(await (this.#transaction?.tx ?? this.#pglite).query<R>(sql, parameters));
     }
     const run = () => this.#pglite._runExclusiveQuery(() => this.#run<R>(sql, parameters));

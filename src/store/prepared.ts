@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import pg from 'pg';
+import { isSchemaChange } from './statement-text.ts';
 
 /**
  * A node-postgres client that runs a statement the process has sent before as a named prepared
@@ -39,8 +40,6 @@ function hashFor(text: string): string | undefined {
   return hashed;
 }
 
-const SCHEMA_CHANGE = /^\s*(alter|create|drop|comment|truncate)\s/i;
-
 function replanRefused(error: unknown): boolean {
   const e = error as { code?: string; message?: string } | null;
   return e?.code === '0A000' && /cached plan must not change result type/.test(e.message ?? '');
@@ -52,7 +51,7 @@ export class PreparingClient extends pg.Client {
   // biome-ignore lint/suspicious/noExplicitAny: node-postgres's query is overloaded many ways.
   override query(config: any, values?: any, callback?: any): any {
     if (typeof config !== 'string' || !Array.isArray(values)) return super.query(config, values, callback);
-    if (SCHEMA_CHANGE.test(config)) round++;
+    if (isSchemaChange(config)) round++;
     const hash = hashFor(config);
     if (!hash) return super.query(config, values, callback);
     const result = this.#prepared(hash, config, values);
