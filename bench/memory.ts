@@ -19,13 +19,12 @@
  * connection; the run creates and drops a database of its own).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import autocannon, { type AutocannonRequest } from 'autocannon';
-import pg from 'pg';
+import { postgresDatabase } from './process.ts';
 import { BENCH_SERVICE } from './service.ts';
 
 const HERE = path.dirname(new URL(import.meta.url).pathname);
@@ -34,7 +33,6 @@ const LOAD_S = Number(process.env.BENCH_MEMORY_LOAD_S ?? 60);
 const IDLE_S = Number(process.env.BENCH_MEMORY_IDLE_S ?? 20);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 20);
 const DATABASES = (process.env.BENCH_MEMORY_DATABASES ?? 'embedded,postgres').split(',');
-const POSTGRES_ADMIN_URL = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const MB = 1024 * 1024;
 
 function rssMb(pid: number): number {
@@ -148,23 +146,9 @@ const memoryReport = (child: ChildProcess, dir: string) =>
     };
   });
 
-async function postgresDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
-  const name = `berth_bench_${randomBytes(6).toString('hex')}`;
-  const run = async (statement: string) => {
-    const admin = new pg.Client({ connectionString: POSTGRES_ADMIN_URL });
-    await admin.connect();
-    await admin.query(statement);
-    await admin.end();
-  };
-  await run(`CREATE DATABASE ${name}`);
-  const url = new URL(POSTGRES_ADMIN_URL);
-  url.pathname = `/${name}`;
-  return { url: url.toString(), drop: () => run(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
-}
-
 async function measure(database: string) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-bench-memory-'));
-  const postgres = database === 'postgres' ? await postgresDatabase() : undefined;
+  const postgres = database === 'postgres' ? await postgresDatabase('berth_bench') : undefined;
   // Heap snapshots land in the working directory: the run's own.
   const child = spawn(
     process.execPath,

@@ -1,10 +1,9 @@
 /** What every bench module shares: the berth binary, the log, the row callback, a wait and a child process. */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import pg from 'pg';
+import { createPostgresDatabase } from '../test/helpers/database.ts';
 
 export const BERTH_BIN = path.join(path.dirname(new URL(import.meta.url).pathname), '..', 'bin', 'berth.js');
 
@@ -76,25 +75,5 @@ export const POSTGRES_ADMIN_URL =
   process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
 /** A new Postgres database named `<prefix>_<random>`: its URL, and `drop` for the caller's cleanup. */
-export async function postgresDatabase(prefix: string): Promise<{ url: string; drop: () => Promise<void> }> {
-  const name = `${prefix}_${randomBytes(6).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: POSTGRES_ADMIN_URL });
-  await admin.connect().catch((error: Error) => {
-    throw new Error(
-      `cannot reach Postgres at ${POSTGRES_ADMIN_URL} (set BENCH_POSTGRES_URL): ${error.message}`,
-    );
-  });
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
-  const url = new URL(POSTGRES_ADMIN_URL);
-  url.pathname = `/${name}`;
-  return {
-    url: url.toString(),
-    drop: async () => {
-      const client = new pg.Client({ connectionString: POSTGRES_ADMIN_URL });
-      await client.connect();
-      await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await client.end();
-    },
-  };
-}
+export const postgresDatabase = (prefix: string) =>
+  createPostgresDatabase(POSTGRES_ADMIN_URL, prefix, 'BENCH_POSTGRES_URL');

@@ -29,22 +29,40 @@ export async function createTestDatabase(
       drop: async () => fs.rmSync(dataDir, { recursive: true, force: true }),
     };
   }
-  const name = `berth_test_${randomBytes(6).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: ADMIN_URL });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
-  const url = new URL(ADMIN_URL);
-  url.pathname = `/${name}`;
+  const database = await createPostgresDatabase(ADMIN_URL, 'berth_test', 'BERTH_TEST_POSTGRES_URL');
   return {
-    databaseUrl: url.toString(),
+    databaseUrl: database.url,
     dataDir,
     drop: async () => {
-      const client = new pg.Client({ connectionString: ADMIN_URL });
-      await client.connect();
-      await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await client.end();
+      await database.drop();
       fs.rmSync(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * A new Postgres database `<prefix>_<random>` made through `adminUrl`: its URL, and `drop` for the
+ * caller's cleanup. `setting` names where the admin URL comes from, for the message when it cannot be reached.
+ */
+export async function createPostgresDatabase(
+  adminUrl: string,
+  prefix: string,
+  setting: string,
+): Promise<{ url: string; drop: () => Promise<void> }> {
+  const name = `${prefix}_${randomBytes(6).toString('hex')}`;
+  const admin = async (statement: string) => {
+    const client = new pg.Client({ connectionString: adminUrl });
+    await client.connect().catch((error: Error) => {
+      throw new Error(`cannot reach Postgres at ${adminUrl} (set ${setting}): ${error.message}`);
+    });
+    try {
+      await client.query(statement);
+    } finally {
+      await client.end();
+    }
+  };
+  await admin(`CREATE DATABASE ${name}`);
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return { url: url.toString(), drop: () => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
 }
