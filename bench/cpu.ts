@@ -25,7 +25,7 @@ import { conditionalResponses } from '../src/api/plugins/conditional-reads.ts';
 import { Envelope } from '../src/api/schemas/common.ts';
 import { Deployment } from '../src/api/schemas/deployments.ts';
 import { startWorker } from '../src/runtime.ts';
-import type { Db } from '../src/store/database.ts';
+import { type Db, DEFAULT_POOL_SIZE } from '../src/store/database.ts';
 import { TEST_DATABASE } from '../test/helpers/database.ts';
 import { startHarness } from '../test/helpers/harness.ts';
 import { pollUntil } from '../test/helpers/poll.ts';
@@ -70,12 +70,12 @@ async function postgresCpuS(db: Db, from: Map<number, number>): Promise<number> 
 }
 
 /**
- * Opens the pool's connections (10, store/database.ts's default) before a measurement: one opened
- * during it would count its start (or, read only at both ends, none of its work).
+ * Opens the pool's connections (the harness's store has the default number) before a measurement: one
+ * opened during it would count its start (or, read only at both ends, none of its work).
  */
 async function openPool(db: Db): Promise<void> {
   if (TEST_DATABASE !== 'postgres') return;
-  await Promise.all(Array.from({ length: 10 }, () => sql`SELECT pg_sleep(0.05)`.execute(db)));
+  await Promise.all(Array.from({ length: DEFAULT_POOL_SIZE }, () => sql`SELECT pg_sleep(0.05)`.execute(db)));
 }
 
 type Get = () => Promise<number>;

@@ -12,6 +12,9 @@ import type { Database } from './schema.ts';
 
 export type Db = Kysely<Database>;
 
+/** A Postgres store's connections when its opener names no number. */
+export const DEFAULT_POOL_SIZE = 10;
+
 export interface Store {
   db: Db;
   /** `embedded` is PGlite: one connection, one process, the data directory locked. */
@@ -29,7 +32,7 @@ export interface OpenStoreOptions {
   onQuery?: (sql: string) => void;
   /** Sees how long each statement took, and whether it failed (the metrics' statement latency). */
   onStatement?: (ms: number, ok: boolean) => void;
-  /** Postgres: connections in this store's pool (default 10). */
+  /** Postgres: connections in this store's pool (DEFAULT_POOL_SIZE unless said). */
   poolSize?: number;
   /** A pooled Postgres connection failed while idle (a server restart, say); the pool replaces it. */
   onConnectionError?: (error: Error) => void;
@@ -138,7 +141,7 @@ export async function openStore(options: OpenStoreOptions): Promise<Store> {
         options.databaseUrl,
         log,
         options.onConnectionError ?? (() => undefined),
-        options.poolSize ?? 10,
+        options.poolSize ?? DEFAULT_POOL_SIZE,
         options.notifications,
       )
     : await openEmbedded(options.dataDir, log, options.initdb === true);
