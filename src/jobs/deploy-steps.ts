@@ -67,6 +67,12 @@ export async function startRun(
 const CANCEL_RECHECK_MS = 30_000;
 
 /**
+ * The reason a cancel watch's own signal aborts with when it ends (nobody reads it): without one,
+ * abort() builds a DOMException with its stack, once per deployment.
+ */
+const WATCH_ENDED = new Error('the cancel watch ended');
+
+/**
  * A cancel is a flag on the row, announced on `cancels` when it commits: read now (by `firstLook`,
  * when the caller's own read carries the flag), and again each time one for this deployment is heard,
  * it aborts `signal` (the driver checks it before each side effect, so traffic does not move). No timer
@@ -90,7 +96,7 @@ export async function watchForCancel(
   try {
     seen(await firstLook());
   } catch (error) {
-    stopped.abort();
+    stopped.abort(WATCH_ENDED);
     throw error;
   }
   void (async () => {
@@ -101,7 +107,7 @@ export async function watchForCancel(
       await look().catch(() => undefined);
     }
   })();
-  return { signal: cancel.signal, stop: () => stopped.abort() };
+  return { signal: cancel.signal, stop: () => stopped.abort(WATCH_ENDED) };
 }
 
 /** A watch for a deployment's cancel (watchForCancel): `signal` aborts on it; `stop` ends the watch. */

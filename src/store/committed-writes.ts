@@ -21,6 +21,22 @@ const WATCHED_WRITE =
   /\b(?:insert into|update|delete from) "(?:deployments|services|custom_domains|service_observations|environments)"/;
 
 /**
+ * WATCHED_WRITE's verdict per statement text, kept: the texts are few (the prepared-statement clients
+ * keep as many), and testing the long ones again on every run was a share of each statement's CPU.
+ */
+const watchedTexts = new Map<string, boolean>();
+const MAX_WATCHED_TEXTS = 1000;
+
+function writesWatched(text: string): boolean {
+  let watched = watchedTexts.get(text);
+  if (watched === undefined) {
+    watched = WATCHED_WRITE.test(text);
+    if (watchedTexts.size < MAX_WATCHED_TEXTS) watchedTexts.set(text, watched);
+  }
+  return watched;
+}
+
+/**
  * The dialect, telling `committed` when a write to a watched table is durable: when a statement
  * outside a transaction returns, or when the transaction that made it commits.
  */
@@ -49,7 +65,7 @@ function commitWatchingDriver(inner: Driver, committed: () => void): Driver {
       options?: AbortableOperationOptions,
     ): Promise<QueryResult<R>> => {
       const result = await execute<R>(query, options);
-      if (WATCHED_WRITE.test(query.sql)) {
+      if (writesWatched(query.sql)) {
         if (inTransaction.has(watched)) wrote.add(watched);
         else committed();
       }
