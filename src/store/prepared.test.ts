@@ -118,6 +118,29 @@ test('a schema change sent through the process drops the prepared statements fir
   assert.equal(await columnsInTransaction(), 4);
 });
 
+test("a prepared statement's rows are described once on a connection, and read the same after", {
+  skip,
+}, async () => {
+  const { name, read } = await preparedRead();
+  await pool.query(`ALTER TABLE ${name} ADD COLUMN at timestamptz, ADD COLUMN note text`, []);
+  await pool.query(`INSERT INTO ${name} VALUES (1, '2026-11-27T12:00:00Z', NULL)`, []);
+  const client = await pool.connect();
+  try {
+    let described = 0;
+    const connection = (client as unknown as { connection: pg.Connection }).connection;
+    const count = () => described++;
+    connection.on('rowDescription', count);
+    const runs = [];
+    for (let i = 0; i < 3; i++) runs.push((await client.query(read, [1])).rows);
+    connection.off('rowDescription', count);
+    assert.equal(described, 1, 'described on the first run after the change, not again');
+    for (const rows of runs)
+      assert.deepEqual(rows, [{ id: 1, at: new Date('2026-11-27T12:00:00Z'), note: null }]);
+  } finally {
+    client.release();
+  }
+});
+
 test('at most MAX_NAMED texts are prepared; later ones run unnamed', { skip }, async () => {
   const text = (i: number) => `SELECT $1::int + ${i} AS n`;
   for (let i = 0; i <= MAX_NAMED; i++) {
