@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { startObserver } from '../../src/jobs/observer.ts';
 import { simTables } from '../../src/providers/sim/tables.ts';
+import { observedServices, recordObservation } from '../../src/store/repositories/observations.ts';
 import { type Harness, startHarness, type Tenant, VALID_SERVICE } from '../helpers/harness.ts';
 import { pollUntil } from '../helpers/poll.ts';
 
@@ -48,4 +49,17 @@ test('drift in the runtime (replicas stopped) reaches GET through the observer, 
   } finally {
     await observer.stop();
   }
+});
+
+test("a round skips a service observed since its interval's last nine tenths began: other processes' observers and deployments count", async () => {
+  const created = await h.request('POST', `/v1/environments/${t.envId}/services`, {
+    token: t.token,
+    body: { ...VALID_SERVICE.docker, name: 'observed lately' },
+  });
+  const id = created.body.data.service.id as string;
+  const at = new Date();
+  await recordObservation(h.deps.store.db, id, { run_status: 'running', ready_count: 1 }, at);
+  const ids = async (before: Date) => (await observedServices(h.deps.store.db, before)).map((s) => s.id);
+  assert.ok(!(await ids(at)).includes(id), 'observed as the round began: skipped');
+  assert.ok((await ids(new Date(at.getTime() + 1))).includes(id), 'observed before: looked at again');
 });

@@ -48,12 +48,16 @@ export async function recordObservation(
     .execute();
 }
 
-/** Live services someone deployed: the ones an observer looks at again. */
-export async function observedServices(db: Db) {
+/**
+ * Live services someone deployed whose last observation began before `observedBefore`: the ones an
+ * observer looks at again.
+ */
+export async function observedServices(db: Db, observedBefore: Date) {
   return db
     .selectFrom('service_observations as o')
     .innerJoin('services as s', 's.id', 'o.service_id')
     .select(['s.id', 's.account_id', 's.environment_id', 's.type'])
     .where('s.is_deleted', '=', false)
+    .where('o.observed_at', '<', observedBefore)
     .execute();
 }
