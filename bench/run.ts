@@ -40,7 +40,8 @@
  * - svcmetrics: bench/service-metrics.ts, the CPU one service metrics collection round costs per 100
  *   services (sim, embedded, in process).
  * - https: bench/https-ingress.ts, requests/s through the docker ingress over HTTPS (keep-alive) and full
- *   TLS handshakes/s, each against a bare node:https server with the same certificate in the same round.
+ *   TLS handshakes/s, each against a bare node:https server with the same certificate in the same round;
+ *   requests/s also driven by wrk (bench/wrk.ts) when it is installed.
  * BENCH_POSTGRES_URL (an admin connection; the run creates and drops databases of its own).
  */
 import { execFileSync } from 'node:child_process';
