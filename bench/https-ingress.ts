@@ -6,6 +6,7 @@ import autocannon from 'autocannon';
 import { selfSignedCertificate } from '../test/helpers/self-signed.ts';
 import { median } from './median.ts';
 import { type AddRow, cpuSeconds, log, type Proc, spawnNode, waitFor } from './process.ts';
+import { negotiatedBySystemOpenssl, wrk, wrkBinary } from './wrk.ts';
 
 /** CPU seconds of a process and its descendants alive now (the HTTPS ingress's HAProxy master and worker). */
 function treeCpuSeconds(pid: number | undefined): number {
@@ -45,6 +46,11 @@ const HANDSHAKE_CLIENTS = Number(process.env.BENCH_HANDSHAKE_CLIENTS || 16);
  * post-quantum X25519MLKEM768, which HAProxy's OpenSSL lacks, and each of its handshakes then costs more.
  */
 const TLS_CLIENT = { ecdhCurve: 'X25519' } as const;
+/**
+ * The name wrk connects to and sends as SNI (it sends its URL's host, and HAProxy's strict-sni refuses
+ * an address): the certificate names it beside NAME, and requests carry NAME as their Host.
+ */
+const WRK_NAME = 'localhost';
 /** The ingress should keep this much of a bare node:https server's throughput. */
 const TARGET = 0.7;
 
@@ -114,6 +120,31 @@ async function requestsPerSecond(
   };
 }
 
+/** Requests a second with wrk, the CPU each of `servers` and wrk itself used per request (microseconds). */
+async function wrkRequestsPerSecond(
+  binary: string,
+  dir: string,
+  port: number,
+  servers: Proc[],
+): Promise<{ rps: number; cpuUs: number[]; clientCpuUs: number }> {
+  const options = {
+    binary,
+    dir,
+    url: `https://${WRK_NAME}:${port}/`,
+    host: NAME,
+    connections: CONNECTIONS,
+  };
+  if (WARMUP_S > 0) await wrk({ ...options, durationS: WARMUP_S });
+  const cpuFrom = servers.map((p) => treeCpuSeconds(p.child.pid));
+  const result = await wrk({ ...options, durationS: DURATION_S });
+  const answered = Math.max(1, result.requests);
+  return {
+    rps: result.rps,
+    cpuUs: servers.map((p, i) => ((treeCpuSeconds(p.child.pid) - (cpuFrom[i] as number)) * 1e6) / answered),
+    clientCpuUs: (result.cpuSeconds * 1e6) / answered,
+  };
+}
+
 /** CPU microseconds a request cost the servers of the exchange (the ingress and the service behind it). */
 const serverCostOf = (m: { cpuUs: number[] }) => m.cpuUs.reduce((sum, us) => sum + us, 0);
 /** CPU microseconds a request cost every process in the exchange: the servers' and the client's. */
@@ -166,7 +197,7 @@ export async function httpsIngressRows(addRow: AddRow): Promise<void> {
   } = selfSignedCertificate(dir, {
     label: 'cert',
     commonName: NAME,
-    subjectAltName: `DNS:${NAME}`,
+    subjectAltName: `DNS:${NAME},DNS:${WRK_NAME}`,
     days: 2,
   });
   const procs: Proc[] = [];
@@ -198,7 +229,35 @@ export async function httpsIngressRows(addRow: AddRow): Promise<void> {
     if (new Set(tlsOf).size !== 1)
       throw new Error(`https: the servers negotiate different TLS: ${tlsOf.join('; ')}`);
     log(`https: every server negotiates ${tlsOf[0]}`);
+    const wrkAt = wrkBinary();
+    if (wrkAt) {
+      const wrkTls = await Promise.all(
+        [ingressPort, baselinePort].map((p) => negotiatedBySystemOpenssl(p, WRK_NAME)),
+      );
+      if (new Set(wrkTls).size !== 1)
+        throw new Error(`https: wrk's OpenSSL negotiates different TLS: ${wrkTls.join('; ')}`);
+      log(`https: with wrk's OpenSSL both negotiate ${wrkTls[0]}`);
+    } else {
+      log('https: wrk is not installed: the row has no wrk reading');
+    }
 
+    // The same exchange driven by wrk: the HAProxy ingress, then the baseline.
+    const wrkFields = async (binary: string, at: string) => {
+      const i = await wrkRequestsPerSecond(binary, at, ingressPort, [ingress, service]);
+      const b = await wrkRequestsPerSecond(binary, at, baselinePort, [baseline]);
+      return {
+        wrk_ingress_rps: i.rps,
+        wrk_baseline_rps: b.rps,
+        wrk_ratio: i.rps / b.rps,
+        wrk_ingress_cpu_us: i.cpuUs[0] as number,
+        wrk_service_cpu_us: i.cpuUs[1] as number,
+        wrk_baseline_cpu_us: b.cpuUs[0] as number,
+        wrk_client_cpu_us: i.clientCpuUs,
+        wrk_baseline_client_cpu_us: b.clientCpuUs,
+        wrk_cpu_ratio: costOf(b) / costOf(i),
+        wrk_server_cpu_ratio: serverCostOf(b) / serverCostOf(i),
+      };
+    };
     const rps: Record<string, number>[] = [];
     const handshakes: Record<string, number>[] = [];
     for (let r = 0; r < ROUNDS; r++) {
@@ -228,6 +287,7 @@ export async function httpsIngressRows(addRow: AddRow): Promise<void> {
         // (the ingress and the service share its cores, as Berth runs them).
         server_cpu_ratio: serverCostOf(b) / serverCostOf(i),
         client_cpu_us: i.clientCpuUs,
+        ...(wrkAt ? await wrkFields(wrkAt, dir) : {}),
         load_average_1m: os.loadavg()[0] as number,
       });
       const ih = await handshakesPerSecond(ingressPort, ca);
@@ -243,7 +303,7 @@ export async function httpsIngressRows(addRow: AddRow): Promise<void> {
       });
     }
     addRow(
-      `https: requests/s through the HTTPS ingress (BERTH_INGRESS_PROXY=haproxy; node_* the Node ingress), keep-alive, ${CONNECTIONS} connections (vs node:https, same certificate and bytes)`,
+      `https: requests/s through the HTTPS ingress (BERTH_INGRESS_PROXY=haproxy; node_* the Node ingress), keep-alive, ${CONNECTIONS} connections (vs node:https, same certificate and bytes); ${wrkAt ? 'wrk_* the same driven by wrk, one thread' : 'wrk not installed: no wrk_* reading'}`,
       `>= ${TARGET}x`,
       rps,
       // Both: on a loaded machine the scheduler favours the three processes of the proxied exchange
@@ -257,7 +317,7 @@ export async function httpsIngressRows(addRow: AddRow): Promise<void> {
       () => true,
     );
     log(
-      `https: ratio ${median(rps.map((x) => x.ratio as number)).toFixed(2)}x (Node ingress ${median(rps.map((x) => x.node_ratio as number)).toFixed(2)}x)`,
+      `https: ratio ${median(rps.map((x) => x.ratio as number)).toFixed(2)}x (Node ingress ${median(rps.map((x) => x.node_ratio as number)).toFixed(2)}x${wrkAt ? `; wrk ${median(rps.map((x) => x.wrk_ratio as number)).toFixed(2)}x` : ''})`,
     );
   } finally {
     for (const p of procs.reverse()) await p.stop();

@@ -1,9 +1,10 @@
 /**
  * Where a saturated poll's CPU goes, the request or the process: `node bench/poll-process.ts`
  * (BERTH_TEST_DATABASE picks the database, embedded by default; BENCH_POSTGRES_URL an admin connection
- * for Postgres). Three servers answer the same bytes under autocannon's shape (50 kept-alive connections,
- * BENCH_POLL_REQUESTS requests a round, the client in a process of its own): node:http in a process of
- * its own (the bench row's baseline, two headers), the same node:http handler inside a real `berth serve`
+ * for Postgres). Three servers are sent the same request (the poll's Authorization header too) and
+ * answer the same bytes under autocannon's shape (50 kept-alive connections, BENCH_POLL_REQUESTS
+ * requests a round, the client in a process of its own): node:http in a process of its own (the bench
+ * row's baseline, two headers), the same node:http handler inside a real `berth serve`
  * (bench/in-serve-handler.ts, loaded with --import: the app, its database and its job worker as the bench
  * row runs them), and Berth's kept poll (GET /v1/deployments/{id}, answered ahead of the router) in that
  * process. Rounds alternate; each server's main thread's CPU (/proc/.../schedstat) is divided by the
@@ -129,8 +130,8 @@ try {
   );
   const berthPid = berth.child.pid as number;
   const servers = {
-    node_http_alone: { url: `${aloneUrl}/`, headers: {}, pid: alone.child.pid as number },
-    node_http_in_berth: { url: `http://127.0.0.1:${insidePort}/`, headers: {}, pid: berthPid },
+    node_http_alone: { url: `${aloneUrl}/`, headers: auth, pid: alone.child.pid as number },
+    node_http_in_berth: { url: `http://127.0.0.1:${insidePort}/`, headers: auth, pid: berthPid },
     berth: { url: poll, headers: auth, pid: berthPid },
   };
   const cpu: Record<string, number[]> = Object.fromEntries(Object.keys(servers).map((name) => [name, []]));

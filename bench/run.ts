@@ -5,13 +5,14 @@
  *
  * Rows:
  * - poll: GET /v1/deployments/{id} (a finished deployment, a token) with autocannon, on Postgres and
- *   on the embedded database, each round next to a node:http process answering the same bytes.
+ *   on the embedded database, each round next to a node:http process sent the same request (its
+ *   Authorization header too) and answering the same bytes.
  * - deploy: deployments/s end to end (BERTH_SIM_STEP_MS=0; services x deployments each, accepted
  *   through the API, awaited with waiting reads) on one server, on Postgres and embedded.
  * - scale-out: the same on Postgres with `berth serve` plus two `berth worker` processes, as a ratio
  *   to one server measured in the same round.
  * - list: GET a page of 100 of 10,000 services (Postgres; the rows are copied in SQL), p50, next to
- *   node:http answering the same bytes.
+ *   node:http sent the same request and answering the same bytes.
  * - start: `berth serve` on a fresh embedded data directory until /health answers (wall clock and the
  *   CPU seconds it used, which a shared machine's load hardly moves), and its RSS idle, next to a node
  *   process starting node:http.
@@ -39,7 +40,8 @@
  * - svcmetrics: bench/service-metrics.ts, the CPU one service metrics collection round costs per 100
  *   services (sim, embedded, in process).
  * - https: bench/https-ingress.ts, requests/s through the docker ingress over HTTPS (keep-alive) and full
- *   TLS handshakes/s, each against a bare node:https server with the same certificate in the same round.
+ *   TLS handshakes/s, each against a bare node:https server with the same certificate in the same round;
+ *   requests/s also driven by wrk (bench/wrk.ts) when it is installed.
  * BENCH_POSTGRES_URL (an admin connection; the run creates and drops databases of its own).
  */
 import { execFileSync } from 'node:child_process';
@@ -322,10 +324,12 @@ async function againstBaseline(
   connections = SETTINGS.connections,
 ): Promise<Record<string, number>[]> {
   const base = await baseline(sample.raw);
+  // node:http is sent the same request, Authorization header included (its parsing is ~0.7 us).
+  const headers = { authorization: `Bearer ${berth.token}` };
   const rounds: Record<string, number>[] = [];
   for (let r = 0; r < SETTINGS.rounds; r++) {
-    const b = await load(base.url, {}, base.child.pid, connections);
-    const m = await load(url, { authorization: `Bearer ${berth.token}` }, berth.child.pid, connections);
+    const b = await load(base.url, headers, base.child.pid, connections);
+    const m = await load(url, headers, berth.child.pid, connections);
     rounds.push({
       berth_rps: m.requests_per_sec,
       berth_p50_ms: m.p50_ms,

@@ -1,0 +1,44 @@
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { test } from 'node:test';
+
+/**
+ * nextTick's feedback for its tick object's fields, as V8 prints it, after rounds of ticks each followed
+ * by full collections with no tick object alive (what a server's quiet spells do).
+ */
+function tickFieldFeedback(kept: boolean): string[] {
+  const script = `
+    ${kept ? `(await import(${JSON.stringify(new URL('./tick-shape.ts', import.meta.url).href)})).keepTickShape();` : ''}
+    const ignore = () => {};
+    for (let round = 0; round < 12; round++) {
+      for (let i = 0; i < 5000; i++) process.nextTick(ignore);
+      await new Promise((resolve) => setImmediate(resolve));
+      gc();
+      gc();
+    }
+    %DebugPrint(process.nextTick);`;
+  const out = execFileSync(
+    process.execPath,
+    ['--allow-natives-syntax', '--expose-gc', '--input-type=module', '-e', script],
+    { encoding: 'utf8', maxBuffer: 16 * 1024 * 1024 },
+  );
+  return out.split('\n').filter((line) => line.includes('DefineKeyedOwnPropertyInLiteral'));
+}
+
+test("a kept tick object keeps nextTick's field definitions monomorphic through full collections", () => {
+  const slots = tickFieldFeedback(true);
+  // Five fields (three symbols, callback, args): V8 printed them, so the check below means something.
+  assert.equal(slots.length, 5, slots.join('\n'));
+  assert.ok(
+    slots.every((line) => line.includes('MONOMORPHIC')),
+    slots.join('\n'),
+  );
+});
+
+test('without it they go megamorphic (when this fails, Node no longer needs tick-shape.ts)', () => {
+  const slots = tickFieldFeedback(false);
+  assert.ok(
+    slots.some((line) => line.includes('MEGAMORPHIC')),
+    slots.join('\n'),
+  );
+});
