@@ -29,14 +29,17 @@ const HERE = path.dirname(new URL(import.meta.url).pathname);
 const threadNs = (pid: number) =>
   Number(fs.readFileSync(`/proc/${pid}/task/${pid}/schedstat`, 'utf8').split(' ')[0]);
 
-/** The bench row's baseline handler in a process of its own. */
+/** The bench row's baseline handler in a process of its own, keeping a tick object as the row's does. */
 const ALONE = `
 const body = require('node:fs').readFileSync(process.argv[1]);
 const server = require('node:http').createServer((_request, response) => {
   response.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': body.length });
   response.end(body);
 });
-server.listen(0, '127.0.0.1', () => console.log('listening on http://127.0.0.1:' + server.address().port));`;
+import(${JSON.stringify(new URL('../src/tick-shape.ts', import.meta.url).href)}).then(({ keepTickShape }) => {
+  keepTickShape();
+  server.listen(0, '127.0.0.1', () => console.log('listening on http://127.0.0.1:' + server.address().port));
+});`;
 
 /** autocannon in a child process, so that its work is in no server's figure. */
 const CANNON = `require(${JSON.stringify(new URL(import.meta.resolve('autocannon')).pathname)})(JSON.parse(process.argv[1]), (error, result) => {

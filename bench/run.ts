@@ -293,8 +293,15 @@ async function load(
   };
 }
 
-/** A node:http process answering every request with `body` (the same bytes and content type as Berth). */
-async function baseline(body: Buffer): Promise<Proc & { url: string; startMs: number }> {
+const TICK_SHAPE = new URL('../src/tick-shape.ts', import.meta.url).href;
+
+/**
+ * A node:http process answering every request with `body` (the same bytes and content type as Berth).
+ * Compared under load, it keeps a tick object as `berth serve` does (src/tick-shape.ts): without, it
+ * answered some rounds in V8's slow nextTick state, ~3 us a request dearer (docs/performance.md,
+ * "nextTick's slow state"). The start row times a bare one.
+ */
+async function baseline(body: Buffer, keepTicks: boolean): Promise<Proc & { url: string; startMs: number }> {
   const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'berth-bench-baseline-')), 'body.json');
   fs.writeFileSync(file, body);
   const script = `
@@ -303,7 +310,9 @@ async function baseline(body: Buffer): Promise<Proc & { url: string; startMs: nu
       res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': body.length });
       res.end(body);
     });
-    server.listen(0, '127.0.0.1', () => console.log('listening on http://127.0.0.1:' + server.address().port));`;
+    const listen = () =>
+      server.listen(0, '127.0.0.1', () => console.log('listening on http://127.0.0.1:' + server.address().port));
+    ${keepTicks ? `import(${JSON.stringify(TICK_SHAPE)}).then(({ keepTickShape }) => { keepTickShape(); listen(); });` : 'listen();'}`;
   const started = performance.now();
   const proc = run(['-e', script], {});
   const url = await waitFor(
@@ -323,7 +332,7 @@ async function againstBaseline(
   sample: Reply,
   connections = SETTINGS.connections,
 ): Promise<Record<string, number>[]> {
-  const base = await baseline(sample.raw);
+  const base = await baseline(sample.raw, true);
   // node:http is sent the same request, Authorization header included (its parsing is ~0.7 us).
   const headers = { authorization: `Bearer ${berth.token}` };
   const rounds: Record<string, number>[] = [];
@@ -505,7 +514,7 @@ async function startRow(): Promise<void> {
   const rounds: Record<string, number>[] = [];
   for (let r = 0; r < SETTINGS.rounds; r++) {
     log(`start, embedded: round ${r + 1}`);
-    const base = await baseline(Buffer.from('{}'));
+    const base = await baseline(Buffer.from('{}'), false);
     const baseStart = base.startMs;
     const baseRss = rssMb(base.child.pid);
     const baseCpu = cpuSeconds(base.child.pid);

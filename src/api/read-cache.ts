@@ -89,10 +89,13 @@ export class ReadCache implements Subscriber {
     this.notifications = notifications;
   }
 
-  /** The kept representation of `key` while it is fresh: without a promise, as most polls find it. */
-  kept(key: string): Entry | undefined {
+  /**
+   * The kept representation of `key` while it is fresh: without a promise, as most polls find it. `now`:
+   * the request's clock reading, when its caller took one.
+   */
+  kept(key: string, now = Date.now()): Entry | undefined {
     const hit = this.entries.get(key);
-    return hit && hit.expiresAt > Date.now() ? hit : undefined;
+    return hit && hit.expiresAt > now ? hit : undefined;
   }
 
   /** The current representation: kept, being loaded by an earlier request, or loaded now. */

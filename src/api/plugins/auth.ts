@@ -78,20 +78,20 @@ export class TokenAuthenticator {
    * The caller, when `header` was looked up within the TTL and may call (not unknown, revoked, expired
    * or without a plan): what authenticate() would return without a promise. Undefined otherwise, with
    * nothing thrown or noted: fast-polls.ts then leaves the request to the usual path, which answers
-   * and counts the failure. The token is noted as used only once `used` is called.
+   * and counts the failure. The token is noted as used only once `used` is called. `now`: the request's
+   * clock reading, when its caller took one.
    */
-  cached(header: string): AuthContext | undefined {
+  cached(header: string, now = Date.now()): AuthContext | undefined {
     const entry = this.cache.get(header);
-    if (!entry || Date.now() - entry.at > TTL_MS || !admissible(entry.auth)) return undefined;
+    if (!entry || now - entry.at > TTL_MS || !admissible(entry.auth, now)) return undefined;
     return entry.auth;
   }
 
   /**
    * Notes the token as used: a write of `last_used_at` at most once a minute per token, off the request's
-   * path (batched, never awaited by a request).
+   * path (batched, never awaited by a request). `now` as for cached().
    */
-  used(auth: AuthContext): AuthContext {
-    const now = Date.now();
+  used(auth: AuthContext, now = Date.now()): AuthContext {
     const last = this.touched.get(auth.tokenId);
     if (last === undefined || now - last >= TOUCH_MS) {
       if (this.touched.size > 10_000) this.touched.clear();
@@ -169,8 +169,8 @@ function admitted(auth: AuthContext | null): AuthContext {
 }
 
 /** What admitted() lets through, without throwing. */
-function admissible(auth: AuthContext | null): auth is AuthContext {
-  return auth !== null && (auth.expiresAt === null || auth.expiresAt > Date.now()) && auth.plan !== 'none';
+function admissible(auth: AuthContext | null, now: number): auth is AuthContext {
+  return auth !== null && (auth.expiresAt === null || auth.expiresAt > now) && auth.plan !== 'none';
 }
 
 /** The caller of a /v1 route, authenticated by the onRequest hook before any handler runs. */

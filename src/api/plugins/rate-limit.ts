@@ -33,9 +33,9 @@ export function tokenRateLimit(perMinute: number, db?: Db, onRefused?: () => voi
       if (place instanceof Promise) return place.then((p) => answer(reply, p));
       answer(reply, place);
     },
-    countAtHand(tokenId) {
-      const place = windows.takeAtHand(tokenId, perMinute);
-      return place && rateLimitFields(perMinute, place);
+    countAtHand(tokenId, now) {
+      const place = windows.takeAtHand(tokenId, perMinute, now);
+      return place && rateLimitFields(perMinute, place, now);
     },
   };
 }
@@ -47,11 +47,11 @@ export interface RateLimitFields {
   resetS: number;
 }
 
-function rateLimitFields(perMinute: number, { position, resetAt }: Place): RateLimitFields {
+function rateLimitFields(perMinute: number, { position, resetAt }: Place, now = Date.now()): RateLimitFields {
   return {
     limit: perMinute,
     remaining: Math.max(0, perMinute - position),
-    resetS: Math.max(0, Math.ceil((resetAt - Date.now()) / 1000)),
+    resetS: Math.max(0, Math.ceil((resetAt - now) / 1000)),
   };
 }
 
@@ -60,7 +60,8 @@ export interface TokenRateLimit {
   count(reply: FastifyReply, tokenId: string): void | Promise<void>;
   /**
    * Counts it only when its place is at hand and within the limit, and returns its headers' fields;
-   * otherwise counts nothing (fast-polls.ts then leaves the request to the usual path).
+   * otherwise counts nothing (fast-polls.ts then leaves the request to the usual path). `now`: the
+   * request's clock reading.
    */
-  countAtHand(tokenId: string): RateLimitFields | undefined;
+  countAtHand(tokenId: string, now: number): RateLimitFields | undefined;
 }

@@ -18,9 +18,10 @@ export interface Windows {
   take(key: string): Place | Promise<Place>;
   /**
    * take(), only when the place is at hand and within `limit`: undefined (nothing counted) when it
-   * would be refused or needs a write (fast-polls.ts leaves such requests to the usual path).
+   * would be refused or needs a write (fast-polls.ts leaves such requests to the usual path). `now`:
+   * the caller's clock reading, taken once for its request.
    */
-  takeAtHand(key: string, limit: number): Place | undefined;
+  takeAtHand(key: string, limit: number, now: number): Place | undefined;
 }
 
 const SWEEP_AT = 10_000;
@@ -33,8 +34,7 @@ export class MemoryWindows implements Windows {
     this.windowMs = windowMs;
   }
 
-  take(key: string): Place {
-    const now = Date.now();
+  take(key: string, now = Date.now()): Place {
     let window = this.current(key, now);
     if (!window) {
       // Ended windows go once there are many keys (an address per failing client).
@@ -48,8 +48,8 @@ export class MemoryWindows implements Windows {
     return { position: window.position, resetAt: window.resetAt };
   }
 
-  takeAtHand(key: string, limit: number): Place | undefined {
-    return (this.current(key, Date.now())?.position ?? 0) < limit ? this.take(key) : undefined;
+  takeAtHand(key: string, limit: number, now: number): Place | undefined {
+    return (this.current(key, now)?.position ?? 0) < limit ? this.take(key, now) : undefined;
   }
 
   /** How many were counted in `key`'s current window, without counting. */
@@ -124,9 +124,9 @@ export class SharedWindows implements Windows {
     });
   }
 
-  takeAtHand(key: string, limit: number): Place | undefined {
+  takeAtHand(key: string, limit: number, now: number): Place | undefined {
     const block = this.blocks.get(key);
-    if (!block || block.resetAt <= Date.now() || block.waiting) return undefined;
+    if (!block || block.resetAt <= now || block.waiting) return undefined;
     if (block.next > block.last || block.next > limit) return undefined;
     return { position: block.next++, resetAt: block.resetAt };
   }

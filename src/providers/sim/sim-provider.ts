@@ -310,12 +310,15 @@ export class SimProvider implements Provider {
     return head;
   }
 
-  /** Runs one call, recorded with its outcome; a failed call is recorded, then thrown. */
+  /**
+   * Runs one call, recorded with its outcome; a failed call is recorded, then thrown. A call whose work
+   * recorded its outcome itself (`recorded`, in the statement of its last change) is not recorded again.
+   */
   private async record(
     operation: string,
     subjectId: string,
     serviceId: string | null,
-    work: () => Promise<{ outcome: string; error?: Error }>,
+    work: (callId: string) => Promise<{ outcome: string; error?: Error; recorded?: true }>,
   ): Promise<void> {
     const call = await this.db
       .insertInto('sim_calls')
@@ -323,15 +326,18 @@ export class SimProvider implements Provider {
       .returning('id')
       .executeTakeFirstOrThrow();
     // A call cut short (the worker lost its job) is recorded as such, then rethrown.
-    const { outcome, error } = await work().catch((cause: Error) => ({
-      outcome: `aborted: ${cause.message}`,
-      error: cause,
-    }));
-    await this.db
-      .updateTable('sim_calls')
-      .set({ outcome, finished_at: sql`clock_timestamp()` })
-      .where('id', '=', call.id)
-      .execute();
+    const { outcome, error, recorded } = await work(call.id).catch(
+      (cause: Error): { outcome: string; error: Error; recorded?: true } => ({
+        outcome: `aborted: ${cause.message}`,
+        error: cause,
+      }),
+    );
+    if (!recorded)
+      await this.db
+        .updateTable('sim_calls')
+        .set({ outcome, finished_at: sql`clock_timestamp()` })
+        .where('id', '=', call.id)
+        .execute();
     if (error) throw error;
   }
 
@@ -346,15 +352,6 @@ export class SimProvider implements Provider {
     return simIdentity(env);
   }
 
-  private async generationInPlace(serviceId: string): Promise<number | null> {
-    const row = await this.db
-      .selectFrom('sim_workloads')
-      .select('generation')
-      .where('service_id', '=', serviceId)
-      .executeTakeFirst();
-    return row ? Number(row.generation) : null;
-  }
-
   async apply(desired: DesiredService, signal: AbortSignal, log: DeployLog = SILENT_LOG): Promise<Applied> {
     const { service, target, deploymentId, environment, generation } = desired;
     const namespaceName = `env-${environment.id.slice(0, 8)}`;
@@ -367,27 +364,38 @@ export class SimProvider implements Provider {
     };
     // Idempotent: a deployment this cloud already finished is reported, not run again. A call cut short
     // because its worker lost the job changed nothing and decides nothing: the next holder runs it.
-    const done = await this.db
-      .selectFrom('sim_calls')
-      .select('outcome')
-      .where('subject_id', '=', deploymentId)
-      .where('operation', '=', 'deploy')
-      .where('outcome', 'is not', null)
-      .where('outcome', 'not like', 'aborted: %')
-      .executeTakeFirst();
-    if (done) {
-      if (done.outcome === 'success') return applied;
-      throw done.outcome === 'superseded'
+    // With the generation in place, in the same statement.
+    const { done, in_place } = await this.db
+      .selectNoFrom((eb) => [
+        eb
+          .selectFrom('sim_calls')
+          .select('outcome')
+          .where('subject_id', '=', deploymentId)
+          .where('operation', '=', 'deploy')
+          .where('outcome', 'is not', null)
+          .where('outcome', 'not like', 'aborted: %')
+          .limit(1)
+          .as('done'),
+        eb
+          .selectFrom('sim_workloads')
+          .select('generation')
+          .where('service_id', '=', service.id)
+          .as('in_place'),
+      ])
+      .executeTakeFirstOrThrow();
+    if (done !== null) {
+      if (done === 'success') return applied;
+      throw done === 'superseded'
         ? new SupersededError(`generation ${generation} was superseded`)
-        : new DeployFailed(done.outcome ?? '', source);
+        : new DeployFailed(done, source);
     }
-    const inPlace = await this.generationInPlace(service.id);
+    const inPlace = in_place === null ? null : Number(in_place);
     if (inPlace !== null && inPlace > generation) {
       throw new SupersededError(`generation ${inPlace} is in place; ${generation} is older`);
     }
     signal.throwIfAborted();
 
-    await this.record('deploy', deploymentId, service.id, async () => {
+    await this.record('deploy', deploymentId, service.id, async (callId) => {
       const name = target.commit_id || target.helm_chart_version || target.docker_image_tag;
       const step = service.source === 'docker_image' || service.source === 'helm_chart' ? 'pull' : 'build';
       logSource(log, desired, source);
@@ -422,39 +430,54 @@ export class SimProvider implements Provider {
         Object.entries(desired.variables).map(([name, value]) => [name, hex(value)]),
       );
       // Fenced: the row changes only if what is in place is not newer (the check above may be stale).
+      // The call's outcome is recorded in the same statement: superseded when the row did not change.
       const moved = await this.db
-        .insertInto('sim_workloads')
-        .values({
-          service_id: service.id,
-          deployment_id: deploymentId,
-          target: name || 'head',
-          replicas: service.replica_count ?? 1,
-          run_status: runStatus,
-          generation,
-          cron_jobs: JSON.stringify(
-            desired.ops.cron_jobs.map((job) => ({
-              ...job,
-              url: `http://${applied.svcAlias}:${service.port ?? 80}${job.path}`,
-            })),
-          ),
-          variables: JSON.stringify(variables),
-        })
-        .onConflict((oc) =>
-          oc
-            .column('service_id')
-            .doUpdateSet((eb) => ({
-              deployment_id: eb.ref('excluded.deployment_id'),
-              target: eb.ref('excluded.target'),
-              replicas: eb.ref('excluded.replicas'),
-              run_status: eb.ref('excluded.run_status'),
-              generation: eb.ref('excluded.generation'),
-              cron_jobs: eb.ref('excluded.cron_jobs'),
-              variables: eb.ref('excluded.variables'),
-              updated_at: sql`clock_timestamp()`,
-            }))
-            .whereRef('sim_workloads.generation', '<=', 'excluded.generation'),
+        .with('moved', (db) =>
+          db
+            .insertInto('sim_workloads')
+            .values({
+              service_id: service.id,
+              deployment_id: deploymentId,
+              target: name || 'head',
+              replicas: service.replica_count ?? 1,
+              run_status: runStatus,
+              generation,
+              cron_jobs: JSON.stringify(
+                desired.ops.cron_jobs.map((job) => ({
+                  ...job,
+                  url: `http://${applied.svcAlias}:${service.port ?? 80}${job.path}`,
+                })),
+              ),
+              variables: JSON.stringify(variables),
+            })
+            .onConflict((oc) =>
+              oc
+                .column('service_id')
+                .doUpdateSet((eb) => ({
+                  deployment_id: eb.ref('excluded.deployment_id'),
+                  target: eb.ref('excluded.target'),
+                  replicas: eb.ref('excluded.replicas'),
+                  run_status: eb.ref('excluded.run_status'),
+                  generation: eb.ref('excluded.generation'),
+                  cron_jobs: eb.ref('excluded.cron_jobs'),
+                  variables: eb.ref('excluded.variables'),
+                  updated_at: sql`clock_timestamp()`,
+                }))
+                .whereRef('sim_workloads.generation', '<=', 'excluded.generation'),
+            )
+            .returning('service_id'),
         )
-        .returning('service_id')
+        .with('call', (db) =>
+          db
+            .updateTable('sim_calls')
+            .set({
+              outcome: sql<string>`CASE WHEN EXISTS (SELECT 1 FROM moved) THEN ${failure ?? 'success'} ELSE 'superseded' END`,
+              finished_at: sql`clock_timestamp()`,
+            })
+            .where('id', '=', callId),
+        )
+        .selectFrom('moved')
+        .select('service_id')
         .executeTakeFirst();
       if (!moved) {
         log.end(
@@ -465,14 +488,15 @@ export class SimProvider implements Provider {
         return {
           outcome: 'superseded',
           error: new SupersededError(`a newer generation than ${generation} is in place`),
+          recorded: true,
         };
       }
       // A job that ran and failed is in place (it observes as failed) and fails its deployment.
-      if (failure) return { outcome: failure, error: new DeployFailed(failure, source) };
+      if (failure) return { outcome: failure, error: new DeployFailed(failure, source), recorded: true };
       log.mark('routed');
       log.end('traffic', 'success', `Traffic moved to this deployment (generation ${generation})`);
       log.end('drain', 'success', 'The previous version was drained');
-      return { outcome: 'success' };
+      return { outcome: 'success', recorded: true };
     });
     return applied;
   }
