@@ -3,6 +3,7 @@ import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import type { Db, Store } from '../store/database.ts';
 import {
+  type ClaimedJob,
   type ClaimFilter,
   claim,
   complete,
@@ -139,12 +140,14 @@ class BudgetSlots {
   private claiming: Promise<unknown> = Promise.resolve();
   readonly budget: JobBudget;
   readonly idle = new IdleLoops();
+  /** Notifications heard for this budget's kinds so far: one heard during a job may be for its queue's next. */
+  heard = 0;
 
   constructor(budget: JobBudget) {
     this.budget = budget;
   }
 
-  claim(take: (filter: ClaimFilter) => Promise<JobRow | undefined>): Promise<JobRow | undefined> {
+  claim(take: (filter: ClaimFilter) => Promise<ClaimedJob | undefined>): Promise<ClaimedJob | undefined> {
     const next = this.claiming.then(async () => {
       const fullAccounts = [...this.running]
         .filter(([, count]) => count >= this.budget.perAccount)
@@ -155,6 +158,11 @@ class BudgetSlots {
     });
     this.claiming = next.catch(() => undefined);
     return next;
+  }
+
+  /** Whether `account` uses its whole budget of these slots: its other jobs wait for one to end. */
+  full(account: string | null): boolean {
+    return account !== null && (this.running.get(account) ?? 0) >= this.budget.perAccount;
   }
 
   release(job: JobRow): void {
@@ -190,8 +198,10 @@ export class Worker {
         // The kinds queued: an empty notification (a trigger's) may be any kind.
         const kinds = keys.filter((key) => key !== '');
         for (const slots of this.budgets) {
-          if (kinds.length === 0 || kinds.some((kind) => slots.budget.kinds.includes(kind as JobKind)))
+          if (kinds.length === 0 || kinds.some((kind) => slots.budget.kinds.includes(kind as JobKind))) {
+            slots.heard++;
             slots.idle.notified();
+          }
         }
       },
     });
@@ -230,7 +240,7 @@ export class Worker {
   private async loop(slots: BudgetSlots): Promise<void> {
     const { store, logger, leaseMs } = this.options;
     while (this.running) {
-      let job: JobRow | undefined;
+      let job: ClaimedJob | undefined;
       // The database starts the lease after this moment: it is surely held until claimedAt + leaseMs.
       const claimedAt = Date.now();
       try {
@@ -244,19 +254,31 @@ export class Worker {
         if (this.running) await slots.idle.wait(this.pollMs);
         continue;
       }
-      // More jobs may be due: the next idle loop of this budget looks while this one works.
-      slots.idle.wakeOne();
+      // More jobs another loop could take are due: the next idle loop of this budget looks while this
+      // one works (none when the only ones due are of this job's account, which it has just filled).
+      if (slots.full(job.account_id) ? job.others_due_elsewhere : job.others_due) slots.idle.wakeOne();
+      const heard = slots.heard;
+      let removed = false;
+      let filled = false;
       try {
-        await this.execute(job, claimedAt);
+        removed = await this.execute(job, claimedAt);
       } finally {
+        filled = slots.full(job.account_id);
         slots.release(job);
       }
       // A slot of this job's account is free, and the next job of its queue due: this loop's own next
-      // claim looks for them (a queue's jobs are all of one budget: deliveries have no queue key).
+      // claim looks for them (a queue's jobs are all of one budget: deliveries have no queue key), when
+      // there can be any: one was due at the claim, or one was queued since (its notification), or the
+      // account had no slot left (its jobs were passed over), or this job is not gone (a retry).
+      // Otherwise the claim would find nothing: the loop waits instead (a notification, or the poll,
+      // wakes it), which spares an idle queue a claim per job.
+      if (removed && !job.others_due && !filled && slots.heard === heard && this.running)
+        await slots.idle.wait(this.pollMs);
     }
   }
 
-  private async execute(job: JobRow, claimedAt: number): Promise<void> {
+  /** Runs a claimed job; true when it ended done, the job removed. */
+  private async execute(job: JobRow, claimedAt: number): Promise<boolean> {
     const { store, logger, leaseMs, handlers } = this.options;
     const log = logger.child({
       job: job.seq,
@@ -308,22 +330,26 @@ export class Worker {
         log.error('job abandoned after too many attempts');
         await handler.fail(job, job.last_error ?? 'its worker stopped every time', claimed);
         if (!claimed.finished) await complete(store.db, fence);
-        return;
+        return false;
       }
       await handler.run(job, lease.signal, claimed);
       // The outcome committed with the job's removal: nothing is left to do.
       if (claimed.finished) {
         log.debug('job done');
-        return;
+        return true;
       }
       // A handler that was stopped did not finish: the job runs again, here or elsewhere.
       lease.signal.throwIfAborted();
-      if (await complete(store.db, fence)) log.debug('job done');
-      else log.warn('finished a job another worker holds now: its outcome is theirs');
+      if (await complete(store.db, fence)) {
+        log.debug('job done');
+        return true;
+      }
+      log.warn('finished a job another worker holds now: its outcome is theirs');
+      return false;
     } catch (error) {
       if (error instanceof LostClaimError) {
         log.warn('finished a job another worker holds now: its outcome is theirs');
-        return;
+        return false;
       }
       const message = error instanceof Error ? error.message : String(error);
       const retryable = !(error instanceof TerminalError);
@@ -344,11 +370,12 @@ export class Worker {
       } catch (inner) {
         if (inner instanceof LostClaimError) {
           log.warn({ err: error }, 'job failed, but another worker holds it now: its outcome is theirs');
-          return;
+          return false;
         }
         // The lease will lapse and the job run again: handlers are idempotent.
         log.error({ err: inner }, 'recording a job failure failed');
       }
+      return false;
     } finally {
       clearInterval(heartbeat);
       clearTimeout(expiry);

@@ -34,9 +34,15 @@ import { pollUntil } from '../helpers/poll.ts';
 let database: TestDatabase;
 let store: Store;
 let db: Store['db'];
+/** Every statement the store ran. */
+const queries: string[] = [];
 before(async () => {
   database = await createTestDatabase();
-  store = await openStore({ databaseUrl: database.databaseUrl, dataDir: database.dataDir });
+  store = await openStore({
+    databaseUrl: database.databaseUrl,
+    dataDir: database.dataDir,
+    onQuery: (query) => queries.push(query),
+  });
   db = store.db;
 });
 after(async () => {
@@ -199,6 +205,30 @@ test("claim: the budgets' filter takes only its kinds, and no job of an account 
     delivery.seq,
   );
   assert.equal((await claim(db, 'w', 60_000, { kinds: others, fullAccounts: [] }))?.seq, fullDeploy.seq);
+});
+
+test('claim: says whether another job it could take was due, and whether one of another account was', async () => {
+  const mine = randomUUID();
+  const other = randomUUID();
+  await add({ accountId: mine });
+  await add({ accountId: mine });
+  const first = await claim(db, 'w', 60_000);
+  assert.equal(first?.others_due, true, 'the second job of the account');
+  assert.equal(first?.others_due_elsewhere, false, 'of the same account');
+  await add({ accountId: other });
+  const second = await claim(db, 'w', 60_000);
+  assert.equal(second?.account_id, mine);
+  assert.deepEqual([second?.others_due, second?.others_due_elsewhere], [true, true]);
+  const filtered = await claim(db, 'w', 60_000, { kinds: ['deliver_webhook'], fullAccounts: [] });
+  assert.equal(filtered, undefined, "the filter is the claim's own");
+  await add({ accountId: mine });
+  const last = await claim(db, 'w', 60_000, { kinds: JOB_KINDS, fullAccounts: [mine] });
+  assert.equal(last?.account_id, other);
+  assert.deepEqual(
+    [last?.others_due, last?.others_due_elsewhere],
+    [false, false],
+    'a job of a full account is not one this claim could take',
+  );
 });
 
 test('claim races: a claimer skips the job another is claiming (SKIP LOCKED), never waits on it or takes it twice', async () => {
@@ -538,6 +568,38 @@ test('the worker: a job claimed more times than it may run (its workers kept dyi
   }
   assert.equal(ran, 0, 'not run again');
   assert.deepEqual(failed, ['killed mid-run'], 'failed with the last error it had, and removed');
+});
+
+test('the worker: a job queued alone is claimed once; no loop claims again after it, nor beside it, when nothing else was due', async () => {
+  const handlers = Object.fromEntries(
+    JOB_KINDS.map((kind) => [kind, { run: async () => undefined, fail: async () => undefined }]),
+  ) as unknown as Record<JobKind, JobHandler>;
+  const worker = new Worker({
+    store,
+    handlers,
+    logger: pino({ level: 'silent' }),
+    leaseMs: 10_000,
+    budgets: [{ kinds: JOB_KINDS, slots: 2, perAccount: 2 }],
+    pollMs: 3_600_000,
+  });
+  const claims = () => queries.filter((q) => q.includes('UPDATE jobs SET locked_by')).length;
+  const before = claims();
+  await worker.start();
+  try {
+    // Each loop's first claim, finding nothing.
+    await pollUntil('both loops to have looked', async () => (claims() - before >= 2 ? true : undefined));
+    const from = claims();
+    for (let i = 0; i < 3; i++) {
+      const job = await add();
+      await pollUntil('the job to end', async () => ((await rowOf(job.seq)) ? undefined : true));
+    }
+    // One claim per job; a notification heard while a job ends may add one. Before, each job cost
+    // three: its own, the other loop's look beside it, and its loop's look after it.
+    const made = claims() - from;
+    assert.ok(made >= 3 && made <= 5, `${made} claims for 3 jobs`);
+  } finally {
+    await worker.stop();
+  }
 });
 
 test('a stop while every loop is out claiming ends the loops at once, leaving no poll timer behind', async () => {

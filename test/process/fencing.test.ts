@@ -144,18 +144,20 @@ test('a worker stopped between its start statement and its commit cannot leave a
     const end = await pollUntil(
       'the deployment to end, or to be left without a job',
       async () => {
+        // One statement, one snapshot: read apart, an outcome committed between the two reads (the
+        // job's removal with the deployment's end) looked like a deployment left without its job.
         const deployment = await store.db
           .selectFrom('deployments')
-          .select('state')
+          .select((eb) => [
+            'state',
+            eb
+              .exists(eb.selectFrom('jobs').select('seq').where('subject_id', '=', deploymentId))
+              .as('has_job'),
+          ])
           .where('id', '=', deploymentId)
           .executeTakeFirstOrThrow();
-        const job = await store.db
-          .selectFrom('jobs')
-          .select('seq')
-          .where('subject_id', '=', deploymentId)
-          .executeTakeFirst();
         if (deployment.state === 'success' || deployment.state === 'failed') return deployment.state;
-        return job ? undefined : `${deployment.state} without a job`;
+        return deployment.has_job ? undefined : `${deployment.state} without a job`;
       },
       { timeoutMs: 60_000, intervalMs: 50 },
     );

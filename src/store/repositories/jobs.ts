@@ -82,17 +82,27 @@ export interface ClaimFilter {
   fullAccounts: readonly string[];
 }
 
+/**
+ * A claimed job, and whether another job of the claim's kinds and accounts was due and free when it
+ * was claimed (whatever its queue: one this claim could not take may be takeable when this job ends),
+ * and one of another account than the job's.
+ */
+export type ClaimedJob = JobRow & { others_due: boolean; others_due_elsewhere: boolean };
+
 export async function claim(
   db: Db,
   workerId: string,
   leaseMs: number,
   filter: ClaimFilter = { kinds: JOB_KINDS, fullAccounts: [] },
-): Promise<JobRow | undefined> {
-  const accounts =
+): Promise<ClaimedJob | undefined> {
+  const accounts = (alias: string) =>
     filter.fullAccounts.length === 0
       ? sql``
-      : sql`AND (j.account_id IS NULL OR j.account_id NOT IN (${sql.join(filter.fullAccounts)}))`;
-  const result = await sql<JobRow>`
+      : sql`AND (${sql.ref(`${alias}.account_id`)} IS NULL OR ${sql.ref(`${alias}.account_id`)} NOT IN (${sql.join(filter.fullAccounts)}))`;
+  const due = sql`k.seq <> jobs.seq AND k.run_after <= clock_timestamp()
+    AND (k.locked_until IS NULL OR k.locked_until < clock_timestamp())
+    AND k.kind IN (${sql.join(filter.kinds)}) ${accounts('k')}`;
+  const result = await sql<ClaimedJob>`
     UPDATE jobs SET locked_by = ${workerId},
       locked_until = clock_timestamp() + ${`${leaseMs} milliseconds`}::interval,
       attempts = attempts + 1
@@ -101,13 +111,16 @@ export async function claim(
       WHERE j.run_after <= clock_timestamp()
         AND (j.locked_until IS NULL OR j.locked_until < clock_timestamp())
         AND j.kind IN (${sql.join(filter.kinds)})
-        ${accounts}
+        ${accounts('j')}
         AND (j.queue_key IS NULL OR NOT EXISTS (
           SELECT 1 FROM jobs older WHERE older.queue_key = j.queue_key AND older.seq < j.seq))
       ORDER BY j.run_after, j.seq
       LIMIT 1
       FOR UPDATE SKIP LOCKED)
-    RETURNING *`.execute(db);
+    RETURNING *, EXISTS (SELECT 1 FROM jobs k WHERE ${due}) AS others_due,
+      EXISTS (SELECT 1 FROM jobs k WHERE ${due} AND k.account_id IS DISTINCT FROM jobs.account_id) AS others_due_elsewhere`.execute(
+    db,
+  );
   return result.rows[0];
 }
 
