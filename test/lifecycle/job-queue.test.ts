@@ -487,20 +487,28 @@ test('queuedJobs: per kind, the jobs no live lease holds (due or not) and the ag
   assert.ok((byKind.get('deliver_webhook')?.oldestS ?? -1) < 30);
 });
 
-/** A worker over this store running `handler` for every kind, retrying at once. */
-async function runWorker(handler: JobHandler): Promise<Worker> {
+/** A worker over this store, not yet started, running `handler` for every kind, two slots. */
+function workerOver(handler: JobHandler, pollMs: number): Worker {
   const handlers = Object.fromEntries(JOB_KINDS.map((kind) => [kind, handler])) as Record<
     JobKind,
     JobHandler
   >;
-  const worker = new Worker({
+  return new Worker({
     store,
     handlers,
     logger: pino({ level: 'silent' }),
     leaseMs: 10_000,
     budgets: [{ kinds: JOB_KINDS, slots: 2, perAccount: 2 }],
-    pollMs: 20,
+    pollMs,
   });
+}
+
+/** Does nothing, for every kind. */
+const idleHandler: JobHandler = { run: async () => undefined, fail: async () => undefined };
+
+/** A started worker running `handler` for every kind, polling often. */
+async function runWorker(handler: JobHandler): Promise<Worker> {
+  const worker = workerOver(handler, 20);
   await worker.start();
   return worker;
 }
@@ -571,17 +579,7 @@ test('the worker: a job claimed more times than it may run (its workers kept dyi
 });
 
 test('the worker: a job queued alone is claimed once; no loop claims again after it, nor beside it, when nothing else was due', async () => {
-  const handlers = Object.fromEntries(
-    JOB_KINDS.map((kind) => [kind, { run: async () => undefined, fail: async () => undefined }]),
-  ) as unknown as Record<JobKind, JobHandler>;
-  const worker = new Worker({
-    store,
-    handlers,
-    logger: pino({ level: 'silent' }),
-    leaseMs: 10_000,
-    budgets: [{ kinds: JOB_KINDS, slots: 2, perAccount: 2 }],
-    pollMs: 3_600_000,
-  });
+  const worker = workerOver(idleHandler, 3_600_000);
   const claims = () => queries.filter((q) => q.includes('UPDATE jobs SET locked_by')).length;
   const before = claims();
   await worker.start();
@@ -603,19 +601,9 @@ test('the worker: a job queued alone is claimed once; no loop claims again after
 });
 
 test('a stop while every loop is out claiming ends the loops at once, leaving no poll timer behind', async () => {
-  const handlers = Object.fromEntries(
-    JOB_KINDS.map((kind) => [kind, { run: async () => undefined, fail: async () => undefined }]),
-  ) as unknown as Record<JobKind, JobHandler>;
   for (let round = 0; round < 20; round++) {
     // An hour-long poll and a grace as long: a loop that went to sleep after the stop would hold both.
-    const worker = new Worker({
-      store,
-      handlers,
-      logger: pino({ level: 'silent' }),
-      leaseMs: 10_000,
-      budgets: [{ kinds: JOB_KINDS, slots: 2, perAccount: 2 }],
-      pollMs: 3_600_000,
-    });
+    const worker = workerOver(idleHandler, 3_600_000);
     const timersBefore = process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
     await worker.start();
     let deadline: NodeJS.Timeout | undefined;
