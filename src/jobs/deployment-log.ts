@@ -3,12 +3,8 @@ import type { DeployStep, TimelineMark } from '../domain/deployment-states.ts';
 import { redactor } from '../domain/redact.ts';
 import type { DeployLog } from '../providers/provider.ts';
 import type { Db } from '../store/database.ts';
-import {
-  appendDeploymentLog,
-  type LogEntry,
-  type OperationChange,
-  type TimelineEntry,
-} from '../store/repositories/deployment-logs.ts';
+import type { LogEntry, OperationChange, TimelineEntry } from '../store/log-at-commit.ts';
+import { appendDeploymentLog } from '../store/repositories/deployment-logs.ts';
 
 /** Buffered lines are written this often, or at once past FLUSH_LINES: a build's output costs few writes. */
 const FLUSH_MS = 200;
@@ -18,7 +14,7 @@ const MAX_LINE = 4000;
 
 /**
  * The deploy job's DeployLog: masks secret values, buffers lines and step changes, and writes them in
- * small transactions (deployment-logs.ts). A write that fails is logged and dropped: the log must never
+ * small transactions, or in the caller's (`writeIn`), by their commit's statement (log-at-commit.ts). A write that fails is logged and dropped: the log must never
  * fail the deployment it describes.
  */
 export class DeploymentLogWriter implements DeployLog {

@@ -11,6 +11,8 @@
  * lasts until the commit that follows at once. So an account's events commit in `seq` order, and a
  * reader that has seen `seq` N never finds a later-committed event of that account below N. Taken last,
  * the lock is never held while waiting on a row lock (no deadlock with the account's other writers).
+ * A deployment log's writes ride in the same statement (log-at-commit.ts), their lock taken before the
+ * accounts'.
  *
  * What each kind records is declared once, in EVENT_SOURCES: adding an event kind is a line there (and
  * its schema in api/schemas/events.ts; test/lifecycle/event-sources.test.ts checks they agree).
@@ -27,6 +29,7 @@ import {
   sql,
 } from 'kysely';
 import type { EventKind } from '../domain/events.ts';
+import { LOG_OVER, type LogWrite, logCtes, loggedDeployments, trimLog } from './log-at-commit.ts';
 import { TOPICS } from './notifications.ts';
 import type { Database } from './schema.ts';
 
@@ -203,19 +206,20 @@ export function setsEventColumns(kind: EventKind, set: object): boolean {
 }
 
 /**
- * A transaction's writes kept for its commit: its events, its audit entries (one per mutation) and the
- * jobs it queues that way (enqueueAtCommit).
+ * A transaction's writes kept for its commit: its events, its audit entries (one per mutation), the
+ * jobs it queues that way (enqueueAtCommit) and its deployment log writes.
  */
 interface Pendings {
   events: Pending[];
   audits: Record<string, unknown>[];
   jobs: Record<string, unknown>[];
+  logs: LogWrite[];
 }
 const pendingOf = new WeakMap<DatabaseConnection, Pendings>();
 /** Per savepoint, how many writes of each kind were pending when it was made. */
 const savepointsOf = new WeakMap<
   DatabaseConnection,
-  Map<string, { events: number; audits: number; jobs: number }>
+  Map<string, { events: number; audits: number; jobs: number; logs: number }>
 >();
 
 /**
@@ -267,12 +271,13 @@ async function pend(db: QueryExecutorProvider, writes: Partial<Pendings>) {
   await db.getExecutor().provideConnection(async (connection) => {
     let pending = pendingOf.get(connection);
     if (!pending) {
-      pending = { events: [], audits: [], jobs: [] };
+      pending = { events: [], audits: [], jobs: [], logs: [] };
       pendingOf.set(connection, pending);
     }
     pending.events.push(...(writes.events ?? []));
     pending.audits.push(...(writes.audits ?? []));
     pending.jobs.push(...(writes.jobs ?? []));
+    pending.logs.push(...(writes.logs ?? []));
   });
 }
 
@@ -299,6 +304,18 @@ export async function recordJobRow(
 ): Promise<void> {
   if (!db.isTransaction) throw new Error('a job must be queued at commit in a transaction');
   await pend(db, { jobs: [row] });
+}
+
+/**
+ * Keeps a write of a deployment's log for `db`'s transaction's commit, whose statement writes it
+ * (log-at-commit.ts): a log write costs no statement of its own.
+ */
+export async function recordLogWrite(
+  db: QueryExecutorProvider & { isTransaction: boolean },
+  write: LogWrite,
+): Promise<void> {
+  if (!db.isTransaction) throw new Error("a deployment's log is written in a transaction");
+  await pend(db, { logs: [write] });
 }
 
 /**
@@ -329,18 +346,22 @@ function queuedKinds(jobs: Record<string, unknown>[]): string {
  * The one statement that writes a transaction's events: locks the accounts (in id order) before a
  * `seq` is drawn (the WHERE's uncorrelated subquery runs once, before the first row), inserts the
  * events in the order they were recorded, a delivery and its job for each webhook that wants one, and
- * notifies. An event whose account is gone (a cascade) is dropped: nobody is left to tell.
+ * notifies. An event whose account is gone (a cascade) is dropped: nobody is left to tell. The
+ * deployment log's writes come first (log-at-commit.ts): the accounts' locks join `log_locked`, so its
+ * locks are taken before them, and the last row says how many deployments' logs went past the bound.
  */
-function writeEvents({ events: pending, audits, jobs }: Pendings): CompiledQuery {
-  const parameters = [JSON.stringify(pending)];
-  const more = (name: string, table: string, rows: Record<string, unknown>[]) => {
-    if (rows.length === 0) return '';
-    parameters.push(JSON.stringify(rows));
-    return rowsWrite(name, table, rows, `$${parameters.length}`);
-  };
+function writeEvents({ events: pending, audits, jobs, logs }: Pendings): CompiledQuery {
+  const parameters: string[] = [];
+  const param = (json: string) => `$${parameters.push(json)}`;
+  if (pending.length === 0 && audits.length === 0 && jobs.length === 0)
+    return CompiledQuery.raw(`WITH ${logCtes(logs, param)}\n    ${LOG_OVER}`, parameters);
+  parameters.push(JSON.stringify(pending));
+  const more = (name: string, table: string, rows: Record<string, unknown>[]) =>
+    rows.length === 0 ? '' : rowsWrite(name, table, rows, param(JSON.stringify(rows)));
   const writes = more('audit', 'audit_logs', audits) + more('queued', 'jobs', jobs);
+  const logged = logs.length > 0;
   return CompiledQuery.raw(
-    `WITH input AS (
+    `WITH ${logged ? `${logCtes(logs, param)}, ` : ''}input AS (
       SELECT e.n, coalesce((e.item ->> 'account_id')::uuid,
         (SELECT s.account_id FROM services s WHERE s.id = (e.item ->> 'service_id')::uuid),
         (SELECT v.account_id FROM environments v WHERE v.id = (e.item ->> 'environment_id')::uuid)) AS account_id,
@@ -352,7 +373,7 @@ function writeEvents({ events: pending, audits, jobs }: Pendings): CompiledQuery
       WHERE i.account_id IS NOT NULL AND (SELECT count(*) FROM (
         SELECT pg_advisory_xact_lock(1702, hashtext(a.account_id::text)) FROM (
           SELECT DISTINCT account_id FROM input WHERE account_id IS NOT NULL ORDER BY account_id
-        ) a) locked) >= 0
+        ) a${logged ? ', log_locked' : ''}) locked) >= 0
       ORDER BY i.n
       RETURNING seq, account_id, type
     ), delivery AS (
@@ -371,7 +392,7 @@ function writeEvents({ events: pending, audits, jobs }: Pendings): CompiledQuery
         ? `
     UNION ALL SELECT count(pg_notify('${TOPICS.jobs}', '${queuedKinds(jobs)}'))`
         : ''
-    }`,
+    }${logged ? `\n    UNION ALL ${LOG_OVER}` : ''}`,
     parameters,
   );
 }
@@ -404,8 +425,20 @@ function eventWritingDriver(inner: Driver): Driver {
     commitTransaction: async (connection) => {
       const pending = pendingOf.get(connection);
       drop(connection);
-      if (pending && (pending.events.length > 0 || pending.audits.length > 0 || pending.jobs.length > 0))
-        await connection.executeQuery(writeEvents(pending));
+      if (
+        pending &&
+        (pending.events.length > 0 ||
+          pending.audits.length > 0 ||
+          pending.jobs.length > 0 ||
+          pending.logs.length > 0)
+      ) {
+        const { rows } = await connection.executeQuery(writeEvents(pending));
+        // The last row is the log's: how many deployments went past the bound (rarely any).
+        const over = pending.logs.length > 0 ? Number(Object.values(rows.at(-1) ?? {})[0]) : 0;
+        if (over > 0)
+          for (const deploymentId of loggedDeployments(pending.logs))
+            await connection.executeQuery(trimLog(deploymentId));
+      }
       await inner.commitTransaction(connection);
     },
     rollbackTransaction: (connection) => {
@@ -424,6 +457,7 @@ function eventWritingDriver(inner: Driver): Driver {
           events: pending?.events.length ?? 0,
           audits: pending?.audits.length ?? 0,
           jobs: pending?.jobs.length ?? 0,
+          logs: pending?.logs.length ?? 0,
         });
         return inner.savepoint?.(connection, name, compile) ?? Promise.resolve();
       },
@@ -436,6 +470,7 @@ function eventWritingDriver(inner: Driver): Driver {
           pending.events.splice(mark.events);
           pending.audits.splice(mark.audits);
           pending.jobs.splice(mark.jobs);
+          pending.logs.splice(mark.logs);
         }
         return inner.rollbackToSavepoint?.(connection, name, compile) ?? Promise.resolve();
       },

@@ -15,7 +15,7 @@ before(async () => {
 });
 after(() => h.close());
 
-test('one deployment costs at most 15 statements with its 3 log writes (12 besides), the run reading in one statement, its outcome and the job removal one statement', async () => {
+test('one deployment costs at most 12 statements, its log written by the commits it rides in, the run reading in one statement, its outcome and the job removal one statement', async () => {
   const created = await h.request('POST', `/v1/environments/${t.envId}/services`, {
     token: t.token,
     body: VALID_SERVICE.docker,
@@ -44,11 +44,12 @@ test('one deployment costs at most 15 statements with its 3 log writes (12 besid
     token: t.token,
     body: {},
   });
+  const id = second.body.data.deployment_id as string;
   const worker2 = await h.startWorker();
-  await ended(second.body.data.deployment_id);
+  await ended(id);
   await worker2.stop();
   // Berth's own statements: not the simulated provider's tables, not idle workers' empty claims or
-  // lease renewals, not the token lookup or the rate-limit window, the deployment's log lines, and not this test's polling.
+  // lease renewals, not the token lookup or the rate-limit window, and not this test's polling.
   const own = h.queries.filter(
     (q) =>
       !/"?sim_\w+"?/.test(q) &&
@@ -57,35 +58,64 @@ test('one deployment costs at most 15 statements with its 3 log writes (12 besid
       !q.startsWith('update "jobs" set "locked_until"') &&
       !q.includes('rate_limit_windows') &&
       !q.includes('api_tokens') &&
-      // The deployment's log (its lines, steps and their notifications) is counted apart.
-      !/deployment_logs|deployment_operations|^SELECT pg_advisory_xact_lock\(hashtext|pg_notify\(\$1, \$2\)/.test(
-        q,
-      ) &&
-      !q.startsWith('select "state" from "deployments"'),
+      !q.startsWith('select "state" from "deployments"') &&
+      // A write of the log alone: the rollout's lines waiting past the writer's flush interval, which a
+      // loaded machine may make (at most one, below).
+      !logAlone(q),
   );
   const statements = own.filter((q) => !/^(begin|commit|rollback)$/i.test(q.trim()));
   // Accept (5): scope, lock, insert (with the previous deployment's state), service, the commit's
-  // statement (the events, the job with its notification and the audit entry). Start (4):
-  // the run's one read (the deployment with its service and environment, and what the run needs
-  // besides: the secrets, the deployed domains, the dependencies; its cancel flag is the cancel watch's
-  // first look), the start (one statement), the job's fence (held last: a worker paused before it
-  // leaves the job free for another, test/process/fencing.test.ts), the events. Run (1): the snapshot a
-  // rollback restores (ops config and variables). Outcome (2): one statement (the job's removal under
-  // the fence, the deployment, its service, the observation and the look for a deploy_failed alert to
-  // resolve), the events.
+  // statement (the events, the job with its notification, the audit entry and the log's first lines).
+  // Start (4): the run's one read (the deployment with its service and environment, and what the run
+  // needs besides: the secrets, the deployed domains, the dependencies; its cancel flag is the cancel
+  // watch's first look), the start (one statement), the job's fence (held last: a worker paused before
+  // it leaves the job free for another, test/process/fencing.test.ts), the events with the log's
+  // lines. Run (1): the snapshot a rollback restores (ops config and variables). Outcome (2): one
+  // statement (the job's removal under the fence, the deployment, its service, the observation and
+  // the look for a deploy_failed alert to resolve), the events with the log's last lines. It was 15
+  // with a statement of its own for each of the log's three writes.
   assert.ok(statements.length <= 12, `${statements.length} statements:\n${statements.join('\n')}`);
-  // The log: one statement per write (the lock with its notification, the lines, the steps' changes,
-  // the timeline and the count the bound is checked against, as CTEs), three writes a deployment:
-  // accepted, started, the outcome (15 statements in all); one more when the rollout's lines wait past
-  // the writer's flush interval (a loaded machine). It was four statements per write, and one per step
-  // change before.
-  const log = h.queries.filter(
-    (q) =>
-      /deployment_logs|deployment_operations|^SELECT pg_advisory_xact_lock\(hashtext|pg_notify\(\$1, \$2\)/.test(
-        q,
-      ) && !q.startsWith('select "state" from "deployments"'),
+  // The log has no statement of its own: its lines, steps and timeline ride in the three commits'
+  // statements (their lock, their notification and the count the bound is checked against as CTEs),
+  // and nothing is trimmed under the bound.
+  const log = own.filter((q) => /deployment_logs|deployment_operations|deployment_timeline/.test(q));
+  assert.equal(log.length, 3, log.join('\n'));
+  for (const q of log) assert.match(q, /^WITH log_locked[\s\S]*INSERT INTO events/);
+  assert.ok(h.queries.filter(logAlone).length <= 1, h.queries.filter(logAlone).join('\n'));
+  assert.ok(!h.queries.some((q) => q.includes('earlier lines dropped')), 'no trim under the bound');
+  // And its lines arrived, in order, with its steps and timeline.
+  const db = h.deps.store.db;
+  const lines = await db
+    .selectFrom('deployment_logs')
+    .select(['step', 'line'])
+    .where('deployment_id', '=', id)
+    .orderBy('seq')
+    .execute();
+  assert.match(lines[0]?.line ?? '', / accepted$/);
+  assert.deepEqual(lines[1], { step: 'queue', line: 'Queued' });
+  assert.ok(
+    lines.some((l) => l.step === 'queue' && /^Started \(attempt 1 of \d+\)$/.test(l.line)),
+    JSON.stringify(lines),
   );
-  assert.ok(log.length <= 4, `${log.length} log statements:\n${log.join('\n')}`);
+  assert.deepEqual(lines.at(-1), { step: 'outcome', line: 'Deployment succeeded' });
+  const steps = await db
+    .selectFrom('deployment_operations')
+    .select(['step', 'state'])
+    .where('deployment_id', '=', id)
+    .execute();
+  for (const step of ['accept', 'queue', 'outcome'])
+    assert.deepEqual(
+      steps.find((s) => s.step === step),
+      { step, state: 'success' },
+      JSON.stringify(steps),
+    );
+  const marks = await db
+    .selectFrom('deployment_timeline')
+    .select('mark')
+    .where('deployment_id', '=', id)
+    .orderBy('at')
+    .execute();
+  assert.deepEqual([marks[0]?.mark, marks[1]?.mark, marks.at(-1)?.mark], ['accepted', 'claimed', 'success']);
   if (h.deps.store.kind === 'postgres') {
     // The outcome and the job's removal commit together, in one statement: the job removed under the
     // claim's fence gates the deployment's move.
@@ -101,3 +131,8 @@ test('one deployment costs at most 15 statements with its 3 log writes (12 besid
     assert.equal(commits.length, 3, own.join('\n'));
   }
 });
+
+/** A commit's statement that writes the log and nothing else (DeploymentLogWriter's flush). */
+function logAlone(q: string): boolean {
+  return q.startsWith('WITH log_locked') && !q.includes('INSERT INTO events');
+}

@@ -1,7 +1,10 @@
 import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
-import { appendDeploymentLog, MAX_LOG_LINES } from '../../src/store/repositories/deployment-logs.ts';
+import { sql } from 'kysely';
+import { MAX_LOG_LINES } from '../../src/store/log-at-commit.ts';
+import { appendDeploymentLog } from '../../src/store/repositories/deployment-logs.ts';
+import { TEST_DATABASE } from '../helpers/database.ts';
 import { type Harness, startHarness, type Tenant, VALID_SERVICE } from '../helpers/harness.ts';
 import { pollUntil } from '../helpers/poll.ts';
 import { openSse } from '../helpers/sse.ts';
@@ -191,7 +194,7 @@ async function followQueued(quiet: Harness) {
   const id = deployed.body.data.deployment_id as string;
   const stream = await openSse(`${url}/v1/deployments/${id}/logs?follow=true`, tenant.token);
   await stream.until('the lines so far', (events) => events.some((e) => e.event === 'line'));
-  return { id, stream };
+  return { id, stream, tenant };
 }
 
 // In both: the fallback read comes FOLLOW_POLL_MS (5 s) after the last wake, well after the deadline.
@@ -229,6 +232,54 @@ test('a line reaches a follower when it commits, not with the next fallback read
     );
     stream.close();
   } finally {
+    await quiet.close();
+  }
+});
+
+test("a commit's statement takes the log's lock before the account's: a log write waiting on the account holds its deployment's lock", {
+  skip: TEST_DATABASE !== 'postgres' && 'one connection embedded: nothing waits',
+}, async () => {
+  const quiet = await startHarness();
+  let release = () => {};
+  const released = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  try {
+    const { id, stream, tenant } = await followQueued(quiet);
+    const { db } = quiet.deps.store;
+    let holding = () => {};
+    const held = new Promise<void>((resolve) => {
+      holding = resolve;
+    });
+    const holder = db.transaction().execute(async (trx) => {
+      await sql`SELECT pg_advisory_xact_lock(1702, hashtext(${tenant.accountId}))`.execute(trx);
+      holding();
+      await released;
+    });
+    await held;
+    // The cancel's commit writes its events (the account's lock) and its log's last lines.
+    const cancel = quiet.request('POST', `/v1/deployments/${id}/cancel`, { token: tenant.token, body: {} });
+    const waiting = await pollUntil('the cancel to wait on the account', async () => {
+      const { rows } = await sql<{ logLocked: boolean }>`
+          SELECT EXISTS (SELECT 1 FROM pg_locks l WHERE l.pid = w.pid AND l.locktype = 'advisory'
+            AND l.objsubid = 1 AND l.granted AND l.objid::bigint = hashtext(${id})::bigint & 4294967295) AS "logLocked"
+          FROM pg_locks w WHERE w.locktype = 'advisory' AND w.objsubid = 2 AND NOT w.granted`.execute(db);
+      return rows[0];
+    });
+    release();
+    await holder;
+    const cancelled = await cancel;
+    assert.equal(waiting.logLocked, true, "the deployment's lock is held while the account's is awaited");
+    assert.equal(cancelled.status, 200, cancelled.raw);
+    await stream.until(
+      'the cancel line',
+      (seen) =>
+        seen.some((e) => e.event === 'line' && e.data.line === 'Deployment cancelled before it started'),
+      3000,
+    );
+    stream.close();
+  } finally {
+    release();
     await quiet.close();
   }
 });
