@@ -96,14 +96,15 @@ test('a worker stopped between its start statement and its commit cannot leave a
     });
     assert.equal(created.status, 200, JSON.stringify(created.body));
 
-    // The deployment is accepted while worker 1 cannot claim it, then its log's lock is held: worker 1's
-    // start transaction stops right after the start statement, at its first log line.
+    // The deployment is accepted while worker 1 cannot claim it, then its row is locked: worker 1's start
+    // statement waits on it, and once it is free runs to its end while worker 1 is paused, before the
+    // job's fence and the commit.
     first.child.kill('SIGSTOP');
     const res = await api(`${envUrl}/services/${created.body.data.service.id}/deploy`, token, 'POST', {});
     assert.equal(res.status, 200, JSON.stringify(res.body));
     const deploymentId = res.body.data.deployment_id as string;
     await holder.query('BEGIN');
-    await holder.query('SELECT pg_advisory_xact_lock(hashtext($1))', [deploymentId]);
+    await holder.query('SELECT 1 FROM deployments WHERE id = $1 FOR UPDATE', [deploymentId]);
     first.child.kill('SIGCONT');
     const waiting = (what: string, query: string) =>
       pollUntil(`${what} to wait on a lock`, async () => {
@@ -112,7 +113,7 @@ test('a worker stopped between its start statement and its commit cannot leave a
           WHERE wait_event_type = 'Lock' AND query ILIKE ${query}`.execute(store.db);
         return rows.length > 0 ? true : undefined;
       });
-    await waiting('worker 1 (its deployment started, its log line next)', '%pg_advisory_xact_lock%');
+    await waiting('worker 1 (starting its deployment)', '%update "deployments"%');
     assert.equal(
       (
         await store.db
@@ -124,7 +125,7 @@ test('a worker stopped between its start statement and its commit cannot leave a
       'queued',
       'the start is not committed yet',
     );
-    // Paused there: its transaction stays open, holding the deployment's row, once the log lock is free.
+    // Paused there: its transaction stays open, holding the deployment's row, once the holder's lock is free.
     first.child.kill('SIGSTOP');
     await holder.query('COMMIT');
 
