@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { simTables } from '../../src/providers/sim/tables.ts';
 import { openStore } from '../../src/store/database.ts';
+import { TEST_DATABASE, type TestDatabase } from '../helpers/database.ts';
 import { assertNoDeploymentWithoutJobIn } from '../helpers/fencing.ts';
 import { pollUntil } from '../helpers/poll.ts';
 import { api, deploymentEnd } from '../helpers/process.ts';
@@ -13,8 +14,34 @@ import { KILLED_SERVER, serverFixture } from '../helpers/server.ts';
  */
 const server = serverFixture('sim', { ...KILLED_SERVER, BERTH_SIM_STEP_MS: '400' });
 
+/**
+ * The first server's steps: the database it begins making takes 3 x 3 s, so the kill, sent once the
+ * call is seen begun, lands inside it however loaded the machine (with 400 ms steps it could end first).
+ */
+const FIRST_SERVER_STEP_MS = '3000';
+
+/** Polls until the sim's call making the database has begun (Postgres: the database is readable meanwhile). */
+async function databaseCallBegun(database: TestDatabase, serviceId: string): Promise<void> {
+  const store = await openStore({ databaseUrl: database.databaseUrl, dataDir: database.dataDir });
+  try {
+    await pollUntil('the call making the database to have begun', async () =>
+      (await simTables(store.db)
+        .selectFrom('sim_calls')
+        .select('id')
+        .where('service_id', '=', serviceId)
+        .where('operation', '=', 'create_resource')
+        .where('finished_at', 'is', null)
+        .executeTakeFirst())
+        ? true
+        : undefined,
+    );
+  } finally {
+    await store.close();
+  }
+}
+
 test('SIGKILL while a dependency is provisioned: after a restart the deployment succeeds, each resource made once', async () => {
-  const { berth: first, token, envId } = await server.start();
+  const { berth: first, token, envId } = await server.start({ BERTH_SIM_STEP_MS: FIRST_SERVER_STEP_MS });
   const ops = {
     dependencies: {
       rds: { instances: [{ id: 'main-db', prefix: 'userdata', exports: { DB_HOST: '$address' } }] },
@@ -43,6 +70,9 @@ test('SIGKILL while a dependency is provisioned: after a restart the deployment 
     const rds = res.body.data.dependencies.find((d: { kind: string }) => d.kind === 'rds');
     return rds?.state === 'provisioning' ? true : undefined;
   });
+  // Its row says provisioning a statement or two before the sim records the call. On Postgres the test
+  // waits for the call itself; the embedded database is the server's alone until the kill.
+  if (TEST_DATABASE === 'postgres') await databaseCallBegun(server.database, serviceId);
   assert.equal(await first.kill('SIGKILL'), 'SIGKILL');
   await assertNoDeploymentWithoutJobIn(server.database);
 
