@@ -104,7 +104,7 @@ test('SIGKILL while a dependency is provisioned: after a restart the deployment 
       .where('service_id', '=', serviceId)
       .where('operation', '=', 'create_resource')
       .execute();
-    // A call the worker gave up when its short lease ran out on a loaded machine (the sim records it
+    // A call the worker gave up when its lease ran out on a loaded machine (the sim records it
     // "aborted: ...") made nothing: sim_resources above holds each resource once.
     const finished = calls
       .filter((c) => c.finished_at !== null && !c.outcome?.startsWith('aborted:'))
@@ -114,9 +114,10 @@ test('SIGKILL while a dependency is provisioned: after a restart the deployment 
       ['rds.instances main-db', 's3.buckets files'],
       'each made exactly once',
     );
-    assert.equal(
-      calls.filter((c) => c.finished_at === null).length,
-      1,
+    // At least one: a call whose worker lost its lease runs out its steps before it records "aborted",
+    // so killed meanwhile it is unfinished beside the retry that took over (seen at load 12-14).
+    assert.ok(
+      calls.filter((c) => c.finished_at === null).length >= 1,
       'the kill interrupted the database while it was being made',
     );
     assert.deepEqual(
