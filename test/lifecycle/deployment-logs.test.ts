@@ -263,7 +263,8 @@ test("a commit's statement takes the log's lock before the account's: a log writ
       const { rows } = await sql<{ logLocked: boolean }>`
           SELECT EXISTS (SELECT 1 FROM pg_locks l WHERE l.pid = w.pid AND l.locktype = 'advisory'
             AND l.objsubid = 1 AND l.granted AND l.objid::bigint = hashtext(${id})::bigint & 4294967295) AS "logLocked"
-          FROM pg_locks w WHERE w.locktype = 'advisory' AND w.objsubid = 2 AND NOT w.granted`.execute(db);
+          FROM pg_locks w WHERE w.locktype = 'advisory' AND w.objsubid = 2 AND NOT w.granted
+            AND w.database = (SELECT oid FROM pg_database WHERE datname = current_database())`.execute(db);
       return rows[0];
     });
     release();
@@ -271,11 +272,8 @@ test("a commit's statement takes the log's lock before the account's: a log writ
     const cancelled = await cancel;
     assert.equal(waiting.logLocked, true, "the deployment's lock is held while the account's is awaited");
     assert.equal(cancelled.status, 200, cancelled.raw);
-    await stream.until(
-      'the cancel line',
-      (seen) =>
-        seen.some((e) => e.event === 'line' && e.data.line === 'Deployment cancelled before it started'),
-      3000,
+    await stream.until('the cancel line', (seen) =>
+      seen.some((e) => e.event === 'line' && e.data.line === 'Deployment cancelled before it started'),
     );
     stream.close();
   } finally {
