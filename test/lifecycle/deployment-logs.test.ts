@@ -236,6 +236,60 @@ test('a line reaches a follower when it commits, not with the next fallback read
   }
 });
 
+test("one transaction's writes to a deployment's log are written together: a step keeps its first start and its last state, a moment its first time", async () => {
+  const quiet = await startHarness();
+  try {
+    const { id, stream } = await followQueued(quiet);
+    stream.close();
+    const { db } = quiet.deps.store;
+    const first = new Date('2030-01-01T00:00:01.000Z');
+    const then = new Date('2030-01-01T00:00:02.000Z');
+    await db.transaction().execute(async (trx) => {
+      await appendDeploymentLog(
+        trx,
+        id,
+        [{ step: 'build', line: 'building', at: first }],
+        [{ step: 'build', state: 'running', startedAt: first, finishedAt: null }],
+        [{ mark: 'claimed', at: first }],
+      );
+      await appendDeploymentLog(
+        trx,
+        id,
+        [{ step: 'build', line: 'built', at: then }],
+        [{ step: 'build', state: 'success', startedAt: then, finishedAt: then }],
+        [{ mark: 'claimed', at: then }],
+      );
+    });
+    const lines = await db
+      .selectFrom('deployment_logs')
+      .select('line')
+      .where('deployment_id', '=', id)
+      .where('step', '=', 'build')
+      .orderBy('seq')
+      .execute();
+    assert.deepEqual(
+      lines.map((l) => l.line),
+      ['building', 'built'],
+    );
+    const build = await db
+      .selectFrom('deployment_operations')
+      .select(['state', 'started_at', 'finished_at'])
+      .where('deployment_id', '=', id)
+      .where('step', '=', 'build')
+      .executeTakeFirstOrThrow();
+    assert.deepEqual(build, { state: 'success', started_at: first, finished_at: then });
+    const claimed = await db
+      .selectFrom('deployment_timeline')
+      .select('at')
+      .where('deployment_id', '=', id)
+      .where('mark', '=', 'claimed')
+      .execute();
+    assert.deepEqual(claimed, [{ at: first }]);
+  } finally {
+    await quiet.close();
+  }
+});
+
 test("a commit's statement takes the log's lock before the account's: a log write waiting on the account holds its deployment's lock", {
   skip: TEST_DATABASE !== 'postgres' && 'one connection embedded: nothing waits',
 }, async () => {
