@@ -14,8 +14,8 @@ const MAX_LINE = 4000;
 
 /**
  * The deploy job's DeployLog: masks secret values, buffers lines and step changes, and writes them in
- * small transactions, or in the caller's (`writeIn`), by their commit's statement (log-at-commit.ts). A write that fails is logged and dropped: the log must never
- * fail the deployment it describes.
+ * small transactions, or in the caller's (`writeIn`), by their commit's statement (log-at-commit.ts).
+ * A write that fails is logged and dropped: the log must never fail the deployment it describes.
  */
 export class DeploymentLogWriter implements DeployLog {
   private entries: LogEntry[] = [];
