@@ -1,4 +1,5 @@
 import { type ExpressionBuilder, sql } from 'kysely';
+import { compiled } from '../compiled.ts';
 import type { Db } from '../database.ts';
 import { recordJobRow } from '../events.ts';
 import { TOPICS } from '../notifications.ts';
@@ -154,9 +155,12 @@ export async function renewLease(db: Db, fence: Fence, leaseMs: number): Promise
  * commits; false (the caller rolls back) when another worker took it over.
  */
 export async function holdClaim(db: Db, fence: Fence): Promise<boolean> {
-  const row = await db.selectFrom('jobs').select('seq').where(held(fence)).forUpdate().executeTakeFirst();
-  return row !== undefined;
+  return (await holdJob.executeTakeFirst(db, fence)) !== undefined;
 }
+
+const holdJob = compiled((db, fence: Fence) =>
+  db.selectFrom('jobs').select('seq').where(held(fence)).forUpdate(),
+);
 
 /** Removes a finished job; false (and nothing done) when the claim is no longer this worker's. */
 export async function complete(db: Db, fence: Fence): Promise<boolean> {
