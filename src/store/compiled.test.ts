@@ -74,3 +74,24 @@ test("a value put in a compiled statement's text fails when it is built, not wit
   );
   assert.throws(() => text.compile(store.db, { name: 'x' }), /must be a parameter/);
 });
+
+test("each shape of values is its own statement: an array's length, a record's keys (an undefined one left out)", async () => {
+  await sql`INSERT INTO compiled_t (id, name) VALUES (10, 'ten'), (11, 'eleven'), (12, 'ten')`.execute(
+    store.db,
+  );
+  const pick = compiled((_db, v: { ids: number[]; name?: string }) => {
+    const named = v.name === undefined ? sql`` : sql`AND name = ${v.name}`;
+    return sql<{
+      id: number;
+    }>`SELECT id FROM compiled_t WHERE id IN (${sql.join([0, ...v.ids])}) ${named} ORDER BY id`;
+  });
+  const ids = async (values: { ids: number[]; name?: string }) =>
+    (await pick.execute(store.db, values)).map((r) => r.id);
+  assert.deepEqual(await ids({ ids: [] }), []);
+  assert.deepEqual(await ids({ ids: [10] }), [10]);
+  assert.deepEqual(await ids({ ids: [10, 11, 12] }), [10, 11, 12]);
+  assert.deepEqual(await ids({ ids: [11] }), [11]);
+  assert.deepEqual(await ids({ ids: [10, 11, 12], name: 'ten' }), [10, 12]);
+  assert.deepEqual(await ids({ ids: [10, 11, 12], name: undefined }), [10, 11, 12]);
+  assert.deepEqual(await ids({ ids: [10, 11], name: 'eleven' }), [11]);
+});

@@ -41,7 +41,7 @@ const isRecord = (value: unknown): value is Record<string, unknown> =>
  */
 function shapeOf(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(shapeOf).join(',')}]`;
-  if (!isRecord(value)) return '';
+  if (!isRecord(value)) return 'v';
   let shape = '{';
   for (const key in value) if (value[key] !== undefined) shape += `${key}:${shapeOf(value[key])},`;
   return `${shape}}`;
