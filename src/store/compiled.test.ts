@@ -95,3 +95,13 @@ test("each shape of values is its own statement: an array's length, a record's k
   assert.deepEqual(await ids({ ids: [10, 11, 12], name: undefined }), [10, 11, 12]);
   assert.deepEqual(await ids({ ids: [10, 11], name: 'eleven' }), [11]);
 });
+
+test('an array bound as one value (an array column) fails when built: arrays are structure', () => {
+  const tagged = compiled((db, v: { id: string; tags: 'service.updated'[] }) =>
+    db.updateTable('webhooks').set({ event_types: v.tags }).where('id', '=', v.id),
+  );
+  assert.throws(
+    () => tagged.compile(store.db, { id: 'x', tags: ['service.updated'] }),
+    /must be one parameter/,
+  );
+});

@@ -56,6 +56,12 @@ function placeholders(value: unknown, path: Path): unknown {
   return out;
 }
 
+const holdsPlaceholder = (value: unknown): boolean =>
+  value instanceof Placeholder ||
+  (Array.isArray(value)
+    ? value.some(holdsPlaceholder)
+    : isRecord(value) && Object.values(value).some(holdsPlaceholder));
+
 function valueAt(values: unknown, path: Path): unknown {
   let value = values;
   for (const key of path) value = (value as Record<string | number, unknown>)[key];
@@ -74,7 +80,9 @@ const MAX_SHAPES = 64;
 /**
  * A statement built by `build` once per shape of its values `V` (shapeOf), and run with each call's.
  * `build` gets placeholders in the values' places: it must put each where a value goes, and not branch
- * on one (it may on the shape: which keys a record has, how long an array is).
+ * on one (it may on the shape: which keys a record has, how long an array is). Arrays and records are
+ * structure, so a jsonb or array column's value goes in as one value (JSON text, say); bound whole it
+ * fails when built.
  */
 export function compiled<V extends object, O>(
   build: (db: Db, values: V) => Compilable<O>,
@@ -119,7 +127,13 @@ export class CompiledStatement<V extends object, O> {
     // A class instance would be one value in all, which no builder can take apart.
     if (!isRecord(values)) throw new Error("a compiled statement's values are a record");
     const compiled = this.#build(db, placeholders(values, []) as V).compile(db);
-    const paths = compiled.parameters.map((p) => (p instanceof Placeholder ? p.path : undefined));
+    const paths = compiled.parameters.map((p) => {
+      if (p instanceof Placeholder) return p.path;
+      // An array or record bound as one value (a jsonb or array column's) was taken for structure.
+      if (holdsPlaceholder(p))
+        throw new Error("a compiled statement's array or record value must be one parameter");
+      return undefined;
+    });
     return { compiled, paths };
   }
 }
