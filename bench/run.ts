@@ -302,7 +302,9 @@ const TICK_SHAPE = new URL('../src/tick-shape.ts', import.meta.url).href;
  * "nextTick's slow state"). The start row times a bare one.
  */
 async function baseline(body: Buffer, keepTicks: boolean): Promise<Proc & { url: string; startMs: number }> {
-  const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'berth-bench-baseline-')), 'body.json');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-bench-baseline-'));
+  cleanups.push(async () => fs.rmSync(dir, { recursive: true, force: true }));
+  const file = path.join(dir, 'body.json');
   fs.writeFileSync(file, body);
   const script = `
     const body = require('node:fs').readFileSync(${JSON.stringify(file)});

@@ -104,3 +104,29 @@ test('regrowth is measured in the old generation: young objects do not count', (
   assert.ok(allGrowth >= 64 * 1024, `the heap as a whole sees the young objects (${allGrowth} bytes)`);
   assert.ok(oldGrowth < 32 * 1024, `the old generation does not (${oldGrowth} bytes)`);
 });
+
+test('a server with requests coming never collects, however long they last', async (ctx) => {
+  let collections = 0;
+  const collector = collectWhenIdle({
+    idleMs: 200,
+    collect: () => {
+      collections += 1;
+    },
+  });
+  ctx.after(() => collector.stop());
+  const start = Date.now();
+  // A request every 10 ms for five quiet periods' worth.
+  await pollUntil(
+    'ten quiet periods of requests',
+    async () => {
+      collector.touch();
+      return Date.now() - start > 1000 ? true : undefined;
+    },
+    { timeoutMs: 5000, intervalMs: 10 },
+  );
+  assert.equal(collections, 0);
+  await pollUntil('the collection once they stop', async () => (collections === 1 ? true : undefined), {
+    timeoutMs: 5000,
+    intervalMs: 10,
+  });
+});

@@ -63,7 +63,10 @@ export function collectWhenIdle(options: CollectorOptions): IdleCollector {
   const { idleMs, regrowBytes = 16 * 1024 * 1024 } = options;
   const collect = options.collect ?? collectAll();
   const heapUsed = options.heapUsed ?? oldGenerationUsed;
-  let lastActivity = 0;
+  // A request only raises a flag (it runs on every request); the timer reads it. Two checks in a row that
+  // find it down are at least idleMs apart from the last request.
+  let active = false;
+  let quietChecks = 0;
   let dirty = false;
   let usedAfterCollection = heapUsed();
   const collectNow = () => {
@@ -72,13 +75,18 @@ export function collectWhenIdle(options: CollectorOptions): IdleCollector {
     usedAfterCollection = heapUsed();
   };
   const timer = setInterval(() => {
-    if (Date.now() - lastActivity < idleMs) return;
+    if (active) {
+      active = false;
+      quietChecks = 0;
+      return;
+    }
+    if (++quietChecks < 2) return;
     if (dirty || heapUsed() - usedAfterCollection > regrowBytes) collectNow();
   }, idleMs / 2);
   timer.unref();
   return {
     touch() {
-      lastActivity = Date.now();
+      active = true;
       dirty = true;
     },
     collectNow,

@@ -2,16 +2,19 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { test } from 'node:test';
+import { type TestContext, test } from 'node:test';
 import Fastify from 'fastify';
 import { CONSOLE_CSP, consoleBuilt, registerConsole } from './console.ts';
 
-function tempDir(): string {
-  return fs.mkdtempSync(path.join(os.tmpdir(), 'berth-console-'));
+/** A directory of the test's own, removed after it whatever its outcome. */
+function tempDir(t: TestContext): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-console-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  return dir;
 }
 
-test('a console that was never built: GET / says how to build it, with 503', async () => {
-  const dist = path.join(tempDir(), 'dist');
+test('a console that was never built: GET / says how to build it, with 503', async (t) => {
+  const dist = path.join(tempDir(t), 'dist');
   assert.equal(consoleBuilt(dist), false);
   const app = Fastify();
   await registerConsole(app, dist);
@@ -21,8 +24,8 @@ test('a console that was never built: GET / says how to build it, with 503', asy
   await app.close();
 });
 
-test('a built console: its page carries the CSP, its hashed assets are cached for good, and it answers no other path', async () => {
-  const dist = tempDir();
+test('a built console: its page carries the CSP, its hashed assets are cached for good, and it answers no other path', async (t) => {
+  const dist = tempDir(t);
   fs.mkdirSync(path.join(dist, 'assets'));
   fs.writeFileSync(path.join(dist, 'index.html'), '<!doctype html><title>t</title>');
   fs.writeFileSync(path.join(dist, 'assets/index-abc123.js'), 'export {};');

@@ -110,8 +110,22 @@ test('on the older Node, npx berth and npm install warn of no engine: bin/berth.
 });
 
 test('every dependency with an install script is reviewed in allowScripts: npm install warns of none', () => {
+  // npm knows an installed package (and so whether allowScripts covers it) by its lockfile entry, found
+  // from the package's real path. A node_modules linked in from another checkout (a git worktree's) has
+  // its packages' real paths in that checkout, where npm finds them: the check runs there, once that
+  // checkout's package.json and lockfile are shown to be this one's.
+  const installedBy = path.dirname(fs.realpathSync(path.join(REPO, 'node_modules')));
+  if (installedBy !== REPO) {
+    for (const file of ['package.json', 'package-lock.json']) {
+      assert.equal(
+        fs.readFileSync(path.join(installedBy, file), 'utf8'),
+        fs.readFileSync(path.join(REPO, file), 'utf8'),
+        `node_modules is ${installedBy}'s install: its ${file} must be this one's (else npm install here)`,
+      );
+    }
+  }
   const res = spawnSync('npm', ['install-scripts', 'ls'], {
-    cwd: REPO,
+    cwd: installedBy,
     encoding: 'utf8',
     env: { ...process.env, PATH: `${path.dirname(OLD_NODE)}:/usr/bin:/bin` },
   });

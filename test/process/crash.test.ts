@@ -13,8 +13,14 @@ import { KILLED_SERVER, serverFixture } from '../helpers/server.ts';
  */
 const server = serverFixture('sim', { ...KILLED_SERVER, BERTH_SIM_STEP_MS: '300' });
 
+/**
+ * The first server's steps: a deploy call it begins lasts 2 x 4 s, so the kill, sent as soon as a call
+ * is seen begun, lands inside it however loaded the machine (with 300 ms steps the call could end first).
+ */
+const FIRST_SERVER_STEP_MS = '4000';
+
 test('SIGKILL during deployments: after a restart every deployment reaches a terminal state exactly once', async () => {
-  const { berth: first, token, envId } = await server.start();
+  const { berth: first, token, envId } = await server.start({ BERTH_SIM_STEP_MS: FIRST_SERVER_STEP_MS });
 
   const deploymentIds: string[] = [];
   for (let s = 0; s < 3; s++) {
@@ -43,8 +49,14 @@ test('SIGKILL during deployments: after a restart every deployment reaches a ter
 
   const stateOf = async (url: string, id: string) =>
     (await api(`${url}/v1/deployments/${id}`, token)).body.data.deployment.state;
-  await pollUntil('a deployment to be in progress', async () => {
-    for (const id of deploymentIds) if ((await stateOf(first.url, id)) === 'in_progress') return true;
+  // The sim writes its pull lines inside the provider call, after recording the call: a deployment
+  // merely in_progress may not have reached its call yet (the embedded database, held by the server,
+  // cannot be read meanwhile).
+  await pollUntil('a provider call to have begun', async () => {
+    for (const id of deploymentIds) {
+      const log = await api(`${first.url}/v1/deployments/${id}/logs`, token);
+      if (log.body.data.lines.some((l: { step: string }) => l.step === 'pull')) return true;
+    }
     return undefined;
   });
   assert.equal(await first.kill('SIGKILL'), 'SIGKILL');

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { simTables } from '../../src/providers/sim/tables.ts';
 import { openStore } from '../../src/store/database.ts';
+import { TEST_DATABASE, type TestDatabase } from '../helpers/database.ts';
 import { assertNoDeploymentWithoutJobIn } from '../helpers/fencing.ts';
 import { pollUntil } from '../helpers/poll.ts';
 import { api, deploymentEnd } from '../helpers/process.ts';
@@ -13,8 +14,34 @@ import { KILLED_SERVER, serverFixture } from '../helpers/server.ts';
  */
 const server = serverFixture('sim', { ...KILLED_SERVER, BERTH_SIM_STEP_MS: '400' });
 
+/**
+ * The first server's steps: the database it begins making takes 3 x 3 s, so the kill, sent once the
+ * call is seen begun, lands inside it however loaded the machine (with 400 ms steps it could end first).
+ */
+const FIRST_SERVER_STEP_MS = '3000';
+
+/** Polls until the sim's call making the database has begun (Postgres: the database is readable meanwhile). */
+async function databaseCallBegun(database: TestDatabase, serviceId: string): Promise<void> {
+  const store = await openStore({ databaseUrl: database.databaseUrl, dataDir: database.dataDir });
+  try {
+    await pollUntil('the call making the database to have begun', async () =>
+      (await simTables(store.db)
+        .selectFrom('sim_calls')
+        .select('id')
+        .where('service_id', '=', serviceId)
+        .where('operation', '=', 'create_resource')
+        .where('finished_at', 'is', null)
+        .executeTakeFirst())
+        ? true
+        : undefined,
+    );
+  } finally {
+    await store.close();
+  }
+}
+
 test('SIGKILL while a dependency is provisioned: after a restart the deployment succeeds, each resource made once', async () => {
-  const { berth: first, token, envId } = await server.start();
+  const { berth: first, token, envId } = await server.start({ BERTH_SIM_STEP_MS: FIRST_SERVER_STEP_MS });
   const ops = {
     dependencies: {
       rds: { instances: [{ id: 'main-db', prefix: 'userdata', exports: { DB_HOST: '$address' } }] },
@@ -43,6 +70,9 @@ test('SIGKILL while a dependency is provisioned: after a restart the deployment 
     const rds = res.body.data.dependencies.find((d: { kind: string }) => d.kind === 'rds');
     return rds?.state === 'provisioning' ? true : undefined;
   });
+  // Its row says provisioning a statement or two before the sim records the call. On Postgres the test
+  // waits for the call itself; the embedded database is the server's alone until the kill.
+  if (TEST_DATABASE === 'postgres') await databaseCallBegun(server.database, serviceId);
   assert.equal(await first.kill('SIGKILL'), 'SIGKILL');
   await assertNoDeploymentWithoutJobIn(server.database);
 
@@ -74,7 +104,7 @@ test('SIGKILL while a dependency is provisioned: after a restart the deployment 
       .where('service_id', '=', serviceId)
       .where('operation', '=', 'create_resource')
       .execute();
-    // A call the worker gave up when its short lease ran out on a loaded machine (the sim records it
+    // A call the worker gave up when its lease ran out on a loaded machine (the sim records it
     // "aborted: ...") made nothing: sim_resources above holds each resource once.
     const finished = calls
       .filter((c) => c.finished_at !== null && !c.outcome?.startsWith('aborted:'))
@@ -84,9 +114,10 @@ test('SIGKILL while a dependency is provisioned: after a restart the deployment 
       ['rds.instances main-db', 's3.buckets files'],
       'each made exactly once',
     );
-    assert.equal(
-      calls.filter((c) => c.finished_at === null).length,
-      1,
+    // At least one: a call whose worker lost its lease runs out its steps before it records "aborted",
+    // so killed meanwhile it is unfinished beside the retry that took over (seen at load 12-14).
+    assert.ok(
+      calls.filter((c) => c.finished_at === null).length >= 1,
       'the kill interrupted the database while it was being made',
     );
     assert.deepEqual(

@@ -44,7 +44,13 @@ declare module 'fastify' {
  * parse nor the token's SHA-256 (most of authentication's CPU on a poll): the raw token is held in this
  * process's memory, never stored, and only while its entry is in the bounded cache.
  */
-const TTL_MS = 5000;
+export const TTL_MS = 5000;
+/**
+ * An entry older than this is looked up again in the background when it is used, so a token in steady
+ * use never reaches the TTL: its requests keep being answered from memory (and kept polls ahead of the
+ * router, fast-polls.ts) rather than each one that comes while the entry is stale looking it up.
+ */
+export const REFRESH_MS = 4000;
 const MAX_CACHED = 10_000;
 /** `last_used_at` is written at most this often per token: never once per request. */
 const TOUCH_MS = 60_000;
@@ -58,6 +64,8 @@ export class TokenAuthenticator {
   private readonly touched = new Map<string, number>();
   private readonly due = new Set<string>();
   private flushing: Promise<void> | null = null;
+  /** Lookups under way by header: requests that come meanwhile share one. */
+  private readonly lookingUp = new Map<string, Promise<AuthContext | null>>();
   private readonly db: Db;
   private readonly onError: (error: unknown) => void;
   constructor(db: Db, onError: (error: unknown) => void = () => {}) {
@@ -68,10 +76,14 @@ export class TokenAuthenticator {
   /** The caller's account: without a promise when the token was looked up within the TTL. */
   authenticate(header: string | undefined): AuthContext | Promise<AuthContext> {
     const entry = header === undefined ? undefined : this.cache.get(header);
-    if (entry && Date.now() - entry.at <= TTL_MS) return this.used(admitted(entry.auth));
+    const now = Date.now();
+    if (entry && now - entry.at <= TTL_MS) {
+      if (now - entry.at > REFRESH_MS) this.refresh(header as string);
+      return this.used(admitted(entry.auth));
+    }
     const token = bearerToken(header);
     if (!token) throw new UnauthorizedError();
-    return this.lookUp(header as string, hashApiToken(token)).then((auth) => this.used(admitted(auth)));
+    return this.lookUp(header as string, token).then((auth) => this.used(admitted(auth)));
   }
 
   /**
@@ -84,6 +96,7 @@ export class TokenAuthenticator {
   cached(header: string, now = Date.now()): AuthContext | undefined {
     const entry = this.cache.get(header);
     if (!entry || now - entry.at > TTL_MS || !admissible(entry.auth, now)) return undefined;
+    if (now - entry.at > REFRESH_MS) this.refresh(header);
     return entry.auth;
   }
 
@@ -114,12 +127,28 @@ export class TokenAuthenticator {
     }
   }
 
-  /** Waits for the pending `last_used_at` write, if any (before the database closes). */
+  /** Waits for the pending `last_used_at` write and lookups, if any (before the database closes). */
   async settle(): Promise<void> {
-    await this.flushing;
+    await Promise.allSettled([this.flushing, ...this.lookingUp.values()]);
   }
 
-  private async lookUp(header: string, hash: string): Promise<AuthContext | null> {
+  /** Looks a kept entry up again ahead of its TTL, unless that is under way; nobody waits for it. */
+  private refresh(header: string): void {
+    const token = bearerToken(header);
+    if (token) this.lookUp(header, token).catch(this.onError);
+  }
+
+  private lookUp(header: string, token: string): Promise<AuthContext | null> {
+    const shared = this.lookingUp.get(header);
+    if (shared) return shared;
+    const pending: Promise<AuthContext | null> = this.read(header, hashApiToken(token)).finally(() => {
+      if (this.lookingUp.get(header) === pending) this.lookingUp.delete(header);
+    });
+    this.lookingUp.set(header, pending);
+    return pending;
+  }
+
+  private async read(header: string, hash: string): Promise<AuthContext | null> {
     const epoch = this.epoch;
     const row = await findActiveToken(this.db, hash);
     // The index found the row by hash; compare again in constant time as the contract asks.
@@ -159,6 +188,8 @@ export class TokenAuthenticator {
   forget(): void {
     this.epoch++;
     this.cache.clear();
+    // A lookup under way may have read the row before the change: later requests do not join it.
+    this.lookingUp.clear();
   }
 }
 

@@ -63,27 +63,47 @@ export class MemoryWindows implements Windows {
   }
 }
 
-interface Block {
-  /** The next place to hand out, and the last this process claimed. */
+interface Waiter {
+  resolve(place: Place): void;
+  reject(error: unknown): void;
+}
+
+/** Places of a key's window this process claimed: next..last, in the window that ends at resetAt. */
+interface Range {
   next: number;
   last: number;
   resetAt: number;
-  /** Requests waiting for the claim being written; undefined when none is. */
-  waiting?: Array<{ resolve(place: Place): void; reject(error: unknown): void }>;
-  /** How many places the last claim took beyond the requests that waited, and when it was made. */
+}
+
+interface Block extends Range {
+  /** Places claimed ahead while these lasted: handed out once they are gone. */
+  spare: Range | undefined;
+  /** A claim is being written. */
+  claiming: boolean;
+  /** Requests that found no place at hand, waiting for that claim (or the next). */
+  waiting: Waiter[];
+  /** How many places the last claim took beyond the requests that waited, and when it came back. */
   ahead: number;
   claimedAt: number;
 }
 
+/** A key whose places last less than this is busy: it claims twice as far ahead next time. */
+const BUSY_MS = 1000;
+/** A key whose places lasted longer than this has gone quiet: it claims for its waiting requests only. */
+const QUIET_MS = 5000;
+
 /**
  * Windows kept in the database (Postgres: several API processes serve the same tokens). A process
  * claims places in one statement and hands them out from memory: the requests that arrive while a claim
- * is written are claimed together, and a key in steady use claims some places ahead (doubling while a
- * block lasts less than a second, at most 1/20 of the limit), so a busy poller costs a few writes a
- * second, not one a request. Places are never handed out twice across processes, so no more than the
- * limit get through; a place claimed ahead and not used by the window's end is lost, so near the limit
- * a key may be refused up to one block early per process (none when the limit is under 20 a window).
- * Once a claim reaches past the limit, the key is refused from memory until its window ends.
+ * is written are claimed together, and a key in steady use claims some places ahead (doubling while
+ * they last less than a second, at most 1/20 of the limit), so a busy poller costs a few writes a
+ * second, not one a request. The next claim of a key in steady use is written once half of the places
+ * claimed ahead are handed out, so its requests find a place at hand and none waits for a write (a kept
+ * poll is then answered ahead of the router: fast-polls.ts). Places are never handed out twice across
+ * processes, so no more than the limit get through; a place claimed ahead and not used by the window's
+ * end is lost, so near the limit a key may be refused up to two claims early per process (none when the
+ * limit is under 20 a window). Once a claim reaches past the limit, the key is refused from memory
+ * until its window ends.
  */
 export class SharedWindows implements Windows {
   private readonly blocks = new Map<string, Block>();
@@ -96,73 +116,117 @@ export class SharedWindows implements Windows {
     this.db = db;
     this.windowMs = windowMs;
     this.limit = limit;
-    this.maxAhead = Math.min(1000, Math.floor(limit / 20));
+    this.maxAhead = Math.floor(limit / 20);
   }
 
   take(key: string): Place | Promise<Place> {
     const now = Date.now();
     let block = this.blocks.get(key);
-    if (block && block.resetAt > now && !block.waiting) {
-      if (block.next <= block.last) return { position: block.next++, resetAt: block.resetAt };
-      // Every place left in this window is past the limit: refused without a write.
-      if (block.last >= this.limit) return { position: block.last + 1, resetAt: block.resetAt };
-    }
-    if (!block || (block.resetAt <= now && !block.waiting)) {
-      if (this.blocks.size >= SWEEP_AT) {
-        for (const [k, b] of this.blocks) if (b.resetAt <= now && !b.waiting) this.blocks.delete(k);
+    if (block) {
+      refill(block, now);
+      if (block.resetAt > now && block.waiting.length === 0) {
+        if (block.next <= block.last) return this.handOut(key, block);
+        // Every place left in this window is past the limit: refused without a write.
+        if (block.last >= this.limit) return { position: block.last + 1, resetAt: block.resetAt };
       }
-      block = { next: 1, last: 0, resetAt: 0, ahead: 0, claimedAt: 0 };
+    } else {
+      if (this.blocks.size >= SWEEP_AT) {
+        for (const [k, b] of this.blocks) {
+          if (b.resetAt <= now && !b.claiming && b.waiting.length === 0) this.blocks.delete(k);
+        }
+      }
+      block = {
+        next: 1,
+        last: 0,
+        resetAt: 0,
+        spare: undefined,
+        claiming: false,
+        waiting: [],
+        ahead: 0,
+        claimedAt: 0,
+      };
       this.blocks.set(key, block);
     }
     const claiming = block;
     return new Promise<Place>((resolve, reject) => {
-      if (claiming.waiting) claiming.waiting.push({ resolve, reject });
-      else {
-        claiming.waiting = [{ resolve, reject }];
-        this.claim(key, claiming);
-      }
+      claiming.waiting.push({ resolve, reject });
+      if (!claiming.claiming) this.claim(key, claiming);
     });
   }
 
   takeAtHand(key: string, limit: number, now: number): Place | undefined {
     const block = this.blocks.get(key);
-    if (!block || block.resetAt <= now || block.waiting) return undefined;
+    if (!block) return undefined;
+    refill(block, now);
+    if (block.resetAt <= now || block.waiting.length > 0) return undefined;
     if (block.next > block.last || block.next > limit) return undefined;
-    return { position: block.next++, resetAt: block.resetAt };
+    return this.handOut(key, block);
+  }
+
+  /** The next place at hand; once half of the places claimed ahead are gone, the next claim is written. */
+  private handOut(key: string, block: Block): Place {
+    const place = { position: block.next++, resetAt: block.resetAt };
+    if (
+      !block.claiming &&
+      block.spare === undefined &&
+      block.ahead > 0 &&
+      block.last < this.limit &&
+      block.last - block.next + 1 <= block.ahead / 2
+    ) {
+      this.claim(key, block);
+    }
+    return place;
+  }
+
+  /** How far ahead of its waiting requests a key claims, by how long its last claim's places lasted. */
+  private aheadOf(block: Block, now: number): number {
+    const lasted = now - block.claimedAt;
+    if (lasted < BUSY_MS) return Math.min(this.maxAhead, Math.max(1, block.ahead * 2));
+    return lasted < QUIET_MS ? block.ahead : 0;
   }
 
   private claim(key: string, block: Block): void {
-    const count = block.waiting?.length ?? 0;
-    const now = Date.now();
-    // A block that lasted under a second: this key is busy, claim further ahead next time.
-    const busy = block.resetAt > now && now - block.claimedAt < 1000;
-    const ahead = busy ? Math.min(this.maxAhead, Math.max(1, block.ahead * 2)) : 0;
+    const count = block.waiting.length;
+    const ahead = this.aheadOf(block, Date.now());
+    if (count + ahead === 0) return;
+    block.claiming = true;
     countInWindow(this.db, key, this.windowMs, count + ahead).then(
       ({ hits, ttlMs }) => {
-        const all = block.waiting ?? [];
-        block.waiting = undefined;
-        block.resetAt = Date.now() + ttlMs;
-        block.claimedAt = Date.now();
+        const now = Date.now();
+        block.claiming = false;
+        block.claimedAt = now;
         block.ahead = ahead;
-        block.last = hits;
-        block.next = hits - count - ahead + 1;
-        for (const w of all.slice(0, count)) w.resolve({ position: block.next++, resetAt: block.resetAt });
-        // Requests that came while this claim was written: served from it, or by the next claim.
-        const after = all.slice(count);
-        while (after.length > 0 && (block.next <= block.last || block.last >= this.limit)) {
+        const range = { next: hits - count - ahead + 1, last: hits, resetAt: now + ttlMs };
+        if (block.next > block.last || block.resetAt <= now) Object.assign(block, range);
+        else block.spare = range;
+        // The waiting requests, in the order they came: from this claim, or by the next.
+        let served = 0;
+        while (
+          served < block.waiting.length &&
+          block.resetAt > now &&
+          (block.next <= block.last || block.last >= this.limit)
+        ) {
           const position = block.next <= block.last ? block.next++ : block.last + 1;
-          after.shift()?.resolve({ position, resetAt: block.resetAt });
+          block.waiting[served++]?.resolve({ position, resetAt: block.resetAt });
         }
-        if (after.length > 0) {
-          block.waiting = after;
-          this.claim(key, block);
-        }
+        block.waiting = block.waiting.slice(served);
+        if (block.waiting.length > 0) this.claim(key, block);
       },
       (error: unknown) => {
-        const all = block.waiting ?? [];
-        block.waiting = undefined;
+        block.claiming = false;
+        const all = block.waiting;
+        block.waiting = [];
         for (const w of all) w.reject(error);
       },
     );
   }
+}
+
+/** Moves to the places claimed ahead once the block's own are gone or their window has ended. */
+function refill(block: Block, now: number): void {
+  const { spare } = block;
+  if (spare === undefined || (block.next <= block.last && block.resetAt > now)) return;
+  block.spare = undefined;
+  // Places of a window that has ended are lost, as any claimed ahead and not used.
+  if (spare.resetAt > now) Object.assign(block, spare);
 }

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import http from 'node:http';
 import net from 'node:net';
 import { PassThrough } from 'node:stream';
 import { test } from 'node:test';
@@ -39,29 +40,41 @@ async function portOpeningAfter(ms: number): Promise<{ port: number; close: () =
   };
 }
 
-test('a replica is seen ready soon after its port opens: checks back off finely, not on a fixed half second', async () => {
+/** An HTTP health check's target that fails its first `failures` probes (503) and passes after; probes timed. */
+async function passingAfter(
+  failures: number,
+): Promise<{ port: number; probes: number[]; close: () => void }> {
+  const probes: number[] = [];
+  const server = http.createServer((_req, res) => {
+    probes.push(performance.now());
+    res.writeHead(probes.length > failures ? 200 : 503).end();
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  return { port, probes, close: () => server.close() };
+}
+
+test('checks back off finely, not on a fixed half second: six probes come within five half-second pauses', async () => {
   const { docker, container } = fakeEngine();
-  const opening = await portOpeningAfter(300);
+  const target = await passingAfter(5);
   try {
-    const target: Target = { container, ip: '127.0.0.1' };
-    const started = Date.now();
-    let readyAt = 0;
     const ready = await waitReady(
       docker,
-      [target],
-      null,
-      opening.port,
-      Date.now() + 10_000,
-      AbortSignal.timeout(10_000),
-      () => {
-        readyAt = Date.now();
-      },
+      [{ container, ip: '127.0.0.1' }],
+      { type: 'http', path: '/', timeout: 10 },
+      target.port,
+      Date.now() + 30_000,
+      AbortSignal.timeout(30_000),
     );
     assert.deepEqual(ready, { ok: true });
-    // Probes at 0, 10, 30, 70, 150, 310 ms...: the first after 300 ms finds it. Half-second steps would see it at 500.
-    assert.ok(readyAt - started < 450, `ready after ${readyAt - started} ms`);
+    assert.equal(target.probes.length, 6);
+    // Pauses of 10, 20, 40, 80 and 160 ms: 310 ms between the first probe and the sixth. Steps of half a
+    // second cannot take less than 2.5 s whatever the machine's load; the doubling exceeds it only if
+    // each of its pauses and probes runs hundreds of milliseconds late.
+    const spread = (target.probes[5] as number) - (target.probes[0] as number);
+    assert.ok(spread < 2_500, `six probes over ${Math.round(spread)} ms`);
   } finally {
-    opening.close();
+    target.close();
   }
 });
 
@@ -70,11 +83,15 @@ test('a replica that exits while its checks fail ends the wait at once, from the
   const closed = await portOpeningAfter(60_000);
   try {
     const target: Target = { container, ip: '127.0.0.1' };
-    // Between two probes (at 1060 and 1310 ms): polling would see it up to 160 ms late, the event at once.
-    let diedAt = 0;
+    // The exit comes while the checks pause (past 1060 ms they pause 250 ms). The event ends the wait
+    // within the same turn of the event loop: before an immediate set at the exit runs. Polling would see
+    // it only once its pause's timer fires, in a later turn, however fast or loaded the machine.
+    let turnsAfterExit = 0;
     setTimeout(() => {
-      diedAt = Date.now();
       die(3);
+      setImmediate(() => {
+        turnsAfterExit++;
+      });
     }, 1150);
     const ready = await waitReady(
       docker,
@@ -84,10 +101,10 @@ test('a replica that exits while its checks fail ends the wait at once, from the
       Date.now() + 30_000,
       AbortSignal.timeout(30_000),
     );
+    assert.equal(turnsAfterExit, 0, 'the wait ended in the turn of the exit event');
     assert.equal(ready.ok, false);
     assert.ok(!ready.ok && ready.reason === 'a replica exited with code 3', JSON.stringify(ready));
     assert.ok(!ready.ok && ready.exited === target);
-    assert.ok(Date.now() - diedAt < 100, `seen ${Date.now() - diedAt} ms after the exit`);
   } finally {
     closed.close();
   }
