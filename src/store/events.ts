@@ -27,7 +27,7 @@ import {
   sql,
 } from 'kysely';
 import type { EventKind } from '../domain/events.ts';
-import { TOPICS } from './notifications.ts';
+import { JOB_ACCOUNT_PREFIX, jobAccountKey, TOPICS } from './notifications.ts';
 import type { Database } from './schema.ts';
 
 /** Whose events a row's are: the account itself, or what names it (resolved when the events are written). */
@@ -318,11 +318,16 @@ function rowsWrite(name: string, table: string, rows: Record<string, unknown>[],
     )`;
 }
 
-/** The kinds of `jobs`, as the jobs notification names them: a worker wakes only the budgets that run them. */
-function queuedKinds(jobs: Record<string, unknown>[]): string {
-  const kinds = [...new Set(jobs.map((job) => String(job.kind)))];
-  for (const kind of kinds) if (!/^[a-z_]+$/.test(kind)) throw new Error(`not a job kind: ${kind}`);
-  return kinds.join(' ');
+/**
+ * The jobs notification of `jobs`: their kinds (a worker wakes only the budgets that run them) and their
+ * accounts (a worker wakes no loop for accounts that use their whole share of its slots), or no account
+ * when one has none.
+ */
+function queuedJobs(jobs: Record<string, unknown>[]): string {
+  const keys = new Set(jobs.map((job) => String(job.kind)));
+  if (jobs.every((job) => typeof job.account_id === 'string'))
+    for (const job of jobs) keys.add(jobAccountKey(job.account_id as string));
+  return [...keys].join(' ');
 }
 
 /**
@@ -339,6 +344,7 @@ function writeEvents({ events: pending, audits, jobs }: Pendings): CompiledQuery
     return rowsWrite(name, table, rows, `$${parameters.length}`);
   };
   const writes = more('audit', 'audit_logs', audits) + more('queued', 'jobs', jobs);
+  if (jobs.length > 0) parameters.push(queuedJobs(jobs));
   return CompiledQuery.raw(
     `WITH input AS (
       SELECT e.n, coalesce((e.item ->> 'account_id')::uuid,
@@ -363,15 +369,16 @@ function writeEvents({ events: pending, audits, jobs }: Pendings): CompiledQuery
     ), job AS (
       INSERT INTO jobs (kind, subject_id, max_attempts, account_id)
       SELECT 'deliver_webhook', d.id, 8, w.account_id FROM delivery d JOIN webhooks w ON w.id = d.webhook_id
-      RETURNING subject_id
+      RETURNING account_id
     )${writes}
     SELECT count(pg_notify('${TOPICS.events}', a.account_id::text)) FROM (SELECT DISTINCT account_id FROM event) a
-    UNION ALL SELECT count(pg_notify('${TOPICS.jobs}', 'deliver_webhook')) FROM (SELECT 1 FROM job LIMIT 1) j${
-      jobs.length > 0
-        ? `
-    UNION ALL SELECT count(pg_notify('${TOPICS.jobs}', '${queuedKinds(jobs)}'))`
-        : ''
-    }`,
+    UNION ALL SELECT count(pg_notify('${TOPICS.jobs}', 'deliver_webhook' || (SELECT string_agg(DISTINCT
+      ' ${JOB_ACCOUNT_PREFIX}' || account_id::text, '') FROM job))) FROM (SELECT 1 FROM job LIMIT 1) j${
+        jobs.length > 0
+          ? `
+    UNION ALL SELECT count(pg_notify('${TOPICS.jobs}', $${parameters.length}))`
+          : ''
+      }`,
     parameters,
   );
 }

@@ -2,7 +2,7 @@ import { type ExpressionBuilder, sql } from 'kysely';
 import { compiled } from '../compiled.ts';
 import type { Db } from '../database.ts';
 import { recordJobRow } from '../events.ts';
-import { TOPICS } from '../notifications.ts';
+import { jobAccountKey, TOPICS } from '../notifications.ts';
 import type { Database, JobRow } from '../schema.ts';
 
 /**
@@ -43,7 +43,7 @@ export interface NewJob {
 /** Enqueue inside the caller's transaction, so the job exists exactly when the change does. */
 export async function enqueue(db: Db, job: NewJob): Promise<void> {
   // The job and the workers' wake-up in one statement (NOTIFY is delivered at commit either way); the
-  // kind wakes only the budgets that run it.
+  // kind wakes only the budgets that run it, the account none whose loops know it has used its share.
   await db
     .with('queued', (qc) =>
       qc
@@ -58,7 +58,7 @@ export async function enqueue(db: Db, job: NewJob): Promise<void> {
         .returning('seq'),
     )
     .selectFrom('queued')
-    .select(sql`pg_notify(${TOPICS.jobs}, ${job.kind})`.as('woken'))
+    .select(sql`pg_notify(${TOPICS.jobs}, ${`${job.kind} ${jobAccountKey(job.accountId)}`})`.as('woken'))
     .execute();
 }
 
