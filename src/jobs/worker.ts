@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import type { Db, Store } from '../store/database.ts';
+import { JOB_ACCOUNT_PREFIX } from '../store/notifications.ts';
 import {
   type ClaimedJob,
   type ClaimFilter,
@@ -195,13 +196,23 @@ export class Worker {
     this.running = true;
     this.unlisten = this.options.store.notifications.subscribe('jobs', {
       notified: (keys) => {
-        // The kinds queued: an empty notification (a trigger's) may be any kind.
-        const kinds = keys.filter((key) => key !== '');
+        // The kinds queued and their accounts: an empty notification (a trigger's) may be any kind, one
+        // naming no account (an earlier version's) any account.
+        const kinds: string[] = [];
+        const accounts: string[] = [];
+        for (const key of keys) {
+          if (key.startsWith(JOB_ACCOUNT_PREFIX)) accounts.push(key.slice(JOB_ACCOUNT_PREFIX.length));
+          else if (key !== '') kinds.push(key);
+        }
         for (const slots of this.budgets) {
-          if (kinds.length === 0 || kinds.some((kind) => slots.budget.kinds.includes(kind as JobKind))) {
-            slots.heard++;
-            slots.idle.notified();
-          }
+          if (kinds.length > 0 && !kinds.some((kind) => slots.budget.kinds.includes(kind as JobKind)))
+            continue;
+          slots.heard++;
+          // Jobs only of accounts that use their whole share here: a claim would pass them over and find
+          // nothing. The first of those accounts' jobs here to end claims again (its account was full),
+          // and a loop whose job ends after this claims again too (`heard`: its queue's next).
+          if (accounts.length > 0 && accounts.every((account) => slots.full(account))) continue;
+          slots.idle.notified();
         }
       },
     });

@@ -30,7 +30,7 @@ import {
 } from 'kysely';
 import type { EventKind } from '../domain/events.ts';
 import { LOG_OVER, type LogWrite, logCtes, loggedDeployments, trimLog } from './log-at-commit.ts';
-import { TOPICS } from './notifications.ts';
+import { JOB_ACCOUNT_PREFIX, jobAccountKey, TOPICS } from './notifications.ts';
 import type { Database } from './schema.ts';
 
 /** Whose events a row's are: the account itself, or what names it (resolved when the events are written). */
@@ -335,11 +335,16 @@ function rowsWrite(name: string, table: string, rows: Record<string, unknown>[],
     )`;
 }
 
-/** The kinds of `jobs`, as the jobs notification names them: a worker wakes only the budgets that run them. */
-function queuedKinds(jobs: Record<string, unknown>[]): string {
-  const kinds = [...new Set(jobs.map((job) => String(job.kind)))];
-  for (const kind of kinds) if (!/^[a-z_]+$/.test(kind)) throw new Error(`not a job kind: ${kind}`);
-  return kinds.join(' ');
+/**
+ * The jobs notification of `jobs`: their kinds (a worker wakes only the budgets that run them) and their
+ * accounts (a worker wakes no loop for accounts that use their whole share of its slots), or no account
+ * when one has none.
+ */
+function queuedJobs(jobs: Record<string, unknown>[]): string {
+  const keys = new Set(jobs.map((job) => String(job.kind)));
+  if (jobs.every((job) => typeof job.account_id === 'string'))
+    for (const job of jobs) keys.add(jobAccountKey(job.account_id as string));
+  return [...keys].join(' ');
 }
 
 /**
@@ -359,6 +364,7 @@ function writeEvents({ events: pending, audits, jobs, logs }: Pendings): Compile
   const more = (name: string, table: string, rows: Record<string, unknown>[]) =>
     rows.length === 0 ? '' : rowsWrite(name, table, rows, param(JSON.stringify(rows)));
   const writes = more('audit', 'audit_logs', audits) + more('queued', 'jobs', jobs);
+  const queued = jobs.length > 0 ? param(queuedJobs(jobs)) : '';
   const logged = logs.length > 0;
   return CompiledQuery.raw(
     `WITH ${logged ? `${logCtes(logs, param)}, ` : ''}input AS (
@@ -384,15 +390,16 @@ function writeEvents({ events: pending, audits, jobs, logs }: Pendings): Compile
     ), job AS (
       INSERT INTO jobs (kind, subject_id, max_attempts, account_id)
       SELECT 'deliver_webhook', d.id, 8, w.account_id FROM delivery d JOIN webhooks w ON w.id = d.webhook_id
-      RETURNING subject_id
+      RETURNING account_id
     )${writes}
     SELECT count(pg_notify('${TOPICS.events}', a.account_id::text)) FROM (SELECT DISTINCT account_id FROM event) a
-    UNION ALL SELECT count(pg_notify('${TOPICS.jobs}', 'deliver_webhook')) FROM (SELECT 1 FROM job LIMIT 1) j${
-      jobs.length > 0
-        ? `
-    UNION ALL SELECT count(pg_notify('${TOPICS.jobs}', '${queuedKinds(jobs)}'))`
-        : ''
-    }${logged ? `\n    UNION ALL ${LOG_OVER}` : ''}`,
+    UNION ALL SELECT count(pg_notify('${TOPICS.jobs}', 'deliver_webhook' || (SELECT string_agg(DISTINCT
+      ' ${JOB_ACCOUNT_PREFIX}' || account_id::text, '') FROM job))) FROM (SELECT 1 FROM job LIMIT 1) j${
+        jobs.length > 0
+          ? `
+    UNION ALL SELECT count(pg_notify('${TOPICS.jobs}', ${queued}))`
+          : ''
+      }${logged ? `\n    UNION ALL ${LOG_OVER}` : ''}`,
     parameters,
   );
 }

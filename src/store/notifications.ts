@@ -18,7 +18,11 @@ import { type QueryExecutorProvider, sql } from 'kysely';
 export const TOPICS = {
   /** A change to what clients poll: `changeTag`s (the triggers of migration 0013 send them). */
   changes: 'berth_changes',
-  /** A job can be claimed: the kinds queued (empty: any kind, as the triggers of migrations 0019 and 0029 send). */
+  /**
+   * A job can be claimed: the kinds queued (empty: any kind, as the triggers of migrations 0019 and 0029
+   * send), then a `jobAccountKey` per account the jobs are of (none: any account, as a process of an
+   * earlier version sends; such a process takes those keys for kinds it does not run).
+   */
   jobs: 'berth_jobs',
   /** An account has new events: its id. */
   events: 'berth_events',
@@ -35,6 +39,10 @@ export type Topic = keyof typeof TOPICS;
 export const CHANGE_KINDS = ['deployment', 'service', 'env'] as const;
 export type ChangeKind = (typeof CHANGE_KINDS)[number];
 export const changeTag = (kind: ChangeKind, id: string): string => `${kind}:${id}`;
+
+/** The prefix of a `jobs` key naming an account; a kind never has one. */
+export const JOB_ACCOUNT_PREFIX = 'account:';
+export const jobAccountKey = (accountId: string): string => `${JOB_ACCOUNT_PREFIX}${accountId}`;
 
 export const accessKey = (of: 'token' | 'account', id: string): string => `${of}:${id}`;
 

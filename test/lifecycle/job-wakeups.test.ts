@@ -4,6 +4,7 @@ import { after, afterEach, before, test } from 'node:test';
 import pino from 'pino';
 import { type JobHandler, jobBudgets, Worker } from '../../src/jobs/worker.ts';
 import { openStore, type Store } from '../../src/store/database.ts';
+import { notify } from '../../src/store/notifications.ts';
 import { enqueue, enqueueAtCommit, JOB_KINDS, type JobKind } from '../../src/store/repositories/jobs.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
 import { pollUntil } from '../helpers/poll.ts';
@@ -11,8 +12,8 @@ import { pollUntil } from '../helpers/poll.ts';
 /**
  * How a worker's idle loops wake (jobs/idle-loops.ts), counted in claim statements: an idle worker
  * claims once per budget and poll, not once per slot; one notification still fills every slot of a
- * burst; a job queued alone costs one claim; a job queued without a notification is found by the
- * poll; stop() ends every idle loop.
+ * burst; a job queued alone costs one claim; a job of an account that uses its whole share wakes no
+ * loop; a job queued without a notification is found by the poll; stop() ends every idle loop.
  */
 let database: TestDatabase;
 let store: Store;
@@ -31,14 +32,18 @@ after(async () => {
   await database.drop();
 });
 
-const workers: Worker[] = [];
+const workers: { worker: Worker; running: Map<string, () => void> }[] = [];
 afterEach(async () => {
-  await Promise.all(workers.splice(0).map((w) => w.stop()));
+  // Jobs a failed test left held would keep their lease renewals, and the test process, going: the
+  // workers stop claiming first, then those jobs end.
+  const stopping = workers.map(({ worker }) => worker.stop());
+  for (const { running } of workers.splice(0)) for (const release of running.values()) release();
+  await Promise.all(stopping);
   await store.db.deleteFrom('jobs').execute();
 });
 
 /** Two budgets of four slots, every job held until released. */
-function startWorker(pollMs: number) {
+function startWorker(pollMs: number, perAccount = 4) {
   statements.length = 0;
   const running = new Map<string, () => void>();
   let peak = 0;
@@ -56,10 +61,10 @@ function startWorker(pollMs: number) {
     handlers: Object.fromEntries(JOB_KINDS.map((kind) => [kind, handler])) as Record<JobKind, JobHandler>,
     logger: pino({ level: 'silent' }),
     leaseMs: 30_000,
-    budgets: jobBudgets({ concurrency: 4, perAccount: 4, webhookConcurrency: 4, webhookPerAccount: 4 }),
+    budgets: jobBudgets({ concurrency: 4, perAccount, webhookConcurrency: 4, webhookPerAccount: 4 }),
     pollMs,
   });
-  workers.push(worker);
+  workers.push({ worker, running });
   return { worker, running, peak: () => peak };
 }
 const SLOTS = 8;
@@ -134,6 +139,38 @@ test('a queued job wakes only the budget that runs it', async () => {
     // again once the job was done; a delivery loop woken too would make a second.
     assert.equal(claims(), 1, way);
   }
+});
+
+test("a job of an account that uses its whole share wakes no loop; an earlier version's notification does", async () => {
+  const { worker, running } = startWorker(600_000, 1);
+  await worker.start();
+  await pollUntil('every loop to be idle', async () => (claims() >= SLOTS ? true : undefined));
+  const full = { kind: 'deploy', accountId: randomUUID() } as const;
+  await enqueue(store.db, { ...full, subjectId: randomUUID() });
+  await pollUntil('its job to run', async () => (running.size === 1 ? true : undefined));
+  statements.length = 0;
+  // Its next jobs, each notified apart, both ways: none can be claimed here while the first runs, so
+  // the idle loops are not woken to find nothing.
+  for (let i = 0; i < 3; i++) {
+    await enqueue(store.db, { ...full, subjectId: randomUUID() });
+    await store.db.transaction().execute((trx) => enqueueAtCommit(trx, { ...full, subjectId: randomUUID() }));
+  }
+  // Another account's job, notified after them: the claim that takes it is the first since.
+  await enqueue(store.db, { kind: 'deploy', subjectId: randomUUID(), accountId: randomUUID() });
+  await pollUntil("the other account's job to run", async () => (running.size === 2 ? true : undefined));
+  assert.equal(claims(), 1);
+  // A process of the version before names no account: its notification wakes a loop, which looks.
+  await notify(store.db, 'jobs', 'deploy');
+  await pollUntil('a loop to claim', async () => (claims() === 2 ? true : undefined));
+  // The full account's job ending claims its next, and so on: every job runs.
+  await pollUntil(
+    'every job to run',
+    async () => {
+      for (const release of running.values()) release();
+      return (await queued()) === 0 ? true : undefined;
+    },
+    { timeoutMs: 30_000 },
+  );
 });
 
 test('a job queued without a notification is found by the poll, and the rest of its burst after it', async () => {

@@ -52,10 +52,10 @@ describe('service state writes are guarded by their from-states', () => {
     const before = await rowOf(id);
     assert.equal(before.state, 'deploy_pending');
     const moved = await transitionService(h.deps.store.db, id, ['deleting'], 'deleted', { is_deleted: true });
-    assert.equal(moved, undefined);
+    assert.equal(moved, false);
     assert.deepEqual(await rowOf(id), before, 'state, is_deleted and updated_at unchanged');
-    const ok = await transitionService(h.deps.store.db, id, ['deploy_pending'], 'deploy_queued');
-    assert.equal(ok?.state, 'deploy_queued');
+    assert.equal(await transitionService(h.deps.store.db, id, ['deploy_pending'], 'deploy_queued'), true);
+    assert.equal((await rowOf(id)).state, 'deploy_queued');
   });
 
   test('a delete job for a service no delete reached removes nothing and moves nothing', async () => {

@@ -34,8 +34,7 @@ export async function moveLiveService(
   serviceId: string,
   to: ServiceState,
   extra: Omit<ServiceUpdate, 'state'> = {},
-): Promise<ServiceRow> {
-  const moved = await transitionService(trx, serviceId, LIVE_STATES, to, extra);
-  if (!moved) throw new ForbiddenError('Service is being deleted');
-  return moved;
+): Promise<void> {
+  if (!(await transitionService(trx, serviceId, LIVE_STATES, to, extra)))
+    throw new ForbiddenError('Service is being deleted');
 }

@@ -1,16 +1,17 @@
-import {
-  type Expression,
-  type ExpressionBuilder,
-  type Insertable,
-  type SqlBool,
-  sql,
-  type Updateable,
-} from 'kysely';
+import { type ExpressionBuilder, type Insertable, sql, type Updateable } from 'kysely';
 import type { ServiceState } from '../../domain/service-states.ts';
 import { DELETE_STATES } from '../../domain/service-states.ts';
 import type { DeployedSource } from '../../providers/provider.ts';
+import { compiled } from '../compiled.ts';
 import type { Db } from '../database.ts';
-import { changedSince, eventState, inTransaction, recordEvents, setsEventColumns } from '../events.ts';
+import {
+  changedSince,
+  EVENT_SOURCES,
+  eventState,
+  inTransaction,
+  recordEvents,
+  setsEventColumns,
+} from '../events.ts';
 import { notify } from '../notifications.ts';
 import type {
   Database,
@@ -19,7 +20,6 @@ import type {
   EnvironmentRow,
   SecretRow,
   ServiceResourceRow,
-  ServiceRow,
 } from '../schema.ts';
 import type { Fence } from './jobs.ts';
 import type { Observation } from './observations.ts';
@@ -32,51 +32,45 @@ export async function insertDeployment(
   row: Insertable<DeploymentsTable>,
 ): Promise<{ deployment: DeploymentRow; previousState: DeploymentRow['state'] | null }> {
   return inTransaction(db, async (trx) => {
-    const { previous_state, ...deployment } = await trx
-      .insertInto('deployments')
-      .values(row)
-      .returningAll()
-      .returning((eb) =>
-        eb
-          .selectFrom('deployments as p')
-          .select('p.state')
-          .whereRef('p.id', '=', 'deployments.prev_deployment_id')
-          .as('previous_state'),
-      )
-      .executeTakeFirstOrThrow();
+    const inserted = await insertStatement.executeTakeFirst(trx, { row });
+    if (!inserted) throw new Error('the deployment was not inserted');
+    const { previous_state, ...deployment } = inserted;
     await recordEvents(trx, 'deployment', 'created', [deployment]);
     return { deployment, previousState: previous_state };
   });
 }
+const insertStatement = compiled((trx, { row }: { row: Insertable<DeploymentsTable> }) =>
+  trx
+    .insertInto('deployments')
+    .values(row)
+    .returningAll()
+    .returning((eb) =>
+      eb
+        .selectFrom('deployments as p')
+        .select('p.state')
+        .whereRef('p.id', '=', 'deployments.prev_deployment_id')
+        .as('previous_state'),
+    ),
+);
 
-type Where = (eb: ExpressionBuilder<Database, 'deployments'>) => Expression<SqlBool>;
+/** Which deployments an update changes: `id`, when in one of `states`, when not yet `unsealed` (its snapshot unrecorded). */
+interface Which {
+  id: string;
+  states?: DeploymentRow['state'][];
+  unsealed?: true;
+}
 
 /**
- * Updates the deployments `where` picks (locked first) with `set`, recording an `updated` event for
+ * Updates the deployments `which` picks (locked first) with `set`, recording an `updated` event for
  * each whose event state changed; how many it updated.
  */
-async function updateDeployments(db: Db, where: Where, set: Updateable<DeploymentsTable>): Promise<number> {
+async function updateDeployments(db: Db, which: Which, set: Updateable<DeploymentsTable>): Promise<number> {
   if (!setsEventColumns('deployment', set)) {
     // No event can come of it: no transaction of its own, no lock but the update's.
-    const result = await db.updateTable('deployments').set(set).where(where).executeTakeFirst();
-    return Number(result.numUpdatedRows);
+    return (await updateStatement.execute(db, { which, set })).length;
   }
   return inTransaction(db, async (trx) => {
-    const rows = await trx
-      .updateTable('deployments')
-      .from(
-        trx
-          .selectFrom('deployments')
-          .where(where)
-          .select(['id as before_id', eventState('deployment', 'deployments').as('before_state')])
-          .forNoKeyUpdate()
-          .as('before'),
-      )
-      .set(set)
-      .whereRef('deployments.id', '=', 'before.before_id')
-      .returningAll('deployments')
-      .returning(changedSince('deployment', 'deployments').as('changed'))
-      .execute();
+    const rows = await updateEventedStatement.execute(trx, { which, set });
     await recordEvents(
       trx,
       'deployment',
@@ -86,6 +80,34 @@ async function updateDeployments(db: Db, where: Where, set: Updateable<Deploymen
     return rows.length;
   });
 }
+const picked =
+  ({ id, states, unsealed }: Which) =>
+  (eb: ExpressionBuilder<Database, 'deployments'>) =>
+    eb.and([
+      eb('deployments.id', '=', id),
+      ...(states ? [eb('deployments.state', 'in', states)] : []),
+      ...(unsealed ? [eb('deployments.variables_sealed', 'is', null)] : []),
+    ]);
+const updateStatement = compiled((db, v: { which: Which; set: Updateable<DeploymentsTable> }) =>
+  db.updateTable('deployments').set(v.set).where(picked(v.which)).returning('id'),
+);
+/** The rows come back with the columns their events keep, not whole. */
+const updateEventedStatement = compiled((trx, v: { which: Which; set: Updateable<DeploymentsTable> }) =>
+  trx
+    .updateTable('deployments')
+    .from(
+      trx
+        .selectFrom('deployments')
+        .where(picked(v.which))
+        .select(['id as before_id', eventState('deployment', 'deployments').as('before_state')])
+        .forNoKeyUpdate()
+        .as('before'),
+    )
+    .set(v.set)
+    .whereRef('deployments.id', '=', 'before.before_id')
+    .returning(EVENT_SOURCES.deployment.columns.map((c) => `deployments.${c}` as const))
+    .returning(changedSince('deployment', 'deployments').as('changed')),
+);
 
 /** Scoped to the account: one lookup by primary key. */
 export async function findDeployment(
@@ -112,7 +134,29 @@ export async function findDeploymentById(db: Db, id: string): Promise<Deployment
  * before it applies.
  */
 export async function findDeploymentToRun(db: Db, id: string) {
-  const row = await db
+  const row = await deploymentToRun.executeTakeFirst(db, { id });
+  if (!row) return undefined;
+  const { _deployment, _environment, _secrets, _domains, _resources, ...service } = row;
+  return {
+    deployment: withDates<DeploymentRow>(_deployment),
+    service,
+    environment: withDates<EnvironmentRow>(_environment),
+    read: {
+      secrets: _secrets.map((secret): SecretRow => ({ ...secret, updated_at: new Date(secret.updated_at) })),
+      domains: _domains,
+      resources: _resources.map(
+        (r): ServiceResourceRow => ({
+          ...r,
+          provisioned_at: r.provisioned_at === null ? null : new Date(r.provisioned_at),
+          updated_at: new Date(r.updated_at ?? 0),
+        }),
+      ),
+    },
+  };
+}
+
+const deploymentToRun = compiled((db, values: { id: string }) =>
+  db
     .selectFrom('deployments as d')
     .innerJoin('services as s', 's.id', 'd.service_id')
     .innerJoin('environments as e', 'e.id', 'd.environment_id')
@@ -139,72 +183,16 @@ export async function findDeploymentToRun(db: Db, id: string) {
           ORDER BY r.provisioned_at ASC NULLS LAST, r.kind, r.type, r.resource_id), '[]'::jsonb)
         FROM service_resources r WHERE r.service_id = d.service_id)`.as('_resources'),
     ])
-    .where('d.id', '=', id)
-    .executeTakeFirst();
-  if (!row) return undefined;
-  const { _deployment, _environment, _secrets, _domains, _resources, ...service } = row;
-  return {
-    deployment: withDates<DeploymentRow>(_deployment),
-    service,
-    environment: withDates<EnvironmentRow>(_environment),
-    read: {
-      secrets: _secrets.map((secret): SecretRow => ({ ...secret, updated_at: new Date(secret.updated_at) })),
-      domains: _domains,
-      resources: _resources.map(
-        (r): ServiceResourceRow => ({
-          ...r,
-          provisioned_at: r.provisioned_at === null ? null : new Date(r.provisioned_at),
-          updated_at: new Date(r.updated_at ?? 0),
-        }),
-      ),
-    },
-  };
-}
+    .where('d.id', '=', values.id),
+);
 
 /**
  * Starts a queued deployment and moves its service to `deploying` (when it is still the service's
  * latest and no delete reached it), in one statement; false when the deployment was not queued.
  */
 export async function startDeployment(db: Db, id: string): Promise<boolean> {
-  const now = new Date();
   return inTransaction(db, async (trx) => {
-    const result = await trx
-      .with('moved', (q) =>
-        q
-          .updateTable('deployments')
-          .set({ state: 'in_progress', updated_at: now })
-          .where('id', '=', id)
-          .where('state', '=', 'queued')
-          .returningAll(),
-      )
-      .with('followed', (q) =>
-        q
-          .updateTable('services')
-          .from([
-            'moved',
-            trx
-              .selectFrom('services')
-              .select(['id as before_id', eventState('service', 'services').as('before_state')])
-              .where('latest_deployment_id', '=', id)
-              .where('state', 'not in', DELETE_STATES)
-              .forNoKeyUpdate()
-              .as('before'),
-          ])
-          .set({ state: 'deploying', updated_at: now })
-          .whereRef('services.id', '=', 'moved.service_id')
-          .whereRef('services.id', '=', 'before.before_id')
-          .returningAll('services')
-          .returning(changedSince('service', 'services').as('changed')),
-      )
-      .selectFrom('moved')
-      .select((eb) => [
-        sql<AsJson<DeploymentRow>>`to_jsonb(moved)`.as('deployment'),
-        eb
-          .selectFrom('followed')
-          .select(sql<AsJson<ServiceRow> & { changed: boolean }>`to_jsonb(followed)`.as('service'))
-          .as('service'),
-      ])
-      .executeTakeFirst();
+    const result = await startStatement.executeTakeFirst(trx, { id, now: new Date() });
     if (!result) return false;
     // Dates come as jsonb's strings: events keep them as such.
     await recordEvents(trx, 'deployment', 'updated', [result.deployment]);
@@ -212,6 +200,51 @@ export async function startDeployment(db: Db, id: string): Promise<boolean> {
     return true;
   });
 }
+/** The rows come back with the columns their events keep, not whole (a services row has ~60). */
+const startStatement = compiled((trx, { id, now }: { id: string; now: Date }) =>
+  trx
+    .with('moved', (q) =>
+      q
+        .updateTable('deployments')
+        .set({ state: 'in_progress', updated_at: now })
+        .where('id', '=', id)
+        .where('state', '=', 'queued')
+        .returning(EVENT_SOURCES.deployment.columns),
+    )
+    .with('followed', (q) =>
+      q
+        .updateTable('services')
+        .from([
+          'moved',
+          trx
+            .selectFrom('services')
+            .select(['id as before_id', eventState('service', 'services').as('before_state')])
+            .where('latest_deployment_id', '=', id)
+            .where('state', 'not in', DELETE_STATES)
+            .forNoKeyUpdate()
+            .as('before'),
+        ])
+        .set({ state: 'deploying', updated_at: now })
+        .whereRef('services.id', '=', 'moved.service_id')
+        .whereRef('services.id', '=', 'before.before_id')
+        .returning(EVENT_SOURCES.service.columns.map((c) => `services.${c}` as const))
+        .returning(changedSince('service', 'services').as('changed')),
+    )
+    .selectFrom('moved')
+    .select((eb) => [
+      sql<Record<string, unknown>>`to_jsonb(moved)`.as('deployment'),
+      eb
+        .selectFrom('followed')
+        .select(sql<Record<string, unknown> & { changed: boolean }>`to_jsonb(followed)`.as('service'))
+        .as('service'),
+    ]),
+);
+
+/** The columns an update's events keep, of its table: all it returns (a services row has ~60). */
+const forEvents = {
+  deployment: sql.raw(EVENT_SOURCES.deployment.columns.map((c) => `deployments.${c}`).join(', ')),
+  service: sql.raw(EVENT_SOURCES.service.columns.map((c) => `services.${c}`).join(', ')),
+};
 
 /** How a deployment in progress ends (endDeployment). */
 export interface DeploymentEnd {
@@ -241,47 +274,71 @@ export async function endDeployment(
   fence: Fence | undefined,
   end: DeploymentEnd,
 ): Promise<{ held: boolean; moved: boolean; alerted: boolean }> {
-  const now = new Date();
-  const assign = (values: Record<string, unknown>) =>
-    sql.join(
-      Object.entries(values)
-        .filter(([, value]) => value !== undefined)
-        .map(([column, value]) => sql`${sql.ref(column)} = ${value}`),
-    );
-  const done = fence
-    ? sql`DELETE FROM jobs WHERE seq = ${fence.seq} AND locked_by = ${fence.workerId} AND attempts = ${fence.attempts} RETURNING seq`
-    : sql`SELECT 0 AS seq`;
-  const state = sql`CASE WHEN services.latest_deployment_id = ${deployment.id}
-    AND services.state NOT IN (${sql.join(DELETE_STATES)}) THEN ${end.serviceState} ELSE services.state END`;
-  // Without what was provisioned only the state changes: a service no longer on this deployment is left as it is.
-  const following = end.provisioned
-    ? sql``
-    : sql`AND latest_deployment_id = ${deployment.id} AND state NOT IN (${sql.join(DELETE_STATES)})`;
-  const { observed, observedAt } = end;
-  const { rows } = await sql<{
-    held: string;
-    deployment: (AsJson<DeploymentRow> & { changed: boolean }) | null;
-    service: (AsJson<ServiceRow> & { changed: boolean }) | null;
-    alerted: boolean;
-  }>`
+  const row = await endStatement.executeTakeFirst(trx, {
+    fence,
+    id: deployment.id,
+    serviceId: deployment.service_id,
+    set: { state: end.to, ...end.set, updated_at: new Date() },
+    provisioned: end.provisioned,
+    serviceState: end.serviceState,
+    observed: end.observed,
+    observedAt: end.observedAt,
+  });
+  if (!row || Number(row.held) === 0) return { held: false, moved: false, alerted: false };
+  // Dates come as jsonb's strings: events keep them as such.
+  if (row.deployment?.changed) await recordEvents(trx, 'deployment', 'updated', [row.deployment]);
+  if (row.service?.changed) await recordEvents(trx, 'service', 'updated', [row.service]);
+  return { held: true, moved: row.deployment !== null, alerted: row.alerted };
+}
+const endStatement = compiled(
+  (
+    _trx,
+    v: {
+      fence: Fence | undefined;
+      id: string;
+      serviceId: string;
+      set: Record<string, unknown>;
+      provisioned: DeploymentEnd['provisioned'];
+      serviceState: ServiceState;
+      observed: Observation;
+      observedAt: Date;
+    },
+  ) => {
+    const assign = (values: Record<string, unknown>) =>
+      sql.join(Object.entries(values).map(([column, value]) => sql`${sql.ref(column)} = ${value}`));
+    const done = v.fence
+      ? sql`DELETE FROM jobs WHERE seq = ${v.fence.seq} AND locked_by = ${v.fence.workerId} AND attempts = ${v.fence.attempts} RETURNING seq`
+      : sql`SELECT 0 AS seq`;
+    const state = sql`CASE WHEN services.latest_deployment_id = ${v.id}
+      AND services.state NOT IN (${sql.join(DELETE_STATES)}) THEN ${v.serviceState} ELSE services.state END`;
+    // Without what was provisioned only the state changes: a service no longer on this deployment is left as it is.
+    const following = v.provisioned
+      ? sql``
+      : sql`AND latest_deployment_id = ${v.id} AND state NOT IN (${sql.join(DELETE_STATES)})`;
+    return sql<{
+      held: string;
+      deployment: (Record<string, unknown> & { changed: boolean }) | null;
+      service: (Record<string, unknown> & { changed: boolean }) | null;
+      alerted: boolean;
+    }>`
     WITH done AS (${done}),
     moved AS (
-      UPDATE deployments SET ${assign({ state: end.to, ...end.set, updated_at: now })}
+      UPDATE deployments SET ${assign(v.set)}
       FROM (SELECT id AS before_id, ${eventState('deployment', 'deployments')} AS before_state FROM deployments
-        WHERE id = ${deployment.id} AND state = 'in_progress' AND EXISTS (SELECT 1 FROM done)
+        WHERE id = ${v.id} AND state = 'in_progress' AND EXISTS (SELECT 1 FROM done)
         FOR NO KEY UPDATE) AS before
       WHERE deployments.id = before.before_id
-      RETURNING deployments.*, ${changedSince('deployment', 'deployments')} AS changed),
+      RETURNING ${forEvents.deployment}, ${changedSince('deployment', 'deployments')} AS changed),
     followed AS (
-      UPDATE services SET ${assign({ ...end.provisioned, updated_at: now })}, state = ${state}
+      UPDATE services SET ${assign({ ...v.provisioned, updated_at: v.set.updated_at })}, state = ${state}
       FROM (SELECT id AS before_id, ${eventState('service', 'services')} AS before_state FROM services
-        WHERE id = ${deployment.service_id} ${following} AND EXISTS (SELECT 1 FROM moved)
+        WHERE id = ${v.serviceId} ${following} AND EXISTS (SELECT 1 FROM moved)
         FOR NO KEY UPDATE) AS before
       WHERE services.id = before.before_id
-      RETURNING services.*, ${changedSince('service', 'services')} AS changed),
+      RETURNING ${forEvents.service}, ${changedSince('service', 'services')} AS changed),
     observed AS (
       INSERT INTO service_observations (service_id, run_status, ready_count, observed_at)
-      SELECT ${deployment.service_id}::uuid, ${observed.run_status}, ${observed.ready_count}::int, ${observedAt}::timestamptz
+      SELECT ${v.serviceId}::uuid, ${v.observed.run_status}, ${v.observed.ready_count}::int, ${v.observedAt}::timestamptz
       FROM done
       ON CONFLICT (service_id) DO UPDATE SET run_status = excluded.run_status,
         ready_count = excluded.ready_count, observed_at = excluded.observed_at
@@ -289,15 +346,10 @@ export async function endDeployment(
       RETURNING 1)
     SELECT (SELECT count(*) FROM done) AS held, (SELECT to_jsonb(moved) FROM moved) AS deployment,
       (SELECT to_jsonb(followed) FROM followed) AS service,
-      EXISTS (SELECT 1 FROM alerts WHERE service_id = ${deployment.service_id}
-        AND rule = 'deploy_failed' AND state = 'open') AS alerted`.execute(trx);
-  const row = rows[0];
-  if (!row || Number(row.held) === 0) return { held: false, moved: false, alerted: false };
-  // Dates come as jsonb's strings: events keep them as such.
-  if (row.deployment?.changed) await recordEvents(trx, 'deployment', 'updated', [row.deployment]);
-  if (row.service?.changed) await recordEvents(trx, 'service', 'updated', [row.service]);
-  return { held: true, moved: row.deployment !== null, alerted: row.alerted };
-}
+      EXISTS (SELECT 1 FROM alerts WHERE service_id = ${v.serviceId}
+        AND rule = 'deploy_failed' AND state = 'open') AS alerted`;
+  },
+);
 
 export async function findDeploymentsByIds(db: Db, ids: string[]): Promise<DeploymentRow[]> {
   if (ids.length === 0) return [];
@@ -315,11 +367,15 @@ export async function transitionDeployment(
   to: DeploymentRow['state'],
   extra: { prov_deployment_id?: string; failure_reason?: string } & DeployedSource = {},
 ): Promise<boolean> {
-  const updated = await updateDeployments(db, (eb) => eb.and([eb('id', '=', id), eb('state', 'in', from)]), {
-    state: to,
-    ...extra,
-    updated_at: new Date(),
-  });
+  const updated = await updateDeployments(
+    db,
+    { id, states: from },
+    {
+      state: to,
+      ...extra,
+      updated_at: new Date(),
+    },
+  );
   return updated > 0;
 }
 
@@ -327,7 +383,7 @@ export async function transitionDeployment(
 export async function noteUnfinishedDeployment(db: Db, id: string, reason: string): Promise<void> {
   await updateDeployments(
     db,
-    (eb) => eb.and([eb('id', '=', id), eb('state', 'in', ['queued', 'in_progress'])]),
+    { id, states: ['queued', 'in_progress'] },
     {
       failure_reason: reason,
       updated_at: new Date(),
@@ -373,11 +429,7 @@ export async function recordSnapshot(
   id: string,
   snapshot: { ops_snapshot: string; variables_sealed: string; git_commit_ref?: string },
 ): Promise<void> {
-  await updateDeployments(
-    db,
-    (eb) => eb.and([eb('id', '=', id), eb('variables_sealed', 'is', null)]),
-    snapshot,
-  );
+  await updateDeployments(db, { id, unsealed: true }, snapshot);
 }
 
 /**
@@ -423,5 +475,5 @@ export async function recordCommitDetails(
   id: string,
   details: { git_commit_author: string; git_commit_message: string },
 ): Promise<void> {
-  await updateDeployments(db, (eb) => eb('id', '=', id), details);
+  await updateDeployments(db, { id }, details);
 }

@@ -1,7 +1,8 @@
 import { type ExpressionBuilder, sql } from 'kysely';
+import { compiled } from '../compiled.ts';
 import type { Db } from '../database.ts';
 import { recordJobRow } from '../events.ts';
-import { TOPICS } from '../notifications.ts';
+import { jobAccountKey, TOPICS } from '../notifications.ts';
 import type { Database, JobRow } from '../schema.ts';
 
 /**
@@ -42,7 +43,7 @@ export interface NewJob {
 /** Enqueue inside the caller's transaction, so the job exists exactly when the change does. */
 export async function enqueue(db: Db, job: NewJob): Promise<void> {
   // The job and the workers' wake-up in one statement (NOTIFY is delivered at commit either way); the
-  // kind wakes only the budgets that run it.
+  // kind wakes only the budgets that run it, the account none whose loops know it has used its share.
   await db
     .with('queued', (qc) =>
       qc
@@ -57,7 +58,7 @@ export async function enqueue(db: Db, job: NewJob): Promise<void> {
         .returning('seq'),
     )
     .selectFrom('queued')
-    .select(sql`pg_notify(${TOPICS.jobs}, ${job.kind})`.as('woken'))
+    .select(sql`pg_notify(${TOPICS.jobs}, ${`${job.kind} ${jobAccountKey(job.accountId)}`})`.as('woken'))
     .execute();
 }
 
@@ -95,22 +96,34 @@ export async function claim(
   leaseMs: number,
   filter: ClaimFilter = { kinds: JOB_KINDS, fullAccounts: [] },
 ): Promise<ClaimedJob | undefined> {
-  const accounts = (alias: string) =>
-    filter.fullAccounts.length === 0
-      ? sql``
-      : sql`AND (${sql.ref(`${alias}.account_id`)} IS NULL OR ${sql.ref(`${alias}.account_id`)} NOT IN (${sql.join(filter.fullAccounts)}))`;
-  const due = sql`k.seq <> jobs.seq AND k.run_after <= clock_timestamp()
-    AND (k.locked_until IS NULL OR k.locked_until < clock_timestamp())
-    AND k.kind IN (${sql.join(filter.kinds)}) ${accounts('k')}`;
-  const result = await sql<ClaimedJob>`
-    UPDATE jobs SET locked_by = ${workerId},
-      locked_until = clock_timestamp() + ${`${leaseMs} milliseconds`}::interval,
+  return claimStatement.executeTakeFirst(db, {
+    workerId,
+    lease: `${leaseMs} milliseconds`,
+    kinds: filter.kinds,
+    fullAccounts: filter.fullAccounts,
+  });
+}
+const claimStatement = compiled(
+  (
+    _db,
+    v: { workerId: string; lease: string; kinds: readonly JobKind[]; fullAccounts: readonly string[] },
+  ) => {
+    const accounts = (alias: string) =>
+      v.fullAccounts.length === 0
+        ? sql``
+        : sql`AND (${sql.ref(`${alias}.account_id`)} IS NULL OR ${sql.ref(`${alias}.account_id`)} NOT IN (${sql.join(v.fullAccounts)}))`;
+    const due = sql`k.seq <> jobs.seq AND k.run_after <= clock_timestamp()
+      AND (k.locked_until IS NULL OR k.locked_until < clock_timestamp())
+      AND k.kind IN (${sql.join(v.kinds)}) ${accounts('k')}`;
+    return sql<ClaimedJob>`
+    UPDATE jobs SET locked_by = ${v.workerId},
+      locked_until = clock_timestamp() + ${v.lease}::interval,
       attempts = attempts + 1
     WHERE seq = (
       SELECT j.seq FROM jobs j
       WHERE j.run_after <= clock_timestamp()
         AND (j.locked_until IS NULL OR j.locked_until < clock_timestamp())
-        AND j.kind IN (${sql.join(filter.kinds)})
+        AND j.kind IN (${sql.join(v.kinds)})
         ${accounts('j')}
         AND (j.queue_key IS NULL OR NOT EXISTS (
           SELECT 1 FROM jobs older WHERE older.queue_key = j.queue_key AND older.seq < j.seq))
@@ -118,11 +131,9 @@ export async function claim(
       LIMIT 1
       FOR UPDATE SKIP LOCKED)
     RETURNING *, EXISTS (SELECT 1 FROM jobs k WHERE ${due}) AS others_due,
-      EXISTS (SELECT 1 FROM jobs k WHERE ${due} AND k.account_id IS DISTINCT FROM jobs.account_id) AS others_due_elsewhere`.execute(
-    db,
-  );
-  return result.rows[0];
-}
+      EXISTS (SELECT 1 FROM jobs k WHERE ${due} AND k.account_id IS DISTINCT FROM jobs.account_id) AS others_due_elsewhere`;
+  },
+);
 
 /** A claim: the job, the worker, and the attempt it claimed. A later claim of the same job differs. */
 export interface Fence {
@@ -154,9 +165,12 @@ export async function renewLease(db: Db, fence: Fence, leaseMs: number): Promise
  * commits; false (the caller rolls back) when another worker took it over.
  */
 export async function holdClaim(db: Db, fence: Fence): Promise<boolean> {
-  const row = await db.selectFrom('jobs').select('seq').where(held(fence)).forUpdate().executeTakeFirst();
-  return row !== undefined;
+  return (await holdJob.executeTakeFirst(db, fence)) !== undefined;
 }
+
+const holdJob = compiled((db, fence: Fence) =>
+  db.selectFrom('jobs').select('seq').where(held(fence)).forUpdate(),
+);
 
 /** Removes a finished job; false (and nothing done) when the claim is no longer this worker's. */
 export async function complete(db: Db, fence: Fence): Promise<boolean> {

@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import { compiled } from '../compiled.ts';
 import type { Db } from '../database.ts';
 import type { CustomDomainRow, DeploymentRow, EnvironmentRow, ServiceRow } from '../schema.ts';
 
@@ -13,23 +14,7 @@ export async function findServiceInScope(
   environmentId: string,
   serviceId: string,
 ) {
-  const row = await db
-    .selectFrom('services as s')
-    .innerJoin('environments as e', 'e.id', 's.environment_id')
-    .leftJoin('deployments as d', 'd.id', 's.latest_deployment_id')
-    .leftJoin('custom_domains as c', (join) =>
-      join.onRef('c.id', '=', 's.custom_domain_id').on('c.state', '=', 'deployed'),
-    )
-    .selectAll('s')
-    .select([
-      sql<AsJson<EnvironmentRow>>`to_jsonb(e.*)`.as('_environment'),
-      sql<AsJson<DeploymentRow> | null>`to_jsonb(d.*)`.as('_latest'),
-      sql<AsJson<CustomDomainRow> | null>`to_jsonb(c.*)`.as('_domain'),
-    ])
-    .where('s.id', '=', serviceId)
-    .where('s.environment_id', '=', environmentId)
-    .where('s.account_id', '=', accountId)
-    .executeTakeFirst();
+  const row = await serviceInScope.executeTakeFirst(db, { accountId, environmentId, serviceId });
   if (!row) return undefined;
   const { _environment, _latest, _domain, ...service } = row;
   return {
@@ -39,6 +24,29 @@ export async function findServiceInScope(
     activeDomain: _domain ? withDates<CustomDomainRow>(_domain) : null,
   };
 }
+
+const serviceInScope = compiled(
+  (
+    db,
+    { accountId, environmentId, serviceId }: { accountId: string; environmentId: string; serviceId: string },
+  ) =>
+    db
+      .selectFrom('services as s')
+      .innerJoin('environments as e', 'e.id', 's.environment_id')
+      .leftJoin('deployments as d', 'd.id', 's.latest_deployment_id')
+      .leftJoin('custom_domains as c', (join) =>
+        join.onRef('c.id', '=', 's.custom_domain_id').on('c.state', '=', 'deployed'),
+      )
+      .selectAll('s')
+      .select([
+        sql<AsJson<EnvironmentRow>>`to_jsonb(e.*)`.as('_environment'),
+        sql<AsJson<DeploymentRow> | null>`to_jsonb(d.*)`.as('_latest'),
+        sql<AsJson<CustomDomainRow> | null>`to_jsonb(c.*)`.as('_domain'),
+      ])
+      .where('s.id', '=', serviceId)
+      .where('s.environment_id', '=', environmentId)
+      .where('s.account_id', '=', accountId),
+);
 
 export interface Stamped {
   created_at: Date;

@@ -1,7 +1,8 @@
 import { sql } from 'kysely';
 import { DELETE_STATES, type ServiceState } from '../../domain/service-states.ts';
+import { compiled } from '../compiled.ts';
 import type { Db } from '../database.ts';
-import { changedSince, eventState, inTransaction, recordEvents } from '../events.ts';
+import { changedSince, EVENT_SOURCES, eventState, inTransaction, recordEvents } from '../events.ts';
 import type { NewService, ServiceRow, ServiceUpdate } from '../schema.ts';
 import { type Page, pageAfter } from './paging.ts';
 
@@ -29,7 +30,10 @@ function lockedServices(
 const servicesTable = (db: Db) => db.selectFrom('services');
 
 /** Records an `updated` event for each returned row that changed more than `updated_at`. */
-async function recordChanged(db: Db, rows: Array<ServiceRow & { changed: boolean }>): Promise<void> {
+async function recordChanged(
+  db: Db,
+  rows: Array<Record<string, unknown> & { changed: boolean }>,
+): Promise<void> {
   await recordEvents(
     db,
     'service',
@@ -53,10 +57,14 @@ export async function subdomainTaken(db: Db, subdomain: string): Promise<boolean
 }
 
 export async function findServiceById(db: Db, id: string, options: { forUpdate?: boolean } = {}) {
-  let q = db.selectFrom('services').selectAll().where('id', '=', id);
-  if (options.forUpdate) q = q.forUpdate();
-  return q.executeTakeFirst();
+  return (options.forUpdate ? serviceForUpdate : serviceById).executeTakeFirst(db, { id });
 }
+const serviceById = compiled((db, { id }: { id: string }) =>
+  db.selectFrom('services').selectAll().where('id', '=', id),
+);
+const serviceForUpdate = compiled((db, { id }: { id: string }) =>
+  db.selectFrom('services').selectAll().where('id', '=', id).forUpdate(),
+);
 
 /** Changes a service's fields; its state changes only through transitionService. */
 export async function updateService(
@@ -81,7 +89,7 @@ export async function updateService(
 
 /**
  * Moves a service to `to` only from one of the states `from`, in the one statement (UPDATE ... WHERE
- * state IN from): a stale or repeated caller cannot move it from anywhere else. Undefined, and nothing
+ * state IN from): a stale or repeated caller cannot move it from anywhere else. False, and nothing
  * written, when the service is in another state.
  */
 export async function transitionService(
@@ -90,22 +98,26 @@ export async function transitionService(
   from: readonly ServiceState[],
   to: ServiceState,
   extra: Omit<ServiceUpdate, 'state'> = {},
-): Promise<ServiceRow | undefined> {
+): Promise<boolean> {
   return inTransaction(db, async (trx) => {
-    const row = await trx
-      .updateTable('services')
-      .from(lockedServices(trx, (q) => q.where('id', '=', id).where('state', 'in', from)))
-      .set({ ...extra, state: to, updated_at: new Date() })
-      .whereRef('services.id', '=', 'before.before_id')
-      .returningAll('services')
-      .returning(changedSince('service', 'services').as('changed'))
-      .executeTakeFirst();
-    if (!row) return undefined;
+    const set = { ...extra, state: to, updated_at: new Date() };
+    const row = await moveService.executeTakeFirst(trx, { id, from, set });
+    if (!row) return false;
     await recordChanged(trx, [row]);
-    const { changed: _, ...service } = row;
-    return service;
+    return true;
   });
 }
+/** The row comes back with the columns its event keeps, not whole (a services row has ~60). */
+const moveService = compiled(
+  (trx, v: { id: string; from: readonly ServiceState[]; set: ServiceUpdate & { state: ServiceState } }) =>
+    trx
+      .updateTable('services')
+      .from(lockedServices(trx, (q) => q.where('id', '=', v.id).where('state', 'in', v.from)))
+      .set(v.set)
+      .whereRef('services.id', '=', 'before.before_id')
+      .returning(EVENT_SOURCES.service.columns.map((c) => `services.${c}` as const))
+      .returning(changedSince('service', 'services').as('changed')),
+);
 
 export async function listServices(db: Db, environmentId: string, page: Page) {
   return pageAfter(
