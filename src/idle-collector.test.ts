@@ -1,31 +1,41 @@
 import assert from 'node:assert/strict';
-import { test } from 'node:test';
+import { type TestContext, test } from 'node:test';
 import v8 from 'node:v8';
 import { pollUntil } from '../test/helpers/poll.ts';
 import { collectWhenIdle, oldGenerationUsed } from './idle-collector.ts';
 
-test('collects once after activity goes quiet, never while idle with nothing new', async (ctx) => {
+/** A collector that counts its collections instead of collecting, stopped when the test ends. */
+function counting(ctx: TestContext, idleMs: number) {
   let collections = 0;
   const collector = collectWhenIdle({
-    idleMs: 50,
+    idleMs,
     collect: () => {
       collections += 1;
     },
   });
   ctx.after(() => collector.stop());
+  return { collector, collections: () => collections };
+}
+
+test('collects once after activity goes quiet, never while idle with nothing new', async (ctx) => {
+  const { collector, collections } = counting(ctx, 50);
   collector.touch();
-  await pollUntil('a collection after the quiet period', async () => (collections === 1 ? true : undefined), {
-    timeoutMs: 5000,
-    intervalMs: 10,
-  });
+  await pollUntil(
+    'a collection after the quiet period',
+    async () => (collections() === 1 ? true : undefined),
+    {
+      timeoutMs: 5000,
+      intervalMs: 10,
+    },
+  );
   // Quiet and nothing new: a second check period passes with no collection.
   const start = Date.now();
   await pollUntil('four check periods', async () => (Date.now() - start > 100 ? true : undefined), {
     intervalMs: 10,
   });
-  assert.equal(collections, 1);
+  assert.equal(collections(), 1);
   collector.touch();
-  await pollUntil('a second collection', async () => (collections === 2 ? true : undefined), {
+  await pollUntil('a second collection', async () => (collections() === 2 ? true : undefined), {
     timeoutMs: 5000,
     intervalMs: 10,
   });
@@ -72,23 +82,16 @@ test('while quiet, background allocation past the threshold earns another collec
 });
 
 test('collectNow collects at once and clears what was pending', async (ctx) => {
-  let collections = 0;
-  const collector = collectWhenIdle({
-    idleMs: 20,
-    collect: () => {
-      collections += 1;
-    },
-  });
-  ctx.after(() => collector.stop());
+  const { collector, collections } = counting(ctx, 20);
   collector.touch();
   collector.collectNow();
-  assert.equal(collections, 1);
+  assert.equal(collections(), 1);
   // The touch before it is covered: quiet periods pass without another collection.
   const start = Date.now();
   await pollUntil('four check periods', async () => (Date.now() - start > 80 ? true : undefined), {
     intervalMs: 10,
   });
-  assert.equal(collections, 1);
+  assert.equal(collections(), 1);
 });
 
 test('regrowth is measured in the old generation: young objects do not count', () => {
@@ -106,14 +109,7 @@ test('regrowth is measured in the old generation: young objects do not count', (
 });
 
 test('a server with requests coming never collects, however long they last', async (ctx) => {
-  let collections = 0;
-  const collector = collectWhenIdle({
-    idleMs: 200,
-    collect: () => {
-      collections += 1;
-    },
-  });
-  ctx.after(() => collector.stop());
+  const { collector, collections } = counting(ctx, 200);
   const start = Date.now();
   // A request every 10 ms for five quiet periods' worth.
   await pollUntil(
@@ -124,8 +120,8 @@ test('a server with requests coming never collects, however long they last', asy
     },
     { timeoutMs: 5000, intervalMs: 10 },
   );
-  assert.equal(collections, 0);
-  await pollUntil('the collection once they stop', async () => (collections === 1 ? true : undefined), {
+  assert.equal(collections(), 0);
+  await pollUntil('the collection once they stop', async () => (collections() === 1 ? true : undefined), {
     timeoutMs: 5000,
     intervalMs: 10,
   });

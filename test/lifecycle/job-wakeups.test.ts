@@ -80,6 +80,18 @@ const queued = async () =>
     ).n,
   );
 
+/** Lets every held job end, and those claimed after them, until none is queued. */
+async function runEveryJob(running: Map<string, () => void>) {
+  await pollUntil(
+    'every job to run',
+    async () => {
+      for (const release of running.values()) release();
+      return (await queued()) === 0 ? true : undefined;
+    },
+    { timeoutMs: 30_000 },
+  );
+}
+
 test('an idle worker claims once per budget and poll, not once per slot', async () => {
   const pollMs = 25;
   const { worker } = startWorker(pollMs);
@@ -108,14 +120,7 @@ test('one notification fills every slot of a burst, and finished jobs make room 
       await enqueue(trx, { kind: 'deliver_webhook', subjectId: randomUUID(), accountId });
   });
   await pollUntil('every slot to run a job', async () => (running.size === SLOTS ? true : undefined));
-  await pollUntil(
-    'every job to run',
-    async () => {
-      for (const release of running.values()) release();
-      return (await queued()) === 0 ? true : undefined;
-    },
-    { timeoutMs: 30_000 },
-  );
+  await runEveryJob(running);
   assert.equal(peak(), SLOTS);
 });
 
@@ -163,14 +168,7 @@ test("a job of an account that uses its whole share wakes no loop; an earlier ve
   await notify(store.db, 'jobs', 'deploy');
   await pollUntil('a loop to claim', async () => (claims() === 2 ? true : undefined));
   // The full account's job ending claims its next, and so on: every job runs.
-  await pollUntil(
-    'every job to run',
-    async () => {
-      for (const release of running.values()) release();
-      return (await queued()) === 0 ? true : undefined;
-    },
-    { timeoutMs: 30_000 },
-  );
+  await runEveryJob(running);
 });
 
 test('a job queued without a notification is found by the poll, and the rest of its burst after it', async () => {
