@@ -45,17 +45,19 @@ async function cpuPerBadDelivery(url: string): Promise<number> {
         'x-hub-signature-256': badSignature,
       },
     });
-  for (let i = 0; i < 5; i++) assert.equal((await send()).statusCode, 401);
-  // The process's CPU includes whatever else runs in it meanwhile (the harness's worker taking the jobs
-  // the set-up queued, a collection tick, garbage collection): the cheapest of a few batches is the
-  // deliveries' own cost, where one long batch failed CI once with a burst of other work inside it.
-  const batches = 4;
-  const rounds = 15;
+  // Warm: the first batches after a route's first calls still run code V8 has not optimized yet.
+  for (let i = 0; i < 20; i++) assert.equal((await send()).statusCode, 401);
+  // The main thread's CPU (the embedded database runs in it too), not the process's: V8's collector
+  // threads spin longer when another test file holds the other core, and CI's embedded stage once read
+  // 2.2x for the same work that way. Whatever else runs on the thread meanwhile (a collection tick, a
+  // full GC) lands in some batch: the cheapest of several is the deliveries' own cost.
+  const batches = 8;
+  const rounds = 8;
   let cheapest = Number.POSITIVE_INFINITY;
   for (let b = 0; b < batches; b++) {
-    const start = process.cpuUsage();
+    const start = process.threadCpuUsage();
     for (let i = 0; i < rounds; i++) await send();
-    const used = process.cpuUsage(start);
+    const used = process.threadCpuUsage(start);
     cheapest = Math.min(cheapest, (used.user + used.system) / rounds);
   }
   return cheapest;
@@ -77,9 +79,10 @@ test('CPU per bad delivery does not grow with the number of connections', async 
   };
   const ratios = { routed: hundred.routed / one.routed, own: hundred.own / one.own };
   const detail = JSON.stringify({ one, hundred, ratios });
-  // Checking every connection made the ratio ~50 here; the same work whatever the number is ~1.
-  assert.ok(ratios.routed < 2, detail);
-  assert.ok(ratios.own < 2, detail);
+  // Checking every connection made the ratio ~50 here; the same work whatever the number is ~1, and
+  // between two quiet runs the cheapest batch still varies up to ~1.8x.
+  assert.ok(ratios.routed < 3, detail);
+  assert.ok(ratios.own < 3, detail);
 
   // The real secret still works on both URLs.
   const good = githubPush(REPO, 'main', 'b'.repeat(40));
