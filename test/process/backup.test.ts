@@ -141,7 +141,8 @@ test('scheduled backups: a failure is logged with its reason and opens the backu
       /^Berth's scheduled backup of its own state failed: .*(EEXIST|ENOTDIR)/,
     );
     fs.rmSync(target);
-    fs.mkdirSync(target);
+    // A tick may make it first (a backup makes its directory): that one is a good backup too.
+    fs.mkdirSync(target, { recursive: true });
     // The next good backup resolves it; the failures in between (one a second) opened no other.
     await stream.until('the backup_failed alert to resolve', (e) =>
       alerts(e).some((a) => a.event === 'alert.resolved'),
