@@ -3,7 +3,6 @@ import { hostname } from 'node:os';
 import { posix } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isDeepStrictEqual } from 'node:util';
-import { sql } from 'kysely';
 import { intSetting } from '../../config.ts';
 import { repoUrl } from '../../domain/git-auth.ts';
 import { resourceName } from '../../domain/resource-names.ts';
@@ -42,6 +41,7 @@ import { simIdentity } from './identity.ts';
 import { SimLogs } from './logs.ts';
 import { SimMetrics } from './metrics.ts';
 import { SIM_RESOURCE_STEPS, simAttributes } from './resources.ts';
+import { applyState, beginCall, endCall, moveWorkload, workloadOf } from './statements.ts';
 import { type SimDb, simTables } from './tables.ts';
 
 /** The sim driver's settings, from the environment. */
@@ -320,11 +320,10 @@ export class SimProvider implements Provider {
     serviceId: string | null,
     work: (callId: string) => Promise<{ outcome: string; error?: Error; recorded?: true }>,
   ): Promise<void> {
-    const call = await this.db
-      .insertInto('sim_calls')
-      .values({ operation, subject_id: subjectId, service_id: serviceId, worker: this.caller })
-      .returning('id')
-      .executeTakeFirstOrThrow();
+    const call = await beginCall.executeTakeFirst(this.db, {
+      row: { operation, subject_id: subjectId, service_id: serviceId, worker: this.caller },
+    });
+    if (!call) throw new Error('the simulated call was not recorded');
     // A call cut short (the worker lost its job) is recorded as such, then rethrown.
     const { outcome, error, recorded } = await work(call.id).catch(
       (cause: Error): { outcome: string; error: Error; recorded?: true } => ({
@@ -332,12 +331,7 @@ export class SimProvider implements Provider {
         error: cause,
       }),
     );
-    if (!recorded)
-      await this.db
-        .updateTable('sim_calls')
-        .set({ outcome, finished_at: sql`clock_timestamp()` })
-        .where('id', '=', call.id)
-        .execute();
+    if (!recorded) await endCall.execute(this.db, { id: call.id, outcome });
     if (error) throw error;
   }
 
@@ -365,24 +359,9 @@ export class SimProvider implements Provider {
     // Idempotent: a deployment this cloud already finished is reported, not run again. A call cut short
     // because its worker lost the job changed nothing and decides nothing: the next holder runs it.
     // With the generation in place, in the same statement.
-    const { done, in_place } = await this.db
-      .selectNoFrom((eb) => [
-        eb
-          .selectFrom('sim_calls')
-          .select('outcome')
-          .where('subject_id', '=', deploymentId)
-          .where('operation', '=', 'deploy')
-          .where('outcome', 'is not', null)
-          .where('outcome', 'not like', 'aborted: %')
-          .limit(1)
-          .as('done'),
-        eb
-          .selectFrom('sim_workloads')
-          .select('generation')
-          .where('service_id', '=', service.id)
-          .as('in_place'),
-      ])
-      .executeTakeFirstOrThrow();
+    const state = await applyState.executeTakeFirst(this.db, { deploymentId, serviceId: service.id });
+    const done = state?.done ?? null;
+    const in_place = state?.in_place ?? null;
     if (done !== null) {
       if (done === 'success') return applied;
       throw done === 'superseded'
@@ -431,54 +410,25 @@ export class SimProvider implements Provider {
       );
       // Fenced: the row changes only if what is in place is not newer (the check above may be stale).
       // The call's outcome is recorded in the same statement: superseded when the row did not change.
-      const moved = await this.db
-        .with('moved', (db) =>
-          db
-            .insertInto('sim_workloads')
-            .values({
-              service_id: service.id,
-              deployment_id: deploymentId,
-              target: name || 'head',
-              replicas: service.replica_count ?? 1,
-              run_status: runStatus,
-              generation,
-              cron_jobs: JSON.stringify(
-                desired.ops.cron_jobs.map((job) => ({
-                  ...job,
-                  url: `http://${applied.svcAlias}:${service.port ?? 80}${job.path}`,
-                })),
-              ),
-              variables: JSON.stringify(variables),
-            })
-            .onConflict((oc) =>
-              oc
-                .column('service_id')
-                .doUpdateSet((eb) => ({
-                  deployment_id: eb.ref('excluded.deployment_id'),
-                  target: eb.ref('excluded.target'),
-                  replicas: eb.ref('excluded.replicas'),
-                  run_status: eb.ref('excluded.run_status'),
-                  generation: eb.ref('excluded.generation'),
-                  cron_jobs: eb.ref('excluded.cron_jobs'),
-                  variables: eb.ref('excluded.variables'),
-                  updated_at: sql`clock_timestamp()`,
-                }))
-                .whereRef('sim_workloads.generation', '<=', 'excluded.generation'),
-            )
-            .returning('service_id'),
-        )
-        .with('call', (db) =>
-          db
-            .updateTable('sim_calls')
-            .set({
-              outcome: sql<string>`CASE WHEN EXISTS (SELECT 1 FROM moved) THEN ${failure ?? 'success'} ELSE 'superseded' END`,
-              finished_at: sql`clock_timestamp()`,
-            })
-            .where('id', '=', callId),
-        )
-        .selectFrom('moved')
-        .select('service_id')
-        .executeTakeFirst();
+      const moved = await moveWorkload.executeTakeFirst(this.db, {
+        row: {
+          service_id: service.id,
+          deployment_id: deploymentId,
+          target: name || 'head',
+          replicas: service.replica_count ?? 1,
+          run_status: runStatus,
+          generation,
+          cron_jobs: JSON.stringify(
+            desired.ops.cron_jobs.map((job) => ({
+              ...job,
+              url: `http://${applied.svcAlias}:${service.port ?? 80}${job.path}`,
+            })),
+          ),
+          variables: JSON.stringify(variables),
+        },
+        callId,
+        outcome: failure ?? 'success',
+      });
       if (!moved) {
         log.end(
           'traffic',
@@ -502,11 +452,7 @@ export class SimProvider implements Provider {
   }
 
   async observe(service: ServiceRef): Promise<Observed> {
-    const workload = await this.db
-      .selectFrom('sim_workloads')
-      .select(['run_status', 'replicas', 'generation'])
-      .where('service_id', '=', service.id)
-      .executeTakeFirst();
+    const workload = await workloadOf.executeTakeFirst(this.db, { serviceId: service.id });
     if (!workload) return { run_status: 'not_deployed', ready_count: 0, generation: null };
     const removed = Number(workload.generation) === REMOVED_GENERATION;
     return {
