@@ -204,7 +204,7 @@ export async function startServer(
     );
     metricsServer = await startMetricsServer(deps);
     const collector = collectWhenIdle({ idleMs: IDLE_COLLECT_MS });
-    app.server.on('request', () => collector.touch());
+    app.fastPolls.onEveryRequest(() => collector.touch());
     app.server.on('close', () => collector.stop());
     admin.save();
     const first = await firstStart(deps);

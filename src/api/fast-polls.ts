@@ -14,6 +14,7 @@
  * @module
  */
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import { type Role, roleAtLeast } from '../domain/roles.ts';
 import type { HttpRecord } from '../metrics/http.ts';
@@ -78,6 +79,22 @@ export interface FastPollsOptions {
   record: HttpRecord | undefined;
 }
 
+/**
+ * What a connection's last answered poll worked out from its path and Authorization header alone. A
+ * poller sends the same two on its connection again and again: the next poll that sends them skips the
+ * path's match, and looks the token and the read cache up with these strings, whose hashes V8 has
+ * already computed (each poll's own header and key are new strings, hashed at every lookup). Nothing
+ * here is a decision: the token, the read cache and the window are asked again on every poll.
+ */
+interface Recent {
+  url: string;
+  authorization: string;
+  route: FastRoute;
+  ids: string[];
+  /** The read cache key: a token belongs to one account. */
+  key: string;
+}
+
 declare module 'fastify' {
   interface FastifyInstance {
     /** This app's fast path for kept polls (the tests and the benchmark look at it). */
@@ -94,6 +111,9 @@ export class FastPolls {
   private closing = false;
   /** The role each cached route declares, as it was registered (absent: not answered here). */
   private readonly roles = new Map<string, Role>();
+  private readonly recent = new WeakMap<Socket, Recent>();
+  /** Told of every request the server receives, before anything else (the idle collector's touch). */
+  private readonly everyRequest: (() => void)[] = [];
   private readonly options: FastPollsOptions;
 
   constructor(options: FastPollsOptions) {
@@ -117,8 +137,17 @@ export class FastPolls {
     if (!usual) throw new Error('the HTTP server has no request handler to put fast polls ahead of');
     server.removeListener('request', usual);
     server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+      for (const told of this.everyRequest) told();
       if (!this.answer(req, res)) usual(req, res);
     });
+  }
+
+  /**
+   * Calls `told` on every request the server receives. The server keeps a single `request` listener:
+   * with two, Node copies its listener list for each request it emits.
+   */
+  onEveryRequest(told: () => void): void {
+    this.everyRequest.push(told);
   }
 
   close(): void {
@@ -129,21 +158,29 @@ export class FastPolls {
   answer(req: IncomingMessage, res: ServerResponse): boolean {
     if (!this.enabled || this.closing || req.method !== 'GET') return false;
     const url = req.url as string;
+    const { headers, socket } = req;
+    let { authorization } = headers;
     let route: FastRoute;
     let ids: string[];
-    const deployment = DEPLOYMENT_PATH.exec(url);
-    if (deployment) {
-      route = DEPLOYMENT;
-      ids = [deployment[1] as string];
+    const last = this.recent.get(socket);
+    const again = last !== undefined && last.url === url && last.authorization === authorization;
+    if (again) {
+      route = last.route;
+      ids = last.ids;
+      authorization = last.authorization;
     } else {
-      const service = SERVICE_PATH.exec(url);
-      if (!service) return false;
-      route = service[3] === undefined ? SERVICE : CUSTOM_DOMAINS;
-      ids = [service[1] as string, service[2] as string];
+      const deployment = DEPLOYMENT_PATH.exec(url);
+      if (deployment) {
+        route = DEPLOYMENT;
+        ids = [deployment[1] as string];
+      } else {
+        const service = SERVICE_PATH.exec(url);
+        if (!service) return false;
+        route = service[3] === undefined ? SERVICE : CUSTOM_DOMAINS;
+        ids = [service[1] as string, service[2] as string];
+      }
     }
     const role = this.roles.get(route.url);
-    const { headers } = req;
-    const { authorization } = headers;
     const seen = headers['if-none-match'];
     if (
       role === undefined ||
@@ -169,7 +206,8 @@ export class FastPolls {
     const now = Date.now();
     const auth = authenticator.cached(authorization, now);
     if (!auth || !allowed(auth, role, route, ids)) return false;
-    const entry = reads.kept(route.key(auth.accountId, ids), now);
+    const key = again ? last.key : route.key(auth.accountId, ids);
+    const entry = reads.kept(key, now);
     if (!entry) return false;
     const limit = rateLimit.countAtHand(auth.tokenId, now);
     if (!limit) return false;
@@ -177,6 +215,7 @@ export class FastPolls {
     const started = logs || record ? performance.now() : 0;
     authenticator.used(auth, now);
     this.answered++;
+    if (!again) this.recent.set(socket, { url, authorization, route, ids, key });
     const id = requestIdFor(req);
     // The fields as a flat list: node:http stores them without listing an object's keys.
     const fields: (string | number)[] = [

@@ -6,6 +6,7 @@ import { after, test } from 'node:test';
 import { sql } from 'kysely';
 import { openStore } from './database.ts';
 import { installedPgliteVersion, readSnapshotMeta, snapshotFor } from './embedded-snapshot.ts';
+import { KNOWN_MIGRATIONS } from './migrate.ts';
 
 // The snapshot is the embedded database's: these tests open one whatever BERTH_TEST_DATABASE says.
 const tempDirs: string[] = [];
@@ -23,6 +24,15 @@ test('the snapshot was made by the installed PGlite (else every new data directo
     readSnapshotMeta()?.pglite,
     installedPgliteVersion(),
     'src/store/embedded-snapshot/ is missing or stale: run npm run generate:snapshot',
+  );
+});
+
+test('the snapshot holds every migration (else each new data directory runs the missing ones at start)', () => {
+  // 21 migrations missing from it cost about 1 of the 5 CPU seconds of a start (docs/performance.md).
+  assert.deepEqual(
+    readSnapshotMeta()?.migrations,
+    [...KNOWN_MIGRATIONS].sort(),
+    'src/store/embedded-snapshot/ is stale: run npm run generate:snapshot',
   );
 });
 

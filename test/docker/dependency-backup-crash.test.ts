@@ -7,7 +7,7 @@ import { buildDependencyImages } from '../helpers/dependency-images.ts';
 import { docker } from '../helpers/docker.ts';
 import { pollUntil } from '../helpers/poll.ts';
 import { api, dependenciesOf, deploymentEnd } from '../helpers/process.ts';
-import { serverFixture } from '../helpers/server.ts';
+import { KILLED_SERVER, serverFixture } from '../helpers/server.ts';
 
 /**
  * Issue 30: Berth SIGKILLed in the middle of a dependency backup leaves no file under the backup's
@@ -15,7 +15,7 @@ import { serverFixture } from '../helpers/server.ts';
  * the helper the killed process left is gone.
  */
 const server = serverFixture('docker', {
-  BERTH_JOB_LEASE_MS: '1500',
+  ...KILLED_SERVER,
   BERTH_DEPENDENCY_BACKUP_INTERVAL_HOURS: '0',
 });
 before(() => buildDependencyImages(), { timeout: 1_800_000 });

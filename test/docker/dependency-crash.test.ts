@@ -5,14 +5,14 @@ import { docker } from '../helpers/docker.ts';
 import { assertNoDeploymentWithoutJobIn } from '../helpers/fencing.ts';
 import { pollUntil } from '../helpers/poll.ts';
 import { api, deploymentEnd } from '../helpers/process.ts';
-import { serverFixture } from '../helpers/server.ts';
+import { KILLED_SERVER, serverFixture } from '../helpers/server.ts';
 
 /**
  * Issue 11 on the docker provider: Berth SIGKILLed after the database's container was created and
  * before it was recorded as made. Started again, the deployment succeeds with one container and one
  * volume, and the password the service gets is the one that container was made with (it connects).
  */
-const server = serverFixture('docker', { BERTH_JOB_LEASE_MS: '1500' });
+const server = serverFixture('docker', KILLED_SERVER);
 before(() => buildDependencyImages(), { timeout: 1_800_000 });
 
 test('SIGKILL while a postgres dependency starts: after a restart the deployment succeeds with it made once', async () => {

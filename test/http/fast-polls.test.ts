@@ -265,6 +265,40 @@ describe('kept polls ahead of the router', () => {
     await usual(deploymentUrl, { ...auth, 'if-none-match': `"${'a'.repeat(9000)}"` }, 422);
   });
 
+  test("one connection's polls of other paths and other accounts' tokens are each answered for themselves", async () => {
+    // The agent keeps one connection: each poll follows another on it, whose path and token it may reuse.
+    const own = { authorization: `Bearer ${t.token}`, 'x-request-id': 'again' };
+    const service = await both(serviceUrl, own);
+    assert.ok(service.fast.fast);
+    assertSame(service);
+    const deployment = await both(deploymentUrl, own);
+    assert.ok(deployment.fast.fast);
+    assertSame(deployment);
+    assert.notEqual(deployment.fast.body, service.fast.body);
+    const again = await get(serviceUrl, own);
+    assert.ok(again.fast);
+    assert.equal(again.body, service.fast.body);
+    // Another account's token on the same path, right after a fast answer of it: not this account's read.
+    const other = await h.tenant();
+    const foreign = await both(serviceUrl, { ...own, authorization: `Bearer ${other.token}` }, false);
+    assert.equal(foreign.fast.status, 404);
+    assert.ok(!foreign.fast.fast);
+    assert.equal(foreign.fast.body, foreign.usual.body);
+    const back = await both(serviceUrl, own);
+    assertSame(back);
+    assert.equal(back.fast.body, service.fast.body);
+  });
+
+  test('every request the server receives is told to onEveryRequest, on either path', async () => {
+    let told = 0;
+    h.app.fastPolls.onEveryRequest(() => told++);
+    const fast = await get(serviceUrl, { authorization: `Bearer ${t.token}` });
+    const usual = await get('/v1/nowhere', { authorization: `Bearer ${t.token}` });
+    assert.ok(fast.fast);
+    assert.equal(usual.status, 404);
+    assert.equal(told, 2);
+  });
+
   test("a narrowed token's poll is fast only where the path names one of its environments", async () => {
     const narrowed = await newToken({ role: 'viewer', environment_ids: [t.envId] });
     const pair = await both(serviceUrl, { authorization: `Bearer ${narrowed.token}`, 'x-request-id': 'n' });

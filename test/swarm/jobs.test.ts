@@ -145,6 +145,41 @@ test('a cron tick runs once even with two Berth processes scheduling it', async 
   assert.deepEqual(left, []);
 });
 
+test('a cron run that outlasts its schedule is the only one: ticks meanwhile are skipped, and no run is removed while it runs', async () => {
+  const provider = providers[0] ?? (await open());
+  await provider.serving?.start();
+  const cron = desired({ type: 'cron', cron_schedule: '* * * * * *', run_command: 'sleep 3600' });
+  await provider.apply(cron, never);
+  const runsOf = () =>
+    swarm.manager.listServices({
+      filters: { label: [`berth.service=${cron.service.id}`, 'berth.role=cron-run'] },
+    });
+  try {
+    const first = await pollUntil('a run to start', async () => (await runsOf())[0]);
+    // Ticks claimed after the run exists were each a chance to start a second run or remove this one.
+    const ticks = swarmTables(store.db);
+    await pollUntil(
+      'three more ticks to be claimed',
+      async () => {
+        const claimed = await ticks
+          .selectFrom('swarm_cron_ticks')
+          .select('tick_at')
+          .where('service_id', '=', cron.service.id)
+          .where('tick_at', '>', new Date(String(first.CreatedAt)))
+          .execute();
+        return claimed.length >= 3 ? claimed : undefined;
+      },
+      { timeoutMs: 60_000, intervalMs: 250 },
+    );
+    assert.deepEqual(
+      (await runsOf()).map((r) => r.ID),
+      [first.ID],
+    );
+  } finally {
+    await provider.remove(cron.service);
+  }
+});
+
 test('prov_node_group_id places every replica on the nodes labelled with it; reservations and limits follow the service', async () => {
   const provider = providers[0] ?? (await open());
   const group = randomUUID();

@@ -12,10 +12,22 @@ import { LABEL, labelFilter } from '../engine/labels.ts';
 import { Schedules } from '../engine/schedules.ts';
 import { REMOVED_GENERATION } from '../provider.ts';
 import { sweepSecrets } from './secrets.ts';
-import { tasksOf } from './services.ts';
+import { type Task, tasksOf } from './services.ts';
 import type { SwarmDb } from './tables.ts';
 
+/** Finished runs kept (their logs are the service's logs), besides the one under way. */
 const RUNS_KEPT = 3;
+/** Task states a task never leaves. */
+const DONE = new Set(['complete', 'failed', 'rejected', 'shutdown', 'orphaned', 'remove']);
+
+/**
+ * Whether a run has ended: it has a task and every task is done. A run just created has no task yet
+ * (the orchestrator makes it a moment later). Its desired state says nothing: a job's tasks are all
+ * desired `complete`, from the start.
+ */
+function finished(tasks: Task[]): boolean {
+  return tasks.length > 0 && tasks.every((t) => DONE.has(t.Status.State));
+}
 /** Claims older than this are history nobody reads again. */
 const CLAIMS_KEPT_MS = 24 * 3600_000;
 
@@ -89,12 +101,9 @@ async function tick(
     filters: labelFilter({ [LABEL.service]: serviceId, [LABEL.role]: 'cron-run' }),
   });
   for (const run of runs) {
-    const tasks = await tasksOf(docker, run.ID);
-    if (tasks.some((t) => t.DesiredState === 'running' || t.DesiredState === 'ready')) {
-      if (tasks.some((t) => !['complete', 'failed', 'rejected', 'shutdown'].includes(t.Status.State))) {
-        logger.info({ service: serviceId }, 'cron tick skipped: the previous run is still running');
-        return;
-      }
+    if (!finished(await tasksOf(docker, run.ID))) {
+      logger.info({ service: serviceId }, 'cron tick skipped: the previous run is still running');
+      return;
     }
   }
   const name = `berth-run-${(labels[LABEL.deployment] ?? '').slice(0, 8)}-${tickAt.getTime() / 1000}`;
@@ -114,11 +123,15 @@ async function tick(
       () => true,
       () => false,
     );
-  const all = await docker.listServices({
-    filters: labelFilter({ [LABEL.service]: serviceId, [LABEL.role]: 'cron-run' }),
-  });
-  const newestFirst = all.sort((a, b) => String(b.CreatedAt).localeCompare(String(a.CreatedAt)));
-  for (const old of left ? newestFirst.slice(RUNS_KEPT) : newestFirst)
+  // Only finished runs are removed (those listed above): one removed while it starts would never
+  // print, and under load a run takes longer to start than a few ticks of a schedule of seconds.
+  const newestFirst = runs.sort((a, b) => String(b.CreatedAt).localeCompare(String(a.CreatedAt)));
+  const removed = left
+    ? newestFirst.slice(RUNS_KEPT)
+    : await docker.listServices({
+        filters: labelFilter({ [LABEL.service]: serviceId, [LABEL.role]: 'cron-run' }),
+      });
+  for (const old of removed)
     await docker
       .getService(old.ID)
       .remove()
