@@ -11,8 +11,8 @@
  * lasts until the commit that follows at once. So an account's events commit in `seq` order, and a
  * reader that has seen `seq` N never finds a later-committed event of that account below N. Taken last,
  * the lock is never held while waiting on a row lock (no deadlock with the account's other writers).
- * A deployment log's writes ride in the same statement (log-at-commit.ts), their lock taken before the
- * accounts'.
+ * A deployment log's writes have a statement of their own just before (log-at-commit.ts), their lock
+ * taken before the accounts'.
  *
  * What each kind records is declared once, in EVENT_SOURCES: adding an event kind is a line there (and
  * its schema in api/schemas/events.ts; test/lifecycle/event-sources.test.ts checks they agree).
@@ -29,7 +29,7 @@ import {
   sql,
 } from 'kysely';
 import type { EventKind } from '../domain/events.ts';
-import { LOG_OVER, type LogWrite, logCtes, loggedDeployments, trimLog } from './log-at-commit.ts';
+import { type LogWrite, trimLog, writeLog } from './log-at-commit.ts';
 import { JOB_ACCOUNT_PREFIX, jobAccountKey, TOPICS } from './notifications.ts';
 import type { Database } from './schema.ts';
 
@@ -307,8 +307,8 @@ export async function recordJobRow(
 }
 
 /**
- * Keeps a write of a deployment's log for `db`'s transaction's commit, whose statement writes it
- * (log-at-commit.ts): a log write costs no statement of its own.
+ * Keeps a write of a deployment's log for `db`'s transaction's commit, which writes them all in one
+ * statement (log-at-commit.ts).
  */
 export async function recordLogWrite(
   db: QueryExecutorProvider & { isTransaction: boolean },
@@ -351,23 +351,17 @@ function queuedJobs(jobs: Record<string, unknown>[]): string {
  * The one statement that writes a transaction's events: locks the accounts (in id order) before a
  * `seq` is drawn (the WHERE's uncorrelated subquery runs once, before the first row), inserts the
  * events in the order they were recorded, a delivery and its job for each webhook that wants one, and
- * notifies. An event whose account is gone (a cascade) is dropped: nobody is left to tell. The
- * deployment log's writes come first (log-at-commit.ts): the accounts' locks join `log_locked`, so its
- * locks are taken before them, and the last row says how many deployments' logs went past the bound.
+ * notifies. An event whose account is gone (a cascade) is dropped: nobody is left to tell.
  */
-function writeEvents({ events: pending, audits, jobs, logs }: Pendings): CompiledQuery {
-  const parameters: string[] = [];
+function writeEvents({ events: pending, audits, jobs }: Pendings): CompiledQuery {
+  const parameters = [JSON.stringify(pending)];
   const param = (json: string) => `$${parameters.push(json)}`;
-  if (pending.length === 0 && audits.length === 0 && jobs.length === 0)
-    return CompiledQuery.raw(`WITH ${logCtes(logs, param)}\n    ${LOG_OVER}`, parameters);
-  parameters.push(JSON.stringify(pending));
   const more = (name: string, table: string, rows: Record<string, unknown>[]) =>
     rows.length === 0 ? '' : rowsWrite(name, table, rows, param(JSON.stringify(rows)));
   const writes = more('audit', 'audit_logs', audits) + more('queued', 'jobs', jobs);
   const queued = jobs.length > 0 ? param(queuedJobs(jobs)) : '';
-  const logged = logs.length > 0;
   return CompiledQuery.raw(
-    `WITH ${logged ? `${logCtes(logs, param)}, ` : ''}input AS (
+    `WITH input AS (
       SELECT e.n, coalesce((e.item ->> 'account_id')::uuid,
         (SELECT s.account_id FROM services s WHERE s.id = (e.item ->> 'service_id')::uuid),
         (SELECT v.account_id FROM environments v WHERE v.id = (e.item ->> 'environment_id')::uuid)) AS account_id,
@@ -379,7 +373,7 @@ function writeEvents({ events: pending, audits, jobs, logs }: Pendings): Compile
       WHERE i.account_id IS NOT NULL AND (SELECT count(*) FROM (
         SELECT pg_advisory_xact_lock(1702, hashtext(a.account_id::text)) FROM (
           SELECT DISTINCT account_id FROM input WHERE account_id IS NOT NULL ORDER BY account_id
-        ) a${logged ? ', log_locked' : ''}) locked) >= 0
+        ) a) locked) >= 0
       ORDER BY i.n
       RETURNING seq, account_id, type
     ), delivery AS (
@@ -399,7 +393,7 @@ function writeEvents({ events: pending, audits, jobs, logs }: Pendings): Compile
           ? `
     UNION ALL SELECT count(pg_notify('${TOPICS.jobs}', ${queued}))`
           : ''
-      }${logged ? `\n    UNION ALL ${LOG_OVER}` : ''}`,
+      }`,
     parameters,
   );
 }
@@ -432,20 +426,14 @@ function eventWritingDriver(inner: Driver): Driver {
     commitTransaction: async (connection) => {
       const pending = pendingOf.get(connection);
       drop(connection);
-      if (
-        pending &&
-        (pending.events.length > 0 ||
-          pending.audits.length > 0 ||
-          pending.jobs.length > 0 ||
-          pending.logs.length > 0)
-      ) {
-        const { rows } = await connection.executeQuery(writeEvents(pending));
-        // The last row is the log's: how many deployments went past the bound (rarely any).
-        const over = pending.logs.length > 0 ? Number(Object.values(rows.at(-1) ?? {})[0]) : 0;
-        if (over > 0)
-          for (const deploymentId of loggedDeployments(pending.logs))
-            await connection.executeQuery(trimLog(deploymentId));
+      if (pending && pending.logs.length > 0) {
+        const { rows } = await connection.executeQuery<{ over: string | null }>(writeLog(pending.logs));
+        // The deployments whose lines went past the bound (rarely any).
+        for (const deploymentId of rows[0]?.over?.split(' ') ?? [])
+          await connection.executeQuery(trimLog(deploymentId));
       }
+      if (pending && (pending.events.length > 0 || pending.audits.length > 0 || pending.jobs.length > 0))
+        await connection.executeQuery(writeEvents(pending));
       await inner.commitTransaction(connection);
     },
     rollbackTransaction: (connection) => {

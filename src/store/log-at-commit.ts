@@ -1,15 +1,15 @@
 /**
- * A deployment's log written by its transaction's commit (events.ts): the lines, the steps' changes and
- * the timeline a transaction records are CTEs of the commit's statement, beside the events', with the
- * deployment's advisory lock and the notification followers wait on; that statement also says whether
- * a deployment's lines went past the bound, and only then is the log trimmed, before COMMIT. A
- * deployment's log costs no statement of its own.
+ * A deployment's log written at its transaction's commit (events.ts): the lines, the steps' changes and
+ * the timeline a transaction records are written by one statement just before the events' statement,
+ * with the deployment's advisory lock and the notification followers wait on; that statement also
+ * names the deployments whose lines went past the bound, and only their logs are trimmed, before
+ * COMMIT.
  *
  * Order: the lock on each deployment written (in id order) is taken before the lines' `seq` is drawn
  * and lasts until the commit that follows at once, so a deployment's lines commit in `seq` order and a
  * follower reading after a cursor never skips a line committed late. It is taken before the accounts'
- * locks of the same statement, and nothing else takes it: two commits never wait on each other in a
- * cycle.
+ * locks (the events' statement comes after), and nothing else takes it: two commits never wait on each
+ * other in a cycle.
  * @module
  */
 import { CompiledQuery } from 'kysely';
@@ -49,11 +49,17 @@ export interface LogWrite {
 }
 
 /**
- * The log's CTEs for a transaction's writes (`log_locked`, `log_lines`, `log_steps`, `log_marks`,
- * `log_over`), joined by commas; `param` places a value among the statement's parameters and names it.
- * The text is the same whatever was written (empty sets are written as such): one prepared statement.
+ * The statement that writes a transaction's log writes at its commit, just before the events'
+ * statement (events.ts): the deployments' locks and notifications (`log_locked`), then only the parts
+ * that have something to write (lines, steps, timeline). Its one row names the deployments whose lines
+ * went past the bound (the lines kept before, as the statement's snapshot sees them, and those it
+ * adds), space-separated, or is null. A statement of its own rather than CTEs of the events'
+ * statement: folded in, it cost the database about 2 ms more CPU a deployment than the three
+ * statements it saved (docs/performance.md, "The deployment log's statement").
  */
-export function logCtes(writes: readonly LogWrite[], param: (json: string) => string): string {
+export function writeLog(writes: readonly LogWrite[]): CompiledQuery {
+  const parameters: string[] = [];
+  const param = (rows: unknown[]) => `$${parameters.push(JSON.stringify(rows))}`;
   const ids = loggedDeployments(writes);
   const lines = writes.flatMap((w) => w.entries.map((e) => ({ d: w.deploymentId, ...e })));
   const steps = ids.flatMap((id) =>
@@ -73,50 +79,60 @@ export function logCtes(writes: readonly LogWrite[], param: (json: string) => st
     }),
   );
   // Each write reads `log_locked` (materialized, evaluated once, before the first row any of them
-  // writes): the locks are held before a line's `seq` is drawn. The notification goes with the lock:
-  // NOTIFY is delivered at commit (and not at all on a rollback), so followers read only committed lines.
-  return `log_locked AS MATERIALIZED (
+  // writes; the final select reads it too, so the locks are taken whatever is written): the locks are
+  // held before a line's `seq` is drawn. The notification goes with the lock: NOTIFY is delivered at
+  // commit (and not at all on a rollback), so followers read only committed lines.
+  const ctes = [
+    `log_locked AS MATERIALIZED (
       SELECT count(pg_advisory_xact_lock(hashtext(d.id))) AS locks, count(pg_notify('${TOPICS.logs}', d.id)) AS notified
-      FROM (SELECT id FROM jsonb_array_elements_text(${param(JSON.stringify(ids))}::jsonb) AS i(id) ORDER BY id) d
-    ), log_lines AS (
+      FROM (SELECT id FROM jsonb_array_elements_text(${param(ids)}::jsonb) AS i(id) ORDER BY id) d
+    )`,
+  ];
+  if (lines.length > 0)
+    ctes.push(`log_lines AS (
       INSERT INTO deployment_logs (deployment_id, step, line, at)
       SELECT l.d, l.step, l.line, l.at
-      FROM ROWS FROM (jsonb_to_recordset(${param(JSON.stringify(lines))}::jsonb) AS (d uuid, step text, line text, at timestamptz))
+      FROM ROWS FROM (jsonb_to_recordset(${param(lines)}::jsonb) AS (d uuid, step text, line text, at timestamptz))
         WITH ORDINALITY AS l(d, step, line, at, n), log_locked
       ORDER BY l.n
       RETURNING deployment_id
-    ), log_steps AS (
+    )`);
+  if (steps.length > 0)
+    ctes.push(`log_steps AS (
       INSERT INTO deployment_operations (deployment_id, step, state, detail, started_at, finished_at)
       SELECT o.d, o.step, o.state, coalesce(o.detail, ''), o."startedAt", o."finishedAt"
-      FROM jsonb_to_recordset(${param(JSON.stringify(steps))}::jsonb) AS o(d uuid, step text, state text, detail text, "startedAt" timestamptz, "finishedAt" timestamptz),
+      FROM jsonb_to_recordset(${param(steps)}::jsonb) AS o(d uuid, step text, state text, detail text, "startedAt" timestamptz, "finishedAt" timestamptz),
         log_locked
       ON CONFLICT (deployment_id, step) DO UPDATE SET state = excluded.state,
         detail = CASE WHEN excluded.detail <> '' THEN excluded.detail ELSE deployment_operations.detail END,
         finished_at = excluded.finished_at
       RETURNING 1
-    ), log_marks AS (
+    )`);
+  if (marks.length > 0)
+    ctes.push(`log_marks AS (
       INSERT INTO deployment_timeline (deployment_id, mark, at)
       SELECT m.d, m.mark, m.at
-      FROM ROWS FROM (jsonb_to_recordset(${param(JSON.stringify(marks))}::jsonb) AS (d uuid, mark text, at timestamptz))
+      FROM ROWS FROM (jsonb_to_recordset(${param(marks)}::jsonb) AS (d uuid, mark text, at timestamptz))
         WITH ORDINALITY AS m(d, mark, at, n), log_locked
       ORDER BY m.n
       ON CONFLICT (deployment_id, mark) DO NOTHING
       RETURNING 1
-    ), log_over AS (
-      SELECT a.deployment_id FROM (SELECT deployment_id, count(*) AS added FROM log_lines GROUP BY deployment_id) a
-      WHERE a.added + (SELECT count(*) FROM deployment_logs k WHERE k.deployment_id = a.deployment_id AND k.dropped IS NULL) > ${MAX_LOG_LINES}
-    )`;
+    )`);
+  const over =
+    lines.length === 0
+      ? 'NULL::text'
+      : `(SELECT string_agg(a.deployment_id::text, ' ' ORDER BY a.deployment_id)
+        FROM (SELECT deployment_id, count(*) AS added FROM log_lines GROUP BY deployment_id) a
+        WHERE a.added + (SELECT count(*) FROM deployment_logs k WHERE k.deployment_id = a.deployment_id AND k.dropped IS NULL) > ${MAX_LOG_LINES})`;
+  return CompiledQuery.raw(
+    `WITH ${ctes.join(', ')}
+    SELECT ${over} AS over FROM log_locked`,
+    parameters,
+  );
 }
 
-/**
- * The select that ends a statement carrying logCtes: one row, how many deployments went past the
- * bound (the lines kept before, as the statement's snapshot sees them, and those it adds). Selecting
- * from `log_locked` takes the locks (and notifies) even where nothing reads it before.
- */
-export const LOG_OVER = 'SELECT (SELECT count(*) FROM log_over) FROM log_locked';
-
 /** The deployments a transaction's log writes are for, in the order their locks are taken. */
-export function loggedDeployments(writes: readonly LogWrite[]): string[] {
+function loggedDeployments(writes: readonly LogWrite[]): string[] {
   return [...new Set(writes.map((w) => w.deploymentId))].sort();
 }
 

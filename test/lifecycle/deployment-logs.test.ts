@@ -175,6 +175,49 @@ test('the log is bounded: the oldest lines are dropped and one marker line count
   );
 });
 
+test('a commit that writes several logs trims only the one past the bound', async () => {
+  const ids = [await deploy({ docker_image_tag: 'v4' }), await deploy({ docker_image_tag: 'v5' })];
+  await pollUntil('the deployments to end', async () => {
+    const rows = await h.deps.store.db
+      .selectFrom('deployments')
+      .select('state')
+      .where('id', 'in', ids)
+      .where('state', 'in', ['success', 'failed'])
+      .execute();
+    return rows.length === ids.length ? true : undefined;
+  });
+  const [long, short] = ids as [string, string];
+  const at = new Date();
+  h.queries.length = 0;
+  await h.deps.store.db.transaction().execute(async (trx) => {
+    await appendDeploymentLog(
+      trx,
+      long,
+      Array.from({ length: MAX_LOG_LINES + 1 }, (_, i) => ({
+        step: 'build' as const,
+        line: `noise ${i}`,
+        at,
+      })),
+    );
+    await appendDeploymentLog(trx, short, [{ step: 'build', line: 'one more', at }]);
+  });
+  const trims = h.queries.filter((q) => q.includes('earlier lines dropped'));
+  assert.equal(trims.length, 1, 'one trim, for the log past the bound');
+  const kept = (id: string) =>
+    h.deps.store.db
+      .selectFrom('deployment_logs')
+      .select(['line', 'dropped'])
+      .where('deployment_id', '=', id)
+      .orderBy('seq')
+      .execute();
+  const longLines = await kept(long);
+  assert.equal(longLines.length, MAX_LOG_LINES + 1);
+  assert.ok((longLines[0]?.dropped ?? 0) > 0, JSON.stringify(longLines[0]));
+  const shortLines = await kept(short);
+  assert.ok(shortLines.every((l) => l.dropped === null));
+  assert.equal(shortLines.at(-1)?.line, 'one more');
+});
+
 /**
  * A deployment that stays queued (no worker in this harness), followed over HTTP once its first lines
  * arrived: nothing is logged after that unless the test does it.
@@ -290,7 +333,7 @@ test("one transaction's writes to a deployment's log are written together: a ste
   }
 });
 
-test("a commit's statement takes the log's lock before the account's: a log write waiting on the account holds its deployment's lock", {
+test("a commit's log statement takes the log's lock before its events' statement takes the account's: a log write waiting on the account holds its deployment's lock", {
   skip: TEST_DATABASE !== 'postgres' && 'one connection embedded: nothing waits',
 }, async () => {
   const quiet = await startHarness();
