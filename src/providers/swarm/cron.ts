@@ -12,22 +12,11 @@ import { LABEL, labelFilter } from '../engine/labels.ts';
 import { Schedules } from '../engine/schedules.ts';
 import { REMOVED_GENERATION } from '../provider.ts';
 import { sweepSecrets } from './secrets.ts';
-import { type Task, tasksOf } from './services.ts';
+import { jobEnded, tasksOf } from './services.ts';
 import type { SwarmDb } from './tables.ts';
 
 /** Finished runs kept (their logs are the service's logs), besides the one under way. */
 const RUNS_KEPT = 3;
-/** Task states a task never leaves. */
-const DONE = new Set(['complete', 'failed', 'rejected', 'shutdown', 'orphaned', 'remove']);
-
-/**
- * Whether a run has ended: it has a task and every task is done. A run just created has no task yet
- * (the orchestrator makes it a moment later). Its desired state says nothing: a job's tasks are all
- * desired `complete`, from the start.
- */
-function finished(tasks: Task[]): boolean {
-  return tasks.length > 0 && tasks.every((t) => DONE.has(t.Status.State));
-}
 /** Claims older than this are history nobody reads again. */
 const CLAIMS_KEPT_MS = 24 * 3600_000;
 
@@ -101,7 +90,7 @@ async function tick(
     filters: labelFilter({ [LABEL.service]: serviceId, [LABEL.role]: 'cron-run' }),
   });
   for (const run of runs) {
-    if (!finished(await tasksOf(docker, run.ID))) {
+    if (!jobEnded(await tasksOf(docker, run.ID))) {
       logger.info({ service: serviceId }, 'cron tick skipped: the previous run is still running');
       return;
     }

@@ -16,12 +16,12 @@ import type { Logger } from 'pino';
 import { LABEL, labelFilter } from '../engine/labels.ts';
 import { type OpsCronJob, type OpsCronRequest, REQUEST_TIMEOUT_MS } from '../engine/ops-cron.ts';
 import { serviceAlias } from '../engine/routes.ts';
-import { failedTasks, overlayName, type Task, tasksOf } from './services.ts';
+import { failedTasks, jobEnded, overlayName, type Task, tasksOf } from './services.ts';
 import type { SwarmDb } from './tables.ts';
 
 const POLL_MS = 1000;
-/** Task states after which a request is over. */
-const DONE = new Set(['complete', 'failed', 'rejected', 'shutdown', 'orphaned', 'remove']);
+/** How long a request's creator follows it: past its timeout, and a pull's. */
+const FOLLOW_MS = 2 * REQUEST_TIMEOUT_MS;
 /** Claims older than this are history nobody reads again. */
 const CLAIMS_KEPT_MS = 24 * 3600_000;
 
@@ -62,8 +62,11 @@ export function requestTask(docker: Docker, db: SwarmDb, image: string, logger: 
       filters: labelFilter({ [LABEL.service]: job.serviceId, [LABEL.cronJob]: jobLabel }),
     });
     for (const request of earlier) {
+      // One without a task yet is still starting, unless it is older than its creator follows it (that
+      // process stopped, or the swarm cannot place it): removing it while it starts would lose its tick.
       const tasks = await tasksOf(docker, request.ID);
-      if (tasks.some((t) => !DONE.has(t.Status.State))) {
+      const abandoned = tasks.length === 0 && Date.parse(String(request.CreatedAt)) <= Date.now() - FOLLOW_MS;
+      if (!jobEnded(tasks) && !abandoned) {
         logger.info(log, 'ops.json cron job skipped: its previous request is still running');
         return;
       }
@@ -101,7 +104,7 @@ export function requestTask(docker: Docker, db: SwarmDb, image: string, logger: 
 
 /** Until the request's task ends (wget exits 0 on a 2xx or 3xx), or past its timeout and a pull's. */
 async function follow(docker: Docker, name: string): Promise<{ ok: boolean; error?: string }> {
-  const deadline = Date.now() + 2 * REQUEST_TIMEOUT_MS;
+  const deadline = Date.now() + FOLLOW_MS;
   let tasks: Task[] = [];
   while (Date.now() < deadline) {
     tasks = await tasksOf(docker, name).catch(() => []);

@@ -177,6 +177,17 @@ export function ofDeployment(tasks: Task[], deploymentId: string): Task[] {
 }
 
 const FAILED_STATES = new Set(['failed', 'rejected']);
+/** Task states a task never leaves. */
+const ENDED_STATES = new Set(['complete', 'failed', 'rejected', 'shutdown', 'orphaned', 'remove']);
+
+/**
+ * Whether a job service (a cron run, an ops.json cron request) has ended: it has a task and every task
+ * has ended. One just created has no task yet (the orchestrator makes it a moment later), and the
+ * desired state says nothing: a job's tasks are all desired `complete` from the start.
+ */
+export function jobEnded(tasks: Task[]): boolean {
+  return tasks.length > 0 && tasks.every((t) => ENDED_STATES.has(t.Status.State));
+}
 
 export function failedTasks(tasks: Task[]): Task[] {
   return tasks.filter((t) => FAILED_STATES.has(t.Status.State));
