@@ -9,7 +9,7 @@ import { startDnsServer, type TestDnsServer } from '../helpers/dns-server.ts';
 import { freePort } from '../helpers/docker.ts';
 import { type Pebble, pebbleAvailable, startPebble } from '../helpers/pebble.ts';
 import { pollUntil } from '../helpers/poll.ts';
-import { LISTEN_MS } from '../helpers/process.ts';
+import { listening } from '../helpers/process.ts';
 import { serverFixture } from '../helpers/server.ts';
 
 /**
@@ -67,7 +67,7 @@ test('the API is served over HTTPS with an ACME certificate for BERTH_TLS_ACME_N
     BERTH_ACME_SCAN_MS: '1000',
     BERTH_TLS_ACME_NAME: NAME,
   });
-  const url = (await berth.waitForOutput(/Berth is listening on (https:\/\/\S+)/, LISTEN_MS))[1] as string;
+  const { url } = await listening(berth, 'https');
   const port = Number(new URL(url).port);
 
   const first = await pollUntil(

@@ -3,7 +3,7 @@ import type { Db } from '../../src/store/database.ts';
 import { openStore } from '../../src/store/database.ts';
 import type { TestDatabase } from './database.ts';
 import { pollUntil } from './poll.ts';
-import { api, type BerthProcess, LISTEN_MS } from './process.ts';
+import { api, type BerthProcess, listening } from './process.ts';
 import type { ServerFixture } from './server.ts';
 
 /**
@@ -64,7 +64,7 @@ export async function staleWorkerScenario(servers: ServerFixture, driver: Fencin
   try {
     const server = servers.run(['serve', '--no-workers'], env);
     processes.push(server);
-    const url = (await server.waitForOutput(/Berth is listening on (http:\/\/\S+)/, LISTEN_MS))[1] as string;
+    const { url } = await listening(server);
     const token = (await server.waitForOutput(/API token:\s+([0-9a-f-]{36})/))[1] as string;
     const envId = (await server.waitForOutput(/environment:\s+([0-9a-f-]{36})/))[1] as string;
     const startWorker = async () => {

@@ -89,11 +89,14 @@ export function serveEnv(env: Record<string, string | undefined>): Record<string
  * How long a `berth serve` may take to listen: a start is 4-5 CPU seconds (an embedded one loads and
  * opens PGlite), and at load 25 on two cores it gets a twelfth of one: about 60 s, and 90 s was seen.
  */
-export const LISTEN_MS = 180_000;
+const LISTEN_MS = 180_000;
 
-/** A `berth serve` once it listens, with its base URL. */
-export async function listening(proc: BerthProcess): Promise<BerthProcess & { url: string }> {
-  const match = await proc.waitForOutput(/Berth is listening on (http:\/\/\S+)/, LISTEN_MS);
+/** A `berth serve` once it listens (over `scheme`), with its base URL. */
+export async function listening(
+  proc: BerthProcess,
+  scheme: 'http' | 'https' = 'http',
+): Promise<BerthProcess & { url: string }> {
+  const match = await proc.waitForOutput(new RegExp(`Berth is listening on (${scheme}://\\S+)`), LISTEN_MS);
   return Object.assign(proc, { url: match[1] as string });
 }
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { TEST_DATABASE } from '../helpers/database.ts';
-import { api, type BerthProcess, firstStartOf, LISTEN_MS, runBerth } from '../helpers/process.ts';
+import { api, type BerthProcess, firstStartOf, listening, runBerth } from '../helpers/process.ts';
 import { serverFixture } from '../helpers/server.ts';
 import { openSse, type SseEvent } from '../helpers/sse.ts';
 
@@ -27,7 +27,7 @@ test(`a deployment run by ${TEST_DATABASE === 'postgres' ? 'a separate worker pr
   });
   const processes: BerthProcess[] = [server];
   try {
-    const url = (await server.waitForOutput(/Berth is listening on (http:\/\/\S+)/, LISTEN_MS))[1] as string;
+    const { url } = await listening(server);
     if (postgres) {
       const worker = runBerth(['worker', '--concurrency', '2'], {
         ...servers.env(),

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { after, before, test } from 'node:test';
 import type { TLSSocket } from 'node:tls';
 import { pollUntil } from '../helpers/poll.ts';
-import { type BerthProcess, LISTEN_MS, serveEnv } from '../helpers/process.ts';
+import { type BerthProcess, listening, serveEnv } from '../helpers/process.ts';
 import { serverFixture } from '../helpers/server.ts';
 
 /**
@@ -96,9 +96,7 @@ test('the API over HTTPS: chain and host name verified; a replaced certificate s
   const server = serve({ BERTH_TLS_CERT_FILE: file('live.pem'), BERTH_TLS_KEY_FILE: file('live.key') });
   try {
     // An address (127.0.0.1): the client checks the certificate for `localhost`, the name it was issued for.
-    const base = (
-      await server.waitForOutput(/Berth is listening on (https:\/\/\S+)/, LISTEN_MS)
-    )[1] as string;
+    const { url: base } = await listening(server, 'https');
     const token = (await server.waitForOutput(/API token:\s+([0-9a-f-]{36})/))[1] as string;
 
     const health = await get(`${base}/health`);

@@ -5,7 +5,7 @@ import { openStore } from '../../src/store/database.ts';
 import { createTestDatabase, TEST_DATABASE } from '../helpers/database.ts';
 import { assertNoDeploymentWithoutJob } from '../helpers/fencing.ts';
 import { pollUntil } from '../helpers/poll.ts';
-import { api, type BerthProcess, LISTEN_MS, runBerth } from '../helpers/process.ts';
+import { api, type BerthProcess, listening, runBerth } from '../helpers/process.ts';
 import { serverFixture } from '../helpers/server.ts';
 
 /**
@@ -172,7 +172,7 @@ test('workers SIGKILLed mid-call: no overlapping provider calls for one service,
     // The server takes no jobs: only the workers that are killed run deployments.
     const server = runBerth(['serve', '--no-workers'], { ...soakEnv, BERTH_PORT: '0' });
     processes.push(server);
-    const url = (await server.waitForOutput(/Berth is listening on (http:\/\/\S+)/, LISTEN_MS))[1] as string;
+    const { url } = await listening(server);
     const startWorker = async () => {
       const worker = runBerth(['worker', '--concurrency', '4'], { ...soakEnv, BERTH_LOG_LEVEL: 'info' });
       processes.push(worker);
