@@ -129,11 +129,13 @@ test('BERTH_TLS_ACME_NAME beside certificate files, or without ACME, stops the s
     ],
   ] as const) {
     // Not the file's docker settings: no provider (sim) and no ingress port unless the case names them;
-    // a data directory of its own, since the file's server holds the embedded database's lock on its own.
+    // a data directory and an embedded database of its own, since the file's server holds the embedded
+    // database's lock, and a Postgres database's secrets are sealed with its master key.
     const proc = server.run(['serve'], {
       BERTH_PORT: '0',
       BERTH_PROVIDER: '',
       BERTH_INGRESS_PORT: '',
+      BERTH_DATABASE_URL: '',
       BERTH_DATA_DIR: refusingDataDir,
       ...env,
     });
