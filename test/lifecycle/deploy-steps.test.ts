@@ -300,6 +300,151 @@ test('recordOutcome: success or failure, the service following, in the commit th
   assert.equal(bad.claim.finished, true);
 });
 
+/**
+ * `deps` whose provider's observe answers once all `n` outcomes asked (each with its own observation):
+ * the outcomes then reach their commit in one tick, the first alone (it writes at once), the others
+ * together in the next batch.
+ */
+function observedTogether(n: number) {
+  let open: () => void = () => undefined;
+  const gate = new Promise<void>((resolve) => {
+    open = resolve;
+  });
+  let asked = 0;
+  const base = h.deps.provider;
+  const observe: Provider['observe'] = async (service) => {
+    const observed = await base.observe(service);
+    if (++asked === n) open();
+    await gate;
+    return observed;
+  };
+  return { ...h.deps, provider: Object.assign(Object.create(base) as Provider, { observe }) };
+}
+
+const APPLIED = { applied: { provDeploymentId: 'p-batch', namespaceName: 'ns', svcAlias: 'alias' } };
+
+/**
+ * The statements in `queries` that ended deployments, by transaction (each opens with its one outcome
+ * statement); the simulated cloud's, and BEGIN and COMMIT, left out.
+ */
+function outcomeTransactions(queries: string[]): string[][] {
+  const own = queries.filter((q) => !/"?sim_\w+"?/.test(q) && !/^(begin|commit|rollback)$/i.test(q.trim()));
+  const transactions: string[][] = [];
+  for (const q of own) {
+    if (q.includes('DELETE FROM jobs USING input')) transactions.push([q]);
+    else transactions.at(-1)?.push(q);
+  }
+  return transactions;
+}
+
+test('recordOutcome: outcomes arriving while one commits go together in the next transaction, with the statements of one', async () => {
+  const runs = await Promise.all([1, 2, 3, 4, 5, 6].map(() => started()));
+  const deps = observedTogether(runs.length);
+  h.queries.length = 0;
+  await Promise.all(runs.map((r) => recordOutcome(deps, r.subject, APPLIED, r.log, r.claim)));
+  const transactions = outcomeTransactions(h.queries);
+  // The first writes at once, alone; the five arriving meanwhile share the next commit: each of the
+  // two has one outcome statement, one log statement, one events statement.
+  assert.equal(transactions.length, 2, transactions.map((t) => t.join('\n')).join('\n----\n'));
+  for (const transaction of transactions) {
+    assert.equal(transaction.length, 3, transaction.join('\n'));
+    assert.match(transaction[1] ?? '', /^WITH log_locked/);
+    assert.match(transaction[2] ?? '', /^WITH input AS[\s\S]*INSERT INTO events/);
+  }
+  for (const r of runs) {
+    assert.equal((await deploymentRow(r.id)).state, 'success');
+    assert.equal(r.claim.finished, true);
+    const service = await h.request('GET', r.serviceUrl, { token: t.token });
+    assert.equal(service.body.data.service.state, 'running');
+    assert.equal((await logText(r.id)).match(/Deployment succeeded/g)?.length, 1);
+  }
+  // Each deployment's and service's event, as alone.
+  const events = await h.deps.store.db
+    .selectFrom('events')
+    .select(['type', 'data'])
+    .where('type', 'in', ['deployment.updated', 'service.updated'])
+    .execute();
+  for (const r of runs)
+    assert.ok(
+      events.some(
+        (e) =>
+          e.type === 'deployment.updated' &&
+          (e.data as { id: string; state: string }).id === r.id &&
+          (e.data as { state: string }).state === 'success',
+      ),
+      r.id,
+    );
+});
+
+test('recordOutcome: in a batch, an outcome whose job another worker took over is skipped (LostClaimError), the others commit', async () => {
+  const runs = await Promise.all([1, 2, 3, 4, 5].map(() => started()));
+  const lost = runs[2];
+  assert.ok(lost);
+  await h.deps.store.db
+    .updateTable('jobs')
+    .set({ locked_by: 'another' })
+    .where('subject_id', '=', lost.id)
+    .execute();
+  const deps = observedTogether(runs.length);
+  h.queries.length = 0;
+  const results = await Promise.allSettled(
+    runs.map((r) =>
+      recordOutcome(deps, r.subject, r === lost ? { failure: 'late' } : APPLIED, r.log, r.claim),
+    ),
+  );
+  assert.equal(outcomeTransactions(h.queries).length, 2, 'the lost one in the batch of the others');
+  for (const [i, r] of runs.entries()) {
+    const result = results[i];
+    if (r === lost) {
+      assert.equal(result?.status, 'rejected');
+      assert.ok(result.status === 'rejected' && result.reason instanceof LostClaimError, String(result));
+      const row = await deploymentRow(r.id);
+      assert.equal(row.state, 'in_progress', 'the holder finishes it');
+      assert.equal(row.failure_reason, '');
+      assert.doesNotMatch(await logText(r.id), /Deployment failed/);
+      const job = await h.deps.store.db
+        .selectFrom('jobs')
+        .select('locked_by')
+        .where('subject_id', '=', r.id)
+        .executeTakeFirst();
+      assert.equal(job?.locked_by, 'another', "the holder's job stays");
+    } else {
+      assert.equal(result?.status, 'fulfilled');
+      assert.equal((await deploymentRow(r.id)).state, 'success');
+      assert.equal(r.claim.finished, true);
+    }
+  }
+});
+
+test('recordOutcome: a batch whose transaction fails is written again one by one: the bad outcome fails alone, with its own error; the others commit, their lines once', async () => {
+  const runs = await Promise.all([1, 2, 3, 4, 5].map(() => started()));
+  const bad = runs[3];
+  assert.ok(bad);
+  // A line the database refuses (a NUL), held for the outcome's commit: its transaction fails there,
+  // after every outcome of the batch moved its deployment and gave its log its last lines.
+  bad.log.line('build', 'a NUL \u0000 the database refuses');
+  await bad.log.checkpoint();
+  const deps = observedTogether(runs.length);
+  const results = await Promise.allSettled(
+    runs.map((r) => recordOutcome(deps, r.subject, APPLIED, r.log, r.claim)),
+  );
+  for (const [i, r] of runs.entries()) {
+    const result = results[i];
+    if (r === bad) {
+      assert.equal(result?.status, 'rejected');
+      assert.ok(result.status === 'rejected' && !(result.reason instanceof LostClaimError), String(result));
+      assert.equal((await deploymentRow(r.id)).state, 'in_progress', 'its job retries');
+      assert.doesNotMatch(await logText(r.id), /Deployment succeeded/);
+    } else {
+      assert.equal(result?.status, 'fulfilled', result?.status === 'rejected' ? String(result.reason) : '');
+      assert.equal((await deploymentRow(r.id)).state, 'success');
+      assert.equal(r.claim.finished, true);
+      const text = await logText(r.id);
+      assert.equal(text.match(/Deployment succeeded/g)?.length, 1, text);
+    }
+  }
+});
+
 test('noteRetry: the retried reason shows on the deployment and in its log, secret values masked', async () => {
   const { id, secret, job } = await started();
   await noteRetry(h.deps, { ...job, attempts: 2, max_attempts: 8 }, `the registry answered 503 to ${secret}`);
