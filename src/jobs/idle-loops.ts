@@ -3,13 +3,18 @@
  * one at a time: a notification wakes one, and a loop that claims a job wakes the next (more may be
  * due), a chain that ends at the loop that finds none. Only one of them polls on a timer, for work no
  * notification announces (a retry coming due, a notification lost with its connection): an idle process
- * claims once per budget and poll, not once per slot.
+ * claims once per budget and poll, not once per slot. A poll comes sooner when a job is known to come due
+ * sooner (`dueIn`: a retry's backoff, a lapsing lease).
  */
 export class IdleLoops {
   private readonly sleepers: (() => void)[] = [];
   /** The sleeper the poll timer wakes, while one sleeps. */
   private poller: (() => void) | undefined;
   private timer: NodeJS.Timeout | undefined;
+  /** When the poll timer fires (performance.now()), while it is set. */
+  private timerAt = Number.POSITIVE_INFINITY;
+  /** When the first job known to wait on a time comes due (performance.now()): the poll comes no later. */
+  private dueAt = Number.POSITIVE_INFINITY;
   /** A notification came while no loop slept: a loop whose claim started before it must look again. */
   private missed = false;
 
@@ -29,9 +34,28 @@ export class IdleLoops {
       this.sleepers.push(done);
       if (!this.poller) {
         this.poller = done;
-        this.timer = setTimeout(() => this.polled(), pollMs);
+        this.arm(Math.min(performance.now() + pollMs, this.dueAt));
       }
     });
+  }
+
+  private arm(at: number): void {
+    clearTimeout(this.timer);
+    this.timerAt = at;
+    this.timer = setTimeout(() => this.polled(), Math.max(0, at - performance.now()));
+  }
+
+  /**
+   * A job of the budget comes due in `ms` (undefined: none waits on a time, as far as the caller saw):
+   * the poll comes by then, the sleeping poller's timer brought forward if need be. The earliest time
+   * told is kept until it passes: a later answer that misses it costs at most one poll that finds nothing.
+   */
+  dueIn(ms: number | undefined): void {
+    if (ms === undefined) return;
+    const at = performance.now() + ms;
+    if (at >= this.dueAt) return;
+    this.dueAt = at;
+    if (this.poller && at < this.timerAt) this.arm(at);
   }
 
   /**
@@ -42,6 +66,9 @@ export class IdleLoops {
     const poller = this.poller;
     this.poller = undefined;
     this.timer = undefined;
+    this.timerAt = Number.POSITIVE_INFINITY;
+    // The poll's claim looks for what came due; if it finds nothing, its caller tells the next time.
+    if (this.dueAt <= performance.now()) this.dueAt = Number.POSITIVE_INFINITY;
     poller?.();
   }
 
@@ -55,6 +82,7 @@ export class IdleLoops {
     if (this.poller) return;
     clearTimeout(this.timer);
     this.timer = undefined;
+    this.timerAt = Number.POSITIVE_INFINITY;
   }
 
   /** Wakes one waiting loop, if any: one that claimed a job hands the search on. */
