@@ -15,6 +15,11 @@ export class IdleLoops {
   private timerAt = Number.POSITIVE_INFINITY;
   /** When the first job known to wait on a time comes due (performance.now()): the poll comes no later. */
   private dueAt = Number.POSITIVE_INFINITY;
+  /**
+   * Whether `dueAt` is up to date: false once the time it held passed (the poll took what came due, and
+   * may have left later ones) or a job went back to the queue (a retry, a lost lease) since it was told.
+   */
+  dueKnown = false;
   /** A notification came while no loop slept: a loop whose claim started before it must look again. */
   private missed = false;
 
@@ -51,6 +56,7 @@ export class IdleLoops {
    * told is kept until it passes: a later answer that misses it costs at most one poll that finds nothing.
    */
   dueIn(ms: number | undefined): void {
+    this.dueKnown = true;
     if (ms === undefined) return;
     const at = performance.now() + ms;
     if (at >= this.dueAt) return;
@@ -64,11 +70,15 @@ export class IdleLoops {
    */
   private polled(): void {
     const poller = this.poller;
+    // The timer was set for the due time (at the latest): the poll's claim looks for what came due, and
+    // the next time is for a claim that finds nothing to tell.
+    if (this.dueAt <= this.timerAt) {
+      this.dueAt = Number.POSITIVE_INFINITY;
+      this.dueKnown = false;
+    }
     this.poller = undefined;
     this.timer = undefined;
     this.timerAt = Number.POSITIVE_INFINITY;
-    // The poll's claim looks for what came due; if it finds nothing, its caller tells the next time.
-    if (this.dueAt <= performance.now()) this.dueAt = Number.POSITIVE_INFINITY;
     poller?.();
   }
 

@@ -280,16 +280,7 @@ export class Worker {
         logger.error({ err: error }, 'claiming a job failed');
       }
       if (!job) {
-        if (this.wakeForDue && this.running) {
-          try {
-            slots.idle.dueIn(await nextDueInMs(store.db, slots.budget.kinds));
-          } catch (error) {
-            if (!this.running) return;
-            // Not knowing when the next job comes due, the loop looks again soon.
-            logger.error({ err: error }, 'reading when the next job comes due failed');
-            slots.idle.dueIn(POSTGRES_POLL_MS);
-          }
-        }
+        if (this.wakeForDue && this.running) await this.learnNextDue(slots);
         // A stop that came while this claim was out found no sleeper to wake: one must not start now.
         if (this.running) await slots.idle.wait(this.pollMs);
         continue;
@@ -312,8 +303,25 @@ export class Worker {
       // account had no slot left (its jobs were passed over), or this job is not gone (a retry).
       // Otherwise the claim would find nothing: the loop waits instead (a notification, or the poll,
       // wakes it), which spares an idle queue a claim per job.
-      if (removed && !job.others_due && !filled && slots.heard === heard && this.running)
-        await slots.idle.wait(this.pollMs);
+      // A job back in the queue (a retry, a lost lease) comes due later: the budget's poll must know when.
+      if (!removed) slots.idle.dueKnown = false;
+      if (removed && !job.others_due && !filled && slots.heard === heard && this.running) {
+        // The poll that took this job (or a job retried since) may have left the next time unknown.
+        if (this.wakeForDue && !slots.idle.dueKnown) await this.learnNextDue(slots);
+        if (this.running) await slots.idle.wait(this.pollMs);
+      }
+    }
+  }
+
+  /** Tells the budget's idle loops when its next job comes due, so that its poll comes then. */
+  private async learnNextDue(slots: BudgetSlots): Promise<void> {
+    try {
+      slots.idle.dueIn(await nextDueInMs(this.options.store.db, slots.budget.kinds));
+    } catch (error) {
+      if (!this.running) return;
+      // Not knowing when the next job comes due, the budget looks again soon.
+      this.options.logger.error({ err: error }, 'reading when the next job comes due failed');
+      slots.idle.dueIn(POSTGRES_POLL_MS);
     }
   }
 
