@@ -123,7 +123,10 @@ describe('last_used_at', () => {
     assert.equal((await h.request('GET', '/v1/environments', { token: made.token })).status, 200);
     // Written off the request's path: it lands shortly after.
     const first = await pollUntil('last_used_at to be set', async () => (await lastUsed()) ?? undefined);
-    await pollUntil("the lister's first use to be written", async () => (await lastUsed(lister.id)) ?? undefined);
+    await pollUntil(
+      "the lister's first use to be written",
+      async () => (await lastUsed(lister.id)) ?? undefined,
+    );
     const before = h.queries.length;
     for (let i = 0; i < 20; i++) {
       assert.equal((await h.request('GET', '/v1/environments', { token: made.token })).status, 200);
