@@ -199,7 +199,7 @@ export class Worker {
   private unlisten: (() => void) | undefined;
   private readonly budgets: BudgetSlots[];
   private readonly pollMs: number;
-  /** Whether a claim that finds nothing asks when the next job comes due (the embedded database). */
+  /** Whether a claim that finds nothing asks when the next job comes due (the embedded database's long poll). */
   private readonly wakeForDue: boolean;
 
   private readonly options: WorkerOptions;
@@ -207,8 +207,10 @@ export class Worker {
   constructor(options: WorkerOptions) {
     this.options = options;
     this.budgets = options.budgets.map((budget) => new BudgetSlots(budget));
-    this.wakeForDue = options.store.kind === 'embedded';
-    this.pollMs = options.pollMs ?? (this.wakeForDue ? EMBEDDED_POLL_MS : POSTGRES_POLL_MS);
+    const embedded = options.store.kind === 'embedded';
+    this.pollMs = options.pollMs ?? (embedded ? EMBEDDED_POLL_MS : POSTGRES_POLL_MS);
+    // A poll of a second or less finds a job that came due soon enough without being told when.
+    this.wakeForDue = embedded && this.pollMs > POSTGRES_POLL_MS;
   }
 
   async start(): Promise<void> {
