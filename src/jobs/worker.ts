@@ -282,7 +282,7 @@ export class Worker {
         logger.error({ err: error }, 'claiming a job failed');
       }
       if (!job) {
-        if (this.wakeForDue && this.running) await this.learnNextDue(slots);
+        if (this.wakeForDue && this.running) await this.learnNextDue(slots, claimedAt);
         // A stop that came while this claim was out found no sleeper to wake: one must not start now.
         if (this.running) await slots.idle.wait(this.pollMs);
         continue;
@@ -309,16 +309,17 @@ export class Worker {
       if (!removed) slots.idle.dueKnown = false;
       if (removed && !job.others_due && !filled && slots.heard === heard && this.running) {
         // The poll that took this job (or a job retried since) may have left the next time unknown.
-        if (this.wakeForDue && !slots.idle.dueKnown) await this.learnNextDue(slots);
+        // Jobs that came due since this job's claim (which saw none other due) count as due now.
+        if (this.wakeForDue && !slots.idle.dueKnown) await this.learnNextDue(slots, claimedAt);
         if (this.running) await slots.idle.wait(this.pollMs);
       }
     }
   }
 
   /** Tells the budget's idle loops when its next job comes due, so that its poll comes then. */
-  private async learnNextDue(slots: BudgetSlots): Promise<void> {
+  private async learnNextDue(slots: BudgetSlots, since: number): Promise<void> {
     try {
-      slots.idle.dueIn(await nextDueInMs(this.options.store.db, slots.budget.kinds));
+      slots.idle.dueIn(await nextDueInMs(this.options.store.db, slots.budget.kinds, new Date(since)));
     } catch (error) {
       if (!this.running) return;
       // Not knowing when the next job comes due, the budget looks again soon.
