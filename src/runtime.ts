@@ -154,12 +154,12 @@ const IDLE_COLLECT_MS = 10_000;
  */
 export async function startServer(
   config: Config,
-  options: { workers?: boolean; logger?: Logger } = {},
+  options: { workers?: boolean; logger?: Logger; onQuery?: (sql: string) => void } = {},
 ): Promise<Server> {
   // Bad certificate files stop the start before anything is opened.
   const tlsPair = config.tls ? readTlsPair(config.tls) : undefined;
   readAcmeCa(config.acme);
-  const runtime = await openRuntime(config, options.logger);
+  const runtime = await openRuntime(config, options.logger, { onQuery: options.onQuery });
   const { deps } = runtime;
   try {
     checkWildcardZone(deps);

@@ -98,3 +98,34 @@ test('wakeAll ends every wait, the poller and the others', async () => {
   await settle();
   assert.deepEqual(ended(list), [true, true, true, true]);
 });
+
+test('a job coming due before the poll brings the poll forward, and is forgotten once it passes', async () => {
+  const idle = new IdleLoops();
+  assert.equal(idle.dueKnown, false);
+  const list = waits(idle, 2);
+  // Told while the poller sleeps: its timer comes forward; a later time changes nothing.
+  idle.dueIn(POLL_MS / 4);
+  idle.dueIn(POLL_MS / 2);
+  assert.equal(idle.dueKnown, true);
+  mock.timers.tick(POLL_MS / 4);
+  await settle();
+  assert.deepEqual(ended(list), [true, false]);
+  // The time passed: the next one is for a claim that finds nothing to tell.
+  assert.equal(idle.dueKnown, false);
+  // Told before the next poller waits (the other loop keeps waiting, with no timer): its timer starts at it.
+  idle.dueIn(POLL_MS / 10);
+  const more = waits(idle, 1);
+  mock.timers.tick(POLL_MS / 10);
+  await settle();
+  assert.deepEqual(ended([...list, ...more]), [true, false, true]);
+  // "None waits on a time" is known too, and leaves the poll at its pace.
+  idle.dueIn(undefined);
+  assert.equal(idle.dueKnown, true);
+  const last = waits(idle, 1);
+  mock.timers.tick(POLL_MS - 1);
+  await settle();
+  assert.deepEqual(ended(last), [false]);
+  mock.timers.tick(1);
+  await settle();
+  assert.deepEqual(ended(last), [true]);
+});

@@ -3,13 +3,23 @@
  * one at a time: a notification wakes one, and a loop that claims a job wakes the next (more may be
  * due), a chain that ends at the loop that finds none. Only one of them polls on a timer, for work no
  * notification announces (a retry coming due, a notification lost with its connection): an idle process
- * claims once per budget and poll, not once per slot.
+ * claims once per budget and poll, not once per slot. A poll comes sooner when a job is known to come due
+ * sooner (`dueIn`: a retry's backoff, a lapsing lease).
  */
 export class IdleLoops {
   private readonly sleepers: (() => void)[] = [];
   /** The sleeper the poll timer wakes, while one sleeps. */
   private poller: (() => void) | undefined;
   private timer: NodeJS.Timeout | undefined;
+  /** When the poll timer fires (performance.now()), while it is set. */
+  private timerAt = Number.POSITIVE_INFINITY;
+  /** When the first job known to wait on a time comes due (performance.now()): the poll comes no later. */
+  private dueAt = Number.POSITIVE_INFINITY;
+  /**
+   * Whether `dueAt` is up to date: false once the time it held passed (the poll took what came due, and
+   * may have left later ones) or a job went back to the queue (a retry, a lost lease) since it was told.
+   */
+  dueKnown = false;
   /** A notification came while no loop slept: a loop whose claim started before it must look again. */
   private missed = false;
 
@@ -29,9 +39,29 @@ export class IdleLoops {
       this.sleepers.push(done);
       if (!this.poller) {
         this.poller = done;
-        this.timer = setTimeout(() => this.polled(), pollMs);
+        this.arm(Math.min(performance.now() + pollMs, this.dueAt));
       }
     });
+  }
+
+  private arm(at: number): void {
+    clearTimeout(this.timer);
+    this.timerAt = at;
+    this.timer = setTimeout(() => this.polled(), Math.max(0, at - performance.now()));
+  }
+
+  /**
+   * A job of the budget comes due in `ms` (undefined: none waits on a time, as far as the caller saw):
+   * the poll comes by then, the sleeping poller's timer brought forward if need be. The earliest time
+   * told is kept until it passes: a later answer that misses it costs at most one poll that finds nothing.
+   */
+  dueIn(ms: number | undefined): void {
+    this.dueKnown = true;
+    if (ms === undefined) return;
+    const at = performance.now() + ms;
+    if (at >= this.dueAt) return;
+    this.dueAt = at;
+    if (this.poller && at < this.timerAt) this.arm(at);
   }
 
   /**
@@ -40,8 +70,15 @@ export class IdleLoops {
    */
   private polled(): void {
     const poller = this.poller;
+    // The timer was set for the due time (at the latest): the poll's claim looks for what came due, and
+    // the next time is for a claim that finds nothing to tell.
+    if (this.dueAt <= this.timerAt) {
+      this.dueAt = Number.POSITIVE_INFINITY;
+      this.dueKnown = false;
+    }
     this.poller = undefined;
     this.timer = undefined;
+    this.timerAt = Number.POSITIVE_INFINITY;
     poller?.();
   }
 
@@ -55,6 +92,7 @@ export class IdleLoops {
     if (this.poller) return;
     clearTimeout(this.timer);
     this.timer = undefined;
+    this.timerAt = Number.POSITIVE_INFINITY;
   }
 
   /** Wakes one waiting loop, if any: one that claimed a job hands the search on. */

@@ -12,6 +12,7 @@ import {
   holdClaim,
   JOB_KINDS,
   type JobKind,
+  nextDueInMs,
   renewLease,
   retryLater,
 } from '../store/repositories/jobs.ts';
@@ -131,9 +132,24 @@ export interface WorkerOptions {
   leaseMs: number;
   /** This process's slots; jobs of one service never run together whatever they are. */
   budgets: JobBudget[];
-  /** Fallback poll when no notification arrives (a notification lost with a dropped connection). */
+  /**
+   * Fallback poll when no notification arrives (a notification lost with a dropped connection, a job of
+   * another process's coming due): `POSTGRES_POLL_MS`, or `EMBEDDED_POLL_MS` on the embedded database.
+   */
   pollMs?: number;
 }
+
+/** Postgres: other processes queue jobs and may die holding them, and a LISTEN connection can drop. */
+export const POSTGRES_POLL_MS = 1000;
+
+/**
+ * The embedded database has one process, which hears every job queued in it at once (its
+ * notifications never leave the process), so its idle loops poll only as a last resort: a claim that
+ * finds nothing asks when the next job comes due (a retry's backoff, a lease lapsing) and the budget's
+ * poll comes then (`IdleLoops.dueIn`). An idle server claimed twice a second before, 7 ms of CPU a second
+ * (docs/performance.md, "An idle embedded server").
+ */
+export const EMBEDDED_POLL_MS = 60_000;
 
 /** The jobs one budget runs now, by account; claims are taken one at a time so a count is never stale. */
 class BudgetSlots {
@@ -183,13 +199,18 @@ export class Worker {
   private unlisten: (() => void) | undefined;
   private readonly budgets: BudgetSlots[];
   private readonly pollMs: number;
+  /** Whether a claim that finds nothing asks when the next job comes due (the embedded database's long poll). */
+  private readonly wakeForDue: boolean;
 
   private readonly options: WorkerOptions;
 
   constructor(options: WorkerOptions) {
     this.options = options;
     this.budgets = options.budgets.map((budget) => new BudgetSlots(budget));
-    this.pollMs = options.pollMs ?? 1000;
+    const embedded = options.store.kind === 'embedded';
+    this.pollMs = options.pollMs ?? (embedded ? EMBEDDED_POLL_MS : POSTGRES_POLL_MS);
+    // A poll of a second or less finds a job that came due soon enough without being told when.
+    this.wakeForDue = embedded && this.pollMs > POSTGRES_POLL_MS;
   }
 
   async start(): Promise<void> {
@@ -261,6 +282,7 @@ export class Worker {
         logger.error({ err: error }, 'claiming a job failed');
       }
       if (!job) {
+        if (this.wakeForDue && this.running) await this.learnNextDue(slots, claimedAt);
         // A stop that came while this claim was out found no sleeper to wake: one must not start now.
         if (this.running) await slots.idle.wait(this.pollMs);
         continue;
@@ -283,8 +305,26 @@ export class Worker {
       // account had no slot left (its jobs were passed over), or this job is not gone (a retry).
       // Otherwise the claim would find nothing: the loop waits instead (a notification, or the poll,
       // wakes it), which spares an idle queue a claim per job.
-      if (removed && !job.others_due && !filled && slots.heard === heard && this.running)
-        await slots.idle.wait(this.pollMs);
+      // A job back in the queue (a retry, a lost lease) comes due later: the budget's poll must know when.
+      if (!removed) slots.idle.dueKnown = false;
+      if (removed && !job.others_due && !filled && slots.heard === heard && this.running) {
+        // The poll that took this job (or a job retried since) may have left the next time unknown.
+        // Jobs that came due since this job's claim (which saw none other due) count as due now.
+        if (this.wakeForDue && !slots.idle.dueKnown) await this.learnNextDue(slots, claimedAt);
+        if (this.running) await slots.idle.wait(this.pollMs);
+      }
+    }
+  }
+
+  /** Tells the budget's idle loops when its next job comes due, so that its poll comes then. */
+  private async learnNextDue(slots: BudgetSlots, since: number): Promise<void> {
+    try {
+      slots.idle.dueIn(await nextDueInMs(this.options.store.db, slots.budget.kinds, new Date(since)));
+    } catch (error) {
+      if (!this.running) return;
+      // Not knowing when the next job comes due, the budget looks again soon.
+      this.options.logger.error({ err: error }, 'reading when the next job comes due failed');
+      slots.idle.dueIn(POSTGRES_POLL_MS);
     }
   }
 

@@ -23,7 +23,7 @@ const DRIVERS: Record<string, (context: DriverContext) => Promise<Provider>> = {
   sim: async ({ config, db }) => {
     const settings = simSettings(config.providerEnv);
     await migrateDriver(db, 'sim', simMigrations);
-    return new SimProvider(db, settings);
+    return new SimProvider(db, settings, { alone: !config.databaseUrl });
   },
   docker: async ({ config, db, logger }) => {
     // Loaded only when chosen: dockerode and what it brings (gRPC, protobuf, ssh2) are a third of the

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, afterEach, before, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { sql } from 'kysely';
 import pino from 'pino';
 import { type JobHandler, jobBudgets, Worker } from '../../src/jobs/worker.ts';
 import { openStore, type Store } from '../../src/store/database.ts';
@@ -13,7 +15,9 @@ import { pollUntil } from '../helpers/poll.ts';
  * How a worker's idle loops wake (jobs/idle-loops.ts), counted in claim statements: an idle worker
  * claims once per budget and poll, not once per slot; one notification still fills every slot of a
  * burst; a job queued alone costs one claim; a job of an account that uses its whole share wakes no
- * loop; a job queued without a notification is found by the poll; stop() ends every idle loop.
+ * loop; a job queued without a notification is found by the poll; stop() ends every idle loop. On the
+ * embedded database an idle worker polls once a minute, and still runs a job that comes due later (a
+ * queued job's run_after, a retry's backoff) on time, though nothing announces it coming due.
  */
 let database: TestDatabase;
 let store: Store;
@@ -42,8 +46,8 @@ afterEach(async () => {
   await store.db.deleteFrom('jobs').execute();
 });
 
-/** Two budgets of four slots, every job held until released. */
-function startWorker(pollMs: number, perAccount = 4) {
+/** Two budgets of four slots, every job held until released; `pollMs` undefined: the store's default. */
+function startWorker(pollMs: number | undefined, perAccount = 4) {
   statements.length = 0;
   const running = new Map<string, () => void>();
   let peak = 0;
@@ -224,4 +228,80 @@ test('stop() ends every idle loop at once, the poller and the others', { timeout
   assert.equal(worker.alive(), true);
   await worker.stop(600_000);
   assert.equal(worker.alive(), false);
+});
+
+test('an idle worker on the embedded database claims nothing for seconds (its poll is a minute)', async (ctx) => {
+  if (store.kind !== 'embedded') {
+    ctx.skip('Postgres polls every second: other processes queue jobs and hold leases');
+    return;
+  }
+  const { worker } = startWorker(undefined);
+  await worker.start();
+  // Each loop claims once as it starts, then asks when the next job comes due (none).
+  const due = () => statements.filter((q) => /min\(greatest\(run_after, locked_until\)\)/.test(q)).length;
+  await pollUntil('every loop to be idle', async () =>
+    claims() >= SLOTS && due() >= SLOTS ? true : undefined,
+  );
+  const before = statements.length;
+  // A window, not a wait for something: a worker polling each second (as before) runs 2 claims a second.
+  await sleep(3000);
+  const during = statements.slice(before);
+  assert.ok(during.length <= 1, `${during.length} statements in 3 s of idle: ${during.join('; ')}`);
+});
+
+/** A worker of the store's default poll whose handler fails the first attempt of `retried`'s job (retried after 1.5 s). */
+function failingOnce(retried: string) {
+  const attempts: { subject: string; attempt: number; at: number }[] = [];
+  const handler: JobHandler = {
+    async run(job) {
+      attempts.push({ subject: job.subject_id, attempt: job.attempts, at: performance.now() });
+      if (job.attempts === 1 && job.subject_id === retried) throw new Error('the first attempt fails');
+    },
+    async fail() {},
+    retryDelayMs: () => 1500,
+  };
+  const worker = new Worker({
+    store,
+    handlers: Object.fromEntries(JOB_KINDS.map((kind) => [kind, handler])) as Record<JobKind, JobHandler>,
+    logger: pino({ level: 'silent' }),
+    leaseMs: 30_000,
+    budgets: jobBudgets({ concurrency: 4, perAccount: 4, webhookConcurrency: 4, webhookPerAccount: 4 }),
+  });
+  workers.push({ worker, running: new Map() });
+  return { worker, attempts };
+}
+
+test('a job due in 1.5 s and a retry backing off 1.5 s run on time, though nothing announces them coming due', async () => {
+  statements.length = 0;
+  const retried = randomUUID();
+  const later = randomUUID();
+  const { worker, attempts } = failingOnce(retried);
+  const attempt = (subject: string, n: number) => async () =>
+    attempts.find((a) => a.subject === subject && a.attempt === n);
+  await worker.start();
+  await pollUntil('every loop to be idle', async () => (claims() >= SLOTS ? true : undefined));
+  // Queued as every job is (with its notification), due 1.5 s from now: the claim it wakes finds nothing.
+  const queuedAt = performance.now();
+  await store.db.transaction().execute(async (trx) => {
+    await trx
+      .insertInto('jobs')
+      .values({
+        kind: 'deploy',
+        subject_id: later,
+        account_id: randomUUID(),
+        max_attempts: 8,
+        run_after: sql<Date>`clock_timestamp() + interval '1500 milliseconds'`,
+      })
+      .execute();
+    await notify(trx, 'jobs', 'deploy');
+  });
+  // Queued to run now; its first attempt fails and it backs off 1.5 s.
+  await enqueue(store.db, { kind: 'deploy', subjectId: retried, accountId: randomUUID() });
+  // The deadlines: the job's time plus a loaded machine's margin, far below the embedded poll's minute.
+  const ran = await pollUntil('the job due later to run', attempt(later, 1), { timeoutMs: 8000 });
+  assert.ok(ran.at - queuedAt >= 1400, `ran ${Math.round(ran.at - queuedAt)} ms after it was queued`);
+  const first = await pollUntil('the first attempt', attempt(retried, 1));
+  const second = await pollUntil('the retry to run', attempt(retried, 2), { timeoutMs: 8000 });
+  assert.ok(second.at - first.at >= 1400, `retried ${Math.round(second.at - first.at)} ms after it failed`);
+  await pollUntil('every job to run', async () => ((await queued()) === 0 ? true : undefined));
 });

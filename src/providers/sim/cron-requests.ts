@@ -2,7 +2,10 @@
  * ops.json `cron.cron_jobs` on the simulated cloud: on each tick of a job's schedule, the request the
  * cloud would send to the service's internal address is recorded in sim_calls (operation
  * `cron_request`, outcome `GET <url>`). It runs in `berth serve` only, from the jobs the workloads in
- * place declare, rescanned every few seconds so that a deploy made by another process is picked up.
+ * place declare, rescanned at once when this process moves a workload (`changed`) and every few seconds
+ * so that a deploy made by another process is picked up; on the embedded database no other process can
+ * make one, so the timer only backs the first up (once a minute: an idle server's rescan every 2 s was a
+ * fifth of its statements, docs/performance.md "An idle embedded server").
  * @module
  */
 import { Cron } from 'croner';
@@ -11,6 +14,8 @@ import type { Serving } from '../provider.ts';
 import type { SimDb } from './tables.ts';
 
 const RESCAN_MS = 2000;
+/** One process owns the database (embedded): every workload move is this process's, and heard. */
+const RESCAN_ALONE_MS = 60_000;
 
 export interface SimCronJob {
   schedule: string;
@@ -24,21 +29,46 @@ export class SimCronRequests implements Serving {
   private timer: NodeJS.Timeout | undefined;
   private readonly db: SimDb;
   private readonly caller: string;
+  private readonly rescanMs: number;
+  private started = false;
+  /** The rescan under way, and whether another must follow it (a change came while it read). */
+  private scanning: Promise<void> | undefined;
+  private again = false;
 
-  constructor(db: SimDb, caller: string) {
+  constructor(db: SimDb, caller: string, options: { alone?: boolean } = {}) {
     this.db = db;
     this.caller = caller;
+    this.rescanMs = options.alone ? RESCAN_ALONE_MS : RESCAN_MS;
   }
 
   async start(): Promise<void> {
+    this.started = true;
     await this.rescan();
-    this.timer = setInterval(() => {
-      this.rescan().catch(() => undefined);
-    }, RESCAN_MS);
+    this.timer = setInterval(() => this.changed(), this.rescanMs);
+  }
+
+  /** This process moved a workload (a deploy, a delete): the schedules follow it now, not at the next tick. */
+  changed(): void {
+    if (!this.started) return;
+    if (this.scanning) {
+      this.again = true;
+      return;
+    }
+    this.scanning = this.rescan()
+      .catch(() => undefined)
+      .finally(() => {
+        this.scanning = undefined;
+        if (this.again) {
+          this.again = false;
+          this.changed();
+        }
+      });
   }
 
   async stop(): Promise<void> {
+    this.started = false;
     clearInterval(this.timer);
+    await this.scanning;
     for (const cron of this.schedules.values()) cron.stop();
     this.schedules.clear();
   }

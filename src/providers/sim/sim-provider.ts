@@ -32,7 +32,6 @@ import {
   type ServiceLogs,
   type ServiceMetrics,
   type ServiceRef,
-  type Serving,
   SILENT_LOG,
   type Sources,
 } from '../provider.ts';
@@ -99,11 +98,12 @@ export class SimProvider implements Provider {
   readonly secrets: SecretStore;
   readonly logs: ServiceLogs;
   readonly metrics: ServiceMetrics;
-  readonly serving: Serving;
+  readonly serving: SimCronRequests;
 
-  constructor(db: Db, settings: SimSettings) {
+  /** `alone`: the embedded database, which no other process writes (cron-requests.ts). */
+  constructor(db: Db, settings: SimSettings, options: { alone?: boolean } = {}) {
     this.db = simTables(db);
-    this.serving = new SimCronRequests(this.db, this.caller);
+    this.serving = new SimCronRequests(this.db, this.caller, options);
     this.stepMs = settings.stepMs;
     this.gitBaseUrl = settings.gitBaseUrl;
     this.logs = new SimLogs(this.db);
@@ -429,6 +429,7 @@ export class SimProvider implements Provider {
         callId,
         outcome: failure ?? 'success',
       });
+      if (moved) this.serving.changed();
       if (!moved) {
         log.end(
           'traffic',
@@ -480,6 +481,7 @@ export class SimProvider implements Provider {
         .values({ service_id: service.id, ...tombstone })
         .onConflict((oc) => oc.column('service_id').doUpdateSet(tombstone))
         .execute();
+      this.serving.changed();
       return { outcome: 'deleted' };
     });
   }

@@ -135,6 +135,30 @@ const claimStatement = compiled(
   },
 );
 
+/**
+ * In how many milliseconds the first job of `kinds` comes due that was not due at `since` (the moment
+ * the caller's claim started): its `run_after` (a retry's backoff) or the end of its lease (a job whose
+ * worker stopped renewing it); 0 for one that came due since (the claim could not see it); undefined
+ * when there is none. A worker whose claim found nothing sleeps until then, not on a fixed poll (the
+ * embedded database: every job queued in the process is heard at once, see worker.ts). Jobs due before
+ * `since` that the claim left (behind their queue's older job, of an account at its share) are not
+ * counted: what holds them back wakes a loop when it ends.
+ */
+export async function nextDueInMs(
+  db: Db,
+  kinds: readonly JobKind[],
+  since: Date,
+): Promise<number | undefined> {
+  const row = await nextDueStatement.executeTakeFirst(db, { kinds, since });
+  return row?.in_ms == null ? undefined : Math.max(0, Number(row.in_ms));
+}
+const nextDueStatement = compiled((_db, v: { kinds: readonly JobKind[]; since: Date }) => {
+  return sql<{ in_ms: number | null }>`
+    SELECT (extract(epoch FROM min(greatest(run_after, locked_until)) - clock_timestamp()) * 1000)::float8 AS in_ms
+    FROM jobs
+    WHERE kind IN (${sql.join(v.kinds)}) AND greatest(run_after, locked_until) > ${v.since}`;
+});
+
 /** A claim: the job, the worker, and the attempt it claimed. A later claim of the same job differs. */
 export interface Fence {
   seq: string;
