@@ -64,15 +64,6 @@ if (args.length === 1 && (args[0] === '--version' || args[0] === '-v')) {
   // Node keeps the compiled (and type-stripped) modules on disk: a start after the first loads its
   // ~1,300 modules about a third faster.
   module.enableCompileCache?.();
-  // A new embedded data directory: the snapshot's files are written (off the main thread) while the
-  // modules load, and moved into place under the data directory's lock (src/store/embedded-snapshot.ts).
-  if (args[0] === 'serve' && !process.env.BERTH_DATABASE_URL) {
-    const [{ dataDirSetting }, { prepareSnapshot }] = await Promise.all([
-      import('../src/config.ts'),
-      import('../src/store/embedded-snapshot.ts'),
-    ]);
-    prepareSnapshot(path.join(dataDirSetting(process.env), 'pgdata'));
-  }
   // Before the start's first full collections: they would leave Node's nextTick slow for the process's
   // life (src/tick-shape.ts).
   if (args[0] === 'serve' || args[0] === 'worker') (await import('../src/tick-shape.ts')).keepTickShape();

@@ -378,11 +378,6 @@ function smtpUrlSetting(raw: string | undefined): string | undefined {
   return raw;
 }
 
-/** BERTH_DATA_DIR, resolved (`.berth` in the working directory unless set). */
-export function dataDirSetting(env: NodeJS.ProcessEnv): string {
-  return path.resolve(env.BERTH_DATA_DIR || '.berth');
-}
-
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const databaseUrl = env.BERTH_DATABASE_URL || undefined;
   if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
@@ -401,7 +396,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     host: env.BERTH_HOST || '127.0.0.1',
     port: intSetting(env, 'BERTH_PORT', 8080, 0, 65535),
     databaseUrl,
-    dataDir: dataDirSetting(env),
+    dataDir: path.resolve(env.BERTH_DATA_DIR || '.berth'),
     adminToken: env.BERTH_ADMIN_TOKEN || undefined,
     masterKey: env.BERTH_MASTER_KEY || undefined,
     // Small transactions: a batch holds its rows' locks for milliseconds.

@@ -3,7 +3,7 @@ import v8 from 'node:v8';
 import { Kysely, type KyselyConfig, PostgresDialect } from 'kysely';
 import { watchingCommits } from './committed-writes.ts';
 import { lockDataDir } from './data-dir-lock.ts';
-import { embeddedStartParams, installSnapshot, snapshotFor } from './embedded-snapshot.ts';
+import { embeddedStartParams, snapshotFor } from './embedded-snapshot.ts';
 import { recordingEvents } from './events.ts';
 import { migrateToLatest } from './migrate.ts';
 import { embeddedSource, Notifications, postgresSource } from './notifications.ts';
@@ -65,10 +65,8 @@ async function openEmbedded(
     // Loaded only here: a server on Postgres never needs PGlite's half a megabyte of JavaScript.
     const pgliteModule = await import('@electric-sql/pglite');
     const { PGlite } = pgliteModule;
-    // The snapshot's files written by Berth (embedded-snapshot.ts); PGlite's loadDataDir only if not.
-    const installed = !initdb && (await installSnapshot(pgdata));
     const pglite = await PGlite.create(pgdata, {
-      loadDataDir: initdb || installed ? undefined : snapshotFor(pgdata),
+      loadDataDir: initdb ? undefined : snapshotFor(pgdata),
       startParams: embeddedStartParams(PGlite),
     });
     // Unlistening runs a statement: once the database is closed there is nothing left to unlisten.

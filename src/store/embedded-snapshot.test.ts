@@ -5,12 +5,7 @@ import path from 'node:path';
 import { after, test } from 'node:test';
 import { sql } from 'kysely';
 import { openStore } from './database.ts';
-import {
-  installedPgliteVersion,
-  prepareSnapshot,
-  readSnapshotMeta,
-  snapshotFor,
-} from './embedded-snapshot.ts';
+import { installedPgliteVersion, readSnapshotMeta, snapshotFor } from './embedded-snapshot.ts';
 import { KNOWN_MIGRATIONS } from './migrate.ts';
 
 // The snapshot is the embedded database's: these tests open one whatever BERTH_TEST_DATABASE says.
@@ -75,28 +70,4 @@ test('an existing data directory is opened as it is, never loaded over', async (
   } finally {
     await again.close();
   }
-});
-
-test("a snapshot written before the lock is moved into place; a dead start's leftovers go", async () => {
-  const dataDir = tempDir();
-  const pgdata = path.join(dataDir, 'pgdata');
-  // What a start killed while writing leaves (pid 2^22 + 1 is above Linux's pid_max: never alive).
-  const leftover = `${pgdata}.loading-4194305-0000`;
-  fs.mkdirSync(leftover);
-  // As berth serve does before its modules load: the files are written beside pgdata, not in it.
-  const prepared = await prepareSnapshot(pgdata);
-  assert.ok(prepared && fs.existsSync(path.join(prepared, 'PG_VERSION')));
-  assert.equal(fs.existsSync(pgdata), false);
-  const store = await openStore({ databaseUrl: undefined, dataDir });
-  try {
-    const all = await sql<{ name: string }>`SELECT name FROM kysely_migration`.execute(store.db);
-    assert.deepEqual(all.rows.map((r) => r.name).sort(), [...KNOWN_MIGRATIONS].sort());
-  } finally {
-    await store.close();
-  }
-  assert.ok(fs.existsSync(path.join(pgdata, 'PG_VERSION')));
-  assert.deepEqual(
-    fs.readdirSync(dataDir).filter((name) => name.includes('.loading-')),
-    [],
-  );
 });
