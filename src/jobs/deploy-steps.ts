@@ -13,12 +13,10 @@ import {
   DeploymentCancelled,
 } from '../providers/provider.ts';
 import type { Db, Store } from '../store/database.ts';
-import { GroupCommit, type Settled } from '../store/group-commit.ts';
 import { appendDeploymentLog } from '../store/repositories/deployment-logs.ts';
 import {
   cancelRequested,
-  type DeploymentEnd,
-  endDeployments,
+  endDeployment,
   findDeploymentById,
   noteUnfinishedDeployment,
   startDeployment,
@@ -171,8 +169,7 @@ export function keepHostDetails(
 /**
  * Records the outcome in one commit that ends the job (held by the claim): the deployment's final
  * state, its service following it, the log's last lines and what now runs (observed just before); then
- * counts the deployment's end in the metrics. Outcomes recorded together share that commit (group
- * commit, outcomesOf): each still ends only its own job, under its own claim.
+ * counts the deployment's end in the metrics.
  */
 export async function recordOutcome(
   deps: Deps,
@@ -184,117 +181,56 @@ export async function recordOutcome(
   const { deployment, service } = subject;
   const observedAt = new Date();
   const observed = await deps.provider.observe(service);
-  const end: DeploymentEnd =
-    'applied' in outcome
-      ? {
-          to: 'success',
-          set: {
-            prov_deployment_id: outcome.applied.provDeploymentId,
-            failure_reason: '',
-            ...keepHostDetails(deployment, outcome.applied.source),
-          },
-          serviceState: 'running',
-          provisioned: {
-            namespace_name: outcome.applied.namespaceName,
-            kube_svc_alias: outcome.applied.svcAlias,
-          },
-          observed,
-          observedAt,
-        }
-      : {
-          to: 'failed',
-          set: { failure_reason: outcome.failure.slice(0, 2000), ...outcome.source },
-          serviceState: 'deploy_failed',
-          observed,
-          observedAt,
-        };
-  const ended = await outcomesOf(deps.store.db).submit({ deployment, outcome, end, log, claim });
+  const ended = await deps.store.db.transaction().execute(async (trx) => {
+    // One statement ends the job (fenced by the claim), the deployment, its service and the observation.
+    const end =
+      'applied' in outcome
+        ? {
+            to: 'success' as const,
+            set: {
+              prov_deployment_id: outcome.applied.provDeploymentId,
+              failure_reason: '',
+              ...keepHostDetails(deployment, outcome.applied.source),
+            },
+            serviceState: 'running' as const,
+            provisioned: {
+              namespace_name: outcome.applied.namespaceName,
+              kube_svc_alias: outcome.applied.svcAlias,
+            },
+          }
+        : {
+            to: 'failed' as const,
+            set: { failure_reason: outcome.failure.slice(0, 2000), ...outcome.source },
+            serviceState: 'deploy_failed' as const,
+          };
+    const { held, moved, alerted } = await endDeployment(trx, deployment, claim.fence, {
+      ...end,
+      observed,
+      observedAt,
+    });
+    if (claim.fence) claim.settled(held, true);
+    if (moved) {
+      if ('applied' in outcome) {
+        log.end('outcome', 'success', 'Deployment succeeded');
+        log.mark('success');
+      } else {
+        const { failure } = outcome;
+        log.end(
+          'outcome',
+          'failed',
+          failure === 'cancelled' ? 'Deployment cancelled' : `Deployment failed: ${failure}`,
+        );
+        log.mark('failed');
+      }
+    }
+    await log.writeIn(trx);
+    if (!claim.fence) await claim.finish(trx);
+    return moved ? { alerted } : undefined;
+  });
   if (ended) {
     const state = 'applied' in outcome ? 'success' : outcome.failure === 'cancelled' ? 'cancelled' : 'failed';
     deps.metrics.deploymentEnded(state, deployment.created_at);
     await evaluateDeployOutcome(deps, service.id, state === 'success', ended.alerted);
-  }
-}
-
-/** An outcome waiting for its commit (recordOutcome). */
-interface OutcomeToRecord {
-  deployment: DeploymentRow;
-  outcome: RolloutOutcome;
-  end: DeploymentEnd;
-  log: DeploymentLogWriter;
-  claim: JobClaim;
-}
-
-/** A recorded outcome: undefined when the deployment was no longer in progress (nothing moved). */
-type Recorded = { alerted: boolean } | undefined;
-
-const outcomeBatches = new WeakMap<Db, GroupCommit<OutcomeToRecord, Recorded>>();
-
-/**
- * The outcomes of `db`'s deployments, written in batches: those arriving while one batch commits go
- * together in the next (one statement ends them all, one writes their logs, one their events). Two of
- * one deployment or one service never share a batch.
- */
-function outcomesOf(db: Db): GroupCommit<OutcomeToRecord, Recorded> {
-  let batches = outcomeBatches.get(db);
-  if (!batches) {
-    batches = new GroupCommit(
-      (members) => writeOutcomes(db, members),
-      ({ deployment }) => [deployment.id, deployment.service_id],
-    );
-    outcomeBatches.set(db, batches);
-  }
-  return batches;
-}
-
-/**
- * Writes outcomes in one transaction: one statement ends the jobs (each fenced by its claim), the
- * deployments, their services and observations; each one whose claim held writes its log's last
- * lines. One whose job another worker holds now writes nothing and gets its claim's error. When the
- * transaction fails, the logs' writers are as they were, so each outcome can be written again.
- */
-async function writeOutcomes(db: Db, members: OutcomeToRecord[]): Promise<Settled<Recorded>[]> {
-  const restores = await Promise.all(members.map(({ log }) => log.checkpoint()));
-  try {
-    return await db.transaction().execute(async (trx) => {
-      const ends = await endDeployments(
-        trx,
-        members.map(({ deployment, claim, end }) => ({ deployment, fence: claim.fence, end })),
-      );
-      const settled: Settled<Recorded>[] = [];
-      for (const [i, { outcome, log, claim }] of members.entries()) {
-        const { held, moved, alerted } = ends[i] ?? { held: false, moved: false, alerted: false };
-        if (claim.fence) {
-          try {
-            claim.settled(held, true);
-          } catch (error) {
-            settled.push({ error });
-            continue;
-          }
-        }
-        if (moved) {
-          if ('applied' in outcome) {
-            log.end('outcome', 'success', 'Deployment succeeded');
-            log.mark('success');
-          } else {
-            const { failure } = outcome;
-            log.end(
-              'outcome',
-              'failed',
-              failure === 'cancelled' ? 'Deployment cancelled' : `Deployment failed: ${failure}`,
-            );
-            log.mark('failed');
-          }
-        }
-        await log.writeIn(trx);
-        if (!claim.fence) await claim.finish(trx);
-        settled.push({ value: moved ? { alerted } : undefined });
-      }
-      return settled;
-    });
-  } catch (error) {
-    for (const restore of restores) restore();
-    throw error;
   }
 }
 

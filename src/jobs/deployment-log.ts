@@ -110,34 +110,6 @@ export class DeploymentLogWriter implements DeployLog {
     return this.writing;
   }
 
-  /**
-   * The writer as it is now (after the writes under way), to return to when the transaction it is
-   * about to write in (`writeIn`) rolls back: that transaction can then be written again, its lines
-   * once. Until then nothing is flushed on its own (the transaction writes what is buffered).
-   */
-  async checkpoint(): Promise<() => void> {
-    await this.writing;
-    clearTimeout(this.timer);
-    this.timer = undefined;
-    const entries = [...this.entries];
-    const ops = new Map(this.ops);
-    const started = new Map(this.started);
-    const timeline = [...this.timeline];
-    const marked = new Set(this.marked);
-    return () => {
-      clearTimeout(this.timer);
-      this.timer = undefined;
-      this.entries = entries;
-      this.timeline = timeline;
-      this.ops.clear();
-      for (const [step, op] of ops) this.ops.set(step, op);
-      this.started.clear();
-      for (const [step, at] of started) this.started.set(step, at);
-      this.marked.clear();
-      for (const mark of marked) this.marked.add(mark);
-    };
-  }
-
   /** Writes what is buffered inside `trx` (the outcome, with the transition), after the writes under way. */
   async writeIn(trx: Db): Promise<void> {
     await this.writing;

@@ -246,7 +246,7 @@ const forEvents = {
   service: sql.raw(EVENT_SOURCES.service.columns.map((c) => `services.${c}`).join(', ')),
 };
 
-/** How a deployment in progress ends (endDeployments). */
+/** How a deployment in progress ends (endDeployment). */
 export interface DeploymentEnd {
   to: 'success' | 'failed';
   set: { prov_deployment_id?: string; failure_reason: string } & DeployedSource;
@@ -261,133 +261,95 @@ export interface DeploymentEnd {
   observedAt: Date;
 }
 
-/** One deployment to end (endDeployments): under its job's claim `fence` (none: a claim nothing can take). */
-export interface DeploymentEnding {
-  deployment: Pick<DeploymentRow, 'id' | 'service_id'>;
-  fence: Fence | undefined;
-  end: DeploymentEnd;
-}
-
-/** The columns an end may set besides the state (DeploymentEnd's `set`): one it leaves out is kept. */
-const END_COLUMNS = [
-  'prov_deployment_id',
-  'failure_reason',
-  'git_commit_ref',
-  'git_commit_author',
-  'git_commit_message',
-  'docker_image_digest',
-] as const satisfies ReadonlyArray<keyof DeploymentEnd['set']>;
-
 /**
- * Ends deployments in progress, each under its job's claim, in one statement whatever their number:
- * removes the job each fence holds (nothing else is written for one another worker holds now), moves
- * the deployment, its service following it, and records what runs. Per ending, in order: `held`, the
- * fence held (the job is gone with the commit); `moved`, the deployment was in progress; `alerted`, the
- * service has an open deploy_failed alert (a success resolves it: the look rides in this statement).
- * The endings are of distinct deployments and services (one statement updates a row once).
+ * Ends a deployment in progress under its job's claim, in one statement: removes the job `fence`
+ * holds (nothing else is written when another worker holds it now), moves the deployment, its service
+ * following it, and records what runs. `held`: the fence held (the job is gone with the commit);
+ * `moved`: the deployment was in progress; `alerted`: the service has an open deploy_failed alert (a
+ * success resolves it: the look rides in this statement).
  */
-export async function endDeployments(
+export async function endDeployment(
   trx: Db,
-  endings: readonly DeploymentEnding[],
-): Promise<{ held: boolean; moved: boolean; alerted: boolean }[]> {
-  if (endings.length === 0) return [];
-  const updatedAt = new Date();
-  const rows = await endStatement.execute(trx, {
-    endings: JSON.stringify(
-      endings.map(({ deployment, fence, end }) => ({
-        id: deployment.id,
-        service_id: deployment.service_id,
-        seq: fence?.seq ?? null,
-        worker: fence?.workerId ?? null,
-        attempts: fence?.attempts ?? null,
-        to: end.to,
-        set: end.set,
-        provisioned: end.provisioned !== undefined,
-        ...end.provisioned,
-        service_state: end.serviceState,
-        run_status: end.observed.run_status,
-        ready_count: end.observed.ready_count,
-        observed_at: end.observedAt,
-        updated_at: updatedAt,
-      })),
-    ),
+  deployment: Pick<DeploymentRow, 'id' | 'service_id'>,
+  fence: Fence | undefined,
+  end: DeploymentEnd,
+): Promise<{ held: boolean; moved: boolean; alerted: boolean }> {
+  const row = await endStatement.executeTakeFirst(trx, {
+    fence,
+    id: deployment.id,
+    serviceId: deployment.service_id,
+    set: { state: end.to, ...end.set, updated_at: new Date() },
+    provisioned: end.provisioned,
+    serviceState: end.serviceState,
+    observed: end.observed,
+    observedAt: end.observedAt,
   });
-  const ended: { held: boolean; moved: boolean; alerted: boolean }[] = [];
-  for (const [i, row] of rows.entries()) {
-    if (!row.held) {
-      ended[i] = { held: false, moved: false, alerted: false };
-      continue;
-    }
-    // Dates come as jsonb's strings: events keep them as such.
-    if (row.deployment?.changed) await recordEvents(trx, 'deployment', 'updated', [row.deployment]);
-    if (row.service?.changed) await recordEvents(trx, 'service', 'updated', [row.service]);
-    ended[i] = { held: true, moved: row.deployment !== null, alerted: row.alerted };
-  }
-  return ended;
+  if (!row || Number(row.held) === 0) return { held: false, moved: false, alerted: false };
+  // Dates come as jsonb's strings: events keep them as such.
+  if (row.deployment?.changed) await recordEvents(trx, 'deployment', 'updated', [row.deployment]);
+  if (row.service?.changed) await recordEvents(trx, 'service', 'updated', [row.service]);
+  return { held: true, moved: row.deployment !== null, alerted: row.alerted };
 }
-const endStatement = compiled((_trx, v: { endings: string }) => {
-  const kept = (column: string) =>
-    sql.raw(
-      `"${column}" = CASE WHEN e."set" ? '${column}' THEN e."set" ->> '${column}' ELSE deployments."${column}" END`,
-    );
-  const deleting = sql.join(DELETE_STATES);
-  return sql<{
-    held: boolean;
-    deployment: (Record<string, unknown> & { changed: boolean }) | null;
-    service: (Record<string, unknown> & { changed: boolean }) | null;
-    alerted: boolean;
-  }>`
-    WITH input AS (
-      SELECT * FROM ROWS FROM (jsonb_to_recordset(${v.endings}::jsonb) AS (id uuid, service_id uuid,
-        seq bigint, worker text, attempts int, "to" text, "set" jsonb, provisioned boolean,
-        namespace_name text, kube_svc_alias text, service_state text, run_status text, ready_count int,
-        observed_at timestamptz, updated_at timestamptz)) WITH ORDINALITY AS e(id, service_id, seq,
-        worker, attempts, "to", "set", provisioned, namespace_name, kube_svc_alias, service_state,
-        run_status, ready_count, observed_at, updated_at, n)
-    ),
-    fenced AS (
-      DELETE FROM jobs USING input e
-      WHERE jobs.seq = e.seq AND jobs.locked_by = e.worker AND jobs.attempts = e.attempts
-      RETURNING e.id),
-    done AS (SELECT id FROM fenced UNION ALL SELECT id FROM input WHERE seq IS NULL),
+const endStatement = compiled(
+  (
+    _trx,
+    v: {
+      fence: Fence | undefined;
+      id: string;
+      serviceId: string;
+      set: Record<string, unknown>;
+      provisioned: DeploymentEnd['provisioned'];
+      serviceState: ServiceState;
+      observed: Observation;
+      observedAt: Date;
+    },
+  ) => {
+    const assign = (values: Record<string, unknown>) =>
+      sql.join(Object.entries(values).map(([column, value]) => sql`${sql.ref(column)} = ${value}`));
+    const done = v.fence
+      ? sql`DELETE FROM jobs WHERE seq = ${v.fence.seq} AND locked_by = ${v.fence.workerId} AND attempts = ${v.fence.attempts} RETURNING seq`
+      : sql`SELECT 0 AS seq`;
+    const state = sql`CASE WHEN services.latest_deployment_id = ${v.id}
+      AND services.state NOT IN (${sql.join(DELETE_STATES)}) THEN ${v.serviceState} ELSE services.state END`;
+    // Without what was provisioned only the state changes: a service no longer on this deployment is left as it is.
+    const following = v.provisioned
+      ? sql``
+      : sql`AND latest_deployment_id = ${v.id} AND state NOT IN (${sql.join(DELETE_STATES)})`;
+    return sql<{
+      held: string;
+      deployment: (Record<string, unknown> & { changed: boolean }) | null;
+      service: (Record<string, unknown> & { changed: boolean }) | null;
+      alerted: boolean;
+    }>`
+    WITH done AS (${done}),
     moved AS (
-      UPDATE deployments SET "state" = e."to", ${sql.join(END_COLUMNS.map(kept))}, updated_at = e.updated_at
+      UPDATE deployments SET ${assign(v.set)}
       FROM (SELECT id AS before_id, ${eventState('deployment', 'deployments')} AS before_state FROM deployments
-        WHERE id IN (SELECT id FROM done) AND state = 'in_progress'
-        ORDER BY id FOR NO KEY UPDATE) AS before, input e
-      WHERE deployments.id = before.before_id AND e.id = before.before_id
+        WHERE id = ${v.id} AND state = 'in_progress' AND EXISTS (SELECT 1 FROM done)
+        FOR NO KEY UPDATE) AS before
+      WHERE deployments.id = before.before_id
       RETURNING ${forEvents.deployment}, ${changedSince('deployment', 'deployments')} AS changed),
     followed AS (
-      UPDATE services SET
-        namespace_name = CASE WHEN before.provisioned THEN before.namespace_name ELSE services.namespace_name END,
-        kube_svc_alias = CASE WHEN before.provisioned THEN before.kube_svc_alias ELSE services.kube_svc_alias END,
-        updated_at = before.updated_at,
-        state = CASE WHEN services.latest_deployment_id = before.deployment_id
-          AND services.state NOT IN (${deleting}) THEN before.service_state ELSE services.state END
-      FROM (SELECT services.id AS before_id, ${eventState('service', 'services')} AS before_state,
-          e.id AS deployment_id, e.provisioned, e.namespace_name, e.kube_svc_alias, e.service_state, e.updated_at
-        FROM services JOIN input e ON e.service_id = services.id
-        WHERE e.id IN (SELECT id FROM moved) AND (e.provisioned
-          OR (services.latest_deployment_id = e.id AND services.state NOT IN (${deleting})))
-        ORDER BY services.id FOR NO KEY UPDATE OF services) AS before
+      UPDATE services SET ${assign({ ...v.provisioned, updated_at: v.set.updated_at })}, state = ${state}
+      FROM (SELECT id AS before_id, ${eventState('service', 'services')} AS before_state FROM services
+        WHERE id = ${v.serviceId} ${following} AND EXISTS (SELECT 1 FROM moved)
+        FOR NO KEY UPDATE) AS before
       WHERE services.id = before.before_id
       RETURNING ${forEvents.service}, ${changedSince('service', 'services')} AS changed),
     observed AS (
       INSERT INTO service_observations (service_id, run_status, ready_count, observed_at)
-      SELECT e.service_id, e.run_status, e.ready_count, e.observed_at FROM input e
-      WHERE e.id IN (SELECT id FROM done)
-      ORDER BY e.service_id
+      SELECT ${v.serviceId}::uuid, ${v.observed.run_status}, ${v.observed.ready_count}::int, ${v.observedAt}::timestamptz
+      FROM done
       ON CONFLICT (service_id) DO UPDATE SET run_status = excluded.run_status,
         ready_count = excluded.ready_count, observed_at = excluded.observed_at
       WHERE service_observations.observed_at <= excluded.observed_at
       RETURNING 1)
-    SELECT e.id IN (SELECT id FROM done) AS held,
-      (SELECT to_jsonb(moved) FROM moved WHERE moved.id = e.id) AS deployment,
-      (SELECT to_jsonb(followed) FROM followed WHERE followed.id = e.service_id) AS service,
-      EXISTS (SELECT 1 FROM alerts WHERE service_id = e.service_id
-        AND rule = 'deploy_failed' AND state = 'open') AS alerted
-    FROM input e ORDER BY e.n`;
-});
+    SELECT (SELECT count(*) FROM done) AS held, (SELECT to_jsonb(moved) FROM moved) AS deployment,
+      (SELECT to_jsonb(followed) FROM followed) AS service,
+      EXISTS (SELECT 1 FROM alerts WHERE service_id = ${v.serviceId}
+        AND rule = 'deploy_failed' AND state = 'open') AS alerted`;
+  },
+);
 
 export async function findDeploymentsByIds(db: Db, ids: string[]): Promise<DeploymentRow[]> {
   if (ids.length === 0) return [];
