@@ -47,8 +47,17 @@ export class SimCronRequests implements Serving {
     this.timer = setInterval(() => this.changed(), this.rescanMs);
   }
 
-  /** This process moved a workload (a deploy, a delete): the schedules follow it now, not at the next tick. */
-  changed(): void {
+  /**
+   * This process moved `serviceId`'s workload (a deploy, a delete), which now declares `cronJobs` jobs:
+   * the schedules follow it now, not at the next tick. A move that neither has jobs nor ends any kept
+   * here changes no schedule, and rescans nothing (deployments without cron jobs keep off the table).
+   */
+  moved(serviceId: string, cronJobs: number): void {
+    if (cronJobs === 0 && ![...this.schedules.keys()].some((key) => key.startsWith(`${serviceId} `))) return;
+    this.changed();
+  }
+
+  private changed(): void {
     if (!this.started) return;
     if (this.scanning) {
       this.again = true;

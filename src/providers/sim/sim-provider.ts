@@ -429,7 +429,7 @@ export class SimProvider implements Provider {
         callId,
         outcome: failure ?? 'success',
       });
-      if (moved) this.serving.changed();
+      if (moved) this.serving.moved(service.id, desired.ops.cron_jobs.length);
       if (!moved) {
         log.end(
           'traffic',
@@ -481,7 +481,7 @@ export class SimProvider implements Provider {
         .values({ service_id: service.id, ...tombstone })
         .onConflict((oc) => oc.column('service_id').doUpdateSet(tombstone))
         .execute();
-      this.serving.changed();
+      this.serving.moved(service.id, 0);
       return { outcome: 'deleted' };
     });
   }
