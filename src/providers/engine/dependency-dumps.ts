@@ -147,8 +147,11 @@ export abstract class EngineDependencyBackups implements DependencyBackups {
   ): Promise<{ runName: string; image: string }>;
   /** Loads the redis dump `file` into the dependency. */
   protected abstract loadRedis(request: BackupRequest, target: DumpTarget, file: string): Promise<void>;
-  /** Stops the workloads of `services`; resolves with what starts them again. */
-  protected abstract stopServices(services: ServiceRef[]): Promise<() => Promise<void>>;
+  /**
+   * Stops the workloads of `services`; resolves with what starts them again. `signal` aborts when this
+   * attempt lost its job: the waiting ends, the attempt that holds the job now does the restore.
+   */
+  protected abstract stopServices(services: ServiceRef[], signal: AbortSignal): Promise<() => Promise<void>>;
   /** Makes `image` present on the Engine that runs the helpers. */
   protected abstract ensureImage(image: string): Promise<void>;
 
@@ -251,12 +254,12 @@ export abstract class EngineDependencyBackups implements DependencyBackups {
     });
     signal.throwIfAborted();
     if (request.into === 'same') {
-      await this.load(request, original, file, request.stop);
+      await this.load(request, original, file, request.stop, signal);
       return {};
     }
     // A copy for inspection: the same engine, image and password, under a name of its own.
     const copy = await this.copyOf(request, original, copyNameOf(original.name), signal);
-    await this.load(request, copy, file, []);
+    await this.load(request, copy, file, [], signal);
     return { attributes: copy.address };
   }
 
@@ -265,8 +268,14 @@ export abstract class EngineDependencyBackups implements DependencyBackups {
   }
 
   /** Loads the dump into `target`, the services in `stop` stopped meanwhile. */
-  private async load(request: BackupRequest, target: DumpTarget, file: string, stop: ServiceRef[]) {
-    const restart = await this.stopServices(stop);
+  private async load(
+    request: BackupRequest,
+    target: DumpTarget,
+    file: string,
+    stop: ServiceRef[],
+    signal: AbortSignal,
+  ) {
+    const restart = await this.stopServices(stop, signal);
     try {
       const load = target.tool.load;
       if (load) {

@@ -26,6 +26,8 @@ export const LABEL = {
   backupOf: 'berth.backup-of',
   // A swarm service scaled to no replicas for a dependency restore: the replicas it had, given back after.
   restoreReplicas: 'berth.restore-replicas',
+  // ... and which restore attempt holds it so: only that one scales it back.
+  restoreHolder: 'berth.restore-holder',
 } as const;
 
 /**

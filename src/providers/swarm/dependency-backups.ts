@@ -8,9 +8,11 @@
  * serves the dump from a redis of its own, the dependency replicates it (REPLICAOF: a full sync
  * replaces its data, and rewrites its append-only file) and is made a primary again. The services using
  * a restored dependency are scaled to no replicas for the duration, their count kept in a label so a
- * retry after a crash gives back the count they had.
+ * retry after a crash gives back the count they had, and the attempt holding them down in another, so
+ * that only it scales them back.
  * @module
  */
+import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type Docker from 'dockerode';
 import { TerminalError } from '../../jobs/errors.ts';
@@ -25,7 +27,7 @@ import { pullImage } from '../engine/images.ts';
 import { LABEL, labelFilter } from '../engine/labels.ts';
 import type { BackupRequest, ServiceRef } from '../provider.ts';
 import type { SwarmResources } from './resources.ts';
-import { tasksOf } from './services.ts';
+import { describeTask, tasksOf } from './services.ts';
 
 /** How long a stopped service's tasks have to end (their grace period is 10 s; a node may be slow). */
 const STOP_TIMEOUT_MS = 120_000;
@@ -123,37 +125,45 @@ export class SwarmDependencyBackups extends EngineDependencyBackups {
     );
   }
 
-  /** Scales the services' swarm services to no replicas until their tasks ended; the result scales them back. */
-  protected async stopServices(services: ServiceRef[]): Promise<() => Promise<void>> {
+  /**
+   * Scales the services' swarm services to no replicas until their tasks ended; the result scales them
+   * back. The hold is this attempt's own (a holder label beside the count): an attempt that lost its
+   * job's lease and runs on gives back only a hold that is still its own, never one a later attempt of
+   * the job, or the next restore, has taken since (it would start the service under their restore).
+   */
+  protected async stopServices(services: ServiceRef[], signal: AbortSignal): Promise<() => Promise<void>> {
+    const holder = randomUUID();
     const stopped: string[] = [];
-    for (const service of services) {
-      const serving = await this.docker.listServices({
-        filters: labelFilter({ [LABEL.service]: service.id, [LABEL.role]: 'replica' }),
-      });
-      for (const { ID } of serving) {
-        await this.scale(ID, (spec) => {
-          const labels = spec.Labels ?? {};
-          // A retry after a crash finds it scaled down already, with the count it had in the label.
-          const had = labels[LABEL.restoreReplicas] ?? String(spec.Mode?.Replicated?.Replicas ?? 1);
-          return {
-            ...spec,
-            Labels: { ...labels, [LABEL.restoreReplicas]: had },
-            Mode: { Replicated: { Replicas: 0 } },
-          };
-        });
-        stopped.push(ID);
-      }
-    }
     const restart = async () => {
       for (const id of stopped) {
         await this.scale(id, (spec) => {
-          const { [LABEL.restoreReplicas]: had, ...labels } = spec.Labels ?? {};
+          const { [LABEL.restoreReplicas]: had, [LABEL.restoreHolder]: by, ...labels } = spec.Labels ?? {};
+          if (by !== holder) return null;
           return { ...spec, Labels: labels, Mode: { Replicated: { Replicas: Number(had ?? 1) } } };
         });
       }
     };
     try {
-      for (const id of stopped) await this.waitStopped(id);
+      for (const service of services) {
+        const serving = await this.docker.listServices({
+          filters: labelFilter({ [LABEL.service]: service.id, [LABEL.role]: 'replica' }),
+        });
+        for (const { ID } of serving) {
+          signal.throwIfAborted();
+          await this.scale(ID, (spec) => {
+            const labels = spec.Labels ?? {};
+            // A retry after a crash finds it scaled down already, with the count it had in the label.
+            const had = labels[LABEL.restoreReplicas] ?? String(spec.Mode?.Replicated?.Replicas ?? 1);
+            return {
+              ...spec,
+              Labels: { ...labels, [LABEL.restoreReplicas]: had, [LABEL.restoreHolder]: holder },
+              Mode: { Replicated: { Replicas: 0 } },
+            };
+          });
+          stopped.push(ID);
+        }
+      }
+      for (const id of stopped) await this.waitStopped(id, signal);
     } catch (error) {
       await restart();
       throw error;
@@ -161,8 +171,14 @@ export class SwarmDependencyBackups extends EngineDependencyBackups {
     return restart;
   }
 
-  /** Updates a swarm service's spec (not its tasks' template: no rollout), one that is gone left so. */
-  private async scale(id: string, change: (spec: Docker.ServiceSpec) => Docker.ServiceSpec): Promise<void> {
+  /**
+   * Updates a swarm service's spec (not its tasks' template: no rollout), one that is gone left so, and
+   * so is one `change` leaves (null). The version check refuses a write based on a stale read.
+   */
+  private async scale(
+    id: string,
+    change: (spec: Docker.ServiceSpec) => Docker.ServiceSpec | null,
+  ): Promise<void> {
     const service = await this.docker
       .getService(id)
       .inspect()
@@ -171,23 +187,28 @@ export class SwarmDependencyBackups extends EngineDependencyBackups {
         throw error;
       });
     if (!service) return;
-    await this.docker
-      .getService(id)
-      .update({ ...change(service.Spec as Docker.ServiceSpec), version: service.Version?.Index });
+    const changed = change(service.Spec as Docker.ServiceSpec);
+    if (changed) await this.docker.getService(id).update({ ...changed, version: service.Version?.Index });
   }
 
-  private async waitStopped(id: string): Promise<void> {
+  /** Until no task of the service is meant to run or still runs; the error says what each one was doing. */
+  private async waitStopped(id: string, signal: AbortSignal): Promise<void> {
     const deadline = Date.now() + STOP_TIMEOUT_MS;
     for (;;) {
-      const tasks = await tasksOf(this.docker, id).catch(() => []);
+      signal.throwIfAborted();
+      // A service that is gone has no tasks; any other error is no sign that they stopped.
+      const tasks = await tasksOf(this.docker, id).catch((error: unknown) => {
+        if (isGone(error)) return [];
+        throw error;
+      });
       const live = tasks.filter((t) => t.DesiredState === 'running' || t.Status.State === 'running');
       if (live.length === 0) return;
       if (Date.now() > deadline) {
         throw new TerminalError(
-          `the swarm service ${id} did not stop its ${live.length} task(s) in time for the restore`,
+          `the swarm service ${id} did not stop its ${live.length} task(s) in time for the restore: ${live.map(describeTask).join('; ')}`,
         );
       }
-      await sleep(POLL_MS);
+      await sleep(POLL_MS, undefined, { signal }).catch(() => signal.throwIfAborted());
     }
   }
 }

@@ -167,6 +167,13 @@ export async function tasksOf(docker: Docker, serviceName: string): Promise<Task
   return (await docker.listTasks({ filters: { service: [serviceName] } })) as Task[];
 }
 
+/** A task as an error shows it: enough to tell from a log why it is where it is. */
+export function describeTask(task: Task): string {
+  const { State, Message, Err } = task.Status;
+  const said = [Message && `"${Message}"`, Err && `error "${Err}"`].filter(Boolean).join(', ');
+  return `${task.ID} (desired ${task.DesiredState}, ${State}${said ? `: ${said}` : ''}, node ${task.NodeID || 'none'})`;
+}
+
 /** Tasks that run and (with a health check) are healthy: the swarm calls a task running only then. */
 export function running(tasks: Task[]): Task[] {
   return tasks.filter((t) => t.DesiredState === 'running' && t.Status.State === 'running');
