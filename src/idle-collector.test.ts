@@ -81,17 +81,40 @@ test('while quiet, background allocation past the threshold earns another collec
   });
 });
 
-test('collectNow collects at once and clears what was pending', async (ctx) => {
-  const { collector, collections } = counting(ctx, 20);
-  collector.touch();
-  collector.collectNow();
-  assert.equal(collections(), 1);
-  // The touch before it is covered: quiet periods pass without another collection.
+test("the start's collection waits for a quiet spell: none while requests come, one after", async (ctx) => {
+  // Idle checks far apart: only the quiet spell's collection can happen in this test.
+  const { collector, collections } = counting(ctx, 60_000);
+  collector.collectWhenQuiet(50);
   const start = Date.now();
-  await pollUntil('four check periods', async () => (Date.now() - start > 80 ? true : undefined), {
+  await pollUntil(
+    'six quiet spells of requests',
+    async () => {
+      collector.touch();
+      return Date.now() - start > 300 ? true : undefined;
+    },
+    { timeoutMs: 5000, intervalMs: 10 },
+  );
+  assert.equal(collections(), 0);
+  await pollUntil('the collection once they stop', async () => (collections() === 1 ? true : undefined), {
+    timeoutMs: 5000,
+    intervalMs: 10,
+  });
+  const after = Date.now();
+  await pollUntil('four quiet spells more', async () => (Date.now() - after > 200 ? true : undefined), {
     intervalMs: 10,
   });
   assert.equal(collections(), 1);
+});
+
+test("a collector stopped before the start's quiet spell does not collect", async (ctx) => {
+  const { collector, collections } = counting(ctx, 60_000);
+  collector.collectWhenQuiet(20);
+  collector.stop();
+  const start = Date.now();
+  await pollUntil('five quiet spells', async () => (Date.now() - start > 100 ? true : undefined), {
+    intervalMs: 10,
+  });
+  assert.equal(collections(), 0);
 });
 
 test('regrowth is measured in the old generation: young objects do not count', () => {
