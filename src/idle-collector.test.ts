@@ -121,14 +121,23 @@ test('regrowth is measured in the old generation: young objects do not count', (
   const count = (junk: object[]) => junk.length;
   // Compiled once before measuring: bytecode is allocated in the old generation.
   count(Array.from({ length: 10 }, (_, i) => ({ i })));
-  const oldBefore = oldGenerationUsed();
-  const allBefore = v8.getHeapStatistics().used_heap_size;
-  const junk = Array.from({ length: 4000 }, (_, i) => ({ i }));
-  const allGrowth = v8.getHeapStatistics().used_heap_size - allBefore;
-  const oldGrowth = oldGenerationUsed() - oldBefore;
-  assert.equal(count(junk), 4000);
-  assert.ok(allGrowth >= 64 * 1024, `the heap as a whole sees the young objects (${allGrowth} bytes)`);
-  assert.ok(oldGrowth < 32 * 1024, `the old generation does not (${oldGrowth} bytes)`);
+  // A scavenge during an attempt empties the young generation of earlier garbage, and the heap as a
+  // whole then seems not to grow: another attempt. Both readings come from one attempt, so a measure
+  // that counted young objects could not pass.
+  const attempts: string[] = [];
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const oldBefore = oldGenerationUsed();
+    const allBefore = v8.getHeapStatistics().used_heap_size;
+    const junk = Array.from({ length: 4000 }, (_, i) => ({ i }));
+    const allGrowth = v8.getHeapStatistics().used_heap_size - allBefore;
+    const oldGrowth = oldGenerationUsed() - oldBefore;
+    assert.equal(count(junk), 4000);
+    if (allGrowth >= 64 * 1024 && oldGrowth < 32 * 1024) return;
+    attempts.push(`the heap grew ${allGrowth} bytes, the old generation ${oldGrowth}`);
+  }
+  assert.fail(
+    `the heap as a whole sees the young objects and the old generation does not: ${attempts.join('; ')}`,
+  );
 });
 
 test('a server with requests coming never collects, however long they last', async (ctx) => {
