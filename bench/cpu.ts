@@ -17,6 +17,7 @@
  */
 import fs from 'node:fs';
 import http from 'node:http';
+import { Session } from 'node:inspector/promises';
 import type { AddressInfo } from 'node:net';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
@@ -118,6 +119,26 @@ async function cpuPerRequest(get: Get): Promise<number> {
   return best;
 }
 
+/**
+ * BENCH_CPU_PROFILE=<file>: a V8 CPU profile of the deploy part alone (this process: the API and the
+ * worker), for `bench/profile-summary.ts`.
+ */
+async function startProfile(): Promise<{ stop(): Promise<void> } | undefined> {
+  const file = process.env.BENCH_CPU_PROFILE;
+  if (!file) return undefined;
+  const session = new Session();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.start');
+  return {
+    async stop() {
+      const { profile } = await session.post('Profiler.stop');
+      fs.writeFileSync(file, JSON.stringify(profile));
+      session.disconnect();
+    },
+  };
+}
+
 const h = await startHarness({
   // Errors only: under load a lease renewal may come late, and the databases are dropped at the end.
   logLevel: 'error',
@@ -147,6 +168,7 @@ try {
   await openPool(h.deps.store.db);
   h.queries.length = 0;
   const pgFrom = await postgresTicks(h.deps.store.db);
+  const profiler = await startProfile();
   let cpuFrom = process.cpuUsage();
   const started = performance.now();
   for (let i = 0; i < each; i++) {
@@ -171,6 +193,7 @@ try {
   );
   const deployWallS = (performance.now() - started) / 1000;
   const deployCpuMs = cpuMs(cpuFrom) / ids.length;
+  await profiler?.stop();
   const deployPgMs = ((await postgresCpuS(h.deps.store.db, pgFrom)) * 1000) / ids.length;
   const deployStatements = statements() / ids.length;
   if (process.env.BENCH_CPU_STATEMENTS)

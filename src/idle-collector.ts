@@ -11,8 +11,11 @@ import vm from 'node:vm';
 export interface IdleCollector {
   /** Something happened (a request answered): the next quiet period ends in a collection. */
   touch(): void;
-  /** Collects at once: a spell of activity that ends with no request after it (the start) is over. */
-  collectNow(): void;
+  /**
+   * Collects once no request came for `quietMs`: what the start allocated is given back after the
+   * requests of whoever waited for it, rather than before the server answers them.
+   */
+  collectWhenQuiet(quietMs: number): void;
   stop(): void;
 }
 
@@ -69,6 +72,9 @@ export function collectWhenIdle(options: CollectorOptions): IdleCollector {
   let quietChecks = 0;
   let dirty = false;
   let usedAfterCollection = heapUsed();
+  // Raised by every request, lowered by the quiet check: a check that finds it down is quietMs after the last.
+  let recent = false;
+  let quiet: NodeJS.Timeout | undefined;
   const collectNow = () => {
     dirty = false;
     collect();
@@ -88,10 +94,23 @@ export function collectWhenIdle(options: CollectorOptions): IdleCollector {
     touch() {
       active = true;
       dirty = true;
+      recent = true;
     },
-    collectNow,
+    collectWhenQuiet(quietMs) {
+      dirty = true;
+      recent = false;
+      const check = () => {
+        quiet = undefined;
+        if (recent) {
+          recent = false;
+          quiet = setTimeout(check, quietMs).unref();
+        } else if (dirty) collectNow();
+      };
+      quiet = setTimeout(check, quietMs).unref();
+    },
     stop() {
       clearInterval(timer);
+      clearTimeout(quiet);
     },
   };
 }

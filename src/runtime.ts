@@ -146,6 +146,8 @@ function listenError(error: NodeJS.ErrnoException, config: Config): Error {
 
 /** Ten seconds without a request count as quiet: the heap the last burst grew is given back then. */
 const IDLE_COLLECT_MS = 10_000;
+/** A second without a request after the start: whoever waited for the start has made its first requests. */
+const START_QUIET_MS = 1_000;
 
 /**
  * `berth serve`: the API and, unless told otherwise, the workers, in one process. The API binds its
@@ -236,8 +238,11 @@ export async function startServer(
     renewals = worker ? startCertificateRenewal(workerDeps) : null;
     wildcard = worker ? startIngressCertificate(workerDeps) : null;
     // The start allocated more than anything after it (the embedded database's snapshot, its
-    // WebAssembly, the routes): given back now rather than after the first requests' quiet spell.
-    collector.collectNow();
+    // WebAssembly, the routes): given back at the first second without a request, once whoever waited
+    // for the start has made its first ones. Collected before the start was announced, it held back the
+    // announcement and the first answers by 0.3-0.7 s (docs/performance.md, "The embedded start: its
+    // collection and its modules").
+    collector.collectWhenQuiet(START_QUIET_MS);
     const running = {
       app,
       worker,

@@ -5,7 +5,6 @@
  */
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import { Type } from 'typebox';
-import { Check } from 'typebox/value';
 
 export interface PushEvent {
   type: 'push';
@@ -80,6 +79,13 @@ const GitlabProject = Type.Object({
   project: Type.Object({ path_with_namespace: Type.String({ maxLength: 300 }) }),
 });
 
+/**
+ * TypeBox's value checker (some 300 modules) loads with the first delivery, not with every server's
+ * start, which reads no payload (docs/performance.md, "The embedded start: its collection and its
+ * modules").
+ */
+export const typeboxValue = () => import('typebox/value');
+
 const BRANCH_REF = /^refs\/heads\/(.+)$/;
 const author = (a: { name: string; email: string }) => `${a.name} <${a.email}>`;
 
@@ -90,7 +96,8 @@ function timeOf(text: string | undefined): Date | null {
 }
 
 /** A GitHub event (`X-GitHub-Event`) as Berth acts on it. */
-export function githubEvent(name: string, payload: unknown): GitEvent {
+export async function githubEvent(name: string, payload: unknown): Promise<GitEvent> {
+  const { Check } = await typeboxValue();
   if (name === 'push') {
     if (!Check(GithubPush, payload)) return { type: 'ignored', why: 'a push payload without its fields' };
     const branch = BRANCH_REF.exec(payload.ref)?.[1];
@@ -136,8 +143,9 @@ export function githubEvent(name: string, payload: unknown): GitEvent {
 }
 
 /** A GitLab event (`X-Gitlab-Event`). Merge requests do nothing: previews are for GitHub services. */
-export function gitlabEvent(name: string, payload: unknown): GitEvent {
+export async function gitlabEvent(name: string, payload: unknown): Promise<GitEvent> {
   if (name !== 'Push Hook') return { type: 'ignored', why: `event ${name}` };
+  const { Check } = await typeboxValue();
   if (!Check(GitlabPush, payload)) return { type: 'ignored', why: 'a push payload without its fields' };
   const branch = BRANCH_REF.exec(payload.ref)?.[1];
   if (!branch || !payload.checkout_sha)
@@ -187,7 +195,11 @@ export function proofCheck(kind: 'github' | 'gitlab', secret: string, proof: str
 export type HookRouting = { installationId: string } | { appId: string } | { repo: string };
 
 /** What a delivery to `/hooks/{kind}` names that finds its connection: the App installation (or App), or the repository. */
-export function deliveryRouting(kind: 'github' | 'gitlab', payload: unknown): HookRouting | null {
+export async function deliveryRouting(
+  kind: 'github' | 'gitlab',
+  payload: unknown,
+): Promise<HookRouting | null> {
+  const { Check } = await typeboxValue();
   if (kind === 'github' && Check(Installation, payload))
     return { installationId: String(payload.installation.id) };
   // An App's ping names no installation, only the App.

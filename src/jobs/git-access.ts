@@ -1,5 +1,4 @@
 import { createPrivateKey } from 'node:crypto';
-import { SignJWT } from 'jose';
 import { type GitAccess, githubApiUrl } from '../domain/git-auth.ts';
 import type { Deps } from '../domain/usecases/context.ts';
 import { findGitConnectionById } from '../store/repositories/git-connections.ts';
@@ -20,6 +19,8 @@ const REUSE_MARGIN_MS = 5 * 60_000;
 async function installationToken(connection: GitConnectionRow, privateKey: string): Promise<string> {
   const cached = minted.get(connection.id);
   if (cached && cached.expiresAt - REUSE_MARGIN_MS > Date.now()) return cached.token;
+  // jose loads with the first GitHub App token, not with every server's start.
+  const { SignJWT } = await import('jose');
   const now = Math.floor(Date.now() / 1000);
   const jwt = await new SignJWT({})
     .setProtectedHeader({ alg: 'RS256' })

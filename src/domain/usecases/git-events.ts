@@ -6,7 +6,6 @@
  * preview mode does. Each change is audited under the host's name, with the delivery id as request id.
  * @module
  */
-import { Errors } from 'typebox/value';
 import type { Db } from '../../store/database.ts';
 import { findAccount } from '../../store/repositories/accounts.ts';
 import { recordCommitDetails } from '../../store/repositories/deployments.ts';
@@ -29,6 +28,7 @@ import {
   type PullRequestEvent,
   type PushEvent,
   proofCheck,
+  typeboxValue,
 } from '../git-events.ts';
 import { type DeployBody, DeployRequestBody } from '../inputs.ts';
 import { effectiveFeatures } from '../plans.ts';
@@ -119,7 +119,7 @@ async function signedBy(
   }
   const raw = await delivery.read(() => {});
   const payload = delivery.parse(raw);
-  const routing = deliveryRouting(kind, payload);
+  const routing = await deliveryRouting(kind, payload);
   const candidates = routing ? await hookCandidates(deps.store.db, kind, routing, MAX_HOOK_CANDIDATES) : [];
   const connection = candidates.find((c) => {
     const check = proofCheck(kind, openSecret(deps.secretBox, c.webhook_secret_sealed), proof);
@@ -136,8 +136,10 @@ export async function receiveDelivery(
 ): Promise<DeliveryOutcome> {
   const { connection, payload } = await signedBy(deps, delivery);
   const event: GitEvent =
-    delivery.kind === 'github' ? githubEvent(delivery.event, payload) : gitlabEvent(delivery.event, payload);
-  checkDeployCall(delivery.kind, event);
+    delivery.kind === 'github'
+      ? await githubEvent(delivery.event, payload)
+      : await gitlabEvent(delivery.event, payload);
+  await checkDeployCall(delivery.kind, event);
   const outcome: DeliveryOutcome = {
     delivery_id: delivery.id,
     duplicate: false,
@@ -195,8 +197,9 @@ export async function receiveDelivery(
  * The deploy call a delivery amounts to passes the deploy endpoint's rules (its body schema, its target
  * rule, its preview rules), or the delivery is a 422 naming the payload's fields and does nothing.
  */
-function checkDeployCall(kind: GitKind, event: GitEvent): void {
+async function checkDeployCall(kind: GitKind, event: GitEvent): Promise<void> {
   if (event.type === 'ignored') return;
+  const { Errors } = await typeboxValue();
   const [body, paths]: [DeployBody, Record<string, string>] =
     event.type === 'push'
       ? [{ commit_id: event.commit.id }, { commit_id: kind === 'github' ? 'after' : 'checkout_sha' }]

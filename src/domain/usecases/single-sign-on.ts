@@ -6,7 +6,7 @@
  * @module
  */
 import { randomUUID } from 'node:crypto';
-import * as oidc from 'openid-client';
+import type * as Oidc from 'openid-client';
 import {
   deleteSsoConfig,
   findSsoConfig,
@@ -152,8 +152,15 @@ export async function deleteSsoSettings(deps: Pick<Deps, 'store'>, actor: Actor)
 
 type ConfigRow = NonNullable<Awaited<ReturnType<typeof findSsoConfig>>>;
 
+/**
+ * openid-client, with the jose it brings, loads with the first sign-in rather than at every server's
+ * start (docs/performance.md, "The embedded start: its collection and its modules").
+ */
+const openidClient = () => import('openid-client');
+
 /** The provider's metadata (discovery), and a client of it with the account's credentials. */
-async function providerOf(deps: Pick<Deps, 'secretBox'>, config: ConfigRow): Promise<oidc.Configuration> {
+async function providerOf(deps: Pick<Deps, 'secretBox'>, config: ConfigRow): Promise<Oidc.Configuration> {
+  const oidc = await openidClient();
   const issuer = new URL(config.issuer_url);
   return oidc.discovery(
     issuer,
@@ -180,7 +187,7 @@ function causeOf(error: unknown): string {
  * Anything else (a connection refused, a timeout) stays in the log: the answer goes to people who are not
  * signed in, and must not map the network Berth reaches.
  */
-function providerSaid(error: unknown): string | undefined {
+function providerSaid(oidc: typeof Oidc, error: unknown): string | undefined {
   for (let e: unknown = error; e instanceof Error; e = e.cause) {
     if (e instanceof oidc.ResponseBodyError || e instanceof oidc.AuthorizationResponseError) {
       return [e.error, e.error_description].filter(Boolean).join(': ').slice(0, 300);
@@ -222,7 +229,8 @@ export async function startSso(
       `Several accounts sign in ${domain} with single sign-on: use the sign-in link your account's owner shares, which names the account`,
     );
   }
-  let provider: oidc.Configuration;
+  const oidc = await openidClient();
+  let provider: Oidc.Configuration;
   try {
     provider = await providerOf(deps, config);
   } catch (error) {
@@ -321,6 +329,7 @@ export async function finishSso(
     return reason === 'domain' ? new ForbiddenError(message) : new UnauthorizedError(message);
   };
 
+  const oidc = await openidClient();
   const flow = await takeSsoFlow(db, config.account_id, hashSecret(input.state));
   if (!flow || !verifier || (await oidc.calculatePKCECodeChallenge(verifier)) !== flow.code_challenge) {
     throw await refuse('state');
@@ -354,7 +363,7 @@ export async function finishSso(
         'single sign-on: callback failed',
       );
     }
-    throw await refuse(reason, reason === 'provider' ? providerSaid(error) : undefined);
+    throw await refuse(reason, reason === 'provider' ? providerSaid(oidc, error) : undefined);
   }
   const email = typeof claims.email === 'string' ? claims.email : undefined;
   if (!email || claims.email_verified !== true) throw await refuse('email', undefined, email);
