@@ -67,3 +67,40 @@ test('a location outside the backup target is refused, never read or deleted', a
   await assert.rejects(backups.discard(request.environment, '../precious'), /outside the backup target/);
   assert.ok((await readdir(dir)).includes('precious'));
 });
+
+/** One service with one replica container, counting what a restore's stop and start do to it. */
+function oneReplica() {
+  const calls: string[] = [];
+  const docker = {
+    listContainers: async () => [{ Id: 'replica' }],
+    getContainer: () => ({
+      stop: async () => {
+        calls.push('stop');
+      },
+      start: async () => {
+        calls.push('start');
+      },
+    }),
+  } as unknown as Docker;
+  const backups = new DockerDependencyBackups(docker, dir, {} as DockerResources) as unknown as {
+    stopServices(services: BackupRequest['service'][], signal: AbortSignal): Promise<() => Promise<void>>;
+  };
+  return { calls, stopServices: (signal: AbortSignal) => backups.stopServices([request.service], signal) };
+}
+
+test("a restore stops the services' replicas and starts them again after", async () => {
+  const { calls, stopServices } = oneReplica();
+  const restart = await stopServices(new AbortController().signal);
+  assert.deepEqual(calls, ['stop']);
+  await restart();
+  assert.deepEqual(calls, ['stop', 'start']);
+});
+
+test('an attempt that lost its lease leaves the replicas stopped for the attempt that took the job over', async () => {
+  const { calls, stopServices } = oneReplica();
+  const lease = new AbortController();
+  const restart = await stopServices(lease.signal);
+  lease.abort(new Error('the lease of this job was lost'));
+  await restart();
+  assert.deepEqual(calls, ['stop']);
+});

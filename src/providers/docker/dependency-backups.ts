@@ -100,8 +100,12 @@ export class DockerDependencyBackups extends EngineDependencyBackups {
     }
   }
 
-  /** Stops the replicas of the services using the dependency; they start again after. */
-  protected async stopServices(services: ServiceRef[]): Promise<() => Promise<void>> {
+  /**
+   * Stops the replicas of the services using the dependency; the result starts them again, unless this
+   * attempt lost its job's lease meanwhile: the attempt that took the job over holds them stopped for
+   * its own restore and starts them at its end (started here, they would run while it loads the data).
+   */
+  protected async stopServices(services: ServiceRef[], signal: AbortSignal): Promise<() => Promise<void>> {
     const stopped: Docker.Container[] = [];
     for (const service of services) {
       const replicas = await this.docker.listContainers({
@@ -116,6 +120,7 @@ export class DockerDependencyBackups extends EngineDependencyBackups {
       }
     }
     return async () => {
+      if (signal.aborted) return;
       for (const container of stopped) await container.start().catch(notModified);
     };
   }
