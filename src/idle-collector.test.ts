@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { type TestContext, test } from 'node:test';
 import v8 from 'node:v8';
 import { pollUntil } from '../test/helpers/poll.ts';
-import { collectWhenIdle, oldGenerationUsed } from './idle-collector.ts';
+import { collectWhenIdle, type IdleCollector, oldGenerationUsed } from './idle-collector.ts';
 
 /** A collector that counts its collections instead of collecting, stopped when the test ends. */
 function counting(ctx: TestContext, idleMs: number) {
@@ -16,6 +16,25 @@ function counting(ctx: TestContext, idleMs: number) {
   ctx.after(() => collector.stop());
   return { collector, collections: () => collections };
 }
+
+/** A request every 10 ms for `ms`. */
+async function requestsFor(collector: IdleCollector, ms: number, what: string) {
+  const start = Date.now();
+  await pollUntil(
+    what,
+    async () => {
+      collector.touch();
+      return Date.now() - start > ms ? true : undefined;
+    },
+    { timeoutMs: 5000, intervalMs: 10 },
+  );
+}
+
+const oneCollection = (collections: () => number) =>
+  pollUntil('the collection once they stop', async () => (collections() === 1 ? true : undefined), {
+    timeoutMs: 5000,
+    intervalMs: 10,
+  });
 
 test('collects once after activity goes quiet, never while idle with nothing new', async (ctx) => {
   const { collector, collections } = counting(ctx, 50);
@@ -85,20 +104,9 @@ test("the start's collection waits for a quiet spell: none while requests come, 
   // Idle checks far apart: only the quiet spell's collection can happen in this test.
   const { collector, collections } = counting(ctx, 60_000);
   collector.collectWhenQuiet(50);
-  const start = Date.now();
-  await pollUntil(
-    'six quiet spells of requests',
-    async () => {
-      collector.touch();
-      return Date.now() - start > 300 ? true : undefined;
-    },
-    { timeoutMs: 5000, intervalMs: 10 },
-  );
+  await requestsFor(collector, 300, 'six quiet spells of requests');
   assert.equal(collections(), 0);
-  await pollUntil('the collection once they stop', async () => (collections() === 1 ? true : undefined), {
-    timeoutMs: 5000,
-    intervalMs: 10,
-  });
+  await oneCollection(collections);
   const after = Date.now();
   await pollUntil('four quiet spells more', async () => (Date.now() - after > 200 ? true : undefined), {
     intervalMs: 10,
@@ -142,19 +150,8 @@ test('regrowth is measured in the old generation: young objects do not count', (
 
 test('a server with requests coming never collects, however long they last', async (ctx) => {
   const { collector, collections } = counting(ctx, 200);
-  const start = Date.now();
-  // A request every 10 ms for five quiet periods' worth.
-  await pollUntil(
-    'ten quiet periods of requests',
-    async () => {
-      collector.touch();
-      return Date.now() - start > 1000 ? true : undefined;
-    },
-    { timeoutMs: 5000, intervalMs: 10 },
-  );
+  // Five quiet periods' worth.
+  await requestsFor(collector, 1000, 'ten quiet periods of requests');
   assert.equal(collections(), 0);
-  await pollUntil('the collection once they stop', async () => (collections() === 1 ? true : undefined), {
-    timeoutMs: 5000,
-    intervalMs: 10,
-  });
+  await oneCollection(collections);
 });
