@@ -36,9 +36,13 @@ test("a kept tick object keeps nextTick's field definitions monomorphic through 
 });
 
 test('without it they go megamorphic (when this fails, Node no longer needs tick-shape.ts)', () => {
-  const slots = tickFieldFeedback(false);
-  assert.ok(
-    slots.some((line) => line.includes('MEGAMORPHIC')),
-    slots.join('\n'),
-  );
+  // Whether a round's collection finds the chain dead depends on V8's timing: with other processes
+  // busy, about one run in eight kept it through all twelve rounds. Five runs make a false alarm rare.
+  const runs: string[][] = [];
+  for (let run = 0; run < 5; run++) {
+    const slots = tickFieldFeedback(false);
+    runs.push(slots);
+    if (slots.some((line) => line.includes('MEGAMORPHIC'))) return;
+  }
+  assert.fail(`no run went megamorphic:\n${runs.map((slots) => slots.join('\n')).join('\n--\n')}`);
 });
