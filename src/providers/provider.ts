@@ -320,6 +320,12 @@ export interface DependencyBackups {
   ): Promise<{ attributes?: Record<string, string> }>;
   /** Deletes the dump at `location` (retention); one already gone is fine. */
   discard(environment: EnvironmentRef, location: string): Promise<void>;
+  /**
+   * Starts again the workloads of `services` that a restore into the dependency left stopped because it
+   * never ended (its job gave up after its workers kept dying). Those running are left as they are, and
+   * a service that is gone is no error.
+   */
+  release(environment: EnvironmentRef, services: ServiceRef[]): Promise<void>;
 }
 
 /**

@@ -5,9 +5,13 @@ import { Value } from 'typebox/value';
 import { Event } from '../../src/api/schemas/events.ts';
 import { eventView } from '../../src/domain/usecases/projections.ts';
 import { scheduleDependencyBackups } from '../../src/jobs/dependency-backup-schedule.ts';
+import { dependencyRestoreHandler } from '../../src/jobs/handlers/dependency-backups.ts';
 import type { DependencyBackups } from '../../src/providers/provider.ts';
 import { simTables } from '../../src/providers/sim/tables.ts';
+import { changeBackup } from '../../src/store/repositories/dependency-backups.ts';
+import type { JobRow } from '../../src/store/schema.ts';
 import { type Harness, startHarness, type Tenant, VALID_SERVICE } from '../helpers/harness.ts';
+import { claimHeldByTest } from '../helpers/jobs.ts';
 import { pollUntil } from '../helpers/poll.ts';
 
 /**
@@ -232,6 +236,41 @@ describe('dependency backups on the simulated cloud', () => {
     assert.equal(calls.at(-1)?.outcome, 'restored into new; stopped nothing');
     const bad = await h.request('POST', url, { token: t.token, body: { into: 'elsewhere' } });
     assert.equal(bad.status, 422, bad.raw);
+  });
+
+  test('a restore whose job gives up (its workers kept dying) starts the services it held again, unless another restore holds them', async () => {
+    const handler = dependencyRestoreHandler(h.deps);
+    const db = h.deps.store.db;
+    // As a killed attempt leaves it: running, the service stopped; no job, so no worker runs it here.
+    const held = async (id: string) => {
+      assert.ok(
+        await changeBackup(db, id, {
+          restore_state: 'running',
+          restore_into: 'same',
+          restore_stopped_services: [serviceId],
+        }),
+      );
+      return { subject_id: id } as JobRow;
+    };
+    const releases = async () =>
+      (await simCalls('release_restore_hold')).filter((c) => c.subject_id === t.envId);
+
+    await handler.fail(await held(pgBackup.id), 'its worker stopped every time', claimHeldByTest);
+    assert.deepEqual(
+      (await releases()).map((c) => c.outcome),
+      [`started ${serviceId}`],
+    );
+    const failed = (await list('pg')).find((b) => b.id === pgBackup.id);
+    assert.equal(failed?.restore?.state, 'failed');
+    assert.equal(failed?.restore?.error, 'its worker stopped every time');
+
+    // Another restore of the service's dependencies is under way: it starts the service at its end.
+    const maria = (await list('maria'))[0] as Json;
+    await held(maria.id);
+    await handler.fail(await held(pgBackup.id), 'its worker stopped every time', claimHeldByTest);
+    assert.equal((await releases()).length, 1, 'nothing released while another restore holds it');
+    await handler.fail({ subject_id: maria.id } as JobRow, 'its worker stopped every time', claimHeldByTest);
+    assert.equal((await releases()).length, 2, 'the last restore to end releases it');
   });
 
   test('a failed or unknown backup is not restored', async () => {

@@ -7,6 +7,7 @@ import {
   deleteBackup,
   findBackup,
   pruneFailedBackups,
+  servicesOtherRestoresStop,
 } from '../../store/repositories/dependency-backups.ts';
 import { findEnvironmentById } from '../../store/repositories/environments.ts';
 import { listResources } from '../../store/repositories/resources.ts';
@@ -125,6 +126,26 @@ export function dependencyBackupHandler(deps: Deps): JobHandler {
   };
 }
 
+/**
+ * Gives back the services a restore of the backup held stopped when its job gives up (its workers kept
+ * dying before the restore could start them again). A service another restore under way stops stays
+ * stopped: that one starts it at its end.
+ */
+async function releaseHeld(deps: Pick<Deps, 'store' | 'provider'>, backupId: string): Promise<void> {
+  const { db } = deps.store;
+  const backup = await findBackup(db, backupId);
+  if (backup?.restore_state !== 'running' || backup.restore_into === 'new') return;
+  const stoppedElsewhere = await servicesOtherRestoresStop(db, backup.id);
+  const held = [];
+  for (const id of backup.restore_stopped_services) {
+    const service = stoppedElsewhere.has(id) ? undefined : await findServiceById(db, id);
+    if (service) held.push(service);
+  }
+  const owner = await findServiceById(db, backup.service_id);
+  const environment = owner && (await findEnvironmentById(db, owner.environment_id));
+  if (held.length > 0 && environment) await backupsOf(deps).release(environment, held);
+}
+
 /** Runs one restore of a completed backup into its dependency, stopping the services it names. */
 export function dependencyRestoreHandler(deps: Deps): JobHandler {
   const { db } = deps.store;
@@ -156,6 +177,8 @@ export function dependencyRestoreHandler(deps: Deps): JobHandler {
       });
     },
     async fail(job: JobRow, reason, claim) {
+      // Before the failure is recorded: should the release fail, the job's next run gives up again.
+      await releaseHeld(deps, job.subject_id);
       await db.transaction().execute(async (trx) => {
         await changeBackup(
           trx,

@@ -104,3 +104,29 @@ test('an attempt that lost its lease leaves the replicas stopped for the attempt
   await restart();
   assert.deepEqual(calls, ['stop']);
 });
+
+test("a release starts the stopped replicas of the service's newest generation; running ones and an older generation's stay as they are", async () => {
+  const started: string[] = [];
+  const replica = (Id: string, generation: string, State: string) => ({
+    Id,
+    State,
+    Labels: { 'berth.generation': generation },
+  });
+  const docker = {
+    listContainers: async () => [
+      replica('old', '3', 'exited'),
+      replica('stopped', '4', 'exited'),
+      replica('running', '4', 'running'),
+      replica('gone', '4', 'exited'),
+    ],
+    getContainer: (id: string) => ({
+      start: async () => {
+        if (id === 'gone') throw Object.assign(new Error('no such container'), { statusCode: 404 });
+        started.push(id);
+      },
+    }),
+  } as unknown as Docker;
+  const backups = new DockerDependencyBackups(docker, dir, {} as DockerResources);
+  await backups.release(request.environment, [request.service]);
+  assert.deepEqual(started, ['stopped']);
+});

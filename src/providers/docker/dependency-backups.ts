@@ -16,7 +16,7 @@ import {
 } from '../engine/dependency-dumps.ts';
 import { dependencyNameOf, type Engine } from '../engine/dependency-engines.ts';
 import { LABEL, labelFilter } from '../engine/labels.ts';
-import type { BackupRequest, ServiceRef } from '../provider.ts';
+import type { BackupRequest, EnvironmentRef, ServiceRef } from '../provider.ts';
 import type { DockerResources } from './resources.ts';
 
 /**
@@ -123,5 +123,29 @@ export class DockerDependencyBackups extends EngineDependencyBackups {
       if (signal.aborted) return;
       for (const container of stopped) await container.start().catch(notModified);
     };
+  }
+
+  /**
+   * Starts the stopped replicas of each service's newest generation: an older generation's are being
+   * retired (stopped, then removed), never given back.
+   */
+  async release(_environment: EnvironmentRef, services: ServiceRef[]): Promise<void> {
+    for (const service of services) {
+      const replicas = await this.docker.listContainers({
+        all: true,
+        filters: labelFilter({ [LABEL.service]: service.id, [LABEL.role]: 'replica' }),
+      });
+      const generationOf = (c: Docker.ContainerInfo) => Number(c.Labels[LABEL.generation] ?? 0);
+      const newest = Math.max(...replicas.map(generationOf));
+      for (const replica of replicas) {
+        if (replica.State === 'running' || generationOf(replica) !== newest) continue;
+        await this.docker
+          .getContainer(replica.Id)
+          .start()
+          .catch((error: unknown) => {
+            if (!isGone(error)) notModified(error);
+          });
+      }
+    }
   }
 }

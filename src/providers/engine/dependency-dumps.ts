@@ -152,6 +152,7 @@ export abstract class EngineDependencyBackups implements DependencyBackups {
    * attempt lost its job: the waiting ends, the attempt that holds the job now does the restore.
    */
   protected abstract stopServices(services: ServiceRef[], signal: AbortSignal): Promise<() => Promise<void>>;
+  abstract release(environment: EnvironmentRef, services: ServiceRef[]): Promise<void>;
   /** Makes `image` present on the Engine that runs the helpers. */
   protected abstract ensureImage(image: string): Promise<void>;
 

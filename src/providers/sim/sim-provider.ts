@@ -218,8 +218,9 @@ export class SimProvider implements Provider {
 
   /**
    * Backups take two steps and report a plausible size (stable per backup); restores one step per
-   * service stopped plus one. A dependency whose id starts with `failbackup` fails its backups
-   * (deterministic, as `fail` prefixes do for resources). Every call is recorded in sim_calls.
+   * service stopped plus one; a release is recorded with the services it starts. A dependency whose id
+   * starts with `failbackup` fails its backups (deterministic, as `fail` prefixes do for resources).
+   * Every call is recorded in sim_calls.
    */
   readonly backups: DependencyBackups = {
     backup: async ({ service, environment, resource, backupId }, signal) => {
@@ -257,6 +258,11 @@ export class SimProvider implements Provider {
       const backupId = (location.split('/').pop() ?? '').replace(/\.dump$/, '');
       await this.record('discard_backup', backupId, null, async () => ({
         outcome: location,
+      }));
+    },
+    release: async (environment, services) => {
+      await this.record('release_restore_hold', environment.id, null, async () => ({
+        outcome: `started ${services.map((s) => s.id).join(', ')}`,
       }));
     },
   };

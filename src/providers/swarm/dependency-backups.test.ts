@@ -145,3 +145,19 @@ test('tasks that cannot be listed are no sign that they stopped: the attempt fai
   await assert.rejects(stopper(docker)(), /lost its quorum/);
   assert.equal(replicasOf(swarm.spec), 2);
 });
+
+test('a release gives back a hold whichever attempt took it, and leaves a service nothing holds as it is', async () => {
+  const { swarm, docker } = fakeSwarm(0);
+  swarm.spec.Labels = { ...swarm.spec.Labels, 'berth.restore-replicas': '2', 'berth.restore-holder': 'dead' };
+  const backups = new SwarmDependencyBackups(docker, '/nonexistent', {} as SwarmResources, 1000);
+  const environment = { id: 'e', account_id: 'a', cloud: 'aws' as const, region: 'us-east-1' };
+  await backups.release(environment, [service]);
+  assert.equal(replicasOf(swarm.spec), 2);
+  assert.deepEqual(swarm.spec.Labels, { 'berth.role': 'replica' });
+  // Scaled to none by its owner since: not a restore's to change.
+  swarm.spec.Mode = { Replicated: { Replicas: 0 } };
+  const version = swarm.version;
+  await backups.release(environment, [service]);
+  assert.equal(replicasOf(swarm.spec), 0);
+  assert.equal(swarm.version, version, 'nothing written');
+});

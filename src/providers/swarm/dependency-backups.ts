@@ -25,7 +25,7 @@ import {
 import { dependencyNameOf, type Engine } from '../engine/dependency-engines.ts';
 import { pullImage } from '../engine/images.ts';
 import { LABEL, labelFilter } from '../engine/labels.ts';
-import type { BackupRequest, ServiceRef } from '../provider.ts';
+import type { BackupRequest, EnvironmentRef, ServiceRef } from '../provider.ts';
 import type { SwarmResources } from './resources.ts';
 import { describeTask, tasksOf } from './services.ts';
 
@@ -63,6 +63,16 @@ const REDIS_SYNC = [
     'trap - EXIT',
   ].join('\n'),
 ];
+
+/**
+ * A spec scaled back from a restore's hold to the replicas it had, its hold's labels gone; null when
+ * nothing holds it, or `holder` is given and does not.
+ */
+function givenBack(spec: Docker.ServiceSpec, holder?: string): Docker.ServiceSpec | null {
+  const { [LABEL.restoreReplicas]: had, [LABEL.restoreHolder]: by, ...labels } = spec.Labels ?? {};
+  if (had === undefined || (holder !== undefined && by !== holder)) return null;
+  return { ...spec, Labels: labels, Mode: { Replicated: { Replicas: Number(had) } } };
+}
 
 export class SwarmDependencyBackups extends EngineDependencyBackups {
   private readonly resources: SwarmResources;
@@ -136,11 +146,7 @@ export class SwarmDependencyBackups extends EngineDependencyBackups {
     const stopped: string[] = [];
     const restart = async () => {
       for (const id of stopped) {
-        await this.scale(id, (spec) => {
-          const { [LABEL.restoreReplicas]: had, [LABEL.restoreHolder]: by, ...labels } = spec.Labels ?? {};
-          if (by !== holder) return null;
-          return { ...spec, Labels: labels, Mode: { Replicated: { Replicas: Number(had ?? 1) } } };
-        });
+        await this.scale(id, (spec) => givenBack(spec, holder));
       }
     };
     try {
@@ -169,6 +175,21 @@ export class SwarmDependencyBackups extends EngineDependencyBackups {
       throw error;
     }
     return restart;
+  }
+
+  /**
+   * Scales back every replica service of `services` that a restore holds, whichever attempt holds it:
+   * the job that gave up was the last to (the jobs layer releases nothing another restore still holds).
+   */
+  async release(_environment: EnvironmentRef, services: ServiceRef[]): Promise<void> {
+    for (const service of services) {
+      const held = await this.docker.listServices({
+        filters: labelFilter({ [LABEL.service]: service.id, [LABEL.role]: 'replica' }),
+      });
+      for (const { ID } of held) {
+        await this.scale(ID, (spec) => givenBack(spec));
+      }
+    }
   }
 
   /**

@@ -126,6 +126,18 @@ export async function changeBackup(
   });
 }
 
+/** The services that restores into their dependency other than the backup `id`'s stop, or will. */
+export async function servicesOtherRestoresStop(db: Db, id: string): Promise<Set<string>> {
+  const rows = await db
+    .selectFrom('dependency_backups')
+    .select('restore_stopped_services')
+    .where('id', '!=', id)
+    .where('restore_state', 'in', ['pending', 'running'])
+    .where('restore_into', 'is distinct from', 'new')
+    .execute();
+  return new Set(rows.flatMap((r) => r.restore_stopped_services));
+}
+
 /**
  * The completed backups of a dependency past the newest `keep` (retention): only completed ones count
  * and only they go, so a failed backup never takes the place of a good one.
