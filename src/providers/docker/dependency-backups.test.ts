@@ -5,6 +5,7 @@ import path from 'node:path';
 import { after, before, test } from 'node:test';
 import type Docker from 'dockerode';
 import { TerminalError } from '../../jobs/errors.ts';
+import type { DumpTarget } from '../engine/dependency-dumps.ts';
 import type { BackupRequest } from '../provider.ts';
 import { DockerDependencyBackups } from './dependency-backups.ts';
 import type { DockerResources } from './resources.ts';
@@ -129,4 +130,49 @@ test("a release starts the stopped replicas of the service's newest generation; 
   const backups = new DockerDependencyBackups(docker, dir, {} as DockerResources);
   await backups.release(request.environment, [request.service]);
   assert.deepEqual(started, ['stopped']);
+});
+
+/** A redis dependency's container and a helper that ends as `helper` says, counting what happens to it. */
+function redisLoad(helper: (lease: AbortController) => { code: number; stderr: string }) {
+  const calls: string[] = [];
+  const container = {
+    inspect: async () => ({ Name: '/berth-dep-cache', Mounts: [{ Destination: '/data', Name: 'vol' }] }),
+    stop: async () => {
+      calls.push('stop');
+    },
+    start: async () => {
+      calls.push('start');
+    },
+  };
+  const docker = { getContainer: () => container } as unknown as Docker;
+  const lease = new AbortController();
+  const backups = new DockerDependencyBackups(docker, dir, {} as DockerResources) as unknown as {
+    runHelper(): Promise<{ code: number; stderr: string }>;
+    loadRedis(request: BackupRequest, target: DumpTarget, file: string, signal: AbortSignal): Promise<void>;
+  };
+  backups.runHelper = async () => {
+    calls.push('load');
+    return helper(lease);
+  };
+  const target = { name: 'cache', runName: 'berth-dep-cache', image: 'redis' } as DumpTarget;
+  return { calls, load: () => backups.loadRedis(request, target, '/dump.rdb', lease.signal) };
+}
+
+test('a redis load stops the dependency, loads its volume and starts it again, also when the load fails', async () => {
+  const loaded = redisLoad(() => ({ code: 0, stderr: '' }));
+  await loaded.load();
+  assert.deepEqual(loaded.calls, ['stop', 'load', 'start']);
+  const failed = redisLoad(() => ({ code: 1, stderr: 'bad dump' }));
+  await assert.rejects(failed.load(), /loading the redis dump failed \(exit code 1\): bad dump/);
+  assert.deepEqual(failed.calls, ['stop', 'load', 'start']);
+});
+
+test('a redis load whose attempt lost its lease leaves the dependency stopped for the attempt loading it now', async () => {
+  // The attempt that took the job over removed this one's helper (killed: 137) to run its own.
+  const { calls, load } = redisLoad((lease) => {
+    lease.abort(new Error('the lease of this job was lost'));
+    return { code: 137, stderr: '' };
+  });
+  await assert.rejects(load());
+  assert.deepEqual(calls, ['stop', 'load']);
 });

@@ -78,8 +78,13 @@ export class DockerDependencyBackups extends EngineDependencyBackups {
   /** The dependency's image is on the Engine: its container runs from it. */
   protected async ensureImage(): Promise<void> {}
 
-  /** Redis: its container stops, a helper loads the dump into its volume, and it starts again. */
-  protected async loadRedis(request: BackupRequest, target: DumpTarget, file: string) {
+  /**
+   * Redis: its container stops, a helper loads the dump into its volume, and it starts again, unless
+   * this attempt lost its job's lease: the attempt that took the job over may be loading the volume,
+   * and starts it at its end (a job that gives up leaves it to the next deployment, which starts a
+   * stopped dependency).
+   */
+  protected async loadRedis(request: BackupRequest, target: DumpTarget, file: string, signal: AbortSignal) {
     const container = this.docker.getContainer(dependencyNameOf(target.name));
     const info = await container.inspect();
     await container.stop().catch(notModified);
@@ -96,7 +101,7 @@ export class DockerDependencyBackups extends EngineDependencyBackups {
         }),
       );
     } finally {
-      await container.start().catch(notModified);
+      if (!signal.aborted) await container.start().catch(notModified);
     }
   }
 

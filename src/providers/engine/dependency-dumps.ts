@@ -145,8 +145,13 @@ export abstract class EngineDependencyBackups implements DependencyBackups {
     copy: CopyRequest,
     signal: AbortSignal,
   ): Promise<{ runName: string; image: string }>;
-  /** Loads the redis dump `file` into the dependency. */
-  protected abstract loadRedis(request: BackupRequest, target: DumpTarget, file: string): Promise<void>;
+  /** Loads the redis dump `file` into the dependency; `signal` aborts when this attempt lost its job. */
+  protected abstract loadRedis(
+    request: BackupRequest,
+    target: DumpTarget,
+    file: string,
+    signal: AbortSignal,
+  ): Promise<void>;
   /**
    * Stops the workloads of `services`; resolves with what starts them again. `signal` aborts when this
    * attempt lost its job: the waiting ends, the attempt that holds the job now does the restore.
@@ -289,7 +294,7 @@ export abstract class EngineDependencyBackups implements DependencyBackups {
           }),
         );
       } else {
-        await this.loadRedis(request, target, file);
+        await this.loadRedis(request, target, file, signal);
       }
     } finally {
       await restart();
