@@ -7,7 +7,7 @@ import {
   deleteBackup,
   findBackup,
   pruneFailedBackups,
-  servicesOtherRestoresStop,
+  servicesStoppedByOtherRestores,
 } from '../../store/repositories/dependency-backups.ts';
 import { findEnvironmentById } from '../../store/repositories/environments.ts';
 import { listResources } from '../../store/repositories/resources.ts';
@@ -135,7 +135,7 @@ async function releaseHeld(deps: Pick<Deps, 'store' | 'provider'>, backupId: str
   const { db } = deps.store;
   const backup = await findBackup(db, backupId);
   if (backup?.restore_state !== 'running' || backup.restore_into === 'new') return;
-  const stoppedElsewhere = await servicesOtherRestoresStop(db, backup.id);
+  const stoppedElsewhere = await servicesStoppedByOtherRestores(db, backup.id);
   const held = [];
   for (const id of backup.restore_stopped_services) {
     const service = stoppedElsewhere.has(id) ? undefined : await findServiceById(db, id);

@@ -126,8 +126,8 @@ export async function changeBackup(
   });
 }
 
-/** The services that restores into their dependency other than the backup `id`'s stop, or will. */
-export async function servicesOtherRestoresStop(db: Db, id: string): Promise<Set<string>> {
+/** The services that restores under way, other than the backup `id`'s, stop (or will: those pending). */
+export async function servicesStoppedByOtherRestores(db: Db, id: string): Promise<Set<string>> {
   const rows = await db
     .selectFrom('dependency_backups')
     .select('restore_stopped_services')
