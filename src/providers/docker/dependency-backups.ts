@@ -113,11 +113,7 @@ export class DockerDependencyBackups extends EngineDependencyBackups {
   protected async stopServices(services: ServiceRef[], signal: AbortSignal): Promise<() => Promise<void>> {
     const stopped: Docker.Container[] = [];
     for (const service of services) {
-      const replicas = await this.docker.listContainers({
-        all: true,
-        filters: labelFilter({ [LABEL.service]: service.id, [LABEL.role]: 'replica' }),
-      });
-      for (const replica of replicas) {
+      for (const replica of await this.replicasOf(service)) {
         const container = this.docker.getContainer(replica.Id);
         // A retry after a crash finds them stopped already: they are started again after all the same.
         await container.stop().catch(notModified);
@@ -136,10 +132,7 @@ export class DockerDependencyBackups extends EngineDependencyBackups {
    */
   async release(_environment: EnvironmentRef, services: ServiceRef[]): Promise<void> {
     for (const service of services) {
-      const replicas = await this.docker.listContainers({
-        all: true,
-        filters: labelFilter({ [LABEL.service]: service.id, [LABEL.role]: 'replica' }),
-      });
+      const replicas = await this.replicasOf(service);
       const generationOf = (c: Docker.ContainerInfo) => Number(c.Labels[LABEL.generation] ?? 0);
       const newest = Math.max(...replicas.map(generationOf));
       for (const replica of replicas) {
@@ -152,5 +145,13 @@ export class DockerDependencyBackups extends EngineDependencyBackups {
           });
       }
     }
+  }
+
+  /** The service's replica containers, stopped ones included. */
+  private replicasOf(service: ServiceRef): Promise<Docker.ContainerInfo[]> {
+    return this.docker.listContainers({
+      all: true,
+      filters: labelFilter({ [LABEL.service]: service.id, [LABEL.role]: 'replica' }),
+    });
   }
 }

@@ -151,10 +151,7 @@ export class SwarmDependencyBackups extends EngineDependencyBackups {
     };
     try {
       for (const service of services) {
-        const serving = await this.docker.listServices({
-          filters: labelFilter({ [LABEL.service]: service.id, [LABEL.role]: 'replica' }),
-        });
-        for (const { ID } of serving) {
+        for (const { ID } of await this.replicaServicesOf(service)) {
           signal.throwIfAborted();
           await this.scale(ID, (spec) => {
             const labels = spec.Labels ?? {};
@@ -183,13 +180,17 @@ export class SwarmDependencyBackups extends EngineDependencyBackups {
    */
   async release(_environment: EnvironmentRef, services: ServiceRef[]): Promise<void> {
     for (const service of services) {
-      const held = await this.docker.listServices({
-        filters: labelFilter({ [LABEL.service]: service.id, [LABEL.role]: 'replica' }),
-      });
-      for (const { ID } of held) {
+      for (const { ID } of await this.replicaServicesOf(service)) {
         await this.scale(ID, (spec) => givenBack(spec));
       }
     }
+  }
+
+  /** The swarm services running the service's replicas. */
+  private replicaServicesOf(service: ServiceRef): Promise<Docker.Service[]> {
+    return this.docker.listServices({
+      filters: labelFilter({ [LABEL.service]: service.id, [LABEL.role]: 'replica' }),
+    });
   }
 
   /**
