@@ -4,8 +4,11 @@ export type DeploymentState = (typeof DEPLOYMENT_STATES)[number];
 /** A deployment in one of these never changes again. */
 export const TERMINAL_DEPLOYMENT_STATES: readonly DeploymentState[] = ['success', 'failed'];
 
-/** restore: a rollback to an earlier deployment; restart: the serving deployment again, new replicas. */
-export const DEPLOYMENT_TYPES = ['service_update', 'restore', 'restart'] as const;
+/**
+ * restore: a recorded deployment run again as it ran (a rollback's earlier one, a restart's serving one).
+ * The hosted API's Deployment `type` allows update, restore and service_update, and nothing else.
+ */
+export const DEPLOYMENT_TYPES = ['service_update', 'restore'] as const;
 export type DeploymentType = (typeof DEPLOYMENT_TYPES)[number];
 
 /**

@@ -44,8 +44,11 @@ const REGISTRY = /^[A-Za-z0-9.-]+(:\d{1,5})?(\/[a-z0-9._-]+)*$/;
 function checkName(name: string, mode: 'create' | 'patch'): string | null {
   if (name.length < 3) return 'name must be at least 3 characters';
   if (name.length > 50) return 'name must be at most 50 characters';
-  if (mode === 'create' && !NAME_CREATE.test(name)) return 'name may contain only letters and spaces';
-  if (mode === 'patch' && !NAME_PATCH.test(name)) return 'name may contain only letters, spaces and hyphens';
+  // "Letters" alone reads as any letter, and a name such as `Café` was refused without saying why.
+  if (mode === 'create' && !NAME_CREATE.test(name))
+    return 'name may contain only letters and spaces (A to Z, upper or lower case: no accented letters, digits, hyphens or underscores)';
+  if (mode === 'patch' && !NAME_PATCH.test(name))
+    return 'name may contain only letters, spaces and hyphens (A to Z, upper or lower case: no accented letters, digits or underscores)';
   return null;
 }
 

@@ -93,6 +93,14 @@ describe('name', () => {
     { what: 'digits', body: docker({ name: 'App 2' }), field: 'name', error: /letters and spaces/ },
     { what: 'a hyphen', body: docker({ name: 'My-App' }), field: 'name', error: /letters and spaces/ },
     { what: 'an underscore', body: docker({ name: 'My_App' }), field: 'name', error: /letters and spaces/ },
+    {
+      // Letters to a person, so the message says which letters: the subdomain is made of them.
+      what: 'an accented letter',
+      body: docker({ name: 'Café' }),
+      field: 'name',
+      error:
+        'name may contain only letters and spaces (A to Z, upper or lower case: no accented letters, digits, hyphens or underscores)',
+    },
   ]);
 
   test('3 and 50 letters, with spaces, are accepted', async () => {

@@ -245,6 +245,10 @@ describe("the domain's enums are listed (issue 8: the document differs from befo
     assert.deepEqual(enumOf(service.source), [...SOURCES]);
     assert.deepEqual(enumOf(deployment.state), [...DEPLOYMENT_STATES]);
     assert.deepEqual(enumOf(deployment.type), [...DEPLOYMENT_TYPES]);
+    // The hosted API's Deployment `type` enum (shared/reference/hosted-openapi.json): clients built on
+    // it refuse any other value.
+    for (const type of DEPLOYMENT_TYPES)
+      assert.ok(['update', 'restore', 'service_update'].includes(type), type);
     assert.deepEqual(enumOf(environment.state), [...ENVIRONMENT_STATES]);
     assert.deepEqual(enumOf(environment.cloud), [...CLOUDS]);
     assert.deepEqual(enumOf(doc.components.schemas.ErrorBody.properties.error_code), [...ERROR_CODES]);

@@ -76,6 +76,24 @@ describe('POST /v1/tokens', () => {
     assert.equal(nameless.body.errors[0].field, 'name');
   });
 
+  test('an empty name, no environments, an environment twice: each error says what to fix', async () => {
+    const empty = await make(t.token, { name: '', role: 'viewer', environment_ids: [] });
+    assert.equal(empty.status, 422, empty.raw);
+    assert.deepEqual(empty.body.errors, [
+      { field: 'name', error: 'name must not be empty' },
+      { field: 'environment_ids', error: 'environment_ids must have at least 1 item' },
+    ]);
+    const twice = await make(t.token, { name: 'x', role: 'viewer', environment_ids: [t.envId, t.envId] });
+    assert.equal(twice.status, 422, twice.raw);
+    assert.deepEqual(twice.body.errors, [
+      {
+        field: 'environment_ids',
+        error:
+          'environment_ids must not repeat an item (environment_ids[0] and environment_ids[1] are the same)',
+      },
+    ]);
+  });
+
   test('a token that expires works until then', async () => {
     const soon = new Date(Date.now() + 60_000).toISOString();
     const res = await make(t.token, { name: 'soon', role: 'viewer', expires_at: soon });

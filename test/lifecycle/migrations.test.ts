@@ -253,3 +253,30 @@ describe('jobs queued before jobs named their account', () => {
     assert.deepEqual(after, [{ account_id: t.accountId }]);
   });
 });
+
+describe('restarts recorded with a type of their own', () => {
+  test('are restores after migration 0049, in the deployment and in the events that kept it', async () => {
+    const serviceId = await newServiceId();
+    const { db } = h.deps.store;
+    const deploy = await h.request('POST', `/v1/environments/${t.envId}/services/${serviceId}/deploy`, {
+      token: t.token,
+      body: {},
+    });
+    assert.equal(deploy.status, 200, deploy.raw);
+    const id = deploy.body.data.deployment_id;
+    await sql`UPDATE deployments SET type = 'restart' WHERE id = ${id}`.execute(db);
+    await sql`UPDATE events SET data = jsonb_set(data, '{type}', '"restart"') WHERE data->>'id' = ${id}`.execute(
+      db,
+    );
+    await sql`DELETE FROM kysely_migration WHERE name = '0049-restarts-are-restores'`.execute(db);
+    await migrateToLatest(db);
+    const res = await h.request('GET', `/v1/deployments/${id}`, { token: t.token });
+    assert.equal(res.status, 200, res.raw);
+    assert.equal(res.body.data.deployment.type, 'restore');
+    const kept = await sql<{
+      type: string;
+    }>`SELECT data->>'type' AS type FROM events WHERE data->>'id' = ${id}`.execute(db);
+    assert.ok(kept.rows.length > 0, 'the deployment has events');
+    assert.deepEqual(new Set(kept.rows.map((r) => r.type)), new Set(['restore']));
+  });
+});

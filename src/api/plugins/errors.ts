@@ -64,7 +64,7 @@ function describe(error: AjvError, field: string, base: string): string {
     case 'maxLength':
       return `${field} must be at most ${p.limit} characters`;
     case 'minLength':
-      return `${field} must be at least ${p.limit} characters`;
+      return p.limit === 1 ? `${field} must not be empty` : `${field} must be at least ${p.limit} characters`;
     case 'maximum':
       return `${field} must be at most ${p.limit}`;
     case 'minimum':
@@ -73,6 +73,13 @@ function describe(error: AjvError, field: string, base: string): string {
       return `${field} must be greater than ${p.limit}`;
     case 'maxItems':
       return `${field} must have at most ${p.limit} items`;
+    case 'minItems':
+      return `${field} must have at least ${p.limit} ${p.limit === 1 ? 'item' : 'items'}`;
+    case 'uniqueItems': {
+      // ajv names the two equal items as i and j, in either order depending on the item type.
+      const [first, second] = [Number(p.i), Number(p.j)].sort((a, b) => a - b);
+      return `${field} must not repeat an item (${field}[${first}] and ${field}[${second}] are the same)`;
+    }
     case 'format':
       return p.format === 'uuid' ? `${field} must be a UUID` : `${field} must be a valid ${p.format}`;
     default:

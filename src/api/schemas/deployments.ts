@@ -6,7 +6,8 @@ export const Deployment = Type.Object({
   id: Uuid,
   type: StringEnum(DEPLOYMENT_TYPES, {
     maxLength: 30,
-    description: 'service_update for API deploys; restore for a rollback; restart for a restart',
+    description:
+      'service_update for API deploys; restore for a recorded deployment run again as it ran (a rollback, a restart)',
   }),
   state: StringEnum(DEPLOYMENT_STATES, {
     maxLength: 20,

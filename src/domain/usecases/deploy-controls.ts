@@ -105,7 +105,7 @@ export async function rollback(
       deps.secretBox,
       service.id,
       { note: body.note ?? `Rollback to ${target.id}` },
-      { copy: { type: 'restore', of: target } },
+      { copy: { of: target } },
     );
     await recordAudit(trx, actor, 'deployment.rollback', {
       id: deployment.id,
@@ -133,7 +133,7 @@ export async function restart(
       deps.secretBox,
       service.id,
       { note: body.note ?? `Restart of ${serving.id}` },
-      { copy: { type: 'restart', of: serving } },
+      { copy: { of: serving } },
     );
     await recordAudit(trx, actor, 'deployment.restart', {
       id: deployment.id,

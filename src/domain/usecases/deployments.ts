@@ -54,8 +54,8 @@ export interface AcceptOptions {
   refusal?: string | null;
   /** The service row, already locked by the caller in `trx`. */
   locked?: ServiceRow;
-  /** A restore or restart: the earlier deployment whose target, ops config and variables it runs again. */
-  copy?: { type: 'restore' | 'restart'; of: DeploymentRow };
+  /** A restore (rollback or restart): the deployment whose target, ops config and variables it runs again. */
+  copy?: { of: DeploymentRow };
 }
 
 /**
@@ -109,7 +109,7 @@ export async function acceptDeployment(
     account_id: service.account_id,
     environment_id: service.environment_id,
     service_id: service.id,
-    type: copy?.type ?? 'service_update',
+    type: copy ? 'restore' : 'service_update',
     state: refusal === null ? 'queued' : 'failed',
     failure_reason: mask(refusal ?? ''),
     prev_deployment_id: service.latest_deployment_id,

@@ -15,7 +15,7 @@ import {
   isGone,
 } from '../engine/dependency-dumps.ts';
 import { dependencyNameOf, type Engine } from '../engine/dependency-engines.ts';
-import { LABEL, labelFilter } from '../engine/labels.ts';
+import { LABEL, replicaFilter } from '../engine/labels.ts';
 import type { BackupRequest, EnvironmentRef, ServiceRef } from '../provider.ts';
 import type { DockerResources } from './resources.ts';
 
@@ -151,7 +151,7 @@ export class DockerDependencyBackups extends EngineDependencyBackups {
   private replicasOf(service: ServiceRef): Promise<Docker.ContainerInfo[]> {
     return this.docker.listContainers({
       all: true,
-      filters: labelFilter({ [LABEL.service]: service.id, [LABEL.role]: 'replica' }),
+      filters: replicaFilter(service.id),
     });
   }
 }

@@ -1,6 +1,6 @@
 import type Docker from 'dockerode';
 import { ContainerUsage, memoryLimitOf } from '../engine/container-metrics.ts';
-import { LABEL, labelFilter } from '../engine/labels.ts';
+import { replicaFilter } from '../engine/labels.ts';
 import { NO_TRAFFIC, type Traffic } from '../engine/traffic.ts';
 import type { MetricsSubject, ServiceMetrics, ServiceSample } from '../provider.ts';
 
@@ -20,7 +20,7 @@ export class ContainerMetrics implements ServiceMetrics {
 
   async sample(service: MetricsSubject): Promise<ServiceSample | null> {
     const replicas = await this.docker.listContainers({
-      filters: labelFilter({ [LABEL.service]: service.id, [LABEL.role]: 'replica' }),
+      filters: replicaFilter(service.id),
     });
     const traffic = await this.traffic.take(service.id);
     const usage = await this.usage.read(

@@ -58,3 +58,8 @@ export function networkName(environmentId: string): string {
 export function labelFilter(labels: Record<string, string>): { label: string[] } {
   return { label: Object.entries(labels).map(([k, v]) => `${k}=${v}`) };
 }
+
+/** The filter for a service's replicas (containers on docker, swarm services on swarm), of any deployment. */
+export function replicaFilter(serviceId: string): { label: string[] } {
+  return labelFilter({ [LABEL.service]: serviceId, [LABEL.role]: 'replica' });
+}

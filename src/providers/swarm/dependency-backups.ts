@@ -24,7 +24,7 @@ import {
 } from '../engine/dependency-dumps.ts';
 import { dependencyNameOf, type Engine } from '../engine/dependency-engines.ts';
 import { pullImage } from '../engine/images.ts';
-import { LABEL, labelFilter } from '../engine/labels.ts';
+import { LABEL, replicaFilter } from '../engine/labels.ts';
 import type { BackupRequest, EnvironmentRef, ServiceRef } from '../provider.ts';
 import type { SwarmResources } from './resources.ts';
 import { describeTask, tasksOf } from './services.ts';
@@ -189,7 +189,7 @@ export class SwarmDependencyBackups extends EngineDependencyBackups {
   /** The swarm services running the service's replicas. */
   private replicaServicesOf(service: ServiceRef): Promise<Docker.Service[]> {
     return this.docker.listServices({
-      filters: labelFilter({ [LABEL.service]: service.id, [LABEL.role]: 'replica' }),
+      filters: replicaFilter(service.id),
     });
   }
 
