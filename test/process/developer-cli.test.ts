@@ -54,6 +54,7 @@ test('login checks the token, keeps it in the config directory (0600), and whoam
   const bad = await berth(['login', '--url', server.url, '--token', '00000000-0000-4000-8000-000000000000']);
   assert.equal(bad.code, 3, bad.err);
   assert.match(bad.err, /^berth: unauthorized: /);
+  assert.match(bad.err, /\n {2}the token was refused \(wrong, revoked or expired\): run berth login/);
   assert.equal(fs.existsSync(path.join(home, '.config/berth/config.json')), false, 'nothing kept');
 
   const login = await berth(['login', '--url', server.url, '--token', token]);
@@ -73,6 +74,7 @@ test('login checks the token, keeps it in the config directory (0600), and whoam
   // BERTH_URL / BERTH_TOKEN override the context.
   const overridden = await berth(['whoami'], { BERTH_TOKEN: '00000000-0000-4000-8000-000000000000' });
   assert.equal(overridden.code, 3);
+  assert.match(overridden.err, /BERTH_TOKEN was refused \(wrong, revoked or expired\)/);
 });
 
 test('login --token asked on a terminal does not echo the token; piped, it reads the first line', async () => {
