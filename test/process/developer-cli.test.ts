@@ -327,6 +327,27 @@ test('logs prints what the service printed; logs -f keeps printing lines as they
   }
 });
 
+test('a reader that stops early ends a command quietly: logs -f | head -1 exits 0 with no EPIPE trace', async () => {
+  // -f prints again a second later (the sim), after head has gone: that write meets the closed pipe.
+  const pipeline = spawn(
+    'bash',
+    ['-c', `set -o pipefail; "${process.execPath}" "${BERTH_BIN}" logs "${SERVICE}" -f --tail 1 | head -1`],
+    { env: { ...process.env, ...userEnv() }, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let out = '';
+  let err = '';
+  pipeline.stdout.on('data', (chunk) => {
+    out += chunk;
+  });
+  pipeline.stderr.on('data', (chunk) => {
+    err += chunk;
+  });
+  const code = await new Promise((resolve) => pipeline.on('exit', resolve));
+  assert.equal(code, 0, err);
+  assert.equal(err, '');
+  assert.match(out, /^\d{4}-\d\d-\d\dT[\d:.]+Z \S+ .+\n$/);
+});
+
 test("metrics prints charts, or with -o json the API's data for the range; a bad --since is a usage error", async () => {
   const data = await json(['metrics', SERVICE, '--since', '1d']);
   assert.equal(Date.parse(data.to) - Date.parse(data.from), 86_400_000);
