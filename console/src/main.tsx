@@ -1,5 +1,5 @@
 import './styles.css';
-import { render } from 'preact';
+import { Fragment, render } from 'preact';
 import { useEffect } from 'preact/hooks';
 import { Layout } from './layout.tsx';
 import { AuditLog } from './pages/audit-log.tsx';
@@ -70,7 +70,13 @@ function App() {
   if (!signedIn || route === '/sign-in') return <SignIn />;
   for (const [pattern, page] of ROUTES) {
     const params = match(pattern, route);
-    if (params) return <Layout>{page(params)}</Layout>;
+    // Keyed by its path: another service's page starts afresh, not with the last one's forms and data.
+    if (params)
+      return (
+        <Layout>
+          <Fragment key={route.split('?')[0]}>{page(params)}</Fragment>
+        </Layout>
+      );
   }
   return (
     <Layout>

@@ -532,10 +532,10 @@ export interface paths {
                                         /** Format: uuid */
                                         id: string;
                                         /**
-                                         * @description service_update for API deploys; restore for a rollback; restart for a restart
+                                         * @description service_update for API deploys; restore for a recorded deployment run again as it ran (a rollback, a restart)
                                          * @enum {string}
                                          */
-                                        type: "service_update" | "restore" | "restart";
+                                        type: "service_update" | "restore";
                                         /**
                                          * @description queued, in_progress, success or failed (the last two are terminal)
                                          * @enum {string}
@@ -836,10 +836,10 @@ export interface paths {
                                         /** Format: uuid */
                                         id: string;
                                         /**
-                                         * @description service_update for API deploys; restore for a rollback; restart for a restart
+                                         * @description service_update for API deploys; restore for a recorded deployment run again as it ran (a rollback, a restart)
                                          * @enum {string}
                                          */
-                                        type: "service_update" | "restore" | "restart";
+                                        type: "service_update" | "restore";
                                         /**
                                          * @description queued, in_progress, success or failed (the last two are terminal)
                                          * @enum {string}
@@ -1086,10 +1086,10 @@ export interface paths {
                                         /** Format: uuid */
                                         id: string;
                                         /**
-                                         * @description service_update for API deploys; restore for a rollback; restart for a restart
+                                         * @description service_update for API deploys; restore for a recorded deployment run again as it ran (a rollback, a restart)
                                          * @enum {string}
                                          */
-                                        type: "service_update" | "restore" | "restart";
+                                        type: "service_update" | "restore";
                                         /**
                                          * @description queued, in_progress, success or failed (the last two are terminal)
                                          * @enum {string}
@@ -1517,10 +1517,10 @@ export interface paths {
                                         /** Format: uuid */
                                         id: string;
                                         /**
-                                         * @description service_update for API deploys; restore for a rollback; restart for a restart
+                                         * @description service_update for API deploys; restore for a recorded deployment run again as it ran (a rollback, a restart)
                                          * @enum {string}
                                          */
-                                        type: "service_update" | "restore" | "restart";
+                                        type: "service_update" | "restore";
                                         /**
                                          * @description queued, in_progress, success or failed (the last two are terminal)
                                          * @enum {string}
@@ -1842,10 +1842,10 @@ export interface paths {
                                     /** Format: uuid */
                                     id: string;
                                     /**
-                                     * @description service_update for API deploys; restore for a rollback; restart for a restart
+                                     * @description service_update for API deploys; restore for a recorded deployment run again as it ran (a rollback, a restart)
                                      * @enum {string}
                                      */
-                                    type: "service_update" | "restore" | "restart";
+                                    type: "service_update" | "restore";
                                     /**
                                      * @description queued, in_progress, success or failed (the last two are terminal)
                                      * @enum {string}
@@ -1991,10 +1991,10 @@ export interface paths {
                                     /** Format: uuid */
                                     id: string;
                                     /**
-                                     * @description service_update for API deploys; restore for a rollback; restart for a restart
+                                     * @description service_update for API deploys; restore for a recorded deployment run again as it ran (a rollback, a restart)
                                      * @enum {string}
                                      */
-                                    type: "service_update" | "restore" | "restart";
+                                    type: "service_update" | "restore";
                                     /**
                                      * @description queued, in_progress, success or failed (the last two are terminal)
                                      * @enum {string}
@@ -4015,7 +4015,7 @@ export interface paths {
                                     /** Format: uuid */
                                     id: string;
                                     /** @enum {string} */
-                                    type: "service_update" | "restore" | "restart";
+                                    type: "service_update" | "restore";
                                     /** @enum {string} */
                                     state: "queued" | "in_progress" | "success" | "failed";
                                     /** Format: date-time */
@@ -4630,10 +4630,10 @@ export interface paths {
                                     /** Format: uuid */
                                     id: string;
                                     /**
-                                     * @description service_update for API deploys; restore for a rollback; restart for a restart
+                                     * @description service_update for API deploys; restore for a recorded deployment run again as it ran (a rollback, a restart)
                                      * @enum {string}
                                      */
-                                    type: "service_update" | "restore" | "restart";
+                                    type: "service_update" | "restore";
                                     /**
                                      * @description queued, in_progress, success or failed (the last two are terminal)
                                      * @enum {string}
@@ -4894,10 +4894,10 @@ export interface paths {
                                     /** Format: uuid */
                                     id: string;
                                     /**
-                                     * @description service_update for API deploys; restore for a rollback; restart for a restart
+                                     * @description service_update for API deploys; restore for a recorded deployment run again as it ran (a rollback, a restart)
                                      * @enum {string}
                                      */
-                                    type: "service_update" | "restore" | "restart";
+                                    type: "service_update" | "restore";
                                     /**
                                      * @description queued, in_progress, success or failed (the last two are terminal)
                                      * @enum {string}
@@ -5295,10 +5295,10 @@ export interface paths {
                                 /** Format: uuid */
                                 id: string;
                                 /**
-                                 * @description service_update for API deploys; restore for a rollback; restart for a restart
+                                 * @description service_update for API deploys; restore for a recorded deployment run again as it ran (a rollback, a restart)
                                  * @enum {string}
                                  */
-                                type: "service_update" | "restore" | "restart";
+                                type: "service_update" | "restore";
                                 /**
                                  * @description queued, in_progress, success or failed (the last two are terminal)
                                  * @enum {string}

@@ -13,6 +13,7 @@ let db: TestDatabase;
 let c: ConsoleSession;
 let page: Page;
 let serviceId: string;
+let secondId: string;
 
 // Each test stands on its own (signed in, the services made and deployed here), so each fails for its
 // own reason.
@@ -21,7 +22,7 @@ before(async () => {
   c = await startConsole({ BERTH_DATA_DIR: db.dataDir, BERTH_DATABASE_URL: db.databaseUrl ?? '' });
   page = c.page;
   serviceId = await createService('hello web');
-  await createService('second web');
+  secondId = await createService('second web');
   // hello web: v1 serves 2 of 2 replicas, then a deploy of fail-v2 fails.
   assert.equal(await deployAndWait('v1'), 'success');
   assert.equal(await deployAndWait('fail-v2'), 'failed');
@@ -184,6 +185,36 @@ test('a failed deploy while the previous version serves says so, in amber, not r
   await row.getByText('the previous version still serves').waitFor();
   assert.equal(await row.locator('.badge.bad').count(), 0);
   await c.checkPage('clarity-services-list');
+});
+
+test("another service's page shows that service's settings, not the last page's", async () => {
+  await signedIn();
+  await page.goto(`${c.server.url}/#/envs/${c.envId}/services/${serviceId}`);
+  const name = page.locator('#settings-name');
+  await name.fill('hello web edited');
+  // Straight from one service to another (a link pasted, history): the same page with other props.
+  await page.evaluate(`location.hash = '#/envs/${c.envId}/services/${secondId}'`);
+  await page.getByRole('heading', { name: 'second web' }).waitFor();
+  await page.getByText('Not deployed yet').waitFor();
+  assert.equal(await name.inputValue(), 'second web');
+  const patches: string[] = [];
+  const onRequest = (r: { method(): string; postData(): string | null }) => {
+    if (r.method() === 'PATCH') patches.push(r.postData() ?? '');
+  };
+  page.on('request', onRequest);
+  try {
+    await page.getByRole('button', { name: 'Save settings' }).click();
+    await page.getByText('Settings saved.').waitFor();
+  } finally {
+    page.off('request', onRequest);
+  }
+  assert.deepEqual(patches, [], 'nothing changed, nothing sent');
+  const { service } = unwrap(
+    await client().GET('/v1/environments/{envId}/services/{serviceId}', {
+      params: { path: { envId: c.envId, serviceId: secondId } },
+    }),
+  );
+  assert.equal(service.name, 'second web');
 });
 
 /**
