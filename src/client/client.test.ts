@@ -3,7 +3,15 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, test } from 'node:test';
 // The package's own export, as a user of the package imports it.
-import { ApiError, createClient, retryAfterMs, unwrap, waitForDeployment } from 'berth/client';
+import {
+  ApiError,
+  createClient,
+  events,
+  followDeployment,
+  retryAfterMs,
+  unwrap,
+  waitForDeployment,
+} from 'berth/client';
 
 type Handler = (
   request: http.IncomingMessage,
@@ -161,4 +169,24 @@ test('waitForDeployment holds each read on the server (If-None-Match + Prefer: w
   assert.equal(prefers[0], undefined);
   assert.match(prefers[1] ?? '', /^wait=\d+$/);
   assert.ok(Number(prefers[1]?.slice(5)) <= 60);
+});
+
+test("a followed stream that the API refuses throws the API's error, message and all", async () => {
+  reset(() => ({
+    status: 404,
+    body: { error_code: 'notfound', message: 'Deployment not found', errors: null },
+  }));
+  await assert.rejects(
+    followDeployment(client, 'd1').next(),
+    (e: unknown) => e instanceof ApiError && e.status === 404 && e.message === 'Deployment not found',
+  );
+  reset(() => ({
+    status: 401,
+    body: { error_code: 'unauthorized', message: 'You are not authorized to do this action', errors: null },
+  }));
+  await assert.rejects(
+    events(client).next(),
+    (e: unknown) =>
+      e instanceof ApiError && e.status === 401 && e.message === 'You are not authorized to do this action',
+  );
 });

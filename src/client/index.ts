@@ -139,9 +139,10 @@ export async function waitForDeployment(
 }
 
 /** The frames of a server-sent events answer as they arrive; an ApiError for an error answer. */
-async function sseFrames(result: { data?: unknown; response: Response }) {
+async function sseFrames(result: { data?: unknown; error?: unknown; response: Response }) {
   if (!result.response.ok || !result.data) {
-    throw new ApiError(result.response.status, await result.response.json().catch(() => ({})));
+    // openapi-fetch has already read an error answer's body into `error`.
+    throw new ApiError(result.response.status, result.error);
   }
   // Loaded here: only the two streams parse server-sent events.
   const { EventSourceParserStream } = await import('eventsource-parser/stream');

@@ -139,6 +139,17 @@ describe('deployments', () => {
       two.body.errors.map((e: { field: string }) => e.field),
       ['docker_image_tag'],
     );
+    // A pull request's branch outside preview mode would deploy the configured branch's head instead.
+    for (const body of [{ branch: 'feature-x' }, { preview: false, branch: 'feature-x', pr_number: 3 }]) {
+      const res = await h.request('POST', `${base()}/${git.id}/deploy`, { token: t.token, body });
+      assert.equal(res.status, 422, JSON.stringify(body));
+      assert.deepEqual(
+        res.body.errors,
+        Object.keys(body)
+          .filter((k) => k !== 'preview')
+          .map((field) => ({ field, error: `${field} is only for a preview deployment (preview: true)` })),
+      );
+    }
   });
 
   test('deployments of one service run one at a time, in creation order', async () => {
