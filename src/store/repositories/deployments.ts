@@ -457,7 +457,6 @@ export async function cancelRequested(db: Db, id: string): Promise<boolean> {
   return row?.cancel_requested === true;
 }
 
-/** The service's successful deployments, newest generation first. */
 /**
  * A service's newest deployment that was not cancelled (nor is `except`, one being cancelled): what the
  * service stands on once one is.
@@ -474,6 +473,7 @@ export async function newestUncancelledDeployment(db: Db, serviceId: string, exc
     .executeTakeFirst();
 }
 
+/** The service's successful deployments, newest generation first. */
 export async function successfulDeployments(db: Db, serviceId: string, limit: number) {
   return db
     .selectFrom('deployments')
