@@ -54,3 +54,29 @@ test('a built console: its page carries the CSP, its hashed assets are cached fo
   }
   await app.close();
 });
+
+test("a console rebuilt while the server runs: the new page's assets are served too", async (t) => {
+  const dist = tempDir(t);
+  fs.mkdirSync(path.join(dist, 'assets'));
+  fs.writeFileSync(path.join(dist, 'index.html'), '<script src="/assets/index-old.js"></script>');
+  fs.writeFileSync(path.join(dist, 'assets/index-old.js'), 'export {};');
+  const app = Fastify();
+  await registerConsole(app, dist);
+  app.setNotFoundHandler((_request, reply) => reply.code(404).send({ error_code: 'notfound' }));
+  // What a build does: the old assets removed, new ones named by the new page.
+  fs.rmSync(path.join(dist, 'assets/index-old.js'));
+  fs.writeFileSync(path.join(dist, 'assets/index-new.js'), 'export {};');
+  fs.writeFileSync(path.join(dist, 'index.html'), '<script src="/assets/index-new.js"></script>');
+
+  assert.match((await app.inject({ method: 'GET', url: '/' })).body, /index-new\.js/);
+  const asset = await app.inject({ method: 'GET', url: '/assets/index-new.js' });
+  assert.equal(asset.statusCode, 200);
+  assert.equal(asset.headers['cache-control'], 'public, max-age=31536000, immutable');
+  assert.equal(asset.headers['x-content-type-options'], 'nosniff');
+  for (const url of ['/assets/index-old.js', '/assets/missing.js', '/assets/..%2f..%2fpackage.json']) {
+    const res = await app.inject({ method: 'GET', url });
+    assert.equal(res.statusCode, 404, url);
+    assert.deepEqual(res.json(), { error_code: 'notfound' }, url);
+  }
+  await app.close();
+});

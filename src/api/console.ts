@@ -72,14 +72,10 @@ export async function registerConsole(app: FastifyInstance, dist = CONSOLE_DIST)
     );
     return;
   }
-  await app.register(fastifyStatic, {
-    root: dist,
-    prefix: '/',
-    // One route per built file, registered now: no catch-all that could shadow an unknown /v1 path's 404.
-    wildcard: false,
+  const options = {
     dotfiles: 'ignore',
     cacheControl: false,
-    setHeaders: (reply, file) => {
+    setHeaders: (reply: { header(name: string, value: string): unknown }, file: string) => {
       reply.header('x-content-type-options', 'nosniff');
       reply.header('referrer-policy', 'no-referrer');
       if (file.endsWith('.html')) {
@@ -90,6 +86,22 @@ export async function registerConsole(app: FastifyInstance, dist = CONSOLE_DIST)
         reply.header('cache-control', 'public, max-age=31536000, immutable');
       }
     },
+  } as const;
+  await app.register(fastifyStatic, {
+    ...options,
+    root: dist,
+    prefix: '/',
+    // One route per built file, registered now: no catch-all that could shadow an unknown /v1 path's 404.
+    wildcard: false,
+  });
+  // The page is read at each request, so a console rebuilt under a running server (npm install, npm run
+  // build:console) names assets that were not there at start: found under /assets/ only, which is no API's.
+  await app.register(fastifyStatic, {
+    ...options,
+    root: `${dist}/assets`,
+    prefix: '/assets/',
+    wildcard: true,
+    decorateReply: false,
   });
   // A real path, not the console's #/ routes: a provider's redirect URI may not carry a fragment. The page
   // reads the provider's answer from its query and hands it to POST /auth/sso/callback.

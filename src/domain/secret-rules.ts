@@ -65,6 +65,28 @@ export function mergeSecrets(current: StoredSecret[], entries: SecretEntry[], no
   });
 }
 
+/**
+ * Entries marked sensitive without a `value` that have no stored sensitive value to keep: stored as
+ * they were, each would be an empty value nobody can read back (a misspelt key, or a plain key being
+ * made sensitive), so each is a field error on its `value` instead.
+ */
+export function missingSensitiveValues(
+  current: StoredSecret[],
+  entries: SecretEntry[],
+  field: string,
+): FieldError[] {
+  const sensitive = new Set(current.filter((s) => s.is_sensitive).map((s) => s.key));
+  return entries.flatMap((entry, i) => {
+    const key = entry.key.trim();
+    if (entry.value !== undefined || entry.is_sensitive !== true || sensitive.has(key)) return [];
+    const at = `${field}[${i}].value`;
+    const why = current.some((s) => s.key === key)
+      ? `${key} is stored as not sensitive, so there is no hidden value to keep`
+      : `${key} has no stored value to keep`;
+    return [{ field: at, error: `${at} is required for a sensitive secret: ${why}` }];
+  });
+}
+
 /** Equal in everything but when it was written. */
 function sameSecret(a: StoredSecret, b: StoredSecret): boolean {
   return (Object.keys(b) as (keyof StoredSecret)[]).every((k) => k === 'updated_at' || a[k] === b[k]);

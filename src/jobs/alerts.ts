@@ -97,8 +97,13 @@ export async function evaluateAlerts(
           memory_high: () => memoryTrip(rules.memory_high, sums(rows, rules.memory_high.minutes, now)),
           error_rate_high: () =>
             errorRateTrip(rules.error_rate_high, sums(rows, rules.error_rate_high.minutes, now)),
+          // A cron or a job runs only now and then: none ready between runs is how it should be.
           no_ready_replica: () =>
-            service.state === 'running' && (service.replica_count ?? 1) > 0 && service.ready_count === 0
+            service.state === 'running' &&
+            service.type !== 'cron' &&
+            service.type !== 'job' &&
+            (service.replica_count ?? 1) > 0 &&
+            service.ready_count === 0
               ? { value: 0, message: 'no ready replica while the service should run' }
               : null,
         };

@@ -331,6 +331,13 @@ test('dependencies: each one as made, a database with its backups, one taken and
     );
     return deployment.state === 'success' ? true : undefined;
   });
+  // The log's longest step keeps a space before its line.
+  await page.goto(`${server.url}/#/deployments/${deploymentId}`);
+  await page.getByText('end of the deployment').waitFor();
+  assert.match(
+    (await page.getByRole('log').textContent()) ?? '',
+    /dependencies +Making rds instances main-db/,
+  );
   await page.goto(`${server.url}/#/envs/${envId}/services/${service.id}`);
   await page.getByRole('link', { name: 'Dependencies' }).click();
   await page.getByRole('heading', { name: /rds instances main-db/ }).waitFor();

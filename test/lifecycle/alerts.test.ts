@@ -259,3 +259,30 @@ test('crash_loop and error_rate_high open on their windows and resolve once the 
   for (let minute = 7; minute <= 11; minute++) await put(minute, {});
   assert.deepEqual(await round(11), [['alert.resolved', 'crash_loop', 3]]);
 });
+
+test('a cron or a job service with none ready between its runs opens no no_ready_replica alert', async () => {
+  const deployed = async (body: Record<string, unknown>) => {
+    const created = await h.request('POST', base, { token: t.token, body });
+    assert.equal(created.status, 200, created.raw);
+    const id = created.body.data.service.id as string;
+    const deploy = await h.request('POST', `${base}/${id}/deploy`, { token: t.token, body: {} });
+    const deploymentId = deploy.body.data.deployment_id as string;
+    await pollUntil('the deployment to succeed', async () => {
+      const d = (await h.request('GET', `/v1/deployments/${deploymentId}`, { token: t.token })).body.data
+        .deployment;
+      return d.state === 'success' ? true : undefined;
+    });
+    const service = (await h.request('GET', `${base}/${id}`, { token: t.token })).body.data.service;
+    assert.equal(service.state, 'running');
+    assert.equal(service.ready_count, 0);
+    return id;
+  };
+  const { port: _port, ...worker } = { ...VALID_SERVICE.docker, replica_count: 1 };
+  const cron = await deployed({ ...worker, name: 'Nightly', type: 'cron', cron_schedule: '0 3 * * *' });
+  const job = await deployed({ ...worker, name: 'Migrate', type: 'job', run_command: 'migrate' });
+  await evaluateAlerts(h.deps);
+  for (const id of [cron, job]) {
+    const alerts = (await h.request('GET', `${base}/${id}/alerts`, { token: t.token })).body.data.alerts;
+    assert.deepEqual(alerts, [], id === cron ? 'cron' : 'job');
+  }
+});

@@ -86,6 +86,9 @@ test('cancel: a queued deployment never runs; one in progress stops before traff
   assert.equal(stopped.state, 'failed');
   assert.equal(stopped.failure_reason, 'cancelled');
   assert.equal((await workload(serviceUrl))?.target, 'v1', 'traffic never moved to the cancelled deployment');
+  const service = (await h.request('GET', serviceUrl, { token: t.token })).body.data.service;
+  assert.equal(service.state, 'running', 'v1 still serves: a cancel is no failure');
+  assert.equal(service.latest_deployment.id, first);
   const ops = await h.request('GET', `/v1/deployments/${running}/operations`, { token: t.token });
   assert.equal(
     ops.body.data.operations.some((o: { step: string }) => o.step === 'traffic'),
@@ -106,6 +109,29 @@ test('cancel: a queued deployment never runs; one in progress stops before traff
     assert.equal(again.status, 409, again.raw);
     assert.equal(again.body.error_code, 'conflict');
   }
+});
+
+test('a cancelled queued deployment is no failure: the service follows the one before it, and no alert opens', async () => {
+  const serviceUrl = await createService('cancel-state-secret');
+  const first = await deploy(serviceUrl, 'v1');
+  assert.equal((await ended(first)).state, 'success');
+  const running = await deploy(serviceUrl, 'v2');
+  const queued = await deploy(serviceUrl, 'v3');
+  const cancel = await h.request('POST', `/v1/deployments/${queued}/cancel`, { token: t.token, body: {} });
+  assert.equal(cancel.status, 200, cancel.raw);
+  const service = async () => (await h.request('GET', serviceUrl, { token: t.token })).body.data.service;
+  const meanwhile = await service();
+  assert.notEqual(meanwhile.state, 'deploy_failed', 'v2 is still on its way');
+  assert.equal(meanwhile.latest_deployment.id, running, 'the latest deployment not cancelled');
+
+  assert.equal((await ended(running)).state, 'success');
+  const after = await pollUntil('the service to follow v2', async () => {
+    const s = await service();
+    return s.state === 'running' ? s : undefined;
+  });
+  assert.equal(after.latest_deployment.id, running);
+  const alerts = await h.request('GET', `${serviceUrl}/alerts`, { token: t.token });
+  assert.deepEqual(alerts.body.data.alerts, [], 'a cancel opens no deploy_failed alert');
 });
 
 test('rollback restores the earlier image, ops and secret values; restart runs the serving version again', async () => {

@@ -139,6 +139,17 @@ describe('deployments', () => {
       two.body.errors.map((e: { field: string }) => e.field),
       ['docker_image_tag'],
     );
+    // A pull request's branch outside preview mode would deploy the configured branch's head instead.
+    for (const body of [{ branch: 'feature-x' }, { preview: false, branch: 'feature-x', pr_number: 3 }]) {
+      const res = await h.request('POST', `${base()}/${git.id}/deploy`, { token: t.token, body });
+      assert.equal(res.status, 422, JSON.stringify(body));
+      assert.deepEqual(
+        res.body.errors,
+        Object.keys(body)
+          .filter((k) => k !== 'preview')
+          .map((field) => ({ field, error: `${field} is only for a preview deployment (preview: true)` })),
+      );
+    }
   });
 
   test('deployments of one service run one at a time, in creation order', async () => {
@@ -368,6 +379,47 @@ describe('secrets', () => {
     assert.equal(wrongType.body.errors[0].field, 'secrets[0].value');
 
     assert.deepEqual((await h.request('GET', url, { token: t.token })).body, before.body);
+  });
+
+  test('a sensitive entry without value needs a stored sensitive value to keep, else nothing is written', async () => {
+    const service = await createService(VALID_SERVICE.docker);
+    const url = `${base()}/${service.id}/secrets`;
+    const put = (secrets: unknown[]) => h.request('PUT', url, { token: t.token, body: { secrets } });
+    assert.equal(
+      (
+        await put([
+          { key: 'PLAIN', value: 'shown' },
+          { key: 'HIDDEN', value: 'h', is_sensitive: true },
+        ])
+      ).status,
+      200,
+    );
+    const before = await h.request('GET', url, { token: t.token });
+    // A misspelt key, and a plain value being made sensitive: each would be an empty value nobody can read.
+    const res = await put([
+      { key: 'HIDDEN', is_sensitive: true },
+      { key: 'HIDEN', is_sensitive: true },
+      { key: 'PLAIN', is_sensitive: true },
+    ]);
+    assert.equal(res.status, 422, res.raw);
+    assert.deepEqual(res.body.errors, [
+      {
+        field: 'secrets[1].value',
+        error: 'secrets[1].value is required for a sensitive secret: HIDEN has no stored value to keep',
+      },
+      {
+        field: 'secrets[2].value',
+        error:
+          'secrets[2].value is required for a sensitive secret: PLAIN is stored as not sensitive, so there is no hidden value to keep',
+      },
+    ]);
+    assert.deepEqual((await h.request('GET', url, { token: t.token })).body, before.body);
+    const created = await h.request('POST', `/v1/environments/${t.envId}/services`, {
+      token: t.token,
+      body: { ...VALID_SERVICE.docker, secrets: [{ key: 'NEW', is_sensitive: true }] },
+    });
+    assert.equal(created.status, 422, created.raw);
+    assert.equal(created.body.errors[0].field, 'secrets[0].value');
   });
 
   test('environment secrets are shared; a service key wins; both are written to the provider', async () => {

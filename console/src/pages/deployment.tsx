@@ -148,7 +148,8 @@ function DeploymentLog(props: { deploymentId: string }) {
         {lines.length === 0 && status === 'following' ? 'Waiting for the first line…' : null}
         {lines.map((l) => (
           <div key={l.cursor}>
-            <span class="step">{l.step.padEnd(12)}</span>
+            {/* A space after even the longest step (dependencies), so it never runs into the line. */}
+            <span class="step">{`${l.step.padEnd(12)} `}</span>
             {l.line}
           </div>
         ))}

@@ -1,17 +1,59 @@
+import type { Db } from '../../store/database.ts';
 import { appendDeploymentLog } from '../../store/repositories/deployment-logs.ts';
 import {
   findDeployment,
+  newestUncancelledDeployment,
   requestCancel,
   successfulDeployments,
   transitionDeployment,
 } from '../../store/repositories/deployments.ts';
-import { followDeployment } from '../../store/repositories/services.ts';
+import { transitionService } from '../../store/repositories/services.ts';
 import type { DeploymentRow, ServiceRow } from '../../store/schema.ts';
+import type { DeploymentState } from '../deployment-states.ts';
 import { ConflictError, ValidationError } from '../errors.ts';
+import { LIVE_STATES, type ServiceState } from '../service-states.ts';
 import { recordAudit } from './audit.ts';
 import type { Actor, Deps } from './context.ts';
 import { acceptDeployment } from './deployments.ts';
-import { assertNotDeleting, lockLiveService } from './service-guards.ts';
+import { assertNotDeleting, lockLiveService, lockService } from './service-guards.ts';
+
+const SERVICE_STATE_OF: Record<DeploymentState, ServiceState> = {
+  queued: 'deploy_queued',
+  in_progress: 'deploying',
+  success: 'running',
+  failed: 'deploy_failed',
+};
+
+/** The state a service takes when `cancelledId`, its latest deployment, is cancelled: its newest other one's. */
+export async function stateAfterCancel(
+  trx: Db,
+  serviceId: string,
+  cancelledId: string,
+): Promise<ServiceState> {
+  const previous = await newestUncancelledDeployment(trx, serviceId, cancelledId);
+  return previous ? SERVICE_STATE_OF[previous.state] : 'deploy_pending';
+}
+
+/**
+ * A cancelled deployment that was the service's latest hands that place back to the newest one not
+ * cancelled, and the service takes its state: a cancel is no failure, so the service does not show
+ * `deploy_failed` (nor open a deploy_failed alert) while the version before it serves, and a
+ * deployment still running before it moves the service on when it ends.
+ */
+export async function standOnUncancelled(trx: Db, cancelled: DeploymentRow): Promise<void> {
+  const service = await lockService(trx, cancelled.service_id);
+  if (service.latest_deployment_id !== cancelled.id) return;
+  const previous = await newestUncancelledDeployment(trx, service.id, cancelled.id);
+  await transitionService(
+    trx,
+    service.id,
+    LIVE_STATES,
+    previous ? SERVICE_STATE_OF[previous.state] : 'deploy_pending',
+    {
+      latest_deployment_id: previous?.id ?? null,
+    },
+  );
+}
 
 /**
  * Cancel: a queued deployment ends `failed` (reason `cancelled`) at once and never runs; one in
@@ -28,7 +70,7 @@ export async function cancelDeployment(
     if (
       await transitionDeployment(trx, deployment.id, ['queued'], 'failed', { failure_reason: 'cancelled' })
     ) {
-      await followDeployment(trx, deployment.service_id, deployment.id, 'deploy_failed');
+      await standOnUncancelled(trx, deployment);
       await appendDeploymentLog(
         trx,
         deployment.id,

@@ -46,6 +46,11 @@ export function checkDeployTarget(body: DeployBody, source: string): FieldError[
       error: 'give at most one of commit_id, docker_image_tag and helm_chart_version',
     });
   }
+  // A pull request's fields outside preview mode: `{branch: "feat"}` would deploy the configured branch.
+  for (const field of ['branch', 'pr_number'] as const) {
+    if (body[field] !== undefined)
+      errors.push({ field, error: `${field} is only for a preview deployment (preview: true)` });
+  }
   return errors;
 }
 

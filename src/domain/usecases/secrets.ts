@@ -8,6 +8,7 @@ import { ValidationError } from '../errors.ts';
 import {
   checkSecrets,
   mergeSecrets,
+  missingSensitiveValues,
   type SecretEntry,
   type StoredSecret,
   secretChanges,
@@ -57,6 +58,8 @@ export async function storeSecrets(
   entries: SecretEntry[],
 ): Promise<StoredSecret[]> {
   const current = await readSecrets(trx, box, target.id);
+  const missing = missingSensitiveValues(current, entries, 'secrets');
+  if (missing.length > 0) throw ValidationError.fields(missing);
   const next = mergeSecrets(current, entries, new Date()).sort((a, b) =>
     a.key < b.key ? -1 : a.key > b.key ? 1 : 0,
   );

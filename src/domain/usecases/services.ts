@@ -16,7 +16,7 @@ import {
 import { mergeFieldErrors } from '../field-errors.ts';
 import { registryErrors } from '../registries.ts';
 import type { SecretEntry } from '../secret-rules.ts';
-import { checkSecrets } from '../secret-rules.ts';
+import { checkSecrets, missingSensitiveValues } from '../secret-rules.ts';
 import type { SpecInput } from '../service-fields.ts';
 import { businessRuleViolation, checkCreate, checkPatch } from '../service-rules.ts';
 import { generateSubdomain, kubeSecretNames } from '../subdomain.ts';
@@ -64,6 +64,7 @@ export async function createService(
     ...errors,
     ...registryErrors(spec, deps.config.allowedRegistries),
     ...checkSecrets(secrets, 'secrets').errors,
+    ...missingSensitiveValues([], secrets, 'secrets'),
   ];
   if (body.subdomain !== undefined) rules.push({ field: 'subdomain', error: 'subdomain cannot be supplied' });
   const all = mergeFieldErrors(shapeErrors, rules);

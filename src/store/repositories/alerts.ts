@@ -63,6 +63,7 @@ export interface EvaluatedService {
   account_id: string;
   environment_id: string;
   name: string;
+  type: string | null;
   state: string;
   replica_count: number | null;
   ready_count: number | null;
@@ -82,6 +83,7 @@ export async function evaluatedServices(db: Db, serviceId?: string): Promise<Eva
       's.account_id',
       's.environment_id',
       's.name',
+      's.type',
       's.state',
       's.replica_count',
       'o.ready_count',

@@ -457,6 +457,22 @@ export async function cancelRequested(db: Db, id: string): Promise<boolean> {
   return row?.cancel_requested === true;
 }
 
+/**
+ * A service's newest deployment that was not cancelled (nor is `except`, one being cancelled): what the
+ * service stands on once one is.
+ */
+export async function newestUncancelledDeployment(db: Db, serviceId: string, except?: string) {
+  return db
+    .selectFrom('deployments')
+    .selectAll()
+    .where('service_id', '=', serviceId)
+    .where((eb) => eb.not(eb.and([eb('state', '=', 'failed'), eb('failure_reason', '=', 'cancelled')])))
+    .$if(except !== undefined, (q) => q.where('id', '!=', except as string))
+    .orderBy('generation', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+}
+
 /** The service's successful deployments, newest generation first. */
 export async function successfulDeployments(db: Db, serviceId: string, limit: number) {
   return db
