@@ -310,7 +310,7 @@ test('dependencies backups: create --wait, ls, restore needs --force while the s
 
   const refused = await berth(['dependencies', 'backups', 'restore', 'stores web', 'db', backup.id]);
   assert.equal(refused.code, 6, refused.err);
-  assert.match(refused.err, /in use by service .*"force": true/);
+  assert.match(refused.err, /in use by service .*"force": true \(the CLI's --force\) to stop it/);
   const restored = await berth([
     ...['dependencies', 'backups', 'restore', 'stores web', 'db', backup.id],
     ...['--force', '--wait'],
