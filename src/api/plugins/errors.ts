@@ -16,6 +16,7 @@ import {
 } from '../../domain/errors.ts';
 import { closestField } from '../closest-field.ts';
 import { BODY_CAUSES, FASTIFY_BODY_CAUSES } from '../json-body.ts';
+import { SEQ_PATTERN } from '../schemas/common.ts';
 import { RESOURCE_OF_PARAM } from './scope.ts';
 
 /** Ajv's error, with the schema and data that `verbose` adds (see validation.ts). */
@@ -80,6 +81,11 @@ function describe(error: AjvError, field: string, base: string): string {
       const [first, second] = [Number(p.i), Number(p.j)].sort((a, b) => a - b);
       return `${field} must not repeat an item (${field}[${first}] and ${field}[${second}] are the same)`;
     }
+    case 'pattern':
+      // A log cursor or an event id: what the pattern spells out, PostgreSQL's bigint range.
+      return p.pattern === SEQ_PATTERN
+        ? `${field} must be a whole number from 0 to 9223372036854775807`
+        : `${field} is invalid`;
     case 'format':
       return p.format === 'uuid' ? `${field} must be a UUID` : `${field} must be a valid ${p.format}`;
     default:
