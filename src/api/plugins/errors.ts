@@ -158,7 +158,10 @@ export function registerErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError, request, reply) => {
     const known = toApiError(error, request);
     if (known) {
-      if (known.status >= 500) request.log.error({ err: error }, known.message);
+      // The spec answers some broken business rules 500 `validation`: the client's mistake, not the
+      // server's failure, so it is no error line with a stack (error lines are for operators to act on).
+      if (known.status >= 500 && known.code === 'unknown') request.log.error({ err: error }, known.message);
+      else if (known.status >= 500) request.log.info({ error_code: known.code }, known.message);
       // The spec fixes the body of a partial failure; the header names what was created, for a retry.
       if (known instanceof PartialFailureError) reply.header('x-berth-service-id', known.serviceId);
       return reply
