@@ -100,6 +100,20 @@ function configureEverywhere(command: Command, path: string): void {
 }
 
 /**
+ * A reader that stops early (`berth logs web | head -1`) closes the pipe: the command has done what was
+ * asked, so it ends with exit 0 rather than an EPIPE stack trace. Not for a server, whose supervisor must
+ * see it stop.
+ */
+function exitQuietlyWhenReaderLeaves(): void {
+  for (const stream of [process.stdout, process.stderr]) {
+    stream.on('error', (error: NodeJS.ErrnoException) => {
+      if (error.code !== 'EPIPE') throw error;
+      process.exit(0);
+    });
+  }
+}
+
+/**
  * Errors a user can fix exit 2; anything else exits 1. Both are one line on stderr; the stack trace of
  * an unexpected error is printed only with BERTH_LOG_LEVEL=debug (or trace), for a bug report.
  */
@@ -109,6 +123,7 @@ export async function main(argv: string[]): Promise<void> {
   const asked = argv.slice(3);
   const known = asked[0] === undefined || COMMANDS.some(([names]) => names.includes(asked[0] as string));
   const args = argv[2] !== 'help' ? argv.slice(2) : known ? [...asked, '--help'] : asked;
+  if (args[0] !== 'serve' && args[0] !== 'worker') exitQuietlyWhenReaderLeaves();
   try {
     await (await buildCli(args)).parseAsync(args, { from: 'user' });
   } catch (error) {

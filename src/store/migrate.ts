@@ -43,6 +43,7 @@ import * as deviceLogins from './migrations/0046-device-logins.ts';
 import * as passkeys from './migrations/0047-passkeys.ts';
 import * as changeNotificationsByColumn from './migrations/0048-change-notifications-by-column.ts';
 import * as restartsAreRestores from './migrations/0049-restarts-are-restores.ts';
+import * as idempotentAnswerHeaders from './migrations/0050-idempotent-answer-headers.ts';
 import type { Database } from './schema.ts';
 
 /** Every migration, in order. Listed here rather than read from disk so the build carries them. */
@@ -91,6 +92,7 @@ const migrations: Record<string, Migration> = {
   '0047-passkeys': passkeys,
   '0048-change-notifications-by-column': changeNotificationsByColumn,
   '0049-restarts-are-restores': restartsAreRestores,
+  '0050-idempotent-answer-headers': idempotentAnswerHeaders,
 };
 
 export class MigrationError extends Error {}

@@ -411,6 +411,8 @@ export interface IdempotencyKeysTable {
   status: number | null;
   /** The answer's body, sealed (SecretBox): it may carry a one-time secret. */
   body_sealed: string | null;
+  /** The answer's own headers (REPLAYED_HEADERS) as a JSON object; null when it had none. */
+  answer_headers: string | null;
   claim: string | null;
   done: Generated<boolean>;
   created_at: Generated<Date>;

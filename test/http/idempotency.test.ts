@@ -45,6 +45,19 @@ test('a create and a deploy retried with their key are done once and answered th
   );
 });
 
+test("a create whose deploy_now failed is replayed with the service's id header, so a retry can find it", async () => {
+  // The sim provider refuses an image named refuse*: the service is kept, the answer is the spec's 500.
+  const body = { ...VALID_SERVICE.docker, name: 'Refused Once', docker_image: 'refuse', deploy_now: true };
+  const first = await post(`${env}/services`, body, 'refused-1');
+  assert.equal(first.status, 500, first.raw);
+  const id = first.headers['x-berth-service-id'];
+  assert.ok(id, 'the first answer names the service');
+  const again = await post(`${env}/services`, body, 'refused-1');
+  sameAnswer(first, again);
+  assert.equal(again.headers['x-berth-service-id'], id);
+  assert.equal((await servicesNamed('Refused Once')).length, 1);
+});
+
 test('the same key with a different request is refused, and changes nothing', async () => {
   const body = { ...VALID_SERVICE.docker, name: 'Keyed Once' };
   assert.equal((await post(`${env}/services`, body, 'reused')).status, 200);

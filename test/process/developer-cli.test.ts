@@ -54,6 +54,7 @@ test('login checks the token, keeps it in the config directory (0600), and whoam
   const bad = await berth(['login', '--url', server.url, '--token', '00000000-0000-4000-8000-000000000000']);
   assert.equal(bad.code, 3, bad.err);
   assert.match(bad.err, /^berth: unauthorized: /);
+  assert.match(bad.err, /\n {2}the token was refused \(wrong, revoked or expired\): run berth login/);
   assert.equal(fs.existsSync(path.join(home, '.config/berth/config.json')), false, 'nothing kept');
 
   const login = await berth(['login', '--url', server.url, '--token', token]);
@@ -73,6 +74,7 @@ test('login checks the token, keeps it in the config directory (0600), and whoam
   // BERTH_URL / BERTH_TOKEN override the context.
   const overridden = await berth(['whoami'], { BERTH_TOKEN: '00000000-0000-4000-8000-000000000000' });
   assert.equal(overridden.code, 3);
+  assert.match(overridden.err, /BERTH_TOKEN was refused \(wrong, revoked or expired\)/);
 });
 
 test('login --token asked on a terminal does not echo the token; piped, it reads the first line', async () => {
@@ -323,6 +325,27 @@ test('logs prints what the service printed; logs -f keeps printing lines as they
   } finally {
     await following.kill('SIGTERM');
   }
+});
+
+test('a reader that stops early ends a command quietly: logs -f | head -1 exits 0 with no EPIPE trace', async () => {
+  // -f prints again a second later (the sim), after head has gone: that write meets the closed pipe.
+  const pipeline = spawn(
+    'bash',
+    ['-c', `set -o pipefail; "${process.execPath}" "${BERTH_BIN}" logs "${SERVICE}" -f --tail 1 | head -1`],
+    { env: { ...process.env, ...userEnv() }, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let out = '';
+  let err = '';
+  pipeline.stdout.on('data', (chunk) => {
+    out += chunk;
+  });
+  pipeline.stderr.on('data', (chunk) => {
+    err += chunk;
+  });
+  const code = await new Promise((resolve) => pipeline.on('exit', resolve));
+  assert.equal(code, 0, err);
+  assert.equal(err, '');
+  assert.match(out, /^\d{4}-\d\d-\d\dT[\d:.]+Z \S+ .+\n$/);
 });
 
 test("metrics prints charts, or with -o json the API's data for the range; a bad --since is a usage error", async () => {

@@ -16,7 +16,7 @@ import type { SecretBox } from '../../store/secret-box.ts';
 
 /**
  * `Idempotency-Key` on POST, as Stripe does it: the first request with a key runs and its answer
- * (status and body) is stored with the key in the database; a later request with the same key and the
+ * (status, body and its own headers) is stored with the key in the database; a later request with the same key and the
  * same request (method, path, query and body) gets that answer again, marked `Idempotent-Replayed:
  * true`, for 24 hours and across restarts. The same key with a different request is a 422. Keys belong
  * to the caller (an account; the operator for /admin/v1). A request that arrives while the first is
@@ -38,6 +38,19 @@ const FIELD = 'Idempotency-Key';
 /** How long a request waits for the answer of the same request still running elsewhere. */
 const WAIT_MS = 10_000;
 const PURGE_EVERY_MS = 3_600_000;
+/**
+ * Headers that belong to an answer and are replayed with it: the id of a service created before its
+ * deploy_now failed is only in `x-berth-service-id`, and a retry is when a client needs it most.
+ */
+const REPLAYED_HEADERS = ['x-berth-service-id'];
+
+function answerHeaders(reply: FastifyReply): Record<string, string> | null {
+  const kept = REPLAYED_HEADERS.flatMap((name) => {
+    const value = reply.getHeader(name);
+    return value === undefined ? [] : [[name, String(value)]];
+  });
+  return kept.length > 0 ? Object.fromEntries(kept) : null;
+}
 
 function fingerprintOf(request: FastifyRequest): string {
   return createHash('sha256')
@@ -96,6 +109,7 @@ export function registerIdempotency(
     if (!stored || stored.status === null) {
       throw new ConflictError(`A request with this ${FIELD} is still running; retry it later`);
     }
+    if (stored.answer_headers !== null) reply.headers(JSON.parse(stored.answer_headers));
     return reply
       .code(stored.status)
       .header('idempotent-replayed', 'true')
@@ -109,7 +123,7 @@ export function registerIdempotency(
     const body = typeof payload === 'string' ? payload : '';
     const unexpected = reply.statusCode === 500 && body.includes(UNKNOWN_MESSAGE);
     if (!(unexpected && (await releaseKey(db, held))))
-      await recordAnswer(db, held, reply.statusCode, box.seal(body));
+      await recordAnswer(db, held, reply.statusCode, box.seal(body), answerHeaders(reply));
     return payload;
   };
   // On POST routes only (the key means nothing elsewhere): the others pay nothing per request. First

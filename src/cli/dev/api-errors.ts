@@ -9,13 +9,21 @@ function exitCodeOf(error: ApiError): number {
   return EXIT.unexpected;
 }
 
+/** A 401's message names no cause: say which token was refused and what to do about it. */
+function unauthorizedHint(env = process.env): string {
+  return env.BERTH_TOKEN
+    ? '\n  BERTH_TOKEN was refused (wrong, revoked or expired): set a valid one'
+    : '\n  the token was refused (wrong, revoked or expired): run berth login with a valid one';
+}
+
 /** The API's message and its field errors, one per line, and the matching exit code. */
 export function cliErrorOf(error: unknown): CliError | undefined {
   if (error instanceof CliError) return error;
   if (error instanceof ApiError) {
     const code = error.body.error_code ? `${error.body.error_code}: ` : '';
     const fields = (error.body.errors ?? []).map((e) => `\n  ${e.field}: ${e.error}`).join('');
-    return new CliError(`${code}${error.message}${fields}`, exitCodeOf(error));
+    const hint = error.status === 401 ? unauthorizedHint() : '';
+    return new CliError(`${code}${error.message}${fields}${hint}`, exitCodeOf(error));
   }
   if (error instanceof UnreachableError) return new CliError(error.message, EXIT.unexpected);
   return undefined;

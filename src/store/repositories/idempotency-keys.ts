@@ -14,7 +14,7 @@ const ABANDONED_AFTER_SECONDS = 600;
 
 export type StoredKey = Pick<
   Selectable<IdempotencyKeysTable>,
-  'fingerprint' | 'status' | 'body_sealed' | 'done'
+  'fingerprint' | 'status' | 'body_sealed' | 'answer_headers' | 'done'
 >;
 
 /** A request's hold on its key: `claim` tells it apart from a later request that took the key over. */
@@ -79,16 +79,22 @@ export async function confirmKey(trx: Db, held: KeyClaim): Promise<boolean> {
 export async function findKey(db: Db, scope: string, key: string): Promise<StoredKey | undefined> {
   return db
     .selectFrom('idempotency_keys')
-    .select(['fingerprint', 'status', 'body_sealed', 'done'])
+    .select(['fingerprint', 'status', 'body_sealed', 'answer_headers', 'done'])
     .where('scope', '=', scope)
     .where('key', '=', key)
     .executeTakeFirst();
 }
 
-export async function recordAnswer(db: Db, held: KeyClaim, status: number, bodySealed: string) {
+export async function recordAnswer(
+  db: Db,
+  held: KeyClaim,
+  status: number,
+  bodySealed: string,
+  headers: Record<string, string> | null,
+) {
   await db
     .updateTable('idempotency_keys')
-    .set({ status, body_sealed: bodySealed })
+    .set({ status, body_sealed: bodySealed, answer_headers: headers && JSON.stringify(headers) })
     .where('scope', '=', held.scope)
     .where('key', '=', held.key)
     .where('claim', '=', held.claim)
