@@ -56,6 +56,26 @@ describe('the access log', () => {
   });
 });
 
+describe('errors', () => {
+  test("a business rule answered 500 validation is the client's mistake: logged as info, not as an error", async () => {
+    const res = await h.request('POST', `/v1/environments/${t.envId}/services`, {
+      token: t.token,
+      body: { ...VALID_SERVICE.github, ops_json: '{}' },
+      headers: { 'x-request-id': 'log-rule-1' },
+    });
+    assert.equal(res.status, 500, res.raw);
+    assert.equal(res.body.error_code, 'validation');
+    const mine = lines.filter((l) => l.reqId === 'log-rule-1');
+    assert.deepEqual(
+      mine.filter((l) => (l.level as number) >= 40),
+      [],
+    );
+    assert.ok(
+      mine.some((l) => l.msg === 'Ops Json is only supported for docker image source' && l.level === 30),
+    );
+  });
+});
+
 describe('below info', () => {
   test('no access line is written, and a request that logs nothing costs no line at all', async () => {
     const quiet: unknown[] = [];

@@ -45,7 +45,9 @@ test('a log cursor past bigint is a 422, read or followed, from the query or the
     for (const follow of ['', '&follow=true']) {
       const res = await h.request('GET', `${logsUrl}?cursor=${id}${follow}`, { token: t.token });
       assert.equal(res.status, 422, res.raw);
-      assert.equal(res.body.errors[0].field, 'cursor');
+      assert.deepEqual(res.body.errors, [
+        { field: 'cursor', error: 'cursor must be a whole number from 0 to 9223372036854775807' },
+      ]);
     }
     const header = await h.request('GET', `${logsUrl}?follow=true`, {
       token: t.token,
@@ -53,6 +55,13 @@ test('a log cursor past bigint is a 422, read or followed, from the query or the
     });
     assert.equal(header.status, 422, header.raw);
     assert.equal(header.body.errors[0].field, 'Last-Event-ID');
+  }
+  for (const id of ['-1', 'abc', '1.5']) {
+    const res = await h.request('GET', `${logsUrl}?cursor=${id}`, { token: t.token });
+    assert.equal(res.status, 422, res.raw);
+    assert.deepEqual(res.body.errors, [
+      { field: 'cursor', error: 'cursor must be a whole number from 0 to 9223372036854775807' },
+    ]);
   }
   const largest = await h.request('GET', `${logsUrl}?cursor=9223372036854775807`, { token: t.token });
   assert.equal(largest.status, 200, largest.raw);

@@ -16,6 +16,7 @@ import {
 } from '../../domain/errors.ts';
 import { closestField } from '../closest-field.ts';
 import { BODY_CAUSES, FASTIFY_BODY_CAUSES } from '../json-body.ts';
+import { SEQ_PATTERN } from '../schemas/common.ts';
 import { RESOURCE_OF_PARAM } from './scope.ts';
 
 /** Ajv's error, with the schema and data that `verbose` adds (see validation.ts). */
@@ -80,6 +81,11 @@ function describe(error: AjvError, field: string, base: string): string {
       const [first, second] = [Number(p.i), Number(p.j)].sort((a, b) => a - b);
       return `${field} must not repeat an item (${field}[${first}] and ${field}[${second}] are the same)`;
     }
+    case 'pattern':
+      // A log cursor or an event id: what the pattern spells out, PostgreSQL's bigint range.
+      return p.pattern === SEQ_PATTERN
+        ? `${field} must be a whole number from 0 to 9223372036854775807`
+        : `${field} is invalid`;
     case 'format':
       return p.format === 'uuid' ? `${field} must be a UUID` : `${field} must be a valid ${p.format}`;
     default:
@@ -152,7 +158,10 @@ export function registerErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError, request, reply) => {
     const known = toApiError(error, request);
     if (known) {
-      if (known.status >= 500) request.log.error({ err: error }, known.message);
+      // The spec answers some broken business rules 500 `validation`: the client's mistake, not the
+      // server's failure, so it is no error line with a stack (error lines are for operators to act on).
+      if (known.status >= 500 && known.code === 'unknown') request.log.error({ err: error }, known.message);
+      else if (known.status >= 500) request.log.info({ error_code: known.code }, known.message);
       // The spec fixes the body of a partial failure; the header names what was created, for a retry.
       if (known instanceof PartialFailureError) reply.header('x-berth-service-id', known.serviceId);
       return reply
