@@ -217,6 +217,35 @@ test("another service's page shows that service's settings, not the last page's"
   assert.equal(service.name, 'second web');
 });
 
+test('a viewer on a deployment sees why its log is not shown, at once, not a wait that never ends', async () => {
+  const { token } = unwrap(await client().POST('/v1/tokens', { body: { name: 'a viewer', role: 'viewer' } }));
+  const { deployments } = unwrap(
+    await client().GET('/v1/environments/{envId}/services/{serviceId}/deployments', {
+      params: { path: servicePath() },
+    }),
+  );
+  const deploymentId = deployments[0]?.id ?? '';
+  if (!page.url().startsWith(c.server.url)) await page.goto(`${c.server.url}/`);
+  await page.evaluate((t) => sessionStorage.setItem('berth.token', t), token.token);
+  const logReads: string[] = [];
+  const onRequest = (r: { url(): string }) => {
+    if (new URL(r.url()).pathname.endsWith('/logs')) logReads.push(r.url());
+  };
+  page.on('request', onRequest);
+  try {
+    await page.goto(`${c.server.url}/#/deployments/${deploymentId}`);
+    await page.getByRole('heading', { name: 'Deployment of hello web' }).waitFor();
+    await page.getByRole('alert').getByText('Not allowed: This call needs the developer role').waitFor();
+    await page.waitForTimeout(1500);
+  } finally {
+    page.off('request', onRequest);
+  }
+  assert.doesNotMatch(await shownText(), /Waiting for the first line/);
+  assert.equal(logReads.length, 1, 'a refusal is not asked again');
+  c.problems.length = 0; // the expected 403
+  await page.evaluate((t) => sessionStorage.setItem('berth.token', t), c.token);
+});
+
 /**
  * Every cell of the table inside the 360 px viewport, the table not scrolling sideways, and each value
  * shown after its column's name (the cell's ::before, from data-label).

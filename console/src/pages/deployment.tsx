@@ -1,7 +1,7 @@
 import { EventSourceParserStream } from 'eventsource-parser/stream';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { waitForDeployment } from '../../../src/client/index.ts';
-import { api, isSignedOut, unwrap } from '../api.ts';
+import { ApiError, api, isSignedOut, unwrap } from '../api.ts';
 import { navigate } from '../router.ts';
 import { useServiceName } from '../service-name.ts';
 import type { Deployment, LogLine } from '../types.ts';
@@ -82,6 +82,7 @@ export function DeploymentPage(props: { deploymentId: string }) {
 function DeploymentLog(props: { deploymentId: string }) {
   const [lines, setLines] = useState<LogLine[]>([]);
   const [status, setStatus] = useState<'following' | 'ended' | 'lost'>('following');
+  const [refused, setRefused] = useState<unknown>();
   const box = useRef<HTMLPreElement>(null);
 
   useEffect(() => {
@@ -89,6 +90,7 @@ function DeploymentLog(props: { deploymentId: string }) {
     let cursor: string | undefined;
     setLines([]);
     setStatus('following');
+    setRefused(undefined);
     const follow = async () => {
       // Resumes after the last line seen when the stream drops: nothing lost, nothing repeated.
       for (let attempt = 0; attempt < 5 && !abort.signal.aborted; attempt++) {
@@ -121,6 +123,11 @@ function DeploymentLog(props: { deploymentId: string }) {
             navigate('/sign-in');
             return;
           }
+          // Refused (a viewer may not read logs; a deployment not found): asking again changes nothing.
+          if (e instanceof ApiError && e.status >= 400 && e.status < 500 && e.status !== 429) {
+            setRefused(e);
+            return;
+          }
         }
         await new Promise((resolve) => setTimeout(resolve, 1000 * (attempt + 1)));
       }
@@ -138,6 +145,7 @@ function DeploymentLog(props: { deploymentId: string }) {
   return (
     <section aria-labelledby="log-title">
       <h2 id="log-title">Log</h2>
+      {refused !== undefined && <ErrorBox error={refused} />}
       {status === 'lost' && (
         <div class="error-box" role="alert">
           <p>The log stream was lost. Reload the page to follow it again.</p>
@@ -145,7 +153,9 @@ function DeploymentLog(props: { deploymentId: string }) {
       )}
       {/* biome-ignore lint/a11y/noNoninteractiveTabindex: the log scrolls: keyboard users must reach it to scroll it */}
       <pre class="log" ref={box} role="log" tabIndex={0} aria-labelledby="log-title">
-        {lines.length === 0 && status === 'following' ? 'Waiting for the first line…' : null}
+        {lines.length === 0 && status === 'following' && refused === undefined
+          ? 'Waiting for the first line…'
+          : null}
         {lines.map((l) => (
           <div key={l.cursor}>
             {/* A space after even the longest step (dependencies), so it never runs into the line. */}
