@@ -190,6 +190,16 @@ test('services create from a YAML file; get and ls by name, in JSON, YAML and pi
   assert.equal(missing.err, 'berth: no service named "no such service" in environment default\n');
   const unknownFlag = await berth(['services', 'ls', '--bogus']);
   assert.equal(unknownFlag.code, 2);
+
+  // A file that does not parse: one line saying what and where, without the parser's picture of it.
+  const broken = path.join(home, 'broken.yaml');
+  fs.writeFileSync(broken, 'name: [unclosed\n');
+  const unreadable = await berth(['services', 'create', '-f', broken]);
+  assert.equal(unreadable.code, 2);
+  assert.equal(
+    unreadable.err,
+    `berth: ${broken} is neither JSON nor YAML: Flow sequence in block collection must be sufficiently indented and end with a ] at line 2, column 1\n`,
+  );
 });
 
 test('deploy --wait prints the log to its end, then the outcome and a short summary; exit 0, or 7 on failure', async () => {
@@ -300,7 +310,7 @@ test('dependencies backups: create --wait, ls, restore needs --force while the s
 
   const refused = await berth(['dependencies', 'backups', 'restore', 'stores web', 'db', backup.id]);
   assert.equal(refused.code, 6, refused.err);
-  assert.match(refused.err, /in use by service .*"force": true/);
+  assert.match(refused.err, /in use by service .*"force": true \(the CLI's --force\) to stop it/);
   const restored = await berth([
     ...['dependencies', 'backups', 'restore', 'stores web', 'db', backup.id],
     ...['--force', '--wait'],

@@ -98,7 +98,9 @@ export function readObjectFile(file: string): Record<string, unknown> {
   try {
     value = yaml().parse(text);
   } catch (error) {
-    throw new CliError(`${file} is neither JSON nor YAML: ${(error as Error).message}`, EXIT.usage);
+    // The parser's message goes on with a picture of the line; its first line says what and where.
+    const [what] = (error as Error).message.split('\n');
+    throw new CliError(`${file} is neither JSON nor YAML: ${what?.replace(/:$/, '')}`, EXIT.usage);
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw new CliError(`${file} must hold one object of service fields`, EXIT.usage);

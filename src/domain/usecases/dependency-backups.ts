@@ -160,7 +160,7 @@ export async function restoreDependencyBackup(
   if (stopped.length > 0 && body.force !== true) {
     throw new ConflictError(
       `The dependency ${qualified(dependency)} is in use by service ${service.id} (${service.name}): ` +
-        'send "force": true to stop it for the restore and start it again after',
+        `send "force": true (the CLI's --force) to stop it for the restore and start it again after`,
     );
   }
   return deps.store.db.transaction().execute(async (trx) => {
