@@ -276,5 +276,13 @@ describe('the audit log names people', () => {
     const bad = await read('since=yesterday');
     assert.equal(bad.status, 422);
     assert.equal(bad.body.errors[0].field, 'since');
+    // A range that ends before it starts is a mistake to point out, not an empty page.
+    for (const until of [since, '2020-01-01T00:00:00Z']) {
+      const reversed = await read(`since=${since}&until=${until}`);
+      assert.equal(reversed.status, 422, reversed.raw);
+      assert.deepEqual(reversed.body.errors, [
+        { field: 'until', error: 'until must be later than since (since is inclusive, until exclusive)' },
+      ]);
+    }
   });
 });

@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
+import { ValidationError } from '../../domain/errors.ts';
 import type { Deps } from '../../domain/usecases/context.ts';
 import { listAuditLogs } from '../../store/repositories/audit.ts';
 import { nextCursor, pageOf } from '../paging.ts';
@@ -79,6 +80,13 @@ export const auditRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app
     },
     async (request) => {
       const q = request.query;
+      const since = q.since === undefined ? undefined : new Date(q.since);
+      const until = q.until === undefined ? undefined : new Date(q.until);
+      if (since && until && until <= since) {
+        throw ValidationError.fields([
+          { field: 'until', error: 'until must be later than since (since is inclusive, until exclusive)' },
+        ]);
+      }
       const auth = authOf(request);
       const page = await listAuditLogs(deps.store.db, auth.accountId, pageOf(q), {
         // A caller narrowed to some environments reads only the entries about them.
@@ -87,8 +95,8 @@ export const auditRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app
         action: q.action,
         resourceType: q.resource_type,
         resourceId: q.resource_id,
-        since: q.since === undefined ? undefined : new Date(q.since),
-        until: q.until === undefined ? undefined : new Date(q.until),
+        since,
+        until,
       });
       return success({ audit_logs: page.items.map(auditView), next_cursor: nextCursor(page.next) });
     },
