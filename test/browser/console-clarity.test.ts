@@ -246,6 +246,29 @@ test('a viewer on a deployment sees why its log is not shown, at once, not a wai
   await page.evaluate((t) => sessionStorage.setItem('berth.token', t), c.token);
 });
 
+test('a viewer on the secrets page is told values are not shown to the role, not shown an empty value', async () => {
+  const path = { envId: c.envId, serviceId: secondId };
+  unwrap(
+    await client().PUT('/v1/environments/{envId}/services/{serviceId}/secrets', {
+      params: { path },
+      body: { secrets: [{ key: 'LOG_LEVEL', value: 'debug' }] },
+    }),
+  );
+  const { token } = unwrap(await client().POST('/v1/tokens', { body: { name: 'a reader', role: 'viewer' } }));
+  if (!page.url().startsWith(c.server.url)) await page.goto(`${c.server.url}/`);
+  await page.evaluate((t) => sessionStorage.setItem('berth.token', t), token.token);
+  try {
+    await page.goto(`${c.server.url}/#/envs/${c.envId}/services/${secondId}/secrets`);
+    const value = page.getByLabel('Value of LOG_LEVEL');
+    await value.waitFor();
+    await page.getByText('not shown: your role reads keys, not values').waitFor();
+    assert.equal(await value.getAttribute('placeholder'), '•••••• set');
+    await c.checkPage('clarity-secrets-viewer');
+  } finally {
+    await page.evaluate((t) => sessionStorage.setItem('berth.token', t), c.token);
+  }
+});
+
 /**
  * Every cell of the table inside the 360 px viewport, the table not scrolling sideways, and each value
  * shown after its column's name (the cell's ::before, from data-label).

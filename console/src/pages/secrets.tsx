@@ -232,6 +232,8 @@ export function Secrets(props: { envId: string; serviceId?: string }) {
           {rows.length === 0 && <p class="muted">No secrets yet: add one.</p>}
           {rows.map((r, i) => {
             const hidden = r.stored?.is_sensitive === true;
+            // A viewer reads keys, never values: the API leaves `value` out, which is not an empty value.
+            const unread = !hidden && r.stored !== undefined && r.stored.value === undefined;
             return (
               <div class="secret-row" key={r.uid}>
                 <TextField
@@ -253,11 +255,17 @@ export function Secrets(props: { envId: string; serviceId?: string }) {
                     'value',
                     r.key.trim() ? `Value of ${r.key.trim()}` : `Value ${i + 1}`,
                   )}
-                  hint={hidden ? 'set (hidden); type to replace' : undefined}
+                  hint={
+                    hidden
+                      ? 'set (hidden); type to replace'
+                      : unread
+                        ? 'not shown: your role reads keys, not values'
+                        : undefined
+                  }
                   attrs={{
                     spellcheck: false,
                     autoComplete: 'off',
-                    ...(hidden && { placeholder: '•••••• set' }),
+                    ...((hidden || unread) && { placeholder: '•••••• set' }),
                   }}
                 />
                 <CheckboxField
