@@ -176,7 +176,7 @@ export function adminCommand(program: Command): void {
     users
       .command('add <accountId> <userId>')
       .description("make a user a member of an account, or change the member's role")
-      .addOption(new Option('--role <role>', 'the role').choices(ROLES).makeOptionMandatory())
+      .addOption(new Option('--role <role>', 'required: the role').choices(ROLES).makeOptionMandatory())
       .option('--environment <envId...>', 'limit the member to these environments'),
     'admin users add <accountId> <userId> --role developer',
     'admin users add <accountId> <userId> --role viewer --environment <envId>',

@@ -23,6 +23,16 @@ test('every command has a description and help that ends with an example of itse
   }
 });
 
+test('a mandatory option says so in its help; every -o offers the formats as its choices', async () => {
+  for (const [name, command] of everyCommand(await buildCli())) {
+    for (const option of command.options) {
+      if (option.mandatory) assert.match(option.description, /^required: /, `${name} ${option.flags}`);
+      if (option.long === '--output')
+        assert.deepEqual(option.argChoices, ['table', 'json', 'yaml'], `${name} ${option.flags}`);
+    }
+  }
+});
+
 /** Every module (ESM and CommonJS) that building the CLI for this command line loads. */
 function modulesLoadedFor(args: string[]): string[] {
   const script = `

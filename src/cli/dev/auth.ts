@@ -1,13 +1,13 @@
 import fs from 'node:fs';
 import readline from 'node:readline';
-import type { Command } from 'commander';
+import { type Command, Option } from 'commander';
 import { unwrap } from '../../client/index.ts';
 import { withExamples } from '../help.ts';
 import { common, withSession } from './common.ts';
 import { configFile, readContexts, selectContext, writeContexts } from './contexts.ts';
 import { deviceLogin } from './device-login.ts';
 import { CliError, EXIT } from './errors.ts';
-import { makeOutput } from './output.ts';
+import { FORMATS, makeOutput } from './output.ts';
 import { clientFor } from './session.ts';
 
 const DEFAULT_URL = 'http://127.0.0.1:8080';
@@ -179,7 +179,9 @@ export function authCommands(program: Command): void {
     contexts
       .command('ls')
       .description('list the contexts (tokens are not shown)')
-      .option('-o, --output <format>', 'table, json or yaml'),
+      .addOption(
+        new Option('-o, --output <format>', 'how to print: table (default), json or yaml').choices(FORMATS),
+      ),
     'contexts ls',
   ).action((options: { output?: string }) => {
     const file = readContexts();

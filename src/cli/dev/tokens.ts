@@ -38,7 +38,7 @@ export function tokenCommands(program: Command): void {
         .command('create <name>')
         .description('make a token; it is printed once and never again')
         .addOption(
-          new Option('--role <role>', 'what it may do (at most your own role)')
+          new Option('--role <role>', 'required: what it may do (at most your own role)')
             .choices(ROLES)
             .makeOptionMandatory(),
         )
