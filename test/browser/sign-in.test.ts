@@ -98,6 +98,16 @@ test('an admin removes a member from the members list', async () => {
   await page.getByRole('heading', { name: 'Members' }).waitFor();
   await page.getByRole('cell', { name: 'dev@example.com', exact: true }).waitFor();
   await checkPage('members');
+  // Asked first: Cancel keeps them.
   await page.getByRole('button', { name: 'Remove dev@example.com' }).click();
+  await page.getByRole('heading', { name: 'Remove dev@example.com from the account?' }).waitFor();
+  await checkPage('members-remove-confirm');
+  await page.getByRole('button', { name: 'Cancel' }).click();
+  await page.getByRole('heading', { name: /from the account\?/ }).waitFor({ state: 'detached' });
+  await page.reload();
+  await page.getByRole('cell', { name: 'dev@example.com', exact: true }).waitFor();
+  await page.getByRole('button', { name: 'Remove dev@example.com' }).click();
+  await page.locator('.confirm').getByRole('button', { name: 'Remove dev@example.com' }).click();
   await page.getByRole('cell', { name: 'dev@example.com', exact: true }).waitFor({ state: 'detached' });
+  await page.getByRole('heading', { name: /from the account\?/ }).waitFor({ state: 'detached' });
 });

@@ -525,6 +525,20 @@ describe('previews', () => {
     });
     assert.equal(res.status, 422);
     assert.equal(res.body.errors[0].field, 'preview');
+    // Every rule the parent breaks, in the one error of its field.
+    const docker = await createService(VALID_SERVICE.docker);
+    const both = await h.request('POST', `${base()}/${docker.id}/deploy`, {
+      token: t.token,
+      body: { preview: true, commit_id: 'a', branch: 'b', pr_number: 1 },
+    });
+    assert.equal(both.status, 422, both.raw);
+    assert.deepEqual(both.body.errors, [
+      {
+        field: 'preview',
+        error:
+          'previews need a service whose source is github; previews are not enabled on this service (set enable_previews)',
+      },
+    ]);
 
     const starter = await h.tenant({ plan: 'starter' });
     const starterParent = await createService(previewParent, starter);

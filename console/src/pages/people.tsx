@@ -147,9 +147,14 @@ export function People() {
 /** The account's members, each removed here (admins; anyone else is told the API's refusal). */
 function Members() {
   const members = useLoad(async () => unwrap(await api().GET('/v1/members')).members, []);
+  // A removal is asked first: one stray click would lock a colleague out.
+  const [confirming, setConfirming] = useState<{ userId: string; email: string } | null>(null);
   const remove = useItemSubmit(
     async (userId) => unwrap(await api().DELETE('/v1/members/{userId}', { params: { path: { userId } } })),
-    members.reload,
+    () => {
+      setConfirming(null);
+      members.reload();
+    },
   );
   return (
     <>
@@ -183,7 +188,10 @@ function Members() {
                   <td>
                     <button
                       type="button"
-                      onClick={() => remove.pick(m.user_id)}
+                      onClick={() => {
+                        remove.reset();
+                        setConfirming({ userId: m.user_id, email: m.email });
+                      }}
                       disabled={remove.busy}
                       aria-label={`Remove ${m.email}`}
                     >
@@ -196,7 +204,28 @@ function Members() {
           </table>
         </TableWrap>
       )}
-      {remove.error !== undefined && <ErrorBox error={remove.error} />}
+      {confirming && (
+        <section class="confirm" aria-labelledby="confirm-remove-title">
+          <h3 id="confirm-remove-title">Remove {confirming.email} from the account?</h3>
+          <p>
+            They lose access at once, and so do the tokens they made. Inviting them again brings them back.
+          </p>
+          {remove.error !== undefined && <ErrorBox error={remove.error} />}
+          <div class="form-actions">
+            <button
+              type="button"
+              class="danger"
+              onClick={() => remove.pick(confirming.userId)}
+              disabled={remove.busy}
+            >
+              {remove.busy ? 'Removing…' : `Remove ${confirming.email}`}
+            </button>
+            <button type="button" onClick={() => setConfirming(null)} disabled={remove.busy}>
+              Cancel
+            </button>
+          </div>
+        </section>
+      )}
     </>
   );
 }

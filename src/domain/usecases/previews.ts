@@ -39,7 +39,9 @@ export function checkPreview(parent: ServiceRow, body: DeployBody): FieldError[]
     [parent.enable_previews, 'previews are not enabled on this service (set enable_previews)'],
     [!parent.is_preview, 'a preview service cannot have previews of its own'],
   ];
-  for (const [ok, error] of parentRules) if (!ok) errors.push({ field: 'preview', error });
+  // One error per field, as everywhere: a client that keys errors by field keeps every reason.
+  const broken = parentRules.filter(([ok]) => !ok).map(([, error]) => error);
+  if (broken.length > 0) errors.push({ field: 'preview', error: broken.join('; ') });
   return errors;
 }
 
