@@ -616,4 +616,9 @@ test('services delete by name; the deleted service no longer lists', async () =>
   const notLoggedIn = await berth(['services', 'ls']);
   assert.equal(notLoggedIn.code, 3);
   assert.match(notLoggedIn.err, /not logged in: run berth login/);
+  assert.deepEqual(await berth(['logout']), {
+    code: 3,
+    out: '',
+    err: 'berth: not logged in: no context to forget\n',
+  });
 });

@@ -140,8 +140,8 @@ export function authCommands(program: Command): void {
   ).action((options: { context?: string }) => {
     const file = readContexts();
     const name = options.context ?? file.current;
-    if (name === undefined || !file.contexts[name])
-      throw new CliError(`no context "${name ?? ''}"`, EXIT.notFound);
+    if (name === undefined) throw new CliError('not logged in: no context to forget', EXIT.auth);
+    if (!file.contexts[name]) throw new CliError(`no context "${name}"`, EXIT.notFound);
     delete file.contexts[name];
     if (file.current === name) file.current = Object.keys(file.contexts)[0];
     writeContexts(file);
