@@ -13,16 +13,16 @@ import { partialName, readBackupFile, writeAtomically } from '../store/backup-fi
  * `file`: a backup killed halfway, or cut short by the network, never stands under the final name.
  */
 export async function downloadBackup(client: AdminClient, file: string | undefined) {
+  // Checked before the server takes a snapshot: `dir/` names a directory (never a file called dir),
+  // and a file's directory must exist.
+  const isDirectory = (name: string) => fs.statSync(name, { throwIfNoEntry: false })?.isDirectory();
+  const intoDirectory = file === undefined || isDirectory(file) || /[/\\]$/.test(file);
+  const directory = path.resolve(intoDirectory ? (file ?? '.') : path.dirname(file));
+  if (!isDirectory(directory)) throw new Error(`no directory ${directory}: create it first`);
   const response = await client.backup();
   const offered = /filename="([^"/\\]+)"/.exec(response.headers.get('content-disposition') ?? '')?.[1];
   const name = offered ?? 'berth-backup.ndjson.gz';
-  const target = path.resolve(
-    file === undefined
-      ? name
-      : fs.statSync(file, { throwIfNoEntry: false })?.isDirectory()
-        ? path.join(file, name)
-        : file,
-  );
+  const target = intoDirectory ? path.join(directory, name) : path.resolve(file);
   if (fs.existsSync(target)) throw new Error(`${target} exists: name another file`);
   if (!response.body) throw new Error('the server sent no backup');
   const body = Readable.fromWeb(response.body as ReadableStream<Uint8Array>);

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import readline from 'node:readline';
-import { Readable, type Writable } from 'node:stream';
+import stream, { Readable, type Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import zlib from 'node:zlib';
 
@@ -89,12 +89,14 @@ export function writeBackupFile(file: string, lines: AsyncIterable<string>): Pro
 
 /** The lines of a backup file, without their newlines. */
 async function* linesOf(file: string): AsyncGenerator<string> {
-  const input = fs.createReadStream(file).pipe(zlib.createGunzip());
+  // pipeline, not pipe: the file's own errors (none there, a directory) reach the lines read below.
+  const input = stream.pipeline(fs.createReadStream(file), zlib.createGunzip(), () => {});
   try {
     yield* readline.createInterface({ input, crlfDelay: Number.POSITIVE_INFINITY });
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'ENOENT') throw new BackupError(`${file}: no such file`);
+    if (code === 'EISDIR') throw new BackupError(`${file} is a directory: name a backup file in it`);
     if (code?.startsWith('Z_'))
       throw new BackupError(`${file} is not a Berth backup (not gzip, or cut short)`);
     throw error;

@@ -131,6 +131,12 @@ describe('GET /v1/environments/{envId}/services/{serviceId}/metrics', () => {
       assert.ok(named, `${query} names ${field}: ${res.raw}`);
       assert.match(named.error, error);
     }
+    // Both bounds broken: one error on from, with both reasons.
+    const both = await metrics(webId, `?from=${at(-40 * 24 * 60 * MINUTE)}&to=${at(-41 * 24 * 60 * MINUTE)}`);
+    assert.equal(both.status, 422, both.raw);
+    const onFrom = both.body.errors.filter((e: { field: string }) => e.field === 'from');
+    assert.equal(onFrom.length, 1, both.raw);
+    assert.match(onFrom[0].error, /^from must be before to; from must be within the retention of 30 days/);
   });
 
   test("another account's service, an unknown one and a non-UUID id are 404", async () => {

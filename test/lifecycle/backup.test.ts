@@ -352,6 +352,14 @@ test('a restore refuses a damaged file, a newer schema and the wrong master key,
     /not a Berth backup|not a complete Berth backup/,
   );
   await assertNothingWritten(target);
+
+  // A mistyped name or a directory: one line naming it (once an unhandled stream error that crashed).
+  const absent = path.join(dir, 'absent.ndjson.gz');
+  await assert.rejects(restoreBackup(configOf(target), absent), { message: `${absent}: no such file` });
+  await assert.rejects(restoreBackup(configOf(target), dir), {
+    message: `${dir} is a directory: name a backup file in it`,
+  });
+  await assertNothingWritten(target);
 });
 
 test('a restore refuses a database that is not empty', async () => {

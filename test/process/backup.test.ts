@@ -82,6 +82,15 @@ test('a backup through the running server, killed at any moment, never leaves a 
     const again = backup(written.file);
     assert.equal(await again.exited, 2);
     assert.match(again.stderr(), /exists: name another file/);
+    // A directory that is not there is named before the server takes a snapshot; `dir/` is never a file
+    // called dir.
+    const missing = path.join(dir, 'not-yet');
+    for (const name of [`${missing}/`, path.join(missing, 'backup.ndjson.gz')]) {
+      const refused = backup(name);
+      assert.equal(await refused.exited, 2);
+      assert.equal(refused.stderr(), `berth: no directory ${missing}: create it first\n`);
+    }
+    assert.equal(fs.existsSync(missing), false);
 
     const target = await servers.another();
     const restore = (extra: Record<string, string>) =>

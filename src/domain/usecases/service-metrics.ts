@@ -51,15 +51,17 @@ export async function serviceMetrics(
   const from = query.from ? new Date(query.from) : new Date(to.getTime() - HOUR_MS);
   const range = to.getTime() - from.getTime();
   const errors: FieldError[] = [];
-  if (range <= 0) errors.push({ field: 'from', error: 'from must be before to' });
+  const fromErrors: string[] = [];
+  if (range <= 0) fromErrors.push('from must be before to');
   const days = deps.config.metricsRetentionDays;
   const oldest = new Date(now.getTime() - days * 24 * HOUR_MS);
   if (from < oldest) {
-    errors.push({
-      field: 'from',
-      error: `from must be within the retention of ${days} days (BERTH_METRICS_RETENTION_DAYS): not before ${oldest.toISOString()}`,
-    });
+    fromErrors.push(
+      `from must be within the retention of ${days} days (BERTH_METRICS_RETENTION_DAYS): not before ${oldest.toISOString()}`,
+    );
   }
+  // One error per field, as everywhere: both reasons in it when `from` breaks both bounds.
+  if (fromErrors.length > 0) errors.push({ field: 'from', error: fromErrors.join('; ') });
   const step = query.step ?? defaultStep(range);
   const points = Math.ceil(range / (step * 1000));
   if (points > MAX_METRICS_POINTS) {
