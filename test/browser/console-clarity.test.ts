@@ -241,6 +241,7 @@ test('a viewer on a deployment sees why its log is not shown, at once, not a wai
     page.off('request', onRequest);
   }
   assert.doesNotMatch(await shownText(), /Waiting for the first line/);
+  assert.equal(await page.getByRole('log').count(), 0, 'the reason, not an empty log box');
   assert.equal(logReads.length, 1, 'a refusal is not asked again');
   c.problems.length = 0; // the expected 403
   await page.evaluate((t) => sessionStorage.setItem('berth.token', t), c.token);

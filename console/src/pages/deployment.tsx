@@ -145,26 +145,28 @@ function DeploymentLog(props: { deploymentId: string }) {
   return (
     <section aria-labelledby="log-title">
       <h2 id="log-title">Log</h2>
-      {refused !== undefined && <ErrorBox error={refused} />}
       {status === 'lost' && (
         <div class="error-box" role="alert">
           <p>The log stream was lost. Reload the page to follow it again.</p>
         </div>
       )}
-      {/* biome-ignore lint/a11y/noNoninteractiveTabindex: the log scrolls: keyboard users must reach it to scroll it */}
-      <pre class="log" ref={box} role="log" tabIndex={0} aria-labelledby="log-title">
-        {lines.length === 0 && status === 'following' && refused === undefined
-          ? 'Waiting for the first line…'
-          : null}
-        {lines.map((l) => (
-          <div key={l.cursor}>
-            {/* A space after even the longest step (dependencies), so it never runs into the line. */}
-            <span class="step">{`${l.step.padEnd(12)} `}</span>
-            {l.line}
-          </div>
-        ))}
-        {status === 'ended' && <div class="muted">— end of the deployment —</div>}
-      </pre>
+      {/* Refused: the reason in place of the log, not an empty box under it. */}
+      {refused !== undefined ? (
+        <ErrorBox error={refused} />
+      ) : (
+        // biome-ignore lint/a11y/noNoninteractiveTabindex: the log scrolls: keyboard users must reach it to scroll it
+        <pre class="log" ref={box} role="log" tabIndex={0} aria-labelledby="log-title">
+          {lines.length === 0 && status === 'following' ? 'Waiting for the first line…' : null}
+          {lines.map((l) => (
+            <div key={l.cursor}>
+              {/* A space after even the longest step (dependencies), so it never runs into the line. */}
+              <span class="step">{`${l.step.padEnd(12)} `}</span>
+              {l.line}
+            </div>
+          ))}
+          {status === 'ended' && <div class="muted">— end of the deployment —</div>}
+        </pre>
+      )}
     </section>
   );
 }
