@@ -61,7 +61,12 @@ async function run(format: string | undefined, work: () => Promise<unknown>): Pr
   } catch (error) {
     if (error instanceof ApiCallError) {
       const details = (error.body.errors ?? []).map((e) => `\n  ${e.field}: ${e.error}`).join('');
-      throw new AdminCliError(`${error.body.error_code ?? error.status}: ${error.message}${details}`);
+      // A 401's message names no cause: say which token was refused and where the server's is.
+      const hint =
+        error.status === 401
+          ? "\n  the admin token was refused: pass --token, or set BERTH_ADMIN_TOKEN to the server's (its BERTH_DATA_DIR/admin-token)"
+          : '';
+      throw new AdminCliError(`${error.body.error_code ?? error.status}: ${error.message}${details}${hint}`);
     }
     throw new AdminCliError((error as Error).message);
   }

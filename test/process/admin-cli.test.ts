@@ -106,6 +106,10 @@ test('accounts, tokens, environments and dependency passwords through berth admi
     const wrongToken = runBerth(['admin', '--url', server.url, '--token', 'nope', 'accounts', 'list'], {});
     assert.equal(await wrongToken.exited, 2);
     assert.match(wrongToken.stderr(), /unauthorized/);
+    assert.match(
+      wrongToken.stderr(),
+      /\n {2}the admin token was refused: pass --token, or set BERTH_ADMIN_TOKEN/,
+    );
   } finally {
     await server.kill('SIGTERM');
   }
