@@ -532,7 +532,7 @@ export interface paths {
                                         /** Format: uuid */
                                         id: string;
                                         /**
-                                         * @description service_update for API deploys; restore for a recorded deployment run again as it ran (a rollback, a restart)
+                                         * @description service_update for API deploys and restarts; restore for a rollback
                                          * @enum {string}
                                          */
                                         type: "service_update" | "restore";
@@ -836,7 +836,7 @@ export interface paths {
                                         /** Format: uuid */
                                         id: string;
                                         /**
-                                         * @description service_update for API deploys; restore for a recorded deployment run again as it ran (a rollback, a restart)
+                                         * @description service_update for API deploys and restarts; restore for a rollback
                                          * @enum {string}
                                          */
                                         type: "service_update" | "restore";
@@ -1086,7 +1086,7 @@ export interface paths {
                                         /** Format: uuid */
                                         id: string;
                                         /**
-                                         * @description service_update for API deploys; restore for a recorded deployment run again as it ran (a rollback, a restart)
+                                         * @description service_update for API deploys and restarts; restore for a rollback
                                          * @enum {string}
                                          */
                                         type: "service_update" | "restore";
@@ -1517,7 +1517,7 @@ export interface paths {
                                         /** Format: uuid */
                                         id: string;
                                         /**
-                                         * @description service_update for API deploys; restore for a recorded deployment run again as it ran (a rollback, a restart)
+                                         * @description service_update for API deploys and restarts; restore for a rollback
                                          * @enum {string}
                                          */
                                         type: "service_update" | "restore";
@@ -1842,7 +1842,7 @@ export interface paths {
                                     /** Format: uuid */
                                     id: string;
                                     /**
-                                     * @description service_update for API deploys; restore for a recorded deployment run again as it ran (a rollback, a restart)
+                                     * @description service_update for API deploys and restarts; restore for a rollback
                                      * @enum {string}
                                      */
                                     type: "service_update" | "restore";
@@ -1991,7 +1991,7 @@ export interface paths {
                                     /** Format: uuid */
                                     id: string;
                                     /**
-                                     * @description service_update for API deploys; restore for a recorded deployment run again as it ran (a rollback, a restart)
+                                     * @description service_update for API deploys and restarts; restore for a rollback
                                      * @enum {string}
                                      */
                                     type: "service_update" | "restore";
@@ -4630,7 +4630,7 @@ export interface paths {
                                     /** Format: uuid */
                                     id: string;
                                     /**
-                                     * @description service_update for API deploys; restore for a recorded deployment run again as it ran (a rollback, a restart)
+                                     * @description service_update for API deploys and restarts; restore for a rollback
                                      * @enum {string}
                                      */
                                     type: "service_update" | "restore";
@@ -4894,7 +4894,7 @@ export interface paths {
                                     /** Format: uuid */
                                     id: string;
                                     /**
-                                     * @description service_update for API deploys; restore for a recorded deployment run again as it ran (a rollback, a restart)
+                                     * @description service_update for API deploys and restarts; restore for a rollback
                                      * @enum {string}
                                      */
                                     type: "service_update" | "restore";
@@ -5295,7 +5295,7 @@ export interface paths {
                                 /** Format: uuid */
                                 id: string;
                                 /**
-                                 * @description service_update for API deploys; restore for a recorded deployment run again as it ran (a rollback, a restart)
+                                 * @description service_update for API deploys and restarts; restore for a rollback
                                  * @enum {string}
                                  */
                                 type: "service_update" | "restore";

@@ -5,8 +5,9 @@ export type DeploymentState = (typeof DEPLOYMENT_STATES)[number];
 export const TERMINAL_DEPLOYMENT_STATES: readonly DeploymentState[] = ['success', 'failed'];
 
 /**
- * restore: a recorded deployment run again as it ran (a rollback's earlier one, a restart's serving one).
- * The hosted API's Deployment `type` allows update, restore and service_update, and nothing else.
+ * restore: a rollback to an earlier deployment; every other deployment the API makes, a restart
+ * included, is a service_update (contract). The hosted API's Deployment `type` allows update, restore
+ * and service_update, and nothing else.
  */
 export const DEPLOYMENT_TYPES = ['service_update', 'restore'] as const;
 export type DeploymentType = (typeof DEPLOYMENT_TYPES)[number];

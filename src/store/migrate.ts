@@ -42,7 +42,7 @@ import * as apiCertificate from './migrations/0045-api-certificate.ts';
 import * as deviceLogins from './migrations/0046-device-logins.ts';
 import * as passkeys from './migrations/0047-passkeys.ts';
 import * as changeNotificationsByColumn from './migrations/0048-change-notifications-by-column.ts';
-import * as restartsAreRestores from './migrations/0049-restarts-are-restores.ts';
+import * as restartsAreServiceUpdates from './migrations/0049-restarts-are-service-updates.ts';
 import * as idempotentAnswerHeaders from './migrations/0050-idempotent-answer-headers.ts';
 import type { Database } from './schema.ts';
 
@@ -91,7 +91,7 @@ const migrations: Record<string, Migration> = {
   '0046-device-logins': deviceLogins,
   '0047-passkeys': passkeys,
   '0048-change-notifications-by-column': changeNotificationsByColumn,
-  '0049-restarts-are-restores': restartsAreRestores,
+  '0049-restarts-are-service-updates': restartsAreServiceUpdates,
   '0050-idempotent-answer-headers': idempotentAnswerHeaders,
 };
 

@@ -266,7 +266,7 @@ test('rollback on docker brings back the old image and the old secret value; res
   assert.equal(restarted.status, 200, JSON.stringify(restarted.body));
   const again = await deploymentEnd(berth.url, token, restarted.body.data.deployment_id, 120_000);
   assert.equal(again.state, 'success', again.failure_reason);
-  assert.equal(again.type, 'restore');
+  assert.equal(again.type, 'service_update');
   const [fresh] = await replicasOf(svc.id, again.id);
   assert.ok(fresh, 'a new replica');
   assert.notEqual(fresh.id, back?.id);

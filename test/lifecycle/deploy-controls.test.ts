@@ -185,10 +185,15 @@ test('rollback restores the earlier image, ops and secret values; restart runs t
   assert.equal(restarted.status, 200, restarted.raw);
   const again = await ended(restarted.body.data.deployment_id);
   assert.equal(again.state, 'success', again.failure_reason);
-  // A type the hosted API's Deployment schema allows (update, restore, service_update): a restart runs
-  // the serving deployment again as it ran, and its note says it was a restart.
-  assert.equal(again.type, 'restore');
+  // A type the hosted API's Deployment schema allows (update, restore, service_update), and not the
+  // rollbacks' restore (contract): a restart runs the serving deployment again, its note says so.
+  assert.equal(again.type, 'service_update');
   assert.equal(again.note, `Restart of ${restore.id}`);
+  const restartLog = await h.request('GET', `/v1/deployments/${again.id}/logs`, { token: t.token });
+  assert.match(
+    restartLog.body.data.lines[0].line,
+    new RegExp(`^A restart \\(running ${restore.id} again\\)`),
+  );
   assert.equal(again.docker_image_tag, 'v1', 'the serving version');
   const now = await workload(serviceUrl);
   assert.equal(now?.deployment_id, again.id, 'new replicas of the same version');

@@ -255,7 +255,7 @@ describe('jobs queued before jobs named their account', () => {
 });
 
 describe('restarts recorded with a type of their own', () => {
-  test('are restores after migration 0049, in the deployment and in the events that kept it', async () => {
+  test('are service updates after migration 0049, in the deployment and in the events that kept it', async () => {
     const serviceId = await newServiceId();
     const { db } = h.deps.store;
     const deploy = await h.request('POST', `/v1/environments/${t.envId}/services/${serviceId}/deploy`, {
@@ -268,15 +268,15 @@ describe('restarts recorded with a type of their own', () => {
     await sql`UPDATE events SET data = jsonb_set(data, '{type}', '"restart"') WHERE data->>'id' = ${id}`.execute(
       db,
     );
-    await sql`DELETE FROM kysely_migration WHERE name = '0049-restarts-are-restores'`.execute(db);
+    await sql`DELETE FROM kysely_migration WHERE name = '0049-restarts-are-service-updates'`.execute(db);
     await migrateToLatest(db);
     const res = await h.request('GET', `/v1/deployments/${id}`, { token: t.token });
     assert.equal(res.status, 200, res.raw);
-    assert.equal(res.body.data.deployment.type, 'restore');
+    assert.equal(res.body.data.deployment.type, 'service_update');
     const kept = await sql<{
       type: string;
     }>`SELECT data->>'type' AS type FROM events WHERE data->>'id' = ${id}`.execute(db);
     assert.ok(kept.rows.length > 0, 'the deployment has events');
-    assert.deepEqual(new Set(kept.rows.map((r) => r.type)), new Set(['restore']));
+    assert.deepEqual(new Set(kept.rows.map((r) => r.type)), new Set(['service_update']));
   });
 });

@@ -6,8 +6,7 @@ export const Deployment = Type.Object({
   id: Uuid,
   type: StringEnum(DEPLOYMENT_TYPES, {
     maxLength: 30,
-    description:
-      'service_update for API deploys; restore for a recorded deployment run again as it ran (a rollback, a restart)',
+    description: 'service_update for API deploys and restarts; restore for a rollback',
   }),
   state: StringEnum(DEPLOYMENT_STATES, {
     maxLength: 20,

@@ -147,7 +147,7 @@ export async function rollback(
       deps.secretBox,
       service.id,
       { note: body.note ?? `Rollback to ${target.id}` },
-      { copy: { of: target } },
+      { copy: { type: 'restore', of: target } },
     );
     await recordAudit(trx, actor, 'deployment.rollback', {
       id: deployment.id,
@@ -157,7 +157,10 @@ export async function rollback(
   });
 }
 
-/** Restart: the serving deployment again (same target, ops and variables), as new replicas. */
+/**
+ * Restart: the serving deployment again (same target, ops and variables), as new replicas. Its type is
+ * `service_update` (the contract reserves `restore` for rollbacks); `restored_from` names the one it runs.
+ */
 export async function restart(
   deps: Pick<Deps, 'store' | 'secretBox'>,
   actor: Actor,
@@ -175,7 +178,7 @@ export async function restart(
       deps.secretBox,
       service.id,
       { note: body.note ?? `Restart of ${serving.id}` },
-      { copy: { of: serving } },
+      { copy: { type: 'service_update', of: serving } },
     );
     await recordAudit(trx, actor, 'deployment.restart', {
       id: deployment.id,

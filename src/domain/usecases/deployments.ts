@@ -5,6 +5,7 @@ import { insertDeployment } from '../../store/repositories/deployments.ts';
 import { enqueueAtCommit } from '../../store/repositories/jobs.ts';
 import type { DeploymentRow, ServiceRow } from '../../store/schema.ts';
 import type { SecretBox } from '../../store/secret-box.ts';
+import type { DeploymentType } from '../deployment-states.ts';
 import { type FieldError, ValidationError } from '../errors.ts';
 import type { DeployBody } from '../inputs.ts';
 import { redactor } from '../redact.ts';
@@ -59,8 +60,11 @@ export interface AcceptOptions {
   refusal?: string | null;
   /** The service row, already locked by the caller in `trx`. */
   locked?: ServiceRow;
-  /** A restore (rollback or restart): the deployment whose target, ops config and variables it runs again. */
-  copy?: { of: DeploymentRow };
+  /**
+   * A rollback (type `restore`) or a restart (`service_update`: the contract reserves `restore` for
+   * rollbacks): the deployment whose target, ops config and variables it runs again.
+   */
+  copy?: { type: DeploymentType; of: DeploymentRow };
 }
 
 /**
@@ -114,7 +118,7 @@ export async function acceptDeployment(
     account_id: service.account_id,
     environment_id: service.environment_id,
     service_id: service.id,
-    type: copy ? 'restore' : 'service_update',
+    type: copy?.type ?? 'service_update',
     state: refusal === null ? 'queued' : 'failed',
     failure_reason: mask(refusal ?? ''),
     prev_deployment_id: service.latest_deployment_id,
@@ -158,9 +162,11 @@ async function logAccepted(
     'the head of the configured branch';
   const note = deployment.note ? ` (note: ${deployment.note})` : '';
   const what =
-    deployment.type === 'service_update'
-      ? 'Deployment'
-      : `A ${deployment.type} deployment (bringing back ${deployment.restored_from})`;
+    deployment.type === 'restore'
+      ? `A restore deployment (bringing back ${deployment.restored_from})`
+      : deployment.restored_from
+        ? `A restart (running ${deployment.restored_from} again)`
+        : 'Deployment';
   const waiting =
     previousState === 'queued' || previousState === 'in_progress'
       ? `Queued behind deployment ${deployment.prev_deployment_id} (${previousState})`
