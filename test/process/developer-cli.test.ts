@@ -447,6 +447,11 @@ test('secrets set / unset / import keep the other keys; sensitive values are nev
   const unset = await berth(['secrets', 'unset', SERVICE, 'A']);
   assert.equal(unset.code, 0, unset.err);
   const dotenv = path.join(home, '.env');
+  // A line dotenv would skip (a space in the key) refuses the whole file, naming the line, not its value.
+  fs.writeFileSync(dotenv, 'FROM_FILE="line one"\nDATABASE URL=s3cret-value\n');
+  const typo = await berth(['secrets', 'import', SERVICE, dotenv]);
+  assert.equal(typo.code, 2, typo.err);
+  assert.match(typo.err, /line 2 \("DATABASE URL" before its =\) is not KEY=VALUE .*; nothing was imported/);
   fs.writeFileSync(dotenv, 'FROM_FILE="line one"\n# a comment\nOTHER=2\n');
   assert.equal((await berth(['secrets', 'import', SERVICE, dotenv])).code, 0);
 
@@ -471,7 +476,7 @@ test('secrets set / unset / import keep the other keys; sensitive values are nev
   );
   const unknown = await berth(['secrets', 'unset', SERVICE, 'NOPE']);
   assert.equal(unknown.code, 4);
-  for (const res of [set, unset, exported, sensitive])
+  for (const res of [set, unset, exported, sensitive, typo])
     assert.ok(!(res.out + res.err).includes('s3cret-value'));
 });
 

@@ -4,6 +4,7 @@ import dotenv from 'dotenv';
 import { ApiError, type BerthClient, type paths, unwrap } from '../../client/index.ts';
 import { withExamples } from '../help.ts';
 import { common, withSession } from './common.ts';
+import { unreadableLines } from './dotenv-lines.ts';
 import { CliError, EXIT } from './errors.ts';
 import type { Column } from './output.ts';
 import type { Session } from './session.ts';
@@ -227,6 +228,16 @@ export function secretCommands(program: Command): void {
         text = fs.readFileSync(file, 'utf8');
       } catch (error) {
         throw new CliError(`cannot read ${file}: ${(error as Error).message}`, EXIT.usage);
+      }
+      const unreadable = unreadableLines(text);
+      if (unreadable.length > 0) {
+        const lines = unreadable.map(({ line, before }) =>
+          before === undefined ? `line ${line}` : `line ${line} (${JSON.stringify(before)} before its =)`,
+        );
+        throw new CliError(
+          `${file}: ${lines.join(', ')} ${unreadable.length === 1 ? 'is' : 'are'} not KEY=VALUE (a key is letters, digits, _, . and -); nothing was imported`,
+          EXIT.usage,
+        );
       }
       const values = new Map(Object.entries(dotenv.parse(text)));
       if (values.size === 0) throw new CliError(`${file} holds no KEY=VALUE line`, EXIT.usage);
