@@ -50,6 +50,25 @@ describe('JSON nesting is limited to 64 levels, before anything recurses over th
 });
 
 describe('query strings are validated like bodies', () => {
+  test('lists that are not paged take no parameter: ?limit=1 is no page of one', async () => {
+    const deployment = await h.request('POST', `${svc}/deploy`, { token: t.token, body: {} });
+    assert.equal(deployment.status, 200, deployment.raw);
+    for (const url of [
+      '/v1/environments',
+      '/v1/tokens',
+      '/v1/webhooks',
+      '/v1/members',
+      '/v1/sessions',
+      '/v1/passkeys',
+      `/v1/deployments/${deployment.body.data.deployment_id}/operations`,
+    ]) {
+      const res = await h.request('GET', `${url}?limit=1&foo=1`, { token: t.token });
+      assert.equal(res.status, 422, `${url}: ${res.raw}`);
+      assert.deepEqual(res.body.errors, [{ field: 'limit', error: 'unknown field "limit"' }], url);
+      assert.equal((await h.request('GET', url, { token: t.token })).status, 200, url);
+    }
+  });
+
   for (const list of ['/services', '/services/:id/deployments', 'audit']) {
     const url =
       list === 'audit' ? '/v1/audit-logs' : `${env}${list.replace('/services/:id', svc.slice(env.length))}`;

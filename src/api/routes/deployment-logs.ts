@@ -11,7 +11,7 @@ import {
 } from '../../store/repositories/deployment-logs.ts';
 import { findDeploymentById } from '../../store/repositories/deployments.ts';
 import { deploymentOf } from '../plugins/scope.ts';
-import { AUTH_ERRORS, Envelope, errorResponses, isSeq, Nullable, Uuid } from '../schemas/common.ts';
+import { AUTH_ERRORS, Envelope, errorResponses, isSeq, NoQuery, Nullable, Uuid } from '../schemas/common.ts';
 import { Deployment } from '../schemas/deployments.ts';
 import {
   DeploymentLogLine,
@@ -137,6 +137,7 @@ export const deploymentLogRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = as
           'created and started, first healthy, routed, succeeded or failed, and its old version stopped, in ' +
           'the order they happened, with millisecond timestamps.',
         params: Type.Object({ deploymentId: Uuid }),
+        querystring: NoQuery,
         response: {
           200: Envelope(
             Type.Object({
@@ -144,7 +145,7 @@ export const deploymentLogRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = as
               timeline: Type.Array(TimelineEntry, { maxItems: TIMELINE_MARKS.length }),
             }),
           ),
-          ...errorResponses(...AUTH_ERRORS),
+          ...errorResponses(...AUTH_ERRORS, 422),
         },
       },
     },

@@ -7,7 +7,7 @@ import { listEnvironments } from '../../store/repositories/environments.ts';
 import { authOf } from '../plugins/auth.ts';
 import { ConditionalHeaders, conditionalResponses } from '../plugins/conditional-reads.ts';
 import { environmentOf } from '../plugins/scope.ts';
-import { AUTH_ERRORS, Envelope, EnvIdParams, errorResponses } from '../schemas/common.ts';
+import { AUTH_ERRORS, Envelope, EnvIdParams, errorResponses, NoQuery } from '../schemas/common.ts';
 import { Environment, LiveEnvironment } from '../schemas/environments.ts';
 import { environmentView, success } from '../views.ts';
 
@@ -19,9 +19,10 @@ export const environmentRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = asyn
       schema: {
         summary: 'List environments, oldest first',
         description: 'A token limited to some environments lists only those.',
+        querystring: NoQuery,
         response: {
           200: Envelope(Type.Object({ environments: Type.Array(Environment) })),
-          ...errorResponses(...AUTH_ERRORS),
+          ...errorResponses(...AUTH_ERRORS, 422),
         },
       },
     },

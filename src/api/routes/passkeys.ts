@@ -20,7 +20,7 @@ import {
 import type { PasskeysTable } from '../../store/schema.ts';
 import { actorOf, authOf } from '../plugins/auth.ts';
 import type { AuthFailureLimit } from '../plugins/auth-failures.ts';
-import { CLOSED, Envelope, errorResponses } from '../schemas/common.ts';
+import { CLOSED, Envelope, errorResponses, NoQuery } from '../schemas/common.ts';
 import {
   AuthenticationOptions,
   Passkey,
@@ -109,9 +109,10 @@ export const passkeyRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (a
       schema: {
         summary: "The caller's passkeys, oldest first",
         description: "A person's own; none for a token no person owns.",
+        querystring: NoQuery,
         response: {
           200: Envelope(Type.Object({ passkeys: Type.Array(Passkey) })),
-          ...errorResponses(401, 403, 429, 500),
+          ...errorResponses(401, 403, 422, 429, 500),
         },
       },
     },

@@ -31,7 +31,7 @@ import {
   sessionSecret,
   setSessionCookie,
 } from '../plugins/sessions.ts';
-import { Envelope, errorResponses, Nullable } from '../schemas/common.ts';
+import { Envelope, errorResponses, NoQuery, Nullable } from '../schemas/common.ts';
 import {
   AcceptInvitationBody,
   Invitation,
@@ -249,9 +249,10 @@ export const sessionRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; mailer: Mail
       config: { role: 'admin', wholeAccount: true },
       schema: {
         summary: "The account's members, oldest first",
+        querystring: NoQuery,
         response: {
           200: Envelope(Type.Object({ members: Type.Array(Member) })),
-          ...errorResponses(401, 403, 429, 500),
+          ...errorResponses(401, 403, 422, 429, 500),
         },
       },
     },
@@ -299,9 +300,10 @@ export const sessionRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; mailer: Mail
         summary: "The caller's signed-in sessions that still work, newest first",
         description:
           "A person's own sessions, in every account they are a member of; none for a token no person owns.",
+        querystring: NoQuery,
         response: {
           200: Envelope(Type.Object({ sessions: Type.Array(Session) })),
-          ...errorResponses(401, 403, 429, 500),
+          ...errorResponses(401, 403, 422, 429, 500),
         },
       },
     },

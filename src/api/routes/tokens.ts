@@ -4,7 +4,7 @@ import { NewTokenBody } from '../../domain/inputs.ts';
 import type { Deps } from '../../domain/usecases/context.ts';
 import { createToken, listTokens, revokeTokenOf } from '../../domain/usecases/people.ts';
 import { actorOf, authOf, type TokenAuthenticator } from '../plugins/auth.ts';
-import { AUTH_ERRORS, Envelope, errorResponses } from '../schemas/common.ts';
+import { AUTH_ERRORS, Envelope, errorResponses, NoQuery } from '../schemas/common.ts';
 import { CreatedToken, Token, TokenParams } from '../schemas/tokens.ts';
 import { success, tokenView } from '../views.ts';
 
@@ -44,9 +44,10 @@ export const tokenRoutes: FastifyPluginAsyncTypebox<{
       config: { role: 'admin', wholeAccount: true },
       schema: {
         summary: "The account's API tokens, newest first (revoked ones too, with when)",
+        querystring: NoQuery,
         response: {
           200: Envelope(Type.Object({ tokens: Type.Array(Token) })),
-          ...errorResponses(...AUTH_ERRORS),
+          ...errorResponses(...AUTH_ERRORS, 422),
         },
       },
     },

@@ -8,7 +8,14 @@ import { listDeliveries, listWebhooks } from '../../store/repositories/webhooks.
 import { nextCursor, pageOf } from '../paging.ts';
 import { actorOf, authOf } from '../plugins/auth.ts';
 import { webhookOf } from '../plugins/scope.ts';
-import { AUTH_ERRORS, CLOSED, Envelope, errorResponses, pagedListSchema } from '../schemas/common.ts';
+import {
+  AUTH_ERRORS,
+  CLOSED,
+  Envelope,
+  errorResponses,
+  NoQuery,
+  pagedListSchema,
+} from '../schemas/common.ts';
 import {
   CreatedWebhook,
   DeliveryParams,
@@ -51,9 +58,10 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (a
       config: { role: 'viewer', wholeAccount: true },
       schema: {
         summary: "The account's webhooks",
+        querystring: NoQuery,
         response: {
           200: Envelope(Type.Object({ webhooks: Type.Array(Webhook, { maxItems: MAX_WEBHOOKS }) })),
-          ...errorResponses(...AUTH_ERRORS),
+          ...errorResponses(...AUTH_ERRORS, 422),
         },
       },
     },

@@ -72,6 +72,12 @@ export const PageQuery = Type.Object(
   { additionalProperties: false },
 );
 
+/**
+ * A list that is not paged takes no query parameter: `?limit=1` there is a field error (unknown field),
+ * not a whole list answered as if it were a page.
+ */
+export const NoQuery = Type.Object({}, { additionalProperties: false });
+
 /** A paged list's response: `{message, data: {<key>: [...], next_cursor}}`. */
 export function PagedList<const K extends string, T extends TSchema>(key: K, item: T) {
   const items = { [key]: Type.Array(item) } as Record<K, TArray<T>>;
