@@ -1,13 +1,11 @@
-import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
-import { assertEachTickRunOnce } from '../helpers/cron-ticks.ts';
+import { assertEachTickRunOnce, deployTicker } from '../helpers/cron-ticks.ts';
 import { TEST_DATABASE } from '../helpers/database.ts';
 import { freePort } from '../helpers/docker.ts';
-import { api, deploymentEnd } from '../helpers/process.ts';
 import { serverFixture } from '../helpers/server.ts';
 
 /**
@@ -34,22 +32,6 @@ test('a cron tick runs once with two berth serve processes scheduling it (docker
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-docker-second-'));
   dataDirs.push(dir);
   const second = await servers.serve({ BERTH_DATA_DIR: dir, BERTH_INGRESS_PORT: String(await freePort()) });
-  const created = await api(`${envUrl}/services`, token, 'POST', {
-    name: 'Ticker',
-    source: 'docker_image',
-    docker_image: 'berth-test/busybox',
-    type: 'cron',
-    cron_schedule: '*/2 * * * * *',
-    run_command: 'echo tick',
-    replica_count: 1,
-    cpu_count_min: 0.1,
-    memory_mb_min: 16,
-  });
-  assert.equal(created.status, 200, JSON.stringify(created.body));
-  const id = created.body.data.service.id as string;
-  const deploy = await api(`${envUrl}/services/${id}/deploy`, token, 'POST', {});
-  const end = await deploymentEnd(first.url, token, deploy.body.data.deployment_id, 120_000);
-  assert.equal(end.state, 'success', end.failure_reason);
-
+  const id = await deployTicker(first, { envUrl, token }, { docker_image: 'berth-test/busybox' });
   await assertEachTickRunOnce(first, second, id);
 });

@@ -1,6 +1,34 @@
 import assert from 'node:assert/strict';
 import { pollUntil } from './poll.ts';
-import type { BerthProcess } from './process.ts';
+import { api, type BerthProcess, deploymentEnd } from './process.ts';
+
+/**
+ * A cron service ticking every two seconds (`echo tick`) from `image`, created and deployed through the
+ * API of `berth` (the `envUrl`, `token` of its first start): its id once the deployment succeeded.
+ */
+export async function deployTicker(
+  berth: { url: string },
+  { envUrl, token }: { envUrl: string; token: string },
+  image: { docker_image: string; docker_registry?: string },
+): Promise<string> {
+  const created = await api(`${envUrl}/services`, token, 'POST', {
+    name: 'Ticker',
+    source: 'docker_image',
+    ...image,
+    type: 'cron',
+    cron_schedule: '*/2 * * * * *',
+    run_command: 'echo tick',
+    replica_count: 1,
+    cpu_count_min: 0.1,
+    memory_mb_min: 16,
+  });
+  assert.equal(created.status, 200, JSON.stringify(created.body));
+  const id = created.body.data.service.id as string;
+  const deploy = await api(`${envUrl}/services/${id}/deploy`, token, 'POST', {});
+  const end = await deploymentEnd(berth.url, token, deploy.body.data.deployment_id, 300_000);
+  assert.equal(end.state, 'success', end.failure_reason);
+  return id;
+}
 
 /**
  * Per process, the ticks of a cron service it ran and the ones it found claimed by another (its log at

@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { assertEachTickRunOnce } from '../helpers/cron-ticks.ts';
+import { assertEachTickRunOnce, deployTicker } from '../helpers/cron-ticks.ts';
 import { TEST_DATABASE } from '../helpers/database.ts';
 import { freePort, viaIngress } from '../helpers/docker.ts';
 import { pollUntil } from '../helpers/poll.ts';
@@ -107,23 +107,13 @@ test('a cron tick runs once with two berth serve processes scheduling it', {
   dataDirs.push(dir);
   const second = await serve({ dataDir: dir, ingressPort: await freePort() });
   const { token, envUrl } = await firstStartOf(first);
-  const created = await api(`${envUrl}/services`, token, 'POST', {
-    name: 'Ticker',
-    source: 'docker_image',
-    docker_registry: swarm.registry,
-    docker_image: 'berth-swarm/busybox',
-    type: 'cron',
-    cron_schedule: '*/2 * * * * *',
-    run_command: 'echo tick',
-    replica_count: 1,
-    cpu_count_min: 0.1,
-    memory_mb_min: 16,
-  });
-  assert.equal(created.status, 200, JSON.stringify(created.body));
-  const id = created.body.data.service.id as string;
-  const deploy = await api(`${envUrl}/services/${id}/deploy`, token, 'POST', {});
-  const end = await deploymentEnd(first.url, token, deploy.body.data.deployment_id, 300_000);
-  assert.equal(end.state, 'success', end.failure_reason);
-
+  const id = await deployTicker(
+    first,
+    { envUrl, token },
+    {
+      docker_registry: swarm.registry,
+      docker_image: 'berth-swarm/busybox',
+    },
+  );
   await assertEachTickRunOnce(first, second, id);
 });
