@@ -717,8 +717,9 @@ export interface paths {
                         cron_schedule?: string | null;
                         /** @description required unless source is helm_chart */
                         replica_count?: number | null;
-                        /** @description required unless source is helm_chart */
+                        /** @description CPUs, 0.01 to 512; required unless source is helm_chart */
                         cpu_count_min?: number | null;
+                        /** @description CPUs, 0.01 to 512 */
                         cpu_count_max?: number | null;
                         /** @description required unless source is helm_chart */
                         memory_mb_min?: number | null;
@@ -1365,8 +1366,9 @@ export interface paths {
                         cron_schedule?: string | null;
                         /** @description required unless source is helm_chart */
                         replica_count?: number | null;
-                        /** @description required unless source is helm_chart */
+                        /** @description CPUs, 0.01 to 512; required unless source is helm_chart */
                         cpu_count_min?: number | null;
+                        /** @description CPUs, 0.01 to 512 */
                         cpu_count_max?: number | null;
                         /** @description required unless source is helm_chart */
                         memory_mb_min?: number | null;
