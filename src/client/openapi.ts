@@ -10606,7 +10606,7 @@ export interface paths {
                          * @enum {string}
                          */
                         cloud?: "aws" | "gcp";
-                        /** @description e.g. us-east-1 */
+                        /** @description one of the cloud's regions (us-east-1, europe-west1, ...); default us-east-1 on aws, us-central1 on gcp */
                         region?: string;
                     };
                 };
