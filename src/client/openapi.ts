@@ -5163,7 +5163,7 @@ export interface paths {
         put?: never;
         /**
          * Restart Service
-         * @description A new deployment of type `restart` that replaces the replicas with the serving version (same target, ops.json and secrets), new ones healthy before the old ones go. 409 when nothing has been deployed.
+         * @description A new deployment (type `service_update`, note `Restart of <id>` by default) that replaces the replicas with the serving version (same target, ops.json and secrets), new ones healthy before the old ones go. 409 when nothing has been deployed.
          */
         post: {
             parameters: {
