@@ -6596,7 +6596,7 @@ export interface paths {
         post?: never;
         /**
          * Revoke an API token
-         * @description Every Berth process refuses it within a second. 404 for a token already revoked.
+         * @description Every Berth process refuses it within a second. 404 for a token already revoked; 403 for a token whose role is above the caller's (an admin cannot revoke the owner's).
          */
         delete: {
             parameters: {
