@@ -575,6 +575,7 @@ test('berth --help lists every command and the exit codes; completion scripts fo
     'webhooks delete',
     'webhooks deliveries',
     'webhooks redeliver',
+    'audit',
     'dependencies backups ls',
     'dependencies backups create',
     'dependencies backups restore',
