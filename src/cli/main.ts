@@ -27,6 +27,7 @@ const COMMANDS: [names: string[], load: () => Promise<Register>][] = [
   [['metrics'], async () => (await import('./dev/metrics.ts')).metricsCommands],
   [['events'], async () => (await import('./dev/events.ts')).eventCommands],
   [['tokens'], async () => (await import('./dev/tokens.ts')).tokenCommands],
+  [['webhooks'], async () => (await import('./dev/webhooks.ts')).webhookCommands],
   [['completion'], async () => (await import('./completion/command.ts')).completionCommand],
 ];
 
