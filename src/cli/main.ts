@@ -27,6 +27,8 @@ const COMMANDS: [names: string[], load: () => Promise<Register>][] = [
   [['metrics'], async () => (await import('./dev/metrics.ts')).metricsCommands],
   [['events'], async () => (await import('./dev/events.ts')).eventCommands],
   [['tokens'], async () => (await import('./dev/tokens.ts')).tokenCommands],
+  [['webhooks'], async () => (await import('./dev/webhooks.ts')).webhookCommands],
+  [['audit'], async () => (await import('./dev/audit.ts')).auditCommands],
   [['completion'], async () => (await import('./completion/command.ts')).completionCommand],
 ];
 
