@@ -118,7 +118,7 @@ export function StateBadge(props: { state: string | null | undefined }) {
   const state = props.state ?? 'unknown';
   const tone = /fail|delet/.test(state)
     ? 'bad'
-    : /^(success|running|available|deployed|verified|issued)$/.test(state)
+    : /^(success|succeeded|running|available|deployed|verified|issued)$/.test(state)
       ? 'good'
       : 'busy';
   return <span class={`badge ${tone}`}>{state.replaceAll('_', ' ')}</span>;
