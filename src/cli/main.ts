@@ -15,9 +15,10 @@ const COMMANDS: [names: string[], load: () => Promise<Register>][] = [
   [['serve', 'worker', 'migrate'], async () => (await import('./server-commands.ts')).serverCommands],
   [['admin'], async () => (await import('./admin.ts')).adminCommand],
   [['login', 'logout', 'whoami', 'contexts'], async () => (await import('./dev/auth.ts')).authCommands],
+  [['envs', 'services'], async () => (await import('./dev/resources.ts')).resourceCommands],
   [
-    ['envs', 'services', 'deploy', 'deployments'],
-    async () => (await import('./dev/resources.ts')).resourceCommands,
+    ['deploy', 'deployments', 'rollback', 'restart'],
+    async () => (await import('./dev/deploys.ts')).deployCommands,
   ],
   [['secrets'], async () => (await import('./dev/secrets.ts')).secretCommands],
   [['domains'], async () => (await import('./dev/domains.ts')).domainCommands],
@@ -26,6 +27,8 @@ const COMMANDS: [names: string[], load: () => Promise<Register>][] = [
   [['metrics'], async () => (await import('./dev/metrics.ts')).metricsCommands],
   [['events'], async () => (await import('./dev/events.ts')).eventCommands],
   [['tokens'], async () => (await import('./dev/tokens.ts')).tokenCommands],
+  [['webhooks'], async () => (await import('./dev/webhooks.ts')).webhookCommands],
+  [['audit'], async () => (await import('./dev/audit.ts')).auditCommands],
   [['completion'], async () => (await import('./completion/command.ts')).completionCommand],
 ];
 
@@ -71,7 +74,7 @@ const EXIT_CODES_HELP = `Exit codes:
   4  not found: the API answered 404, or no service or environment by that name
   5  validation: the API answered 422 (each field error is printed)
   6  conflict: the API answered 409, or a conditional write kept meeting newer changes
-  7  deployment failed (deploy --wait, deployments wait)`;
+  7  deployment failed (deploy, rollback or restart with --wait; deployments wait)`;
 
 /** Every command's full name and description, so that `berth --help` lists all of them. */
 function everyCommandHelp(program: Command): string {

@@ -717,8 +717,9 @@ export interface paths {
                         cron_schedule?: string | null;
                         /** @description required unless source is helm_chart */
                         replica_count?: number | null;
-                        /** @description required unless source is helm_chart */
+                        /** @description CPUs, 0.01 to 512; required unless source is helm_chart */
                         cpu_count_min?: number | null;
+                        /** @description CPUs, 0.01 to 512 */
                         cpu_count_max?: number | null;
                         /** @description required unless source is helm_chart */
                         memory_mb_min?: number | null;
@@ -1365,8 +1366,9 @@ export interface paths {
                         cron_schedule?: string | null;
                         /** @description required unless source is helm_chart */
                         replica_count?: number | null;
-                        /** @description required unless source is helm_chart */
+                        /** @description CPUs, 0.01 to 512; required unless source is helm_chart */
                         cpu_count_min?: number | null;
+                        /** @description CPUs, 0.01 to 512 */
                         cpu_count_max?: number | null;
                         /** @description required unless source is helm_chart */
                         memory_mb_min?: number | null;
@@ -5161,7 +5163,7 @@ export interface paths {
         put?: never;
         /**
          * Restart Service
-         * @description A new deployment of type `restart` that replaces the replicas with the serving version (same target, ops.json and secrets), new ones healthy before the old ones go. 409 when nothing has been deployed.
+         * @description A new deployment (type `service_update`, note `Restart of <id>` by default) that replaces the replicas with the serving version (same target, ops.json and secrets), new ones healthy before the old ones go. 409 when nothing has been deployed.
          */
         post: {
             parameters: {
@@ -6594,7 +6596,7 @@ export interface paths {
         post?: never;
         /**
          * Revoke an API token
-         * @description Every Berth process refuses it within a second. 404 for a token already revoked.
+         * @description Every Berth process refuses it within a second. 404 for a token already revoked; 403 for a token whose role is above the caller's (an admin cannot revoke the owner's).
          */
         delete: {
             parameters: {
@@ -10604,7 +10606,7 @@ export interface paths {
                          * @enum {string}
                          */
                         cloud?: "aws" | "gcp";
-                        /** @description e.g. us-east-1 */
+                        /** @description one of the cloud's regions (us-east-1, europe-west1, ...); default us-east-1 on aws, us-central1 on gcp */
                         region?: string;
                     };
                 };

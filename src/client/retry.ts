@@ -32,10 +32,21 @@ export function retryAfterMs(header: string | null, now = Date.now()): number | 
 export class UnreachableError extends Error {}
 
 /**
- * A fetch that tries again on 429 and 5xx (waiting what Retry-After says, else backing off) and when the
- * server cannot be reached. A POST gets one Idempotency-Key for all its tries (unless the caller set one),
- * so a retry of a POST that was done (only its answer was lost) gets the first answer instead of doing it
- * again. Other methods carry no key: GET, PUT, PATCH and DELETE are idempotent by themselves.
+ * Whether a request may be sent again after a 5xx or a lost answer, when it may already have been done:
+ * a GET or HEAD, or one the server answers once per Idempotency-Key (docs/api.md: POSTs only). A PATCH,
+ * PUT or DELETE has no key the server honours, so a second try could act twice (or undo a change made
+ * in between).
+ */
+function safeToRepeat(request: Request): boolean {
+  return request.method === 'GET' || request.method === 'HEAD' || request.headers.has('idempotency-key');
+}
+
+/**
+ * A fetch that tries again on 429 (refused before anything was done), and on 5xx and when the server
+ * cannot be reached if the request is safe to repeat (waiting what Retry-After says, else backing off).
+ * A POST gets one Idempotency-Key for all its tries (unless the caller set one), so a retry of a POST
+ * that was done (only its answer was lost) gets the first answer instead of doing it again. An abort is
+ * never retried: the caller (or the browser, leaving the page) wanted the request stopped.
  */
 export function retryingFetch(options: RetryOptions = {}, inner: typeof fetch = fetch) {
   const attempts = options.attempts ?? 4;
@@ -52,11 +63,12 @@ export function retryingFetch(options: RetryOptions = {}, inner: typeof fetch = 
       try {
         const response = await inner(last ? request : request.clone());
         if (last || !isRetriedStatus(response.status)) return response;
+        if (response.status !== 429 && !safeToRepeat(request)) return response;
         delay = retryAfterMs(response.headers.get('retry-after')) ?? delay;
         await response.body?.cancel();
       } catch (error) {
-        if (request.signal.aborted) throw error;
-        if (last) {
+        if (request.signal.aborted || (error as Error).name === 'AbortError') throw error;
+        if (last || !safeToRepeat(request)) {
           throw new UnreachableError(
             `Cannot reach Berth at ${new URL(request.url).origin} (${(error as Error).cause ?? (error as Error).message})`,
           );

@@ -107,7 +107,11 @@ export const NewEnvironmentBody = Type.Object(
     name: Type.String({ minLength: 1, maxLength: 100 }),
     cloud: Type.Optional(StringEnum(CLOUDS, { description: 'default aws' })),
     region: Type.Optional(
-      Type.String({ pattern: '^[a-z]+(-[a-z0-9]+)+$', maxLength: 50, description: 'e.g. us-east-1' }),
+      Type.String({
+        maxLength: 50,
+        description:
+          "one of the cloud's regions (us-east-1, europe-west1, ...); default us-east-1 on aws, us-central1 on gcp",
+      }),
     ),
   },
   CLOSED,

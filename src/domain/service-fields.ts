@@ -25,6 +25,12 @@ const ShortText = (description: string) => Type.String({ maxLength: 100, descrip
 export const LONG_TEXT_MAX = 262_144;
 const LongText = (description: string) => Type.String({ maxLength: LONG_TEXT_MAX, description });
 
+/**
+ * The least CPU a service may ask for: Docker takes no less than 0.01 CPUs, and a smaller value (1e-10)
+ * rounds to 0 nanocpus, which Docker reads as no limit at all.
+ */
+const CPU_MIN = 0.01;
+
 export const SERVICE_FIELDS = {
   name: {
     schema: Type.String({
@@ -58,13 +64,17 @@ export const SERVICE_FIELDS = {
   },
   cpu_count_min: {
     schema: Nullable(
-      Type.Number({ exclusiveMinimum: 0, maximum: 512, description: 'required unless source is helm_chart' }),
+      Type.Number({
+        minimum: CPU_MIN,
+        maximum: 512,
+        description: 'CPUs, 0.01 to 512; required unless source is helm_chart',
+      }),
     ),
     unset: null,
     shown: 'omitted',
   },
   cpu_count_max: {
-    schema: Nullable(Type.Number({ exclusiveMinimum: 0, maximum: 512 })),
+    schema: Nullable(Type.Number({ minimum: CPU_MIN, maximum: 512, description: 'CPUs, 0.01 to 512' })),
     unset: null,
     shown: 'omitted',
   },

@@ -5,7 +5,7 @@
  */
 import { redactor } from '../domain/redact.ts';
 import type { Deps } from '../domain/usecases/context.ts';
-import { standOnUncancelled, stateAfterCancel } from '../domain/usecases/deploy-controls.ts';
+import { placeAfterCancel } from '../domain/usecases/deploy-controls.ts';
 import { maskedValuesOf } from '../domain/usecases/secrets.ts';
 import {
   type Applied,
@@ -202,19 +202,16 @@ export async function recordOutcome(
         : {
             to: 'failed' as const,
             set: { failure_reason: outcome.failure.slice(0, 2000), ...outcome.source },
-            // A cancel is no failure: the service keeps to the version that still serves.
-            serviceState:
-              outcome.failure === 'cancelled'
-                ? await stateAfterCancel(trx, service.id, deployment.id)
-                : ('deploy_failed' as const),
+            // A cancel is no failure: the service goes back to the version that still serves, in this statement.
+            ...(outcome.failure === 'cancelled'
+              ? await placeAfterCancel(trx, service.id, deployment.id)
+              : { serviceState: 'deploy_failed' as const }),
           };
     const { held, moved, alerted } = await endDeployment(trx, deployment, claim.fence, {
       ...end,
       observed,
       observedAt,
     });
-    if (moved && !('applied' in outcome) && outcome.failure === 'cancelled')
-      await standOnUncancelled(trx, { ...deployment, state: 'failed', failure_reason: 'cancelled' });
     if (claim.fence) claim.settled(held, true);
     if (moved) {
       if ('applied' in outcome) {

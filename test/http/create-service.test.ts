@@ -255,6 +255,19 @@ describe('resources', () => {
       error: 'memory_mb_min must be an integer',
     },
     {
+      // 1e-10 CPUs is 0 nanocpus to Docker: no limit at all.
+      what: 'cpu_count_max a runtime cannot honour (1e-10)',
+      body: docker({ cpu_count_max: 1e-10 }),
+      field: 'cpu_count_max',
+      error: 'cpu_count_max must be at least 0.01',
+    },
+    {
+      what: 'cpu_count_min below a hundredth of a CPU',
+      body: docker({ cpu_count_min: 0.001 }),
+      field: 'cpu_count_min',
+      error: 'cpu_count_min must be at least 0.01',
+    },
+    {
       what: 'cpu_count_max below cpu_count_min',
       body: docker({ cpu_count_min: 1, cpu_count_max: 0.5 }),
       field: 'cpu_count_max',

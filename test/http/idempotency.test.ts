@@ -58,6 +58,31 @@ test("a create whose deploy_now failed is replayed with the service's id header,
   assert.equal((await servicesNamed('Refused Once')).length, 1);
 });
 
+test('a refused request (4xx, nothing done) is not remembered: a retry runs again, unmarked, and may then succeed', async () => {
+  const bad = { ...VALID_SERVICE.docker, name: 'Refused Then Fixed', replica_count: -1 };
+  for (let i = 0; i < 2; i++) {
+    const res = await post(`${env}/services`, bad, 'refused-4xx');
+    assert.equal(res.status, 422, res.raw);
+    assert.equal(
+      res.headers['idempotent-replayed'],
+      undefined,
+      'answered by the request itself, not replayed',
+    );
+  }
+  const conflicting = {
+    ...VALID_SERVICE.docker,
+    name: 'Refused Then Fixed',
+    cpu_count_min: 2,
+    cpu_count_max: 1,
+  };
+  assert.equal((await post(`${env}/services`, conflicting, 'refused-4xx')).status, 422);
+  const fixed = { ...VALID_SERVICE.docker, name: 'Refused Then Fixed' };
+  const done = await post(`${env}/services`, fixed, 'refused-4xx');
+  assert.equal(done.status, 200, done.raw);
+  sameAnswer(done, await post(`${env}/services`, fixed, 'refused-4xx'));
+  assert.equal((await servicesNamed('Refused Then Fixed')).length, 1);
+});
+
 test('the same key with a different request is refused, and changes nothing', async () => {
   const body = { ...VALID_SERVICE.docker, name: 'Keyed Once' };
   assert.equal((await post(`${env}/services`, body, 'reused')).status, 200);

@@ -381,6 +381,7 @@ describe('PATCH a service', () => {
     assertFieldErrors(await patch(worker.id, { type: 'cron' }), ['cron_schedule']);
     assertFieldErrors(await patch(worker.id, { cpu_count_max: 0.5 }), ['cpu_count_max']); // min is 1
     assertFieldErrors(await patch(worker.id, { memory_mb_max: 128 }), ['memory_mb_max']); // min is 512
+    assertFieldErrors(await patch(worker.id, { cpu_count_min: 1e-10 }), ['cpu_count_min']); // below 0.01
     assertFieldErrors(await patch(worker.id, { enable_previews: true }), ['enable_previews']); // gitlab
     assertFieldErrors(await patch(worker.id, { docker_image: 'acme/web' }), ['docker_image']);
     assertFieldErrors(await patch(worker.id, { replica_count: null }), ['replica_count']);

@@ -127,6 +127,26 @@ describe('DELETE /v1/tokens/{id}', () => {
   });
 });
 
+describe('DELETE /v1/tokens/{id}: roles', () => {
+  test("an admin cannot revoke a token above its role (the owner's): 403, and the token still works", async () => {
+    const admin = (await make(t.token, { name: 'an admin', role: 'admin' })).body.data.token;
+    const res = await h.request('DELETE', `/v1/tokens/${t.tokenId}`, { token: admin.token });
+    assert.equal(res.status, 403, res.raw);
+    assert.equal(res.body.error_code, 'forbidden');
+    assert.equal(
+      res.body.message,
+      'Revoking a token with the owner role needs the owner role: an admin cannot lock the owner out',
+    );
+    assert.equal((await h.request('GET', '/v1/environments', { token: t.token })).status, 200);
+
+    const peer = (await make(t.token, { name: 'another admin', role: 'admin' })).body.data.token;
+    const own = await h.request('DELETE', `/v1/tokens/${peer.id}`, { token: admin.token });
+    assert.equal(own.status, 200, 'a token of its own role is revoked');
+    const byOwner = (await make(t.token, { name: 'revoked by the owner', role: 'owner' })).body.data.token;
+    assert.equal((await h.request('DELETE', `/v1/tokens/${byOwner.id}`, { token: t.token })).status, 200);
+  });
+});
+
 describe('last_used_at', () => {
   test('set on use, and written at most once a minute however often the token is used', async () => {
     const made = (await make(t.token, { name: 'poller', role: 'viewer' })).body.data.token;

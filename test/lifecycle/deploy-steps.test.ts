@@ -17,6 +17,7 @@ import { jobHandlers } from '../../src/jobs/handlers/index.ts';
 import { fencedClaim, LostClaimError } from '../../src/jobs/worker.ts';
 import { type DesiredService, type Provider, SILENT_LOG } from '../../src/providers/provider.ts';
 import { findDeploymentById, findDeploymentToRun } from '../../src/store/repositories/deployments.ts';
+import { eventsAfter, latestEventSeq } from '../../src/store/repositories/events.ts';
 import { enqueue } from '../../src/store/repositories/jobs.ts';
 import type { JobRow } from '../../src/store/schema.ts';
 import { type Harness, startHarness, type Tenant, VALID_SERVICE } from '../helpers/harness.ts';
@@ -298,6 +299,21 @@ test('recordOutcome: success or failure, the service following, in the commit th
   assert.equal(failed.failure_reason, 'cancelled');
   assert.match(await logText(bad.id), /Deployment cancelled/);
   assert.equal(bad.claim.finished, true);
+});
+
+test('recordOutcome: a deployment cancelled in progress moves its service once, onto the newest one not cancelled', async () => {
+  const { id, serviceUrl, claim, log, subject } = await started();
+  const serviceId = serviceUrl.split('/').at(-1) as string;
+  const before = await latestEventSeq(h.deps.store.db, t.accountId);
+  await recordOutcome(h.deps, subject, { failure: 'cancelled' }, log, claim);
+  const moves = (await eventsAfter(h.deps.store.db, t.accountId, before, 100)).filter(
+    (e) => e.type === 'service.updated' && (e.data as { id: string }).id === serviceId,
+  );
+  assert.equal(moves.length, 1, JSON.stringify(moves.map((e) => e.data)));
+  const moved = moves[0]?.data as { state: string; latest_deployment_id: string | null };
+  assert.equal(moved.state, 'deploy_pending', 'no deployment before it: the service was never deployed');
+  assert.equal(moved.latest_deployment_id, null);
+  assert.equal((await deploymentRow(id)).failure_reason, 'cancelled');
 });
 
 test('noteRetry: the retried reason shows on the deployment and in its log, secret values masked', async () => {

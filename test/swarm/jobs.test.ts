@@ -114,7 +114,7 @@ test('a cron tick runs once even with two Berth processes scheduling it', async 
     'three ticks to run',
     async () => {
       const claimed = await ticks
-        .selectFrom('swarm_cron_ticks')
+        .selectFrom('docker_cron_ticks')
         .select('tick_at')
         .where('service_id', '=', cron.service.id)
         .execute();
@@ -162,7 +162,7 @@ test('a cron run that outlasts its schedule is the only one: ticks meanwhile are
       'three more ticks to be claimed',
       async () => {
         const claimed = await ticks
-          .selectFrom('swarm_cron_ticks')
+          .selectFrom('docker_cron_ticks')
           .select('tick_at')
           .where('service_id', '=', cron.service.id)
           .where('tick_at', '>', new Date(String(first.CreatedAt)))

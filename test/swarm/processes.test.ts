@@ -4,6 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
+import { assertEachTickRunOnce, deployTicker } from '../helpers/cron-ticks.ts';
 import { TEST_DATABASE } from '../helpers/database.ts';
 import { freePort, viaIngress } from '../helpers/docker.ts';
 import { pollUntil } from '../helpers/poll.ts';
@@ -106,57 +107,13 @@ test('a cron tick runs once with two berth serve processes scheduling it', {
   dataDirs.push(dir);
   const second = await serve({ dataDir: dir, ingressPort: await freePort() });
   const { token, envUrl } = await firstStartOf(first);
-  const created = await api(`${envUrl}/services`, token, 'POST', {
-    name: 'Ticker',
-    source: 'docker_image',
-    docker_registry: swarm.registry,
-    docker_image: 'berth-swarm/busybox',
-    type: 'cron',
-    cron_schedule: '*/2 * * * * *',
-    run_command: 'echo tick',
-    replica_count: 1,
-    cpu_count_min: 0.1,
-    memory_mb_min: 16,
-  });
-  assert.equal(created.status, 200, JSON.stringify(created.body));
-  const id = created.body.data.service.id as string;
-  const deploy = await api(`${envUrl}/services/${id}/deploy`, token, 'POST', {});
-  const end = await deploymentEnd(first.url, token, deploy.body.data.deployment_id, 300_000);
-  assert.equal(end.state, 'success', end.failure_reason);
-
-  /** Per process, the ticks of this service it ran and the ones it found taken by the other. */
-  const ticks = (proc: BerthProcess) => {
-    const ran: string[] = [];
-    const skipped: string[] = [];
-    for (const line of proc.stdout().split('\n')) {
-      if (!line.includes(id) || !line.startsWith('{')) continue;
-      const entry = JSON.parse(line) as { msg: string; tick: string };
-      if (entry.msg === 'cron run started') ran.push(entry.tick);
-      if (entry.msg === 'cron tick claimed by another Berth process') skipped.push(entry.tick);
-    }
-    return { ran, skipped };
-  };
-  // Both schedule every tick: wait for each to have found at least one taken by the other.
-  await pollUntil(
-    'both processes to have run ticks the other found taken',
-    async () => {
-      const [a, b] = [ticks(first), ticks(second)];
-      const all = a.ran.length + b.ran.length;
-      return all >= 6 && a.skipped.length + b.skipped.length >= 3 ? true : undefined;
+  const id = await deployTicker(
+    first,
+    { envUrl, token },
+    {
+      docker_registry: swarm.registry,
+      docker_image: 'berth-swarm/busybox',
     },
-    { timeoutMs: 120_000, intervalMs: 500 },
   );
-  // A tick one process found taken was run by the other (which says so once its run is created).
-  const seen = [ticks(first), ticks(second)];
-  await pollUntil('every tick found taken to have been run by the other process', async () => {
-    const [a, b] = [ticks(first), ticks(second)];
-    const missing = [
-      ...(seen[0]?.skipped.filter((t) => !b.ran.includes(t)) ?? []),
-      ...(seen[1]?.skipped.filter((t) => !a.ran.includes(t)) ?? []),
-    ];
-    return missing.length === 0 ? true : undefined;
-  });
-  const ran = [...ticks(first).ran, ...ticks(second).ran];
-  assert.equal(new Set(ran).size, ran.length, `a tick ran twice: ${ran.sort().join(', ')}`);
-  for (const proc of [first, second]) assert.doesNotMatch(proc.stdout(), /cron run failed to start/);
+  await assertEachTickRunOnce(first, second, id);
 });

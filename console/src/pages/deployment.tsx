@@ -2,6 +2,7 @@ import { EventSourceParserStream } from 'eventsource-parser/stream';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { waitForDeployment } from '../../../src/client/index.ts';
 import { ApiError, api, isSignedOut, unwrap } from '../api.ts';
+import { DeploymentActions } from '../deploy-controls.tsx';
 import { navigate } from '../router.ts';
 import { useServiceName } from '../service-name.ts';
 import type { Deployment, LogLine } from '../types.ts';
@@ -74,6 +75,7 @@ export function DeploymentPage(props: { deploymentId: string }) {
           )}
         </dl>
       )}
+      {d && !error && <DeploymentActions deployment={d} />}
       <DeploymentLog deploymentId={deploymentId} />
     </Page>
   );

@@ -1,5 +1,6 @@
 import { useState } from 'preact/hooks';
 import { api, unwrap } from '../api.ts';
+import { RestartOrRollBack } from '../deploy-controls.tsx';
 import { FormErrors, inLabel } from '../form-errors.tsx';
 import { navigate } from '../router.ts';
 import { ServiceAlerts } from '../service-alerts.tsx';
@@ -90,6 +91,7 @@ export function ServicePage(props: { envId: string; serviceId: string }) {
             </dd>
           </dl>
           <DeployForm envId={envId} service={s} />
+          <RestartOrRollBack envId={envId} service={s} />
           <Deployments envId={envId} serviceId={serviceId} />
           <ServiceMetrics envId={envId} serviceId={serviceId} />
           <ServiceAlerts envId={envId} serviceId={serviceId} />

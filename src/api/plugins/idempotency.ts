@@ -22,8 +22,8 @@ import type { SecretBox } from '../../store/secret-box.ts';
  * to the caller (an account; the operator for /admin/v1). A request that arrives while the first is
  * still running waits for its answer, so the work is done once. The work's own transaction marks the key
  * done (use cases confirm `request.idempotency` with their audit entry), so a key is never run twice once
- * its work committed, even when the process died before the answer was stored. An unexpected failure
- * (500 `unknown`) before the work committed is not stored: a retry runs again. The stored answer is
+ * its work committed, even when the process died before the answer was stored. A refusal (4xx) or an
+ * unexpected failure (500 `unknown`) before the work committed is not stored: a retry runs again. The stored answer is
  * sealed with the master key: an answer may carry a one-time secret (an issued API token, a webhook's
  * signing secret) that Berth otherwise never keeps in the clear.
  */
@@ -122,7 +122,10 @@ export function registerIdempotency(
     request.idempotency = undefined;
     const body = typeof payload === 'string' ? payload : '';
     const unexpected = reply.statusCode === 500 && body.includes(UNKNOWN_MESSAGE);
-    if (!(unexpected && (await releaseKey(db, held))))
+    // A refusal (bad body, missing feature, conflict) did nothing: as Stripe, a retry runs again (and
+    // succeeds once its cause is fixed) rather than getting a stale error marked replayed for 24 hours.
+    const refused = reply.statusCode >= 400 && reply.statusCode < 500;
+    if (!((unexpected || refused) && (await releaseKey(db, held))))
       await recordAnswer(db, held, reply.statusCode, box.seal(body), answerHeaders(reply));
     return payload;
   };

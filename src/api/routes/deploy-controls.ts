@@ -64,8 +64,9 @@ export const deployControlRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = as
       schema: {
         summary: 'Restart Service',
         description:
-          'A new deployment of type `restart` that replaces the replicas with the serving version (same target, ' +
-          'ops.json and secrets), new ones healthy before the old ones go. 409 when nothing has been deployed.',
+          'A new deployment (type `service_update`, note `Restart of <id>` by default) that replaces the replicas ' +
+          'with the serving version (same target, ops.json and secrets), new ones healthy before the old ones go. ' +
+          '409 when nothing has been deployed.',
         params: ServiceParams,
         body: Type.Object({ note: Note }, CLOSED),
         response: { 200: Accepted, ...errorResponses(...AUTH_ERRORS, 409, 422) },

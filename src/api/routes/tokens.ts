@@ -63,7 +63,8 @@ export const tokenRoutes: FastifyPluginAsyncTypebox<{
       config: { role: 'admin', wholeAccount: true },
       schema: {
         summary: 'Revoke an API token',
-        description: 'Every Berth process refuses it within a second. 404 for a token already revoked.',
+        description:
+          "Every Berth process refuses it within a second. 404 for a token already revoked; 403 for a token whose role is above the caller's (an admin cannot revoke the owner's).",
         params: TokenParams,
         response: {
           200: Envelope(Type.Object({ revoked: Type.Boolean() })),
@@ -72,7 +73,7 @@ export const tokenRoutes: FastifyPluginAsyncTypebox<{
       },
     },
     async (request) => {
-      await revokeTokenOf(deps, actorOf(request), request.params.tokenId);
+      await revokeTokenOf(deps, { ...actorOf(request), role: authOf(request).role }, request.params.tokenId);
       // This process at once; the others when the `access` notification reaches them.
       authenticator.forget();
       return success({ revoked: true });

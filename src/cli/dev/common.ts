@@ -1,4 +1,5 @@
 import { type Command, Option } from 'commander';
+import { CliError, EXIT } from './errors.ts';
 import { FORMATS } from './output.ts';
 import { type CommonOptions, Session } from './session.ts';
 
@@ -30,4 +31,32 @@ export function withSession<A extends unknown[] = string[], T = object>(
     const options = command.opts<T & CommonOptions>();
     await work(new Session(options), params.slice(0, -2) as A, options);
   };
+}
+
+/** The options of a paged list: the API's `limit` and `cursor` (docs/api.md). */
+export interface PageOptions {
+  limit?: string;
+  cursor?: string;
+}
+
+/** Adds --limit and --cursor to a command that lists one page of a paged API list. */
+export function paged(command: Command): Command {
+  return command
+    .option('--limit <n>', 'at most this many, 1 to 100 (default 50)')
+    .option('--cursor <cursor>', 'the page after the one whose end printed this cursor');
+}
+
+/** The page query of --limit and --cursor; a limit that is not a whole number 1 to 100 is a usage error. */
+export function pageQuery(options: PageOptions): { limit?: number; cursor?: string } {
+  if (options.limit === undefined) return { cursor: options.cursor };
+  const limit = Number(options.limit);
+  if (!/^\d+$/.test(options.limit) || limit < 1 || limit > 100) {
+    throw new CliError(`--limit takes a whole number from 1 to 100 (got "${options.limit}")`, EXIT.usage);
+  }
+  return { limit, cursor: options.cursor };
+}
+
+/** After a page with more behind it, how to ask for the next one (stderr; -o json has next_cursor). */
+export function noteNextPage(session: Session, nextCursor: string | null, again: string): void {
+  if (nextCursor) session.out.notice(`more: berth ${again} --cursor ${nextCursor}`);
 }

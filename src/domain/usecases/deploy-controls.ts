@@ -24,35 +24,32 @@ const SERVICE_STATE_OF: Record<DeploymentState, ServiceState> = {
   failed: 'deploy_failed',
 };
 
-/** The state a service takes when `cancelledId`, its latest deployment, is cancelled: its newest other one's. */
-export async function stateAfterCancel(
+/**
+ * Where a service stands when `cancelledId`, its latest deployment, is cancelled: on its newest other
+ * deployment not cancelled, in that one's state (`deploy_pending` when there is none). A cancel is no
+ * failure, so the service does not show `deploy_failed` (nor open a deploy_failed alert) while the
+ * version before it serves, and a deployment still running before it moves the service on when it ends.
+ */
+export async function placeAfterCancel(
   trx: Db,
   serviceId: string,
   cancelledId: string,
-): Promise<ServiceState> {
+): Promise<{ serviceState: ServiceState; latestDeploymentId: string | null }> {
   const previous = await newestUncancelledDeployment(trx, serviceId, cancelledId);
-  return previous ? SERVICE_STATE_OF[previous.state] : 'deploy_pending';
+  return {
+    serviceState: previous ? SERVICE_STATE_OF[previous.state] : 'deploy_pending',
+    latestDeploymentId: previous?.id ?? null,
+  };
 }
 
-/**
- * A cancelled deployment that was the service's latest hands that place back to the newest one not
- * cancelled, and the service takes its state: a cancel is no failure, so the service does not show
- * `deploy_failed` (nor open a deploy_failed alert) while the version before it serves, and a
- * deployment still running before it moves the service on when it ends.
- */
-export async function standOnUncancelled(trx: Db, cancelled: DeploymentRow): Promise<void> {
+/** A queued deployment cancelled while it was the service's latest hands that place back (placeAfterCancel). */
+async function standOnUncancelled(trx: Db, cancelled: DeploymentRow): Promise<void> {
   const service = await lockService(trx, cancelled.service_id);
   if (service.latest_deployment_id !== cancelled.id) return;
-  const previous = await newestUncancelledDeployment(trx, service.id, cancelled.id);
-  await transitionService(
-    trx,
-    service.id,
-    LIVE_STATES,
-    previous ? SERVICE_STATE_OF[previous.state] : 'deploy_pending',
-    {
-      latest_deployment_id: previous?.id ?? null,
-    },
-  );
+  const place = await placeAfterCancel(trx, service.id, cancelled.id);
+  await transitionService(trx, service.id, LIVE_STATES, place.serviceState, {
+    latest_deployment_id: place.latestDeploymentId,
+  });
 }
 
 /**

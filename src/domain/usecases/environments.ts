@@ -4,8 +4,9 @@ import { findAccount } from '../../store/repositories/accounts.ts';
 import { insertEnvironment } from '../../store/repositories/environments.ts';
 import { enqueue } from '../../store/repositories/jobs.ts';
 import type { EnvironmentRow } from '../../store/schema.ts';
-import { NotFoundError } from '../errors.ts';
+import { NotFoundError, ValidationError } from '../errors.ts';
 import type { NewEnvironment } from '../inputs.ts';
+import { DEFAULT_REGION, REGIONS } from '../regions.ts';
 import { recordAudit } from './audit.ts';
 import type { Actor, Deps } from './context.ts';
 
@@ -32,12 +33,21 @@ export async function createEnvironment(
 ): Promise<EnvironmentRow> {
   return deps.store.db.transaction().execute(async (trx) => {
     if (!(await findAccount(trx, actor.accountId))) throw new NotFoundError('Account');
+    const cloud = input.cloud ?? 'aws';
+    if (input.region !== undefined && !REGIONS[cloud].includes(input.region)) {
+      throw ValidationError.fields([
+        {
+          field: 'region',
+          error: `region must be one of the ${cloud} regions: ${REGIONS[cloud].join(', ')}`,
+        },
+      ]);
+    }
     const env = await insertEnvironment(trx, {
       id: randomUUID(),
       account_id: actor.accountId,
       name: input.name,
-      cloud: input.cloud ?? 'aws',
-      region: input.region ?? (input.cloud === 'gcp' ? 'us-central1' : 'us-east-1'),
+      cloud,
+      region: input.region ?? DEFAULT_REGION[cloud],
       state: 'provisioning',
     });
     await enqueue(trx, { kind: 'provision_environment', subjectId: env.id, accountId: env.account_id });

@@ -183,10 +183,31 @@ export async function listTokens(deps: Pick<Deps, 'store'>, accountId: string) {
   return listPeopleTokens(deps.store.db, accountId);
 }
 
-/** Revokes one of the account's tokens; every process refuses it within a second (`access`). */
-export async function revokeTokenOf(deps: Pick<Deps, 'store'>, actor: Actor, tokenId: string) {
+/**
+ * Revokes one of the account's tokens; every process refuses it within a second (`access`). Never one
+ * whose role is above the revoker's (as for removing a member): an admin cannot lock the owner out.
+ */
+export async function revokeTokenOf(
+  deps: Pick<Deps, 'store'>,
+  actor: Actor & { role: Role },
+  tokenId: string,
+) {
   await deps.store.db.transaction().execute(async (trx) => {
-    if (!(await revokeAccountToken(trx, actor.accountId, tokenId))) throw new NotFoundError('Token');
+    const token = await trx
+      .selectFrom('api_tokens')
+      .select('role')
+      .where('id', '=', tokenId)
+      .where('account_id', '=', actor.accountId)
+      .where('revoked_at', 'is', null)
+      .forUpdate()
+      .executeTakeFirst();
+    if (!token) throw new NotFoundError('Token');
+    if (!roleAtLeast(actor.role, token.role)) {
+      throw new ForbiddenError(
+        `Revoking a token with the ${token.role} role needs the ${token.role} role: an ${actor.role} cannot lock the ${token.role} out`,
+      );
+    }
+    await revokeAccountToken(trx, actor.accountId, tokenId);
     await recordAudit(trx, actor, 'api_token.revoke', { id: tokenId });
     await notify(trx, 'access', accessKey('token', tokenId));
   });

@@ -3,13 +3,16 @@
  * with its schedule; each tick starts a copy of it (role cron-run). The schedules are rebuilt from the
  * templates Docker holds, at start and every few seconds, so a restart or a deploy made by another
  * process is picked up. It runs in `berth serve` only, and schedules only the templates of services in
- * its own database: another Berth sharing the Docker engine keeps its own.
+ * its own database: another Berth sharing the Docker engine keeps its own. Every `berth serve` of that
+ * database schedules them; a tick is claimed there first (engine/cron-ticks.ts), so it runs once.
  * @module
  */
 import type Docker from 'dockerode';
 import type { Logger } from 'pino';
+import { claimTick, SERVICE_TICK, tickTime } from '../engine/cron-ticks.ts';
 import { LABEL, labelFilter } from '../engine/labels.ts';
 import { Schedules } from '../engine/schedules.ts';
+import type { DockerDb } from '../engine/tables.ts';
 
 const RUNS_KEPT = 3;
 
@@ -19,6 +22,7 @@ const RUNS_KEPT = 3;
  */
 export function dockerCron(
   docker: Docker,
+  db: DockerDb,
   logger: Logger,
   ownServices: (ids: string[]) => Promise<Set<string>>,
 ): Schedules {
@@ -43,12 +47,19 @@ export function dockerCron(
    * Concurrency policy Forbid (Kubernetes' name): a tick while a run of the service is still alive is
    * skipped, so a long command never piles up runs.
    */
-  const tick = async (templateId: string): Promise<void> => {
+  const tick = async (templateId: string, at: Date): Promise<void> => {
     const template = await docker.getContainer(templateId).inspect();
     const service = template.Config.Labels[LABEL.service] ?? '';
     if (ticking.has(service)) return;
     ticking.add(service);
     try {
+      if (!(await claimTick(db, service, SERVICE_TICK, at))) {
+        logger.debug(
+          { service, tick: tickTime(at).toISOString() },
+          'cron tick claimed by another Berth process',
+        );
+        return;
+      }
       const alive = await docker.listContainers({
         all: true,
         filters: labelFilter({ [LABEL.service]: service, [LABEL.role]: 'cron-run' }),
@@ -58,6 +69,7 @@ export function dockerCron(
         return;
       }
       await startRun(docker, templateId, template);
+      logger.info({ service, tick: tickTime(at).toISOString() }, 'cron run started');
     } finally {
       ticking.delete(service);
     }

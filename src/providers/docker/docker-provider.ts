@@ -71,7 +71,7 @@ export class DockerProvider extends EngineDriver<Prepared, DockerSettings, Docke
       afterDrain: () => this.cron.rescan(),
     });
     // Only services this driver routes: another Berth sharing the engine keeps its own templates.
-    this.cron = dockerCron(this.docker, options.logger, async (labelled) => {
+    this.cron = dockerCron(this.docker, this.db, options.logger, async (labelled) => {
       const ids = labelled.filter(isUuid);
       if (ids.length === 0) return new Set();
       const rows = await this.db

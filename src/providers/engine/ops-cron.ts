@@ -4,11 +4,13 @@
  * `request` (docker: from this process to a running replica; swarm: from a task on the environment's
  * overlay). The schedules are rebuilt from docker_routes every few seconds, as cron.ts rebuilds cron
  * services' from their templates, so a deployment made by another process is picked up. `berth serve`
- * only.
+ * only; every one schedules every job, and a tick is claimed first (cron-ticks.ts), so it is requested
+ * once however many Berth processes there are.
  * @module
  */
 import type { Logger } from 'pino';
 import { REMOVED_GENERATION } from '../provider.ts';
+import { claimTick, tickTime } from './cron-ticks.ts';
 import { Schedules } from './schedules.ts';
 import type { DockerDb } from './tables.ts';
 
@@ -28,6 +30,11 @@ export interface OpsCronJob {
 
 export type OpsCronRequest = (job: OpsCronJob, at: Date) => Promise<void>;
 
+/** What names a job among a service's ticks: its schedule and path. */
+export function opsJobName(job: Pick<OpsCronJob, 'schedule' | 'path'>): string {
+  return `${job.schedule} ${job.path}`;
+}
+
 export class OpsCronJobs {
   private readonly schedules: Schedules;
   private readonly db: DockerDb;
@@ -38,7 +45,14 @@ export class OpsCronJobs {
     this.schedules = new Schedules(
       logger,
       () => this.jobs(),
-      (key, at) => request(JSON.parse(key) as OpsCronJob, at),
+      async (key, at) => {
+        const job = JSON.parse(key) as OpsCronJob;
+        if (await claimTick(db, job.serviceId, opsJobName(job), at)) return request(job, at);
+        logger.debug(
+          { service: job.serviceId, path: job.path, tick: tickTime(at).toISOString() },
+          'cron tick claimed by another Berth process',
+        );
+      },
     );
   }
 

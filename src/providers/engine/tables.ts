@@ -40,9 +40,18 @@ export interface DockerIngressTrafficTable {
   written_at: Generated<Date>;
 }
 
+/** One row per cron tick claimed (cron-ticks.ts): a tick runs in the one process whose insert landed. */
+export interface DockerCronTicksTable {
+  service_id: string;
+  /** '' for a cron service's run; an ops.json cron job's schedule and path. */
+  job: string;
+  tick_at: ColumnType<Date, Date, Date>;
+}
+
 export type DockerTables = {
   docker_routes: DockerRoutesTable;
   docker_ingress_traffic: DockerIngressTrafficTable;
+  docker_cron_ticks: DockerCronTicksTable;
 };
 
 export function dockerTables(db: Db) {
@@ -94,6 +103,19 @@ export const dockerMigrations: Record<string, Migration> = {
           written_at timestamptz(3) NOT NULL DEFAULT clock_timestamp()
         )`,
         'CREATE INDEX docker_ingress_traffic_by_service ON docker_ingress_traffic (service_id)',
+      ]),
+  },
+  // The swarm driver claimed its ticks in tables of its own (dropped by its 0003); the docker driver
+  // claimed none, so two `berth serve` sharing an engine both ran every tick.
+  '0003-cron-ticks': {
+    up: (db) =>
+      runStatements(db, [
+        `CREATE TABLE docker_cron_ticks (
+          service_id uuid NOT NULL,
+          job text NOT NULL,
+          tick_at timestamptz(3) NOT NULL,
+          PRIMARY KEY (service_id, job, tick_at)
+        )`,
       ]),
   },
 };

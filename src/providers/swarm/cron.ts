@@ -2,12 +2,13 @@
  * Runs cron services on the swarm. A cron deployment leaves a *template* (a swarm service of no
  * replicas, labelled with its schedule); each tick starts a replicated-job copy of it (role cron-run)
  * that the swarm places on any node. Every `berth serve` schedules every routed template; the tick is
- * claimed in the database first (swarm_cron_ticks: one row per service and scheduled time), so it runs
- * once however many Berth processes there are. Concurrency policy Forbid, as the docker driver's.
+ * claimed in the database first (engine/cron-ticks.ts), so it runs once however many Berth processes
+ * there are. Concurrency policy Forbid, as the docker driver's.
  * @module
  */
 import type Docker from 'dockerode';
 import type { Logger } from 'pino';
+import { claimTick, SERVICE_TICK, tickTime } from '../engine/cron-ticks.ts';
 import { LABEL, labelFilter } from '../engine/labels.ts';
 import { Schedules } from '../engine/schedules.ts';
 import { REMOVED_GENERATION } from '../provider.ts';
@@ -17,8 +18,6 @@ import type { SwarmDb } from './tables.ts';
 
 /** Finished runs kept (their logs are the service's logs), besides the one under way. */
 const RUNS_KEPT = 3;
-/** Claims older than this are history nobody reads again. */
-const CLAIMS_KEPT_MS = 24 * 3600_000;
 
 /** The swarm driver's cron schedules. */
 export function swarmCron(docker: Docker, db: SwarmDb, logger: Logger): Schedules {
@@ -50,24 +49,6 @@ async function templates(docker: Docker, db: SwarmDb): Promise<Map<string, strin
   return wanted;
 }
 
-/** Claims the tick for this process; false when another one did. */
-async function claim(db: SwarmDb, serviceId: string, tickAt: Date): Promise<boolean> {
-  const claimed = await db
-    .insertInto('swarm_cron_ticks')
-    .values({ service_id: serviceId, tick_at: tickAt, claimed_at: new Date() })
-    .onConflict((oc) => oc.columns(['service_id', 'tick_at']).doNothing())
-    .returning('service_id')
-    .executeTakeFirst();
-  if (claimed) {
-    await db
-      .deleteFrom('swarm_cron_ticks')
-      .where('service_id', '=', serviceId)
-      .where('tick_at', '<', new Date(Date.now() - CLAIMS_KEPT_MS))
-      .execute();
-  }
-  return claimed !== undefined;
-}
-
 async function tick(
   docker: Docker,
   db: SwarmDb,
@@ -78,8 +59,8 @@ async function tick(
   const template = await docker.getService(templateId).inspect();
   const labels: Record<string, string> = template.Spec?.Labels ?? {};
   const serviceId = labels[LABEL.service] ?? '';
-  const tickAt = new Date(Math.floor(at.getTime() / 1000) * 1000);
-  if (!(await claim(db, serviceId, tickAt))) {
+  const tickAt = tickTime(at);
+  if (!(await claimTick(db, serviceId, SERVICE_TICK, tickAt))) {
     logger.debug(
       { service: serviceId, tick: tickAt.toISOString() },
       'cron tick claimed by another Berth process',

@@ -4,7 +4,7 @@
  * (`berth-req-...`, role cron-request) on the environment's overlay, from BERTH_SWARM_REQUEST_IMAGE, that
  * runs `wget` on `http://<kube_svc_alias>:<port><path>`, the service's internal address (the overlay's
  * DNS resolves it to the service's tasks). Every `berth serve` schedules every job; a tick is claimed in
- * the database first (swarm_ops_cron_ticks), so it is requested once however many Berth processes there
+ * the database first (engine/cron-ticks.ts), so it is requested once however many Berth processes there
  * are. A tick while the job's previous request still runs is skipped. The request's outcome is logged,
  * then its task removed.
  * @module
@@ -14,41 +14,16 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type Docker from 'dockerode';
 import type { Logger } from 'pino';
 import { LABEL, labelFilter } from '../engine/labels.ts';
-import { type OpsCronJob, type OpsCronRequest, REQUEST_TIMEOUT_MS } from '../engine/ops-cron.ts';
+import { type OpsCronJob, type OpsCronRequest, opsJobName, REQUEST_TIMEOUT_MS } from '../engine/ops-cron.ts';
 import { serviceAlias } from '../engine/routes.ts';
 import { failedTasks, jobEnded, overlayName, type Task, tasksOf } from './services.ts';
-import type { SwarmDb } from './tables.ts';
 
 const POLL_MS = 1000;
 /** How long a request's creator follows it: past its timeout, and a pull's. */
 const FOLLOW_MS = 2 * REQUEST_TIMEOUT_MS;
-/** Claims older than this are history nobody reads again. */
-const CLAIMS_KEPT_MS = 24 * 3600_000;
-
-/** Claims the tick for this process; false when another one did. */
-async function claim(db: SwarmDb, serviceId: string, job: string, at: Date): Promise<boolean> {
-  const tickAt = new Date(Math.floor(at.getTime() / 1000) * 1000);
-  const claimed = await db
-    .insertInto('swarm_ops_cron_ticks')
-    .values({ service_id: serviceId, job, tick_at: tickAt })
-    .onConflict((oc) => oc.columns(['service_id', 'job', 'tick_at']).doNothing())
-    .returning('service_id')
-    .executeTakeFirst();
-  if (claimed) {
-    await db
-      .deleteFrom('swarm_ops_cron_ticks')
-      .where('service_id', '=', serviceId)
-      .where('tick_at', '<', new Date(Date.now() - CLAIMS_KEPT_MS))
-      .execute();
-  }
-  return claimed !== undefined;
-}
-
-export function requestTask(docker: Docker, db: SwarmDb, image: string, logger: Logger): OpsCronRequest {
+export function requestTask(docker: Docker, image: string, logger: Logger): OpsCronRequest {
   return async (job: OpsCronJob, at: Date) => {
-    const key = `${job.schedule} ${job.path}`;
-    if (!(await claim(db, job.serviceId, key, at))) return;
-    const jobLabel = createHash('sha256').update(key).digest('hex').slice(0, 12);
+    const jobLabel = createHash('sha256').update(opsJobName(job)).digest('hex').slice(0, 12);
     const log = { service: job.serviceId, path: job.path };
     const labels = {
       [LABEL.managed]: 'true',

@@ -66,12 +66,7 @@ export interface SwarmProviderOptions {
 export class SwarmProvider extends EngineDriver<Launched, SwarmSettings, SwarmDb> {
   protected readonly driver = 'swarm';
   protected readonly cron: Schedules;
-  protected readonly opsCronRequest = requestTask(
-    this.docker,
-    this.db,
-    this.settings.requestImage,
-    this.logger,
-  );
+  protected readonly opsCronRequest = requestTask(this.docker, this.settings.requestImage, this.logger);
   readonly resources: SwarmResources;
   readonly backups: SwarmDependencyBackups;
   readonly metrics: SwarmMetrics;

@@ -5,17 +5,6 @@ import { runStatements } from '../../store/migrations/run-statements.ts';
 import type { DockerTables } from '../engine/tables.ts';
 
 /**
- * The swarm driver's own table: one row per cron tick claimed. Every `berth serve` schedules every cron
- * service; the process whose insert of (service, scheduled time) lands runs the tick, the others see the
- * row and skip it, so a tick runs once however many Berth processes there are.
- */
-export interface SwarmCronTicksTable {
-  service_id: string;
-  tick_at: ColumnType<Date, Date, Date>;
-  claimed_at: ColumnType<Date, Date, Date>;
-}
-
-/**
  * The node each ops.json dependency is pinned to (its data is a volume on that node), chosen at its first
  * provision, with the image it runs (resolved to a digest then: a tag that moves never changes a
  * database's engine under its data).
@@ -28,19 +17,12 @@ export interface SwarmDependenciesTable {
   created_at: ColumnType<Date, Date, Date>;
 }
 
-/** One row per tick of an ops.json cron job claimed, as swarm_cron_ticks for cron services. */
-export interface SwarmOpsCronTicksTable {
-  service_id: string;
-  /** The job: its schedule and path. */
-  job: string;
-  tick_at: ColumnType<Date, Date, Date>;
-}
-
-/** The routing table is the Engine-API drivers' shared one (engine/routes.ts); the rest are ours. */
+/**
+ * The routing table and the cron ticks claimed are the Engine-API drivers' shared ones (engine/tables.ts);
+ * the rest are ours.
+ */
 export type SwarmTables = DockerTables & {
-  swarm_cron_ticks: SwarmCronTicksTable;
   swarm_dependencies: SwarmDependenciesTable;
-  swarm_ops_cron_ticks: SwarmOpsCronTicksTable;
 };
 
 export function swarmTables(db: Db) {
@@ -82,5 +64,9 @@ export const swarmMigrations: Record<string, Migration> = {
           PRIMARY KEY (service_id, job, tick_at)
         )`,
       ]),
+  },
+  // Ticks are claimed in the Engine drivers' shared docker_cron_ticks since (engine/cron-ticks.ts).
+  '0003-shared-cron-ticks': {
+    up: (db) => runStatements(db, ['DROP TABLE swarm_cron_ticks', 'DROP TABLE swarm_ops_cron_ticks']),
   },
 };

@@ -255,6 +255,11 @@ export interface DeploymentEnd {
    * success also what was provisioned, written in any case.
    */
   serviceState: ServiceState;
+  /**
+   * The deployment the service then follows, set with its state (a cancel hands the place back to the
+   * newest one not cancelled); absent: this one stays its latest.
+   */
+  latestDeploymentId?: string | null;
   provisioned?: { namespace_name: string; kube_svc_alias: string };
   /** What runs now, observed at `observedAt` (kept unless a newer observation is recorded). */
   observed: Observation;
@@ -281,6 +286,7 @@ export async function endDeployment(
     set: { state: end.to, ...end.set, updated_at: new Date() },
     provisioned: end.provisioned,
     serviceState: end.serviceState,
+    latestDeploymentId: end.latestDeploymentId,
     observed: end.observed,
     observedAt: end.observedAt,
   });
@@ -300,6 +306,7 @@ const endStatement = compiled(
       set: Record<string, unknown>;
       provisioned: DeploymentEnd['provisioned'];
       serviceState: ServiceState;
+      latestDeploymentId: string | null | undefined;
       observed: Observation;
       observedAt: Date;
     },
@@ -311,6 +318,13 @@ const endStatement = compiled(
       : sql`SELECT 0 AS seq`;
     const state = sql`CASE WHEN services.latest_deployment_id = ${v.id}
       AND services.state NOT IN (${sql.join(DELETE_STATES)}) THEN ${v.serviceState} ELSE services.state END`;
+    // It moves with the state, on the same condition.
+    const latest =
+      v.latestDeploymentId === undefined
+        ? sql``
+        : sql`, latest_deployment_id = CASE WHEN services.latest_deployment_id = ${v.id}
+      AND services.state NOT IN (${sql.join(DELETE_STATES)}) THEN ${v.latestDeploymentId}::uuid
+      ELSE services.latest_deployment_id END`;
     // Without what was provisioned only the state changes: a service no longer on this deployment is left as it is.
     const following = v.provisioned
       ? sql``
@@ -330,7 +344,7 @@ const endStatement = compiled(
       WHERE deployments.id = before.before_id
       RETURNING ${forEvents.deployment}, ${changedSince('deployment', 'deployments')} AS changed),
     followed AS (
-      UPDATE services SET ${assign({ ...v.provisioned, updated_at: v.set.updated_at })}, state = ${state}
+      UPDATE services SET ${assign({ ...v.provisioned, updated_at: v.set.updated_at })}, state = ${state}${latest}
       FROM (SELECT id AS before_id, ${eventState('service', 'services')} AS before_state FROM services
         WHERE id = ${v.serviceId} ${following} AND EXISTS (SELECT 1 FROM moved)
         FOR NO KEY UPDATE) AS before
