@@ -19,6 +19,10 @@ export async function downloadBackup(client: AdminClient, file: string | undefin
   const intoDirectory = file === undefined || isDirectory(file) || /[/\\]$/.test(file);
   const directory = path.resolve(intoDirectory ? (file ?? '.') : path.dirname(file));
   if (!isDirectory(directory)) throw new Error(`no directory ${directory}: create it first`);
+  // A named file that exists is refused before the server reads its whole database for nothing.
+  if (!intoDirectory && fs.existsSync(path.resolve(file))) {
+    throw new Error(`${path.resolve(file)} exists: name another file`);
+  }
   const response = await client.backup();
   const offered = /filename="([^"/\\]+)"/.exec(response.headers.get('content-disposition') ?? '')?.[1];
   const name = offered ?? 'berth-backup.ndjson.gz';
@@ -27,10 +31,20 @@ export async function downloadBackup(client: AdminClient, file: string | undefin
   if (!response.body) throw new Error('the server sent no backup');
   const body = Readable.fromWeb(response.body as ReadableStream<Uint8Array>);
   let checked: Awaited<ReturnType<typeof readBackupFile>> | undefined;
-  await writeAtomically(target, async (out) => {
-    await pipeline(body, out);
-    checked = await readBackupFile(partialName(target));
-  });
+  try {
+    await writeAtomically(target, async (out) => {
+      await pipeline(body, out);
+      checked = await readBackupFile(partialName(target));
+    });
+  } catch (error) {
+    // The file system's own error (it carries a path; a cut connection's does not) names the hidden
+    // partial file: say which file could not be written.
+    const { code, path: failedPath } = error as NodeJS.ErrnoException;
+    if (!code || failedPath === undefined) throw error;
+    throw new Error(
+      `cannot write ${target} (${code}): check that its directory is writable and has room; nothing was written`,
+    );
+  }
   const { manifest, trailer } = checked as NonNullable<typeof checked>;
   return {
     backup: {
