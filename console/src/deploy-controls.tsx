@@ -1,40 +1,9 @@
-import type { ComponentChildren } from 'preact';
 import { useState } from 'preact/hooks';
 import { api, unwrap } from './api.ts';
+import { Confirm } from './confirm.tsx';
 import { navigate } from './router.ts';
 import type { Deployment, Service } from './types.ts';
 import { ErrorBox, useSubmit } from './ui.tsx';
-
-/**
- * A question asked before an action that changes what serves: what will happen, the action's button
- * (its error beside it), and a way back.
- */
-function Confirm(props: {
-  id: string;
-  title: string;
-  children: ComponentChildren;
-  action: string;
-  busyAction: string;
-  keep: string;
-  submit: { busy: boolean; error: unknown; run: () => void };
-  onKeep: () => void;
-}) {
-  return (
-    <section class="confirm" aria-labelledby={props.id}>
-      <h3 id={props.id}>{props.title}</h3>
-      <p>{props.children}</p>
-      {props.submit.error !== undefined && <ErrorBox error={props.submit.error} />}
-      <div class="form-actions">
-        <button type="button" class="danger" onClick={() => props.submit.run()} disabled={props.submit.busy}>
-          {props.submit.busy ? props.busyAction : props.action}
-        </button>
-        <button type="button" onClick={props.onKeep} disabled={props.submit.busy}>
-          {props.keep}
-        </button>
-      </div>
-    </section>
-  );
-}
 
 type Recovery = 'restart' | 'rollback';
 

@@ -24,6 +24,7 @@ export function Layout(props: { children: ComponentChildren }) {
         <nav aria-label="Main">
           <a href="#/envs">Environments</a>
           <a href="#/audit">Audit log</a>
+          <a href="#/webhooks">Webhooks</a>
           <a href="#/people">Sessions and people</a>
           <a href="#/sso">Single sign-on</a>
           <button type="button" class="link" onClick={() => void signOut()}>

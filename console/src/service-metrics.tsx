@@ -104,7 +104,6 @@ export function ServiceMetrics(props: { envId: string; serviceId: string }) {
         <Loading what="metrics" />
       ) : (
         <>
-          {data.metrics.points.length === 0 && <p class="muted">No samples in the {data.rangeLabel} yet.</p>}
           <div class="charts" aria-busy={loading}>
             {CHARTS.map((c) => (
               <Chart key={c.id} def={c} data={data.metrics} rangeLabel={data.rangeLabel} />
@@ -139,9 +138,11 @@ function Chart(props: { def: ChartDef; data: Metrics; rangeLabel: string }) {
     current === null
       ? 'no data'
       : `${def.format(current)}${limit !== null ? ` of ${def.format(limit)}` : ''}`;
+  // No sample to draw: a chart of nothing would show only an axis of zeros ("0 0 0" for memory).
+  const empty = current === null;
   useEffect(() => {
     const el = box.current;
-    if (!el) return;
+    if (!el || empty) return;
     let plot: { destroy(): void; setSize(s: { width: number; height: number }): void } | undefined;
     let observer: ResizeObserver | undefined;
     let live = true;
@@ -160,7 +161,7 @@ function Chart(props: { def: ChartDef; data: Metrics; rangeLabel: string }) {
       plot?.destroy();
       delete el.dataset.drawn;
     };
-  }, [data, def, props.rangeLabel]);
+  }, [data, def, props.rangeLabel, empty]);
   return (
     <figure class="chart" data-chart={def.id}>
       <figcaption>
@@ -169,12 +170,16 @@ function Chart(props: { def: ChartDef; data: Metrics; rangeLabel: string }) {
         </span>{' '}
         <span class="chart-value">{currentText}</span>
       </figcaption>
-      <div
-        ref={box}
-        class="chart-canvas"
-        role="img"
-        aria-label={`${def.title} over the ${props.rangeLabel}: now ${currentText}; ${data.deployments.length} deployments marked`}
-      />
+      {empty ? (
+        <p class="chart-canvas empty">No samples in the {props.rangeLabel} yet.</p>
+      ) : (
+        <div
+          ref={box}
+          class="chart-canvas"
+          role="img"
+          aria-label={`${def.title} over the ${props.rangeLabel}: now ${currentText}; ${data.deployments.length} deployments marked`}
+        />
+      )}
     </figure>
   );
 }

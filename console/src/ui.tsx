@@ -1,6 +1,6 @@
 import type { ComponentChildren } from 'preact';
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
-import { type FieldErrors, fieldErrorsOf, isSignedOut, messageOf } from './api.ts';
+import { ApiError, type FieldErrors, fieldErrorsOf, isSignedOut, messageOf } from './api.ts';
 import { navigate } from './router.ts';
 
 /**
@@ -89,11 +89,24 @@ export function Page(props: { title: string; children: ComponentChildren; action
   );
 }
 
+/**
+ * What to say when a read was refused (403): the role cannot see it, and which role can when the API
+ * names it ("This call needs the admin role; this token acts as viewer"). Null for any other error.
+ */
+export function refusalOf(error: unknown): string | null {
+  if (!(error instanceof ApiError) || error.status !== 403) return null;
+  const roles = /needs the (\w+) role; this token acts as (\w+)/.exec(error.message);
+  if (!roles) return `You cannot see this: ${error.message}`;
+  return `Your role (${roles[2]}) cannot see this: it needs the ${roles[1]} role. An admin of the account can give it to you.`;
+}
+
+/** A failed call; a load's error offers to try again, unless the role may not read it (that lasts). */
 export function ErrorBox(props: { error: unknown; onRetry?: () => void }) {
+  const refusal = props.onRetry ? refusalOf(props.error) : null;
   return (
     <div class="error-box" role="alert">
-      <p>{messageOf(props.error)}</p>
-      {props.onRetry && (
+      <p>{refusal ?? messageOf(props.error)}</p>
+      {props.onRetry && !refusal && (
         <button type="button" onClick={props.onRetry}>
           Try again
         </button>
@@ -118,7 +131,7 @@ export function StateBadge(props: { state: string | null | undefined }) {
   const state = props.state ?? 'unknown';
   const tone = /fail|delet/.test(state)
     ? 'bad'
-    : /^(success|running|available|deployed|verified|issued)$/.test(state)
+    : /^(success|succeeded|running|available|deployed|verified|issued)$/.test(state)
       ? 'good'
       : 'busy';
   return <span class={`badge ${tone}`}>{state.replaceAll('_', ' ')}</span>;

@@ -2,10 +2,12 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { type Command, Option } from 'commander';
 import { AdminClient, ApiCallError } from '../client/http-client.ts';
+import { UnreachableError } from '../client/retry.ts';
 import { loadConfig } from '../config.ts';
 import { CLOUDS, type Cloud } from '../domain/environment-states.ts';
 import { FEATURES, PLANS } from '../domain/plans.ts';
 import { ROLES, type Role } from '../domain/roles.ts';
+import { CliError, exitCodeOfAnswer } from './dev/errors.ts';
 import { FORMATS, makeOutput } from './dev/output.ts';
 import { withExamples } from './help.ts';
 
@@ -66,8 +68,14 @@ async function run(format: string | undefined, work: () => Promise<unknown>): Pr
         error.status === 401
           ? "\n  the admin token was refused: pass --token, or set BERTH_ADMIN_TOKEN to the server's (its BERTH_DATA_DIR/admin-token)"
           : '';
-      throw new AdminCliError(`${error.body.error_code ?? error.status}: ${error.message}${details}${hint}`);
+      // Exit codes as the developer commands' (3 auth, 4 not found, 5 validation, 6 conflict, 1 else).
+      throw new CliError(
+        `${error.body.error_code ?? error.status}: ${error.message}${details}${hint}`,
+        exitCodeOfAnswer(error.status, error.body.error_code),
+      );
     }
+    // No server answering is exit 1, as for the developer commands.
+    if (error instanceof UnreachableError) throw error;
     throw new AdminCliError((error as Error).message);
   }
   print(format, answer);

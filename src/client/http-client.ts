@@ -53,7 +53,8 @@ export class HttpClient {
     try {
       response = await this.fetch(request);
     } catch (error) {
-      if (error instanceof UnreachableError) throw new Error(`${error.message}. Is berth serve running?`);
+      if (error instanceof UnreachableError)
+        throw new UnreachableError(`${error.message}. Is berth serve running?`);
       throw error;
     }
     const text = await response.text();
@@ -70,7 +71,8 @@ export class HttpClient {
         new Request(`${this.baseUrl}${path}`, { headers: { authorization: `Bearer ${this.token}` } }),
       );
     } catch (error) {
-      if (error instanceof UnreachableError) throw new Error(`${error.message}. Is berth serve running?`);
+      if (error instanceof UnreachableError)
+        throw new UnreachableError(`${error.message}. Is berth serve running?`);
       throw error;
     }
     if (!response.ok) {

@@ -270,6 +270,26 @@ test('a viewer on the secrets page is told values are not shown to the role, not
   }
 });
 
+test('a viewer on the people page is told the members need the admin role, with nothing to try again', async () => {
+  const { token } = unwrap(await client().POST('/v1/tokens', { body: { name: 'a looker', role: 'viewer' } }));
+  if (!page.url().startsWith(c.server.url)) await page.goto(`${c.server.url}/`);
+  await page.evaluate((t) => sessionStorage.setItem('berth.token', t), token.token);
+  try {
+    await page.goto(`${c.server.url}/#/people`);
+    await page.getByRole('heading', { name: 'Members' }).waitFor();
+    await page
+      .getByRole('alert')
+      .getByText('Your role (viewer) cannot see this: it needs the admin role.')
+      .first()
+      .waitFor();
+    assert.equal(await page.getByRole('button', { name: 'Try again' }).count(), 0, 'a refusal lasts');
+    c.problems.length = 0; // the expected 403s
+    await c.checkPage('clarity-people-viewer');
+  } finally {
+    await page.evaluate((t) => sessionStorage.setItem('berth.token', t), c.token);
+  }
+});
+
 /**
  * Every cell of the table inside the 360 px viewport, the table not scrolling sideways, and each value
  * shown after its column's name (the cell's ::before, from data-label).

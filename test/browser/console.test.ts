@@ -394,6 +394,36 @@ test('dependencies: each one as made, a database with its backups, one taken and
   await checkPage('dependency-restored');
 });
 
+test('a failed database offers no backup, and says it can be backed up once it is available', async () => {
+  const service = await serviceNamed('stores web');
+  // The sim makes no failed database on request: the API's answer is read as it is, with main-db failed.
+  const url = `${server.url}/v1/environments/${envId}/services/${service.id}/dependencies`;
+  await page.route(url, async (route) => {
+    const response = await route.fetch();
+    const body = await response.json();
+    for (const d of body.data.dependencies) {
+      if (d.id === 'main-db') Object.assign(d, { state: 'failed', error: 'the instance did not start' });
+    }
+    await route.fulfill({ response, json: body });
+  });
+  try {
+    await page.goto(`${server.url}/#/envs/${envId}/services/${service.id}/dependencies`);
+    // The page may be open already (the last test ends there): read it again, through the route.
+    await page.reload();
+    await page.getByText('the instance did not start').waitFor();
+    const backUp = page.getByRole('button', { name: 'Back up main-db now' });
+    await backUp.waitFor();
+    assert.equal(await backUp.isDisabled(), true);
+    assert.equal(
+      await backUp.getAttribute('aria-describedby').then((id) => page.locator(`#${id}`).textContent()),
+      'main-db failed: it can be backed up once it is available.',
+    );
+    await checkPage('dependency-failed');
+  } finally {
+    await page.unroute(url);
+  }
+});
+
 test('sign out forgets the token; the console asks to sign in again', async () => {
   await page.getByRole('button', { name: 'Sign out' }).click();
   await page.getByRole('heading', { name: 'Sign in to Berth' }).waitFor();

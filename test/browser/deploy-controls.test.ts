@@ -7,7 +7,7 @@ import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
 import { pollUntil } from '../helpers/poll.ts';
 
 // Restart, roll back and cancel from the console, each asked first: what someone paged reaches for.
-// Simulated steps of 400 ms keep a deployment on its way long enough to cancel it.
+// Simulated steps of 2.5 s keep a deployment on its way long enough to cancel it, even on a loaded machine.
 
 let db: TestDatabase;
 let c: ConsoleSession;
@@ -19,7 +19,7 @@ before(async () => {
   c = await startConsole({
     BERTH_DATA_DIR: db.dataDir,
     BERTH_DATABASE_URL: db.databaseUrl ?? '',
-    BERTH_SIM_STEP_MS: '400',
+    BERTH_SIM_STEP_MS: '2500',
   });
   page = c.page;
   const { service } = unwrap(
@@ -40,6 +40,8 @@ before(async () => {
   serviceId = service.id;
   await page.goto(`${c.server.url}/`);
   await page.evaluate((token) => sessionStorage.setItem('berth.token', token), c.token);
+  // Started again signed in: the sign-in page the first load showed can no longer move the tab.
+  await page.reload();
 });
 
 after(async () => {

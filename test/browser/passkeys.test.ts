@@ -93,9 +93,26 @@ test('signed out, the passkey signs in with no email nor password', async () => 
   assert.doesNotMatch(String(await row.textContent()), /never/, 'last used is noted');
 });
 
-test('a removed passkey signs in no more, and the page says so', async () => {
+test('removing a passkey is asked first; a removed passkey signs in no more, and the page says so', async () => {
+  let deletes = 0;
+  const onRequest = (r: { method(): string }) => {
+    if (r.method() === 'DELETE') deletes++;
+  };
+  page.on('request', onRequest);
   await page.getByRole('button', { name: 'Remove the passkey Test laptop' }).click();
+  await page.getByRole('heading', { name: 'Remove the passkey Test laptop?' }).waitFor();
+  await checkPage('passkey-remove-confirm');
+  assert.equal(deletes, 0, 'nothing is removed before the question is answered');
+  // Cancel keeps it.
+  await page.getByRole('button', { name: 'Cancel' }).click();
+  await page.getByRole('heading', { name: 'Remove the passkey Test laptop?' }).waitFor({ state: 'detached' });
+  await page.getByRole('cell', { name: 'Test laptop', exact: true }).waitFor();
+  assert.equal(deletes, 0);
+  await page.getByRole('button', { name: 'Remove the passkey Test laptop' }).click();
+  await page.getByRole('button', { name: 'Remove Test laptop', exact: true }).click();
   await page.getByText('No passkeys yet.').waitFor();
+  page.off('request', onRequest);
+  assert.equal(deletes, 1);
   await signOut();
   await page.getByRole('button', { name: 'Sign in with a passkey' }).click();
   await page.getByText('This passkey was not accepted.').waitFor();

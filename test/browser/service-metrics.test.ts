@@ -167,3 +167,32 @@ test('the service page charts a day of metrics with the deployments marked, swit
   await chartsDrawn('last week');
   assert.equal(await page.locator('[data-chart="errors"] .chart-marker').count(), 2);
 });
+
+test('a service with no samples yet says so on each chart, not an axis of zeros', async () => {
+  const client = createClient({ baseUrl: server.url, token: c.token });
+  const { service } = unwrap(
+    await client.POST('/v1/environments/{envId}/services', {
+      params: { path: { envId: c.envId } },
+      body: {
+        name: 'quiet web',
+        source: 'docker_image',
+        type: 'web',
+        docker_image: 'acme/hello',
+        port: 8080,
+        replica_count: 1,
+        cpu_count_min: 0.5,
+        memory_mb_min: 256,
+      },
+    }),
+  );
+  await page.goto(`${server.url}/#/envs/${c.envId}/services/${service.id}`);
+  await page.getByRole('heading', { name: 'Metrics' }).waitFor();
+  const empty = page.locator('.chart').getByText('No samples in the last hour yet.');
+  await pollUntil('each chart to say it has no samples', async () =>
+    (await empty.count()) === 4 ? true : undefined,
+  );
+  assert.equal(await page.locator('.chart canvas').count(), 0, 'no axes drawn over nothing');
+  assert.equal(await page.locator('[data-chart="memory"] .chart-value').textContent(), 'no data');
+  await page.locator('section.metrics').scrollIntoViewIfNeeded();
+  await c.checkPage('service-metrics-empty');
+});

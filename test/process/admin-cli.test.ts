@@ -100,11 +100,17 @@ test('accounts, tokens, environments and dependency passwords through berth admi
       '--plan',
       'pro',
     );
-    assert.equal(bad.code, 2);
+    assert.equal(bad.code, 4, 'not found, as for the developer commands');
     assert.match(bad.err, /^berth: notfound: Account not found\n$/);
+    const invalid = await admin(server.url, 'environments', 'create', accountId, 'x', '--region', 'mars-1');
+    assert.equal(invalid.code, 5, invalid.err);
+    assert.match(
+      invalid.err,
+      /^berth: validation: Invalid data\n {2}region: region must be one of the aws regions: /,
+    );
 
     const wrongToken = runBerth(['admin', '--url', server.url, '--token', 'nope', 'accounts', 'list'], {});
-    assert.equal(await wrongToken.exited, 2);
+    assert.equal(await wrongToken.exited, 3);
     assert.match(wrongToken.stderr(), /unauthorized/);
     assert.match(
       wrongToken.stderr(),
@@ -155,6 +161,6 @@ test('users and memberships through berth admin: a member token does what the ro
 
 test('berth admin says clearly when no server answers', async () => {
   const res = await admin('http://127.0.0.1:9', 'accounts', 'list');
-  assert.equal(res.code, 2);
-  assert.match(res.err, /Cannot reach Berth at http:\/\/127\.0\.0\.1:9/);
+  assert.equal(res.code, 1, 'unexpected (no server), as for the developer commands');
+  assert.match(res.err, /Cannot reach Berth at http:\/\/127\.0\.0\.1:9.*Is berth serve running\?/);
 });

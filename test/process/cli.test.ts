@@ -86,7 +86,7 @@ test('berth serve on the older Node; admin prints tables, and with -o json the b
       'list',
       '00000000-0000-4000-8000-000000000000',
     ]);
-    assert.equal(unknown.code, 2);
+    assert.equal(unknown.code, 4, unknown.err);
     assert.equal(unknown.err, 'berth: notfound: Account not found\n');
   } finally {
     assert.equal(await server.kill('SIGTERM'), 0);

@@ -9,9 +9,9 @@ import { serverFixture } from '../helpers/server.ts';
 /**
  * `berth rollback`, `berth restart` and `berth deployments cancel` as a user runs them: the real bin
  * against a real `berth serve` (sim), with BERTH_URL and BERTH_TOKEN, output piped. Simulated steps of
- * 300 ms keep a deployment in progress long enough to cancel it.
+ * 1.5 s keep a deployment in progress long enough to cancel it, even on a loaded machine.
  */
-const servers = serverFixture('sim', { BERTH_SIM_STEP_MS: '300' });
+const servers = serverFixture('sim', { BERTH_SIM_STEP_MS: '1500' });
 let server: BerthProcess & { url: string };
 let token: string;
 let envUrl: string;

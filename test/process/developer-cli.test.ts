@@ -202,6 +202,53 @@ test('services create from a YAML file; get and ls by name, in JSON, YAML and pi
   );
 });
 
+test('services create: ops_json as a YAML mapping is sent as its JSON text; a failed --deploy-now names the service created', async () => {
+  const spec = path.join(home, 'ops.yaml');
+  const service = {
+    name: 'ops mapped',
+    source: 'docker_image',
+    type: 'worker',
+    replica_count: 1,
+    cpu_count_min: 0.5,
+    memory_mb_min: 256,
+    docker_image: 'acme/worker',
+    ops_json: { deploy_timeout: 5 },
+  };
+  fs.writeFileSync(spec, YAML.stringify(service));
+  const { service: created } = await json(['services', 'create', '-f', spec]);
+  assert.deepEqual(JSON.parse(created.ops_json), { deploy_timeout: 5 });
+
+  // The sim provider refuses an image named refuse*: the service is made, its first deployment is not.
+  fs.writeFileSync(spec, YAML.stringify({ ...service, name: 'refused once', docker_image: 'refuse' }));
+  const refused = await berth(['services', 'create', '-f', spec, '--deploy-now']);
+  assert.equal(refused.code, 1, refused.err);
+  const [id] = (await json(['services', 'ls'])).services
+    .filter((s: { name: string }) => s.name === 'refused once')
+    .map((s: { id: string }) => s.id);
+  assert.ok(id, 'the service was created');
+  assert.match(
+    refused.err,
+    new RegExp(
+      `\\n {2}the service was created \\(refused once, ${id}\\), but its first deployment was not: deploy it with berth deploy ${id} --env default\\n$`,
+    ),
+  );
+});
+
+test('an unknown context is a usage error (2) naming the known ones, for contexts use and logout as for --context', async () => {
+  for (const args of [
+    ['contexts', 'use', 'nowhere'],
+    ['logout', '--context', 'nowhere'],
+    ['envs', 'ls', '--context', 'nowhere'],
+  ]) {
+    const res = await berth(args);
+    assert.equal(res.code, 2, `${args.join(' ')}: ${res.err}`);
+    assert.match(
+      res.err,
+      /^berth: no context named "nowhere" \(known: [^)]*default[^)]*\): run berth login --context nowhere\n$/,
+    );
+  }
+});
+
 test('deploy --wait prints the log to its end, then the outcome and a short summary; exit 0, or 7 on failure', async () => {
   const ok = await berth(['deploy', SERVICE, '--tag', 'v2', '--note', 'release 2', '--wait']);
   assert.equal(ok.code, 0, ok.err);

@@ -66,7 +66,7 @@ test('create from a token file and an environment secret, list, refuse a gitlab 
       '--kind',
       'gitlab',
     );
-    assert.equal(refused.code, 2);
+    assert.equal(refused.code, 5);
     assert.match(refused.err, /token: token is a required field/);
 
     const deleted = await admin({}, 'connections', 'delete', connection.id);

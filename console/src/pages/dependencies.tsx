@@ -21,6 +21,14 @@ const REFRESH_MS = 3_000;
 /** The kinds that have backups (docs/operations.md, "Dependency backups"). */
 const BACKED_UP = new Set(['rds.instances', 'elasticache.clusters']);
 
+/** Why a dependency in this state takes no backup now (the API refuses all but an available one). */
+const NOT_BACKED_UP: Record<Dependency['state'], string> = {
+  available: '',
+  provisioning: 'is still being made',
+  failed: 'failed',
+  deleting: 'is being deleted',
+};
+
 const sizeText = (bytes: number | null) =>
   bytes === null
     ? ''
@@ -85,6 +93,7 @@ function DependencyCard(props: { envId: string; serviceId: string; d: Dependency
           serviceId={props.serviceId}
           dependencyId={`${d.kind}.${d.type}.${d.id}`}
           label={d.id}
+          state={d.state}
           serviceName={props.serviceName}
         />
       )}
@@ -107,6 +116,8 @@ function Backups(props: {
   serviceId: string;
   dependencyId: string;
   label: string;
+  /** The dependency's state: only an available one can be backed up (else the API answers 409). */
+  state: Dependency['state'];
   serviceName: string;
 }) {
   const path = { envId: props.envId, serviceId: props.serviceId, dependencyId: props.dependencyId };
@@ -124,6 +135,8 @@ function Backups(props: {
   const restore = (backupId: string, body: { force?: boolean; into?: 'same' | 'new' }) =>
     api().POST(restoreUrl, { params: { path: { ...path, backupId } }, body });
   const [confirming, setConfirming] = useState<Confirming | null>(null);
+  const canBackUp = props.state === 'available';
+  const whyNotId = `why-no-backup-${props.dependencyId}`.replace(/[^\w-]/g, '_');
   // Into the dependency: asked without force first, so that the API says whether a service is in the way.
   const intoSame = useSubmit(async () => {
     if (!confirming) return;
@@ -146,9 +159,19 @@ function Backups(props: {
   return (
     <>
       <div class="form-actions">
-        <button type="button" onClick={create.run} disabled={create.busy}>
+        <button
+          type="button"
+          onClick={create.run}
+          disabled={create.busy || !canBackUp}
+          aria-describedby={canBackUp ? undefined : whyNotId}
+        >
           {create.busy ? 'Asking…' : `Back up ${props.label} now`}
         </button>
+        {!canBackUp && (
+          <span class="muted" id={whyNotId}>
+            {props.label} {NOT_BACKED_UP[props.state]}: it can be backed up once it is available.
+          </span>
+        )}
       </div>
       {create.error !== undefined && (
         <div class="error-box" role="alert">

@@ -90,10 +90,15 @@ export function Passkeys() {
       passkeys.reload();
     },
   );
+  // A removal is asked first, as a member's is: a stray click would take away a way to sign in.
+  const [confirming, setConfirming] = useState<{ id: string; name: string } | null>(null);
   const remove = useItemSubmit(
     async (passkeyId) =>
       unwrap(await api().DELETE('/v1/passkeys/{passkeyId}', { params: { path: { passkeyId } } })),
-    passkeys.reload,
+    () => {
+      setConfirming(null);
+      passkeys.reload();
+    },
   );
   const supported = browserSupportsWebAuthn();
   return (
@@ -133,7 +138,10 @@ export function Passkeys() {
                   <td>
                     <button
                       type="button"
-                      onClick={() => remove.pick(p.id)}
+                      onClick={() => {
+                        remove.reset();
+                        setConfirming({ id: p.id, name: p.name });
+                      }}
                       disabled={remove.busy}
                       aria-label={`Remove the passkey ${p.name}`}
                     >
@@ -146,7 +154,26 @@ export function Passkeys() {
           </table>
         </TableWrap>
       )}
-      {remove.error !== undefined && <ErrorBox error={remove.error} />}
+      {confirming && (
+        <section class="confirm" aria-labelledby="confirm-remove-passkey-title">
+          <h3 id="confirm-remove-passkey-title">Remove the passkey {confirming.name}?</h3>
+          <p>It no longer signs you in. To use that device again, add it as a passkey again.</p>
+          {remove.error !== undefined && <ErrorBox error={remove.error} />}
+          <div class="form-actions">
+            <button
+              type="button"
+              class="danger"
+              onClick={() => remove.pick(confirming.id)}
+              disabled={remove.busy}
+            >
+              {remove.busy ? 'Removing…' : `Remove ${confirming.name}`}
+            </button>
+            <button type="button" onClick={() => setConfirming(null)} disabled={remove.busy}>
+              Cancel
+            </button>
+          </div>
+        </section>
+      )}
       {supported ? (
         <form class="card passkey-add" onSubmit={add.run} noValidate>
           <TextField

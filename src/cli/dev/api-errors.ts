@@ -1,13 +1,5 @@
 import { ApiError, UnreachableError } from '../../client/index.ts';
-import { CliError, EXIT } from './errors.ts';
-
-function exitCodeOf(error: ApiError): number {
-  if (error.status === 401 || error.status === 403) return EXIT.auth;
-  if (error.status === 404) return EXIT.notFound;
-  if (error.status === 422 || error.body.error_code === 'validation') return EXIT.validation;
-  if (error.status === 409 || error.status === 412) return EXIT.conflict;
-  return EXIT.unexpected;
-}
+import { CliError, EXIT, exitCodeOfAnswer } from './errors.ts';
 
 /** A 401's message names no cause: say which token was refused and what to do about it. */
 function unauthorizedHint(env = process.env): string {
@@ -23,7 +15,10 @@ export function cliErrorOf(error: unknown): CliError | undefined {
     const code = error.body.error_code ? `${error.body.error_code}: ` : '';
     const fields = (error.body.errors ?? []).map((e) => `\n  ${e.field}: ${e.error}`).join('');
     const hint = error.status === 401 ? unauthorizedHint() : '';
-    return new CliError(`${code}${error.message}${fields}${hint}`, exitCodeOf(error));
+    return new CliError(
+      `${code}${error.message}${fields}${hint}`,
+      exitCodeOfAnswer(error.status, error.body.error_code),
+    );
   }
   if (error instanceof UnreachableError) return new CliError(error.message, EXIT.unexpected);
   return undefined;

@@ -4,7 +4,7 @@ import { type Command, Option } from 'commander';
 import { unwrap } from '../../client/index.ts';
 import { withExamples } from '../help.ts';
 import { common, withSession } from './common.ts';
-import { configFile, readContexts, selectContext, writeContexts } from './contexts.ts';
+import { configFile, readContexts, selectContext, unknownContext, writeContexts } from './contexts.ts';
 import { deviceLogin } from './device-login.ts';
 import { CliError, EXIT } from './errors.ts';
 import { FORMATS, makeOutput } from './output.ts';
@@ -141,7 +141,7 @@ export function authCommands(program: Command): void {
     const file = readContexts();
     const name = options.context ?? file.current;
     if (name === undefined) throw new CliError('not logged in: no context to forget', EXIT.auth);
-    if (!file.contexts[name]) throw new CliError(`no context "${name}"`, EXIT.notFound);
+    if (!file.contexts[name]) throw unknownContext(name, file);
     delete file.contexts[name];
     if (file.current === name) file.current = Object.keys(file.contexts)[0];
     writeContexts(file);
@@ -207,8 +207,7 @@ export function authCommands(program: Command): void {
     'contexts use prod',
   ).action((name: string) => {
     const file = readContexts();
-    if (!file.contexts[name])
-      throw new CliError(`no context "${name}": run berth login --context ${name}`, EXIT.notFound);
+    if (!file.contexts[name]) throw unknownContext(name, file);
     file.current = name;
     writeContexts(file);
     selectContext(name);

@@ -48,6 +48,15 @@ export function writeContexts(contents: ContextFile, file = configFile()): void 
   fs.renameSync(temporary, file);
 }
 
+/** A context asked for by name that the file does not hold: a usage error, whichever command asked. */
+export function unknownContext(name: string, file: ContextFile): CliError {
+  const known = Object.keys(file.contexts);
+  return new CliError(
+    `no context named "${name}"${known.length ? ` (known: ${known.join(', ')})` : ''}: run berth login --context ${name}`,
+    EXIT.usage,
+  );
+}
+
 export interface Selection {
   /** The context's name, or undefined when BERTH_URL and BERTH_TOKEN alone say where to go. */
   name: string | undefined;
@@ -72,13 +81,7 @@ export function selectContext(wanted: string | undefined, env = process.env): Se
   }
   const name = asked ?? file.current;
   const stored = name === undefined ? undefined : file.contexts[name];
-  if (asked !== undefined && stored === undefined) {
-    const known = Object.keys(file.contexts);
-    throw new CliError(
-      `no context named "${name}"${known.length ? ` (known: ${known.join(', ')})` : ''}: run berth login --context ${name}`,
-      EXIT.usage,
-    );
-  }
+  if (asked !== undefined && stored === undefined) throw unknownContext(asked, file);
   const url = env.BERTH_URL || stored?.url;
   const token = env.BERTH_TOKEN || stored?.token;
   if (!url || !token) {

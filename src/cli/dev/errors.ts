@@ -15,6 +15,15 @@ export const EXIT = {
   deploymentFailed: 7,
 } as const;
 
+/** The exit code of an API's error answer (the same for the developer and the admin commands). */
+export function exitCodeOfAnswer(status: number, errorCode: string | undefined): number {
+  if (status === 401 || status === 403) return EXIT.auth;
+  if (status === 404) return EXIT.notFound;
+  if (status === 422 || errorCode === 'validation') return EXIT.validation;
+  if (status === 409 || status === 412) return EXIT.conflict;
+  return EXIT.unexpected;
+}
+
 /** An error for the user: one message (maybe several lines) and the exit code that says what failed. */
 export class CliError extends Error {
   readonly isUserError = true;

@@ -1,7 +1,8 @@
 import fs from 'node:fs';
 import type { Command } from 'commander';
-import { type paths, unwrap } from '../../client/index.ts';
+import { ApiError, type paths, unwrap } from '../../client/index.ts';
 import { withExamples } from '../help.ts';
+import { cliErrorOf } from './api-errors.ts';
 import { common, withSession } from './common.ts';
 import { CliError, EXIT } from './errors.ts';
 import { type Column, stateText } from './output.ts';
@@ -100,6 +101,9 @@ export function readObjectFile(file: string): Record<string, unknown> {
 
 function serviceBody(options: Record<string, unknown>): Record<string, unknown> {
   const body = typeof options.file === 'string' ? readObjectFile(options.file) : {};
+  // The API takes ops_json as the document's text; in a YAML file it reads best as a mapping.
+  const ops = body.ops_json;
+  if (typeof ops === 'object' && ops !== null && !Array.isArray(ops)) body.ops_json = JSON.stringify(ops);
   for (const [flags, , field, read] of SERVICE_FLAGS) {
     const key = flags.slice(2, flags.indexOf(' ')).replace(/-(\w)/g, (_, c: string) => c.toUpperCase());
     const value = options[key];
@@ -199,12 +203,20 @@ export function resourceCommands(program: Command): void {
           EXIT.conflict,
         );
       }
-      const { service } = unwrap(
-        await session.api.POST('/v1/environments/{envId}/services', {
-          params: { path: { envId: env.id } },
-          body: body as CreateBody,
-        }),
-      );
+      const answer = await session.api.POST('/v1/environments/{envId}/services', {
+        params: { path: { envId: env.id } },
+        body: body as CreateBody,
+      });
+      // A deploy_now that failed still created the service: the answer's header alone names it.
+      const createdId = answer.response.headers.get('x-berth-service-id');
+      if (!answer.response.ok && createdId) {
+        const failed = cliErrorOf(new ApiError(answer.response.status, answer.error)) as CliError;
+        throw new CliError(
+          `${failed.message}\n  the service was created (${body.name}, ${createdId}), but its first deployment was not: deploy it with berth deploy ${createdId} --env ${env.name}`,
+          failed.exitCode,
+        );
+      }
+      const { service } = unwrap(answer);
       session.out.notice(`created service ${service.name} (${service.id})`);
       session.out.item(service, SERVICE_FIELDS, { service });
     }),
