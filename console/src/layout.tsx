@@ -26,6 +26,7 @@ export function Layout(props: { children: ComponentChildren }) {
           <a href="#/audit">Audit log</a>
           <a href="#/webhooks">Webhooks</a>
           <a href="#/people">Sessions and people</a>
+          <a href="#/tokens">API tokens</a>
           <a href="#/sso">Single sign-on</a>
           <button type="button" class="link" onClick={() => void signOut()}>
             Sign out

@@ -15,6 +15,7 @@ import { Secrets } from './pages/secrets.tsx';
 import { ServicePage } from './pages/service.tsx';
 import { SetPassword, SignIn } from './pages/sign-in.tsx';
 import { SsoCallback, SsoSettings, ssoCallbackAccount } from './pages/sso.tsx';
+import { Tokens } from './pages/tokens.tsx';
 import { WebhookDeliveries, Webhooks } from './pages/webhooks.tsx';
 import { match, navigate, useRoute } from './router.ts';
 import { isSignedIn, rememberReturn } from './session.ts';
@@ -46,6 +47,7 @@ const ROUTES: [string, (p: Record<string, string>) => preact.JSX.Element][] = [
   ['/people', () => <People />],
   ['/device', () => <DeviceLogin />],
   ['/sso', () => <SsoSettings />],
+  ['/tokens', () => <Tokens />],
   ['/webhooks', () => <Webhooks />],
   ['/webhooks/:webhookId', (p) => <WebhookDeliveries webhookId={p.webhookId as string} />],
 ];

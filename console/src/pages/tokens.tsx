@@ -1,0 +1,179 @@
+import { useState } from 'preact/hooks';
+import { ROLES } from '../../../src/domain/roles.ts';
+import { api, unwrap } from '../api.ts';
+import { Confirm } from '../confirm.tsx';
+import { FormErrors } from '../form-errors.tsx';
+import {
+  CheckboxField,
+  CopyButton,
+  Empty,
+  ErrorBox,
+  Loading,
+  Page,
+  SelectField,
+  TableWrap,
+  TextField,
+  Time,
+  useItemSubmit,
+  useLoad,
+  useSubmit,
+} from '../ui.tsx';
+
+type Role = (typeof ROLES)[number];
+
+/** The account's API tokens (admins): make one (shown once), revoke one (asked first). docs/access.md. */
+export function Tokens() {
+  const list = useLoad(async () => unwrap(await api().GET('/v1/tokens')).tokens, []);
+  const [name, setName] = useState('');
+  const [role, setRole] = useState<Role>('developer');
+  const [readOnly, setReadOnly] = useState(false);
+  const [made, setMade] = useState<{ name: string; token: string }>();
+  const [revoking, setRevoking] = useState<{ id: string; name: string } | null>(null);
+  const make = useSubmit(
+    async () =>
+      unwrap(await api().POST('/v1/tokens', { body: { name: name.trim(), role, read_only: readOnly } }))
+        .token,
+    (token) => {
+      setMade({ name: token.name ?? '', token: token.token });
+      setName('');
+      setReadOnly(false);
+      list.reload();
+    },
+  );
+  const revoke = useItemSubmit(
+    async (tokenId) => unwrap(await api().DELETE('/v1/tokens/{tokenId}', { params: { path: { tokenId } } })),
+    () => {
+      setRevoking(null);
+      list.reload();
+    },
+  );
+  return (
+    <Page title="API tokens">
+      <p class="muted">
+        A token lets a script or the berth CLI act for the account, with a role no higher than yours.
+      </p>
+      {list.error ? (
+        <ErrorBox error={list.error} onRetry={list.reload} />
+      ) : list.loading && !list.data ? (
+        <Loading what="the tokens" />
+      ) : !list.data?.length ? (
+        <Empty>No API tokens yet: make one below.</Empty>
+      ) : (
+        <TableWrap label="API tokens">
+          <table class="stack">
+            <caption class="sr-only">API tokens, newest first</caption>
+            <thead>
+              <tr>
+                <th scope="col">Name</th>
+                <th scope="col">Role</th>
+                <th scope="col">Made by</th>
+                <th scope="col">Reaches</th>
+                <th scope="col">Last used</th>
+                <th scope="col">Expires</th>
+                <th scope="col">
+                  <span class="sr-only">Actions</span>
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {list.data.map((t) => {
+                const label = t.name ?? 'issued by the operator';
+                return (
+                  <tr key={t.id}>
+                    <td data-label="Name">{label}</td>
+                    <td data-label="Role">
+                      {t.role}
+                      {t.read_only && ', reads only'}
+                    </td>
+                    <td data-label="Made by">{t.owner?.email ?? <span class="muted">the operator</span>}</td>
+                    <td data-label="Reaches">
+                      {t.environment_ids === null
+                        ? 'every environment'
+                        : t.environment_ids.length === 1
+                          ? '1 environment'
+                          : `${t.environment_ids.length} environments`}
+                    </td>
+                    <td data-label="Last used">{t.last_used_at ? <Time at={t.last_used_at} /> : 'never'}</td>
+                    <td data-label="Expires">{t.expires_at ? <Time at={t.expires_at} /> : 'never'}</td>
+                    <td>
+                      {t.revoked_at ? (
+                        <span class="muted">
+                          revoked <Time at={t.revoked_at} />
+                        </span>
+                      ) : (
+                        <button
+                          type="button"
+                          onClick={() => {
+                            revoke.reset();
+                            setRevoking({ id: t.id, name: label });
+                          }}
+                          aria-label={`Revoke the token ${label}`}
+                        >
+                          Revoke
+                        </button>
+                      )}
+                    </td>
+                  </tr>
+                );
+              })}
+            </tbody>
+          </table>
+        </TableWrap>
+      )}
+      {revoking && (
+        <Confirm
+          id="confirm-revoke-token-title"
+          title={`Revoke the token ${revoking.name}?`}
+          action={`Revoke ${revoking.name}`}
+          busyAction="Revoking…"
+          keep="Cancel"
+          submit={{ busy: revoke.busy, error: revoke.error, run: () => revoke.pick(revoking.id) }}
+          onKeep={() => setRevoking(null)}
+        >
+          Whatever uses it is refused within a second. A revoked token cannot be brought back: make a new one.
+        </Confirm>
+      )}
+      {made && (
+        <div class="card" role="status">
+          <p>Token {made.name} made. It is shown only now: keep it where its script or CLI reads it.</p>
+          <p>
+            <code id="made-token">{made.token}</code> <CopyButton text={made.token} label="the token" />
+          </p>
+        </div>
+      )}
+      <h2>Make a token</h2>
+      <form class="card" onSubmit={make.run} noValidate>
+        <FormErrors
+          error={make.error}
+          unplaced={Object.entries(make.errors).filter(([f]) => f !== 'name' && f !== 'role')}
+        />
+        <div class="grid-2">
+          <TextField
+            id="token-name"
+            label="Name"
+            required
+            value={name}
+            onInput={setName}
+            error={make.errors.name}
+            hint="What uses it, to tell it apart in this list"
+          />
+          <SelectField
+            id="token-role"
+            label="Role"
+            value={role}
+            options={ROLES}
+            onChange={(r) => setRole(r as Role)}
+            error={make.errors.role}
+            hint="At most your own; docs/access.md says what each role may do"
+          />
+        </div>
+        <CheckboxField id="token-read-only" label="Reads only" checked={readOnly} onChange={setReadOnly} />
+        <div class="form-actions">
+          <button type="submit" class="primary" disabled={make.busy}>
+            {make.busy ? 'Making…' : 'Make the token'}
+          </button>
+        </div>
+      </form>
+    </Page>
+  );
+}

@@ -1,0 +1,56 @@
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import type { Page } from 'playwright-core';
+import { createClient, unwrap } from '../../src/client/index.ts';
+import { type ConsoleSession, startConsole } from '../helpers/browser.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
+
+// The API tokens page (docs/console.md): list, make one (shown once), revoke one after confirming; the
+// revoked token is refused by the API.
+
+let db: TestDatabase;
+let c: ConsoleSession;
+let page: Page;
+
+before(async () => {
+  db = await createTestDatabase();
+  c = await startConsole({ BERTH_DATA_DIR: db.dataDir, BERTH_DATABASE_URL: db.databaseUrl ?? '' });
+  page = c.page;
+  await page.goto(`${c.server.url}/`);
+  await page.evaluate((token) => sessionStorage.setItem('berth.token', token), c.token);
+});
+
+after(async () => {
+  await c?.close();
+  await db?.drop();
+});
+
+test('an admin makes a token (shown once), sees it listed, and revokes it after confirming', async () => {
+  await page.goto(`${c.server.url}/#/envs`);
+  await page.getByRole('link', { name: 'API tokens' }).click();
+  await page.getByRole('heading', { name: 'API tokens', level: 1 }).waitFor();
+  await page.getByLabel('Name').fill('deploy script');
+  await page.getByLabel('Role').selectOption('developer');
+  await page.getByLabel('Reads only').check();
+  await page.getByRole('button', { name: 'Make the token' }).click();
+  await page.getByText('Token deploy script made.').waitFor();
+  const made = (await page.locator('#made-token').textContent()) ?? '';
+  assert.match(made, /^[0-9a-f-]{36}$/);
+  const row = page.getByRole('row', { name: /deploy script/ });
+  await row.getByText('developer, reads only').waitFor();
+  await c.checkPage('tokens');
+
+  const madeClient = createClient({ baseUrl: c.server.url, token: made });
+  assert.equal((await madeClient.GET('/v1/environments')).response.status, 200, 'the token works');
+
+  await row.getByRole('button', { name: 'Revoke the token deploy script' }).click();
+  await page.getByRole('heading', { name: 'Revoke the token deploy script?' }).waitFor();
+  await c.checkPage('tokens-revoke-confirm');
+  await page.getByRole('button', { name: 'Revoke deploy script' }).click();
+  await row.getByText('revoked').waitFor();
+  assert.equal((await madeClient.GET('/v1/environments')).response.status, 401, 'revoked');
+  await c.checkPage('tokens-revoked');
+  // The API lists it revoked too.
+  const { tokens } = unwrap(await createClient({ baseUrl: c.server.url, token: c.token }).GET('/v1/tokens'));
+  assert.ok(tokens.find((t) => t.name === 'deploy script')?.revoked_at);
+});
