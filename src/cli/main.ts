@@ -29,6 +29,7 @@ const COMMANDS: [names: string[], load: () => Promise<Register>][] = [
   [['tokens'], async () => (await import('./dev/tokens.ts')).tokenCommands],
   [['webhooks'], async () => (await import('./dev/webhooks.ts')).webhookCommands],
   [['audit'], async () => (await import('./dev/audit.ts')).auditCommands],
+  [['alerts'], async () => (await import('./dev/alerts.ts')).alertCommands],
   [['completion'], async () => (await import('./completion/command.ts')).completionCommand],
 ];
 
@@ -85,7 +86,9 @@ function everyCommandHelp(program: Command): string {
       if (!visible.has(sub)) continue;
       const usage =
         `${prefix}${sub.name()} ${sub.registeredArguments.map((a) => (a.required ? `<${a.name()}${a.variadic ? '...' : ''}>` : `[${a.name()}${a.variadic ? '...' : ''}]`)).join(' ')}`.trim();
-      if (sub.commands.length === 0) lines.push(`  berth ${usage.padEnd(46)} ${sub.description()}`);
+      // A command with subcommands is one too when it takes arguments (alerts rules <service>).
+      if (sub.commands.length === 0 || sub.registeredArguments.length > 0)
+        lines.push(`  berth ${usage.padEnd(46)} ${sub.description()}`);
       walk(sub, `${prefix}${sub.name()} `);
     }
   };

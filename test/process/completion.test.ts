@@ -101,6 +101,10 @@ test('bash: deploy <TAB> offers the service names (escaped), for berth and npx b
   assert.deepEqual(bash(['berth', 'deploy', '']), ['hello\\ web', 'hello\\ worker']);
   assert.deepEqual(bash(['npx', 'berth', 'secrets', 'set', 'hello\\ wo']), ['hello\\ worker']);
   assert.deepEqual(bash(['berth', 'logs', '"hello w']), ['"hello web"', '"hello worker"']);
+  // alerts rules takes a service and has a subcommand: both are offered, then set's service.
+  assert.deepEqual(bash(['berth', 'alerts', 'rules', '']), ['hello\\ web', 'hello\\ worker', 'set']);
+  assert.deepEqual(bash(['berth', 'alerts', 'rules', 'set', 'hello\\ wo']), ['hello\\ worker']);
+  assert.deepEqual(bash(['berth', 'alerts', 'rules', 'hello\\ web', '']), []);
 });
 
 test('zsh: sourcing twice is silent; commands and service names, for berth and npx berth', () => {

@@ -21,7 +21,7 @@ export type Completion =
   | Candidate[]
   | 'files'
   | { contexts: { prefix: string } }
-  | { services: { prefix: string; context?: string; env?: string } };
+  | { services: { prefix: string; context?: string; env?: string }; commands?: Candidate[] };
 
 /** Exit status that tells the script to complete file names. */
 export const FILES_STATUS = 3;
@@ -79,16 +79,21 @@ export function complete(root: CompletionNode, words: string[]): Completion {
     }
     return matching(flags);
   }
-  if (node.c) return matching(Object.entries(node.c).map(([name, sub]) => [name, sub.d ?? '']));
+  // A command with subcommands and arguments of its own (alerts rules <service>) offers both first.
+  const commands =
+    positional === 0 ? matching(Object.entries(node.c ?? {}).map(([name, sub]) => [name, sub.d ?? ''])) : [];
+  if (node.c && !node.a) return commands;
   const args = node.a ?? [];
   const last = args.at(-1);
   const arg = (args[positional] ?? (last?.endsWith('...') ? last : undefined))?.replace(/\.\.\.$/, '');
-  if (arg === 'service')
-    return { services: { prefix, context: values.get('--context'), env: flagValue(values, '-e', '--env') } };
+  if (arg === 'service') {
+    const services = { prefix, context: values.get('--context'), env: flagValue(values, '-e', '--env') };
+    return commands.length > 0 ? { services, commands } : { services };
+  }
   if (arg === 'file') return 'files';
   if (arg === 'command') return matching(Object.entries(root.c ?? {}).map(([n, sub]) => [n, sub.d ?? '']));
   if (arg === 'name' && node === root.c?.contexts?.c?.use) return { contexts: { prefix } };
-  return [];
+  return commands;
 }
 
 /** The login contexts, from the config file (loaded only for this: most TABs need none of it). */
@@ -125,10 +130,9 @@ async function answer(words: string[]): Promise<void> {
   if (completion === 'files') process.exit(FILES_STATUS);
   const candidates = Array.isArray(completion)
     ? completion
-    : await ('contexts' in completion
-        ? contextNames(completion.contexts.prefix)
-        : serviceNames(completion.services)
-      ).catch(() => []);
+    : 'contexts' in completion
+      ? await contextNames(completion.contexts.prefix).catch(() => [])
+      : [...(completion.commands ?? []), ...(await serviceNames(completion.services).catch(() => []))];
   for (const [value, description] of candidates)
     process.stdout.write(description ? `${value}\t${description}\n` : `${value}\n`);
 }

@@ -28,7 +28,8 @@ export function withSession<A extends unknown[] = string[], T = object>(
 ): (...params: unknown[]) => Promise<void> {
   return async (...params) => {
     const command = params[params.length - 1] as Command;
-    const options = command.opts<T & CommonOptions>();
+    // With its parent's: commander gives `alerts rules set web -o json` the -o of `alerts rules`.
+    const options = command.optsWithGlobals<T & CommonOptions>();
     await work(new Session(options), params.slice(0, -2) as A, options);
   };
 }
