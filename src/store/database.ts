@@ -5,7 +5,7 @@ import { watchingCommits } from './committed-writes.ts';
 import { lockDataDir } from './data-dir-lock.ts';
 import { embeddedStartParams, snapshotFor } from './embedded-snapshot.ts';
 import { recordingEvents } from './events.ts';
-import { migrateToLatest } from './migrate.ts';
+import { MigrationError, migrateToLatest } from './migrate.ts';
 import { embeddedSource, Notifications, postgresSource } from './notifications.ts';
 import { preparedPGliteDialect } from './pglite-prepared.ts';
 import type { Database } from './schema.ts';
@@ -127,6 +127,12 @@ async function openPostgres(
   };
 }
 
+/** Where a database URL points, its password left out: `user@host:port/database`. */
+function whereOf(databaseUrl: string): string {
+  const url = new URL(databaseUrl);
+  return `${url.username ? `${decodeURIComponent(url.username)}@` : ''}${url.host}${url.pathname}`;
+}
+
 export async function openStore(options: OpenStoreOptions): Promise<Store> {
   const { onQuery, onStatement } = options;
   const log: KyselyConfig['log'] =
@@ -150,6 +156,11 @@ export async function openStore(options: OpenStoreOptions): Promise<Store> {
       await migrateToLatest(store.db);
     } catch (error) {
       await store.close();
+      if (options.databaseUrl && error instanceof MigrationError && error.migration === undefined) {
+        throw new MigrationError(
+          `cannot use the database of BERTH_DATABASE_URL (${whereOf(options.databaseUrl)}): ${(error.cause as Error | undefined)?.message ?? error.message}`,
+        );
+      }
       throw error;
     }
   }

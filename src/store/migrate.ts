@@ -95,7 +95,14 @@ const migrations: Record<string, Migration> = {
   '0050-idempotent-answer-headers': idempotentAnswerHeaders,
 };
 
-export class MigrationError extends Error {}
+export class MigrationError extends Error {
+  /** The migration that failed; undefined when none ran (the database could not be reached or locked). */
+  readonly migration: string | undefined;
+  constructor(message: string, migration?: string, cause?: unknown) {
+    super(message, { cause });
+    this.migration = migration;
+  }
+}
 
 /** The names of every migration this build has. */
 export const KNOWN_MIGRATIONS: readonly string[] = Object.keys(migrations);
@@ -116,8 +123,12 @@ function migratorOf(db: Kysely<Database>, only: readonly string[] = KNOWN_MIGRAT
 export async function migrateToLatest(db: Kysely<Database>, only?: readonly string[]): Promise<void> {
   const { error, results } = await migratorOf(db, only).migrateToLatest();
   if (error) {
-    const failed = results?.find((r) => r.status === 'Error')?.migrationName ?? 'unknown';
-    throw new MigrationError(`Database migration ${failed} failed: ${(error as Error).message}`);
+    const failed = results?.find((r) => r.status === 'Error')?.migrationName;
+    const message = (error as Error).message;
+    if (failed === undefined) {
+      throw new MigrationError(`The database could not be migrated: ${message}`, undefined, error);
+    }
+    throw new MigrationError(`Database migration ${failed} failed: ${message}`, failed);
   }
 }
 
