@@ -206,7 +206,9 @@ function backupS3Setting(env: NodeJS.ProcessEnv): BackupS3Target | undefined {
     throw new ConfigError(`BERTH_BACKUP_S3_URL must be s3://bucket or s3://bucket/prefix, got "${raw}"`);
   }
   if (endpoint && !/^https?:\/\/[^\s/]+/.test(endpoint)) {
-    throw new ConfigError(`BERTH_BACKUP_S3_ENDPOINT must be an http(s) URL, got "${endpoint}"`);
+    throw new ConfigError(
+      `BERTH_BACKUP_S3_ENDPOINT must be an http(s) URL, got "${withoutPassword(endpoint)}"`,
+    );
   }
   const prefix = (match[2] ?? '').replace(/^\/+|\/+$/g, '');
   return {
@@ -252,7 +254,7 @@ function acmeSetting(env: NodeJS.ProcessEnv): Config['acme'] {
   const url = rawUrl && URL.canParse(rawUrl) ? new URL(rawUrl) : null;
   if (rawUrl && (url?.protocol !== 'https:' || url.username || url.password)) {
     throw new ConfigError(
-      `BERTH_ACME_DIRECTORY_URL must be the https:// URL of an ACME directory (like ${LETS_ENCRYPT_DIRECTORY}), got "${rawUrl}"`,
+      `BERTH_ACME_DIRECTORY_URL must be the https:// URL of an ACME directory (like ${LETS_ENCRYPT_DIRECTORY}), got "${withoutPassword(rawUrl)}"`,
     );
   }
   if (email && !/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email)) {
@@ -368,11 +370,22 @@ function bindSetting(env: NodeJS.ProcessEnv, name: string): { host: string; port
   return { host: (match[1] ?? match[2]) as string, port };
 }
 
+/** A URL setting as a refusal may quote it: a password in it (`user:password@`) shown as `***`. */
+function withoutPassword(raw: string): string {
+  return raw.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:@/?#]*):[^@/?#]*@/i, '$1:***@');
+}
+
 function smtpUrlSetting(raw: string | undefined): string | undefined {
   if (!raw) return undefined;
   if (!/^smtps?:\/\/[^/]/.test(raw)) {
     throw new ConfigError(
-      `BERTH_SMTP_URL must start with smtp:// or smtps:// (for instance smtp://mail:25), got "${raw}"`,
+      `BERTH_SMTP_URL must start with smtp:// or smtps:// (for instance smtp://mail:25), got "${withoutPassword(raw)}"`,
+    );
+  }
+  // Else the first invitation's mail would fail, far from the setting that caused it.
+  if (!URL.canParse(raw) || !new URL(raw).hostname) {
+    throw new ConfigError(
+      `BERTH_SMTP_URL must name the mail server (for instance smtps://user:password@mail.example.com:465), got "${withoutPassword(raw)}"`,
     );
   }
   return raw;
