@@ -60,6 +60,23 @@ export async function claimScheduledBackup(store: Store, tick: Date): Promise<bo
 }
 
 /**
+ * Makes BERTH_BACKUP_DIR if missing (0700). A file in its way is named as such: mkdir's own EEXIST or
+ * ENOTDIR would reach the log and every account's backup_failed alert as the reason.
+ */
+async function makeBackupDir(dir: string): Promise<void> {
+  let existing = dir;
+  while (!fs.existsSync(existing) && path.dirname(existing) !== existing) existing = path.dirname(existing);
+  if (!fs.statSync(existing).isDirectory()) {
+    throw new Error(
+      existing === dir
+        ? `BERTH_BACKUP_DIR ${dir} is not a directory`
+        : `BERTH_BACKUP_DIR ${dir} cannot be made: ${existing} is not a directory`,
+    );
+  }
+  await fs.promises.mkdir(dir, { recursive: true, mode: 0o700 });
+}
+
+/**
  * One scheduled backup into `dir`, then retention: the backups beyond the newest `keep` are removed, and
  * only once the new one is complete. A backup that fails (the directory missing or unwritable, the disk
  * full) throws its reason and removes nothing.
@@ -70,7 +87,7 @@ export async function scheduledBackup(
   keep: number,
   now = new Date(),
 ): Promise<{ file: string; removed: string[] }> {
-  await fs.promises.mkdir(dir, { recursive: true, mode: 0o700 });
+  await makeBackupDir(dir);
   const file = path.join(dir, backupFileName(now));
   await takeBackup(store, file, now);
   const backups = (await fs.promises.readdir(dir)).filter((name) => BACKUP_FILE.test(name)).sort();
