@@ -3,8 +3,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
+import { userCli } from '../helpers/cli.ts';
 import { pollUntil } from '../helpers/poll.ts';
-import { api, type BerthProcess, runBerth } from '../helpers/process.ts';
+import { api, type BerthProcess } from '../helpers/process.ts';
 import { serverFixture } from '../helpers/server.ts';
 
 /**
@@ -14,13 +15,11 @@ import { serverFixture } from '../helpers/server.ts';
 const servers = serverFixture('sim');
 let server: BerthProcess & { url: string };
 let token: string;
-let home: string;
 let serviceUrl: string;
 const SERVICE = 'alerting web';
 before(async () => {
   let envUrl: string;
   ({ berth: server, token, envUrl } = await servers.start());
-  home = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-home-'));
   const res = await api(`${envUrl}/services`, token, 'POST', {
     name: SERVICE,
     source: 'docker_image',
@@ -33,29 +32,10 @@ before(async () => {
   assert.equal(res.status, 200, JSON.stringify(res.body));
   serviceUrl = `${envUrl}/services/${res.body.data.service.id}`;
 });
-after(() => {
-  fs.rmSync(home, { recursive: true, force: true });
-});
-
-async function berth(args: string[]) {
-  const proc = runBerth(args, {
-    HOME: home,
-    XDG_CONFIG_HOME: '',
-    BERTH_URL: server.url,
-    BERTH_TOKEN: token,
-    BERTH_CONTEXT: '',
-    BERTH_ENV: '',
-    NO_COLOR: '1',
-  });
-  const code = await proc.exited;
-  return { code, out: proc.stdout(), err: proc.stderr() };
-}
-
-async function json(args: string[]) {
-  const res = await berth([...args, '-o', 'json']);
-  assert.equal(res.code, 0, res.err);
-  return JSON.parse(res.out);
-}
+const { berth, json } = userCli(() => ({ url: server.url, token }));
+/** Where the tests write the rule files they pass to -f. */
+const files = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-alert-rules-'));
+after(() => fs.rmSync(files, { recursive: true, force: true }));
 
 async function apiData(url: string) {
   const res = await api(url, token);
@@ -99,7 +79,7 @@ test('alerts rules set replaces the settings: what it leaves out goes back to th
   assert.equal(replaced.rules.error_rate_high.enabled, true);
 
   // A file: the PUT body, or what `alerts rules -o yaml` prints (its rules taken, its defaults left).
-  const file = path.join(home, 'rules.yaml');
+  const file = path.join(files, 'rules.yaml');
   fs.writeFileSync(file, 'memory_high:\n  minutes: 10\nno_ready_replica:\n  enabled: false\n');
   const fromFile = await json(['alerts', 'rules', 'set', SERVICE, '-f', file, 'memory_high.percent=70']);
   assert.deepEqual(fromFile.rules.memory_high, { enabled: true, percent: 70, minutes: 10 });
@@ -125,7 +105,7 @@ test('alerts rules set errors: out of range and unknown are validation (5), a ma
     [['memory_high.percent=high'], /a setting's value is true, false or a number/],
     [[], /give RULE\.FIELD=VALUE settings, -f FILE, or --defaults/],
     [['--defaults', 'memory_high.percent=50'], /--defaults takes no other settings/],
-    [['-f', path.join(home, 'missing.yaml')], /cannot read .*missing\.yaml/],
+    [['-f', path.join(files, 'missing.yaml')], /cannot read .*missing\.yaml/],
   ] as const) {
     const res = await berth(['alerts', 'rules', 'set', SERVICE, ...args]);
     assert.equal(res.code, 2, `${args.join(' ')}: ${res.err}`);

@@ -1,9 +1,7 @@
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { after, before, test } from 'node:test';
-import { api, type BerthProcess, runBerth } from '../helpers/process.ts';
+import { before, test } from 'node:test';
+import { userCli } from '../helpers/cli.ts';
+import { api, type BerthProcess } from '../helpers/process.ts';
 import { serverFixture } from '../helpers/server.ts';
 
 /**
@@ -13,12 +11,10 @@ import { serverFixture } from '../helpers/server.ts';
 const servers = serverFixture('sim');
 let server: BerthProcess & { url: string };
 let token: string;
-let home: string;
 let patchedId: string;
 before(async () => {
   let envUrl: string;
   ({ berth: server, token, envUrl } = await servers.start());
-  home = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-home-'));
   for (const name of ['audit one', 'audit two', 'audit three']) {
     const res = await api(`${envUrl}/services`, token, 'POST', {
       name,
@@ -35,29 +31,7 @@ before(async () => {
   const patched = await api(`${envUrl}/services/${patchedId}`, token, 'PATCH', { replica_count: 2 });
   assert.equal(patched.status, 200, JSON.stringify(patched.body));
 });
-after(() => {
-  fs.rmSync(home, { recursive: true, force: true });
-});
-
-async function berth(args: string[]) {
-  const proc = runBerth(args, {
-    HOME: home,
-    XDG_CONFIG_HOME: '',
-    BERTH_URL: server.url,
-    BERTH_TOKEN: token,
-    BERTH_CONTEXT: '',
-    BERTH_ENV: '',
-    NO_COLOR: '1',
-  });
-  const code = await proc.exited;
-  return { code, out: proc.stdout(), err: proc.stderr() };
-}
-
-async function json(args: string[]) {
-  const res = await berth([...args, '-o', 'json']);
-  assert.equal(res.code, 0, res.err);
-  return JSON.parse(res.out);
-}
+const { berth, json } = userCli(() => ({ url: server.url, token }));
 
 async function apiData(query: string) {
   const res = await api(`${server.url}/v1/audit-logs${query}`, token);

@@ -1,9 +1,7 @@
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { after, before, test } from 'node:test';
-import { api, type BerthProcess, runBerth } from '../helpers/process.ts';
+import { before, test } from 'node:test';
+import { userCli } from '../helpers/cli.ts';
+import { api, type BerthProcess } from '../helpers/process.ts';
 import { serverFixture } from '../helpers/server.ts';
 
 /**
@@ -15,34 +13,11 @@ const servers = serverFixture('sim', { BERTH_SIM_STEP_MS: '1500' });
 let server: BerthProcess & { url: string };
 let token: string;
 let envUrl: string;
-let home: string;
 before(async () => {
   ({ berth: server, token, envUrl } = await servers.start());
-  home = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-home-'));
-});
-after(() => {
-  fs.rmSync(home, { recursive: true, force: true });
 });
 
-async function berth(args: string[]) {
-  const proc = runBerth(args, {
-    HOME: home,
-    XDG_CONFIG_HOME: '',
-    BERTH_URL: server.url,
-    BERTH_TOKEN: token,
-    BERTH_CONTEXT: '',
-    BERTH_ENV: '',
-    NO_COLOR: '1',
-  });
-  const code = await proc.exited;
-  return { code, out: proc.stdout(), err: proc.stderr() };
-}
-
-async function json(args: string[]) {
-  const res = await berth([...args, '-o', 'json']);
-  assert.equal(res.code, 0, res.err);
-  return JSON.parse(res.out);
-}
+const { berth, json } = userCli(() => ({ url: server.url, token }));
 
 const SERVICE = 'steady web';
 

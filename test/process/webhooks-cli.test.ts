@@ -1,12 +1,10 @@
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import os from 'node:os';
-import path from 'node:path';
 import { after, before, test } from 'node:test';
+import { userCli } from '../helpers/cli.ts';
 import { pollUntil } from '../helpers/poll.ts';
-import { api, type BerthProcess, runBerth } from '../helpers/process.ts';
+import { api, type BerthProcess } from '../helpers/process.ts';
 import { serverFixture } from '../helpers/server.ts';
 
 /**
@@ -18,7 +16,6 @@ const servers = serverFixture('sim', { BERTH_WEBHOOK_ALLOW_PRIVATE: 'true' });
 let server: BerthProcess & { url: string };
 let token: string;
 let envUrl: string;
-let home: string;
 let receiverUrl: string;
 const received: { webhookId: string; type: string }[] = [];
 /** While set, the receiver answers nothing until it is called. */
@@ -37,35 +34,15 @@ const receiver = http.createServer((req, res) => {
 
 before(async () => {
   ({ berth: server, token, envUrl } = await servers.start());
-  home = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-home-'));
   await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
   receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
 });
 after(() => {
   receiver.closeAllConnections();
   receiver.close();
-  fs.rmSync(home, { recursive: true, force: true });
 });
 
-async function berth(args: string[]) {
-  const proc = runBerth(args, {
-    HOME: home,
-    XDG_CONFIG_HOME: '',
-    BERTH_URL: server.url,
-    BERTH_TOKEN: token,
-    BERTH_CONTEXT: '',
-    BERTH_ENV: '',
-    NO_COLOR: '1',
-  });
-  const code = await proc.exited;
-  return { code, out: proc.stdout(), err: proc.stderr() };
-}
-
-async function json(args: string[]) {
-  const res = await berth([...args, '-o', 'json']);
-  assert.equal(res.code, 0, res.err);
-  return JSON.parse(res.out);
-}
+const { berth, json } = userCli(() => ({ url: server.url, token }));
 
 async function apiData(url: string) {
   const res = await api(url, token);
