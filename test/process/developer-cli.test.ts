@@ -578,6 +578,15 @@ test('tokens create prints the token once; ls lists it without it; revoke ends i
   assert.equal((await api(`${server.url}/v1/environments`, made.token)).status, 401);
   const higher = await berth(['tokens', 'create', 'x', '--role', 'superuser'], env);
   assert.equal(higher.code, 2, higher.err);
+  // --expires: a date alone is that day's start in UTC; anything else is refused naming the flag.
+  const dated = (await run('tokens', 'create', 'dated', '--role', 'viewer', '--expires', '2099-01-31')).token;
+  assert.equal(dated.expires_at, '2099-01-31T00:00:00.000Z');
+  const vague = await berth(['tokens', 'create', 'vague', '--role', 'viewer', '--expires', 'next week'], env);
+  assert.equal(vague.code, 2, vague.err);
+  assert.equal(
+    vague.err.trim(),
+    'berth: --expires takes a date (2027-01-31, midnight UTC) or a time with its zone (2027-01-31T09:00:00Z); got "next week"',
+  );
 });
 
 test('berth --help lists every command and the exit codes; completion scripts for bash, zsh and fish (test/process/completion.test.ts)', async () => {

@@ -3,6 +3,7 @@ import { type paths, unwrap } from '../../client/index.ts';
 import { ROLES, type Role } from '../../domain/roles.ts';
 import { withExamples } from '../help.ts';
 import { common, withSession } from './common.ts';
+import { CliError, EXIT } from './errors.ts';
 import type { Column } from './output.ts';
 
 type Token =
@@ -18,6 +19,24 @@ const TOKEN_COLUMNS: Column<Token>[] = [
   { header: 'LAST USED', value: (t) => t.last_used_at ?? 'never' },
   { header: 'REVOKED', value: (t) => t.revoked_at ?? '' },
 ];
+
+/**
+ * --expires as the API takes it (a date-time with its zone): a date alone is that day's start in UTC,
+ * as JavaScript reads it. Else the API's refusal would name `expires_at`, a field the user never typed.
+ */
+function expiry(value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  if (
+    !/^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2}))?$/i.test(value) ||
+    Number.isNaN(Date.parse(value))
+  ) {
+    throw new CliError(
+      `--expires takes a date (2027-01-31, midnight UTC) or a time with its zone (2027-01-31T09:00:00Z); got "${value}"`,
+      EXIT.usage,
+    );
+  }
+  return new Date(value).toISOString();
+}
 
 interface CreateOptions {
   role: Role;
@@ -44,7 +63,10 @@ export function tokenCommands(program: Command): void {
         )
         .option('--environment <env...>', 'limit it to these environments (names or ids)')
         .option('--read-only', 'reads only: every write is refused')
-        .option('--expires <time>', 'when it stops working (ISO 8601, e.g. 2027-01-31T00:00:00Z)'),
+        .option(
+          '--expires <time>',
+          'when it stops working: a date (midnight UTC) or a time with its zone, e.g. 2027-01-31T00:00:00Z',
+        ),
       { env: false },
     ),
     'tokens create ci-deploy --role developer --environment staging',
@@ -61,7 +83,7 @@ export function tokenCommands(program: Command): void {
             role: o.role,
             environment_ids: environmentIds,
             read_only: o.readOnly === true,
-            expires_at: o.expires,
+            expires_at: expiry(o.expires),
           },
         }),
       );
