@@ -377,6 +377,21 @@ export function CopyButton(props: { text: string; label: string }) {
  * A table that scrolls sideways on a narrow screen: focusable, so a keyboard can scroll it too, and named
  * for the screen reader that lands on it.
  */
+/**
+ * A value the API gives only once (a token, a signing secret, an invitation link): what it is and where
+ * to keep it, the value, and a button that copies it.
+ */
+export function ShownOnce(props: { id: string; value: string; what: string; children: ComponentChildren }) {
+  return (
+    <div class="card" role="status">
+      <p>{props.children}</p>
+      <p>
+        <code id={props.id}>{props.value}</code> <CopyButton text={props.value} label={props.what} />
+      </p>
+    </div>
+  );
+}
+
 export function TableWrap(props: { label: string; children: ComponentChildren }) {
   return (
     // biome-ignore lint/a11y/noNoninteractiveTabindex: a scrolling region must be reachable by keyboard to be scrolled

@@ -8,6 +8,7 @@ import {
 } from '@simplewebauthn/browser';
 import { useState } from 'preact/hooks';
 import { ApiError, api, auth, messageOf, type SignedIn, unwrap } from '../api.ts';
+import { Confirm } from '../confirm.tsx';
 import {
   Empty,
   ErrorBox,
@@ -155,24 +156,17 @@ export function Passkeys() {
         </TableWrap>
       )}
       {confirming && (
-        <section class="confirm" aria-labelledby="confirm-remove-passkey-title">
-          <h3 id="confirm-remove-passkey-title">Remove the passkey {confirming.name}?</h3>
-          <p>It no longer signs you in. To use that device again, add it as a passkey again.</p>
-          {remove.error !== undefined && <ErrorBox error={remove.error} />}
-          <div class="form-actions">
-            <button
-              type="button"
-              class="danger"
-              onClick={() => remove.pick(confirming.id)}
-              disabled={remove.busy}
-            >
-              {remove.busy ? 'Removing…' : `Remove ${confirming.name}`}
-            </button>
-            <button type="button" onClick={() => setConfirming(null)} disabled={remove.busy}>
-              Cancel
-            </button>
-          </div>
-        </section>
+        <Confirm
+          id="confirm-remove-passkey-title"
+          title={`Remove the passkey ${confirming.name}?`}
+          action={`Remove ${confirming.name}`}
+          busyAction="Removing…"
+          keep="Cancel"
+          submit={{ busy: remove.busy, error: remove.error, run: () => remove.pick(confirming.id) }}
+          onKeep={() => setConfirming(null)}
+        >
+          It no longer signs you in. To use that device again, add it as a passkey again.
+        </Confirm>
       )}
       {supported ? (
         <form class="card passkey-add" onSubmit={add.run} noValidate>

@@ -1,14 +1,15 @@
 import { useState } from 'preact/hooks';
 import { api, unwrap } from '../api.ts';
+import { Confirm } from '../confirm.tsx';
 import { signOut } from '../layout.tsx';
 import { getCsrf } from '../session.ts';
 import {
-  CopyButton,
   Empty,
   ErrorBox,
   Loading,
   Page,
   SelectField,
+  ShownOnce,
   TableWrap,
   TextField,
   Time,
@@ -129,16 +130,10 @@ export function People() {
         </button>
       </form>
       {link && invited && (
-        <div class="card" role="status">
-          <p>
-            Invited {invited.email} as {invited.role}
-            {invited.mailed ? ' (mailed)' : ''}. The link works once, for a week; it is shown only now:
-          </p>
-          <p>
-            <code id="invitation-link">{link}</code>{' '}
-            <CopyButton text={link} label="Copy the invitation link" />
-          </p>
-        </div>
+        <ShownOnce id="invitation-link" value={link} what="the invitation link">
+          Invited {invited.email} as {invited.role}
+          {invited.mailed ? ' (mailed)' : ''}. The link works once, for a week; it is shown only now:
+        </ShownOnce>
       )}
     </Page>
   );
@@ -205,26 +200,17 @@ function Members() {
         </TableWrap>
       )}
       {confirming && (
-        <section class="confirm" aria-labelledby="confirm-remove-title">
-          <h3 id="confirm-remove-title">Remove {confirming.email} from the account?</h3>
-          <p>
-            They lose access at once, and so do the tokens they made. Inviting them again brings them back.
-          </p>
-          {remove.error !== undefined && <ErrorBox error={remove.error} />}
-          <div class="form-actions">
-            <button
-              type="button"
-              class="danger"
-              onClick={() => remove.pick(confirming.userId)}
-              disabled={remove.busy}
-            >
-              {remove.busy ? 'Removing…' : `Remove ${confirming.email}`}
-            </button>
-            <button type="button" onClick={() => setConfirming(null)} disabled={remove.busy}>
-              Cancel
-            </button>
-          </div>
-        </section>
+        <Confirm
+          id="confirm-remove-title"
+          title={`Remove ${confirming.email} from the account?`}
+          action={`Remove ${confirming.email}`}
+          busyAction="Removing…"
+          keep="Cancel"
+          submit={{ busy: remove.busy, error: remove.error, run: () => remove.pick(confirming.userId) }}
+          onKeep={() => setConfirming(null)}
+        >
+          They lose access at once, and so do the tokens they made. Inviting them again brings them back.
+        </Confirm>
       )}
     </>
   );

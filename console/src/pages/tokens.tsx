@@ -5,12 +5,12 @@ import { Confirm } from '../confirm.tsx';
 import { FormErrors } from '../form-errors.tsx';
 import {
   CheckboxField,
-  CopyButton,
   Empty,
   ErrorBox,
   Loading,
   Page,
   SelectField,
+  ShownOnce,
   TableWrap,
   TextField,
   Time,
@@ -134,12 +134,9 @@ export function Tokens() {
         </Confirm>
       )}
       {made && (
-        <div class="card" role="status">
-          <p>Token {made.name} made. It is shown only now: keep it where its script or CLI reads it.</p>
-          <p>
-            <code id="made-token">{made.token}</code> <CopyButton text={made.token} label="the token" />
-          </p>
-        </div>
+        <ShownOnce id="made-token" value={made.token} what="the token">
+          Token {made.name} made. It is shown only now: keep it where its script or CLI reads it.
+        </ShownOnce>
       )}
       <h2>Make a token</h2>
       <form class="card" onSubmit={make.run} noValidate>

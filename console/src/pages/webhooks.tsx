@@ -4,12 +4,12 @@ import { api, unwrap } from '../api.ts';
 import { Confirm } from '../confirm.tsx';
 import { FormErrors } from '../form-errors.tsx';
 import {
-  CopyButton,
   Empty,
   ErrorBox,
   Loading,
   Page,
   Pager,
+  ShownOnce,
   StateBadge,
   TableWrap,
   TextField,
@@ -135,16 +135,10 @@ export function Webhooks() {
         </Confirm>
       )}
       {created && (
-        <div class="card" role="status">
-          <p>
-            Subscribed {created.url}. Its signing secret is shown only now: keep it where the receiver
-            verifies deliveries.
-          </p>
-          <p>
-            <code id="webhook-secret">{created.secret}</code>{' '}
-            <CopyButton text={created.secret} label="Copy the signing secret" />
-          </p>
-        </div>
+        <ShownOnce id="webhook-secret" value={created.secret} what="the signing secret">
+          Subscribed {created.url}. Its signing secret is shown only now: keep it where the receiver verifies
+          deliveries.
+        </ShownOnce>
       )}
       <h2>Subscribe a URL</h2>
       <form class="card" onSubmit={subscribe.run} noValidate>
