@@ -375,6 +375,18 @@ function withoutPassword(raw: string): string {
   return raw.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:@/?#]*):[^@/?#]*@/i, '$1:***@');
 }
 
+/** BERTH_MAIL_FROM: an address, or a name and an address in angle brackets, as a From header takes it. */
+function mailFromSetting(raw: string | undefined): string {
+  if (!raw) return 'Berth <berth@localhost>';
+  // Else every invitation's mail would be refused by the mail server, each logged, none at start.
+  if (!/^(?:[^<>@]*<[^\s<>@]+@[^\s<>@]+>|[^\s<>@]+@[^\s<>@]+)$/.test(raw.trim())) {
+    throw new ConfigError(
+      `BERTH_MAIL_FROM must be an email address, or a name and one in angle brackets (Berth <berth@example.com>), got "${raw}"`,
+    );
+  }
+  return raw.trim();
+}
+
 function smtpUrlSetting(raw: string | undefined): string | undefined {
   if (!raw) return undefined;
   if (!/^smtps?:\/\/[^/]/.test(raw)) {
@@ -473,7 +485,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookRetryBaseMs: intSetting(env, 'BERTH_WEBHOOK_RETRY_BASE_MS', 5_000, 1, 3_600_000),
     gitBaseUrl: gitBaseUrlSetting(env),
     smtpUrl: smtpUrlSetting(env.BERTH_SMTP_URL),
-    mailFrom: env.BERTH_MAIL_FROM || 'Berth <berth@localhost>',
+    mailFrom: mailFromSetting(env.BERTH_MAIL_FROM),
     // Off unless asked for: hosts that can reach Berth send webhooks instead.
     gitPollIntervalMs: intSetting(env, 'BERTH_GIT_POLL_INTERVAL_MS', 0, 0, 86_400_000),
     logLevel: env.BERTH_LOG_LEVEL || 'info',
