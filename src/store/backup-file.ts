@@ -113,6 +113,15 @@ function parse<T>(file: string, line: string, what: string): T {
   }
 }
 
+/** The first line as a manifest: JSON of an object naming its format, else the file is no backup. */
+function manifestOf(file: string, line: string): BackupManifest {
+  const manifest = parse<BackupManifest | null>(file, line, 'first line');
+  if (typeof manifest !== 'object' || manifest === null || !('berth_backup' in manifest)) {
+    throw new BackupError(`${file} is not a Berth backup (its first line is no Berth backup manifest)`);
+  }
+  return manifest;
+}
+
 /**
  * Reads a backup through, checking it: a manifest first, a trailer last, and the SHA-256 the trailer
  * names matching the lines before it. `onLine` sees every line between them, in order; it runs before
@@ -130,7 +139,7 @@ export async function readBackupFile(
     if (pending !== undefined) {
       hash.update(`${pending}\n`);
       if (manifest === undefined) {
-        manifest = parse<BackupManifest>(file, pending, 'manifest');
+        manifest = manifestOf(file, pending);
         if (manifest.berth_backup !== BACKUP_FORMAT) {
           throw new BackupError(
             `${file} is not a Berth backup this version reads (format ${String(manifest.berth_backup)}, this Berth reads ${BACKUP_FORMAT})`,
@@ -143,6 +152,8 @@ export async function readBackupFile(
     pending = line;
   }
   if (manifest === undefined || pending === undefined) {
+    // One line: a file of another kind, or a backup cut after its manifest.
+    if (pending !== undefined) manifestOf(file, pending);
     throw new BackupError(`${file} is not a complete Berth backup: it ends before its trailer`);
   }
   const trailer = parse<BackupTrailer>(file, pending, 'trailer');

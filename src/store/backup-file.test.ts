@@ -1,0 +1,25 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { test } from 'node:test';
+import zlib from 'node:zlib';
+import { readBackupFile } from './backup-file.ts';
+
+test('a gzip file of other JSON lines is refused as no Berth backup, never with a JavaScript error', async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-backup-file-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const files: [string, string][] = [
+    ['null.ndjson.gz', 'null\n{}\n'],
+    ['other.ndjson.gz', '{"x":1}\n{"y":2}\n'],
+    ['list.ndjson.gz', '[1,2]\n'],
+    ['one-line.ndjson.gz', '{"x":1}\n'],
+  ];
+  for (const [name, text] of files) {
+    const file = path.join(dir, name);
+    fs.writeFileSync(file, zlib.gzipSync(text));
+    await assert.rejects(readBackupFile(file), {
+      message: `${file} is not a Berth backup (its first line is no Berth backup manifest)`,
+    });
+  }
+});
