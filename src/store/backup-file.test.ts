@@ -23,3 +23,15 @@ test('a gzip file of other JSON lines is refused as no Berth backup, never with 
     });
   }
 });
+
+test('a backup whose last line is not a trailer is refused as cut short, never with a JavaScript error', async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-backup-file-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  for (const last of ['null', '7', '{"table":"accounts"}']) {
+    const file = path.join(dir, 'cut.ndjson.gz');
+    fs.writeFileSync(file, zlib.gzipSync(`{"berth_backup":1}\n${last}\n`));
+    await assert.rejects(readBackupFile(file), {
+      message: `${file} is not a complete Berth backup: it ends before its trailer`,
+    });
+  }
+});

@@ -156,9 +156,9 @@ export async function readBackupFile(
     if (pending !== undefined) manifestOf(file, pending);
     throw new BackupError(`${file} is not a complete Berth backup: it ends before its trailer`);
   }
-  const trailer = parse<BackupTrailer>(file, pending, 'trailer');
+  const trailer = parse<BackupTrailer | null>(file, pending, 'trailer');
   const actual = hash.digest('hex');
-  if (typeof trailer.sha256 !== 'string') {
+  if (typeof trailer?.sha256 !== 'string') {
     throw new BackupError(`${file} is not a complete Berth backup: it ends before its trailer`);
   }
   if (trailer.sha256 !== actual) {
