@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import path from 'node:path';
 import { isCronExpression } from './domain/cron-expression.ts';
 import { DEFAULT_EVENT_RETENTION_HOURS } from './domain/events.ts';
@@ -370,6 +371,24 @@ function bindSetting(env: NodeJS.ProcessEnv, name: string): { host: string; port
   return { host: (match[1] ?? match[2]) as string, port };
 }
 
+/**
+ * BERTH_DATA_DIR, made on first use. A file in its way is named here: else the first mkdir under it
+ * fails as an unexpected EEXIST or ENOTDIR.
+ */
+function dataDirSetting(raw: string | undefined): string {
+  const dir = path.resolve(raw || '.berth');
+  let existing = dir;
+  while (!fs.existsSync(existing) && path.dirname(existing) !== existing) existing = path.dirname(existing);
+  if (!fs.statSync(existing).isDirectory()) {
+    throw new ConfigError(
+      existing === dir
+        ? `BERTH_DATA_DIR ${dir} is not a directory: name a directory (made if missing)`
+        : `BERTH_DATA_DIR ${dir} cannot be made: ${existing} is not a directory`,
+    );
+  }
+  return dir;
+}
+
 /** A URL setting as a refusal may quote it: a password in it (`user:password@`) shown as `***`. */
 function withoutPassword(raw: string): string {
   return raw.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:@/?#]*):[^@/?#]*@/i, '$1:***@');
@@ -421,7 +440,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     host: env.BERTH_HOST || '127.0.0.1',
     port: intSetting(env, 'BERTH_PORT', 8080, 0, 65535),
     databaseUrl,
-    dataDir: path.resolve(env.BERTH_DATA_DIR || '.berth'),
+    dataDir: dataDirSetting(env.BERTH_DATA_DIR),
     adminToken: env.BERTH_ADMIN_TOKEN || undefined,
     masterKey: env.BERTH_MASTER_KEY || undefined,
     // Small transactions: a batch holds its rows' locks for milliseconds.
