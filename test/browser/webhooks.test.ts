@@ -41,8 +41,10 @@ before(async () => {
   page = c.page;
   await page.goto(`${c.server.url}/`);
   await page.evaluate((token) => sessionStorage.setItem('berth.token', token), c.token);
-  // Started again signed in: the sign-in page the first load showed can no longer move the tab.
+  // Started again signed in, the app moves the tab from the sign-in page to the environments: once it
+  // is there, nothing moves the tab but the tests (a test's own navigation could otherwise lose to it).
   await page.reload();
+  await page.getByRole('heading', { name: 'Environments' }).waitFor();
 });
 
 after(async () => {
