@@ -1,6 +1,6 @@
-import fs from 'node:fs';
 import path from 'node:path';
 import { isCronExpression } from './domain/cron-expression.ts';
+import { notADirectory } from './domain/directories.ts';
 import { DEFAULT_EVENT_RETENTION_HOURS } from './domain/events.ts';
 import { isCidr } from './domain/ops-json.ts';
 
@@ -377,15 +377,8 @@ function bindSetting(env: NodeJS.ProcessEnv, name: string): { host: string; port
  */
 function dataDirSetting(raw: string | undefined): string {
   const dir = path.resolve(raw || '.berth');
-  let existing = dir;
-  while (!fs.existsSync(existing) && path.dirname(existing) !== existing) existing = path.dirname(existing);
-  if (!fs.statSync(existing).isDirectory()) {
-    throw new ConfigError(
-      existing === dir
-        ? `BERTH_DATA_DIR ${dir} is not a directory: name a directory (made if missing)`
-        : `BERTH_DATA_DIR ${dir} cannot be made: ${existing} is not a directory`,
-    );
-  }
+  const reason = notADirectory('BERTH_DATA_DIR', dir, ': name a directory (made if missing)');
+  if (reason) throw new ConfigError(reason);
   return dir;
 }
 

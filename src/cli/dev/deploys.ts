@@ -65,6 +65,21 @@ async function waitAndReport(session: Session, deploymentId: string) {
   }
 }
 
+/**
+ * A deployment the API accepted (`what`: deploying, rolling back ... the service): said on stderr, then
+ * followed to its end with --wait (waitAndReport), else its id printed.
+ */
+async function accepted(
+  session: Session,
+  what: string,
+  data: { deployment_id: string },
+  wait: boolean | undefined,
+): Promise<void> {
+  session.out.notice(`${what}: deployment ${data.deployment_id}`);
+  if (wait) await waitAndReport(session, data.deployment_id);
+  else session.out.item(data, undefined, data);
+}
+
 export function deployCommands(program: Command): void {
   withExamples(
     common(
@@ -104,9 +119,7 @@ export function deployCommands(program: Command): void {
       );
       if (!('deployment_id' in data))
         throw new CliError('the API answered a preview deploy', EXIT.unexpected);
-      session.out.notice(`deploying ${service.name}: deployment ${data.deployment_id}`);
-      if (options.wait) await waitAndReport(session, data.deployment_id);
-      else session.out.item(data, undefined, data);
+      await accepted(session, `deploying ${service.name}`, data, options.wait);
     }),
   );
 
@@ -201,9 +214,7 @@ export function deployCommands(program: Command): void {
             body: { deployment_id: options.to, note: options.note },
           }),
         );
-        session.out.notice(`rolling back ${service.name}: deployment ${data.deployment_id}`);
-        if (options.wait) await waitAndReport(session, data.deployment_id);
-        else session.out.item(data, undefined, data);
+        await accepted(session, `rolling back ${service.name}`, data, options.wait);
       },
     ),
   );
@@ -228,9 +239,7 @@ export function deployCommands(program: Command): void {
           body: { note: options.note },
         }),
       );
-      session.out.notice(`restarting ${service.name}: deployment ${data.deployment_id}`);
-      if (options.wait) await waitAndReport(session, data.deployment_id);
-      else session.out.item(data, undefined, data);
+      await accepted(session, `restarting ${service.name}`, data, options.wait);
     }),
   );
 }

@@ -1,5 +1,6 @@
 import packageJson from '../../../package.json' with { type: 'json' };
 import { type BerthClient, createClient, unwrap } from '../../client/index.ts';
+import { isUuid } from '../../domain/uuid.ts';
 import { keepServiceNames } from '../completion/service-names.ts';
 import { type Context, environmentReference, selectContext } from './contexts.ts';
 import { CliError, EXIT } from './errors.ts';
@@ -11,8 +12,6 @@ export interface CommonOptions {
   env?: string;
   output?: string;
 }
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export function clientFor(context: Pick<Context, 'url' | 'token'>): BerthClient {
   return createClient({
@@ -102,7 +101,7 @@ export class Session {
   /** A service by id, or by its exact name within the environment. */
   async service(reference: string): Promise<{ env: Environment; service: Service }> {
     const env = await this.environment();
-    if (UUID.test(reference)) {
+    if (isUuid(reference)) {
       const { service } = unwrap(
         await this.api.GET('/v1/environments/{envId}/services/{serviceId}', {
           params: { path: { envId: env.id, serviceId: reference } },

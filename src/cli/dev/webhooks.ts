@@ -6,6 +6,7 @@
 import { type Command, Option } from 'commander';
 import { type paths, unwrap } from '../../client/index.ts';
 import { EVENT_TYPES } from '../../domain/events.ts';
+import { isUuid } from '../../domain/uuid.ts';
 import { withExamples } from '../help.ts';
 import { common, noteNextPage, type PageOptions, paged, pageQuery, withSession } from './common.ts';
 import { CliError, EXIT } from './errors.ts';
@@ -36,12 +37,9 @@ const DELIVERY_COLUMNS: Column<Delivery>[] = [
   { header: 'LAST ERROR', value: (d) => d.last_error },
 ];
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 /** An id argument, checked before asking: the API would answer a field error on its path instead. */
 function idOf(value: string, what: string, list: string): string {
-  if (!UUID.test(value))
-    throw new CliError(`"${value}" is not a ${what} id (${list} lists them)`, EXIT.usage);
+  if (!isUuid(value)) throw new CliError(`"${value}" is not a ${what} id (${list} lists them)`, EXIT.usage);
   return value;
 }
 

@@ -6,6 +6,7 @@ import packageJson from '../../../package.json' with { type: 'json' };
 import { backupLines } from '../../store/backup.ts';
 import { writeBackupFile } from '../../store/backup-file.ts';
 import type { Store } from '../../store/database.ts';
+import { notADirectory } from '../directories.ts';
 import type { Deps } from './context.ts';
 
 /** Backups of Berth's own state (docs/operations.md, "Backups"); the restore is src/restore.ts. */
@@ -64,15 +65,8 @@ export async function claimScheduledBackup(store: Store, tick: Date): Promise<bo
  * ENOTDIR would reach the log and every account's backup_failed alert as the reason.
  */
 async function makeBackupDir(dir: string): Promise<void> {
-  let existing = dir;
-  while (!fs.existsSync(existing) && path.dirname(existing) !== existing) existing = path.dirname(existing);
-  if (!fs.statSync(existing).isDirectory()) {
-    throw new Error(
-      existing === dir
-        ? `BERTH_BACKUP_DIR ${dir} is not a directory`
-        : `BERTH_BACKUP_DIR ${dir} cannot be made: ${existing} is not a directory`,
-    );
-  }
+  const reason = notADirectory('BERTH_BACKUP_DIR', dir);
+  if (reason) throw new Error(reason);
   await fs.promises.mkdir(dir, { recursive: true, mode: 0o700 });
 }
 
