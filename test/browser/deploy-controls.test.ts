@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { Page } from 'playwright-core';
 import { createClient, unwrap } from '../../src/client/index.ts';
-import { type ConsoleSession, startConsole } from '../helpers/browser.ts';
+import { type ConsoleSession, signInWithToken, startConsole } from '../helpers/browser.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
 import { pollUntil } from '../helpers/poll.ts';
 
@@ -38,12 +38,7 @@ before(async () => {
     }),
   );
   serviceId = service.id;
-  await page.goto(`${c.server.url}/`);
-  await page.evaluate((token) => sessionStorage.setItem('berth.token', token), c.token);
-  // Started again signed in, the app moves the tab from the sign-in page to the environments: once it
-  // is there, nothing moves the tab but the tests (a test's own navigation could otherwise lose to it).
-  await page.reload();
-  await page.getByRole('heading', { name: 'Environments' }).waitFor();
+  await signInWithToken(c);
 });
 
 after(async () => {

@@ -83,6 +83,18 @@ export interface ConsoleSession {
   close(): Promise<void>;
 }
 
+/**
+ * The session's tab signed in with its token, as a sign-in leaves it, on the environments page the app
+ * then moves to: once it is there, nothing moves the tab but the test (a test's own navigation could
+ * otherwise lose to that move).
+ */
+export async function signInWithToken(c: ConsoleSession): Promise<void> {
+  await c.page.goto(`${c.server.url}/`);
+  await c.page.evaluate((token) => sessionStorage.setItem('berth.token', token), c.token);
+  await c.page.reload();
+  await c.page.getByRole('heading', { name: 'Environments' }).waitFor();
+}
+
 export async function startConsole(env: Record<string, string | undefined>): Promise<ConsoleSession> {
   const server = await startBerth(env);
   const { token, envId } = await firstStartOf(server);
