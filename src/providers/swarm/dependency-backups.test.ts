@@ -26,7 +26,8 @@ function fakeSwarm(replicas: number, tasks: () => Task[] = () => []) {
       Labels: { 'berth.role': 'replica' },
       Mode: { Replicated: { Replicas: replicas } },
     },
-  } as { version: number; spec: Docker.ServiceSpec };
+    writes: [],
+  } as { version: number; spec: Docker.ServiceSpec; writes: Docker.ServiceSpec[] };
   const docker = {
     listServices: async () => [{ ID: 'svc' }],
     getService: () => ({
@@ -38,6 +39,7 @@ function fakeSwarm(replicas: number, tasks: () => Task[] = () => []) {
       update: async ({ version, ...spec }: Docker.ServiceSpec & { version: number }) => {
         if (version !== swarm.version) throw new Error('update out of sequence');
         swarm.spec = spec;
+        swarm.writes.push(structuredClone(spec));
         swarm.version++;
       },
     }),
@@ -126,6 +128,27 @@ test('a task that does not stop fails the restore with what each live task was d
     );
     return true;
   });
+  assert.equal(replicasOf(swarm.spec), 1);
+});
+
+test('a scale-down the swarm leaves unacted on is written again, and the restore goes on once the tasks end', async (t) => {
+  const { swarm, docker } = fakeSwarm(1, () =>
+    // Live until a spec of no replicas is written a second time, as the swarm does at times.
+    swarm.writes.filter((spec) => replicasOf(spec) === 0).length < 2
+      ? [{ ID: 'task', DesiredState: 'running', Spec: {}, Status: { State: 'running' } }]
+      : [],
+  );
+  // Each look at the clock is 10 s later: past the 15 s before the spec is written again.
+  let now = Date.now();
+  t.mock.method(Date, 'now', () => {
+    now += 10_000;
+    return now;
+  });
+  const restart = await stopper(docker)();
+  assert.equal(swarm.writes.length, 2, 'the scale-down, then the same spec once more');
+  assert.deepEqual(swarm.writes[1], swarm.writes[0]);
+  assert.equal(swarm.spec.Labels?.['berth.restore-replicas'], '1');
+  await restart();
   assert.equal(replicasOf(swarm.spec), 1);
 });
 

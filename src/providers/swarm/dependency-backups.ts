@@ -32,6 +32,13 @@ import { describeTask, tasksOf } from './services.ts';
 /** How long a stopped service's tasks have to end (their grace period is 10 s; a node may be slow). */
 const STOP_TIMEOUT_MS = 120_000;
 const POLL_MS = 500;
+/**
+ * How long a scaled-down service's tasks may stay live before its spec is written again. The swarm
+ * can leave a scale-down unacted on (a task still desired running, or desired removed and never
+ * stopped) until the service is updated once more: seen here between back-to-back restores, and
+ * reported for `docker service scale` since Engine 24 (moby/moby#36527, where scaling twice works).
+ */
+const NUDGE_MS = 15_000;
 
 /**
  * Replaces the data of the redis at $DEPENDENCY with the RDB on stdin: a redis in the helper loads it
@@ -216,6 +223,7 @@ export class SwarmDependencyBackups extends EngineDependencyBackups {
   /** Until no task of the service is meant to run or still runs; the error says what each one was doing. */
   private async waitStopped(id: string, signal: AbortSignal): Promise<void> {
     const deadline = Date.now() + STOP_TIMEOUT_MS;
+    let nudgeAt = Date.now() + NUDGE_MS;
     for (;;) {
       signal.throwIfAborted();
       // A service that is gone has no tasks; any other error is no sign that they stopped.
@@ -229,6 +237,11 @@ export class SwarmDependencyBackups extends EngineDependencyBackups {
         throw new TerminalError(
           `the swarm service ${id} did not stop its ${live.length} task(s) in time for the restore: ${live.map(describeTask).join('; ')}`,
         );
+      }
+      if (Date.now() >= nudgeAt) {
+        // The same spec again, as long as it still holds the service at no replicas.
+        await this.scale(id, (spec) => (spec.Mode?.Replicated?.Replicas === 0 ? spec : null));
+        nudgeAt = Date.now() + NUDGE_MS;
       }
       await sleep(POLL_MS, undefined, { signal }).catch(() => signal.throwIfAborted());
     }
