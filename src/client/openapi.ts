@@ -11419,7 +11419,7 @@ export interface paths {
         get?: never;
         /**
          * Make a user a member of the account with a role, or change the member's role and scope
-         * @description Takes effect at once in every process, the member's tokens included (docs/access.md). environment_ids: the account's environments the member may reach; absent or null: every one.
+         * @description Takes effect at once in every process, the member's tokens included (docs/access.md). environment_ids: the account's environments the member may reach; absent or null: every one. 409 when it would lower the account's last owner: make another owner first.
          */
         put: {
             parameters: {
@@ -11486,6 +11486,15 @@ export interface paths {
                     };
                 };
                 /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
                 422: {
                     headers: {
                         [name: string]: unknown;
@@ -11506,7 +11515,10 @@ export interface paths {
             };
         };
         post?: never;
-        /** End a membership: the member's tokens in the account stop working at once */
+        /**
+         * End a membership: the member's tokens in the account stop working at once
+         * @description 409 for the account's last owner: make another owner first (PUT .../members/{userId} with the role owner).
+         */
         delete: {
             parameters: {
                 query?: never;
@@ -11545,6 +11557,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                409: {
                     headers: {
                         [name: string]: unknown;
                     };

@@ -384,3 +384,96 @@ describe('members', () => {
     assert.equal(last.status, 409, last.raw);
   });
 });
+
+describe('the last owner', () => {
+  /** A fresh account whose only owners are `count` new users. */
+  async function ownedBy(count: number) {
+    const tenant = await h.tenant();
+    const owners: string[] = [];
+    for (let i = 0; i < count; i++) {
+      const user = await h.admin('POST', '/users', {
+        email: `${randomUUID()}@example.com`,
+        display_name: 'O',
+      });
+      const userId = user.body.data.user.id as string;
+      const made = await h.admin('PUT', `/accounts/${tenant.accountId}/members/${userId}`, { role: 'owner' });
+      assert.equal(made.status, 200, made.raw);
+      owners.push(userId);
+    }
+    return { tenant, owners: owners as [string, string] };
+  }
+
+  const REFUSED = /^The account keeps at least one owner: make another owner first/;
+
+  test('the operator neither removes nor demotes it, and is told how to make another owner', async () => {
+    const { tenant, owners } = await ownedBy(1);
+    const [owner] = owners;
+    const removed = await h.admin('DELETE', `/accounts/${tenant.accountId}/members/${owner}`);
+    assert.equal(removed.status, 409, removed.raw);
+    assert.equal(removed.body.error_code, 'conflict');
+    assert.match(removed.body.message, REFUSED);
+    assert.ok(
+      removed.body.message.includes(`PUT /admin/v1/accounts/${tenant.accountId}/members/{userId}`),
+      removed.body.message,
+    );
+    const demoted = await h.admin('PUT', `/accounts/${tenant.accountId}/members/${owner}`, { role: 'admin' });
+    assert.equal(demoted.status, 409, demoted.raw);
+    assert.match(demoted.body.message, REFUSED);
+    // Still the owner; given a second one, the first may go.
+    const members = await h.admin('GET', `/accounts/${tenant.accountId}/members`);
+    assert.deepEqual(
+      members.body.data.members.map((m: { user_id: string; role: string }) => [m.user_id, m.role]),
+      [[owner, 'owner']],
+    );
+    const second = await h.admin('POST', '/users', {
+      email: `${randomUUID()}@example.com`,
+      display_name: 'S',
+    });
+    const secondId = second.body.data.user.id as string;
+    await h.admin('PUT', `/accounts/${tenant.accountId}/members/${secondId}`, { role: 'owner' });
+    const demotedNow = await h.admin('PUT', `/accounts/${tenant.accountId}/members/${owner}`, {
+      role: 'admin',
+    });
+    assert.equal(demotedNow.status, 200, demotedNow.raw);
+    assert.equal(demotedNow.body.data.member.role, 'admin');
+  });
+
+  const outcomes = (replies: Reply[]) => replies.map((r) => r.status).sort();
+
+  test('two owners removed at once by the operator: one goes, the other stays', async () => {
+    const { tenant, owners } = await ownedBy(2);
+    const replies = await Promise.all(
+      owners.map((id) => h.admin('DELETE', `/accounts/${tenant.accountId}/members/${id}`)),
+    );
+    assert.deepEqual(outcomes(replies), [200, 409], replies.map((r) => r.raw).join('\n'));
+    const members = await h.admin('GET', `/accounts/${tenant.accountId}/members`);
+    assert.equal(members.body.data.members.filter((m: { role: string }) => m.role === 'owner').length, 1);
+  });
+
+  test('two owners demoted at once by the operator: one is, the other stays owner', async () => {
+    const { tenant, owners } = await ownedBy(2);
+    const replies = await Promise.all(
+      owners.map((id) => h.admin('PUT', `/accounts/${tenant.accountId}/members/${id}`, { role: 'viewer' })),
+    );
+    assert.deepEqual(outcomes(replies), [200, 409], replies.map((r) => r.raw).join('\n'));
+    const members = await h.admin('GET', `/accounts/${tenant.accountId}/members`);
+    assert.equal(members.body.data.members.filter((m: { role: string }) => m.role === 'owner').length, 1);
+  });
+
+  test('two owners removed at once through the account API, or one removed and one demoted: one passes', async () => {
+    const removals = await ownedBy(2);
+    const replies = await Promise.all(
+      removals.owners.map((id) => call('DELETE', `/v1/members/${id}`, { token: removals.tenant.token })),
+    );
+    assert.deepEqual(outcomes(replies), [200, 409], replies.map((r) => r.raw).join('\n'));
+    assert.match(replies.find((r) => r.status === 409)?.body.message, REFUSED);
+
+    const mixed = await ownedBy(2);
+    const [first, second] = mixed.owners;
+    const both = await Promise.all([
+      call('DELETE', `/v1/members/${first}`, { token: mixed.tenant.token }),
+      h.admin('PUT', `/accounts/${mixed.tenant.accountId}/members/${second}`, { role: 'developer' }),
+    ]);
+    assert.deepEqual(outcomes(both), [200, 409], both.map((r) => r.raw).join('\n'));
+  });
+});

@@ -453,10 +453,14 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{
         summary: "Make a user a member of the account with a role, or change the member's role and scope",
         description:
           "Takes effect at once in every process, the member's tokens included (docs/access.md). " +
-          "environment_ids: the account's environments the member may reach; absent or null: every one.",
+          "environment_ids: the account's environments the member may reach; absent or null: every one. " +
+          "409 when it would lower the account's last owner: make another owner first.",
         params: MemberParams,
         body: MembershipBody,
-        response: { 200: Envelope(Type.Object({ member: Member })), ...ADMIN_ERRORS },
+        response: {
+          200: Envelope(Type.Object({ member: Member })),
+          ...errorResponses(401, 404, 409, 422, 500),
+        },
       },
       preValidation: async (request) => {
         assertUuid(request.params.id, 'Account');
@@ -478,8 +482,13 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{
     {
       schema: {
         summary: "End a membership: the member's tokens in the account stop working at once",
+        description:
+          "409 for the account's last owner: make another owner first (PUT .../members/{userId} with the role owner).",
         params: MemberParams,
-        response: { 200: Envelope(Type.Object({ removed: Type.Boolean() })), ...ADMIN_ERRORS },
+        response: {
+          200: Envelope(Type.Object({ removed: Type.Boolean() })),
+          ...errorResponses(401, 404, 409, 422, 500),
+        },
       },
       preValidation: async (request) => {
         assertUuid(request.params.id, 'Account');

@@ -63,6 +63,38 @@ async function checkEnvironments(db: Db, accountId: string, ids: readonly string
   }
 }
 
+/** What the operator does first when refused the last owner's removal or demotion. */
+const operatorMakesOwner = (accountId: string) =>
+  `make another owner first: PUT /admin/v1/accounts/${accountId}/members/{userId} with {"role": "owner"} ` +
+  `(berth admin users add ${accountId} <userId> --role owner)`;
+/** What a member does first: invite another owner, or ask the operator for one. */
+const membersMakeOwner = () => 'make another owner first';
+
+/**
+ * The account keeps at least one owner: 409 when the member `userId` is its last owner and would stop
+ * being one (`becomes` null: removed). The owners' memberships stay locked to the end of the transaction,
+ * so two removals or demotions of the last two owners, at once, cannot both pass.
+ */
+async function keepAnOwner(
+  trx: Db,
+  accountId: string,
+  userId: string,
+  becomes: Role | null,
+  fix: (accountId: string) => string,
+): Promise<void> {
+  if (becomes === 'owner') return;
+  const owners = await trx
+    .selectFrom('memberships')
+    .select('user_id')
+    .where('account_id', '=', accountId)
+    .where('role', '=', 'owner')
+    .forUpdate()
+    .execute();
+  if (owners.length === 1 && owners[0]?.user_id === userId) {
+    throw new ConflictError(`The account keeps at least one owner: ${fix(accountId)}`);
+  }
+}
+
 /** Makes a user a member of an account with a role (and scope), or changes their role. */
 export async function setMembership(
   deps: Pick<Deps, 'store'>,
@@ -75,6 +107,7 @@ export async function setMembership(
     if (!(await findAccount(trx, accountId))) throw new NotFoundError('Account');
     const user = await findUser(trx, userId);
     if (!user) throw new NotFoundError('User');
+    await keepAnOwner(trx, accountId, userId, input.role, operatorMakesOwner);
     await checkEnvironments(trx, accountId, input.environment_ids);
     const membership = await upsertMembership(trx, {
       user_id: userId,
@@ -103,6 +136,7 @@ export async function removeMembership(
   userId: string,
 ) {
   await deps.store.db.transaction().execute(async (trx) => {
+    await keepAnOwner(trx, accountId, userId, null, operatorMakesOwner);
     if (!(await deleteMembership(trx, accountId, userId))) throw new NotFoundError('Member');
     await endSessionsIn(trx, accountId, userId);
     const user = await findUser(trx, userId);
@@ -230,16 +264,7 @@ export async function removeMemberBy(
         `Removing a member with the ${membership.role} role needs the ${membership.role} role`,
       );
     }
-    if (membership.role === 'owner') {
-      const owners = await trx
-        .selectFrom('memberships')
-        .select('user_id')
-        .where('account_id', '=', remover.accountId)
-        .where('role', '=', 'owner')
-        .execute();
-      if (owners.length <= 1)
-        throw new ConflictError('The account keeps at least one owner: make another owner first');
-    }
+    await keepAnOwner(trx, remover.accountId, userId, null, membersMakeOwner);
     await deleteMembership(trx, remover.accountId, userId);
     await endSessionsIn(trx, remover.accountId, userId);
     await recordAudit(trx, remover, 'member.remove', { type: 'user', id: userId });
