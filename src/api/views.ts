@@ -259,20 +259,23 @@ export function webhookDeliveryView(d: WebhookDeliveryRow) {
   };
 }
 
-/** A token as /v1/tokens shows it (listPeopleTokens' row). */
-export function tokenView(t: {
-  id: string;
-  name: string | null;
-  role: Role;
-  owner_user_id: string | null;
-  owner_email: string | null;
-  environment_ids: string[] | null;
-  read_only: boolean;
-  expires_at: Date | null;
-  last_used_at: Date | null;
-  created_at: Date;
-  revoked_at: Date | null;
-}) {
+/** A token as /v1/tokens shows it (listPeopleTokens' row); `currentTokenId`: the request's own token. */
+export function tokenView(
+  t: {
+    id: string;
+    name: string | null;
+    role: Role;
+    owner_user_id: string | null;
+    owner_email: string | null;
+    environment_ids: string[] | null;
+    read_only: boolean;
+    expires_at: Date | null;
+    last_used_at: Date | null;
+    created_at: Date;
+    revoked_at: Date | null;
+  },
+  currentTokenId: string | null,
+) {
   return {
     id: t.id,
     name: t.name,
@@ -287,5 +290,6 @@ export function tokenView(t: {
     last_used_at: t.last_used_at ? iso(t.last_used_at) : null,
     created_at: iso(t.created_at),
     revoked_at: t.revoked_at ? iso(t.revoked_at) : null,
+    current: t.id === currentTokenId,
   };
 }

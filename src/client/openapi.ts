@@ -6336,7 +6336,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The account's API tokens, newest first (revoked ones too, with when) */
+        /**
+         * The account's API tokens, newest first (revoked ones too, with when)
+         * @description `current` marks the token the call was made with (none when a signed-in session made it). docs/access.md.
+         */
         get: {
             parameters: {
                 query?: never;
@@ -6383,6 +6386,8 @@ export interface paths {
                                     created_at: string;
                                     /** Format: date-time */
                                     revoked_at: string | null;
+                                    /** @description the token this request was made with: revoking it signs its caller out */
+                                    current: boolean;
                                 }[];
                             };
                         };
@@ -6515,6 +6520,8 @@ export interface paths {
                                     created_at: string;
                                     /** Format: date-time */
                                     revoked_at: string | null;
+                                    /** @description the token this request was made with: revoking it signs its caller out */
+                                    current: boolean;
                                     /** Format: uuid */
                                     token: string;
                                 };

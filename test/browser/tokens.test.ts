@@ -54,3 +54,47 @@ test('an admin makes a token (shown once), sees it listed, and revokes it after 
   const { tokens } = unwrap(await createClient({ baseUrl: c.server.url, token: c.token }).GET('/v1/tokens'));
   assert.ok(tokens.find((t) => t.name === 'deploy script')?.revoked_at);
 });
+
+test("revoking the tab's own token is asked as signing out, and signs the tab out cleanly", async () => {
+  const admin = createClient({ baseUrl: c.server.url, token: c.token });
+  const { token } = unwrap(await admin.POST('/v1/tokens', { body: { name: 'my laptop', role: 'admin' } }));
+  await page.goto(`${c.server.url}/`);
+  await page.evaluate((t) => sessionStorage.setItem('berth.token', t), token.token);
+  await page.goto(`${c.server.url}/#/tokens`);
+  const row = page.getByRole('row', { name: /my laptop \(this tab\)/ });
+  await row.waitFor();
+  await row.getByRole('button', { name: 'Revoke the token my laptop' }).click();
+  await page.getByRole('heading', { name: 'Revoke the token my laptop and sign this tab out?' }).waitFor();
+  await page.getByText('revoking it signs this tab out').waitFor();
+  await c.checkPage('tokens-revoke-own');
+  await page.getByRole('button', { name: 'Revoke my laptop and sign out' }).click();
+  await page.getByRole('heading', { name: 'Sign in to Berth' }).waitFor();
+  assert.equal(
+    await page.evaluate(() => sessionStorage.getItem('berth.token')),
+    null,
+    'the token is forgotten',
+  );
+  assert.equal(await page.getByRole('alert').count(), 0, 'no error on the way out');
+  assert.equal(
+    (await createClient({ baseUrl: c.server.url, token: token.token }).GET('/v1/environments')).response
+      .status,
+    401,
+    'revoked',
+  );
+  await c.checkPage('tokens-revoked-own-signed-out');
+});
+
+test('revoking another token says nothing of signing out and keeps the tab signed in', async () => {
+  const admin = createClient({ baseUrl: c.server.url, token: c.token });
+  unwrap(await admin.POST('/v1/tokens', { body: { name: 'a script', role: 'viewer' } }));
+  await page.goto(`${c.server.url}/`);
+  await page.evaluate((t) => sessionStorage.setItem('berth.token', t), c.token);
+  await page.goto(`${c.server.url}/#/tokens`);
+  const row = page.getByRole('row', { name: /a script/ });
+  await row.getByRole('button', { name: 'Revoke the token a script' }).click();
+  await page.getByRole('heading', { name: 'Revoke the token a script?' }).waitFor();
+  assert.equal(await page.getByText('signs this tab out').count(), 0);
+  await page.getByRole('button', { name: 'Revoke a script' }).click();
+  await row.getByText('revoked').waitFor();
+  assert.equal(await page.getByRole('heading', { name: 'API tokens', level: 1 }).count(), 1);
+});

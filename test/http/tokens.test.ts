@@ -45,6 +45,12 @@ describe('POST /v1/tokens', () => {
     assert.ok(!list.raw.includes(made.token), 'the token is never shown again');
     const operator = list.body.data.tokens.find((x: { id: string }) => x.id === t.tokenId);
     assert.deepEqual([operator.role, operator.name, operator.owner], ['owner', null, null]);
+    // `current`: the token the call was made with, and only that one (what the console warns about).
+    assert.deepEqual(
+      list.body.data.tokens.filter((x: { current: boolean }) => x.current).map((x: { id: string }) => x.id),
+      [t.tokenId],
+    );
+    assert.equal(made.current, false, 'made with another token');
     assert.equal((await h.request('GET', '/v1/environments', { token: made.token })).status, 200);
     const write = await h.request('POST', `/v1/environments/${t.envId}/services`, {
       token: made.token,

@@ -3,6 +3,7 @@ import { ROLES } from '../../../src/domain/roles.ts';
 import { api, unwrap } from '../api.ts';
 import { Confirm } from '../confirm.tsx';
 import { FormErrors } from '../form-errors.tsx';
+import { signOut } from '../layout.tsx';
 import {
   CheckboxField,
   Empty,
@@ -28,7 +29,7 @@ export function Tokens() {
   const [role, setRole] = useState<Role>('developer');
   const [readOnly, setReadOnly] = useState(false);
   const [made, setMade] = useState<{ name: string; token: string }>();
-  const [revoking, setRevoking] = useState<{ id: string; name: string } | null>(null);
+  const [revoking, setRevoking] = useState<{ id: string; name: string; current: boolean } | null>(null);
   const make = useSubmit(
     async () =>
       unwrap(await api().POST('/v1/tokens', { body: { name: name.trim(), role, read_only: readOnly } }))
@@ -43,8 +44,12 @@ export function Tokens() {
   const revoke = useItemSubmit(
     async (tokenId) => unwrap(await api().DELETE('/v1/tokens/{tokenId}', { params: { path: { tokenId } } })),
     () => {
-      setRevoking(null);
-      list.reload();
+      // This tab's own token: every later call would be refused, so sign out now rather than fail.
+      if (revoking?.current) void signOut();
+      else {
+        setRevoking(null);
+        list.reload();
+      }
     },
   );
   return (
@@ -80,7 +85,10 @@ export function Tokens() {
                 const label = t.name ?? 'issued by the operator';
                 return (
                   <tr key={t.id}>
-                    <td data-label="Name">{label}</td>
+                    <td data-label="Name">
+                      {label}
+                      {t.current && ' (this tab)'}
+                    </td>
                     <td data-label="Role">
                       {t.role}
                       {t.read_only && ', reads only'}
@@ -105,7 +113,7 @@ export function Tokens() {
                           type="button"
                           onClick={() => {
                             revoke.reset();
-                            setRevoking({ id: t.id, name: label });
+                            setRevoking({ id: t.id, name: label, current: t.current });
                           }}
                           aria-label={`Revoke the token ${label}`}
                         >
@@ -123,13 +131,19 @@ export function Tokens() {
       {revoking && (
         <Confirm
           id="confirm-revoke-token-title"
-          title={`Revoke the token ${revoking.name}?`}
-          action={`Revoke ${revoking.name}`}
+          title={
+            revoking.current
+              ? `Revoke the token ${revoking.name} and sign this tab out?`
+              : `Revoke the token ${revoking.name}?`
+          }
+          action={revoking.current ? `Revoke ${revoking.name} and sign out` : `Revoke ${revoking.name}`}
           busyAction="Revoking…"
           keep="Cancel"
           submit={{ busy: revoke.busy, error: revoke.error, run: () => revoke.pick(revoking.id) }}
           onKeep={() => setRevoking(null)}
         >
+          {revoking.current &&
+            'This tab is signed in with this token: revoking it signs this tab out, and you sign in again with another token or your password. '}
           Whatever uses it is refused within a second. A revoked token cannot be brought back: make a new one.
         </Confirm>
       )}

@@ -1,4 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { NewTokenBody } from '../../domain/inputs.ts';
 import type { Deps } from '../../domain/usecases/context.ts';
@@ -7,6 +8,12 @@ import { actorOf, authOf, type TokenAuthenticator } from '../plugins/auth.ts';
 import { AUTH_ERRORS, Envelope, errorResponses, NoQuery } from '../schemas/common.ts';
 import { CreatedToken, Token, TokenParams } from '../schemas/tokens.ts';
 import { success, tokenView } from '../views.ts';
+
+/** The token a call was made with; null for a person's session (sessions are not tokens). */
+function currentTokenOf(request: FastifyRequest): string | null {
+  const auth = authOf(request);
+  return auth.sessionId ? null : auth.tokenId;
+}
 
 export const tokenRoutes: FastifyPluginAsyncTypebox<{
   deps: Deps;
@@ -34,7 +41,7 @@ export const tokenRoutes: FastifyPluginAsyncTypebox<{
       const { token, id } = await createToken(deps, { ...actorOf(request), role: auth.role }, request.body);
       const made = (await listTokens(deps, auth.accountId)).find((t) => t.id === id);
       if (!made) throw new Error('the token just made is not there');
-      return success({ token: { ...tokenView(made), token } });
+      return success({ token: { ...tokenView(made, currentTokenOf(request)), token } });
     },
   );
 
@@ -44,6 +51,8 @@ export const tokenRoutes: FastifyPluginAsyncTypebox<{
       config: { role: 'admin', wholeAccount: true },
       schema: {
         summary: "The account's API tokens, newest first (revoked ones too, with when)",
+        description:
+          '`current` marks the token the call was made with (none when a signed-in session made it). docs/access.md.',
         querystring: NoQuery,
         response: {
           200: Envelope(Type.Object({ tokens: Type.Array(Token) })),
@@ -53,7 +62,8 @@ export const tokenRoutes: FastifyPluginAsyncTypebox<{
     },
     async (request) => {
       const tokens = await listTokens(deps, authOf(request).accountId);
-      return success({ tokens: tokens.map(tokenView) });
+      const current = currentTokenOf(request);
+      return success({ tokens: tokens.map((t) => tokenView(t, current)) });
     },
   );
 

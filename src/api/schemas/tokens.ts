@@ -25,6 +25,9 @@ export const Token = Type.Object({
   last_used_at: Nullable(DateTime),
   created_at: DateTime,
   revoked_at: Nullable(DateTime),
+  current: Type.Boolean({
+    description: 'the token this request was made with: revoking it signs its caller out',
+  }),
 });
 
 export const CreatedToken = Type.Object({
