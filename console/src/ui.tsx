@@ -93,16 +93,16 @@ export function Page(props: { title: string; children: ComponentChildren; action
  * What to say when a read was refused (403): the role cannot see it, and which role can when the API
  * names it ("This call needs the admin role; this token acts as viewer"). Null for any other error.
  */
-export function refusalOf(error: unknown): string | null {
+export function refusalOf(error: unknown, what = 'see this'): string | null {
   if (!(error instanceof ApiError) || error.status !== 403) return null;
   const roles = /needs the (\w+) role; this token acts as (\w+)/.exec(error.message);
-  if (!roles) return `You cannot see this: ${error.message}`;
-  return `Your role (${roles[2]}) cannot see this: it needs the ${roles[1]} role. An admin of the account can give it to you.`;
+  if (!roles) return `You cannot ${what}: ${error.message}`;
+  return `Your role (${roles[2]}) cannot ${what}: it needs the ${roles[1]} role. An admin of the account can give it to you.`;
 }
 
 /** A failed call; a load's error offers to try again, unless the role may not read it (that lasts). */
-export function ErrorBox(props: { error: unknown; onRetry?: () => void }) {
-  const refusal = props.onRetry ? refusalOf(props.error) : null;
+export function ErrorBox(props: { error: unknown; onRetry?: () => void; refusedTo?: string }) {
+  const refusal = props.onRetry ? refusalOf(props.error, props.refusedTo) : null;
   return (
     <div class="error-box" role="alert">
       <p>{refusal ?? messageOf(props.error)}</p>

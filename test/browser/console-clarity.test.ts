@@ -270,7 +270,7 @@ test('a viewer on the secrets page is told values are not shown to the role, not
   }
 });
 
-test('a viewer on the people page is told the members need the admin role, with nothing to try again', async () => {
+test('a viewer on the people page is told members and invitations need the admin role, and shown no invite form', async () => {
   const { token } = unwrap(await client().POST('/v1/tokens', { body: { name: 'a looker', role: 'viewer' } }));
   if (!page.url().startsWith(c.server.url)) await page.goto(`${c.server.url}/`);
   await page.evaluate((t) => sessionStorage.setItem('berth.token', t), token.token);
@@ -279,10 +279,13 @@ test('a viewer on the people page is told the members need the admin role, with 
     await page.getByRole('heading', { name: 'Members' }).waitFor();
     await page
       .getByRole('alert')
-      .getByText('Your role (viewer) cannot see this: it needs the admin role.')
-      .first()
+      .getByText('Your role (viewer) cannot see the members or invite anyone: it needs the admin role.')
       .waitFor();
     assert.equal(await page.getByRole('button', { name: 'Try again' }).count(), 0, 'a refusal lasts');
+    // A form the API would refuse is not offered.
+    assert.equal(await page.getByRole('heading', { name: 'Invite someone' }).count(), 0);
+    assert.equal(await page.getByRole('button', { name: 'Invite' }).count(), 0);
+    assert.equal(await page.getByLabel('Email').count(), 0);
     c.problems.length = 0; // the expected 403s
     await c.checkPage('clarity-people-viewer');
   } finally {

@@ -8,6 +8,7 @@ import {
   ErrorBox,
   Loading,
   Page,
+  refusalOf,
   SelectField,
   ShownOnce,
   TableWrap,
@@ -23,7 +24,7 @@ const ROLES = ['viewer', 'developer', 'admin', 'owner'] as const;
 type Role = (typeof ROLES)[number];
 type Invited = { email: string; role: string; path: string; mailed: boolean };
 
-/** The signed-in person's sessions, each one ended here; and invitations, for admins. */
+/** The signed-in person's sessions, each one ended here; and the account's members and invitations. */
 export function People() {
   const sessions = useLoad(async () => unwrap(await api().GET('/v1/sessions')).sessions, []);
   const end = useItemSubmit(
@@ -31,16 +32,6 @@ export function People() {
       unwrap(await api().DELETE('/v1/sessions/{sessionId}', { params: { path: { sessionId } } })),
     sessions.reload,
   );
-  const [email, setEmail] = useState('');
-  const [role, setRole] = useState('developer');
-  const [invited, setInvited] = useState<Invited>();
-  const invite = useSubmit(
-    async () =>
-      unwrap(await api().POST('/v1/invitations', { body: { email: email.trim(), role: role as Role } }))
-        .invitation,
-    setInvited,
-  );
-  const link = invited ? `${location.origin}${invited.path}` : undefined;
   return (
     <Page title="Sessions and people">
       <h2>Your sessions</h2>
@@ -103,45 +94,17 @@ export function People() {
       {end.error !== undefined && <ErrorBox error={end.error} />}
       {getCsrf() !== null && <Passkeys />}
       <Members />
-      <h2>Invite someone</h2>
-      <form class="card" onSubmit={invite.run} noValidate>
-        <TextField
-          id="invite-email"
-          label="Email"
-          value={email}
-          onInput={setEmail}
-          error={invite.errors.email}
-          attrs={{ spellcheck: false }}
-        />
-        <SelectField
-          id="invite-role"
-          label="Role"
-          value={role}
-          options={ROLES}
-          onChange={setRole}
-          error={invite.errors.role}
-          hint="docs/access.md says what each role may do"
-        />
-        {invite.error !== undefined && !Object.keys(invite.errors).length && (
-          <ErrorBox error={invite.error} />
-        )}
-        <button type="submit" class="primary" disabled={invite.busy}>
-          {invite.busy ? 'Inviting…' : 'Invite'}
-        </button>
-      </form>
-      {link && invited && (
-        <ShownOnce id="invitation-link" value={link} what="the invitation link">
-          Invited {invited.email} as {invited.role}
-          {invited.mailed ? ' (mailed)' : ''}. The link works once, for a week; it is shown only now:
-        </ShownOnce>
-      )}
     </Page>
   );
 }
 
-/** The account's members, each removed here (admins; anyone else is told the API's refusal). */
+/**
+ * The account's members, each removed here, and the form inviting more (admins). A role that may not
+ * (the members' list refused) is told which role may, in place of both.
+ */
 function Members() {
   const members = useLoad(async () => unwrap(await api().GET('/v1/members')).members, []);
+  const refused = refusalOf(members.error) !== null;
   // A removal is asked first: one stray click would lock a colleague out.
   const [confirming, setConfirming] = useState<{ userId: string; email: string } | null>(null);
   const remove = useItemSubmit(
@@ -151,6 +114,17 @@ function Members() {
       members.reload();
     },
   );
+  if (refused)
+    return (
+      <>
+        <h2>Members</h2>
+        <ErrorBox
+          error={members.error}
+          onRetry={members.reload}
+          refusedTo="see the members or invite anyone"
+        />
+      </>
+    );
   return (
     <>
       <h2>Members</h2>
@@ -211,6 +185,57 @@ function Members() {
         >
           They lose access at once, and so do the tokens they made. Inviting them again brings them back.
         </Confirm>
+      )}
+      <Invite />
+    </>
+  );
+}
+
+/** Invites someone by email with a role; the link is shown once (and mailed when Berth can). */
+function Invite() {
+  const [email, setEmail] = useState('');
+  const [role, setRole] = useState('developer');
+  const [invited, setInvited] = useState<Invited>();
+  const invite = useSubmit(
+    async () =>
+      unwrap(await api().POST('/v1/invitations', { body: { email: email.trim(), role: role as Role } }))
+        .invitation,
+    setInvited,
+  );
+  const link = invited ? `${location.origin}${invited.path}` : undefined;
+  return (
+    <>
+      <h2>Invite someone</h2>
+      <form class="card" onSubmit={invite.run} noValidate>
+        <TextField
+          id="invite-email"
+          label="Email"
+          value={email}
+          onInput={setEmail}
+          error={invite.errors.email}
+          attrs={{ spellcheck: false }}
+        />
+        <SelectField
+          id="invite-role"
+          label="Role"
+          value={role}
+          options={ROLES}
+          onChange={setRole}
+          error={invite.errors.role}
+          hint="docs/access.md says what each role may do"
+        />
+        {invite.error !== undefined && !Object.keys(invite.errors).length && (
+          <ErrorBox error={invite.error} />
+        )}
+        <button type="submit" class="primary" disabled={invite.busy}>
+          {invite.busy ? 'Inviting…' : 'Invite'}
+        </button>
+      </form>
+      {link && invited && (
+        <ShownOnce id="invitation-link" value={link} what="the invitation link">
+          Invited {invited.email} as {invited.role}
+          {invited.mailed ? ' (mailed)' : ''}. The link works once, for a week; it is shown only now:
+        </ShownOnce>
       )}
     </>
   );
