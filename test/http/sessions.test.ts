@@ -264,6 +264,112 @@ describe('invitations', () => {
     assert.equal(twice.status, 409, twice.raw);
   });
 
+  test('pending ones are listed (never their links) with who invited, and revoked; the link then fails', async () => {
+    const tenant = await h.tenant();
+    const owner = { authorization: `Bearer ${tenant.token}` };
+    const admin = await member('admin');
+    const adminSession = await signIn(admin.email, PASSWORD, '10.0.8.1');
+    // The admin is a member of t's account: invite into that one with the session, the rest with tokens.
+    const adminHeaders = {
+      cookie: cookieOf(adminSession),
+      'x-csrf-token': adminSession.body.data.csrf_token,
+    };
+    const byAdmin = await invite(adminHeaders, { email: `${randomUUID()}@example.com`, role: 'viewer' });
+    assert.equal(byAdmin.status, 200, byAdmin.raw);
+    const listedByAdmin = await call('GET', '/v1/invitations', { headers: adminHeaders });
+    assert.equal(listedByAdmin.status, 200, listedByAdmin.raw);
+    const mine = listedByAdmin.body.data.invitations.find(
+      (i: { id: string }) => i.id === byAdmin.body.data.invitation.id,
+    );
+    assert.deepEqual(mine.invited_by, { user_id: admin.userId, email: admin.email });
+    assert.deepEqual(Object.keys(mine).sort(), [
+      'created_at',
+      'email',
+      'expires_at',
+      'id',
+      'invited_by',
+      'role',
+    ]);
+
+    const first = await invite(owner, { email: `${randomUUID()}@example.com`, role: 'developer' });
+    const second = await invite(owner, { email: `${randomUUID()}@example.com`, role: 'owner' });
+    const accepted = await invite(owner, { email: `${randomUUID()}@example.com`, role: 'viewer' });
+    const accepting = await call('POST', '/auth/accept-invitation', {
+      body: { token: accepted.body.data.invitation.token, password: PASSWORD },
+    });
+    assert.equal(accepting.status, 200, accepting.raw);
+    const list = await call('GET', '/v1/invitations', { token: tenant.token });
+    assert.equal(list.status, 200, list.raw);
+    assert.deepEqual(
+      list.body.data.invitations.map((i: { email: string; role: string; invited_by: unknown }) => [
+        i.email,
+        i.role,
+        i.invited_by,
+      ]),
+      [
+        [second.body.data.invitation.email, 'owner', null],
+        [first.body.data.invitation.email, 'developer', null],
+      ],
+      "newest first; the accepted one and the other account's left out",
+    );
+    for (const made of [first, second])
+      assert.ok(!list.raw.includes(made.body.data.invitation.token), 'never the link');
+    const [newest] = list.body.data.invitations as { created_at: string; expires_at: string }[];
+    assert.ok(newest && Date.parse(newest.expires_at) > Date.parse(newest.created_at));
+
+    // Revoked: gone from the list, its link refused, a second revocation not found.
+    const firstId = first.body.data.invitation.id as string;
+    const revoked = await call('DELETE', `/v1/invitations/${firstId}`, { token: tenant.token });
+    assert.equal(revoked.status, 200, revoked.raw);
+    assert.deepEqual(revoked.body.data, { revoked: true });
+    const after = await call('GET', '/v1/invitations', { token: tenant.token });
+    assert.deepEqual(
+      after.body.data.invitations.map((i: { id: string }) => i.id),
+      [second.body.data.invitation.id],
+    );
+    const refused = await call('POST', '/auth/accept-invitation', {
+      body: { token: first.body.data.invitation.token, password: PASSWORD },
+    });
+    assert.equal(refused.status, 401, refused.raw);
+    assert.match(refused.body.message, /revoked/);
+    assert.equal((await call('DELETE', `/v1/invitations/${firstId}`, { token: tenant.token })).status, 404);
+    // Another account's invitation is not found; an accepted one neither.
+    const otherAccount = await call('DELETE', `/v1/invitations/${byAdmin.body.data.invitation.id}`, {
+      token: tenant.token,
+    });
+    assert.equal(otherAccount.status, 404, otherAccount.raw);
+    const gone = await call('DELETE', `/v1/invitations/${accepted.body.data.invitation.id}`, {
+      token: tenant.token,
+    });
+    assert.equal(gone.status, 404, gone.raw);
+  });
+
+  test("an admin cannot revoke an owner's invitation; a developer neither lists nor revokes", async () => {
+    const toOwner = await invite(
+      { authorization: `Bearer ${t.token}` },
+      { email: `${randomUUID()}@example.com`, role: 'owner' },
+    );
+    const id = toOwner.body.data.invitation.id as string;
+    const admin = await member('admin');
+    const session = await signIn(admin.email, PASSWORD, '10.0.8.2');
+    const headers = { cookie: cookieOf(session), 'x-csrf-token': session.body.data.csrf_token };
+    const above = await call('DELETE', `/v1/invitations/${id}`, { headers });
+    assert.equal(above.status, 403, above.raw);
+    assert.match(above.body.message, /needs the owner role/);
+    const developer = await member('developer');
+    const dev = await signIn(developer.email, PASSWORD, '10.0.8.3');
+    const devHeaders = { cookie: cookieOf(dev), 'x-csrf-token': dev.body.data.csrf_token };
+    const list = await call('GET', '/v1/invitations', { headers: devHeaders });
+    assert.equal(list.status, 403, list.raw);
+    assert.match(list.body.message, /needs the admin role/);
+    assert.equal((await call('DELETE', `/v1/invitations/${id}`, { headers: devHeaders })).status, 403);
+    const still = await call('GET', '/v1/invitations', { token: t.token });
+    assert.ok(
+      still.body.data.invitations.some((i: { id: string }) => i.id === id),
+      'still pending',
+    );
+  });
+
   test('an expired invitation is refused; a role above the inviter is a field error; developers cannot invite', async () => {
     const res = await invite(
       { authorization: `Bearer ${t.token}` },

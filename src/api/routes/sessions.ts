@@ -15,8 +15,10 @@ import {
   createInvitation,
   endSessionOf,
   invitationPath,
+  listInvitations,
   listSessions,
   redeemSignInLink,
+  revokeInvitation,
   type SignInCall,
   signIn,
 } from '../../domain/usecases/sessions.ts';
@@ -36,8 +38,10 @@ import {
   AcceptInvitationBody,
   Invitation,
   InvitationBody,
+  InvitationParams,
   Member,
   MemberParams,
+  PendingInvitation,
   Session,
   SessionParams,
   SignedIn,
@@ -240,6 +244,62 @@ export const sessionRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; mailer: Mail
           mailed,
         },
       });
+    },
+  );
+
+  app.get(
+    '/invitations',
+    {
+      config: { role: 'admin', wholeAccount: true },
+      schema: {
+        summary: "The account's invitations waiting to be accepted, newest first",
+        description:
+          'Who was invited, with which role, when, by whom, and until when the link works; never the link ' +
+          '(shown only when the invitation was made). Accepted and expired ones are left out. docs/access.md.',
+        querystring: NoQuery,
+        response: {
+          200: Envelope(Type.Object({ invitations: Type.Array(PendingInvitation) })),
+          ...errorResponses(401, 403, 422, 429, 500),
+        },
+      },
+    },
+    async (request) => {
+      const rows = await listInvitations(deps, authOf(request).accountId);
+      return success({
+        invitations: rows.map((i) => ({
+          id: i.id,
+          email: i.email,
+          role: i.role,
+          invited_by:
+            i.invited_by !== null && i.inviter_email !== null
+              ? { user_id: i.invited_by, email: i.inviter_email }
+              : null,
+          created_at: i.created_at.toISOString(),
+          expires_at: i.expires_at.toISOString(),
+        })),
+      });
+    },
+  );
+
+  app.delete(
+    '/invitations/:invitationId',
+    {
+      config: { role: 'admin', wholeAccount: true },
+      schema: {
+        summary: 'Revoke an invitation: its link stops working at once',
+        description:
+          '404 for one accepted, expired or revoked already; 403 for one whose role is above yours. docs/access.md.',
+        params: InvitationParams,
+        response: {
+          200: Envelope(Type.Object({ revoked: Type.Boolean() })),
+          ...errorResponses(401, 403, 404, 429, 500),
+        },
+      },
+    },
+    async (request) => {
+      const revoker = { ...actorOf(request), role: authOf(request).role };
+      await revokeInvitation(deps, revoker, request.params.invitationId);
+      return success({ revoked: true });
     },
   );
 

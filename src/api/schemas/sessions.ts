@@ -62,6 +62,23 @@ export const Invitation = Type.Object({
   mailed: Type.Boolean({ description: 'whether Berth sent it by mail (BERTH_SMTP_URL)' }),
 });
 
+/** An invitation waiting to be accepted, as the account's admins list it: never its link. */
+export const PendingInvitation = Type.Object({
+  id: Uuid,
+  email: Type.String({ maxLength: 254 }),
+  role: StringEnum(ROLES),
+  invited_by: Nullable(
+    Type.Object(
+      { user_id: Uuid, email: Type.String({ maxLength: 254 }) },
+      { description: 'the member who invited; null when an operator-issued token did' },
+    ),
+  ),
+  created_at: DateTime,
+  expires_at: DateTime,
+});
+
+export const InvitationParams = Type.Object({ invitationId: Uuid });
+
 export const AcceptInvitationBody = Type.Object(
   {
     token: Type.String({ minLength: 1, maxLength: 100 }),

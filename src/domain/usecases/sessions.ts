@@ -10,11 +10,14 @@ import type { Db } from '../../store/database.ts';
 import { accessKey, notify } from '../../store/notifications.ts';
 import {
   acceptInvitationRow,
+  deleteInvitation,
   endSession,
+  findPendingInvitation,
   insertInvitation,
   insertSession,
   insertSignInLink,
   listLiveSessions,
+  listPendingInvitations,
   setPasswordHash,
   useSignInLink,
 } from '../../store/repositories/sessions.ts';
@@ -218,6 +221,33 @@ export async function createInvitation(
   });
 }
 
+/** The account's invitations still waiting to be accepted (never their links), newest first. */
+export async function listInvitations(deps: Pick<Deps, 'store'>, accountId: string) {
+  return listPendingInvitations(deps.store.db, accountId);
+}
+
+/**
+ * Revokes a pending invitation: its link stops working at once. Never one whose role is above the
+ * revoker's (as for tokens and members): an admin does not undo an owner's choice of another owner.
+ */
+export async function revokeInvitation(
+  deps: Pick<Deps, 'store'>,
+  revoker: Actor & { role: Role },
+  invitationId: string,
+) {
+  await deps.store.db.transaction().execute(async (trx) => {
+    const invitation = await findPendingInvitation(trx, revoker.accountId, invitationId);
+    if (!invitation) throw new NotFoundError('Invitation');
+    if (!roleAtLeast(revoker.role, invitation.role)) {
+      throw new ForbiddenError(
+        `Revoking an invitation with the ${invitation.role} role needs the ${invitation.role} role`,
+      );
+    }
+    await deleteInvitation(trx, invitationId);
+    await recordAudit(trx, revoker, 'invitation.revoke', { type: 'invitation', id: invitationId });
+  });
+}
+
 /**
  * Accepts an invitation: once, before it expires. A new user is made with the password given; a user who
  * has a password already must give it (the link alone, which the inviter saw, never takes over a person).
@@ -227,7 +257,7 @@ export async function acceptInvitation(
   call: SignInCall,
   input: { token: string; password: string; display_name?: string | undefined },
 ) {
-  const refused = 'This invitation is unknown, accepted already or expired';
+  const refused = 'This invitation is unknown, accepted already, revoked or expired';
   return deps.store.db.transaction().execute(async (trx) => {
     const invitation = await acceptInvitationRow(trx, hashSecret(input.token));
     if (!invitation) throw new UnauthorizedError(refused);

@@ -129,6 +129,45 @@ export async function insertInvitation(
   return db.insertInto('invitations').values(row).returningAll().executeTakeFirstOrThrow();
 }
 
+/** An account's invitations still waiting to be accepted, newest first, with who made each. */
+export async function listPendingInvitations(db: Db, accountId: string) {
+  return db
+    .selectFrom('invitations')
+    .leftJoin('users', 'users.id', 'invitations.invited_by')
+    .select([
+      'invitations.id',
+      'invitations.email',
+      'invitations.role',
+      'invitations.invited_by',
+      'invitations.created_at',
+      'invitations.expires_at',
+      'users.email as inviter_email',
+    ])
+    .where('invitations.account_id', '=', accountId)
+    .where('invitations.accepted_at', 'is', null)
+    .where('invitations.expires_at', '>', new Date())
+    .orderBy('invitations.created_at', 'desc')
+    .orderBy('invitations.id', 'desc')
+    .execute();
+}
+
+/** One of the account's pending invitations, locked for its revocation. */
+export async function findPendingInvitation(db: Db, accountId: string, id: string) {
+  return db
+    .selectFrom('invitations')
+    .select(['id', 'role'])
+    .where('id', '=', id)
+    .where('account_id', '=', accountId)
+    .where('accepted_at', 'is', null)
+    .where('expires_at', '>', new Date())
+    .forUpdate()
+    .executeTakeFirst();
+}
+
+export async function deleteInvitation(db: Db, id: string): Promise<void> {
+  await db.deleteFrom('invitations').where('id', '=', id).execute();
+}
+
 /** Uses an invitation up: only once, only before it expires. */
 export async function acceptInvitationRow(db: Db, secretHash: string) {
   return db
