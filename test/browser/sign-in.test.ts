@@ -93,6 +93,36 @@ test('sessions listed; an invitation made, then accepted in another browser', as
   problems.length = 0;
 });
 
+test('pending invitations are listed with who invited, and one is revoked after confirming', async () => {
+  await page.reload();
+  await page.getByRole('heading', { name: 'Pending invitations' }).waitFor();
+  await page.getByText('No invitations waiting to be accepted.').waitFor();
+  await page.getByLabel('Email', { exact: true }).fill('late@example.com');
+  await page.getByLabel('Role', { exact: true }).selectOption('viewer');
+  await page.getByRole('button', { name: 'Invite', exact: true }).click();
+  const link = (await page.locator('#invitation-link').textContent()) as string;
+  const row = page.getByRole('row', { name: /late@example\.com/ });
+  await row.getByRole('cell', { name: 'viewer', exact: true }).waitFor();
+  await row.getByRole('cell', { name: 'owner@localhost', exact: true }).waitFor();
+  await checkPage('people-pending-invitations');
+  await row.getByRole('button', { name: 'Revoke the invitation of late@example.com' }).click();
+  await page.getByRole('heading', { name: 'Revoke the invitation of late@example.com?' }).waitFor();
+  await checkPage('people-revoke-invitation-confirm');
+  await page
+    .locator('.confirm')
+    .getByRole('button', { name: 'Revoke the invitation of late@example.com' })
+    .click();
+  await row.waitFor({ state: 'detached' });
+  await page.getByText('No invitations waiting to be accepted.').waitFor();
+  const token = new URL(link.replace('/#/', '/')).searchParams.get('token');
+  const accepted = await fetch(`${server.url}/auth/accept-invitation`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ token, password: 'a viewer password 1' }),
+  });
+  assert.equal(accepted.status, 401, 'the revoked link no longer works');
+});
+
 test('an admin removes a member from the members list', async () => {
   await page.reload();
   await page.getByRole('heading', { name: 'Members' }).waitFor();

@@ -186,13 +186,101 @@ function Members() {
           They lose access at once, and so do the tokens they made. Inviting them again brings them back.
         </Confirm>
       )}
-      <Invite />
+      <Invitations />
+    </>
+  );
+}
+
+/** The invitations waiting to be accepted, each revoked here (asked first), and the form making more. */
+function Invitations() {
+  const pending = useLoad(async () => unwrap(await api().GET('/v1/invitations')).invitations, []);
+  const [confirming, setConfirming] = useState<{ id: string; email: string } | null>(null);
+  const revoke = useItemSubmit(
+    async (invitationId) =>
+      unwrap(await api().DELETE('/v1/invitations/{invitationId}', { params: { path: { invitationId } } })),
+    () => {
+      setConfirming(null);
+      pending.reload();
+    },
+  );
+  return (
+    <>
+      <h2>Pending invitations</h2>
+      {pending.error ? (
+        <ErrorBox error={pending.error} onRetry={pending.reload} refusedTo="see the invitations" />
+      ) : pending.loading && !pending.data ? (
+        <Loading what="the invitations" />
+      ) : !pending.data?.length ? (
+        <Empty>No invitations waiting to be accepted.</Empty>
+      ) : (
+        <TableWrap label="Pending invitations">
+          <table class="stack">
+            <caption class="sr-only">Pending invitations, newest first</caption>
+            <thead>
+              <tr>
+                <th scope="col">Email</th>
+                <th scope="col">Role</th>
+                <th scope="col">Invited by</th>
+                <th scope="col">Invited</th>
+                <th scope="col">Expires</th>
+                <th scope="col">
+                  <span class="sr-only">Actions</span>
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {pending.data.map((i) => (
+                <tr key={i.id}>
+                  <td data-label="Email">{i.email}</td>
+                  <td data-label="Role">{i.role}</td>
+                  <td data-label="Invited by">
+                    {i.invited_by?.email ?? <span class="muted">an operator's token</span>}
+                  </td>
+                  <td data-label="Invited">
+                    <Time at={i.created_at} />
+                  </td>
+                  <td data-label="Expires">
+                    <Time at={i.expires_at} />
+                  </td>
+                  <td>
+                    <button
+                      type="button"
+                      onClick={() => {
+                        revoke.reset();
+                        setConfirming({ id: i.id, email: i.email });
+                      }}
+                      disabled={revoke.busy}
+                      aria-label={`Revoke the invitation of ${i.email}`}
+                    >
+                      Revoke
+                    </button>
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </TableWrap>
+      )}
+      {confirming && (
+        <Confirm
+          id="confirm-revoke-invitation-title"
+          title={`Revoke the invitation of ${confirming.email}?`}
+          action={`Revoke the invitation of ${confirming.email}`}
+          busyAction="Revoking…"
+          keep="Cancel"
+          submit={{ busy: revoke.busy, error: revoke.error, run: () => revoke.pick(confirming.id) }}
+          onKeep={() => setConfirming(null)}
+        >
+          Its link stops working at once. Inviting them again makes a new link.
+        </Confirm>
+      )}
+      <Invite onInvited={pending.reload} />
     </>
   );
 }
 
 /** Invites someone by email with a role; the link is shown once (and mailed when Berth can). */
-function Invite() {
+function Invite(props: { onInvited: () => void }) {
   const [email, setEmail] = useState('');
   const [role, setRole] = useState('developer');
   const [invited, setInvited] = useState<Invited>();
@@ -200,7 +288,11 @@ function Invite() {
     async () =>
       unwrap(await api().POST('/v1/invitations', { body: { email: email.trim(), role: role as Role } }))
         .invitation,
-    setInvited,
+    (invitation) => {
+      setInvited(invitation);
+      setEmail('');
+      props.onInvited();
+    },
   );
   const link = invited ? `${location.origin}${invited.path}` : undefined;
   return (
