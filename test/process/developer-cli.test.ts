@@ -573,6 +573,11 @@ test('tokens create prints the token once; ls lists it without it; revoke ends i
   assert.equal(entry.token, undefined);
   const table = await berth(['tokens', 'ls'], env);
   assert.match(table.out, new RegExp(`${made.id}\tci\tdeveloper \\(read-only\\)`));
+  // The token the commands run with is marked, and only it.
+  const inUse = listed.filter((t: { current: boolean }) => t.current);
+  assert.equal(inUse.length, 1);
+  assert.match(table.out, new RegExp(`^${inUse[0].id}\t[^\t]+ \\(this one\\)\t`, 'm'));
+  assert.equal(table.out.match(/\(this one\)/g)?.length, 1);
   assert.ok(!table.out.includes(made.token), 'never printed again');
   assert.deepEqual(await run('tokens', 'revoke', made.id), { revoked: true });
   assert.equal((await api(`${server.url}/v1/environments`, made.token)).status, 401);

@@ -11,7 +11,8 @@ type Token =
 
 const TOKEN_COLUMNS: Column<Token>[] = [
   { header: 'ID', value: (t) => t.id },
-  { header: 'NAME', value: (t) => t.name ?? '(operator)' },
+  // The token these commands run with: revoking it logs this context out.
+  { header: 'NAME', value: (t) => `${t.name ?? '(operator)'}${t.current ? ' (this one)' : ''}` },
   { header: 'ROLE', value: (t) => (t.read_only ? `${t.role} (read-only)` : t.role) },
   { header: 'OWNER', value: (t) => t.owner?.email ?? '' },
   { header: 'ENVIRONMENTS', value: (t) => t.environment_ids?.join(',') ?? 'all' },
