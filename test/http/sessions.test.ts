@@ -155,6 +155,11 @@ describe('sessions', () => {
     const made = await call('POST', '/v1/tokens', { headers: { cookie, 'x-csrf-token': csrf }, body });
     assert.equal(made.status, 200, made.raw);
     assert.equal(made.body.data.token.owner.email, m.email);
+    // A session is no token: listed through one, no token is the call's own.
+    const listed = await call('GET', '/v1/tokens', { headers: { cookie } });
+    assert.equal(listed.status, 200, listed.raw);
+    assert.ok(listed.body.data.tokens.length >= 2);
+    assert.ok(listed.body.data.tokens.every((token: { current: boolean }) => token.current === false));
     const audit = await call('GET', '/v1/audit-logs?action=api_token.create', { token: t.token });
     const entry = audit.body.data.audit_logs.find(
       (e: { resource_id: string }) => e.resource_id === made.body.data.token.id,
