@@ -100,13 +100,22 @@ export function refusalOf(error: unknown, what = 'see this'): string | null {
   return `Your role (${roles[2]}) cannot ${what}: it needs the ${roles[1]} role. An admin of the account can give it to you.`;
 }
 
-/** A failed call; a load's error offers to try again, unless the role may not read it (that lasts). */
+/**
+ * A failed call; a load's error offers to try again. A read the role may not make is no failure but a
+ * lasting fact of the page: said calmly, with no retry.
+ */
 export function ErrorBox(props: { error: unknown; onRetry?: () => void; refusedTo?: string }) {
   const refusal = props.onRetry ? refusalOf(props.error, props.refusedTo) : null;
+  if (refusal)
+    return (
+      <p class="refusal" role="status">
+        {refusal}
+      </p>
+    );
   return (
     <div class="error-box" role="alert">
-      <p>{refusal ?? messageOf(props.error)}</p>
-      {props.onRetry && !refusal && (
+      <p>{messageOf(props.error)}</p>
+      {props.onRetry && (
         <button type="button" onClick={props.onRetry}>
           Try again
         </button>

@@ -278,7 +278,7 @@ test('a viewer on the people page is told members and invitations need the admin
     await page.goto(`${c.server.url}/#/people`);
     await page.getByRole('heading', { name: 'Members' }).waitFor();
     await page
-      .getByRole('alert')
+      .getByRole('status')
       .getByText('Your role (viewer) cannot see the members or invite anyone: it needs the admin role.')
       .waitFor();
     assert.equal(await page.getByRole('button', { name: 'Try again' }).count(), 0, 'a refusal lasts');
