@@ -11,6 +11,7 @@ import {
   findAccount,
   insertApiToken,
   listPeopleTokens,
+  lockLiveAccountToken,
   revokeAccountToken,
 } from '../../store/repositories/accounts.ts';
 import { listEnvironments } from '../../store/repositories/environments.ts';
@@ -227,14 +228,7 @@ export async function revokeTokenOf(
   tokenId: string,
 ) {
   await deps.store.db.transaction().execute(async (trx) => {
-    const token = await trx
-      .selectFrom('api_tokens')
-      .select('role')
-      .where('id', '=', tokenId)
-      .where('account_id', '=', actor.accountId)
-      .where('revoked_at', 'is', null)
-      .forUpdate()
-      .executeTakeFirst();
+    const token = await lockLiveAccountToken(trx, actor.accountId, tokenId);
     if (!token) throw new NotFoundError('Token');
     if (!roleAtLeast(actor.role, token.role)) {
       throw new ForbiddenError(

@@ -168,6 +168,21 @@ export async function listPeopleTokens(db: Db, accountId: string) {
     .execute();
 }
 
+/**
+ * Locks one of the account's live tokens for the rest of the transaction and says its role, so that a
+ * revocation decides on a role nobody changes meanwhile. Another account's, or a revoked one, is not found.
+ */
+export async function lockLiveAccountToken(db: Db, accountId: string, id: string) {
+  return db
+    .selectFrom('api_tokens')
+    .select('role')
+    .where('id', '=', id)
+    .where('account_id', '=', accountId)
+    .where('revoked_at', 'is', null)
+    .forUpdate()
+    .executeTakeFirst();
+}
+
 /** Revokes a token of this account (another account's is not found). */
 export async function revokeAccountToken(db: Db, accountId: string, id: string) {
   return db
