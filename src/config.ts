@@ -383,7 +383,7 @@ function dataDirSetting(raw: string | undefined): string {
 }
 
 /** A URL setting as a refusal may quote it: a password in it (`user:password@`) shown as `***`. */
-function withoutPassword(raw: string): string {
+export function withoutPassword(raw: string): string {
   return raw.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:@/?#]*):[^@/?#]*@/i, '$1:***@');
 }
 

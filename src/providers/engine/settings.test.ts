@@ -27,8 +27,40 @@ test('a BERTH_PUBLIC_URL that cannot be an origin, or names another host than BE
     'ftp://apps.example.com',
     'https://apps.example.com/base',
     'https://a@apps.example.com',
+    'https://apps.example.com/#top',
+    'https://apps.example.com/base?x=1',
+    'https://apps.example.com?',
+    'https://apps.example.com#',
+    'https:apps.example.com',
+    'https://apps.example.com extra',
+    ' https://apps.example.com',
+    'https://apps.example.com\n',
   ]) {
-    assert.throws(() => loadConfig({ BERTH_PUBLIC_URL: bad }), ConfigError, bad);
+    assert.throws(
+      () => loadConfig({ BERTH_PUBLIC_URL: bad }),
+      (error: Error) => {
+        assert.ok(error instanceof ConfigError, JSON.stringify(bad));
+        assert.equal(
+          error.message,
+          `BERTH_PUBLIC_URL must be http:// or https:// with a host and an optional port, nothing else (like https://apps.example.com), got "${bad}"`,
+        );
+        return true;
+      },
+    );
+  }
+  // A password in it is never quoted back, with or without a user.
+  for (const [bad, quoted] of [
+    ['https://ops:s3cret@apps.example.com', 'https://ops:***@apps.example.com'],
+    ['https://:s3cret@apps.example.com', 'https://:***@apps.example.com'],
+  ] as const) {
+    assert.throws(
+      () => loadConfig({ BERTH_PUBLIC_URL: bad }),
+      (error: Error) => {
+        assert.ok(error.message.endsWith(`got "${quoted}"`), error.message);
+        assert.doesNotMatch(error.message, /s3cret/);
+        return true;
+      },
+    );
   }
   assert.throws(
     () => loadConfig({ BERTH_PUBLIC_URL: 'https://apps.example.com', BERTH_INGRESS_HOST: 'localhost' }),

@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { ConfigError, gitBaseUrlSetting, intSetting } from '../../config.ts';
+import { ConfigError, gitBaseUrlSetting, intSetting, withoutPassword } from '../../config.ts';
 
 /** What serves the ingress's HTTPS: this Node process, or HAProxy configured by it. */
 export type IngressProxy = 'node' | 'haproxy';
@@ -67,10 +67,12 @@ function ingressAddresses(
     const ingressHost = env.BERTH_INGRESS_HOST || 'localhost';
     return { ingressHost, ingressPort, publicUrl: `http://${ingressHost}:${ingressPort}` };
   }
-  const url = URL.canParse(raw) ? new URL(raw) : null;
-  if (!url || !/^https?:$/.test(url.protocol) || url.pathname !== '/' || url.search || url.username) {
+  // The raw text too: the URL parser forgives what is surely a mistake (`https:host`, spaces around,
+  // an empty `?` or `#`, a password without a user).
+  const url = /^https?:\/\/[^\s?#@]+$/i.test(raw) && URL.canParse(raw) ? new URL(raw) : null;
+  if (url?.pathname !== '/') {
     throw new ConfigError(
-      `BERTH_PUBLIC_URL must be http:// or https:// with a host and an optional port, nothing else (like https://apps.example.com), got "${raw}"`,
+      `BERTH_PUBLIC_URL must be http:// or https:// with a host and an optional port, nothing else (like https://apps.example.com), got "${withoutPassword(raw)}"`,
     );
   }
   const ingressHost = env.BERTH_INGRESS_HOST || url.hostname;
