@@ -7,10 +7,13 @@ import type { AdminClient } from '../client/http-client.ts';
 import { loadConfig } from '../config.ts';
 import { partialName, readBackupFile, writeAtomically } from '../store/backup-file.ts';
 
+const exists = (file: string) => new Error(`${file} exists: name another file`);
+
 /**
  * `berth admin backup [file]`: the running server's snapshot (GET /admin/v1/backup), written under a
- * hidden partial name, checked against its own checksum, flushed to disk and only then renamed to
- * `file`: a backup killed halfway, or cut short by the network, never stands under the final name.
+ * hidden partial name, checked against its own checksum, flushed to disk and only then linked as
+ * `file`: a backup killed halfway, or cut short by the network, never stands under the final name, and
+ * never replaces a file there.
  */
 export async function downloadBackup(client: AdminClient, file: string | undefined) {
   // Checked before the server takes a snapshot: `dir/` names a directory (never a file called dir),
@@ -20,14 +23,12 @@ export async function downloadBackup(client: AdminClient, file: string | undefin
   const directory = path.resolve(intoDirectory ? (file ?? '.') : path.dirname(file));
   if (!isDirectory(directory)) throw new Error(`no directory ${directory}: create it first`);
   // A named file that exists is refused before the server reads its whole database for nothing.
-  if (!intoDirectory && fs.existsSync(path.resolve(file))) {
-    throw new Error(`${path.resolve(file)} exists: name another file`);
-  }
+  if (!intoDirectory && fs.existsSync(path.resolve(file))) throw exists(path.resolve(file));
   const response = await client.backup();
   const offered = /filename="([^"/\\]+)"/.exec(response.headers.get('content-disposition') ?? '')?.[1];
   const name = offered ?? 'berth-backup.ndjson.gz';
   const target = intoDirectory ? path.join(directory, name) : path.resolve(file);
-  if (fs.existsSync(target)) throw new Error(`${target} exists: name another file`);
+  if (fs.existsSync(target)) throw exists(target);
   if (!response.body) throw new Error('the server sent no backup');
   const body = Readable.fromWeb(response.body as ReadableStream<Uint8Array>);
   let checked: Awaited<ReturnType<typeof readBackupFile>> | undefined;
@@ -41,6 +42,8 @@ export async function downloadBackup(client: AdminClient, file: string | undefin
     // partial file: say which file could not be written.
     const { code, path: failedPath } = error as NodeJS.ErrnoException;
     if (!code || failedPath === undefined) throw error;
+    // A file that appeared under the name while the backup downloaded is kept, as one there before.
+    if (code === 'EEXIST') throw exists(target);
     throw new Error(
       `cannot write ${target} (${code}): check that its directory is writable and has room; nothing was written`,
     );

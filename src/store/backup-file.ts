@@ -53,8 +53,9 @@ export async function* withTrailer(
 
 /**
  * Writes a backup so that a crash at any moment leaves no file named as complete: into a hidden
- * `.partial` file (mode 0600: it holds sealed secrets and token hashes), flushed to disk, then renamed.
- * A failure removes the partial file and leaves every other file alone.
+ * `.partial` file (mode 0600: it holds sealed secrets and token hashes), flushed to disk, then linked
+ * under its final name. A file already there is never replaced (EEXIST). A failure removes the partial
+ * file and leaves every other file alone.
  */
 export async function writeAtomically(file: string, write: (out: Writable) => Promise<void>): Promise<void> {
   const partial = partialName(file);
@@ -67,8 +68,11 @@ export async function writeAtomically(file: string, write: (out: Writable) => Pr
     } finally {
       await fd.close();
     }
-    await fs.promises.rename(partial, file);
-    // The rename itself reaches the disk with the directory.
+    // A link, not a rename: it refuses (EEXIST) a file that appeared under the final name meanwhile
+    // instead of replacing it.
+    await fs.promises.link(partial, file);
+    await fs.promises.unlink(partial);
+    // The link itself reaches the disk with the directory.
     const dir = await fs.promises.open(path.dirname(file), 'r');
     try {
       await dir.sync();
