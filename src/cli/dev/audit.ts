@@ -7,8 +7,8 @@ import type { Command } from 'commander';
 import { type paths, unwrap } from '../../client/index.ts';
 import { withExamples } from '../help.ts';
 import { common, noteNextPage, type PageOptions, paged, pageQuery, withSession } from './common.ts';
-import { CliError, EXIT } from './errors.ts';
 import type { Column } from './output.ts';
+import { instantFlag } from './time-spans.ts';
 
 type AuditPath = paths['/v1/audit-logs']['get'];
 type Entry = AuditPath['responses'][200]['content']['application/json']['data']['audit_logs'][number];
@@ -30,22 +30,6 @@ interface AuditOptions extends PageOptions {
   resourceId?: string;
 }
 
-const UNITS = { m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
-
-/** An instant as the API takes it: ISO 8601 as given, or a span back from now (`30m`, `2h`, `7d`). */
-function instant(flag: string, value: string | undefined): string | undefined {
-  if (value === undefined) return undefined;
-  const ago = /^(\d+)([mhd])$/.exec(value);
-  if (ago) return new Date(Date.now() - Number(ago[1]) * UNITS[ago[2] as keyof typeof UNITS]).toISOString();
-  if (Number.isNaN(Date.parse(value))) {
-    throw new CliError(
-      `${flag} takes an ISO 8601 time (2026-11-28T09:00:00Z) or a span back from now (30m, 2h, 7d); got "${value}"`,
-      EXIT.usage,
-    );
-  }
-  return value;
-}
-
 export function auditCommands(program: Command): void {
   withExamples(
     paged(
@@ -53,7 +37,7 @@ export function auditCommands(program: Command): void {
         program
           .command('audit')
           .description("the account's audit log, newest first: who did what, when and from where")
-          .option('--since <time>', 'from this time on (ISO 8601, or back from now: 30m, 2h, 7d)')
+          .option('--since <time>', 'from this time on (ISO 8601, or back from now: 30m, 2h, 7d, 1w)')
           .option('--until <time>', 'before this time (ISO 8601, or back from now)')
           .option('--action <action>', 'only this action, e.g. service.update or deployment.rollback')
           .option('--actor <actor>', 'only by this user (email or id), token (name or id), or e.g. Operator')
@@ -68,8 +52,8 @@ export function auditCommands(program: Command): void {
   ).action(
     withSession<[], AuditOptions>(async (session, _args, o) => {
       const filters = {
-        since: instant('--since', o.since),
-        until: instant('--until', o.until),
+        since: instantFlag('--since', o.since),
+        until: instantFlag('--until', o.until),
         action: o.action,
         actor: o.actor,
         resource_type: o.resourceType,

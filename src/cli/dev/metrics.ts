@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import { type ServiceMetrics, unwrap } from '../../client/index.ts';
 import { withExamples } from '../help.ts';
 import { common, withSession } from './common.ts';
-import { CliError, EXIT } from './errors.ts';
+import { durationFlag } from './time-spans.ts';
 
 const require = createRequire(import.meta.url);
 /** asciichart, loaded only to draw on a terminal. */
@@ -11,18 +11,8 @@ const charts = (): {
   plot(series: number[], config: { height: number; format: (x: number) => string }): string;
 } => require('asciichart');
 
-const UNIT_MS = { m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 } as const;
 const LABEL_WIDTH = 10;
 const CHART_HEIGHT = 6;
-
-/** `1h`, `1d`, `1w` (any whole number of m, h, d or w): the range, in milliseconds. */
-function since(value: string): number {
-  const match = /^(\d+)([mhdw])$/.exec(value);
-  const ms = match ? Number(match[1]) * UNIT_MS[match[2] as keyof typeof UNIT_MS] : 0;
-  if (ms < 60_000)
-    throw new CliError(`--since takes a duration such as 1h, 1d or 1w (got "${value}")`, EXIT.usage);
-  return ms;
-}
 
 type Point = ServiceMetrics['points'][number];
 
@@ -124,7 +114,7 @@ export function metricsCommands(program: Command): void {
   ).action(
     withSession<[string], { since?: string }>(async (session, [reference], options) => {
       const label = options.since ?? '1h';
-      const range = since(label);
+      const range = durationFlag('--since', label);
       const { env, service } = await session.service(reference);
       const to = new Date();
       const from = new Date(to.getTime() - range);
