@@ -1,5 +1,6 @@
 import { api, unwrap } from '../api.ts';
-import { Empty, ErrorBox, Loading, Page, Pager, TableWrap, Time, useLoad, usePages } from '../ui.tsx';
+import { DataTable } from '../data-table.tsx';
+import { Empty, ErrorBox, Loading, Page, Pager, Time, useLoad, usePages } from '../ui.tsx';
 
 const PAGE_SIZE = 25;
 
@@ -24,41 +25,30 @@ export function AuditLog() {
         <Empty>Nothing recorded yet: every change made through the API appears here.</Empty>
       ) : (
         <>
-          <TableWrap label="Audit log, newest first">
-            <table class="stack">
-              <caption class="sr-only">Audit log, newest first</caption>
-              <thead>
-                <tr>
-                  <th scope="col">When</th>
-                  <th scope="col">Actor</th>
-                  <th scope="col">Action</th>
-                  <th scope="col">Resource</th>
-                </tr>
-              </thead>
-              <tbody>
-                {data.audit_logs.map((a) => (
-                  <tr key={a.id}>
-                    <td data-label="When">
-                      <Time at={a.created_at} />
-                    </td>
-                    <td data-label="Actor">{a.actor}</td>
-                    <td data-label="Action">
-                      <code>{a.action}</code>
-                    </td>
-                    <td data-label="Resource">
-                      {a.resource_type}
-                      {a.resource_id && (
-                        <>
-                          {' '}
-                          <code class="muted">{a.resource_id.slice(0, 8)}</code>
-                        </>
-                      )}
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </TableWrap>
+          <DataTable
+            label="Audit log, newest first"
+            rows={data.audit_logs}
+            keyOf={(a) => a.id}
+            columns={[
+              { header: 'When', cell: (a) => <Time at={a.created_at} /> },
+              { header: 'Actor', cell: (a) => a.actor },
+              { header: 'Action', cell: (a) => <code>{a.action}</code> },
+              {
+                header: 'Resource',
+                cell: (a) => (
+                  <>
+                    {a.resource_type}
+                    {a.resource_id && (
+                      <>
+                        {' '}
+                        <code class="muted">{a.resource_id.slice(0, 8)}</code>
+                      </>
+                    )}
+                  </>
+                ),
+              },
+            ]}
+          />
           <Pager page={pages.page} nextCursor={data.next_cursor} pages={pages} label="Audit log" />
         </>
       )}

@@ -1,17 +1,7 @@
 import { api, unwrap } from '../api.ts';
+import { DataTable } from '../data-table.tsx';
 import { readyText, runStatusLabel, ServiceState } from '../service-status.tsx';
-import {
-  CopyButton,
-  Empty,
-  ErrorBox,
-  Loading,
-  Page,
-  Pager,
-  StateBadge,
-  TableWrap,
-  useLoad,
-  usePages,
-} from '../ui.tsx';
+import { CopyButton, Empty, ErrorBox, Loading, Page, Pager, StateBadge, useLoad, usePages } from '../ui.tsx';
 
 const PAGE_SIZE = 20;
 /** States, run status and ready replicas change by themselves: read again this often. */
@@ -103,38 +93,18 @@ function ServiceList(props: { envId: string }) {
         </Empty>
       ) : (
         <>
-          <TableWrap label="Services of this environment">
-            <table class="stack">
-              <caption class="sr-only">Services of this environment</caption>
-              <thead>
-                <tr>
-                  <th scope="col">Name</th>
-                  <th scope="col">State</th>
-                  <th scope="col">Ready</th>
-                  <th scope="col">Run status</th>
-                  <th scope="col">Source</th>
-                </tr>
-              </thead>
-              <tbody>
-                {data.services.map((s) => (
-                  <tr key={s.id}>
-                    <td data-label="Name">
-                      <a href={`#/envs/${envId}/services/${s.id}`}>{s.name}</a>
-                    </td>
-                    <td data-label="State">
-                      <ServiceState service={s} />
-                    </td>
-                    <td data-label="Ready">{readyText(s)}</td>
-                    <td data-label="Run status">{runStatusLabel(s.run_status)}</td>
-                    <td data-label="Source">
-                      {s.source}
-                      {s.type && ` · ${s.type}`}
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </TableWrap>
+          <DataTable
+            label="Services of this environment"
+            rows={data.services}
+            keyOf={(s) => s.id}
+            columns={[
+              { header: 'Name', cell: (s) => <a href={`#/envs/${envId}/services/${s.id}`}>{s.name}</a> },
+              { header: 'State', cell: (s) => <ServiceState service={s} /> },
+              { header: 'Ready', cell: readyText },
+              { header: 'Run status', cell: (s) => runStatusLabel(s.run_status) },
+              { header: 'Source', cell: (s) => `${s.source}${s.type ? ` · ${s.type}` : ''}` },
+            ]}
+          />
           <Pager page={pages.page} nextCursor={data.next} pages={pages} label="Services" />
         </>
       )}

@@ -1,5 +1,6 @@
 import { api, unwrap } from '../api.ts';
-import { Empty, ErrorBox, Loading, Page, StateBadge, TableWrap, Time, useLoad } from '../ui.tsx';
+import { DataTable } from '../data-table.tsx';
+import { Empty, ErrorBox, Loading, Page, StateBadge, Time, useLoad } from '../ui.tsx';
 
 export function Environments() {
   const { data, error, loading, reload } = useLoad(
@@ -18,37 +19,17 @@ export function Environments() {
           <code>berth admin environments create ACCOUNT NAME</code>.
         </Empty>
       ) : (
-        <TableWrap label="Environments of this account">
-          <table class="stack">
-            <caption class="sr-only">Environments of this account</caption>
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">State</th>
-                <th scope="col">Cloud</th>
-                <th scope="col">Created</th>
-              </tr>
-            </thead>
-            <tbody>
-              {data.map((env) => (
-                <tr key={env.id}>
-                  <td data-label="Name">
-                    <a href={`#/envs/${env.id}`}>{env.name}</a>
-                  </td>
-                  <td data-label="State">
-                    <StateBadge state={env.state} />
-                  </td>
-                  <td data-label="Cloud">
-                    {env.cloud} {env.region}
-                  </td>
-                  <td data-label="Created">
-                    <Time at={env.created_at} />
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </TableWrap>
+        <DataTable
+          label="Environments of this account"
+          rows={data}
+          keyOf={(env) => env.id}
+          columns={[
+            { header: 'Name', cell: (env) => <a href={`#/envs/${env.id}`}>{env.name}</a> },
+            { header: 'State', cell: (env) => <StateBadge state={env.state} /> },
+            { header: 'Cloud', cell: (env) => `${env.cloud} ${env.region}` },
+            { header: 'Created', cell: (env) => <Time at={env.created_at} /> },
+          ]}
+        />
       )}
     </Page>
   );

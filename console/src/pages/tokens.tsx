@@ -2,6 +2,7 @@ import { useState } from 'preact/hooks';
 import { ROLES } from '../../../src/domain/roles.ts';
 import { api, unwrap } from '../api.ts';
 import { Confirm } from '../confirm.tsx';
+import { DataTable } from '../data-table.tsx';
 import { FormErrors } from '../form-errors.tsx';
 import { signOut } from '../layout.tsx';
 import {
@@ -12,7 +13,6 @@ import {
   Page,
   SelectField,
   ShownOnce,
-  TableWrap,
   TextField,
   Time,
   useItemSubmit,
@@ -21,6 +21,9 @@ import {
 } from '../ui.tsx';
 
 type Role = (typeof ROLES)[number];
+
+/** A token's name as the list and the revoke button say it. */
+const labelOf = (t: { name: string | null }) => t.name ?? 'issued by the operator';
 
 /** The account's API tokens (admins): make one (shown once), revoke one (asked first). docs/access.md. */
 export function Tokens() {
@@ -64,69 +67,65 @@ export function Tokens() {
       ) : !list.data?.length ? (
         <Empty>No API tokens yet: make one below.</Empty>
       ) : (
-        <TableWrap label="API tokens">
-          <table class="stack">
-            <caption class="sr-only">API tokens, newest first</caption>
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Role</th>
-                <th scope="col">Made by</th>
-                <th scope="col">Reaches</th>
-                <th scope="col">Last used</th>
-                <th scope="col">Expires</th>
-                <th scope="col">
-                  <span class="sr-only">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {list.data.map((t) => {
-                const label = t.name ?? 'issued by the operator';
-                return (
-                  <tr key={t.id}>
-                    <td data-label="Name">
-                      {label}
-                      {t.current && ' (this tab)'}
-                    </td>
-                    <td data-label="Role">
-                      {t.role}
-                      {t.read_only && ', reads only'}
-                    </td>
-                    <td data-label="Made by">{t.owner?.email ?? <span class="muted">the operator</span>}</td>
-                    <td data-label="Reaches">
-                      {t.environment_ids === null
-                        ? 'every environment'
-                        : t.environment_ids.length === 1
-                          ? '1 environment'
-                          : `${t.environment_ids.length} environments`}
-                    </td>
-                    <td data-label="Last used">{t.last_used_at ? <Time at={t.last_used_at} /> : 'never'}</td>
-                    <td data-label="Expires">{t.expires_at ? <Time at={t.expires_at} /> : 'never'}</td>
-                    <td>
-                      {t.revoked_at ? (
-                        <span class="muted">
-                          revoked <Time at={t.revoked_at} />
-                        </span>
-                      ) : (
-                        <button
-                          type="button"
-                          onClick={() => {
-                            revoke.reset();
-                            setRevoking({ id: t.id, name: label, current: t.current });
-                          }}
-                          aria-label={`Revoke the token ${label}`}
-                        >
-                          Revoke
-                        </button>
-                      )}
-                    </td>
-                  </tr>
-                );
-              })}
-            </tbody>
-          </table>
-        </TableWrap>
+        <DataTable
+          label="API tokens"
+          caption="API tokens, newest first"
+          rows={list.data}
+          keyOf={(t) => t.id}
+          columns={[
+            {
+              header: 'Name',
+              cell: (t) => (
+                <>
+                  {labelOf(t)}
+                  {t.current && ' (this tab)'}
+                </>
+              ),
+            },
+            {
+              header: 'Role',
+              cell: (t) => (
+                <>
+                  {t.role}
+                  {t.read_only && ', reads only'}
+                </>
+              ),
+            },
+            { header: 'Made by', cell: (t) => t.owner?.email ?? <span class="muted">the operator</span> },
+            {
+              header: 'Reaches',
+              cell: (t) =>
+                t.environment_ids === null
+                  ? 'every environment'
+                  : t.environment_ids.length === 1
+                    ? '1 environment'
+                    : `${t.environment_ids.length} environments`,
+            },
+            { header: 'Last used', cell: (t) => (t.last_used_at ? <Time at={t.last_used_at} /> : 'never') },
+            { header: 'Expires', cell: (t) => (t.expires_at ? <Time at={t.expires_at} /> : 'never') },
+            {
+              header: 'Actions',
+              actions: true,
+              cell: (t) =>
+                t.revoked_at ? (
+                  <span class="muted">
+                    revoked <Time at={t.revoked_at} />
+                  </span>
+                ) : (
+                  <button
+                    type="button"
+                    onClick={() => {
+                      revoke.reset();
+                      setRevoking({ id: t.id, name: labelOf(t), current: t.current });
+                    }}
+                    aria-label={`Revoke the token ${labelOf(t)}`}
+                  >
+                    Revoke
+                  </button>
+                ),
+            },
+          ]}
+        />
       )}
       {revoking && (
         <Confirm
