@@ -9,17 +9,8 @@ import {
 import { useState } from 'preact/hooks';
 import { ApiError, api, auth, messageOf, type SignedIn, unwrap } from '../api.ts';
 import { Confirm } from '../confirm.tsx';
-import {
-  Empty,
-  ErrorBox,
-  Loading,
-  TableWrap,
-  TextField,
-  Time,
-  useItemSubmit,
-  useLoad,
-  useSubmit,
-} from '../ui.tsx';
+import { DataTable } from '../data-table.tsx';
+import { Empty, ErrorBox, Loading, TextField, Time, useItemSubmit, useLoad, useSubmit } from '../ui.tsx';
 
 /**
  * Passkeys (docs/access.md): the signed-in person's own, added and removed here; and signing in with
@@ -115,45 +106,34 @@ export function Passkeys() {
       ) : !passkeys.data?.length ? (
         <Empty>No passkeys yet.</Empty>
       ) : (
-        <TableWrap label="Your passkeys">
-          <table class="stack">
-            <caption class="sr-only">Your passkeys, oldest first</caption>
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Added</th>
-                <th scope="col">Last used</th>
-                <th scope="col">
-                  <span class="sr-only">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {passkeys.data.map((p) => (
-                <tr key={p.id}>
-                  <td data-label="Name">{p.name}</td>
-                  <td data-label="Added">
-                    <Time at={p.created_at} />
-                  </td>
-                  <td data-label="Last used">{p.last_used_at ? <Time at={p.last_used_at} /> : 'never'}</td>
-                  <td>
-                    <button
-                      type="button"
-                      onClick={() => {
-                        remove.reset();
-                        setConfirming({ id: p.id, name: p.name });
-                      }}
-                      disabled={remove.busy}
-                      aria-label={`Remove the passkey ${p.name}`}
-                    >
-                      Remove
-                    </button>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </TableWrap>
+        <DataTable
+          label="Your passkeys"
+          caption="Your passkeys, oldest first"
+          rows={passkeys.data}
+          keyOf={(p) => p.id}
+          columns={[
+            { header: 'Name', cell: (p) => p.name },
+            { header: 'Added', cell: (p) => <Time at={p.created_at} /> },
+            { header: 'Last used', cell: (p) => (p.last_used_at ? <Time at={p.last_used_at} /> : 'never') },
+            {
+              header: 'Actions',
+              actions: true,
+              cell: (p) => (
+                <button
+                  type="button"
+                  onClick={() => {
+                    remove.reset();
+                    setConfirming({ id: p.id, name: p.name });
+                  }}
+                  disabled={remove.busy}
+                  aria-label={`Remove the passkey ${p.name}`}
+                >
+                  Remove
+                </button>
+              ),
+            },
+          ]}
+        />
       )}
       {confirming && (
         <Confirm

@@ -1,6 +1,7 @@
 import { useState } from 'preact/hooks';
 import { api, unwrap } from '../api.ts';
 import { Confirm } from '../confirm.tsx';
+import { DataTable } from '../data-table.tsx';
 import { signOut } from '../layout.tsx';
 import { getCsrf } from '../session.ts';
 import {
@@ -11,7 +12,6 @@ import {
   refusalOf,
   SelectField,
   ShownOnce,
-  TableWrap,
   TextField,
   Time,
   useItemSubmit,
@@ -43,53 +43,44 @@ export function People() {
       ) : !sessions.data?.length ? (
         <Empty>No sessions.</Empty>
       ) : (
-        <TableWrap label="Your sessions, newest first">
-          <table class="stack">
-            <caption class="sr-only">Your sessions, newest first</caption>
-            <thead>
-              <tr>
-                <th scope="col">Signed in</th>
-                <th scope="col">Last seen</th>
-                <th scope="col">Browser</th>
-                <th scope="col">Address</th>
-                <th scope="col">
-                  <span class="sr-only">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {sessions.data.map((s) => (
-                <tr key={s.id}>
-                  <td data-label="Signed in">
-                    <Time at={s.created_at} />
-                    {s.current && ' (this one)'}
-                  </td>
-                  <td data-label="Last seen">
-                    <Time at={s.last_seen_at} />
-                  </td>
-                  <td data-label="Browser">{s.user_agent ?? 'unknown'}</td>
-                  <td data-label="Address">{s.client_address ?? 'unknown'}</td>
-                  <td>
-                    {s.current ? (
-                      <button type="button" onClick={() => signOut()}>
-                        Sign out
-                      </button>
-                    ) : (
-                      <button
-                        type="button"
-                        onClick={() => end.pick(s.id)}
-                        disabled={end.busy}
-                        aria-label={`End the session signed in ${new Date(s.created_at).toLocaleString()}`}
-                      >
-                        End session
-                      </button>
-                    )}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </TableWrap>
+        <DataTable
+          label="Your sessions, newest first"
+          rows={sessions.data}
+          keyOf={(s) => s.id}
+          columns={[
+            {
+              header: 'Signed in',
+              cell: (s) => (
+                <>
+                  <Time at={s.created_at} />
+                  {s.current && ' (this one)'}
+                </>
+              ),
+            },
+            { header: 'Last seen', cell: (s) => <Time at={s.last_seen_at} /> },
+            { header: 'Browser', cell: (s) => s.user_agent ?? 'unknown' },
+            { header: 'Address', cell: (s) => s.client_address ?? 'unknown' },
+            {
+              header: 'Actions',
+              actions: true,
+              cell: (s) =>
+                s.current ? (
+                  <button type="button" onClick={() => signOut()}>
+                    Sign out
+                  </button>
+                ) : (
+                  <button
+                    type="button"
+                    onClick={() => end.pick(s.id)}
+                    disabled={end.busy}
+                    aria-label={`End the session signed in ${new Date(s.created_at).toLocaleString()}`}
+                  >
+                    End session
+                  </button>
+                ),
+            },
+          ]}
+        />
       )}
       {end.error !== undefined && <ErrorBox error={end.error} />}
       {getCsrf() !== null && <Passkeys />}
@@ -135,43 +126,33 @@ function Members() {
       ) : !members.data?.length ? (
         <Empty>No members yet: invite someone below.</Empty>
       ) : (
-        <TableWrap label="Members">
-          <table class="stack">
-            <caption class="sr-only">Members</caption>
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Email</th>
-                <th scope="col">Role</th>
-                <th scope="col">
-                  <span class="sr-only">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {members.data.map((m) => (
-                <tr key={m.user_id}>
-                  <td data-label="Name">{m.display_name}</td>
-                  <td data-label="Email">{m.email}</td>
-                  <td data-label="Role">{m.role}</td>
-                  <td>
-                    <button
-                      type="button"
-                      onClick={() => {
-                        remove.reset();
-                        setConfirming({ userId: m.user_id, email: m.email });
-                      }}
-                      disabled={remove.busy}
-                      aria-label={`Remove ${m.email}`}
-                    >
-                      Remove
-                    </button>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </TableWrap>
+        <DataTable
+          label="Members"
+          rows={members.data}
+          keyOf={(m) => m.user_id}
+          columns={[
+            { header: 'Name', cell: (m) => m.display_name },
+            { header: 'Email', cell: (m) => m.email },
+            { header: 'Role', cell: (m) => m.role },
+            {
+              header: 'Actions',
+              actions: true,
+              cell: (m) => (
+                <button
+                  type="button"
+                  onClick={() => {
+                    remove.reset();
+                    setConfirming({ userId: m.user_id, email: m.email });
+                  }}
+                  disabled={remove.busy}
+                  aria-label={`Remove ${m.email}`}
+                >
+                  Remove
+                </button>
+              ),
+            },
+          ]}
+        />
       )}
       {confirming && (
         <Confirm
@@ -213,53 +194,39 @@ function Invitations() {
       ) : !pending.data?.length ? (
         <Empty>No invitations waiting to be accepted.</Empty>
       ) : (
-        <TableWrap label="Pending invitations">
-          <table class="stack">
-            <caption class="sr-only">Pending invitations, newest first</caption>
-            <thead>
-              <tr>
-                <th scope="col">Email</th>
-                <th scope="col">Role</th>
-                <th scope="col">Invited by</th>
-                <th scope="col">Invited</th>
-                <th scope="col">Expires</th>
-                <th scope="col">
-                  <span class="sr-only">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {pending.data.map((i) => (
-                <tr key={i.id}>
-                  <td data-label="Email">{i.email}</td>
-                  <td data-label="Role">{i.role}</td>
-                  <td data-label="Invited by">
-                    {i.invited_by?.email ?? <span class="muted">an operator's token</span>}
-                  </td>
-                  <td data-label="Invited">
-                    <Time at={i.created_at} />
-                  </td>
-                  <td data-label="Expires">
-                    <Time at={i.expires_at} />
-                  </td>
-                  <td>
-                    <button
-                      type="button"
-                      onClick={() => {
-                        revoke.reset();
-                        setConfirming({ id: i.id, email: i.email });
-                      }}
-                      disabled={revoke.busy}
-                      aria-label={`Revoke the invitation of ${i.email}`}
-                    >
-                      Revoke
-                    </button>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </TableWrap>
+        <DataTable
+          label="Pending invitations"
+          caption="Pending invitations, newest first"
+          rows={pending.data}
+          keyOf={(i) => i.id}
+          columns={[
+            { header: 'Email', cell: (i) => i.email },
+            { header: 'Role', cell: (i) => i.role },
+            {
+              header: 'Invited by',
+              cell: (i) => i.invited_by?.email ?? <span class="muted">an operator's token</span>,
+            },
+            { header: 'Invited', cell: (i) => <Time at={i.created_at} /> },
+            { header: 'Expires', cell: (i) => <Time at={i.expires_at} /> },
+            {
+              header: 'Actions',
+              actions: true,
+              cell: (i) => (
+                <button
+                  type="button"
+                  onClick={() => {
+                    revoke.reset();
+                    setConfirming({ id: i.id, email: i.email });
+                  }}
+                  disabled={revoke.busy}
+                  aria-label={`Revoke the invitation of ${i.email}`}
+                >
+                  Revoke
+                </button>
+              ),
+            },
+          ]}
+        />
       )}
       {confirming && (
         <Confirm
