@@ -2,6 +2,7 @@ import { useState } from 'preact/hooks';
 import { EVENT_TYPES } from '../../../src/domain/events.ts';
 import { api, unwrap } from '../api.ts';
 import { Confirm } from '../confirm.tsx';
+import { DataTable } from '../data-table.tsx';
 import { FormErrors } from '../form-errors.tsx';
 import {
   Empty,
@@ -11,7 +12,6 @@ import {
   Pager,
   ShownOnce,
   StateBadge,
-  TableWrap,
   TextField,
   Time,
   useItemSubmit,
@@ -76,50 +76,40 @@ export function Webhooks() {
       ) : !list.data?.length ? (
         <Empty>No webhooks yet: subscribe a URL below.</Empty>
       ) : (
-        <TableWrap label="Webhooks">
-          <table class="stack">
-            <caption class="sr-only">Webhooks</caption>
-            <thead>
-              <tr>
-                <th scope="col">URL</th>
-                <th scope="col">Events</th>
-                <th scope="col">Description</th>
-                <th scope="col">Created</th>
-                <th scope="col">
-                  <span class="sr-only">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {list.data.map((w) => (
-                <tr key={w.id}>
-                  <td data-label="URL">
-                    <a href={`#/webhooks/${w.id}`} aria-label={`Deliveries to ${w.url}`}>
-                      <code>{w.url}</code>
-                    </a>
-                  </td>
-                  <td data-label="Events">{w.event_types.length ? w.event_types.join(', ') : 'all'}</td>
-                  <td data-label="Description">{w.description || <span class="muted">—</span>}</td>
-                  <td data-label="Created">
-                    <Time at={w.created_at} />
-                  </td>
-                  <td>
-                    <button
-                      type="button"
-                      onClick={() => {
-                        remove.reset();
-                        setRemoving({ id: w.id, url: w.url });
-                      }}
-                      aria-label={`Remove the webhook to ${w.url}`}
-                    >
-                      Remove
-                    </button>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </TableWrap>
+        <DataTable
+          label="Webhooks"
+          rows={list.data}
+          keyOf={(w) => w.id}
+          columns={[
+            {
+              header: 'URL',
+              cell: (w) => (
+                <a href={`#/webhooks/${w.id}`} aria-label={`Deliveries to ${w.url}`}>
+                  <code>{w.url}</code>
+                </a>
+              ),
+            },
+            { header: 'Events', cell: (w) => (w.event_types.length ? w.event_types.join(', ') : 'all') },
+            { header: 'Description', cell: (w) => w.description || <span class="muted">—</span> },
+            { header: 'Created', cell: (w) => <Time at={w.created_at} /> },
+            {
+              header: 'Actions',
+              actions: true,
+              cell: (w) => (
+                <button
+                  type="button"
+                  onClick={() => {
+                    remove.reset();
+                    setRemoving({ id: w.id, url: w.url });
+                  }}
+                  aria-label={`Remove the webhook to ${w.url}`}
+                >
+                  Remove
+                </button>
+              ),
+            },
+          ]}
+        />
       )}
       {removing && (
         <Confirm
@@ -239,55 +229,41 @@ export function WebhookDeliveries(props: { webhookId: string }) {
         <Empty>Nothing delivered yet: each event the subscription wants appears here.</Empty>
       ) : (
         <>
-          <TableWrap label="Deliveries, newest first">
-            <table class="stack">
-              <caption class="sr-only">Deliveries, newest first</caption>
-              <thead>
-                <tr>
-                  <th scope="col">Created</th>
-                  <th scope="col">Event</th>
-                  <th scope="col">State</th>
-                  <th scope="col">Attempts</th>
-                  <th scope="col">Answer</th>
-                  <th scope="col">
-                    <span class="sr-only">Actions</span>
-                  </th>
-                </tr>
-              </thead>
-              <tbody>
-                {data.deliveries.map((d) => (
-                  <tr key={d.id}>
-                    <td data-label="Created">
-                      <Time at={d.created_at} />
-                    </td>
-                    <td data-label="Event">
-                      <code>{d.event_type}</code>
-                    </td>
-                    <td data-label="State">
-                      <StateBadge state={d.state} />
-                    </td>
-                    <td data-label="Attempts">{d.attempts}</td>
-                    <td data-label="Answer">
-                      {d.response_code ?? <span class="muted">none</span>}
-                      {d.last_error && <span class="field-error"> {d.last_error}</span>}
-                    </td>
-                    <td>
-                      {d.state !== 'pending' && (
-                        <button
-                          type="button"
-                          onClick={() => redeliver.pick(d.id)}
-                          disabled={redeliver.busy}
-                          aria-label={`Send again the ${d.event_type} delivery of ${new Date(d.created_at).toLocaleString()}`}
-                        >
-                          Send again
-                        </button>
-                      )}
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </TableWrap>
+          <DataTable
+            label="Deliveries, newest first"
+            rows={data.deliveries}
+            keyOf={(d) => d.id}
+            columns={[
+              { header: 'Created', cell: (d) => <Time at={d.created_at} /> },
+              { header: 'Event', cell: (d) => <code>{d.event_type}</code> },
+              { header: 'State', cell: (d) => <StateBadge state={d.state} /> },
+              { header: 'Attempts', cell: (d) => d.attempts },
+              {
+                header: 'Answer',
+                cell: (d) => (
+                  <>
+                    {d.response_code ?? <span class="muted">none</span>}
+                    {d.last_error && <span class="field-error"> {d.last_error}</span>}
+                  </>
+                ),
+              },
+              {
+                header: 'Actions',
+                actions: true,
+                cell: (d) =>
+                  d.state !== 'pending' && (
+                    <button
+                      type="button"
+                      onClick={() => redeliver.pick(d.id)}
+                      disabled={redeliver.busy}
+                      aria-label={`Send again the ${d.event_type} delivery of ${new Date(d.created_at).toLocaleString()}`}
+                    >
+                      Send again
+                    </button>
+                  ),
+              },
+            ]}
+          />
           {redeliver.error !== undefined && <ErrorBox error={redeliver.error} />}
           <Pager page={pages.page} nextCursor={data.next_cursor} pages={pages} label="Deliveries" />
         </>
