@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import zlib from 'node:zlib';
-import { readBackupFile } from './backup-file.ts';
+import { publish, readBackupFile } from './backup-file.ts';
 
 test('a gzip file of other JSON lines is refused as no Berth backup, never with a JavaScript error', async (t) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-backup-file-'));
@@ -34,4 +34,29 @@ test('a backup whose last line is not a trailer is refused as cut short, never w
       message: `${file} is not a complete Berth backup: it ends before its trailer`,
     });
   }
+});
+
+test('where the file system keeps no hard links, a finished backup is renamed into place, never over a file', async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-publish-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const noLinks = async () => {
+    throw Object.assign(new Error('EPERM: operation not permitted, link'), { code: 'EPERM' });
+  };
+  const partial = path.join(dir, '.a.partial');
+  const file = path.join(dir, 'a.ndjson.gz');
+  fs.writeFileSync(partial, 'backup');
+  await publish(partial, file, noLinks);
+  assert.equal(fs.readFileSync(file, 'utf8'), 'backup');
+  assert.equal(fs.existsSync(partial), false);
+
+  fs.writeFileSync(partial, 'another');
+  await assert.rejects(publish(partial, file, noLinks), { code: 'EEXIST' });
+  assert.equal(fs.readFileSync(file, 'utf8'), 'backup', 'the file there is kept');
+
+  // Any other failure of the link is the backup's failure, as it was.
+  const broken = async () => {
+    throw Object.assign(new Error('EIO: i/o error, link'), { code: 'EIO' });
+  };
+  await assert.rejects(publish(partial, path.join(dir, 'b.ndjson.gz'), broken), { code: 'EIO' });
+  assert.equal(fs.existsSync(path.join(dir, 'b.ndjson.gz')), false);
 });

@@ -51,6 +51,34 @@ export async function* withTrailer(
   yield `${JSON.stringify({ sha256: hash.digest('hex'), tables } satisfies BackupTrailer)}\n`;
 }
 
+/** Errors of a file system that keeps no hard links (vfat, some network and FUSE mounts). */
+const NO_LINKS = new Set(['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'ENOSYS', 'EMLINK']);
+
+/**
+ * Gives the finished `partial` its final name. A link, not a rename: it refuses (EEXIST) a file that
+ * appeared under the name meanwhile instead of replacing it. Where the file system has no links, a
+ * rename after a look: the same refusal, but for a file made in the instant between the two.
+ */
+export async function publish(
+  partial: string,
+  file: string,
+  link: (from: string, to: string) => Promise<void> = fs.promises.link,
+): Promise<void> {
+  try {
+    await link(partial, file);
+  } catch (error) {
+    if (!NO_LINKS.has((error as NodeJS.ErrnoException).code ?? '')) throw error;
+    if (fs.existsSync(file)) {
+      throw Object.assign(new Error(`EEXIST: file already exists, link '${partial}' -> '${file}'`), {
+        code: 'EEXIST',
+      });
+    }
+    await fs.promises.rename(partial, file);
+    return;
+  }
+  await fs.promises.unlink(partial);
+}
+
 /**
  * Writes a backup so that a crash at any moment leaves no file named as complete: into a hidden
  * `.partial` file (mode 0600: it holds sealed secrets and token hashes), flushed to disk, then linked
@@ -68,10 +96,7 @@ export async function writeAtomically(file: string, write: (out: Writable) => Pr
     } finally {
       await fd.close();
     }
-    // A link, not a rename: it refuses (EEXIST) a file that appeared under the final name meanwhile
-    // instead of replacing it.
-    await fs.promises.link(partial, file);
-    await fs.promises.unlink(partial);
+    await publish(partial, file);
     // The link itself reaches the disk with the directory.
     const dir = await fs.promises.open(path.dirname(file), 'r');
     try {
