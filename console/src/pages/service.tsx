@@ -1,5 +1,6 @@
 import { useState } from 'preact/hooks';
 import { api, unwrap } from '../api.ts';
+import { DataTable } from '../data-table.tsx';
 import { RestartOrRollBack } from '../deploy-controls.tsx';
 import { FormErrors, inLabel } from '../form-errors.tsx';
 import { navigate } from '../router.ts';
@@ -23,7 +24,6 @@ import {
   Page,
   Pager,
   StateBadge,
-  TableWrap,
   TextField,
   Time,
   useLoad,
@@ -205,40 +205,27 @@ function Deployments(props: { envId: string; serviceId: string }) {
         <Empty>Not deployed yet: deploy it with the form above.</Empty>
       ) : (
         <>
-          <TableWrap label="Deployments, newest first">
-            <table class="stack">
-              <caption class="sr-only">Deployments, newest first</caption>
-              <thead>
-                <tr>
-                  <th scope="col">Started</th>
-                  <th scope="col">State</th>
-                  <th scope="col">Target</th>
-                  <th scope="col">Note</th>
-                </tr>
-              </thead>
-              <tbody>
-                {data.deployments.map((d) => (
-                  <tr key={d.id}>
-                    <td data-label="Started">
-                      <a
-                        href={`#/deployments/${d.id}`}
-                        aria-label={`Deployment of ${new Date(d.created_at).toLocaleString(undefined, { dateStyle: 'short', timeStyle: 'medium' })}`}
-                      >
-                        <Time at={d.created_at} />
-                      </a>
-                    </td>
-                    <td data-label="State">
-                      <StateBadge state={d.state} />
-                    </td>
-                    <td data-label="Target">
-                      <code>{targetText(d)}</code>
-                    </td>
-                    <td data-label="Note">{d.note || <span class="muted">—</span>}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </TableWrap>
+          <DataTable
+            label="Deployments, newest first"
+            rows={data.deployments}
+            keyOf={(d) => d.id}
+            columns={[
+              {
+                header: 'Started',
+                cell: (d) => (
+                  <a
+                    href={`#/deployments/${d.id}`}
+                    aria-label={`Deployment of ${new Date(d.created_at).toLocaleString(undefined, { dateStyle: 'short', timeStyle: 'medium' })}`}
+                  >
+                    <Time at={d.created_at} />
+                  </a>
+                ),
+              },
+              { header: 'State', cell: (d) => <StateBadge state={d.state} /> },
+              { header: 'Target', cell: (d) => <code>{targetText(d)}</code> },
+              { header: 'Note', cell: (d) => d.note || <span class="muted">—</span> },
+            ]}
+          />
           <Pager page={pages.page} nextCursor={data.next_cursor} pages={pages} label="Deployments" />
         </>
       )}
