@@ -12,6 +12,19 @@ const DB_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1
 
 export type DeploymentOutcome = 'success' | 'failed' | 'cancelled';
 
+const BACKUP_OUTCOMES = ['written', 'failed'] as const;
+const AUTH_SURFACES = ['api', 'hooks'] as const;
+const REFUSAL_REASONS = ['rate_limit', 'auth_failures'] as const;
+
+/**
+ * Exports every series of a counter's closed label set at 0 from the start: a series that first
+ * appears at 1 is no increase to Prometheus, so `increase(...) > 0` would miss the first failure.
+ */
+function startAtZero<L extends string>(counter: Counter<L>, label: L, values: readonly string[]): Counter<L> {
+  for (const value of values) counter.inc({ [label]: value } as Partial<Record<L, string>>, 0);
+  return counter;
+}
+
 /**
  * Berth's own metrics, one registry per process (docs/metrics.md lists them). Counters and histograms
  * count what this process did, so Prometheus sums them over processes; the queue gauges describe the
@@ -55,24 +68,36 @@ export class Metrics {
       buckets: HTTP_BUCKETS,
       registers,
     });
-    this.jobsClaimed = new Counter({
-      name: 'berth_jobs_claimed_total',
-      help: 'Jobs this process claimed and ran, by kind (each attempt counts).',
-      labelNames: ['kind'],
-      registers,
-    });
-    this.jobsRetried = new Counter({
-      name: 'berth_jobs_retried_total',
-      help: 'Claims of a job that was tried before (a failed attempt or a lapsed lease), by kind.',
-      labelNames: ['kind'],
-      registers,
-    });
-    this.jobsFailed = new Counter({
-      name: 'berth_jobs_failed_total',
-      help: 'Jobs this process failed for good (no attempt left, or a permanent error), by kind.',
-      labelNames: ['kind'],
-      registers,
-    });
+    this.jobsClaimed = startAtZero(
+      new Counter({
+        name: 'berth_jobs_claimed_total',
+        help: 'Jobs this process claimed and ran, by kind (each attempt counts).',
+        labelNames: ['kind'],
+        registers,
+      }),
+      'kind',
+      JOB_KINDS,
+    );
+    this.jobsRetried = startAtZero(
+      new Counter({
+        name: 'berth_jobs_retried_total',
+        help: 'Claims of a job that was tried before (a failed attempt or a lapsed lease), by kind.',
+        labelNames: ['kind'],
+        registers,
+      }),
+      'kind',
+      JOB_KINDS,
+    );
+    this.jobsFailed = startAtZero(
+      new Counter({
+        name: 'berth_jobs_failed_total',
+        help: 'Jobs this process failed for good (no attempt left, or a permanent error), by kind.',
+        labelNames: ['kind'],
+        registers,
+      }),
+      'kind',
+      JOB_KINDS,
+    );
     this.jobsRunning = new Gauge({
       name: 'berth_jobs_running',
       help: 'Jobs this process is running now, by kind.',
@@ -133,18 +158,26 @@ export class Metrics {
       registers,
       collect: (): void => streams.set(this.openStreams()),
     });
-    this.authFailures = new Counter({
-      name: 'berth_auth_failures_total',
-      help: 'Failed authentications (401), by surface: api (/v1 and /admin/v1) or hooks (git webhooks).',
-      labelNames: ['surface'],
-      registers,
-    });
-    this.refusals = new Counter({
-      name: 'berth_refusals_total',
-      help: 'Requests refused with 429, by reason: rate_limit (per token) or auth_failures (per address).',
-      labelNames: ['reason'],
-      registers,
-    });
+    this.authFailures = startAtZero(
+      new Counter({
+        name: 'berth_auth_failures_total',
+        help: 'Failed authentications (401), by surface: api (/v1 and /admin/v1) or hooks (git webhooks).',
+        labelNames: ['surface'],
+        registers,
+      }),
+      'surface',
+      AUTH_SURFACES,
+    );
+    this.refusals = startAtZero(
+      new Counter({
+        name: 'berth_refusals_total',
+        help: 'Requests refused with 429, by reason: rate_limit (per token) or auth_failures (per address).',
+        labelNames: ['reason'],
+        registers,
+      }),
+      'reason',
+      REFUSAL_REASONS,
+    );
     this.dbStatements = new Histogram({
       name: 'berth_db_statement_duration_seconds',
       help: 'Database statements this process ran, by outcome (ok or error).',
@@ -152,12 +185,16 @@ export class Metrics {
       buckets: DB_BUCKETS,
       registers,
     });
-    this.backups = new Counter({
-      name: 'berth_backups_total',
-      help: "Scheduled backups of Berth's own state this process took, by outcome (written or failed).",
-      labelNames: ['outcome'],
-      registers,
-    });
+    this.backups = startAtZero(
+      new Counter({
+        name: 'berth_backups_total',
+        help: "Scheduled backups of Berth's own state this process took, by outcome (written or failed).",
+        labelNames: ['outcome'],
+        registers,
+      }),
+      'outcome',
+      BACKUP_OUTCOMES,
+    );
     this.backupWritten = new Gauge({
       name: 'berth_backup_last_written_timestamp_seconds',
       help: 'When this process last wrote a scheduled backup (Unix time); 0 before its first.',
