@@ -48,10 +48,7 @@ export function startBackupSchedule(
     round = tick(self);
     return round;
   });
-  log.info(
-    { schedule: backupSchedule, dir: backupDir, keep: backupKeep, next: cron.nextRun() },
-    'backups scheduled',
-  );
+  log.info({ schedule: backupSchedule, target, keep: backupKeep, next: cron.nextRun() }, 'backups scheduled');
   return {
     stop: async () => {
       cron.stop();

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
@@ -185,6 +186,34 @@ test('scheduled backups: a failure is logged with its reason and opens the backu
     assert.match(metrics, /^berth_backups_total\{outcome="written"\} [1-9]/m);
     const written = Number(/^berth_backup_last_written_timestamp_seconds (\S+)/m.exec(metrics)?.[1]);
     assert.ok(Math.abs(written - Date.now() / 1000) < 60, `last written ${written}`);
+  } finally {
+    await server.kill('SIGTERM');
+  }
+});
+
+test('scheduled backups into a bucket: the start names the bucket as their target, a failed upload says why', async () => {
+  const db = await servers.another();
+  // A closed port: the upload fails at once, with the reason.
+  const closed = await new Promise<number>((resolve) => {
+    const probe = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as net.AddressInfo;
+      probe.close(() => resolve(port));
+    });
+  });
+  const server = await db.serve({
+    BERTH_BACKUP_SCHEDULE: '* * * * * *',
+    BERTH_BACKUP_S3_URL: 's3://acme-backups/berth/',
+    BERTH_BACKUP_S3_ENDPOINT: `http://127.0.0.1:${closed}`,
+    AWS_ACCESS_KEY_ID: 'berth-test',
+    AWS_SECRET_ACCESS_KEY: 'berth-test-secret',
+    BERTH_LOG_LEVEL: 'info',
+  });
+  try {
+    await server.waitForOutput(/"target":"s3:\/\/acme-backups\/berth\/"[^\n]*"msg":"backups scheduled"/);
+    await server.waitForOutput(
+      /"msg":"scheduled backup failed: s3:\/\/acme-backups\/berth\/: connect ECONNREFUSED/,
+      30_000,
+    );
   } finally {
     await server.kill('SIGTERM');
   }
