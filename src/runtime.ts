@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import tls from 'node:tls';
 import pino, { type Logger } from 'pino';
 import { buildApp } from './api/app.ts';
@@ -26,7 +27,7 @@ import { type MetricsServer, serveMetrics } from './metrics/server.ts';
 import { openProvider, providerName } from './providers/registry.ts';
 import { openStore, type Store } from './store/database.ts';
 import { releaseAllLeases } from './store/repositories/jobs.ts';
-import { checkMasterKey, loadMasterKeys, SecretBox } from './store/secret-box.ts';
+import { checkMasterKey, keyFileOf, loadMasterKeys, MasterKeyError, SecretBox } from './store/secret-box.ts';
 
 /** Everything a Berth process holds, and how to let go of it. */
 export interface Runtime {
@@ -56,8 +57,15 @@ export async function openRuntime(
   });
   try {
     const provider = await openProvider(config, store.db, logger);
+    const generating = !config.masterKey && !fs.existsSync(keyFileOf(config.dataDir));
     const secretBox = new SecretBox(loadMasterKeys(config.masterKey, config.dataDir));
-    await checkMasterKey(store.db, secretBox);
+    await checkMasterKey(store.db, secretBox).catch((error: unknown) => {
+      // A key generated now for a database sealed with another one is wrong: left in the directory, the
+      // next start (given no BERTH_MASTER_KEY) would take it for the installation's own.
+      if (generating && error instanceof MasterKeyError)
+        fs.rmSync(keyFileOf(config.dataDir), { force: true });
+      throw error;
+    });
     metrics.queueDb = store.db;
     const dns = new DnsLookup(config.dnsServers);
     const deps: Deps = { store, provider, dns, secretBox, config, logger, metrics };

@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
 import { test } from 'node:test';
 import { serverFixture } from '../helpers/server.ts';
 
@@ -31,4 +33,23 @@ test('a process with another master key refuses at once; with the old key among 
   const behind = server.run(['serve'], { ...env(keyA), BERTH_PORT: '0' });
   assert.equal(await behind.exited, 2);
   assert.match(behind.stderr(), /sealed with the master key [0-9a-f]{12}, which this process does not have/);
+});
+
+test('a start without BERTH_MASTER_KEY on a database sealed with another key refuses, and leaves no generated key behind', async () => {
+  // The test above left the database sealed with keyB and keyA, and no key in the data directory.
+  const keyFile = path.join(server.database.dataDir, 'master.key');
+  assert.equal(fs.existsSync(keyFile), false);
+
+  const keyless = server.run(['serve'], { BERTH_MASTER_KEY: '', BERTH_PORT: '0' });
+  assert.equal(await keyless.exited, 2);
+  assert.match(keyless.stderr(), /which this process does not have/);
+  assert.equal(
+    fs.existsSync(keyFile),
+    false,
+    'a wrong generated key would be taken for the right one next time',
+  );
+
+  // Given the keys, it starts as before.
+  const given = await server.serve(env(`${keyB},${keyA}`));
+  assert.equal(await given.kill('SIGTERM'), 0);
 });
