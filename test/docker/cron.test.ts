@@ -110,9 +110,16 @@ test("ops.json cron jobs: each tick requests the job's path on the serving repli
     for await (const chunk of stream) chunks.push(chunk as Buffer);
     return Number(/\d+/.exec(Buffer.concat(chunks).toString('latin1'))?.[0] ?? 0);
   };
-  // Ticks every second; the rescan picks the new route up within five.
+  // Ticks every second; the rescan picks the new route up within five. On a loaded machine a tick's
+  // Engine calls can stall while other tests' containers stop, and the ticks meanwhile are skipped (never
+  // two at once): the deadline leaves room for that, and a miss shows what the server said of its ticks.
   await pollUntil('three requests to the cron path', async () => ((await hits()) >= 3 ? true : undefined), {
-    timeoutMs: 30_000,
+    timeoutMs: 90_000,
     intervalMs: 500,
+  }).catch((error: Error) => {
+    const said = `${server.berth.stdout()}\n${server.berth.stderr()}`
+      .split('\n')
+      .filter((line) => /cron/i.test(line));
+    throw new Error(`${error.message}; the server's lines on cron:\n${said.slice(-30).join('\n')}`);
   });
 });
