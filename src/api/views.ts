@@ -260,6 +260,31 @@ export function webhookDeliveryView(d: WebhookDeliveryRow) {
 }
 
 /** A token as /v1/tokens shows it (listPeopleTokens' row); `currentTokenId`: the request's own token. */
+/** A person a row names by user id and email (joined): null where there is none (an operator's doing). */
+function personOf(userId: string | null, email: string | null) {
+  return userId !== null && email !== null ? { user_id: userId, email } : null;
+}
+
+/** A pending invitation as listed: never its link. */
+export function invitationView(i: {
+  id: string;
+  email: string;
+  role: Role;
+  invited_by: string | null;
+  inviter_email: string | null;
+  created_at: Date;
+  expires_at: Date;
+}) {
+  return {
+    id: i.id,
+    email: i.email,
+    role: i.role,
+    invited_by: personOf(i.invited_by, i.inviter_email),
+    created_at: iso(i.created_at),
+    expires_at: iso(i.expires_at),
+  };
+}
+
 export function tokenView(
   t: {
     id: string;
@@ -280,10 +305,7 @@ export function tokenView(
     id: t.id,
     name: t.name,
     role: t.role,
-    owner:
-      t.owner_user_id !== null && t.owner_email !== null
-        ? { user_id: t.owner_user_id, email: t.owner_email }
-        : null,
+    owner: personOf(t.owner_user_id, t.owner_email),
     environment_ids: t.environment_ids,
     read_only: t.read_only,
     expires_at: t.expires_at ? iso(t.expires_at) : null,

@@ -48,7 +48,7 @@ import {
   SignInBody,
   SignInLinkBody,
 } from '../schemas/sessions.ts';
-import { success } from '../views.ts';
+import { invitationView, success } from '../views.ts';
 
 export function signInCall(request: FastifyRequest): SignInCall {
   return { ...callOf(request), userAgent: request.headers['user-agent'] };
@@ -265,19 +265,7 @@ export const sessionRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; mailer: Mail
     },
     async (request) => {
       const rows = await listInvitations(deps, authOf(request).accountId);
-      return success({
-        invitations: rows.map((i) => ({
-          id: i.id,
-          email: i.email,
-          role: i.role,
-          invited_by:
-            i.invited_by !== null && i.inviter_email !== null
-              ? { user_id: i.invited_by, email: i.inviter_email }
-              : null,
-          created_at: i.created_at.toISOString(),
-          expires_at: i.expires_at.toISOString(),
-        })),
-      });
+      return success({ invitations: rows.map(invitationView) });
     },
   );
 
