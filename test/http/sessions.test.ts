@@ -420,6 +420,30 @@ describe('invitations', () => {
     assert.equal(ok.body.data.account_id, other.accountId);
   });
 
+  test('an invitation accepted by someone who became a member meanwhile leaves their membership as it is', async () => {
+    const owner = await member('owner');
+    const stale = await invite(
+      { authorization: `Bearer ${t.token}` },
+      { email: owner.email, role: 'viewer' },
+    );
+    assert.equal(stale.status, 409, 'a member is never invited');
+    const email = `${randomUUID()}@example.com`;
+    const asViewer = await invite({ authorization: `Bearer ${t.token}` }, { email, role: 'viewer' });
+    const asOwner = await invite({ authorization: `Bearer ${t.token}` }, { email, role: 'owner' });
+    const first = await call('POST', '/auth/accept-invitation', {
+      body: { token: asOwner.body.data.invitation.token, password: PASSWORD },
+    });
+    assert.equal(first.body.data.role, 'owner', first.raw);
+    const second = await call('POST', '/auth/accept-invitation', {
+      body: { token: asViewer.body.data.invitation.token, password: PASSWORD },
+    });
+    assert.equal(second.status, 200, second.raw);
+    assert.equal(second.body.data.role, 'owner', 'the stale viewer invitation demotes nobody');
+    const members = await call('GET', '/v1/members', { headers: { authorization: `Bearer ${t.token}` } });
+    const joined = members.body.data.members.find((m: { email: string }) => m.email === email);
+    assert.equal(joined.role, 'owner');
+  });
+
   test('mailed through BERTH_SMTP_URL', async () => {
     const received: string[] = [];
     const smtp = new SMTPServer({

@@ -274,12 +274,16 @@ export async function acceptInvitation(
       });
       await setPasswordHash(trx, user.id, await hashPassword(input.password));
     }
-    await upsertMembership(trx, {
-      user_id: user.id,
-      account_id: invitation.account_id,
-      role: invitation.role,
-      environment_ids: null,
-    });
+    // An invitation still pending when its person became a member (another invitation, the operator)
+    // must not change that membership: a stale viewer one would demote an owner, even the last.
+    if (!(await findMembership(trx, invitation.account_id, user.id))) {
+      await upsertMembership(trx, {
+        user_id: user.id,
+        account_id: invitation.account_id,
+        role: invitation.role,
+        environment_ids: null,
+      });
+    }
     return startSession(trx, call, user, invitation.account_id, 'invitation.accept');
   });
 }
