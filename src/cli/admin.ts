@@ -7,7 +7,7 @@ import { loadConfig } from '../config.ts';
 import { CLOUDS, type Cloud } from '../domain/environment-states.ts';
 import { FEATURES, PLANS } from '../domain/plans.ts';
 import { ROLES, type Role } from '../domain/roles.ts';
-import { CliError, exitCodeOfAnswer } from './dev/errors.ts';
+import { CliError, exitCodeOfAnswer, refuseUnsendableToken } from './dev/errors.ts';
 import { FORMATS, makeOutput } from './dev/output.ts';
 import { withExamples } from './help.ts';
 
@@ -29,6 +29,7 @@ function client(options: { url?: string; token?: string }): AdminClient {
     }
     token = fs.readFileSync(file, 'utf8').trim();
   }
+  refuseUnsendableToken(token, 'the admin token (--token, BERTH_ADMIN_TOKEN or BERTH_DATA_DIR/admin-token)');
   return new AdminClient(url, token);
 }
 

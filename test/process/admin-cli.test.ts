@@ -164,3 +164,13 @@ test('berth admin says clearly when no server answers', async () => {
   assert.equal(res.code, 1, 'unexpected (no server), as for the developer commands');
   assert.match(res.err, /Cannot reach Berth at http:\/\/127\.0\.0\.1:9.*Is berth serve running\?/);
 });
+
+test('an admin token pasted with a line break is a usage error that never shows it', async () => {
+  const proc = servers.run(['admin', '--url', 'http://127.0.0.1:9', 'accounts', 'list'], {
+    BERTH_ADMIN_TOKEN: 'first-line-of-secret\nsecond-line',
+  });
+  const code = await proc.exited;
+  assert.equal(code, 2, proc.stderr());
+  assert.match(proc.stderr(), /^berth: the admin token \(--token, BERTH_ADMIN_TOKEN .*\) holds a line break/);
+  assert.ok(!proc.stderr().includes('first-line-of-secret'), proc.stderr());
+});

@@ -33,3 +33,16 @@ export class CliError extends Error {
     this.exitCode = exitCode;
   }
 }
+
+/** Characters no HTTP header value may hold: fetch would refuse the token, echoing it whole in its error. */
+const NOT_IN_A_HEADER = /[^\t\x20-\x7e\x80-\xff]/;
+
+/** A token pasted with more than itself (a line break, a JSON answer) is refused without showing it. */
+export function refuseUnsendableToken(token: string, what: string): void {
+  if (NOT_IN_A_HEADER.test(token)) {
+    throw new CliError(
+      `${what} holds a line break or another character no token has: give the token alone`,
+      EXIT.usage,
+    );
+  }
+}

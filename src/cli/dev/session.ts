@@ -3,7 +3,7 @@ import { type BerthClient, createClient, unwrap } from '../../client/index.ts';
 import { isUuid } from '../../domain/uuid.ts';
 import { keepServiceNames } from '../completion/service-names.ts';
 import { type Context, environmentReference, selectContext } from './contexts.ts';
-import { CliError, EXIT } from './errors.ts';
+import { CliError, EXIT, refuseUnsendableToken } from './errors.ts';
 import { makeOutput, type Output } from './output.ts';
 
 /** The options every developer command takes (common.ts adds them). */
@@ -14,6 +14,7 @@ export interface CommonOptions {
 }
 
 export function clientFor(context: Pick<Context, 'url' | 'token'>): BerthClient {
+  refuseUnsendableToken(context.token, 'the API token (--token, BERTH_TOKEN or the login context)');
   return createClient({
     baseUrl: context.url,
     token: context.token,
