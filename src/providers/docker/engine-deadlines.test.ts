@@ -1,0 +1,89 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type Docker from 'dockerode';
+import pino from 'pino';
+import { pollUntil } from '../../../test/helpers/poll.ts';
+import { LABEL } from '../engine/labels.ts';
+import type { DockerDb } from '../engine/tables.ts';
+import { dockerCron } from './cron.ts';
+import { containerTargets, requestReplica } from './replicas.ts';
+
+/** An Engine call the daemon never answers: it ends only when its caller abandons it. */
+function unanswered(options?: { abortSignal?: AbortSignal }): Promise<never> {
+  return new Promise((_, reject) => {
+    options?.abortSignal?.addEventListener('abort', () => reject(options.abortSignal?.reason));
+  });
+}
+
+function capturedLogger() {
+  const lines: string[] = [];
+  return { lines, logger: pino({ level: 'info' }, { write: (line: string) => void lines.push(line) }) };
+}
+
+/** Resolves with `work`, or rejects once `ms` have passed: what a caller waits at most. */
+function within<T>(ms: number, work: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`still waiting after ${ms} ms`)), ms);
+  });
+  return Promise.race([work, late]).finally(() => clearTimeout(timer));
+}
+
+test("an ops.json cron job's request gives up on an Engine that never lists the replicas, and says so", async () => {
+  const { lines, logger } = capturedLogger();
+  const docker = { listContainers: unanswered } as unknown as Docker;
+  const job = {
+    serviceId: 'svc',
+    deploymentId: 'dep',
+    environmentId: 'env',
+    subdomain: 'web',
+    port: 8080,
+    schedule: '* * * * * *',
+    path: '/sync',
+  };
+  await within(5000, requestReplica(docker, logger, 100)(job, new Date()));
+  assert.ok(
+    lines.some((line) => line.includes('the Docker Engine did not list its replicas')),
+    lines.join('\n'),
+  );
+});
+
+test("a cron service's tick whose Engine call is never answered is abandoned, and the next ticks run", async () => {
+  const { logger } = capturedLogger();
+  let inspects = 0;
+  const template = {
+    Id: 'template',
+    Labels: { [LABEL.service]: 'svc', [LABEL.cronSchedule]: '* * * * * *' },
+  };
+  const docker = {
+    listContainers: async () => [template],
+    getContainer: () => ({
+      inspect: (options?: { abortSignal?: AbortSignal }) => {
+        inspects++;
+        return unanswered(options);
+      },
+    }),
+  } as unknown as Docker;
+  const schedules = dockerCron(docker, {} as DockerDb, logger, async () => new Set(['svc']), 100);
+  await schedules.start();
+  try {
+    await pollUntil(
+      'a second tick after the first one hung',
+      async () => (inspects >= 2 ? true : undefined),
+      {
+        timeoutMs: 5000,
+      },
+    );
+  } finally {
+    schedules.stop();
+  }
+});
+
+test("the ingress's replica lookup fails, not waits for ever, when the Engine never answers", async () => {
+  const docker = { listContainers: unanswered } as unknown as Docker;
+  const route = { serviceId: 'svc', deploymentId: 'dep', environmentId: 'env', port: 8080 };
+  await assert.rejects(within(5000, containerTargets(docker, 100)(route)), (err: Error) => {
+    assert.doesNotMatch(err.message, /still waiting/);
+    return true;
+  });
+});
