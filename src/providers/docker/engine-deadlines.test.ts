@@ -3,30 +3,15 @@ import { test } from 'node:test';
 import type Docker from 'dockerode';
 import pino from 'pino';
 import { pollUntil } from '../../../test/helpers/poll.ts';
+import { unanswered, within } from '../../../test/helpers/unanswered.ts';
 import { LABEL } from '../engine/labels.ts';
 import type { DockerDb } from '../engine/tables.ts';
 import { dockerCron } from './cron.ts';
 import { containerTargets, requestReplica } from './replicas.ts';
 
-/** An Engine call the daemon never answers: it ends only when its caller abandons it. */
-function unanswered(options?: { abortSignal?: AbortSignal }): Promise<never> {
-  return new Promise((_, reject) => {
-    options?.abortSignal?.addEventListener('abort', () => reject(options.abortSignal?.reason));
-  });
-}
-
 function capturedLogger() {
   const lines: string[] = [];
   return { lines, logger: pino({ level: 'info' }, { write: (line: string) => void lines.push(line) }) };
-}
-
-/** Resolves with `work`, or rejects once `ms` have passed: what a caller waits at most. */
-function within<T>(ms: number, work: Promise<T>): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`still waiting after ${ms} ms`)), ms);
-  });
-  return Promise.race([work, late]).finally(() => clearTimeout(timer));
 }
 
 test("an ops.json cron job's request gives up on an Engine that never lists the replicas, and says so", async () => {
