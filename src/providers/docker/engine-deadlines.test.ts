@@ -2,8 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type Docker from 'dockerode';
 import pino from 'pino';
-import { pollUntil } from '../../../test/helpers/poll.ts';
-import { unanswered, within } from '../../../test/helpers/unanswered.ts';
+import { CRON_JOB, hungInspects, unanswered, within } from '../../../test/helpers/unanswered.ts';
 import { LABEL } from '../engine/labels.ts';
 import type { DockerDb } from '../engine/tables.ts';
 import { dockerCron } from './cron.ts';
@@ -17,16 +16,7 @@ function capturedLogger() {
 test("an ops.json cron job's request gives up on an Engine that never lists the replicas, and says so", async () => {
   const { lines, logger } = capturedLogger();
   const docker = { listContainers: unanswered } as unknown as Docker;
-  const job = {
-    serviceId: 'svc',
-    deploymentId: 'dep',
-    environmentId: 'env',
-    subdomain: 'web',
-    port: 8080,
-    schedule: '* * * * * *',
-    path: '/sync',
-  };
-  await within(5000, requestReplica(docker, logger, 100)(job, new Date()));
+  await within(5000, requestReplica(docker, logger, 100)(CRON_JOB, new Date()));
   assert.ok(
     lines.some((line) => line.includes('the Docker Engine did not list its replicas')),
     lines.join('\n'),
@@ -35,33 +25,16 @@ test("an ops.json cron job's request gives up on an Engine that never lists the 
 
 test("a cron service's tick whose Engine call is never answered is abandoned, and the next ticks run", async () => {
   const { logger } = capturedLogger();
-  let inspects = 0;
+  const hung = hungInspects();
   const template = {
     Id: 'template',
     Labels: { [LABEL.service]: 'svc', [LABEL.cronSchedule]: '* * * * * *' },
   };
   const docker = {
     listContainers: async () => [template],
-    getContainer: () => ({
-      inspect: (options?: { abortSignal?: AbortSignal }) => {
-        inspects++;
-        return unanswered(options);
-      },
-    }),
+    getContainer: () => ({ inspect: hung.inspect }),
   } as unknown as Docker;
-  const schedules = dockerCron(docker, {} as DockerDb, logger, async () => new Set(['svc']), 100);
-  await schedules.start();
-  try {
-    await pollUntil(
-      'a second tick after the first one hung',
-      async () => (inspects >= 2 ? true : undefined),
-      {
-        timeoutMs: 5000,
-      },
-    );
-  } finally {
-    schedules.stop();
-  }
+  await hung.aSecondTick(dockerCron(docker, {} as DockerDb, logger, async () => new Set(['svc']), 100));
 });
 
 test("the ingress's replica lookup fails, not waits for ever, when the Engine never answers", async () => {

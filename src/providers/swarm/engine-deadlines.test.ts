@@ -2,8 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type Docker from 'dockerode';
 import pino from 'pino';
-import { pollUntil } from '../../../test/helpers/poll.ts';
-import { unanswered, within } from '../../../test/helpers/unanswered.ts';
+import { CRON_JOB, hungInspects, unanswered, within } from '../../../test/helpers/unanswered.ts';
 import { LABEL } from '../engine/labels.ts';
 import { swarmCron } from './cron.ts';
 import { requestTask } from './ops-cron.ts';
@@ -12,7 +11,7 @@ import type { SwarmDb } from './tables.ts';
 const logger = pino({ level: 'silent' });
 
 test('a swarm cron tick whose Engine call is never answered is abandoned, and the next ticks run', async () => {
-  let inspects = 0;
+  const hung = hungInspects();
   const template = {
     ID: 'template',
     Spec: {
@@ -21,12 +20,7 @@ test('a swarm cron tick whose Engine call is never answered is abandoned, and th
   };
   const docker = {
     listServices: async () => [template],
-    getService: () => ({
-      inspect: (options?: { abortSignal?: AbortSignal }) => {
-        inspects++;
-        return unanswered(options);
-      },
-    }),
+    getService: () => ({ inspect: hung.inspect }),
   } as unknown as Docker;
   // The routing table says the template's deployment serves.
   const db = {
@@ -36,34 +30,13 @@ test('a swarm cron tick whose Engine call is never answered is abandoned, and th
       }),
     }),
   } as unknown as SwarmDb;
-  const schedules = swarmCron(docker, db, logger, 100);
-  await schedules.start();
-  try {
-    await pollUntil(
-      'a second tick after the first one hung',
-      async () => (inspects >= 2 ? true : undefined),
-      {
-        timeoutMs: 5000,
-      },
-    );
-  } finally {
-    schedules.stop();
-  }
+  await hung.aSecondTick(swarmCron(docker, db, logger, 100));
 });
 
 test("a swarm ops.json cron job's request fails, not waits for ever, when the Engine never answers", async () => {
   const docker = { listServices: unanswered } as unknown as Docker;
-  const job = {
-    serviceId: 'svc',
-    deploymentId: 'dep',
-    environmentId: 'env',
-    subdomain: 'web',
-    port: 8080,
-    schedule: '* * * * * *',
-    path: '/sync',
-  };
   await assert.rejects(
-    within(5000, requestTask(docker, 'busybox', logger, 100)(job, new Date())),
+    within(5000, requestTask(docker, 'busybox', logger, 100)(CRON_JOB, new Date())),
     (err: Error) => {
       assert.doesNotMatch(err.message, /still waiting/);
       return true;
