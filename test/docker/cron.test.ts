@@ -12,7 +12,8 @@ import { startTestServer, type TestServer } from '../helpers/server.ts';
 let server: TestServer;
 
 before(async () => {
-  server = await startTestServer('docker');
+  // At info, so a miss below can show every tick the server ran and what each request answered.
+  server = await startTestServer('docker', { BERTH_LOG_LEVEL: 'info' });
 });
 after(() => server?.close());
 
@@ -111,15 +112,16 @@ test("ops.json cron jobs: each tick requests the job's path on the serving repli
     return Number(/\d+/.exec(Buffer.concat(chunks).toString('latin1'))?.[0] ?? 0);
   };
   // Ticks every second; the rescan picks the new route up within five. On a loaded machine a tick's
-  // Engine calls can stall while other tests' containers stop, and the ticks meanwhile are skipped (never
-  // two at once): the deadline leaves room for that, and a miss shows what the server said of its ticks.
+  // Engine calls can stall while other tests' containers stop (each is abandoned after 30 s,
+  // engine/deadlines.ts), and the ticks meanwhile are skipped (never two at once): the deadline leaves
+  // room for that, and a miss shows what the server said of its ticks and replicas.
   await pollUntil('three requests to the cron path', async () => ((await hits()) >= 3 ? true : undefined), {
     timeoutMs: 90_000,
     intervalMs: 500,
   }).catch((error: Error) => {
     const said = `${server.berth.stdout()}\n${server.berth.stderr()}`
       .split('\n')
-      .filter((line) => /cron/i.test(line));
-    throw new Error(`${error.message}; the server's lines on cron:\n${said.slice(-30).join('\n')}`);
+      .filter((line) => /cron|replica|docker/i.test(line));
+    throw new Error(`${error.message}; the server's lines on cron:\n${said.slice(-60).join('\n')}`);
   });
 });

@@ -10,6 +10,7 @@
 import type Docker from 'dockerode';
 import type { Logger } from 'pino';
 import { claimTick, SERVICE_TICK, tickTime } from '../engine/cron-ticks.ts';
+import { ENGINE_CALL_MS, engineDeadline } from '../engine/deadlines.ts';
 import { LABEL, labelFilter } from '../engine/labels.ts';
 import { Schedules } from '../engine/schedules.ts';
 import type { DockerDb } from '../engine/tables.ts';
@@ -18,19 +19,23 @@ const RUNS_KEPT = 3;
 
 /**
  * The docker driver's cron schedules. `ownServices` says which of the services labelled on templates
- * are this database's (another Berth sharing the engine keeps its own templates).
+ * are this database's (another Berth sharing the engine keeps its own templates). A tick's Engine calls
+ * are abandoned after `engineMs` each (engine/deadlines.ts).
  */
 export function dockerCron(
   docker: Docker,
   db: DockerDb,
   logger: Logger,
   ownServices: (ids: string[]) => Promise<Set<string>>,
+  engineMs = ENGINE_CALL_MS,
 ): Schedules {
+  const deadline = () => engineDeadline(engineMs);
   /** The templates of this database's services, by container id, with their schedules. */
   const templates = async (): Promise<Map<string, string>> => {
     const listed = await docker.listContainers({
       all: true,
       filters: labelFilter({ [LABEL.managed]: 'true', [LABEL.role]: 'cron-template' }),
+      ...deadline(),
     });
     const ours = await ownServices(listed.map((t) => t.Labels[LABEL.service] ?? ''));
     const wanted = new Map<string, string>();
@@ -48,7 +53,7 @@ export function dockerCron(
    * skipped, so a long command never piles up runs.
    */
   const tick = async (templateId: string, at: Date): Promise<void> => {
-    const template = await docker.getContainer(templateId).inspect();
+    const template = await docker.getContainer(templateId).inspect(deadline());
     const service = template.Config.Labels[LABEL.service] ?? '';
     if (ticking.has(service)) return;
     ticking.add(service);
@@ -63,12 +68,13 @@ export function dockerCron(
       const alive = await docker.listContainers({
         all: true,
         filters: labelFilter({ [LABEL.service]: service, [LABEL.role]: 'cron-run' }),
+        ...deadline(),
       });
       if (alive.some((c) => c.State !== 'exited' && c.State !== 'dead')) {
         logger.info({ service }, 'cron tick skipped: the previous run is still running');
         return;
       }
-      await startRun(docker, templateId, template);
+      await startRun(docker, templateId, template, deadline);
       logger.info({ service, tick: tickTime(at).toISOString() }, 'cron run started');
     } finally {
       ticking.delete(service);
@@ -81,6 +87,7 @@ async function startRun(
   docker: Docker,
   templateId: string,
   template: Docker.ContainerInspectInfo,
+  deadline: () => { abortSignal: AbortSignal },
 ): Promise<void> {
   const labels: Record<string, string> = { ...template.Config.Labels, [LABEL.role]: 'cron-run' };
   const network = template.HostConfig.NetworkMode ?? 'bridge';
@@ -95,26 +102,29 @@ async function startRun(
       NanoCpus: template.HostConfig.NanoCpus,
       Memory: template.HostConfig.Memory,
     },
+    ...deadline(),
   });
   // A delete removes the template first, then lists and removes every container of the service: a
   // run created after that listing finds its template gone here and never starts.
   const templateLeft = await docker
     .getContainer(templateId)
-    .inspect()
+    .inspect(deadline())
     .then(
       () => true,
       () => false,
     );
   if (!templateLeft) {
-    await run.remove({ force: true }).catch(() => undefined);
+    await run.remove({ force: true, ...deadline() }).catch(() => undefined);
     return;
   }
-  await run.start();
+  await run.start(deadline());
   const service = labels[LABEL.service] as string;
   const runs = await docker.listContainers({
     all: true,
     filters: labelFilter({ [LABEL.service]: service, [LABEL.role]: 'cron-run' }),
+    ...deadline(),
   });
   const finished = runs.filter((c) => c.State === 'exited').sort((a, b) => b.Created - a.Created);
-  for (const old of finished.slice(RUNS_KEPT)) await docker.getContainer(old.Id).remove({ force: true });
+  for (const old of finished.slice(RUNS_KEPT))
+    await docker.getContainer(old.Id).remove({ force: true, ...deadline() });
 }

@@ -12,17 +12,21 @@ export function sandboxOf(c: Docker.ContainerInfo): string | undefined {
   return mode.startsWith('container:') ? mode.slice('container:'.length) : undefined;
 }
 
-/** A replica's address on the environment's network: its own, or its sandbox's. */
+/**
+ * A replica's address on the environment's network: its own, or its sandbox's. `options` may carry
+ * an abortSignal for the sandbox's inspect.
+ */
 export async function addressOf(
   docker: Docker,
   c: Docker.ContainerInfo,
   network: string,
+  options: { abortSignal?: AbortSignal } = {},
 ): Promise<string | undefined> {
   const sandbox = sandboxOf(c);
   if (!sandbox) return c.NetworkSettings.Networks[network]?.IPAddress || undefined;
   const info = await docker
     .getContainer(sandbox)
-    .inspect()
+    .inspect(options)
     .catch(() => null);
   return info?.NetworkSettings.Networks[network]?.IPAddress || undefined;
 }

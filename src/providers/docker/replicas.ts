@@ -5,6 +5,7 @@
  */
 import type Docker from 'dockerode';
 import type { Logger } from 'pino';
+import { ENGINE_CALL_MS, engineDeadline } from '../engine/deadlines.ts';
 import type { RouteTarget } from '../engine/ingress.ts';
 import { LABEL, labelFilter, networkName } from '../engine/labels.ts';
 import type { LogOptions, LogSource } from '../engine/logs.ts';
@@ -16,9 +17,13 @@ const PRINTING_ROLES = new Set(['replica', 'job', 'cron-run']);
 
 /**
  * The docker driver's targets: the running replicas of the serving deployment, by their address on the
- * environment network (the ingress runs on the engine's host, which reaches bridge networks).
+ * environment network (the ingress runs on the engine's host, which reaches bridge networks). The
+ * Engine calls are abandoned after `engineMs` each (engine/deadlines.ts): HAProxy's table waits for them.
  */
-export function containerTargets(docker: Docker): (route: RouteTarget) => Promise<string[]> {
+export function containerTargets(
+  docker: Docker,
+  engineMs = ENGINE_CALL_MS,
+): (route: RouteTarget) => Promise<string[]> {
   return async (route) => {
     const containers = await docker.listContainers({
       filters: labelFilter({
@@ -26,9 +31,12 @@ export function containerTargets(docker: Docker): (route: RouteTarget) => Promis
         [LABEL.deployment]: route.deploymentId,
         [LABEL.role]: 'replica',
       }),
+      ...engineDeadline(engineMs),
     });
     const network = networkName(route.environmentId);
-    const ips = await Promise.all(containers.map((c) => addressOf(docker, c, network)));
+    const ips = await Promise.all(
+      containers.map((c) => addressOf(docker, c, network, engineDeadline(engineMs))),
+    );
     return ips.flatMap((ip) => (ip ? [`${ip}:${route.port}`] : []));
   };
 }
@@ -56,18 +64,26 @@ export function containerSources(docker: Docker): (serviceId: string) => Promise
 /**
  * The docker driver's request: a GET of the path on a running replica, at its address on the
  * environment's network (this process runs on the same machine). Failures are logged; the schedule
- * goes on.
+ * goes on. The Engine calls that find the replica are abandoned after `engineMs` each
+ * (engine/deadlines.ts): the job's next tick waits for this one.
  */
-export function requestReplica(docker: Docker, logger: Logger): OpsCronRequest {
+export function requestReplica(docker: Docker, logger: Logger, engineMs = ENGINE_CALL_MS): OpsCronRequest {
   return async (job) => {
-    const replicas = await docker
-      .listContainers({
-        filters: labelFilter({ [LABEL.deployment]: job.deploymentId, [LABEL.role]: 'replica' }),
-      })
-      .catch(() => []);
-    const replica = replicas[Math.floor(Math.random() * replicas.length)];
-    const ip = replica && (await addressOf(docker, replica, networkName(job.environmentId)));
     const at = { service: job.serviceId, path: job.path };
+    let ip: string | undefined;
+    try {
+      const replicas = await docker.listContainers({
+        filters: labelFilter({ [LABEL.deployment]: job.deploymentId, [LABEL.role]: 'replica' }),
+        ...engineDeadline(engineMs),
+      });
+      const replica = replicas[Math.floor(Math.random() * replicas.length)];
+      ip =
+        replica &&
+        (await addressOf(docker, replica, networkName(job.environmentId), engineDeadline(engineMs)));
+    } catch (err) {
+      logger.warn({ ...at, err }, 'ops.json cron job skipped: the Docker Engine did not list its replicas');
+      return;
+    }
     if (!ip) {
       logger.warn(at, 'ops.json cron job skipped: no replica is running');
       return;

@@ -48,6 +48,8 @@ export interface NativePlane {
 const run = promisify(execFile);
 const backendOf = (serviceId: string) => `svc_${serviceId}`;
 /** A string for HAProxy's configuration, double-quoted; only ASCII messages and numbers go in here. */
+/** An exchange on the runtime socket: HAProxy answers in milliseconds, even while it reloads. */
+const RUNTIME_MS = 10_000;
 const quoted = (text: string) => `"${text.replace(/["\\]/g, '\\$&').replace(/\n/g, '\\n')}"`;
 
 /** The files HAProxy reads: its configuration, the host -> backend map and the certificate list. */
@@ -273,10 +275,18 @@ export function backendAnswers(stat: string): { serviceId: string; classes: numb
 }
 
 /** Sends commands to HAProxy's runtime API on `socketPath`; its answer (empty lines when all went well). */
-async function runtime(socketPath: string, commands: string[]): Promise<string> {
+export async function runtime(
+  socketPath: string,
+  commands: string[],
+  timeoutMs = RUNTIME_MS,
+): Promise<string> {
   return new Promise((resolve, reject) => {
     let answer = '';
     const socket = net.connect(socketPath, () => socket.end(`${commands.join(';')}\n`));
+    // The sync loop waits for each exchange: one HAProxy never answers would stop every later update.
+    socket.setTimeout(timeoutMs, () =>
+      socket.destroy(new Error(`haproxy's runtime socket did not answer within ${timeoutMs} ms`)),
+    );
     socket.setEncoding('utf8');
     socket.on('data', (chunk: string) => {
       answer += chunk;

@@ -9,6 +9,7 @@
 import type Docker from 'dockerode';
 import type { Logger } from 'pino';
 import { claimTick, SERVICE_TICK, tickTime } from '../engine/cron-ticks.ts';
+import { ENGINE_CALL_MS, engineDeadline } from '../engine/deadlines.ts';
 import { LABEL, labelFilter } from '../engine/labels.ts';
 import { Schedules } from '../engine/schedules.ts';
 import { REMOVED_GENERATION } from '../provider.ts';
@@ -19,19 +20,23 @@ import type { SwarmDb } from './tables.ts';
 /** Finished runs kept (their logs are the service's logs), besides the one under way. */
 const RUNS_KEPT = 3;
 
-/** The swarm driver's cron schedules. */
-export function swarmCron(docker: Docker, db: SwarmDb, logger: Logger): Schedules {
+type Deadline = () => { abortSignal: AbortSignal };
+
+/** The swarm driver's cron schedules; each Engine call of a tick or a rescan is abandoned after `engineMs`. */
+export function swarmCron(docker: Docker, db: SwarmDb, logger: Logger, engineMs = ENGINE_CALL_MS): Schedules {
+  const deadline = () => engineDeadline(engineMs);
   return new Schedules(
     logger,
-    () => templates(docker, db),
-    (id, at) => tick(docker, db, logger, id, at),
+    () => templates(docker, db, deadline),
+    (id, at) => tick(docker, db, logger, deadline, id, at),
   );
 }
 
 /** The templates of the deployments that serve (a superseded template never ticks), with their schedules. */
-async function templates(docker: Docker, db: SwarmDb): Promise<Map<string, string>> {
+async function templates(docker: Docker, db: SwarmDb, deadline: Deadline): Promise<Map<string, string>> {
   const listed = await docker.listServices({
     filters: labelFilter({ [LABEL.managed]: 'true', [LABEL.role]: 'cron-template' }),
+    ...deadline(),
   });
   const routes = await db
     .selectFrom('docker_routes')
@@ -53,10 +58,11 @@ async function tick(
   docker: Docker,
   db: SwarmDb,
   logger: Logger,
+  deadline: Deadline,
   templateId: string,
   at: Date,
 ): Promise<void> {
-  const template = await docker.getService(templateId).inspect();
+  const template = await docker.getService(templateId).inspect(deadline());
   const labels: Record<string, string> = template.Spec?.Labels ?? {};
   const serviceId = labels[LABEL.service] ?? '';
   const tickAt = tickTime(at);
@@ -69,9 +75,10 @@ async function tick(
   }
   const runs = await docker.listServices({
     filters: labelFilter({ [LABEL.service]: serviceId, [LABEL.role]: 'cron-run' }),
+    ...deadline(),
   });
   for (const run of runs) {
-    if (!jobEnded(await tasksOf(docker, run.ID))) {
+    if (!jobEnded(await tasksOf(docker, run.ID, deadline()))) {
       logger.info({ service: serviceId }, 'cron tick skipped: the previous run is still running');
       return;
     }
@@ -82,13 +89,14 @@ async function tick(
     Labels: { ...labels, [LABEL.role]: 'cron-run', [LABEL.cronSchedule]: '' },
     TaskTemplate: template.Spec?.TaskTemplate,
     Mode: { ReplicatedJob: { MaxConcurrent: 1, TotalCompletions: 1 } },
+    ...deadline(),
   });
   logger.info({ service: serviceId, tick: tickAt.toISOString(), run: name }, 'cron run started');
   // A delete removes the templates first, then every service of the Berth service: a run created
   // after that listing finds its template gone here and removes itself.
   const left = await docker
     .getService(templateId)
-    .inspect()
+    .inspect(deadline())
     .then(
       () => true,
       () => false,
@@ -100,11 +108,12 @@ async function tick(
     ? newestFirst.slice(RUNS_KEPT)
     : await docker.listServices({
         filters: labelFilter({ [LABEL.service]: serviceId, [LABEL.role]: 'cron-run' }),
+        ...deadline(),
       });
   for (const old of removed)
     await docker
       .getService(old.ID)
-      .remove()
+      .remove(deadline())
       .catch(() => undefined);
   // The last run of an older version may have been the last user of that version's variables.
   await sweepSecrets(docker, serviceId, Number(labels[LABEL.generation] ?? 0) + 1);

@@ -13,6 +13,7 @@ import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type Docker from 'dockerode';
 import type { Logger } from 'pino';
+import { ENGINE_CALL_MS, engineDeadline } from '../engine/deadlines.ts';
 import { LABEL, labelFilter } from '../engine/labels.ts';
 import { type OpsCronJob, type OpsCronRequest, opsJobName, REQUEST_TIMEOUT_MS } from '../engine/ops-cron.ts';
 import { serviceAlias } from '../engine/routes.ts';
@@ -21,7 +22,14 @@ import { failedTasks, jobEnded, overlayName, type Task, tasksOf } from './servic
 const POLL_MS = 1000;
 /** How long a request's creator follows it: past its timeout, and a pull's. */
 const FOLLOW_MS = 2 * REQUEST_TIMEOUT_MS;
-export function requestTask(docker: Docker, image: string, logger: Logger): OpsCronRequest {
+export function requestTask(
+  docker: Docker,
+  image: string,
+  logger: Logger,
+  engineMs = ENGINE_CALL_MS,
+): OpsCronRequest {
+  // Each Engine call of a tick is abandoned past its deadline (engine/deadlines.ts).
+  const deadline = () => engineDeadline(engineMs);
   return async (job: OpsCronJob, at: Date) => {
     const jobLabel = createHash('sha256').update(opsJobName(job)).digest('hex').slice(0, 12);
     const log = { service: job.serviceId, path: job.path };
@@ -35,11 +43,12 @@ export function requestTask(docker: Docker, image: string, logger: Logger): OpsC
     };
     const earlier = await docker.listServices({
       filters: labelFilter({ [LABEL.service]: job.serviceId, [LABEL.cronJob]: jobLabel }),
+      ...deadline(),
     });
     for (const request of earlier) {
       // One without a task yet is still starting, unless it is older than its creator follows it (that
       // process stopped, or the swarm cannot place it): removing it while it starts would lose its tick.
-      const tasks = await tasksOf(docker, request.ID);
+      const tasks = await tasksOf(docker, request.ID, deadline());
       const abandoned = tasks.length === 0 && Date.parse(String(request.CreatedAt)) <= Date.now() - FOLLOW_MS;
       if (!jobEnded(tasks) && !abandoned) {
         logger.info(log, 'ops.json cron job skipped: its previous request is still running');
@@ -48,7 +57,7 @@ export function requestTask(docker: Docker, image: string, logger: Logger): OpsC
       // One a process stopped following (it stopped, or it crashed).
       await docker
         .getService(request.ID)
-        .remove()
+        .remove(deadline())
         .catch(() => undefined);
     }
     const url = `http://${serviceAlias(job.environmentId, job.subdomain)}:${job.port}${job.path}`;
@@ -66,23 +75,28 @@ export function requestTask(docker: Docker, image: string, logger: Logger): OpsC
         Networks: [{ Target: overlayName(job.environmentId) }],
       },
       Mode: { ReplicatedJob: { MaxConcurrent: 1, TotalCompletions: 1 } },
+      ...deadline(),
     });
-    const outcome = await follow(docker, name);
+    const outcome = await follow(docker, name, deadline);
     if (outcome.ok) logger.info({ ...log, url }, 'ops.json cron job requested');
     else logger.warn({ ...log, url, error: outcome.error }, 'ops.json cron job request failed');
     await docker
       .getService(name)
-      .remove()
+      .remove(deadline())
       .catch(() => undefined);
   };
 }
 
 /** Until the request's task ends (wget exits 0 on a 2xx or 3xx), or past its timeout and a pull's. */
-async function follow(docker: Docker, name: string): Promise<{ ok: boolean; error?: string }> {
-  const deadline = Date.now() + FOLLOW_MS;
+async function follow(
+  docker: Docker,
+  name: string,
+  deadline: () => { abortSignal: AbortSignal },
+): Promise<{ ok: boolean; error?: string }> {
+  const until = Date.now() + FOLLOW_MS;
   let tasks: Task[] = [];
-  while (Date.now() < deadline) {
-    tasks = await tasksOf(docker, name).catch(() => []);
+  while (Date.now() < until) {
+    tasks = await tasksOf(docker, name, deadline()).catch(() => []);
     if (tasks.some((t) => t.Status.State === 'complete')) return { ok: true };
     const failed = failedTasks(tasks)[0];
     if (failed) {

@@ -163,8 +163,12 @@ export interface Task {
   };
 }
 
-export async function tasksOf(docker: Docker, serviceName: string): Promise<Task[]> {
-  return (await docker.listTasks({ filters: { service: [serviceName] } })) as Task[];
+export async function tasksOf(
+  docker: Docker,
+  serviceName: string,
+  options: { abortSignal?: AbortSignal } = {},
+): Promise<Task[]> {
+  return (await docker.listTasks({ filters: { service: [serviceName] }, ...options })) as Task[];
 }
 
 /** A task as an error shows it: enough to tell from a log why it is where it is. */

@@ -3,6 +3,7 @@ import Docker from 'dockerode';
 import type { Logger } from 'pino';
 import { SupersededError, TerminalError } from '../../jobs/errors.ts';
 import type { Db } from '../../store/database.ts';
+import { ENGINE_CALL_MS, engineDeadline } from '../engine/deadlines.ts';
 import { EngineDriver } from '../engine/engine-driver.ts';
 import { ensureNetwork } from '../engine/environment.ts';
 import { buildFromGit } from '../engine/git-build.ts';
@@ -499,13 +500,15 @@ export class SwarmProvider extends EngineDriver<Launched, SwarmSettings, SwarmDb
 
   /** The ingress's targets: each running task of the serving service, at its node's published port. */
   protected async ingressTargets(route: RouteTarget): Promise<string[]> {
-    const tasks = running(await tasksOf(this.docker, servingName(route.serviceId)));
+    // HAProxy's table waits for these: each is abandoned past its deadline (engine/deadlines.ts).
+    const tasks = running(
+      await tasksOf(this.docker, servingName(route.serviceId), engineDeadline(ENGINE_CALL_MS)),
+    );
     if (tasks.length === 0) return [];
     const nodes = new Map(
-      (await this.docker.listNodes()).map((n: { ID: string; Status?: { Addr?: string } }) => [
-        n.ID,
-        n.Status?.Addr,
-      ]),
+      (await this.docker.listNodes(engineDeadline(ENGINE_CALL_MS))).map(
+        (n: { ID: string; Status?: { Addr?: string } }) => [n.ID, n.Status?.Addr],
+      ),
     );
     return tasks.flatMap((t) => {
       const published = t.Status.PortStatus?.Ports?.find((p) => p.TargetPort === route.port)?.PublishedPort;
