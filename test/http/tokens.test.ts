@@ -207,6 +207,11 @@ describe("members' tokens", () => {
       assert.equal((await h.request('GET', '/v1/environments', { token })).status, 200);
     }
 
+    // Listed as they act now, not as they were made.
+    const list = await h.request('GET', '/v1/tokens', { token: t.token });
+    const listed = list.body.data.tokens.find((x: { id: string }) => x.id === own.body.data.token.id);
+    assert.equal(listed.role, 'viewer', list.raw);
+
     // Removed: the member's tokens stop working.
     assert.equal((await h.admin('DELETE', `/accounts/${t.accountId}/members/${m.userId}`)).status, 200);
     for (const token of [m.token, mine]) {
@@ -231,6 +236,11 @@ describe("members' tokens", () => {
       (await h.request('GET', `/v1/environments/${t.envId}/services`, { token: m.token })).status,
       404,
     );
+    const tokens = await h.request('GET', '/v1/tokens', { token: t.token });
+    const listed = tokens.body.data.tokens.find(
+      (x: { owner: { user_id: string } | null }) => x.owner?.user_id === m.userId,
+    );
+    assert.deepEqual(listed.environment_ids, [otherEnvId], 'listed with the environments it reaches');
   });
 
   test('the admin API refuses an unknown user, a duplicate email and environments of another account', async () => {

@@ -27,7 +27,7 @@ import {
 import { hashApiToken, newApiToken } from '../api-token.ts';
 import { ConflictError, ForbiddenError, NotFoundError, ValidationError } from '../errors.ts';
 import type { MembershipInput, NewToken, NewUser } from '../inputs.ts';
-import { type Role, roleAtLeast } from '../roles.ts';
+import { lowerRole, narrowScope, type Role, roleAtLeast, scopeOf } from '../roles.ts';
 import { recordAudit } from './audit.ts';
 import type { Actor, Call, Deps } from './context.ts';
 
@@ -214,8 +214,17 @@ export async function createToken(deps: Pick<Deps, 'store'>, maker: TokenMaker, 
   });
 }
 
+/**
+ * The account's tokens, each with the role and environments it acts with now: a person's token never
+ * does more than its owner's membership (as authentication holds it), so a lowered member's is listed lower.
+ */
 export async function listTokens(deps: Pick<Deps, 'store'>, accountId: string) {
-  return listPeopleTokens(deps.store.db, accountId);
+  const rows = await listPeopleTokens(deps.store.db, accountId);
+  return rows.map(({ member_role, member_environment_ids, ...token }) => {
+    if (!member_role) return token;
+    const reach = narrowScope(scopeOf(token.environment_ids), scopeOf(member_environment_ids ?? null));
+    return { ...token, role: lowerRole(token.role, member_role), environment_ids: reach && [...reach] };
+  });
 }
 
 /**

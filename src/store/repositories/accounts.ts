@@ -149,10 +149,17 @@ export async function listPeopleTokens(db: Db, accountId: string) {
   return db
     .selectFrom('api_tokens')
     .leftJoin('users', 'users.id', 'api_tokens.owner_user_id')
+    .leftJoin('memberships', (join) =>
+      join
+        .onRef('memberships.user_id', '=', 'api_tokens.owner_user_id')
+        .onRef('memberships.account_id', '=', 'api_tokens.account_id'),
+    )
     .select([
       'api_tokens.id',
       'api_tokens.name',
       'api_tokens.role',
+      'memberships.role as member_role',
+      'memberships.environment_ids as member_environment_ids',
       'api_tokens.owner_user_id',
       'users.email as owner_email',
       'api_tokens.environment_ids',
