@@ -150,6 +150,21 @@ describe('DELETE /v1/tokens/{id}: roles', () => {
     assert.equal(own.status, 200, 'a token of its own role is revoked');
     const byOwner = (await make(t.token, { name: 'revoked by the owner', role: 'owner' })).body.data.token;
     assert.equal((await h.request('DELETE', `/v1/tokens/${byOwner.id}`, { token: t.token })).status, 200);
+
+    // An owner lowered to developer: their owner token acts, is listed, and is revoked as a developer's.
+    await member('owner');
+    const lowered = await member('owner');
+    const demoted = await h.admin('PUT', `/accounts/${t.accountId}/members/${lowered.userId}`, {
+      role: 'developer',
+    });
+    assert.equal(demoted.status, 200, demoted.raw);
+    const tokens = await h.request('GET', '/v1/tokens', { token: t.token });
+    const theirs = tokens.body.data.tokens.find(
+      (x: { owner: { user_id: string } | null }) => x.owner?.user_id === lowered.userId,
+    );
+    assert.equal(theirs.role, 'developer');
+    const revoked = await h.request('DELETE', `/v1/tokens/${theirs.id}`, { token: admin.token });
+    assert.equal(revoked.status, 200, revoked.raw);
   });
 });
 

@@ -239,9 +239,11 @@ export async function revokeTokenOf(
   await deps.store.db.transaction().execute(async (trx) => {
     const token = await lockLiveAccountToken(trx, actor.accountId, tokenId);
     if (!token) throw new NotFoundError('Token');
-    if (!roleAtLeast(actor.role, token.role)) {
+    // The role it acts with, as GET /v1/tokens lists it: a lowered member's token no longer outranks an admin.
+    const role = token.member_role ? lowerRole(token.role, token.member_role) : token.role;
+    if (!roleAtLeast(actor.role, role)) {
       throw new ForbiddenError(
-        `Revoking a token with the ${token.role} role needs the ${token.role} role: an ${actor.role} cannot lock the ${token.role} out`,
+        `Revoking a token with the ${role} role needs the ${role} role: an ${actor.role} cannot lock the ${role} out`,
       );
     }
     await revokeAccountToken(trx, actor.accountId, tokenId);

@@ -178,11 +178,20 @@ export async function listPeopleTokens(db: Db, accountId: string) {
 /**
  * Locks one of the account's live tokens for the rest of the transaction and says its role, so that a
  * revocation decides on a role nobody changes meanwhile. Another account's, or a revoked one, is not found.
+ * A person's token also says its owner's role here (`member_role`), which caps what it acts as.
  */
 export async function lockLiveAccountToken(db: Db, accountId: string, id: string) {
   return db
     .selectFrom('api_tokens')
-    .select('role')
+    .select((eb) => [
+      'role',
+      eb
+        .selectFrom('memberships')
+        .select('memberships.role')
+        .whereRef('memberships.user_id', '=', 'api_tokens.owner_user_id')
+        .whereRef('memberships.account_id', '=', 'api_tokens.account_id')
+        .as('member_role'),
+    ])
     .where('id', '=', id)
     .where('account_id', '=', accountId)
     .where('revoked_at', 'is', null)
