@@ -35,3 +35,41 @@ test('a tick still under way makes the next ticks of its schedule skip, and they
     schedules.stop();
   }
 });
+
+/** A load that answers only when the test lets it: a slow Engine or database. */
+function gatedLoad(wanted: Map<string, string>) {
+  let open: () => void = () => undefined;
+  let gate = Promise.resolve();
+  return {
+    load: async () => {
+      await gate;
+      return wanted;
+    },
+    close: () => {
+      gate = new Promise<void>((resolve) => {
+        open = resolve;
+      });
+    },
+    open: () => open(),
+  };
+}
+
+test('a stop while a rescan waits on its load leaves nothing ticking', async () => {
+  let ticks = 0;
+  const slow = gatedLoad(new Map([['template', '* * * * * *']]));
+  const schedules = new Schedules(pino({ level: 'silent' }), slow.load, async () => {
+    ticks++;
+  });
+  slow.close();
+  const starting = schedules.start();
+  schedules.stop();
+  slow.open();
+  await starting;
+  // Two scheduled seconds pass: a schedule made after the stop would have ticked by then.
+  const until = Date.now() + 2200;
+  await pollUntil('two seconds after the stop', async () => (Date.now() >= until ? true : undefined), {
+    timeoutMs: 5000,
+    intervalMs: 100,
+  });
+  assert.equal(ticks, 0);
+});

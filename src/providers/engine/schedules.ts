@@ -30,6 +30,8 @@ export class Schedules {
   async start(): Promise<void> {
     this.started = true;
     await this.rescan();
+    // A stop during that first scan: no timer is left behind to keep the process alive.
+    if (!this.started) return;
     this.timer = setInterval(() => {
       this.rescan().catch((err) => this.logger.warn({ err }, 'cron rescan failed'));
     }, RESCAN_MS);
@@ -45,6 +47,8 @@ export class Schedules {
   async rescan(): Promise<void> {
     if (!this.started) return;
     const wanted = await this.load();
+    // A stop while the load was under way: a schedule made now would tick for ever.
+    if (!this.started) return;
     for (const [id, schedule] of wanted) {
       if (this.schedules.get(id)?.schedule === schedule) continue;
       this.schedules.get(id)?.cron.stop();
