@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { Page } from 'playwright-core';
 import { createClient, unwrap } from '../../src/client/index.ts';
-import { type ConsoleSession, startConsole } from '../helpers/browser.ts';
+import { type ConsoleSession, signInWithToken, startConsole } from '../helpers/browser.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
 
 // The API tokens page (docs/console.md): list, make one (shown once), revoke one after confirming; the
@@ -87,8 +87,9 @@ test("revoking the tab's own token is asked as signing out, and signs the tab ou
 test('revoking another token says nothing of signing out and keeps the tab signed in', async () => {
   const admin = createClient({ baseUrl: c.server.url, token: c.token });
   unwrap(await admin.POST('/v1/tokens', { body: { name: 'a script', role: 'viewer' } }));
-  await page.goto(`${c.server.url}/`);
-  await page.evaluate((t) => sessionStorage.setItem('berth.token', t), c.token);
+  // Signed in first, on the page a sign-in lands on: the app's own move there could otherwise win over
+  // the navigation below (the last test left the tab signed out).
+  await signInWithToken(c);
   await page.goto(`${c.server.url}/#/tokens`);
   const row = page.getByRole('row', { name: /a script/ });
   await row.getByRole('button', { name: 'Revoke the token a script' }).click();
