@@ -33,6 +33,21 @@ export function scopeOf(ids: readonly string[] | null): EnvironmentScope {
   return ids === null ? null : new Set(ids);
 }
 
+/**
+ * What a token acts with: its own role and environments, never more than its owner's membership holds
+ * (the account's own tokens, made by no person, have no member role and keep theirs). Authentication,
+ * the token list and revocation all weigh a token by this.
+ */
+export function tokenActsWith(
+  token: { role: Role; environment_ids: readonly string[] | null },
+  member: { role: Role | null; environment_ids: readonly string[] | null | undefined },
+): { role: Role; environments: EnvironmentScope } {
+  return {
+    role: member.role ? lowerRole(token.role, member.role) : token.role,
+    environments: narrowScope(scopeOf(token.environment_ids), scopeOf(member.environment_ids ?? null)),
+  };
+}
+
 export function inScope(scope: EnvironmentScope, environmentId: string): boolean {
   return scope === null || scope.has(environmentId);
 }

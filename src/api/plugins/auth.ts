@@ -3,7 +3,7 @@ import type { FastifyRequest } from 'fastify';
 import { bearerToken, hashApiToken } from '../../domain/api-token.ts';
 import { ForbiddenError, UnauthorizedError } from '../../domain/errors.ts';
 import { effectiveFeatures, type Plan } from '../../domain/plans.ts';
-import { type EnvironmentScope, lowerRole, narrowScope, type Role, scopeOf } from '../../domain/roles.ts';
+import { type EnvironmentScope, type Role, tokenActsWith } from '../../domain/roles.ts';
 import type { Actor, Call } from '../../domain/usecases/context.ts';
 import type { Db } from '../../store/database.ts';
 import { findActiveToken, touchTokens } from '../../store/repositories/accounts.ts';
@@ -162,11 +162,7 @@ export class TokenAuthenticator {
             tokenId: row.token_id,
             plan: row.plan as Plan,
             features: effectiveFeatures(row.plan as Plan, row.features),
-            role: row.member_role ? lowerRole(row.role, row.member_role) : row.role,
-            environments: narrowScope(
-              scopeOf(row.environment_ids),
-              scopeOf(row.member_environment_ids ?? null),
-            ),
+            ...tokenActsWith(row, { role: row.member_role, environment_ids: row.member_environment_ids }),
             readOnly: row.read_only,
             expiresAt: row.expires_at ? row.expires_at.getTime() : null,
             userId: row.owner_user_id,

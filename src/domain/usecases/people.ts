@@ -27,7 +27,7 @@ import {
 import { hashApiToken, newApiToken } from '../api-token.ts';
 import { ConflictError, ForbiddenError, NotFoundError, ValidationError } from '../errors.ts';
 import type { MembershipInput, NewToken, NewUser } from '../inputs.ts';
-import { lowerRole, narrowScope, type Role, roleAtLeast, scopeOf } from '../roles.ts';
+import { type Role, roleAtLeast, tokenActsWith } from '../roles.ts';
 import { recordAudit } from './audit.ts';
 import type { Actor, Call, Deps } from './context.ts';
 
@@ -221,9 +221,8 @@ export async function createToken(deps: Pick<Deps, 'store'>, maker: TokenMaker, 
 export async function listTokens(deps: Pick<Deps, 'store'>, accountId: string) {
   const rows = await listPeopleTokens(deps.store.db, accountId);
   return rows.map(({ member_role, member_environment_ids, ...token }) => {
-    if (!member_role) return token;
-    const reach = narrowScope(scopeOf(token.environment_ids), scopeOf(member_environment_ids ?? null));
-    return { ...token, role: lowerRole(token.role, member_role), environment_ids: reach && [...reach] };
+    const acts = tokenActsWith(token, { role: member_role, environment_ids: member_environment_ids });
+    return { ...token, role: acts.role, environment_ids: acts.environments && [...acts.environments] };
   });
 }
 
@@ -240,7 +239,10 @@ export async function revokeTokenOf(
     const token = await lockLiveAccountToken(trx, actor.accountId, tokenId);
     if (!token) throw new NotFoundError('Token');
     // The role it acts with, as GET /v1/tokens lists it: a lowered member's token no longer outranks an admin.
-    const role = token.member_role ? lowerRole(token.role, token.member_role) : token.role;
+    const { role } = tokenActsWith(
+      { role: token.role, environment_ids: null },
+      { role: token.member_role, environment_ids: null },
+    );
     if (!roleAtLeast(actor.role, role)) {
       throw new ForbiddenError(
         `Revoking a token with the ${role} role needs the ${role} role: an ${actor.role} cannot lock the ${role} out`,
