@@ -26,7 +26,7 @@ import {
   findUser,
   findUserByEmail,
   insertUser,
-  upsertMembership,
+  joinUnlessMember,
 } from '../../store/repositories/users.ts';
 import {
   ConflictError,
@@ -276,14 +276,11 @@ export async function acceptInvitation(
     }
     // An invitation still pending when its person became a member (another invitation, the operator)
     // must not change that membership: a stale viewer one would demote an owner, even the last.
-    if (!(await findMembership(trx, invitation.account_id, user.id))) {
-      await upsertMembership(trx, {
-        user_id: user.id,
-        account_id: invitation.account_id,
-        role: invitation.role,
-        environment_ids: null,
-      });
-    }
+    await joinUnlessMember(trx, {
+      user_id: user.id,
+      account_id: invitation.account_id,
+      role: invitation.role,
+    });
     return startSession(trx, call, user, invitation.account_id, 'invitation.accept');
   });
 }

@@ -16,12 +16,7 @@ import {
   takeSsoFlow,
   upsertSsoConfig,
 } from '../../store/repositories/sso.ts';
-import {
-  findMembership,
-  findUserByEmail,
-  insertUser,
-  upsertMembership,
-} from '../../store/repositories/users.ts';
+import { findUserByEmail, insertUser, joinUnlessMember } from '../../store/repositories/users.ts';
 import {
   BusinessRuleError,
   ConflictError,
@@ -380,13 +375,13 @@ export async function finishSso(
         email,
         display_name: name ?? email.split('@')[0] ?? email,
       }));
-    if (!(await findMembership(trx, config.account_id, user.id))) {
-      await upsertMembership(trx, {
+    if (
+      await joinUnlessMember(trx, {
         user_id: user.id,
         account_id: config.account_id,
         role: config.default_role,
-        environment_ids: null,
-      });
+      })
+    ) {
       const actor: Actor = {
         ...call,
         accountId: config.account_id,

@@ -40,6 +40,23 @@ export async function upsertMembership(
     .executeTakeFirstOrThrow();
 }
 
+/**
+ * Makes the user a member with every environment, unless they are one already: an existing membership
+ * (made by the operator, an invitation, single sign-on) is never changed. True when this made it.
+ */
+export async function joinUnlessMember(
+  db: Db,
+  row: { user_id: string; account_id: string; role: Role },
+): Promise<boolean> {
+  const joined = await db
+    .insertInto('memberships')
+    .values({ ...row, environment_ids: null })
+    .onConflict((oc) => oc.columns(['account_id', 'user_id']).doNothing())
+    .returning('user_id')
+    .executeTakeFirst();
+  return joined !== undefined;
+}
+
 export async function findMembership(db: Db, accountId: string, userId: string) {
   return db
     .selectFrom('memberships')
